@@ -1,0 +1,143 @@
+/*
+ * km_internal.h - what core modules share and the public header hides:
+ * error helpers, the little-endian byte writer and reader of the model
+ * format, info lists, and the per-algorithm operations a model dispatches to.
+ *
+ * Not installed; never included outside core/. Thread-safety as km.h.
+ */
+#ifndef KM_INTERNAL_H
+#define KM_INTERNAL_H
+
+#include <stdio.h>
+
+#include "km.h"
+
+#if defined(__GNUC__)
+#define KM_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define KM_PRINTF(a, b)
+#endif
+
+/* Fills err (when not NULL) and returns st, so callers can write
+ * `return km_error_set(err, KM_EINVAL, "alpha must be > 0");`. */
+km_status km_error_set(km_error *err, km_status st, const char *fmt, ...)
+    KM_PRINTF(3, 4);
+
+/* Monotonic seconds, for training figures. */
+double km_now(void);
+
+/* Calls the progress callback; nonzero means cancel. */
+int km_progress(const km_fit_control *ctl, double fraction);
+
+/* Overflow-checked a*b*c element counts; returns 0 on overflow. */
+size_t km_mul3(size_t a, size_t b, size_t c);
+
+/* ------------------------------------------------------- byte writer */
+
+typedef struct km_writer {
+    unsigned char *buf;
+    size_t len, cap;
+    int failed; /* an allocation failed; later writes are dropped */
+} km_writer;
+
+void km_writer_init(km_writer *w);
+void km_writer_cleanup(km_writer *w);
+void km_write_u32(km_writer *w, uint32_t v);
+void km_write_u64(km_writer *w, uint64_t v);
+void km_write_f64(km_writer *w, double v);
+void km_write_f64s(km_writer *w, const double *v, size_t n);
+void km_write_i32s(km_writer *w, const int *v, size_t n);
+void km_write_str(km_writer *w, const char *s);
+void km_write_bytes(km_writer *w, const void *p, size_t n);
+
+/* ------------------------------------------------------- byte reader */
+
+/* Every read checks the bytes left; the first short read sets failed and
+ * later reads return zeros, so a parser checks failed once at the end. */
+typedef struct km_reader {
+    const unsigned char *p;
+    size_t left;
+    int failed;
+} km_reader;
+
+uint32_t km_read_u32(km_reader *r);
+uint64_t km_read_u64(km_reader *r);
+double km_read_f64(km_reader *r);
+/* Reads a count then allocates and reads that many values; NULL on
+ * failure (reader failed or allocation failed: check r->failed and *oom). */
+double *km_read_f64s(km_reader *r, size_t n);
+int *km_read_i32s(km_reader *r, size_t n);
+/* Reads a string of at most max bytes into dst (size max + 1). */
+void km_read_str(km_reader *r, char *dst, size_t max);
+/* A count of elements of elem_size bytes that must fit in what is left. */
+size_t km_read_count(km_reader *r, size_t elem_size);
+
+uint32_t km_crc32(const unsigned char *p, size_t n);
+
+/* ------------------------------------------------------- kernels */
+
+void km_kernel_write(km_writer *w, const km_kernel *k);
+km_status km_kernel_read(km_reader *r, km_kernel *k, int depth,
+                         km_error *err);
+
+/* ------------------------------------------------------- info lists */
+
+void km_info_cleanup(km_info *info);
+/* Appends (copies values). Returns KM_ENOMEM on failure. */
+km_status km_info_add(km_info *info, const char *key, km_info_kind kind,
+                      int is_array, const double *values, size_t count);
+km_status km_info_add1(km_info *info, const char *key, km_info_kind kind,
+                       double value);
+void km_info_write(km_writer *w, const km_info *info);
+km_status km_info_read(km_reader *r, km_info *info, km_error *err);
+
+/* ------------------------------------------------------- models */
+
+/*
+ * What each algorithm supplies. The payload is the algorithm's own struct,
+ * owned by the model. save writes it; load reads it back (r is positioned
+ * at it and must be consumed exactly); bytes counts its heap memory.
+ */
+typedef struct km_algo_ops {
+    void (*free_payload)(void *payload);
+    void (*save)(const void *payload, const km_model *m, km_writer *w);
+    km_status (*load)(km_reader *r, const km_model *m, void **payload,
+                      km_error *err);
+    size_t (*bytes)(const void *payload);
+} km_algo_ops;
+
+extern const km_algo_ops km_krr_ops;
+extern const km_algo_ops km_svc_ops;
+extern const km_algo_ops km_svr_ops;
+extern const km_algo_ops km_kpca_ops;
+
+/*
+ * Creates a model that takes ownership of payload (freed with the model,
+ * also on failure) and copies kernel. n_outputs as km_model_n_outputs.
+ */
+km_status km_model_create(km_algorithm algo, const km_kernel *kernel,
+                          size_t n_features, size_t n_samples,
+                          size_t n_outputs, void *payload, km_model **out,
+                          km_error *err);
+void *km_model_payload(const km_model *m);
+/* Mutable lists, for the fit that builds the model. */
+km_info *km_model_params_mut(km_model *m);
+km_info *km_model_training_mut(km_model *m);
+/* KM_ECONFLICT unless m is of algorithm a; names what was asked. */
+km_status km_model_expect(const km_model *m, km_algorithm a, const char *op,
+                          km_error *err);
+
+/* ------------------------------------------------------- prediction */
+
+/*
+ * For a batch X (n x d): out (n x m) = K(X, S) W, where S is ns x d and
+ * W is ns x m, computed in row blocks so K is never held whole.
+ * Shared by KRR (S = training X, W = dual coefficients) and others.
+ * If bias is not NULL, bias[j] is added to column j.
+ */
+km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
+                           size_t d, const double *W, size_t m,
+                           const double *bias, const double *X, size_t n,
+                           double *out, km_error *err);
+
+#endif /* KM_INTERNAL_H */

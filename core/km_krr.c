@@ -1,0 +1,238 @@
+/*
+ * km_krr.c - kernel ridge regression: solve (K + alpha I) C = Y.
+ *
+ * The fit allocates one n x n buffer, fills its lower triangle with the
+ * Gram matrix (DSYRK + vectorised map), adds alpha to the diagonal, and
+ * factors it in place with Cholesky. LAPACKE's row-major interface would
+ * transpose into a second n x n copy, so the buffer is handed to the
+ * column-major interface as what it also is: the upper triangle of the
+ * same symmetric matrix. All outputs are solved with one DPOTRS.
+ *
+ * The model keeps a copy of the training X and the n x m dual
+ * coefficients; prediction is km_kernel_expand in row blocks.
+ *
+ * Thread-safety: reentrant.
+ */
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "km_internal.h"
+
+typedef struct krr_payload {
+    double *X;    /* n x d training rows */
+    double *coef; /* n x m dual coefficients, row-major */
+} krr_payload;
+
+km_krr_params km_krr_params_default(void)
+{
+    km_krr_params p = {1.0};
+    return p;
+}
+
+km_status km_krr_check(const km_krr_params *p, km_error *err)
+{
+    if (!(p->alpha > 0) || !isfinite(p->alpha))
+        return km_error_set(err, KM_EINVAL,
+                            "params.alpha must be a finite number > 0");
+    return KM_OK;
+}
+
+size_t km_krr_fit_bytes(size_t n, size_t d, size_t m)
+{
+    /* The Gram buffer, the kept X and coefficients, the solve's copy of Y,
+     * and the norms. */
+    return n * n * 8 + n * d * 8 + 3 * n * m * 8 + n * 8;
+}
+
+static void krr_free(void *payload)
+{
+    krr_payload *p = payload;
+    if (!p)
+        return;
+    free(p->X);
+    free(p->coef);
+    free(p);
+}
+
+static void krr_save(const void *payload, const km_model *m, km_writer *w)
+{
+    const krr_payload *p = payload;
+    size_t n = km_model_n_samples(m);
+    km_write_f64s(w, p->X, n * km_model_n_features(m));
+    km_write_f64s(w, p->coef, n * km_model_n_outputs(m));
+}
+
+static km_status krr_load(km_reader *r, const km_model *m, void **payload,
+                          km_error *err)
+{
+    size_t n = km_model_n_samples(m), d = km_model_n_features(m);
+    size_t nx = km_mul3(n, d, 1), nc = km_mul3(n, km_model_n_outputs(m), 1);
+    krr_payload *p = calloc(1, sizeof *p);
+    if (!p)
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    p->X = nx ? km_read_f64s(r, nx) : NULL;
+    p->coef = p->X && nc ? km_read_f64s(r, nc) : NULL;
+    if (!p->X || !p->coef) {
+        krr_free(p);
+        return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
+                            "model file: bad kernel ridge payload");
+    }
+    *payload = p;
+    return KM_OK;
+}
+
+static size_t krr_bytes(const void *payload)
+{
+    (void)payload;
+    return sizeof(krr_payload);
+}
+
+const km_algo_ops km_krr_ops = {krr_free, krr_save, krr_load, krr_bytes};
+
+km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
+                     const double *X, size_t n, size_t d, const double *Y,
+                     size_t m, const km_fit_control *ctl, km_model **out,
+                     km_error *err)
+{
+    double t0 = km_now();
+    km_status st;
+    km_kernel k;
+    double *K = NULL, *B = NULL;
+    krr_payload *p = NULL;
+    km_model *model = NULL;
+
+    if ((st = km_kernel_check(kernel, err)) != KM_OK ||
+        (st = km_krr_check(params, err)) != KM_OK)
+        return st;
+    if (n == 0 || d == 0 || m == 0)
+        return km_error_set(err, KM_EINVAL,
+                            "X and y must have at least one row and column");
+    if (n > 2147483647 / 2 || !km_mul3(n, n, sizeof(double)) ||
+        !km_mul3(n, d, sizeof(double)) || !km_mul3(n, m, sizeof(double)))
+        return km_error_set(err, KM_EINVAL, "problem too large");
+    if ((st = km_check_matrix("X", X, n, d, err)) != KM_OK)
+        return st;
+    if ((st = km_check_matrix("y", Y, n, m, err)) != KM_OK)
+        return st;
+    if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
+        return st;
+    km_kernel_resolve(&k, d);
+
+    K = malloc(n * n * sizeof *K);
+    B = malloc(n * m * sizeof *B);
+    p = calloc(1, sizeof *p);
+    if (!K || !B || !p) {
+        st = km_error_set(err, KM_ENOMEM,
+                          "out of memory for a %zu x %zu kernel matrix", n, n);
+        goto out;
+    }
+    if (km_progress(ctl, 0.0)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+    if ((st = km_gram_sym(&k, X, n, d, K, 0, err)) != KM_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        K[i * n + i] += params->alpha;
+    if (km_progress(ctl, 0.1)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+
+    /* Row-major lower triangle == column-major upper triangle. */
+    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)n, K,
+                                     (lapack_int)n);
+    if (info != 0) {
+        st = info > 0
+                 ? km_error_set(err, KM_ENOTPD,
+                                "the kernel matrix plus alpha*I is not positive "
+                                "definite (Cholesky failed at row %d); use a "
+                                "larger params.alpha or a positive definite "
+                                "kernel", (int)info)
+                 : km_error_set(err, KM_EINTERNAL, "dpotrf argument %d",
+                                (int)-info);
+        goto out;
+    }
+    if (km_progress(ctl, 0.9)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+    /* B is column-major n x m: output j is contiguous. */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < m; j++)
+            B[j * n + i] = Y[i * m + j];
+    info = LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'U', (lapack_int)n,
+                          (lapack_int)m, K, (lapack_int)n, B, (lapack_int)n);
+    free(K);
+    K = NULL;
+    if (info != 0) {
+        st = km_error_set(err, KM_EINTERNAL, "dpotrs argument %d", (int)-info);
+        goto out;
+    }
+
+    p->X = malloc(n * d * sizeof *p->X);
+    p->coef = malloc(n * m * sizeof *p->coef);
+    if (!p->X || !p->coef) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    memcpy(p->X, X, n * d * sizeof *X);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < m; j++) {
+            double c = B[j * n + i];
+            if (!isfinite(c)) {
+                st = km_error_set(err, KM_ENOTPD,
+                                  "the solve gave non-finite coefficients: the "
+                                  "kernel matrix is numerically singular; use "
+                                  "a larger params.alpha");
+                goto out;
+            }
+            p->coef[i * m + j] = c;
+        }
+
+    st = km_model_create(KM_ALGO_KRR, &k, d, n, m, p, &model, err);
+    p = NULL; /* owned by the model now, also on failure */
+    if (st != KM_OK)
+        goto out;
+    if (km_info_add1(km_model_params_mut(model), "alpha", KM_INFO_NUMBER,
+                     params->alpha) != KM_OK ||
+        km_info_add1(km_model_training_mut(model), "seconds", KM_INFO_NUMBER,
+                     km_now() - t0) != KM_OK) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    model = NULL;
+out:
+    km_model_free(model);
+    krr_free(p);
+    free(B);
+    free(K);
+    km_kernel_cleanup(&k);
+    return st;
+}
+
+km_status km_krr_predict(const km_model *m, const double *X, size_t n,
+                         double *out, km_error *err)
+{
+    km_status st = km_model_expect(m, KM_ALGO_KRR, "predict", err);
+    size_t d = km_model_n_features(m);
+    if (st == KM_OK)
+        st = km_model_check_input(m, X, n, d, err);
+    if (st != KM_OK)
+        return st;
+    const krr_payload *p = km_model_payload(m);
+    return km_kernel_expand(km_model_kernel(m), p->X, km_model_n_samples(m),
+                            d, p->coef, km_model_n_outputs(m), NULL, X, n,
+                            out, err);
+}
+
+const double *km_krr_dual_coef(const km_model *m)
+{
+    if (km_model_algorithm(m) != KM_ALGO_KRR)
+        return NULL;
+    return ((const krr_payload *)km_model_payload(m))->coef;
+}

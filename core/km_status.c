@@ -1,0 +1,80 @@
+/*
+ * km_status.c - status names and messages (from the one KM_STATUS_MAP
+ * table), the caller-owned error helper, and small shared utilities.
+ *
+ * Thread-safety: all functions are reentrant.
+ */
+#include <stdarg.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+
+#include "km_internal.h"
+
+const char *km_strerror(km_status st)
+{
+    switch (st) {
+#define KM_STATUS_MSG(name, msg) case KM_##name: return msg;
+        KM_STATUS_MAP(KM_STATUS_MSG)
+#undef KM_STATUS_MSG
+    default: return "unknown status";
+    }
+}
+
+const char *km_status_name(km_status st)
+{
+    switch (st) {
+#define KM_STATUS_NAME(name, msg) case KM_##name: return #name;
+        KM_STATUS_MAP(KM_STATUS_NAME)
+#undef KM_STATUS_NAME
+    default: return "UNKNOWN";
+    }
+}
+
+km_status km_error_set(km_error *err, km_status st, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        err->status = st;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+double km_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int km_progress(const km_fit_control *ctl, double fraction)
+{
+    if (!ctl || !ctl->progress)
+        return 0;
+    if (fraction < 0) fraction = 0;
+    if (fraction > 1) fraction = 1;
+    return ctl->progress(ctl->ctx, fraction);
+}
+
+size_t km_mul3(size_t a, size_t b, size_t c)
+{
+    size_t ab;
+    if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &ab))
+        return 0;
+    return ab;
+}
+
+km_status km_check_matrix(const char *what, const double *X, size_t n,
+                          size_t d, km_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < d; j++)
+            if (!isfinite(X[i * d + j]))
+                return km_error_set(err, KM_EINVAL,
+                                    "%s[%zu][%zu] is not a finite number",
+                                    what, i, j);
+    return KM_OK;
+}

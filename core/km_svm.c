@@ -1,0 +1,11 @@
+/* km_svm.c - PLACEHOLDER until the SMO solver lands (issue 3). */
+#include <stdlib.h>
+#include "km_internal.h"
+
+static void nop_free(void *p) { free(p); }
+static void nop_save(const void *p, const km_model *m, km_writer *w) { (void)p; (void)m; (void)w; }
+static km_status nop_load(km_reader *r, const km_model *m, void **p, km_error *err)
+{ (void)r; (void)m; *p = NULL; return km_error_set(err, KM_EFORMAT, "svm models are not supported yet"); }
+static size_t nop_bytes(const void *p) { (void)p; return 0; }
+const km_algo_ops km_svc_ops = {nop_free, nop_save, nop_load, nop_bytes};
+const km_algo_ops km_svr_ops = {nop_free, nop_save, nop_load, nop_bytes};

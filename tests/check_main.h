@@ -1,0 +1,67 @@
+/*
+ * check_main.h - the shared main() of the Check unit-test programs, and
+ * helpers to read the reference fixtures in tests/fixtures/.
+ *
+ * Each tests/<layer>/test_<module>.c defines one suite and ends with
+ * KM_TEST_MAIN(suite_function). Fixture files are plain text: numbers
+ * separated by white space, written by tests/fixtures/gen_refs.py.
+ */
+#ifndef CHECK_MAIN_H
+#define CHECK_MAIN_H
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KM_TEST_MAIN(suite_fn)                                               \
+    int main(void)                                                           \
+    {                                                                        \
+        SRunner *sr = srunner_create(suite_fn());                            \
+        srunner_run_all(sr, CK_NORMAL);                                      \
+        int failed = srunner_ntests_failed(sr);                              \
+        srunner_free(sr);                                                    \
+        return failed ? EXIT_FAILURE : EXIT_SUCCESS;                         \
+    }
+
+/* Directory of the fixtures, relative to the project root (make runs the
+ * tests from there). */
+#define KM_FIXTURES "tests/fixtures/"
+
+/* Reads all numbers of a fixture file; *n gets the count. Fails the test
+ * if the file is missing. Caller frees. */
+static inline double *km_read_fixture(const char *name, size_t *n)
+{
+    char path[512];
+    snprintf(path, sizeof path, KM_FIXTURES "%s", name);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "missing fixture %s (run tests/fixtures/gen_refs.py)",
+                  path);
+    size_t cap = 1024, len = 0;
+    double *v = malloc(cap * sizeof *v), x;
+    while (fscanf(f, "%lf", &x) == 1) {
+        if (len == cap)
+            v = realloc(v, (cap *= 2) * sizeof *v);
+        v[len++] = x;
+    }
+    fclose(f);
+    *n = len;
+    return v;
+}
+
+/* Largest |a-b| / max(|b|, floor) over n values. */
+static inline double km_max_rel_err(const double *a, const double *b, size_t n,
+                                    double floor)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double scale = fabs(b[i]) > floor ? fabs(b[i]) : floor;
+        double e = fabs(a[i] - b[i]) / scale;
+        if (!(e <= worst))
+            worst = e; /* also catches NaN */
+    }
+    return worst;
+}
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * test_km_kernel.c - kernels against closed forms; Gram matrices: symmetry,
+ * agreement of the BLAS paths with direct evaluation, blocked composites;
+ * validation messages; the vectorised exp against libm.
+ */
+#include "../check_main.h"
+#include "km.h"
+
+static const double x3[3] = {1.0, -2.0, 0.5};
+static const double z3[3] = {0.5, 1.0, -1.5};
+/* <x,z> = 0.5 - 2 - 0.75 = -2.25; |x-z|^2 = 0.25 + 9 + 4 = 13.25;
+ * |x-z|_1 = 0.5 + 3 + 2 = 5.5 */
+
+START_TEST(closed_forms)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3), -2.25, 1e-15);
+
+    km_kernel_init(&k, KM_KERNEL_POLYNOMIAL);
+    k.gamma = 0.5; /* (0.5 * -2.25 + 1)^3 = (-0.125)^3 */
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3), -0.001953125, 1e-17);
+    k.degree = 0;
+    ck_assert_double_eq(km_kernel_eval(&k, x3, z3, 3), 1.0);
+
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.1;
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3), exp(-1.325), 1e-16);
+
+    km_kernel_init(&k, KM_KERNEL_LAPLACIAN);
+    k.gamma = 0.2;
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3), exp(-1.1), 1e-16);
+
+    km_kernel_init(&k, KM_KERNEL_SIGMOID);
+    k.gamma = 0.3;
+    k.coef0 = 0.25; /* tanh(-0.675 + 0.25) */
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3), tanh(-0.425), 1e-16);
+}
+END_TEST
+
+static void make_sum(km_kernel *k, double w0, double w1)
+{
+    km_kernel *parts = malloc(2 * sizeof *parts);
+    double *w = malloc(2 * sizeof *w);
+    km_kernel_init(&parts[0], KM_KERNEL_RBF);
+    parts[0].gamma = 0.1;
+    km_kernel_init(&parts[1], KM_KERNEL_LINEAR);
+    w[0] = w0;
+    w[1] = w1;
+    km_kernel_init(k, KM_KERNEL_SUM);
+    km_kernel_set_parts(k, parts, w, 2);
+}
+
+START_TEST(composite_closed_forms)
+{
+    km_kernel k;
+    make_sum(&k, 2.0, 0.5);
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3),
+                            2.0 * exp(-1.325) + 0.5 * -2.25, 1e-15);
+    k.type = KM_KERNEL_PRODUCT;
+    free(k.weights);
+    k.weights = NULL;
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3),
+                            exp(-1.325) * -2.25, 1e-15);
+    km_kernel_cleanup(&k);
+}
+END_TEST
+
+/* Deterministic pseudo-random matrix. */
+static double *rand_matrix(size_t n, size_t d, unsigned seed)
+{
+    double *X = malloc(n * d * sizeof *X);
+    for (size_t i = 0; i < n * d; i++) {
+        seed = seed * 1103515245u + 12345u;
+        X[i] = ((seed >> 8) & 0xFFFF) / 32768.0 - 1.0;
+    }
+    return X;
+}
+
+/* Every kernel type: km_gram_sym (full) is symmetric and equals direct
+ * evaluation; km_gram_cross equals it too. n = 300 > the 256-row block,
+ * so composites and the Laplacian cross a block edge. */
+START_TEST(gram_paths_agree)
+{
+    const size_t n = 300, d = 7;
+    double *X = rand_matrix(n, d, 7);
+    double *K = malloc(n * n * sizeof *K), *C = malloc(n * n * sizeof *C);
+    km_kernel kernels[7];
+    km_kernel_init(&kernels[0], KM_KERNEL_LINEAR);
+    km_kernel_init(&kernels[1], KM_KERNEL_POLYNOMIAL);
+    km_kernel_init(&kernels[2], KM_KERNEL_RBF);
+    km_kernel_init(&kernels[3], KM_KERNEL_LAPLACIAN);
+    km_kernel_init(&kernels[4], KM_KERNEL_SIGMOID);
+    make_sum(&kernels[5], 0.3, 1.5);
+    make_sum(&kernels[6], 1, 1);
+    kernels[6].type = KM_KERNEL_PRODUCT;
+    free(kernels[6].weights);
+    kernels[6].weights = NULL;
+    for (int t = 0; t < 7; t++) {
+        km_kernel *k = &kernels[t];
+        km_kernel_resolve(k, d);
+        ck_assert_int_eq(km_kernel_check(k, NULL), KM_OK);
+        ck_assert_int_eq(km_gram_sym(k, X, n, d, K, 1, NULL), KM_OK);
+        ck_assert_int_eq(km_gram_cross(k, X, n, X, n, d, C, n, NULL), KM_OK);
+        double worst = 0;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++) {
+                double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
+                double e1 = fabs(K[i * n + j] - ref), e2 = fabs(C[i * n + j] - ref);
+                ck_assert_msg(K[i * n + j] == K[j * n + i],
+                              "type %d not symmetric at %zu,%zu", t, i, j);
+                worst = fmax(worst, fmax(e1, e2) / fmax(fabs(ref), 1.0));
+            }
+        ck_assert_msg(worst < 1e-13, "kernel %d: worst error %g", t, worst);
+        km_kernel_cleanup(k);
+    }
+    free(X);
+    free(K);
+    free(C);
+}
+END_TEST
+
+/* The rbf training diagonal is exactly 1 (distance forced to 0). */
+START_TEST(rbf_diagonal_exact)
+{
+    const size_t n = 50, d = 3;
+    double *X = rand_matrix(n, d, 3);
+    for (size_t i = 0; i < n * d; i++)
+        X[i] *= 1e4; /* large norms make |x|^2+|x|^2-2<x,x> round off */
+    double *K = malloc(n * n * sizeof *K);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 1.0;
+    ck_assert_int_eq(km_gram_sym(&k, X, n, d, K, 0, NULL), KM_OK);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_double_eq(K[i * n + i], 1.0);
+    free(X);
+    free(K);
+}
+END_TEST
+
+START_TEST(validation_names_field)
+{
+    km_kernel k;
+    km_error err;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = -1;
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "kernel.gamma must be a finite number > 0");
+    k.gamma = NAN;
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+
+    km_kernel_init(&k, KM_KERNEL_POLYNOMIAL);
+    k.degree = -2;
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "kernel.degree"));
+
+    make_sum(&k, 0, 0);
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "kernel.weights must not all be 0");
+    k.weights[1] = -1;
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message,
+                     "kernel.weights[1] must be a finite number >= 0");
+    k.weights[1] = 1;
+    k.parts[0].gamma = -3;
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message,
+                     "kernel.kernels[0].gamma must be a finite number > 0");
+    km_kernel_cleanup(&k);
+
+    km_kernel_init(&k, KM_KERNEL_SUM); /* no parts */
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+
+    /* default gamma resolves to 1/n_features */
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    ck_assert_int_eq(km_kernel_check(&k, NULL), KM_OK);
+    km_kernel_resolve(&k, 4);
+    ck_assert_double_eq(k.gamma, 0.25);
+}
+END_TEST
+
+START_TEST(type_names_round_trip)
+{
+    for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++) {
+        km_kernel_type back;
+        ck_assert_int_eq(km_kernel_type_parse(km_kernel_type_name(t), &back), 0);
+        ck_assert_int_eq(back, t);
+    }
+    km_kernel_type t;
+    ck_assert_int_eq(km_kernel_type_parse("gaussian", &t), -1);
+    ck_assert_ptr_null(km_kernel_type_name(KM_KERNEL_TYPE_COUNT));
+}
+END_TEST
+
+/* km_vexp against libm over the whole range it serves, with the edges. */
+START_TEST(vexp_accuracy)
+{
+    enum { N = 200003 };
+    double *v = malloc(N * sizeof *v), *x = malloc(N * sizeof *x);
+    for (int i = 0; i < N; i++)
+        x[i] = v[i] = -745.0 + 1454.0 * i / (N - 1);
+    km_vexp(v, N);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        double ref = exp(x[i]);
+        if (x[i] < -708)
+            ck_assert_double_eq(v[i], 0.0);
+        else if (x[i] > 709)
+            ck_assert(isinf(v[i]));
+        else
+            worst = fmax(worst, fabs(v[i] - ref) / ref);
+    }
+    ck_assert_msg(worst < 4e-16, "worst relative error %g", worst);
+    double edge[4] = {0.0, -0.0, NAN, 1.0};
+    km_vexp(edge, 4);
+    ck_assert_double_eq(edge[0], 1.0);
+    ck_assert_double_eq(edge[1], 1.0);
+    ck_assert(isnan(edge[2]));
+    ck_assert_double_eq_tol(edge[3], M_E, 1e-15);
+    free(v);
+    free(x);
+}
+END_TEST
+
+static Suite *kernel_suite(void)
+{
+    Suite *s = suite_create("km_kernel");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, closed_forms);
+    tcase_add_test(tc, composite_closed_forms);
+    tcase_add_test(tc, gram_paths_agree);
+    tcase_add_test(tc, rbf_diagonal_exact);
+    tcase_add_test(tc, validation_names_field);
+    tcase_add_test(tc, type_names_round_trip);
+    tcase_add_test(tc, vexp_accuracy);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+KM_TEST_MAIN(kernel_suite)

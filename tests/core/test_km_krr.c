@@ -1,0 +1,268 @@
+/*
+ * test_km_krr.c - kernel ridge regression against scikit-learn's
+ * KernelRidge (reference values in tests/fixtures, from gen_refs.py):
+ * dual coefficients and predictions within 1e-8 relative, on
+ * breast_cancer.csv (six kernels) and a synthetic two-output set.
+ */
+#include "../check_main.h"
+#include "../testdata.h"
+#include "km.h"
+
+/* Relative error floor: values below it are compared absolutely. */
+#define FLOOR 1e-3
+#define TOL 1e-8
+
+static void bc_case(const char *name, km_kernel *k)
+{
+    km_dataset ds;
+    ck_assert_msg(km_dataset_load("breast_cancer.csv", 10000, &ds) == 0,
+                  "cannot read breast_cancer.csv (set KM_DATA)");
+    km_dataset_scale(&ds, 400);
+    km_krr_params p = {0.5};
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_krr_fit(k, &p, ds.X, 400, ds.d, ds.y, 1, NULL, &m, &err)
+                      == KM_OK, "%s: %s", name, err.message);
+    char file[128];
+    size_t nc, np;
+    snprintf(file, sizeof file, "krr_bc_%s_coef.txt", name);
+    double *coef = km_read_fixture(file, &nc);
+    snprintf(file, sizeof file, "krr_bc_%s_pred.txt", name);
+    double *pred = km_read_fixture(file, &np);
+    ck_assert_uint_eq(nc, 400);
+    ck_assert_uint_eq(np, ds.n - 400);
+
+    double *out = malloc(np * sizeof *out);
+    ck_assert_int_eq(km_krr_predict(m, ds.X + 400 * ds.d, np, out, &err), KM_OK);
+    double e = km_max_rel_err(out, pred, np, FLOOR);
+    ck_assert_msg(e <= TOL, "%s: predictions off by %g relative", name, e);
+
+    e = km_max_rel_err(km_krr_dual_coef(m), coef, nc, FLOOR);
+    ck_assert_msg(e <= TOL, "%s: dual coefficients off by %g relative", name, e);
+
+    /* A round trip through the model file predicts bit for bit the same. */
+    unsigned char *buf;
+    size_t len;
+    ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
+    km_model *back;
+    ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
+    double *out2 = malloc(np * sizeof *out2);
+    ck_assert_int_eq(km_krr_predict(back, ds.X + 400 * ds.d, np, out2, NULL),
+                     KM_OK);
+    ck_assert_mem_eq(out, out2, np * sizeof *out);
+    free(out2);
+    km_model_free(back);
+    free(buf);
+
+    const km_info_entry *a = km_info_find(km_model_params(m), "alpha");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_double_eq(a->values[0], 0.5);
+    free(coef);
+    free(pred);
+    free(out);
+    km_model_free(m);
+    km_dataset_free(&ds);
+}
+
+START_TEST(bc_linear)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    bc_case("linear", &k);
+}
+END_TEST
+
+START_TEST(bc_rbf)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.1;
+    bc_case("rbf", &k);
+}
+END_TEST
+
+START_TEST(bc_poly)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_POLYNOMIAL);
+    k.gamma = 0.05;
+    bc_case("poly", &k);
+}
+END_TEST
+
+START_TEST(bc_laplacian)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LAPLACIAN);
+    k.gamma = 0.05;
+    bc_case("laplacian", &k);
+}
+END_TEST
+
+START_TEST(bc_sum_and_product)
+{
+    km_kernel k;
+    km_kernel *parts = malloc(2 * sizeof *parts);
+    double *w = malloc(2 * sizeof *w);
+    km_kernel_init(&parts[0], KM_KERNEL_RBF);
+    parts[0].gamma = 0.1;
+    km_kernel_init(&parts[1], KM_KERNEL_POLYNOMIAL);
+    parts[1].degree = 2;
+    parts[1].gamma = 0.05;
+    w[0] = 0.7;
+    w[1] = 0.3;
+    km_kernel_init(&k, KM_KERNEL_SUM);
+    km_kernel_set_parts(&k, parts, w, 2);
+    bc_case("sum", &k);
+    km_kernel_cleanup(&k);
+
+    parts = malloc(2 * sizeof *parts);
+    km_kernel_init(&parts[0], KM_KERNEL_RBF);
+    parts[0].gamma = 0.1;
+    km_kernel_init(&parts[1], KM_KERNEL_LAPLACIAN);
+    parts[1].gamma = 0.05;
+    km_kernel_init(&k, KM_KERNEL_PRODUCT);
+    km_kernel_set_parts(&k, parts, NULL, 2);
+    bc_case("product", &k);
+    km_kernel_cleanup(&k);
+}
+END_TEST
+
+/* Checks the dual coefficients themselves on the synthetic set, with two
+ * outputs solved at once. */
+START_TEST(synthetic_two_outputs)
+{
+    size_t nx, ny, nt, nc, np;
+    double *X = km_read_fixture("krr_syn_X.txt", &nx);
+    double *Y = km_read_fixture("krr_syn_Y.txt", &ny);
+    double *T = km_read_fixture("krr_syn_T.txt", &nt);
+    double *coef = km_read_fixture("krr_syn_coef.txt", &nc);
+    double *pred = km_read_fixture("krr_syn_pred.txt", &np);
+    ck_assert_uint_eq(nx, 300 * 5);
+    ck_assert_uint_eq(ny, 600);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.3;
+    km_krr_params p = {0.1};
+    km_model *m;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, 300, 5, Y, 2, NULL, &m, NULL), KM_OK);
+    ck_assert_uint_eq(km_model_n_outputs(m), 2);
+
+    double e = km_max_rel_err(km_krr_dual_coef(m), coef, nc, FLOOR);
+    ck_assert_msg(e <= TOL, "dual coefficients off by %g relative", e);
+    double *out = malloc(np * sizeof *out);
+    ck_assert_int_eq(km_krr_predict(m, T, 50, out, NULL), KM_OK);
+    e = km_max_rel_err(out, pred, np, FLOOR);
+    ck_assert_msg(e <= TOL, "predictions off by %g relative", e);
+
+    /* (K + alpha I) c_ref = y holds for the reference; ours must predict
+     * y - alpha c_ref on the training rows. */
+    double *fit = malloc(600 * sizeof *fit), *want = malloc(600 * sizeof *want);
+    ck_assert_int_eq(km_krr_predict(m, X, 300, fit, NULL), KM_OK);
+    for (size_t i = 0; i < 600; i++)
+        want[i] = Y[i] - 0.1 * coef[i];
+    e = km_max_rel_err(fit, want, 600, FLOOR);
+    ck_assert_msg(e <= TOL, "training fit off by %g relative", e);
+    free(fit);
+    free(want);
+    free(out);
+    free(X);
+    free(Y);
+    free(T);
+    free(coef);
+    free(pred);
+    km_model_free(m);
+}
+END_TEST
+
+START_TEST(not_positive_definite)
+{
+    /* A sigmoid kernel with a tiny ridge is indefinite. */
+    const size_t n = 40;
+    double X[40 * 2], y[40];
+    for (size_t i = 0; i < n; i++) {
+        X[2 * i] = (double)i / 4;
+        X[2 * i + 1] = -(double)(i % 5);
+        y[i] = (double)i;
+    }
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_SIGMOID);
+    k.gamma = 2;
+    k.coef0 = -1;
+    km_krr_params p = {1e-9};
+    km_model *m = NULL;
+    km_error err;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, n, 2, y, 1, NULL, &m, &err),
+                     KM_ENOTPD);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(err.message, "not positive definite"));
+}
+END_TEST
+
+START_TEST(invalid_inputs)
+{
+    double X[4] = {0, 1, 2, NAN}, y[2] = {1, 2};
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_krr_params p = {1.0};
+    km_model *m = NULL;
+    km_error err;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, 2, 2, y, 1, NULL, &m, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "X[1][1] is not a finite number");
+    X[3] = 3;
+    y[1] = INFINITY;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, 2, 2, y, 1, NULL, &m, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "y[1][0] is not a finite number");
+    y[1] = 2;
+    p.alpha = -1;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, 2, 2, y, 1, NULL, &m, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "params.alpha must be a finite number > 0");
+    p.alpha = 1;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, 2, 2, y, 1, NULL, &m, NULL), KM_OK);
+    double bad[3] = {1, 2, 3};
+    ck_assert_int_eq(km_krr_predict(m, bad, 1, y, &err), KM_OK);
+    ck_assert_int_eq(km_model_check_input(m, bad, 1, 3, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "X has 3 features; the model expects 2");
+    km_model_free(m);
+}
+END_TEST
+
+static int cancel_at_half(void *ctx, double f)
+{
+    (void)ctx;
+    return f >= 0.05;
+}
+
+START_TEST(cancelled)
+{
+    double X[6] = {0, 1, 2, 3, 4, 5}, y[3] = {1, 2, 3};
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_krr_params p = {1.0};
+    km_fit_control ctl = {cancel_at_half, NULL};
+    km_model *m = NULL;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, 3, 2, y, 1, &ctl, &m, NULL),
+                     KM_ECANCELLED);
+    ck_assert_ptr_null(m);
+}
+END_TEST
+
+static Suite *krr_suite(void)
+{
+    Suite *s = suite_create("km_krr");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, bc_linear);
+    tcase_add_test(tc, bc_rbf);
+    tcase_add_test(tc, bc_poly);
+    tcase_add_test(tc, bc_laplacian);
+    tcase_add_test(tc, bc_sum_and_product);
+    tcase_add_test(tc, synthetic_two_outputs);
+    tcase_add_test(tc, not_positive_definite);
+    tcase_add_test(tc, invalid_inputs);
+    tcase_add_test(tc, cancelled);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+KM_TEST_MAIN(krr_suite)

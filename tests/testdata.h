@@ -1,0 +1,94 @@
+/*
+ * testdata.h - loads the shared CSV data sets (../shared/data) for tests
+ * and benchmarks, and scales features the way tests/fixtures/gen_refs.py
+ * does, so C and Python see the same numbers.
+ *
+ * CSV: a header row, numeric features, the target in the last column
+ * (a number or a string label).
+ */
+#ifndef TESTDATA_H
+#define TESTDATA_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+#include <string.h>
+
+typedef struct km_dataset {
+    size_t n, d;
+    double *X;     /* n x d */
+    char **label;  /* n target strings as written */
+    double *y;     /* n targets as numbers (NaN when not numeric) */
+} km_dataset;
+
+static inline void km_dataset_free(km_dataset *ds)
+{
+    for (size_t i = 0; i < ds->n; i++)
+        free(ds->label[i]);
+    free(ds->label);
+    free(ds->X);
+    free(ds->y);
+    memset(ds, 0, sizeof *ds);
+}
+
+/* Where the shared data live: $KM_DATA or ../shared/data. */
+static inline int km_dataset_load(const char *file, size_t max_rows,
+                                  km_dataset *ds)
+{
+    const char *dir = getenv("KM_DATA") ? getenv("KM_DATA") : "../shared/data";
+    char path[1024], line[1 << 16];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    memset(ds, 0, sizeof *ds);
+    if (!f || !fgets(line, sizeof line, f)) {
+        if (f) fclose(f);
+        return -1;
+    }
+    for (char *c = line; *c; c++)
+        ds->d += *c == ',';
+    size_t cap = 1024;
+    ds->X = malloc(cap * ds->d * sizeof *ds->X);
+    ds->label = malloc(cap * sizeof *ds->label);
+    ds->y = malloc(cap * sizeof *ds->y);
+    while (ds->n < max_rows && fgets(line, sizeof line, f)) {
+        if (ds->n == cap) {
+            cap *= 2;
+            ds->X = realloc(ds->X, cap * ds->d * sizeof *ds->X);
+            ds->label = realloc(ds->label, cap * sizeof *ds->label);
+            ds->y = realloc(ds->y, cap * sizeof *ds->y);
+        }
+        char *p = line, *end;
+        for (size_t j = 0; j < ds->d; j++) {
+            ds->X[ds->n * ds->d + j] = strtod(p, &end);
+            p = end + 1;
+        }
+        p[strcspn(p, "\r\n")] = '\0';
+        ds->label[ds->n] = strdup(p);
+        ds->y[ds->n] = strtod(p, &end);
+        if (end == p || *end)
+            ds->y[ds->n] = NAN;
+        ds->n++;
+    }
+    fclose(f);
+    return 0;
+}
+
+/* Scales each feature to [-1, 1] with the min and max of rows [0, n_fit);
+ * a constant feature becomes 0. (gen_refs.py: scale_minmax.) */
+static inline void km_dataset_scale(km_dataset *ds, size_t n_fit)
+{
+    for (size_t j = 0; j < ds->d; j++) {
+        double lo = ds->X[j], hi = ds->X[j];
+        for (size_t i = 0; i < n_fit; i++) {
+            double v = ds->X[i * ds->d + j];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        for (size_t i = 0; i < ds->n; i++) {
+            double *v = &ds->X[i * ds->d + j];
+            *v = hi > lo ? 2.0 * (*v - lo) / (hi - lo) - 1.0 : 0.0;
+        }
+    }
+}
+
+#endif
