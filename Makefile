@@ -106,11 +106,17 @@ run: deps
 	@mkdir -p var/models
 	./$(B)/kmserve --listen 127.0.0.1:8080 --models-dir ./var/models
 
-bench: deps
-	@$(MAKE) --no-print-directory all $(B)/bench_krr
-	$(PYTHON) bench/bench_krr.py --bin $(B)
+BENCH_BIN := $(patsubst bench/%.c,$(B)/%,$(wildcard bench/bench_*.c))
 
-$(B)/bench_%: bench/bench_%.c $(B)/libkm.a
+# Each bench/bench_*.py runs ours and the reference side by side and
+# prints the ratios; one at a time (flock) so they do not share the cores.
+bench: deps
+	@$(MAKE) --no-print-directory all $(BENCH_BIN)
+	@for d in bench/bench_*.py; do \
+	  echo "== $$d"; flock /tmp/kmserve-bench.lock $(PYTHON) $$d --bin $(B) || exit 1; \
+	done
+
+$(B)/bench_%: bench/bench_%.c bench/bench_util.h $(B)/libkm.a
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(LIBS) $(LDFLAGS)
 
 clean:
