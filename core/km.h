@@ -230,6 +230,19 @@ typedef struct km_info {
     km_info_entry *entries;
 } km_info;
 
+/*
+ * Class labels of a classifier, in class-index order (sorted by the
+ * caller: numbers ascending, strings by byte order). Kept as text; numeric
+ * says whether they came as numbers. Copies labels. Set before sharing.
+ */
+km_status km_model_set_labels(km_model *m, const char *const *labels,
+                              size_t n, int numeric,
+                              km_error *err) KM_MUST_CHECK;
+size_t km_model_n_labels(const km_model *m);
+/* Label of class i (borrowed); NULL if i is out of range. */
+const char *km_model_label(const km_model *m, size_t i);
+int km_model_labels_numeric(const km_model *m);
+
 /* Borrowed views, valid while the model lives. */
 const km_info *km_model_params(const km_model *m);
 const km_info *km_model_training(const km_model *m);

@@ -11,6 +11,7 @@
  *   u32 algorithm  u64 n_features  u64 n_samples  u64 n_outputs
  *   str name  u64 version  u64 created_at_ms
  *   kernel (recursive)  info params  info training
+ *   u64 n_labels  u32 numeric  str label...
  *   payload (the algorithm's own)
  *   u32 CRC-32 of every byte before it
  * The checksum is verified before anything is parsed, and parsing then
@@ -38,8 +39,14 @@ struct km_model {
     uint64_t version;
     int64_t created_at_ms;
     km_info params, training;
+    char **labels; /* n_labels strings, owned */
+    size_t n_labels;
+    int labels_numeric;
     void *payload;
 };
+
+/* A label is at most this long (the API checks the same bound). */
+#define MAX_LABEL 256
 
 static const char *const algo_names[KM_ALGO_COUNT] = {"krr", "svc", "svr",
                                                       "kpca"};
@@ -188,6 +195,49 @@ km_status km_model_create(km_algorithm algo, const km_kernel *kernel,
     return KM_OK;
 }
 
+static void free_labels(km_model *m)
+{
+    for (size_t i = 0; i < m->n_labels; i++)
+        free(m->labels[i]);
+    free(m->labels);
+    m->labels = NULL;
+    m->n_labels = 0;
+}
+
+km_status km_model_set_labels(km_model *m, const char *const *labels,
+                              size_t n, int numeric, km_error *err)
+{
+    free_labels(m);
+    m->labels = calloc(n ? n : 1, sizeof *m->labels);
+    if (!m->labels)
+        return km_error_set(err, KM_ENOMEM, "out of memory for labels");
+    for (size_t i = 0; i < n; i++) {
+        if (strlen(labels[i]) > MAX_LABEL) {
+            m->n_labels = i;
+            free_labels(m);
+            return km_error_set(err, KM_EINVAL,
+                                "class label %zu is longer than %d bytes", i,
+                                MAX_LABEL);
+        }
+        m->labels[i] = strdup(labels[i]);
+        m->n_labels = i + 1;
+        if (!m->labels[i]) {
+            free_labels(m);
+            return km_error_set(err, KM_ENOMEM, "out of memory for labels");
+        }
+    }
+    m->labels_numeric = numeric != 0;
+    return KM_OK;
+}
+
+size_t km_model_n_labels(const km_model *m) { return m->n_labels; }
+int km_model_labels_numeric(const km_model *m) { return m->labels_numeric; }
+
+const char *km_model_label(const km_model *m, size_t i)
+{
+    return i < m->n_labels ? m->labels[i] : NULL;
+}
+
 void km_model_free(km_model *m)
 {
     if (!m)
@@ -198,6 +248,7 @@ void km_model_free(km_model *m)
     km_kernel_cleanup(&m->kernel);
     km_info_cleanup(&m->params);
     km_info_cleanup(&m->training);
+    free_labels(m);
     free(m);
 }
 
@@ -223,6 +274,8 @@ size_t km_model_bytes(const km_model *m)
         b += sizeof(km_info_entry) + m->params.entries[i].count * 8;
     for (size_t i = 0; i < m->training.count; i++)
         b += sizeof(km_info_entry) + m->training.entries[i].count * 8;
+    for (size_t i = 0; i < m->n_labels; i++)
+        b += sizeof(char *) + strlen(m->labels[i]) + 1;
     return b + (ops && m->payload ? ops->bytes(m->payload) : 0);
 }
 
@@ -276,6 +329,10 @@ km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
     km_kernel_write(&w, &m->kernel);
     km_info_write(&w, &m->params);
     km_info_write(&w, &m->training);
+    km_write_u64(&w, m->n_labels);
+    km_write_u32(&w, (uint32_t)m->labels_numeric);
+    for (size_t i = 0; i < m->n_labels; i++)
+        km_write_str(&w, m->labels[i]);
     ops->save(m->payload, m, &w);
     km_write_u32(&w, w.failed ? 0 : km_crc32(w.buf, w.len));
     if (w.failed) {
@@ -284,6 +341,29 @@ km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
     }
     *buf = w.buf;
     *len = w.len;
+    return KM_OK;
+}
+
+static km_status read_labels(km_reader *r, km_model *m, km_error *err)
+{
+    size_t n = km_read_count(r, 4); /* each label takes at least 4 bytes */
+    uint32_t numeric = km_read_u32(r);
+    if (r->failed || numeric > 1)
+        return km_error_set(err, KM_ECORRUPT, "model file: bad labels");
+    m->labels = calloc(n ? n : 1, sizeof *m->labels);
+    if (!m->labels)
+        return km_error_set(err, KM_ENOMEM, "out of memory reading labels");
+    m->labels_numeric = (int)numeric;
+    for (size_t i = 0; i < n; i++) {
+        char buf[MAX_LABEL + 1];
+        km_read_str(r, buf, MAX_LABEL);
+        if (r->failed)
+            return km_error_set(err, KM_ECORRUPT, "model file: bad labels");
+        m->labels[i] = strdup(buf);
+        if (!m->labels[i])
+            return km_error_set(err, KM_ENOMEM, "out of memory reading labels");
+        m->n_labels = i + 1;
+    }
     return KM_OK;
 }
 
@@ -329,6 +409,8 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
         st = km_info_read(&r, &m->params, err);
     if (st == KM_OK)
         st = km_info_read(&r, &m->training, err);
+    if (st == KM_OK)
+        st = read_labels(&r, m, err);
     if (st == KM_OK)
         st = ops_of(m->algo)->load(&r, m, &m->payload, err);
     if (st == KM_OK && (r.failed || r.left != 0))

@@ -21,6 +21,8 @@ static km_model *small_model(void)
     km_model *m = NULL;
     ck_assert_int_eq(km_krr_fit(&k, &prm, X, 5, 2, Y, 2, NULL, &m, NULL), KM_OK);
     km_model_set_identity(m, "house-prices_v2", 7, 1763078400123LL);
+    const char *labels[3] = {"-1.5", "2", "10"};
+    ck_assert_int_eq(km_model_set_labels(m, labels, 3, 1, NULL), KM_OK);
     km_kernel_cleanup(&k);
     return m;
 }
@@ -50,6 +52,10 @@ START_TEST(round_trip)
     ck_assert_double_eq(km_info_find(km_model_training(b), "seconds")->values[0],
                         km_info_find(km_model_training(m), "seconds")->values[0]);
     ck_assert_mem_eq(km_krr_dual_coef(b), km_krr_dual_coef(m), 10 * sizeof(double));
+    ck_assert_uint_eq(km_model_n_labels(b), 3);
+    ck_assert_int_eq(km_model_labels_numeric(b), 1);
+    ck_assert_str_eq(km_model_label(b, 2), "10");
+    ck_assert_ptr_null(km_model_label(b, 3));
 
     /* Saving the loaded model gives the same bytes. */
     unsigned char *buf2;
