@@ -1,0 +1,45 @@
+/*
+ * api_fit.h - fit requests: parse and validate everything first (so a bad
+ * request answers 4xx before any work or queueing), estimate the memory a
+ * fit needs, then run it through core.
+ *
+ * Thread-safety: reentrant; a request is owned by one thread at a time.
+ */
+#ifndef API_FIT_H
+#define API_FIT_H
+
+#include <cJSON.h>
+
+#include "api_error.h"
+
+typedef struct api_fit_request {
+    km_algorithm algo;
+    km_kernel kernel;
+    km_krr_params krr;
+    km_svm_params svm;
+    km_kpca_params kpca;
+    double *X; /* n x d */
+    size_t n, d;
+    double *Y; /* n x m targets (krr, svr) */
+    size_t m;
+    int *classes;      /* svc: n class indices into labels */
+    char **labels;     /* svc: sorted distinct labels, as text */
+    size_t n_labels;
+    int labels_numeric;
+    double *class_weight; /* svc: one weight per label, or NULL */
+    int async;
+} api_fit_request;
+
+/* Parses and validates a fit body. On failure req holds nothing to free
+ * beyond what api_fit_request_cleanup releases (always call it). */
+int api_fit_parse(const cJSON *root, api_fit_request *req, api_error *e);
+void api_fit_request_cleanup(api_fit_request *req);
+
+/* Peak bytes the fit will use (admission control). */
+size_t api_fit_bytes(const api_fit_request *req);
+
+/* Runs the fit. Caller owns *out. */
+int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
+                km_model **out, api_error *e);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * api_json.h - reading request bodies: JSON parsing with a nesting bound,
+ * and typed field access with messages that name the field's path.
+ *
+ * Thread-safety: reentrant (cJSON_ParseWithLengthOpts with its own end
+ * pointer; never cJSON_GetErrorPtr, which is a global).
+ */
+#ifndef API_JSON_H
+#define API_JSON_H
+
+#include <cJSON.h>
+#include <stddef.h>
+
+#include "api_error.h"
+
+/* Deepest nesting a request may have (a fit with nested sum kernels needs
+ * about 2 + 2 * KM_KERNEL_MAX_DEPTH + 2). */
+#define API_MAX_DEPTH 32
+
+/*
+ * Parses a body of len bytes (need not be NUL-terminated) into a JSON
+ * object. Not JSON → invalid_json; JSON but not an object, or nested
+ * deeper than API_MAX_DEPTH → invalid_argument. Caller owns *out
+ * (cJSON_Delete).
+ */
+int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e);
+
+/*
+ * Reads a matrix field (an array of rows of numbers) into one contiguous
+ * row-major buffer. name is the field's name in messages ("X").
+ * expect_d, when nonzero, is the number of features every row must have
+ * (messages then say "the model expects"). Caller owns *X (free).
+ */
+int api_get_matrix(const cJSON *item, const char *name, size_t expect_d,
+                   double **X, size_t *n, size_t *d, api_error *e);
+
+/* Optional number field of obj; *out keeps its default when absent.
+ * path prefixes the key in messages ("params"). Finite numbers only. */
+int api_opt_number(const cJSON *obj, const char *path, const char *key,
+                   double *out, api_error *e);
+/* The same for a whole number in [lo, hi]. */
+int api_opt_integer(const cJSON *obj, const char *path, const char *key,
+                    long lo, long hi, long *out, api_error *e);
+int api_opt_bool(const cJSON *obj, const char *path, const char *key,
+                 int *out, api_error *e);
+
+/* Rejects keys of obj not in the NULL-terminated list allowed. */
+int api_check_keys(const cJSON *obj, const char *path,
+                   const char *const *allowed, api_error *e);
+
+/* "array", "string", ... for messages. */
+const char *api_type_name(const cJSON *item);
+
+#endif

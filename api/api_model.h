@@ -1,0 +1,35 @@
+/*
+ * api_model.h - models as JSON: metadata, kernels (both ways), names.
+ *
+ * Thread-safety: reentrant; reads models only.
+ */
+#ifndef API_MODEL_H
+#define API_MODEL_H
+
+#include <cJSON.h>
+
+#include "api_error.h"
+
+/* ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ ; fails with 400 naming the rule. */
+int api_check_name(const char *name, api_error *e);
+
+/* Parses a "kernel" object into k (initialised here; cleanup by caller
+ * with km_kernel_cleanup, also after failure). path is "kernel". */
+int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
+                     int depth, api_error *e);
+
+cJSON *api_kernel_json(const km_kernel *k);
+
+/* The <metadata> object of API.md; NULL on OOM. */
+cJSON *api_model_json(const km_model *m);
+
+/* {"name":..,"version":..} for predict answers. */
+cJSON *api_model_ref_json(const km_model *m);
+
+/* Class label i of a classifier as JSON (a number or a string). */
+cJSON *api_model_label_json(const km_model *m, size_t i);
+
+/* RFC 3339 UTC with milliseconds into buf (at least 32 bytes). */
+void api_format_time(long long unix_ms, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * api_predict.h - predict and project requests against a model.
+ *
+ * Thread-safety: reentrant; the model is only read, so any number of
+ * threads may answer with one model at once.
+ */
+#ifndef API_PREDICT_H
+#define API_PREDICT_H
+
+#include <cJSON.h>
+
+#include "api_error.h"
+
+/* Answers a predict body; *out is the response object (caller owns);
+ * *rows gets the number of rows predicted. */
+int api_predict(const km_model *m, const cJSON *root, cJSON **out,
+                size_t *rows, api_error *e);
+
+/* The same for project (kpca). */
+int api_project(const km_model *m, const cJSON *root, cJSON **out,
+                size_t *rows, api_error *e);
+
+#endif

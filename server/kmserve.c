@@ -1,0 +1,120 @@
+/*
+ * kmserve.c - the daemon's main(): configuration, start-up in order
+ * (store, HTTP, models, workers), the signal loop, and a graceful stop.
+ *
+ * Signals are blocked in every thread and taken synchronously here with
+ * sigwait, so no handler runs in an async-signal context:
+ *   SIGTERM, SIGINT  drain and exit 0
+ *   SIGHUP           rescan the models directory
+ *
+ * Thread-safety: main() owns srv_state's lifetime; see srv_state.h.
+ */
+#include <cblas.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "srv_http.h"
+#include "srv_log.h"
+#include "srv_routes.h"
+#include "srv_state.h"
+
+/* OpenBLAS's own setter; declared here as Debian's cblas.h may lack it. */
+void openblas_set_num_threads(int n);
+
+static void wait_requests(srv_state *s, double seconds)
+{
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    for (double t = 0; t < seconds && atomic_load(&s->active_requests) > 0;
+         t += 0.02)
+        nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    srv_state s;
+    char err[512];
+    memset(&s, 0, sizeof s);
+    int rc = srv_config_parse(&s.cfg, argc, argv);
+    if (rc)
+        return rc > 0 ? 0 : 2;
+    if (srv_log_set_level(s.cfg.log_level) != 0) {
+        fprintf(stderr, "kmserve: --log-level must be debug, info, warn or "
+                "error\n");
+        return 2;
+    }
+    openblas_set_num_threads(s.cfg.blas_threads);
+
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* inherited by all threads */
+    signal(SIGPIPE, SIG_IGN);
+
+    size_t n_routes;
+    const char *const *names = srv_route_names(&n_routes);
+    pthread_mutex_init(&s.commit_lock, NULL);
+    atomic_init(&s.phase, SRV_LOADING);
+    atomic_init(&s.active_requests, 0);
+    s.registry = srv_registry_create();
+    s.metrics = srv_metrics_create(names, n_routes);
+    s.store = srv_store_open(s.cfg.models_dir, err, sizeof err);
+    if (!s.registry || !s.metrics || !s.store) {
+        srv_log(SRV_ERROR, "start", "%s", s.store ? "out of memory" : err);
+        return 1;
+    }
+    s.jobs = srv_jobs_create(s.cfg.workers, (size_t)s.cfg.queue,
+                             s.cfg.job_ttl,
+                             (size_t)(s.cfg.memory_budget_mb * 1048576.0),
+                             srv_commit_model, &s);
+    if (!s.jobs) {
+        srv_log(SRV_ERROR, "start", "cannot start the fit workers");
+        return 1;
+    }
+    /* HTTP first, so probes see "loading" while models load. */
+    struct MHD_Daemon *d = srv_http_start(&s, err, sizeof err);
+    if (!d) {
+        srv_log(SRV_ERROR, "start", "%s", err);
+        return 1;
+    }
+    size_t n = srv_store_load_all(s.store, s.registry);
+    atomic_store(&s.phase, SRV_READY);
+    srv_log(SRV_INFO, "ready", "kmserve %s listening on %s; %zu models from "
+            "%s; %d fit workers x %d BLAS threads; memory budget %.0f MiB",
+            KM_VERSION, s.cfg.listen, n, s.cfg.models_dir, s.cfg.workers,
+            s.cfg.blas_threads, s.cfg.memory_budget_mb);
+
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&sigs, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            n = srv_store_load_all(s.store, s.registry);
+            srv_log(SRV_INFO, "rescan", "loaded %zu model files", n);
+            continue;
+        }
+        srv_log(SRV_INFO, "draining", "signal %d: finishing work, then "
+                "exiting", sig);
+        break;
+    }
+
+    atomic_store(&s.phase, SRV_DRAINING);
+    MHD_socket listen_fd = MHD_quiesce_daemon(d); /* no new connections */
+    srv_jobs_drain(s.jobs, s.cfg.shutdown_timeout);
+    wait_requests(&s, 5.0);
+    MHD_stop_daemon(d);
+    if (listen_fd != MHD_INVALID_SOCKET)
+        close(listen_fd);
+    srv_jobs_free(s.jobs);
+    srv_store_close(s.store);
+    srv_registry_free(s.registry);
+    srv_metrics_free(s.metrics);
+    pthread_mutex_destroy(&s.commit_lock);
+    srv_log(SRV_INFO, "stopped", "bye");
+    return 0;
+}

@@ -1,0 +1,195 @@
+/*
+ * srv_config.c - flags, environment, defaults, and --help, from one table.
+ *
+ * Thread-safety: used by main() before any thread starts.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/km.h"
+#include "srv_config.h"
+
+typedef enum { OPT_STR, OPT_INT, OPT_NUM, OPT_BOOL } opt_type;
+
+static const struct option_def {
+    const char *flag, *env, *def, *help;
+    opt_type type;
+    size_t offset, size;
+    double lo, hi;
+} options[] = {
+#define S(field) offsetof(srv_config, field), sizeof(((srv_config *)0)->field)
+    {"listen", "KMSERVE_LISTEN", "127.0.0.1:8080",
+     "address and port to listen on (host:port; 0.0.0.0 for all)", OPT_STR,
+     S(listen), 0, 0},
+    {"models-dir", "KMSERVE_MODELS_DIR", "./var/models",
+     "directory of model files (created if missing)", OPT_STR, S(models_dir),
+     0, 0},
+    {"max-body-mb", "KMSERVE_MAX_BODY_MB", "64",
+     "largest request body in MiB; larger is answered 413", OPT_NUM,
+     S(max_body_mb), 0.001, 65536},
+    {"connection-timeout", "KMSERVE_CONNECTION_TIMEOUT", "30",
+     "seconds a connection may stay idle before it is closed", OPT_INT,
+     S(connection_timeout), 1, 86400},
+    {"http-threads", "KMSERVE_HTTP_THREADS", "4",
+     "threads serving HTTP (predicts run on them)", OPT_INT, S(http_threads),
+     1, 256},
+    {"max-connections", "KMSERVE_MAX_CONNECTIONS", "512",
+     "most connections open at once; more are refused", OPT_INT,
+     S(max_connections), 1, 100000},
+    {"memory-budget-mb", "KMSERVE_MEMORY_BUDGET_MB", "0",
+     "memory fits may use in MiB (0: 75% of physical memory); a fit "
+     "estimated above it is answered 413", OPT_NUM, S(memory_budget_mb), 0,
+     1e9},
+    {"log-level", "KMSERVE_LOG_LEVEL", "info",
+     "least severe event logged: debug, info, warn or error", OPT_STR,
+     S(log_level), 0, 0},
+    {"access-log", "KMSERVE_ACCESS_LOG", "true",
+     "one JSON line per request on stderr (true or false)", OPT_BOOL,
+     S(access_log), 0, 0},
+    {"workers", "KMSERVE_WORKERS", "0",
+     "fit worker threads (0: cores / blas-threads, at least 1)", OPT_INT,
+     S(workers), 0, 256},
+    {"blas-threads", "KMSERVE_BLAS_THREADS", "0",
+     "BLAS threads inside one fit (0: cores / workers, at least 1)", OPT_INT,
+     S(blas_threads), 0, 256},
+    {"queue", "KMSERVE_QUEUE", "16",
+     "fits that may wait for a worker; more are answered 429", OPT_INT,
+     S(queue), 1, 100000},
+    {"job-ttl", "KMSERVE_JOB_TTL", "3600",
+     "seconds a finished job stays visible at /v1/jobs/{id}", OPT_NUM,
+     S(job_ttl), 0, 1e9},
+    {"shutdown-timeout", "KMSERVE_SHUTDOWN_TIMEOUT", "30",
+     "seconds running fits may finish after SIGTERM before they are "
+     "cancelled", OPT_NUM, S(shutdown_timeout), 0, 86400},
+#undef S
+};
+
+#define N_OPTIONS (sizeof options / sizeof *options)
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kmserve [options]\n\n"
+               "Serves kernel-method models over HTTP/JSON. Every option may "
+               "also be set\nby its environment variable; a flag wins.\n\n");
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        fprintf(f, "  --%s=VALUE\n      %s\n      env %s, default %s\n",
+                options[i].flag, options[i].help, options[i].env,
+                options[i].def);
+    fprintf(f, "  --help       this text\n  --version    print the version\n");
+}
+
+/* Stores text as option o's value; -1 with a message when it is bad. */
+static int set(srv_config *c, const struct option_def *o, const char *text,
+               const char *source)
+{
+    char *dst = (char *)c + o->offset, *end;
+    errno = 0;
+    switch (o->type) {
+    case OPT_STR:
+        if (strlen(text) >= o->size || !*text) {
+            fprintf(stderr, "kmserve: %s: value must be 1 to %zu characters\n",
+                    source, o->size - 1);
+            return -1;
+        }
+        memcpy(dst, text, strlen(text) + 1);
+        return 0;
+    case OPT_BOOL:
+        if (!strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes"))
+            *(int *)dst = 1;
+        else if (!strcmp(text, "false") || !strcmp(text, "0") ||
+                 !strcmp(text, "no"))
+            *(int *)dst = 0;
+        else {
+            fprintf(stderr, "kmserve: %s: expected true or false, not '%s'\n",
+                    source, text);
+            return -1;
+        }
+        return 0;
+    case OPT_INT:
+    case OPT_NUM: {
+        double v = strtod(text, &end);
+        if (errno || end == text || *end || v < o->lo || v > o->hi ||
+            (o->type == OPT_INT && v != (double)(long)v)) {
+            fprintf(stderr, "kmserve: %s: expected a %s from %g to %g, not "
+                    "'%s'\n", source, o->type == OPT_INT ? "whole number"
+                    : "number", o->lo, o->hi, text);
+            return -1;
+        }
+        if (o->type == OPT_INT)
+            *(int *)dst = (int)v;
+        else
+            *(double *)dst = v;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+int srv_config_parse(srv_config *c, int argc, char **argv)
+{
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const char *env = getenv(options[i].env);
+        if (set(c, &options[i], options[i].def, "default") ||
+            (env && set(c, &options[i], env, options[i].env)))
+            return -1;
+    }
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            usage(stdout);
+            return 1;
+        }
+        if (!strcmp(arg, "--version")) {
+            printf("kmserve %s\n", KM_VERSION);
+            return 1;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            fprintf(stderr, "kmserve: unexpected argument '%s' (see --help)\n",
+                    arg);
+            return -1;
+        }
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct option_def *o = NULL;
+        for (size_t i = 0; i < N_OPTIONS && !o; i++)
+            if (strlen(options[i].flag) == len &&
+                !strncmp(options[i].flag, name, len))
+                o = &options[i];
+        if (!o) {
+            fprintf(stderr, "kmserve: unknown option '%s' (see --help)\n", arg);
+            return -1;
+        }
+        const char *value = eq ? eq + 1 : NULL;
+        if (!value) {
+            if (a + 1 >= argc) {
+                fprintf(stderr, "kmserve: --%s needs a value\n", o->flag);
+                return -1;
+            }
+            value = argv[++a];
+        }
+        if (set(c, o, value, arg))
+            return -1;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        cores = 1;
+    if (c->workers == 0)
+        c->workers = c->blas_threads ? (int)(cores / c->blas_threads) : 1;
+    if (c->workers < 1)
+        c->workers = 1;
+    if (c->blas_threads == 0)
+        c->blas_threads = (int)(cores / c->workers);
+    if (c->blas_threads < 1)
+        c->blas_threads = 1;
+    if (c->memory_budget_mb == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+        c->memory_budget_mb = pages > 0 && size > 0
+                                  ? 0.75 * (double)pages * size / 1048576.0
+                                  : 1024;
+    }
+    return 0;
+}

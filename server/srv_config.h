@@ -1,0 +1,37 @@
+/*
+ * srv_config.h - the daemon's configuration, from flags and environment.
+ *
+ * Every option has a flag (--models-dir), an environment variable
+ * (KMSERVE_MODELS_DIR) and a default, all in one table in srv_config.c,
+ * which also prints --help. A flag wins over the environment.
+ *
+ * Thread-safety: filled once at start, read-only afterwards.
+ */
+#ifndef SRV_CONFIG_H
+#define SRV_CONFIG_H
+
+#include <stddef.h>
+
+typedef struct srv_config {
+    char listen[256];        /* host:port */
+    char models_dir[1024];
+    double max_body_mb;      /* request body limit */
+    int connection_timeout;  /* seconds of inactivity before a close */
+    int http_threads;        /* libmicrohttpd thread pool */
+    int max_connections;
+    double memory_budget_mb; /* for fits; 0 = 75% of physical memory */
+    int access_log;
+    int workers;             /* fit worker threads; 0 = cores / blas */
+    int blas_threads;        /* BLAS threads per fit; 0 = cores / workers */
+    int queue;               /* fits that may wait for a worker */
+    double job_ttl;          /* seconds finished jobs stay visible */
+    double shutdown_timeout; /* seconds running fits get at SIGTERM */
+    char log_level[16];      /* debug, info, warn, error */
+} srv_config;
+
+/* Parses argv over the environment and the defaults. Returns 0 to run,
+ * 1 when --help or --version printed and the caller should exit 0, and
+ * -1 on an error (printed to stderr). */
+int srv_config_parse(srv_config *c, int argc, char **argv);
+
+#endif

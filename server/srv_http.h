@@ -1,0 +1,76 @@
+/*
+ * srv_http.h - the HTTP side: libmicrohttpd set-up, the per-request
+ * context that handlers see, and replies.
+ *
+ * A request's way: the first callback matches the route and refuses what
+ * can be refused from the headers alone (404, 405, 411, 413 by
+ * Content-Length, 415); body chunks are appended up to --max-body-mb
+ * (413 past it); the final callback runs the route's handler. A handler
+ * either fills a reply or parks the request on a fit job (the connection
+ * is suspended, and resumed by the worker when the job ends).
+ *
+ * Thread-safety: a request is handled by one MHD thread at a time; the
+ * job callback touches only the request's own lock-protected flags.
+ */
+#ifndef SRV_HTTP_H
+#define SRV_HTTP_H
+
+#include <cJSON.h>
+#include <microhttpd.h>
+#include <pthread.h>
+
+#include "../api/api_error.h"
+#include "srv_state.h"
+
+typedef struct srv_reply {
+    int status;               /* 0: no reply yet (request parked) */
+    char *body;               /* malloc'd; freed by the HTTP layer */
+    size_t len;
+    const char *content_type;
+    char location[160];
+    char allow[64];
+} srv_reply;
+
+typedef struct srv_request {
+    srv_state *s;
+    struct MHD_Connection *conn;
+    char id[72];
+    char method[16];
+    char path[1024];
+    char param[272];          /* the {name} or {id} of the route */
+    size_t route;
+    double start;
+    char *body;
+    size_t len, cap;
+    int too_large;
+    int answered;             /* a reply was queued */
+    int status;
+    size_t bytes_out;
+    /* a parked fit */
+    pthread_mutex_t lock;
+    srv_job *job;
+    int job_done, suspended;
+} srv_request;
+
+/* Starts the daemon on s->cfg.listen. NULL with a message on failure. */
+struct MHD_Daemon *srv_http_start(srv_state *s, char *err, size_t errlen);
+
+/* A request header's value, or NULL. */
+const char *srv_header(srv_request *rq, const char *name);
+
+/* Fills rp with obj as JSON (takes ownership of obj). */
+void srv_reply_json(srv_reply *rp, int status, cJSON *obj);
+void srv_reply_error(srv_reply *rp, const api_error *e);
+/* Plain API error in one call. */
+void srv_reply_fail(srv_reply *rp, int status, const char *code,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The done callback to give srv_jobs_submit for a request that will be
+ * parked (arg is the srv_request). */
+void srv_http_job_done(srv_job *job, void *arg);
+
+/* Parks rq on job until it finishes: the connection is suspended and the
+ * handler's reply_fn runs when it is resumed. Takes the job reference. */
+void srv_park(srv_request *rq, srv_reply *rp, srv_job *job);
+
+#endif

@@ -1,0 +1,494 @@
+/*
+ * srv_jobs.c - the fit queue, the worker pool, and the job table.
+ *
+ * One mutex guards the queue, the table and every job's mutable fields
+ * (state, progress, times, error, result); fits run outside it. The cancel
+ * flag is atomic because the solver polls it through the progress callback
+ * without the lock. Memory is reserved at admission for queued and running
+ * fits alike, so however the queue drains the fits that run at once never
+ * exceed the budget.
+ *
+ * Thread-safety: see srv_jobs.h.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "../api/api_model.h"
+#include "srv_jobs.h"
+#include "srv_log.h"
+
+struct srv_job {
+    atomic_int refs;
+    atomic_int cancel;
+    char id[24];
+    char name[65];
+    api_fit_request req;
+    size_t bytes;
+    srv_done_fn done;
+    void *done_arg;
+    /* guarded by the table's lock */
+    srv_job_state state;
+    double progress;
+    long long created_ms, started_ms, finished_ms;
+    double finished_mono;
+    api_error error;
+    cJSON *result;
+    srv_jobs *owner;
+};
+
+struct srv_jobs {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;   /* workers: a job is queued or stop is set */
+    pthread_cond_t idle;   /* drain: a job finished */
+    srv_job **queue;       /* ring buffer of queue_cap */
+    size_t queue_cap, head, queued;
+    srv_job **table;       /* every job still kept */
+    size_t n_table, cap_table;
+    size_t reserved, budget;
+    size_t running;
+    int stopping;          /* no new jobs; workers exit when idle */
+    double ttl;
+    srv_commit_fn commit;
+    void *commit_ctx;
+    pthread_t *workers;
+    int n_workers;
+};
+
+static const char *const state_names[SRV_JOB_STATES] = {
+    "queued", "running", "succeeded", "failed", "cancelled"};
+
+static long long now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void srv_job_release(srv_job *job)
+{
+    if (job && atomic_fetch_sub(&job->refs, 1) == 1) {
+        api_fit_request_cleanup(&job->req);
+        cJSON_Delete(job->result);
+        free(job);
+    }
+}
+
+/* Drops finished jobs older than the TTL from the table. Lock held. */
+static void expire(srv_jobs *j)
+{
+    double t = mono();
+    size_t w = 0;
+    for (size_t i = 0; i < j->n_table; i++) {
+        srv_job *job = j->table[i];
+        if (job->state >= SRV_JOB_SUCCEEDED && t - job->finished_mono > j->ttl)
+            srv_job_release(job);
+        else
+            j->table[w++] = job;
+    }
+    j->n_table = w;
+}
+
+/* Marks a job finished. Lock held. */
+static void finish(srv_jobs *j, srv_job *job, srv_job_state state)
+{
+    job->state = state;
+    job->finished_ms = now_ms();
+    job->finished_mono = mono();
+    if (state == SRV_JOB_SUCCEEDED)
+        job->progress = 1.0;
+    j->reserved -= job->bytes;
+    job->bytes = 0;
+    pthread_cond_broadcast(&j->idle);
+}
+
+static int on_progress(void *ctx, double fraction)
+{
+    srv_job *job = ctx;
+    pthread_mutex_lock(&job->owner->lock);
+    if (fraction > job->progress && fraction < 1.0)
+        job->progress = fraction;
+    pthread_mutex_unlock(&job->owner->lock);
+    return atomic_load(&job->cancel);
+}
+
+static void run(srv_jobs *j, srv_job *job)
+{
+    km_fit_control ctl = {on_progress, job};
+    km_model *model = NULL;
+    cJSON *meta = NULL;
+    api_error e = {0, NULL, ""};
+    int rc = api_fit_run(&job->req, &ctl, &model, &e);
+    if (rc == 0 && atomic_load(&job->cancel)) {
+        km_model_free(model);
+        rc = -1;
+    } else if (rc == 0) {
+        rc = j->commit(j->commit_ctx, job->name, model, &meta, &e);
+    }
+    api_fit_request_cleanup(&job->req); /* the data are no longer needed */
+
+    pthread_mutex_lock(&j->lock);
+    if (rc == 0) {
+        job->result = meta;
+        finish(j, job, SRV_JOB_SUCCEEDED);
+    } else if (atomic_load(&job->cancel)) {
+        api_fail(&job->error, 409, "conflict",
+                 "the fit of \"%s\" was cancelled; the previous version "
+                 "stays", job->name);
+        finish(j, job, SRV_JOB_CANCELLED);
+    } else {
+        job->error = e;
+        finish(j, job, SRV_JOB_FAILED);
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
+static void *worker(void *arg)
+{
+    srv_jobs *j = arg;
+    pthread_mutex_lock(&j->lock);
+    for (;;) {
+        while (!j->queued && !j->stopping)
+            pthread_cond_wait(&j->wake, &j->lock);
+        if (!j->queued)
+            break; /* stopping and nothing left */
+        srv_job *job = j->queue[j->head];
+        j->head = (j->head + 1) % j->queue_cap;
+        j->queued--;
+        if (job->state == SRV_JOB_QUEUED) {
+            job->state = SRV_JOB_RUNNING;
+            job->started_ms = now_ms();
+            j->running++;
+            pthread_mutex_unlock(&j->lock);
+            run(j, job);
+            pthread_mutex_lock(&j->lock);
+            j->running--;
+        }
+        /* else: cancelled while queued, already finished */
+        pthread_mutex_unlock(&j->lock);
+        if (job->done)
+            job->done(job, job->done_arg);
+        srv_job_release(job); /* the queue's reference */
+        pthread_mutex_lock(&j->lock);
+    }
+    pthread_mutex_unlock(&j->lock);
+    return NULL;
+}
+
+srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
+                          size_t budget, srv_commit_fn commit,
+                          void *commit_ctx)
+{
+    srv_jobs *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->queue = calloc(queue_cap ? queue_cap : 1, sizeof *j->queue);
+    j->workers = calloc((size_t)workers, sizeof *j->workers);
+    if (!j->queue || !j->workers) {
+        free(j->queue);
+        free(j->workers);
+        free(j);
+        return NULL;
+    }
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_cond_init(&j->wake, NULL);
+    pthread_cond_init(&j->idle, NULL);
+    j->queue_cap = queue_cap ? queue_cap : 1;
+    j->ttl = ttl_seconds;
+    j->budget = budget;
+    j->commit = commit;
+    j->commit_ctx = commit_ctx;
+    for (int i = 0; i < workers; i++) {
+        if (pthread_create(&j->workers[i], NULL, worker, j) != 0)
+            break;
+        j->n_workers = i + 1;
+    }
+    if (j->n_workers == 0) {
+        srv_jobs_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+static void new_id(char *buf, size_t len)
+{
+    unsigned char r[8];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        unsigned long long t = (unsigned long long)now_ms() ^ (uintptr_t)buf;
+        memcpy(r, &t, sizeof r);
+    }
+    snprintf(buf, len, "j-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
+             r[3], r[4], r[5], r[6], r[7]);
+}
+
+srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
+                         size_t bytes, srv_done_fn done, void *done_arg,
+                         api_error *e)
+{
+    srv_job *job = calloc(1, sizeof *job);
+    if (!job) {
+        api_fit_request_cleanup(req);
+        api_fail(e, 500, "internal", "out of memory for a job");
+        return NULL;
+    }
+    atomic_init(&job->refs, 3); /* the caller, the table, the queue */
+    atomic_init(&job->cancel, 0);
+    new_id(job->id, sizeof job->id);
+    snprintf(job->name, sizeof job->name, "%s", name);
+    job->req = *req;
+    memset(req, 0, sizeof *req);
+    job->bytes = bytes;
+    job->done = done;
+    job->done_arg = done_arg;
+    job->owner = j;
+    job->state = SRV_JOB_QUEUED;
+    job->created_ms = now_ms();
+
+    const char *why = NULL;
+    pthread_mutex_lock(&j->lock);
+    expire(j);
+    if (j->stopping)
+        why = "draining";
+    else if (bytes > j->budget - j->reserved || bytes > j->budget)
+        why = "budget";
+    else if (j->queued == j->queue_cap)
+        why = "full";
+    else if (j->n_table == j->cap_table) {
+        size_t cap = j->cap_table ? 2 * j->cap_table : 64;
+        srv_job **t = realloc(j->table, cap * sizeof *t);
+        if (!t)
+            why = "oom";
+        else {
+            j->table = t;
+            j->cap_table = cap;
+        }
+    }
+    if (!why) {
+        j->table[j->n_table++] = job;
+        j->queue[(j->head + j->queued) % j->queue_cap] = job;
+        j->queued++;
+        j->reserved += bytes;
+        pthread_cond_signal(&j->wake);
+    }
+    size_t reserved = j->reserved, budget = j->budget, cap = j->queue_cap;
+    pthread_mutex_unlock(&j->lock);
+    if (!why)
+        return job;
+
+    const double mib = 1048576.0;
+    if (!strcmp(why, "draining"))
+        api_fail(e, 503, "unavailable", "the server is shutting down");
+    else if (!strcmp(why, "budget"))
+        api_fail(e, 413, "payload_too_large",
+                 "the fit needs an estimated %.1f MiB; the memory budget is "
+                 "%.1f MiB, of which %.1f MiB are held by admitted fits",
+                 bytes / mib, budget / mib, reserved / mib);
+    else if (!strcmp(why, "full"))
+        api_fail(e, 429, "too_many_requests",
+                 "the fit queue is full (%zu jobs waiting); retry later", cap);
+    else
+        api_fail(e, 500, "internal", "out of memory for the job table");
+    atomic_store(&job->refs, 1);
+    srv_job_release(job);
+    return NULL;
+}
+
+srv_job *srv_jobs_get(srv_jobs *j, const char *id)
+{
+    srv_job *found = NULL;
+    pthread_mutex_lock(&j->lock);
+    expire(j);
+    for (size_t i = 0; i < j->n_table && !found; i++)
+        if (!strcmp(j->table[i]->id, id)) {
+            found = j->table[i];
+            atomic_fetch_add(&found->refs, 1);
+        }
+    pthread_mutex_unlock(&j->lock);
+    return found;
+}
+
+int srv_job_cancel(srv_job *job)
+{
+    srv_jobs *j = job->owner;
+    int was_open;
+    pthread_mutex_lock(&j->lock);
+    was_open = job->state <= SRV_JOB_RUNNING;
+    atomic_store(&job->cancel, 1);
+    if (job->state == SRV_JOB_QUEUED) {
+        api_fail(&job->error, 409, "conflict",
+                 "the fit of \"%s\" was cancelled before it ran; the previous "
+                 "version stays", job->name);
+        finish(j, job, SRV_JOB_CANCELLED);
+    }
+    pthread_mutex_unlock(&j->lock);
+    return was_open ? 0 : -1;
+}
+
+const char *srv_job_id(const srv_job *job)
+{
+    return job->id;
+}
+
+srv_job_state srv_job_state_of(srv_job *job)
+{
+    pthread_mutex_lock(&job->owner->lock);
+    srv_job_state s = job->state;
+    pthread_mutex_unlock(&job->owner->lock);
+    return s;
+}
+
+void srv_job_error(srv_job *job, api_error *e)
+{
+    pthread_mutex_lock(&job->owner->lock);
+    *e = job->error;
+    pthread_mutex_unlock(&job->owner->lock);
+}
+
+cJSON *srv_job_result(srv_job *job)
+{
+    pthread_mutex_lock(&job->owner->lock);
+    cJSON *r = job->result ? cJSON_Duplicate(job->result, 1) : NULL;
+    pthread_mutex_unlock(&job->owner->lock);
+    return r;
+}
+
+static void add_time(cJSON *o, const char *key, long long ms)
+{
+    char buf[40];
+    if (!ms) {
+        cJSON_AddNullToObject(o, key);
+        return;
+    }
+    api_format_time(ms, buf, sizeof buf);
+    cJSON_AddStringToObject(o, key, buf);
+}
+
+/* Lock held. */
+static cJSON *job_json(const srv_job *job)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "id", job->id);
+    cJSON_AddStringToObject(o, "status", state_names[job->state]);
+    cJSON_AddStringToObject(o, "model", job->name);
+    cJSON_AddNumberToObject(o, "progress", job->progress);
+    add_time(o, "created_at", job->created_ms);
+    add_time(o, "started_at", job->started_ms);
+    add_time(o, "finished_at", job->finished_ms);
+    if (job->state == SRV_JOB_FAILED || job->state == SRV_JOB_CANCELLED) {
+        cJSON *err = cJSON_AddObjectToObject(o, "error");
+        cJSON_AddStringToObject(err, "code", job->error.code);
+        cJSON_AddStringToObject(err, "message", job->error.message);
+    } else {
+        cJSON_AddNullToObject(o, "error");
+    }
+    if (job->result)
+        cJSON_AddItemToObject(o, "result", cJSON_Duplicate(job->result, 1));
+    else
+        cJSON_AddNullToObject(o, "result");
+    return o;
+}
+
+cJSON *srv_job_json(srv_job *job)
+{
+    pthread_mutex_lock(&job->owner->lock);
+    cJSON *o = job_json(job);
+    pthread_mutex_unlock(&job->owner->lock);
+    return o;
+}
+
+cJSON *srv_jobs_list_json(srv_jobs *j)
+{
+    cJSON *a = cJSON_CreateArray();
+    pthread_mutex_lock(&j->lock);
+    expire(j);
+    for (size_t i = j->n_table; a && i-- > 0;)
+        cJSON_AddItemToArray(a, job_json(j->table[i]));
+    pthread_mutex_unlock(&j->lock);
+    return a;
+}
+
+void srv_jobs_stats(srv_jobs *j, size_t counts[SRV_JOB_STATES],
+                    size_t *queued, size_t *reserved)
+{
+    memset(counts, 0, SRV_JOB_STATES * sizeof *counts);
+    pthread_mutex_lock(&j->lock);
+    expire(j);
+    for (size_t i = 0; i < j->n_table; i++)
+        counts[j->table[i]->state]++;
+    *queued = j->queued;
+    *reserved = j->reserved;
+    pthread_mutex_unlock(&j->lock);
+}
+
+size_t srv_jobs_reserved(srv_jobs *j)
+{
+    pthread_mutex_lock(&j->lock);
+    size_t r = j->reserved;
+    pthread_mutex_unlock(&j->lock);
+    return r;
+}
+
+void srv_jobs_drain(srv_jobs *j, double timeout)
+{
+    double deadline = mono() + timeout;
+    pthread_mutex_lock(&j->lock);
+    j->stopping = 1;
+    pthread_cond_broadcast(&j->wake);
+    while ((j->queued || j->running) && mono() < deadline) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&j->idle, &j->lock, &ts);
+    }
+    for (size_t i = 0; i < j->n_table; i++)
+        if (j->table[i]->state <= SRV_JOB_RUNNING) {
+            srv_job *job = j->table[i];
+            atomic_store(&job->cancel, 1);
+            if (job->state == SRV_JOB_QUEUED) {
+                api_fail(&job->error, 503, "unavailable",
+                         "the server shut down before the fit of \"%s\" ran",
+                         job->name);
+                finish(j, job, SRV_JOB_CANCELLED);
+            }
+        }
+    pthread_mutex_unlock(&j->lock);
+    for (int i = 0; i < j->n_workers; i++)
+        pthread_join(j->workers[i], NULL);
+    j->n_workers = 0;
+}
+
+void srv_jobs_free(srv_jobs *j)
+{
+    if (!j)
+        return;
+    if (j->n_workers)
+        srv_jobs_drain(j, 0);
+    for (size_t i = 0; i < j->n_table; i++)
+        srv_job_release(j->table[i]);
+    free(j->table);
+    free(j->queue);
+    free(j->workers);
+    pthread_mutex_destroy(&j->lock);
+    pthread_cond_destroy(&j->wake);
+    pthread_cond_destroy(&j->idle);
+    free(j);
+}

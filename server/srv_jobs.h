@@ -1,0 +1,87 @@
+/*
+ * srv_jobs.h - fit jobs: a bounded queue, a fixed pool of worker threads,
+ * and the table of jobs clients can look up.
+ *
+ * A job owns its parsed request. A worker runs it through api_fit_run with
+ * a progress callback that records progress and reports cancellation, then
+ * commits the model (store, then registry) via the commit callback, and
+ * finally calls the done callback (which resumes a suspended connection
+ * for a synchronous fit). Finished jobs are kept for the table's TTL.
+ *
+ * Thread-safety: all functions are safe from any thread; jobs are
+ * reference-counted.
+ */
+#ifndef SRV_JOBS_H
+#define SRV_JOBS_H
+
+#include <cJSON.h>
+#include <stddef.h>
+
+#include "../api/api_error.h"
+#include "../api/api_fit.h"
+
+typedef enum {
+    SRV_JOB_QUEUED,
+    SRV_JOB_RUNNING,
+    SRV_JOB_SUCCEEDED,
+    SRV_JOB_FAILED,
+    SRV_JOB_CANCELLED,
+    SRV_JOB_STATES
+} srv_job_state;
+
+typedef struct srv_job srv_job;
+typedef struct srv_jobs srv_jobs;
+
+/* Called by the worker with the fitted model; stores it and makes it
+ * served. Takes ownership of model. Returns 0 and the model's metadata in
+ * *metadata (owned by the job), or -1 with e filled. */
+typedef int (*srv_commit_fn)(void *ctx, const char *name, km_model *model,
+                             cJSON **metadata, api_error *e);
+/* Called by the worker when the job has finished, whatever its state. */
+typedef void (*srv_done_fn)(srv_job *job, void *arg);
+
+/* budget: bytes that admitted (queued and running) fits may reserve. */
+srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
+                          size_t budget, srv_commit_fn commit,
+                          void *commit_ctx);
+/* Stops taking jobs, lets running and queued ones finish for up to
+ * timeout seconds, then cancels the rest and waits for the workers. */
+void srv_jobs_drain(srv_jobs *j, double timeout);
+/* Drains with no grace, joins the workers, frees the table (jobs still
+ * referenced live on until released). */
+void srv_jobs_free(srv_jobs *j);
+
+/* Queues a fit of model name, taking ownership of req (also on failure).
+ * bytes is the fit's memory estimate, reserved until it finishes: over the
+ * budget left is 413. done (may be NULL) is called once, from a worker,
+ * when the job has finished (also when it was cancelled before it ran);
+ * never when submit fails. Returns a new reference
+ * to the job, or NULL with e set (429 when the queue is full, 503 when
+ * draining). */
+srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
+                         size_t bytes, srv_done_fn done, void *done_arg,
+                         api_error *e);
+
+srv_job *srv_jobs_get(srv_jobs *j, const char *id);
+void srv_job_release(srv_job *job);
+/* Asks a queued or running job to stop; 0 if it was still unfinished. */
+int srv_job_cancel(srv_job *job);
+
+const char *srv_job_id(const srv_job *job);
+srv_job_state srv_job_state_of(srv_job *job);
+/* The failure of a failed or cancelled job (copied). */
+void srv_job_error(srv_job *job, api_error *e);
+/* The job as API.md's <job> object. */
+cJSON *srv_job_json(srv_job *job);
+/* The result model's metadata for a succeeded job (new object), or NULL. */
+cJSON *srv_job_result(srv_job *job);
+
+/* Counts by state, the queue depth, and bytes reserved by admitted fits. */
+void srv_jobs_stats(srv_jobs *j, size_t counts[SRV_JOB_STATES],
+                    size_t *queued, size_t *reserved);
+size_t srv_jobs_reserved(srv_jobs *j);
+
+/* Jobs as a JSON array (newest first). */
+cJSON *srv_jobs_list_json(srv_jobs *j);
+
+#endif

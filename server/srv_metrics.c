@@ -1,0 +1,234 @@
+/*
+ * srv_metrics.c - counters and histograms as atomics, and their rendering.
+ *
+ * Status codes are folded into a fixed list (the codes API.md uses, plus
+ * "other"), so the label space is bounded whatever clients send.
+ * Histogram sums are kept in nanoseconds as integers so they can be
+ * atomic without a lock.
+ *
+ * Thread-safety: see srv_metrics.h.
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "srv_metrics.h"
+
+static const char *const methods[] = {"GET", "HEAD", "POST", "DELETE",
+                                      "other"};
+#define N_METHODS 5
+static const int codes[] = {200, 201, 202, 204, 400, 401, 403, 404, 405, 409,
+                            411, 413, 415, 422, 429, 500, 503, 507, 0};
+#define N_CODES (sizeof codes / sizeof *codes)
+
+static const double latency_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                         0.025,  0.05,  0.1,    0.25,  0.5,
+                                         1,      2.5,   5,      10,    30,
+                                         60,     120,   300,    600};
+static const double fit_buckets[] = {0.01, 0.05, 0.1, 0.5, 1,   2.5, 5,
+                                     10,   30,   60,  120, 300, 600};
+#define N_LAT (sizeof latency_buckets / sizeof *latency_buckets)
+#define N_FIT (sizeof fit_buckets / sizeof *fit_buckets)
+
+typedef struct histogram {
+    atomic_ulong bucket[N_LAT + 1]; /* non-cumulative; last is +Inf */
+    atomic_ulong count;
+    atomic_ulong sum_ns;
+} histogram;
+
+struct srv_metrics {
+    const char *const *routes;
+    size_t n_routes;
+    atomic_ulong requests[SRV_MAX_ROUTES][N_METHODS][N_CODES];
+    histogram latency[SRV_MAX_ROUTES];
+    histogram fit[KM_ALGO_COUNT];
+    atomic_ulong predicted_rows;
+};
+
+srv_metrics *srv_metrics_create(const char *const *route_names,
+                                size_t n_routes)
+{
+    srv_metrics *m = calloc(1, sizeof *m); /* zeroed atomics are 0 */
+    if (!m)
+        return NULL;
+    m->routes = route_names;
+    m->n_routes = n_routes < SRV_MAX_ROUTES ? n_routes : SRV_MAX_ROUTES;
+    return m;
+}
+
+void srv_metrics_free(srv_metrics *m)
+{
+    free(m);
+}
+
+static void observe(histogram *h, const double *bounds, size_t nb, double v)
+{
+    size_t i = 0;
+    while (i < nb && v > bounds[i])
+        i++;
+    atomic_fetch_add(&h->bucket[i], 1);
+    atomic_fetch_add(&h->count, 1);
+    atomic_fetch_add(&h->sum_ns, (unsigned long)(v > 0 ? v * 1e9 : 0));
+}
+
+void srv_metrics_request(srv_metrics *m, size_t route, const char *method,
+                         int status, double seconds)
+{
+    if (route >= m->n_routes)
+        return;
+    size_t mi = 0, ci = 0;
+    while (mi < N_METHODS - 1 && strcmp(methods[mi], method))
+        mi++;
+    while (ci < N_CODES - 1 && codes[ci] != status)
+        ci++;
+    atomic_fetch_add(&m->requests[route][mi][ci], 1);
+    observe(&m->latency[route], latency_buckets, N_LAT, seconds);
+}
+
+void srv_metrics_fit(srv_metrics *m, km_algorithm algo, double seconds)
+{
+    if ((unsigned)algo < KM_ALGO_COUNT)
+        observe(&m->fit[algo], fit_buckets, N_FIT, seconds);
+}
+
+void srv_metrics_predicted_rows(srv_metrics *m, size_t rows)
+{
+    atomic_fetch_add(&m->predicted_rows, rows);
+}
+
+/* A growing text buffer. */
+typedef struct text {
+    char *p;
+    size_t len, cap;
+    int failed;
+} text;
+
+static void add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void add(text *t, const char *fmt, ...)
+{
+    for (int tries = 0; !t->failed && tries < 2; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->failed = 1;
+            return;
+        }
+        if ((size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = (t->cap + (size_t)n + 1) * 2;
+        char *np = realloc(t->p, cap);
+        if (!np) {
+            t->failed = 1;
+            return;
+        }
+        t->p = np;
+        t->cap = cap;
+    }
+}
+
+static void render_histogram(text *t, const char *name, const char *label,
+                             const char *value, const histogram *h,
+                             const double *bounds, size_t nb)
+{
+    unsigned long cum = 0;
+    for (size_t i = 0; i < nb; i++) {
+        cum += atomic_load(&h->bucket[i]);
+        add(t, "%s_bucket{%s=\"%s\",le=\"%g\"} %lu\n", name, label, value,
+            bounds[i], cum);
+    }
+    cum += atomic_load(&h->bucket[nb]);
+    add(t, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %lu\n", name, label, value, cum);
+    add(t, "%s_sum{%s=\"%s\"} %.9f\n", name, label, value,
+        atomic_load(&h->sum_ns) / 1e9);
+    add(t, "%s_count{%s=\"%s\"} %lu\n", name, label, value,
+        atomic_load(&h->count));
+}
+
+/* Resident memory from /proc/self/statm (pages). */
+static size_t resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, rss = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return rss * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
+{
+    static const char *const job_states[] = {"queued", "running", "succeeded",
+                                             "failed", "cancelled"};
+    text t = {malloc(16384), 0, 16384, 0};
+    if (!t.p)
+        return NULL;
+    add(&t, "# HELP kmserve_build_info Build information.\n"
+            "# TYPE kmserve_build_info gauge\n"
+            "kmserve_build_info{version=\"%s\"} 1\n", KM_VERSION);
+    add(&t, "# HELP kmserve_http_requests_total HTTP requests answered.\n"
+            "# TYPE kmserve_http_requests_total counter\n");
+    for (size_t r = 0; r < m->n_routes; r++)
+        for (size_t mi = 0; mi < N_METHODS; mi++)
+            for (size_t ci = 0; ci < N_CODES; ci++) {
+                unsigned long v = atomic_load(&m->requests[r][mi][ci]);
+                if (!v)
+                    continue;
+                char code[8];
+                if (codes[ci])
+                    snprintf(code, sizeof code, "%d", codes[ci]);
+                else
+                    snprintf(code, sizeof code, "other");
+                add(&t, "kmserve_http_requests_total{route=\"%s\",method=\"%s\","
+                        "code=\"%s\"} %lu\n", m->routes[r], methods[mi], code, v);
+            }
+    add(&t, "# HELP kmserve_http_request_duration_seconds Time to answer a "
+            "request.\n# TYPE kmserve_http_request_duration_seconds histogram\n");
+    for (size_t r = 0; r < m->n_routes; r++)
+        render_histogram(&t, "kmserve_http_request_duration_seconds", "route",
+                         m->routes[r], &m->latency[r], latency_buckets, N_LAT);
+    add(&t, "# HELP kmserve_fit_duration_seconds Time a successful fit took.\n"
+            "# TYPE kmserve_fit_duration_seconds histogram\n");
+    for (int a = 0; a < KM_ALGO_COUNT; a++)
+        render_histogram(&t, "kmserve_fit_duration_seconds", "algorithm",
+                         km_algorithm_name((km_algorithm)a), &m->fit[a],
+                         fit_buckets, N_FIT);
+    add(&t, "# HELP kmserve_predicted_rows_total Rows predicted or projected.\n"
+            "# TYPE kmserve_predicted_rows_total counter\n"
+            "kmserve_predicted_rows_total %lu\n",
+        atomic_load(&m->predicted_rows));
+    add(&t, "# HELP kmserve_models_loaded Models being served.\n"
+            "# TYPE kmserve_models_loaded gauge\n"
+            "kmserve_models_loaded %zu\n", g->models_loaded);
+    add(&t, "# HELP kmserve_model_bytes Memory held by the models served.\n"
+            "# TYPE kmserve_model_bytes gauge\n"
+            "kmserve_model_bytes %zu\n", g->model_bytes);
+    add(&t, "# HELP kmserve_jobs Fit jobs by state.\n"
+            "# TYPE kmserve_jobs gauge\n");
+    for (int i = 0; i < 5; i++)
+        add(&t, "kmserve_jobs{state=\"%s\"} %zu\n", job_states[i], g->jobs[i]);
+    add(&t, "# HELP kmserve_job_queue_depth Fits waiting for a worker.\n"
+            "# TYPE kmserve_job_queue_depth gauge\n"
+            "kmserve_job_queue_depth %zu\n", g->queue_depth);
+    add(&t, "# HELP kmserve_fit_memory_reserved_bytes Memory reserved by "
+            "admitted fits.\n# TYPE kmserve_fit_memory_reserved_bytes gauge\n"
+            "kmserve_fit_memory_reserved_bytes %zu\n", g->fit_bytes_reserved);
+    add(&t, "# HELP kmserve_process_resident_memory_bytes Resident memory.\n"
+            "# TYPE kmserve_process_resident_memory_bytes gauge\n"
+            "kmserve_process_resident_memory_bytes %zu\n", resident_bytes());
+    if (t.failed) {
+        free(t.p);
+        return NULL;
+    }
+    *len = t.len;
+    return t.p;
+}

@@ -1,0 +1,455 @@
+/*
+ * srv_routes.c - the routing table and the handlers of API.md.
+ *
+ * Model routes are matched by prefix and suffix rather than by splitting
+ * on '/', so that a name such as "../x" (percent-encoded by the client,
+ * decoded by MHD) reaches the name check and is answered 400 as API.md
+ * asks, instead of looking like some other path.
+ *
+ * Thread-safety: handlers run on MHD threads concurrently; they share
+ * only srv_state, whose members are thread-safe.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "../api/api_fit.h"
+#include "../api/api_json.h"
+#include "../api/api_model.h"
+#include "../api/api_predict.h"
+#include "srv_log.h"
+#include "srv_routes.h"
+
+static void h_livez(srv_request *rq, srv_reply *rp);
+static void h_readyz(srv_request *rq, srv_reply *rp);
+static void h_metrics(srv_request *rq, srv_reply *rp);
+static void h_v1(srv_request *rq, srv_reply *rp);
+static void h_models(srv_request *rq, srv_reply *rp);
+static void h_model_get(srv_request *rq, srv_reply *rp);
+static void h_model_delete(srv_request *rq, srv_reply *rp);
+static void h_fit(srv_request *rq, srv_reply *rp);
+static void h_predict(srv_request *rq, srv_reply *rp);
+static void h_project(srv_request *rq, srv_reply *rp);
+static void h_jobs(srv_request *rq, srv_reply *rp);
+static void h_job_get(srv_request *rq, srv_reply *rp);
+static void h_job_delete(srv_request *rq, srv_reply *rp);
+
+enum {
+    R_LIVEZ, R_READYZ, R_HEALTHZ, R_METRICS, R_V1, R_MODELS, R_MODEL,
+    R_FIT, R_PREDICT, R_PROJECT, R_JOBS, R_JOB, R_COUNT
+};
+
+static const srv_route routes[R_COUNT] = {
+    [R_LIVEZ] = {"/livez", h_livez, NULL, NULL, 0},
+    [R_READYZ] = {"/readyz", h_readyz, NULL, NULL, 0},
+    [R_HEALTHZ] = {"/healthz", h_readyz, NULL, NULL, 0},
+    [R_METRICS] = {"/metrics", h_metrics, NULL, NULL, 0},
+    [R_V1] = {"/v1", h_v1, NULL, NULL, 0},
+    [R_MODELS] = {"/v1/models", h_models, NULL, NULL, 0},
+    [R_MODEL] = {"/v1/models/{name}", h_model_get, NULL, h_model_delete, 0},
+    [R_FIT] = {"/v1/models/{name}/fit", NULL, h_fit, NULL, 1},
+    [R_PREDICT] = {"/v1/models/{name}/predict", NULL, h_predict, NULL, 1},
+    [R_PROJECT] = {"/v1/models/{name}/project", NULL, h_project, NULL, 1},
+    [R_JOBS] = {"/v1/jobs", h_jobs, NULL, NULL, 0},
+    [R_JOB] = {"/v1/jobs/{id}", h_job_get, NULL, h_job_delete, 0},
+};
+
+const size_t SRV_ROUTE_NONE = R_COUNT;
+
+static const char *const route_names[R_COUNT + 1] = {
+    "/livez", "/readyz", "/healthz", "/metrics", "/v1", "/v1/models",
+    "/v1/models/{name}", "/v1/models/{name}/fit", "/v1/models/{name}/predict",
+    "/v1/models/{name}/project", "/v1/jobs", "/v1/jobs/{id}", "unmatched"};
+
+const char *const *srv_route_names(size_t *n)
+{
+    *n = R_COUNT + 1;
+    return route_names;
+}
+
+const srv_route *srv_route_at(size_t i)
+{
+    return i < R_COUNT ? &routes[i] : NULL;
+}
+
+void srv_route_allow(const srv_route *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s", r->get ? "GET, HEAD" : "",
+             r->post ? (r->get ? ", POST" : "POST") : "",
+             r->del ? (r->get || r->post ? ", DELETE" : "DELETE") : "");
+}
+
+static int has_suffix(const char *s, size_t n, const char *suffix)
+{
+    size_t k = strlen(suffix);
+    return n > k && !memcmp(s + n - k, suffix, k);
+}
+
+size_t srv_route_match(const char *path, char *param, size_t len)
+{
+    static const char models[] = "/v1/models/", jobs[] = "/v1/jobs/";
+    param[0] = '\0';
+    for (size_t i = 0; i < R_COUNT; i++)
+        if (!strchr(routes[i].pattern, '{') && !strcmp(path, routes[i].pattern))
+            return i;
+    if (!strncmp(path, models, sizeof models - 1)) {
+        const char *rest = path + sizeof models - 1;
+        size_t n = strlen(rest);
+        static const struct { const char *suffix; size_t route; } acts[] = {
+            {"/fit", R_FIT}, {"/predict", R_PREDICT}, {"/project", R_PROJECT}};
+        for (size_t a = 0; a < 3; a++)
+            if (has_suffix(rest, n, acts[a].suffix)) {
+                snprintf(param, len, "%.*s",
+                         (int)(n - strlen(acts[a].suffix)), rest);
+                return acts[a].route;
+            }
+        snprintf(param, len, "%s", rest);
+        return R_MODEL;
+    }
+    if (!strncmp(path, jobs, sizeof jobs - 1) && !strchr(path + sizeof jobs - 1, '/')) {
+        snprintf(param, len, "%s", path + sizeof jobs - 1);
+        return R_JOB;
+    }
+    return R_COUNT;
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static long long now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* 503 unless the daemon is ready. */
+static int not_ready(srv_request *rq, srv_reply *rp)
+{
+    int phase = atomic_load(&rq->s->phase);
+    if (phase == SRV_READY)
+        return 0;
+    srv_reply_fail(rp, 503, "unavailable", "the server is %s",
+                   phase == SRV_LOADING ? "loading its models"
+                                        : "shutting down");
+    return 1;
+}
+
+static int body_object(srv_request *rq, srv_reply *rp, cJSON **root)
+{
+    api_error e;
+    if (api_parse_object(rq->body ? rq->body : "", rq->len, root, &e)) {
+        srv_reply_error(rp, &e);
+        return -1;
+    }
+    return 0;
+}
+
+static int model_name(srv_request *rq, srv_reply *rp)
+{
+    api_error e;
+    if (api_check_name(rq->param, &e)) {
+        srv_reply_error(rp, &e);
+        return -1;
+    }
+    return 0;
+}
+
+/* A reference to the named model, or a 404 reply. */
+static srv_ref *find_model(srv_request *rq, srv_reply *rp)
+{
+    if (model_name(rq, rp))
+        return NULL;
+    srv_ref *ref = srv_registry_get(rq->s->registry, rq->param);
+    if (!ref)
+        srv_reply_fail(rp, 404, "not_found", "model \"%s\" does not exist",
+                       rq->param);
+    return ref;
+}
+
+/* ------------------------------------------------------------- health */
+
+static void h_livez(srv_request *rq, srv_reply *rp)
+{
+    (void)rq;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", "live");
+    srv_reply_json(rp, 200, o);
+}
+
+static void h_readyz(srv_request *rq, srv_reply *rp)
+{
+    static const char *const names[] = {"loading", "ready", "draining"};
+    int phase = atomic_load(&rq->s->phase);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", names[phase]);
+    if (phase == SRV_READY)
+        cJSON_AddNumberToObject(o, "models",
+                                (double)srv_registry_count(rq->s->registry));
+    srv_reply_json(rp, phase == SRV_READY ? 200 : 503, o);
+}
+
+static void h_metrics(srv_request *rq, srv_reply *rp)
+{
+    srv_gauges g = {0};
+    g.models_loaded = srv_registry_count(rq->s->registry);
+    g.model_bytes = srv_registry_bytes(rq->s->registry);
+    if (rq->s->jobs)
+        srv_jobs_stats(rq->s->jobs, g.jobs, &g.queue_depth,
+                       &g.fit_bytes_reserved);
+    rp->body = srv_metrics_render(rq->s->metrics, &g, &rp->len);
+    if (!rp->body) {
+        srv_reply_fail(rp, 500, "internal", "out of memory rendering metrics");
+        return;
+    }
+    rp->status = 200;
+    rp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+static void h_v1(srv_request *rq, srv_reply *rp)
+{
+    (void)rq;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", "kmserve");
+    cJSON_AddStringToObject(o, "version", KM_VERSION);
+    cJSON *a = cJSON_AddArrayToObject(o, "algorithms");
+    for (int i = 0; i < KM_ALGO_COUNT; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(km_algorithm_name(i)));
+    cJSON *k = cJSON_AddArrayToObject(o, "kernels");
+    for (int i = 0; i < KM_KERNEL_TYPE_COUNT; i++)
+        cJSON_AddItemToArray(k, cJSON_CreateString(km_kernel_type_name(i)));
+    srv_reply_json(rp, 200, o);
+}
+
+/* ------------------------------------------------------------- models */
+
+static void h_models(srv_request *rq, srv_reply *rp)
+{
+    srv_ref **refs;
+    size_t n;
+    if (srv_registry_list(rq->s->registry, &refs, &n)) {
+        srv_reply_fail(rp, 500, "internal", "out of memory listing models");
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON *a = cJSON_AddArrayToObject(o, "models");
+    for (size_t i = 0; i < n; i++) {
+        cJSON_AddItemToArray(a, api_model_json(srv_ref_model(refs[i])));
+        srv_ref_release(refs[i]);
+    }
+    free(refs);
+    srv_reply_json(rp, 200, o);
+}
+
+static void h_model_get(srv_request *rq, srv_reply *rp)
+{
+    srv_ref *ref = find_model(rq, rp);
+    if (!ref)
+        return;
+    srv_reply_json(rp, 200, api_model_json(srv_ref_model(ref)));
+    srv_ref_release(ref);
+}
+
+static void h_model_delete(srv_request *rq, srv_reply *rp)
+{
+    srv_state *s = rq->s;
+    if (not_ready(rq, rp) || model_name(rq, rp))
+        return;
+    pthread_mutex_lock(&s->commit_lock);
+    srv_ref *ref = srv_registry_get(s->registry, rq->param);
+    int rc = ref ? srv_store_delete(s->store, rq->param) : ENOENT;
+    if (ref && (rc == 0 || rc == ENOENT)) {
+        srv_registry_remove(s->registry, rq->param);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&s->commit_lock);
+    if (!ref) {
+        srv_reply_fail(rp, 404, "not_found", "model \"%s\" does not exist",
+                       rq->param);
+        return;
+    }
+    srv_ref_release(ref);
+    if (rc) {
+        srv_reply_fail(rp, 500, "internal", "could not remove the file of "
+                       "model \"%s\": %s; it is still served", rq->param,
+                       strerror(rc));
+        return;
+    }
+    srv_log(SRV_INFO, "model_deleted", "%s", rq->param);
+    rp->status = 204;
+}
+
+/* ------------------------------------------------------------- fits */
+
+int srv_commit_model(void *state, const char *name, km_model *model,
+                     cJSON **metadata, api_error *e)
+{
+    srv_state *s = state;
+    pthread_mutex_lock(&s->commit_lock);
+    uint64_t version = srv_registry_version(s->registry, name) + 1;
+    km_model_set_identity(model, name, version, now_ms());
+    int rc = srv_store_save(s->store, model);
+    if (rc) {
+        pthread_mutex_unlock(&s->commit_lock);
+        km_model_free(model);
+        srv_log(SRV_ERROR, "model_not_stored", "%s version %llu: %s", name,
+                (unsigned long long)version, strerror(rc));
+        return api_fail(e, 507, "insufficient_storage",
+                        "the model could not be written to %s: %s; the "
+                        "previous version stays", srv_store_dir(s->store),
+                        strerror(rc));
+    }
+    *metadata = api_model_json(model);
+    const km_info_entry *secs = km_info_find(km_model_training(model),
+                                             "seconds");
+    srv_metrics_fit(s->metrics, km_model_algorithm(model),
+                    secs ? secs->values[0] : 0);
+    srv_log(SRV_INFO, "model_fitted", "%s version %llu (%s, %zu samples)",
+            name, (unsigned long long)version,
+            km_algorithm_name(km_model_algorithm(model)),
+            km_model_n_samples(model));
+    if (srv_registry_put(s->registry, model)) {
+        pthread_mutex_unlock(&s->commit_lock);
+        cJSON_Delete(*metadata);
+        *metadata = NULL;
+        return api_fail(e, 500, "internal", "out of memory serving the model");
+    }
+    pthread_mutex_unlock(&s->commit_lock);
+    return 0;
+}
+
+static int wants_async(srv_request *rq, const api_fit_request *req)
+{
+    const char *prefer = srv_header(rq, "Prefer");
+    return req->async || (prefer && strstr(prefer, "respond-async"));
+}
+
+static void h_fit(srv_request *rq, srv_reply *rp)
+{
+    api_fit_request req;
+    api_error e;
+    cJSON *root;
+    if (not_ready(rq, rp) || model_name(rq, rp) || body_object(rq, rp, &root))
+        return;
+    int bad = api_fit_parse(root, &req, &e);
+    cJSON_Delete(root);
+    if (bad) {
+        api_fit_request_cleanup(&req);
+        srv_reply_error(rp, &e);
+        return;
+    }
+    int async = wants_async(rq, &req);
+    size_t bytes = api_fit_bytes(&req);
+    srv_job *job = srv_jobs_submit(rq->s->jobs, rq->param, &req, bytes,
+                                   async ? NULL : srv_http_job_done,
+                                   async ? NULL : rq, &e);
+    if (!job) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    if (!async) {
+        srv_park(rq, rp, job);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "job", srv_job_json(job));
+    snprintf(rp->location, sizeof rp->location, "/v1/jobs/%s", srv_job_id(job));
+    srv_job_release(job);
+    srv_reply_json(rp, 202, o);
+}
+
+void srv_fit_finished(srv_request *rq, srv_reply *rp)
+{
+    srv_job *job = rq->job;
+    rq->job = NULL;
+    cJSON *meta = srv_job_state_of(job) == SRV_JOB_SUCCEEDED
+                      ? srv_job_result(job) : NULL;
+    if (meta) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "model", meta);
+        srv_reply_json(rp, 201, o);
+    } else {
+        api_error e;
+        srv_job_error(job, &e);
+        if (!e.code)
+            api_fail(&e, 500, "internal", "the fit ended without a result");
+        srv_reply_error(rp, &e);
+    }
+    srv_job_release(job);
+}
+
+/* ------------------------------------------------------------- predict */
+
+typedef int (*answer_fn)(const km_model *, const cJSON *, cJSON **, size_t *,
+                         api_error *);
+
+static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
+{
+    cJSON *root, *out = NULL;
+    api_error e;
+    size_t rows = 0;
+    srv_ref *ref = find_model(rq, rp);
+    if (!ref)
+        return;
+    if (body_object(rq, rp, &root) == 0) {
+        if (fn(srv_ref_model(ref), root, &out, &rows, &e) == 0) {
+            srv_metrics_predicted_rows(rq->s->metrics, rows);
+            srv_reply_json(rp, 200, out);
+        } else {
+            srv_reply_error(rp, &e);
+        }
+        cJSON_Delete(root);
+    }
+    srv_ref_release(ref);
+}
+
+static void h_predict(srv_request *rq, srv_reply *rp)
+{
+    answer(rq, rp, api_predict);
+}
+
+static void h_project(srv_request *rq, srv_reply *rp)
+{
+    answer(rq, rp, api_project);
+}
+
+/* ------------------------------------------------------------- jobs */
+
+static void h_jobs(srv_request *rq, srv_reply *rp)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "jobs", srv_jobs_list_json(rq->s->jobs));
+    srv_reply_json(rp, 200, o);
+}
+
+static srv_job *find_job(srv_request *rq, srv_reply *rp)
+{
+    srv_job *job = rq->s->jobs ? srv_jobs_get(rq->s->jobs, rq->param) : NULL;
+    if (!job)
+        srv_reply_fail(rp, 404, "not_found", "job \"%.64s\" does not exist "
+                       "(finished jobs are kept for --job-ttl)", rq->param);
+    return job;
+}
+
+static void h_job_get(srv_request *rq, srv_reply *rp)
+{
+    srv_job *job = find_job(rq, rp);
+    if (!job)
+        return;
+    srv_reply_json(rp, 200, srv_job_json(job));
+    srv_job_release(job);
+}
+
+static void h_job_delete(srv_request *rq, srv_reply *rp)
+{
+    srv_job *job = find_job(rq, rp);
+    if (!job)
+        return;
+    if (srv_job_cancel(job) == 0)
+        srv_reply_json(rp, 202, srv_job_json(job));
+    else
+        srv_reply_fail(rp, 409, "conflict", "job %s has already finished",
+                       srv_job_id(job));
+    srv_job_release(job);
+}

@@ -1,0 +1,33 @@
+/*
+ * srv_routes.h - the routing table: paths, their methods, their handlers.
+ *
+ * Thread-safety: the table is constant.
+ */
+#ifndef SRV_ROUTES_H
+#define SRV_ROUTES_H
+
+#include "srv_http.h"
+
+typedef void (*srv_handler)(srv_request *rq, srv_reply *rp);
+
+typedef struct srv_route {
+    const char *pattern;   /* as in API.md and the metrics' route label */
+    srv_handler get, post, del;
+    int body;              /* POST takes a JSON body */
+} srv_route;
+
+/* Finds the route of path; copies its {name} or {id} into param. Returns
+ * its index, or SRV_ROUTE_NONE (the "unmatched" metrics label). */
+size_t srv_route_match(const char *path, char *param, size_t len);
+const srv_route *srv_route_at(size_t i);
+/* Names of all routes, "unmatched" last, for the metrics. */
+const char *const *srv_route_names(size_t *n);
+/* "GET, HEAD, DELETE" for an Allow header. */
+void srv_route_allow(const srv_route *r, char *buf, size_t len);
+
+/* Called when a parked fit's connection is resumed. */
+void srv_fit_finished(srv_request *rq, srv_reply *rp);
+
+extern const size_t SRV_ROUTE_NONE;
+
+#endif

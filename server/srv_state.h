@@ -1,0 +1,46 @@
+/*
+ * srv_state.h - the daemon's one piece of mutable shared state.
+ *
+ * Everything the request handlers and workers share lives here, created
+ * by main() before the HTTP daemon starts and freed after it stops:
+ * configuration (read-only), the registry of served models, the store on
+ * disk, the jobs, the metrics, and the lifecycle phase.
+ *
+ * Thread-safety: each member documents its own; phase is atomic;
+ * commit_lock serialises what changes a model name (fit commit, delete)
+ * so that version numbers and files stay consistent. Predict lookups
+ * never take commit_lock.
+ */
+#ifndef SRV_STATE_H
+#define SRV_STATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "srv_config.h"
+#include "srv_jobs.h"
+#include "srv_metrics.h"
+#include "srv_registry.h"
+#include "srv_store.h"
+
+typedef enum { SRV_LOADING, SRV_READY, SRV_DRAINING } srv_phase;
+
+typedef struct srv_state {
+    srv_config cfg;
+    srv_registry *registry;
+    srv_store *store;
+    srv_jobs *jobs;
+    srv_metrics *metrics;
+    atomic_int phase;
+    pthread_mutex_t commit_lock;
+    atomic_long active_requests;
+} srv_state;
+
+/* Commits a fitted model under name (srv_commit_fn for the jobs):
+ * assigns the next version and the creation time, writes the file, swaps
+ * it into the registry. 507 when the file cannot be written (the old
+ * version stays). */
+int srv_commit_model(void *state, const char *name, km_model *model,
+                     cJSON **metadata, api_error *e);
+
+#endif
