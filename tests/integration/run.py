@@ -1,0 +1,584 @@
+#!/usr/bin/python3
+"""Integration tests: the real kmserve daemon on a loopback port.
+
+Runs the request/answer cases of cases.test, then scenarios that need more
+than one request: parity with scikit-learn over HTTP, list/get/delete,
+async jobs and cancellation, restart, kill -9 during a fit, quarantine of
+corrupt files, admission and queue limits, metrics, SIGTERM.
+
+Standard library only. Usage (from the project root):
+    /usr/bin/python3 tests/integration/run.py --server build/kmserve
+Ends with the line "N passed, N failed"; exits 1 if any failed.
+"""
+import argparse
+import csv
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DATA = os.environ.get("KM_DATA", os.path.join(ROOT, "..", "shared", "data"))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+
+passed = 0
+failed = 0
+
+
+def check(ok, name, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok - {name}")
+    else:
+        failed += 1
+        print(f"FAIL - {name}: {detail}")
+    return ok
+
+
+# ---------------------------------------------------------------- HTTP
+
+class Reply:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            return None
+
+    def __repr__(self):
+        return f"{self.status} {self.body[:300]!r}"
+
+
+def http(port, method, path, body=None, headers=None, length=True,
+         chunked=False, timeout=120):
+    """One request on a fresh connection; headers is a list of (k, v).
+    length=False sends no Content-Length; chunked sends the body chunked."""
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body).encode()
+        headers = (headers or []) + [("Content-Type", "application/json")]
+    elif isinstance(body, str):
+        body = body.encode()
+    body = body or b""
+    headers = list(headers or [])
+    names = {k.lower() for k, _ in headers}
+    if chunked:
+        headers.append(("Transfer-Encoding", "chunked"))
+    elif length and "content-length" not in names and (body or method in ("POST", "PUT")):
+        headers.append(("Content-Length", str(len(body))))
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(head.encode())
+        if chunked:
+            for i in range(0, len(body), 65536):
+                part = body[i:i + 65536]
+                s.sendall(b"%x\r\n" % len(part) + part + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+        elif body:
+            s.sendall(body)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server answered early and closed; read what it said
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    if not lines or not lines[0].startswith("HTTP/"):
+        return Reply(0, {}, data)
+    status = int(lines[0].split()[1])
+    hdrs = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    if hdrs.get("transfer-encoding", "").lower() == "chunked":
+        out, buf = b"", rest
+        while buf:
+            size, _, buf = buf.partition(b"\r\n")
+            n = int(size, 16)
+            if n == 0:
+                break
+            out, buf = out + buf[:n], buf[n + 2:]
+        rest = out
+    return Reply(status, hdrs, rest.decode("utf-8", "replace"))
+
+
+# ---------------------------------------------------------------- daemon
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Daemon:
+    def __init__(self, binary, models, *extra):
+        self.binary, self.models, self.extra = binary, models, list(extra)
+        self.proc = None
+        self.port = None
+        self.log = open(os.path.join(os.path.dirname(models), "daemon.log"), "ab")
+
+    def start(self):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [self.binary, "--listen", f"127.0.0.1:{self.port}",
+             "--models-dir", self.models, "--access-log", "false"] + self.extra,
+            stdout=self.log, stderr=self.log)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                if http(self.port, "GET", "/readyz", timeout=2).status == 200:
+                    return self
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kmserve exited with {self.proc.returncode}")
+            time.sleep(0.05)
+        raise RuntimeError("kmserve did not become ready")
+
+    def req(self, method, path, body=None, **kw):
+        return http(self.port, method, path, body, **kw)
+
+    def stop(self, sig=signal.SIGTERM):
+        if not self.proc:
+            return None
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.proc = None
+        return rc
+
+
+# ---------------------------------------------------------------- data
+
+def load_csv(name, rows=None):
+    with open(os.path.join(DATA, name)) as f:
+        r = csv.reader(f)
+        next(r)
+        data = [row for row in r]
+    if rows:
+        data = data[:rows]
+    X = [[float(v) for v in row[:-1]] for row in data]
+    y = [row[-1] for row in data]
+    return X, y
+
+
+def scale_minmax(X, n_fit):
+    """As tests/testdata.h and gen_refs.py: each feature to [-1, 1]."""
+    d = len(X[0])
+    lo = [min(r[j] for r in X[:n_fit]) for j in range(d)]
+    hi = [max(r[j] for r in X[:n_fit]) for j in range(d)]
+    return [[2.0 * (r[j] - lo[j]) / (hi[j] - lo[j]) - 1.0 if hi[j] > lo[j] else 0.0
+             for j in range(d)] for r in X]
+
+
+def read_fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return [float(v) for v in f.read().split()]
+
+
+def max_rel(a, b, floor=1e-3):
+    return max(abs(x - y) / max(abs(y), floor) for x, y in zip(a, b))
+
+
+def synthetic(n, d, seed):
+    rng = random.Random(seed)
+    X = [[rng.gauss(0, 1) for _ in range(d)] for _ in range(n)]
+    y = [sum(r) + rng.gauss(0, 0.1) for r in X]
+    return X, y
+
+
+def fit_body(X, y, **extra):
+    body = {"algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.1},
+            "params": {"alpha": 1.0}, "X": X, "y": y}
+    body.update(extra)
+    return body
+
+
+def wait_job(d, job_id, states, timeout=120):
+    deadline = time.time() + timeout
+    job = None
+    while time.time() < deadline:
+        job = d.req("GET", f"/v1/jobs/{job_id}").json()
+        if job and job.get("status") in states:
+            return job
+        time.sleep(0.02)
+    return job
+
+
+# ---------------------------------------------------------------- cases
+
+def parse_cases(path):
+    cases, cur = [], None
+    with open(path) as f:
+        lines = f.read().split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("###"):
+            cur = {"title": line[3:].strip(), "headers": [], "body": [],
+                   "contains": [], "subset": [], "length": True}
+            cases.append(cur)
+            i += 1
+            cur["method"], cur["path"] = lines[i].split(None, 1)
+            i += 1
+            while lines[i].strip():
+                if lines[i].strip() == "@no-length":
+                    cur["length"] = False
+                else:
+                    k, _, v = lines[i].partition(":")
+                    cur["headers"].append((k.strip(), v.strip()))
+                i += 1
+            i += 1
+            while not lines[i].startswith(">>>"):
+                cur["body"].append(lines[i])
+                i += 1
+            parts = lines[i][3:].split()
+            cur["status"] = int(parts[0])
+            cur["code"] = parts[1] if len(parts) > 1 else None
+        elif cur and line.startswith("~~~"):
+            cur["contains"].append(line[3:].strip())
+        elif cur and line.startswith("==="):
+            cur["subset"].append(json.loads(line[3:].strip()))
+        i += 1
+    return cases
+
+
+def is_subset(want, have):
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(
+            k in have and is_subset(v, have[k]) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(have, list) and len(want) == len(have) and all(
+            is_subset(a, b) for a, b in zip(want, have))
+    return want == have
+
+
+def run_cases(d):
+    for c in parse_cases(os.path.join(HERE, "cases.test")):
+        body = "\n".join(c["body"]).strip()
+        r = d.req(c["method"], c["path"], body, headers=c["headers"],
+                  length=c["length"])
+        j = r.json() or {}
+        problems = []
+        if r.status != c["status"]:
+            problems.append(f"status {r.status}, expected {c['status']}")
+        if c["code"]:
+            code = (j.get("error") or {}).get("code")
+            if code != c["code"]:
+                problems.append(f"code {code}, expected {c['code']}")
+            if not (j.get("error") or {}).get("message"):
+                problems.append("no error message")
+        msg = (j.get("error") or {}).get("message", "")
+        for text in c["contains"]:
+            if text not in msg:
+                problems.append(f"message {msg!r} lacks {text!r}")
+        for sub in c["subset"]:
+            if not is_subset(sub, j):
+                problems.append(f"answer lacks {sub}")
+        if r.status == 405 and not r.headers.get("allow"):
+            problems.append("405 without an Allow header")
+        check(not problems, f"case: {c['title']}", "; ".join(problems) + f" [{r}]")
+
+
+# ---------------------------------------------------------------- scenarios
+
+def scenario_sklearn_parity(d):
+    """KRR over HTTP against scikit-learn's KernelRidge (fixture from
+    tests/fixtures/gen_refs.py): rbf gamma 0.1, alpha 0.5, breast cancer
+    scaled to [-1, 1], first 400 rows fitted, the rest predicted."""
+    X, y = load_csv("breast_cancer.csv")
+    X = scale_minmax(X, 400)
+    y = [float(v) for v in y]
+    r = d.req("POST", "/v1/models/bc/fit", {
+        "algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.1},
+        "params": {"alpha": 0.5}, "X": X[:400], "y": y[:400]})
+    check(r.status == 201, "parity: fit breast cancer", r)
+    r = d.req("POST", "/v1/models/bc/predict", {"X": X[400:]})
+    got = (r.json() or {}).get("predictions", [])
+    ref = read_fixture("krr_bc_rbf_pred.txt")
+    ok = len(got) == len(ref) and max_rel(got, ref) <= 1e-8
+    check(ok, "parity: predictions within 1e-8 of scikit-learn",
+          f"max rel {max_rel(got, ref) if got else 'n/a'}")
+    # Two outputs at once.
+    Xs = read_fixture("krr_syn_X.txt")
+    Ys = read_fixture("krr_syn_Y.txt")
+    T = read_fixture("krr_syn_T.txt")
+    pred = read_fixture("krr_syn_pred.txt")
+    rows = lambda v, k: [v[i:i + k] for i in range(0, len(v), k)]
+    r = d.req("POST", "/v1/models/syn/fit", {
+        "algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.3},
+        "params": {"alpha": 0.1}, "X": rows(Xs, 5), "y": rows(Ys, 2)})
+    check(r.status == 201 and r.json()["model"]["n_outputs"] == 2,
+          "parity: fit two outputs", r)
+    r = d.req("POST", "/v1/models/syn/predict", {"X": rows(T, 5)})
+    got = [v for row in (r.json() or {}).get("predictions", []) for v in row]
+    check(len(got) == len(pred) and max_rel(got, pred) <= 1e-8,
+          "parity: two-output predictions within 1e-8", r)
+
+
+def scenario_crud(d, models):
+    r = d.req("GET", "/v1/models")
+    names = [m["name"] for m in (r.json() or {}).get("models", [])]
+    check(r.status == 200 and names == sorted(names) and "base" in names,
+          "list: sorted, has base", names)
+    r = d.req("GET", "/v1/models/base")
+    m = r.json() or {}
+    check(r.status == 200 and m.get("algorithm") == "krr" and
+          m.get("created_at", "").endswith("Z") and "seconds" in m.get("training", {}),
+          "get: metadata", r)
+    d.req("POST", "/v1/models/doomed/fit", fit_body([[1, 2], [3, 4]], [1, 2]))
+    check(os.path.exists(os.path.join(models, "doomed.kmm")), "fit writes a file")
+    r = d.req("DELETE", "/v1/models/doomed")
+    check(r.status == 204, "delete: 204", r)
+    check(not os.path.exists(os.path.join(models, "doomed.kmm")), "delete removes the file")
+    check(d.req("GET", "/v1/models/doomed").status == 404, "delete: then 404")
+    # Re-fit replaces and counts versions.
+    r1 = d.req("POST", "/v1/models/ver/fit", fit_body([[1, 2], [3, 4]], [1, 2]))
+    r2 = d.req("POST", "/v1/models/ver/fit", fit_body([[1, 2], [3, 5]], [1, 2]))
+    check(r1.json()["model"]["version"] == 1 and r2.json()["model"]["version"] == 2,
+          "re-fit increments the version", r2)
+    # Request ids.
+    r = d.req("GET", "/livez", headers=[("X-Request-Id", "abc-123")])
+    check(r.headers.get("x-request-id") == "abc-123", "request id echoed", r.headers)
+    r = d.req("GET", "/livez")
+    check(len(r.headers.get("x-request-id", "")) == 16, "request id generated", r.headers)
+    r = d.req("GET", "/v1")
+    v = r.json() or {}
+    check(v.get("name") == "kmserve" and "krr" in v.get("algorithms", []) and
+          "laplacian" in v.get("kernels", []), "GET /v1", r)
+    r = d.req("HEAD", "/livez")
+    check(r.status == 200 and r.body == "", "HEAD answers without a body", r)
+
+
+def scenario_limits(d):
+    big = b'{"X":[' + b",".join([b"[1.0,2.0]"] * 300000) + b"]}"
+    r = d.req("POST", "/v1/models/base/predict", big, chunked=True,
+              headers=[("Content-Type", "application/json")])
+    check(r.status == 413 and r.json()["error"]["code"] == "payload_too_large",
+          "chunked body over --max-body-mb: 413", r)
+    r = d.req("POST", "/v1/models/base/predict", big,
+              headers=[("Content-Type", "application/json")])
+    check(r.status == 413, "declared body over --max-body-mb: 413", r)
+    check(d.req("GET", "/livez").status == 200, "alive after the limits")
+
+
+def scenario_async(d):
+    X, y = synthetic(300, 5, 1)
+    r = d.req("POST", "/v1/models/asyncm/fit", fit_body(X, y),
+              headers=[("Prefer", "respond-async")])
+    j = (r.json() or {}).get("job", {})
+    check(r.status == 202 and r.headers.get("location") == f"/v1/jobs/{j.get('id')}",
+          "Prefer: respond-async gives 202 and Location", r)
+    job = wait_job(d, j.get("id"), ("succeeded", "failed"))
+    check(job and job["status"] == "succeeded" and job["progress"] == 1.0 and
+          job["result"]["name"] == "asyncm" and job["error"] is None,
+          "async job succeeds with progress 1.0", job)
+    r = d.req("POST", "/v1/models/asyncm/fit", fit_body(X, y, **{"async": True}))
+    check(r.status == 202, '"async": true gives 202', r)
+    wait_job(d, r.json()["job"]["id"], ("succeeded",))
+    check(d.req("GET", "/v1/models/asyncm").json()["version"] == 2,
+          "async re-fit served as version 2")
+    r = d.req("GET", "/v1/jobs")
+    check(r.status == 200 and len(r.json()["jobs"]) >= 2, "GET /v1/jobs lists jobs", r)
+    # Validation comes first, also for async.
+    r = d.req("POST", "/v1/models/asyncbad/fit",
+              {"algorithm": "krr", "kernel": {"type": "rbf"}, "X": [[1]], "y": [1, 2],
+               "async": True})
+    check(r.status == 400 and d.req("GET", "/v1/models/asyncbad").status == 404,
+          "invalid async fit: 400 at once, nothing created", r)
+
+
+def scenario_cancel_and_busy(d):
+    """A long fit is cancelled; the old version stays. While it runs,
+    predicts keep answering."""
+    X, y = synthetic(8000, 5, 2)
+    d.req("POST", "/v1/models/cancelme/fit", fit_body(X[:50], y[:50]))
+    r = d.req("POST", "/v1/models/cancelme/fit", fit_body(X, y, **{"async": True}))
+    jid = r.json()["job"]["id"]
+    job = wait_job(d, jid, ("running", "succeeded", "failed"))
+    running = job["status"] == "running"
+    codes = [d.req("POST", "/v1/models/base/predict", {"X": [[1, 2]]}).status
+             for _ in range(20)]
+    still = d.req("GET", f"/v1/jobs/{jid}").json()["status"] == "running"
+    check(running and still and codes == [200] * 20,
+          "predicts answer while a fit runs", (job["status"], codes))
+    r = d.req("DELETE", f"/v1/jobs/{jid}")
+    check(r.status == 202, "cancel: 202", r)
+    job = wait_job(d, jid, ("cancelled", "succeeded", "failed"))
+    check(job["status"] == "cancelled" and job["error"]["code"], "job ends cancelled", job)
+    m = d.req("GET", "/v1/models/cancelme").json()
+    check(m["version"] == 1 and m["n_samples"] == 50, "cancelled fit keeps version 1", m)
+    r = d.req("DELETE", f"/v1/jobs/{jid}")
+    check(r.status == 409, "cancelling a finished job: 409", r)
+
+
+def scenario_metrics(d):
+    def predict_count(text):
+        for line in text.splitlines():
+            if line.startswith('kmserve_http_requests_total{route="/v1/models/{name}/predict",'
+                               'method="POST",code="200"}'):
+                return int(line.split()[-1])
+        return 0
+    before = d.req("GET", "/metrics")
+    d.req("POST", "/v1/models/base/predict", {"X": [[1, 2], [3, 4], [5, 6]]})
+    after = d.req("GET", "/metrics")
+    check(before.headers.get("content-type", "").startswith("text/plain") and
+          predict_count(after.body) == predict_count(before.body) + 1,
+          "metrics: predict counter moves", after.body[:200])
+    names = ["kmserve_http_request_duration_seconds_bucket", "kmserve_fit_duration_seconds_bucket",
+             "kmserve_predicted_rows_total", "kmserve_models_loaded", "kmserve_jobs{",
+             "kmserve_build_info{version="]
+    missing = [n for n in names if n not in after.body]
+    check(not missing, "metrics: names clients alert on are present", missing)
+
+
+def scenario_restart(binary, tmp):
+    models = os.path.join(tmp, "restart", "models")
+    os.makedirs(models)
+    d = Daemon(binary, models).start()
+    X, y = synthetic(200, 4, 3)
+    d.req("POST", "/v1/models/keep/fit", fit_body(X, y))
+    meta = d.req("GET", "/v1/models/keep").json()
+    before = d.req("POST", "/v1/models/keep/predict", {"X": X[:10]}).json()
+    rc = d.stop(signal.SIGTERM)
+    check(rc == 0, "SIGTERM: exit status 0", rc)
+    d.start()
+    after = d.req("POST", "/v1/models/keep/predict", {"X": X[:10]}).json()
+    meta2 = d.req("GET", "/v1/models/keep").json()
+    check(before == after and after is not None, "restart: same predictions", after)
+    check(meta2 == meta, "restart: same metadata (version, created_at)", (meta, meta2))
+
+    # kill -9 while a fit that replaces the model runs.
+    Xb, yb = synthetic(8000, 5, 4)
+    r = d.req("POST", "/v1/models/keep/fit", fit_body(Xb, yb, **{"async": True}))
+    job = wait_job(d, r.json()["job"]["id"], ("running", "succeeded"))
+    was_running = job["status"] == "running"
+    d.stop(signal.SIGKILL)
+    d.start()
+    m = d.req("GET", "/v1/models/keep").json()
+    again = d.req("POST", "/v1/models/keep/predict", {"X": X[:10]}).json()
+    check(was_running and m["version"] == 1 and again == before,
+          "kill -9 during a re-fit: version 1 still served", (job["status"], m.get("version")))
+    leftovers = [f for f in os.listdir(models) if ".tmp-" in f]
+    check(not leftovers, "no temporary files after restart", leftovers)
+
+    # Corrupt and truncated files are moved aside; the rest is served.
+    with open(os.path.join(models, "keep.kmm"), "rb") as f:
+        good = f.read()
+    with open(os.path.join(models, "trunc.kmm"), "wb") as f:
+        f.write(good[:len(good) // 2])
+    flipped = bytearray(good)
+    flipped[len(flipped) // 2] ^= 0x10
+    with open(os.path.join(models, "flip.kmm"), "wb") as f:
+        f.write(bytes(flipped))
+    with open(os.path.join(models, "junk.kmm"), "wb") as f:
+        f.write(b"not a model at all")
+    d.stop()
+    d.start()
+    names = [x["name"] for x in d.req("GET", "/v1/models").json()["models"]]
+    files = os.listdir(models)
+    aside = [f for f in files if ".corrupt-" in f]
+    check(names == ["keep"] and len(aside) == 3,
+          "corrupt files quarantined, the rest served", (names, files))
+    # SIGHUP picks up a model file written by someone else.
+    shutil.copy(os.path.join(models, "keep.kmm"), os.path.join(models, "copy.kmm"))
+    d.proc.send_signal(signal.SIGHUP)
+    deadline = time.time() + 10
+    while time.time() < deadline and d.req("GET", "/v1/models/copy").status != 200:
+        time.sleep(0.05)
+    check(d.req("GET", "/v1/models/copy").status == 200, "SIGHUP rescans the directory")
+    check(d.stop() == 0, "SIGTERM again: exit 0")
+
+
+def scenario_admission(binary, tmp):
+    models = os.path.join(tmp, "admission", "models")
+    os.makedirs(models)
+    d = Daemon(binary, models, "--memory-budget-mb", "1", "--workers", "1",
+               "--queue", "1").start()
+    X, y = synthetic(1000, 3, 5)
+    r = d.req("POST", "/v1/models/big/fit", fit_body(X, y))
+    msg = (r.json() or {}).get("error", {}).get("message", "")
+    check(r.status == 413 and "estimated" in msg and "budget" in msg,
+          "fit over the memory budget: 413 with estimate and budget", r)
+    check(d.req("GET", "/v1/models/big").status == 404, "nothing created by a refused fit")
+    d.stop()
+    d = Daemon(binary, models, "--workers", "1", "--queue", "1").start()
+    Xb, yb = synthetic(6000, 5, 6)
+    body = fit_body(Xb, yb, **{"async": True})
+    a = d.req("POST", "/v1/models/q/fit", body)
+    wait_job(d, a.json()["job"]["id"], ("running",))
+    b = d.req("POST", "/v1/models/q/fit", body)
+    c = d.req("POST", "/v1/models/q/fit", body)
+    check(a.status == 202 and b.status == 202 and c.status == 429 and
+          c.json()["error"]["code"] == "too_many_requests", "queue full: 429",
+          (a.status, b.status, c))
+    for r in (a, b):
+        d.req("DELETE", f"/v1/jobs/{r.json()['job']['id']}")
+    check(d.stop() == 0, "SIGTERM with cancelled fits: exit 0")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", default=os.path.join(ROOT, "build", "kmserve"))
+    args = ap.parse_args()
+    binary = os.path.abspath(args.server)
+    tmp = tempfile.mkdtemp(prefix="kmserve-it-")
+    try:
+        models = os.path.join(tmp, "main", "models")
+        os.makedirs(models)
+        d = Daemon(binary, models, "--max-body-mb", "2").start()
+        try:
+            r = d.req("POST", "/v1/models/base/fit", {
+                "algorithm": "krr", "kernel": {"type": "linear"},
+                "X": [[1, 2], [3, 4], [5, 7]], "y": [1, 2, 3]})
+            check(r.status == 201, "set-up: fit base", r)
+            run_cases(d)
+            scenario_sklearn_parity(d)
+            scenario_crud(d, models)
+            scenario_limits(d)
+            scenario_async(d)
+            scenario_cancel_and_busy(d)
+            scenario_metrics(d)
+            check(d.req("GET", "/livez").status == 200, "alive after everything")
+        finally:
+            check(d.stop() == 0, "main daemon exits 0 on SIGTERM")
+        scenario_restart(binary, tmp)
+        scenario_admission(binary, tmp)
+    except Exception as e:  # a crash of the runner is a failure, not a pass
+        check(False, "runner", repr(e))
+    finally:
+        log = os.path.join(tmp, "main", "daemon.log")
+        if failed and os.path.exists(log):
+            print("--- daemon log (last lines) ---")
+            with open(log, "rb") as f:
+                print(b"".join(f.readlines()[-30:]).decode("utf-8", "replace"))
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
