@@ -441,8 +441,11 @@ km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
         return KM_OK;
     if (!dims_ok(ns, m) || !dims_ok(n, d))
         return km_error_set(err, KM_EINVAL, "dimensions too large");
-    /* Blocks of about 32 MiB of kernel values, at least one row. */
-    size_t rows = ns ? (4u << 20) / ns : n;
+    /* Blocks of at most 8 MiB of kernel values (at least one row): small
+     * enough that glibc serves them from the heap after the first call
+     * instead of a fresh mmap, whose page faults cost more than the
+     * arithmetic, and large enough for efficient GEMM. */
+    size_t rows = ns ? (1u << 20) / ns : n;
     if (rows < 1) rows = 1;
     if (rows > n) rows = n;
     double *Kb = malloc(rows * (ns ? ns : 1) * sizeof *Kb);

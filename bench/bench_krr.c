@@ -1,0 +1,74 @@
+/*
+ * bench_krr.c - our side of the KRR benchmark: fit and predict with libkm
+ * on data the driver wrote, printing one JSON line of medians and the
+ * process's peak memory.
+ *
+ * usage: bench_krr X.bin y.bin T.bin n d n_test gamma alpha reps
+ * (.bin files are raw little-endian doubles, row-major)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench_util.h"
+#include "km.h"
+
+static double *read_bin(const char *path, size_t count)
+{
+    FILE *f = fopen(path, "rb");
+    double *v = malloc(count * sizeof *v);
+    if (!f || !v || fread(v, sizeof *v, count, f) != count) {
+        fprintf(stderr, "cannot read %zu doubles from %s\n", count, path);
+        exit(2);
+    }
+    fclose(f);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 10) {
+        fprintf(stderr, "usage: %s X.bin y.bin T.bin n d n_test gamma alpha "
+                "reps\n", argv[0]);
+        return 2;
+    }
+    size_t n = strtoul(argv[4], NULL, 10), d = strtoul(argv[5], NULL, 10);
+    size_t nt = strtoul(argv[6], NULL, 10);
+    int reps = atoi(argv[9]);
+    double *X = read_bin(argv[1], n * d), *y = read_bin(argv[2], n);
+    double *T = read_bin(argv[3], nt * d), *out = malloc(nt * sizeof *out);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = atof(argv[7]);
+    km_krr_params p = {atof(argv[8])};
+    double fit[32], pred[32];
+    km_model *m = NULL;
+    km_error err;
+    for (int r = 0; r < reps && r < 32; r++) {
+        km_model_free(m);
+        m = NULL;
+        double t0 = bench_now();
+        if (km_krr_fit(&k, &p, X, n, d, y, 1, NULL, &m, &err) != KM_OK) {
+            fprintf(stderr, "fit: %s\n", err.message);
+            return 1;
+        }
+        fit[r] = bench_now() - t0;
+        t0 = bench_now();
+        if (km_krr_predict(m, T, nt, out, &err) != KM_OK) {
+            fprintf(stderr, "predict: %s\n", err.message);
+            return 1;
+        }
+        pred[r] = bench_now() - t0;
+    }
+    double checksum = 0;
+    for (size_t i = 0; i < nt; i++)
+        checksum += out[i];
+    printf("{\"fit\": %.6f, \"predict\": %.6f, \"peak_mib\": %.1f, "
+           "\"checksum\": %.17g}\n", bench_median(fit, (size_t)reps),
+           bench_median(pred, (size_t)reps), bench_peak_mib(), checksum);
+    km_model_free(m);
+    free(X);
+    free(y);
+    free(T);
+    free(out);
+    return 0;
+}
