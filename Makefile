@@ -11,11 +11,11 @@
 # build-san/ (SANITIZE=thread: ThreadSanitizer into build-tsan/).
 
 # Build: compiler and libraries. Tests: Check, the integration runner's
-# Python (stdlib only), LIBSVM's tools for parity tests, curl for the README.
+# Python (stdlib, and PyYAML to read api/openapi.yaml), LIBSVM's tools for parity tests, curl for the README.
 # Benchmarks: scikit-learn and GNU time.
 DEPS := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
         libopenblas-dev liblapacke-dev check python3 python3-numpy \
-        libsvm-tools curl python3-sklearn time
+        libsvm-tools curl python3-yaml python3-sklearn time
 
 PKGS := libmicrohttpd libcjson openblas lapacke
 PYTHON := /usr/bin/python3

@@ -455,6 +455,45 @@ def scenario_metrics(d):
     check(not missing, "metrics: names clients alert on are present", missing)
 
 
+def scenario_openapi(d):
+    """api/openapi.yaml and the daemon agree: the same routes (the server's
+    own list, from its metrics' route labels), the same methods on each
+    (others answer 405 with an Allow header naming exactly the spec's), and
+    the spec's examples succeed."""
+    import yaml
+    with open(os.path.join(ROOT, "api", "openapi.yaml")) as f:
+        spec = yaml.safe_load(f)
+    paths = spec["paths"]
+    served = set()
+    for line in d.req("GET", "/metrics").body.splitlines():
+        if line.startswith("kmserve_http_request_duration_seconds_count{route="):
+            served.add(line.split('"')[1])
+    served.discard("unmatched")
+    check(served == set(paths), "openapi: same routes as the server",
+          sorted(served ^ set(paths)))
+    verbs = ("get", "post", "delete", "put", "patch")
+    for path, ops in paths.items():
+        concrete = path.replace("{name}", "base").replace("{id}", "j-none")
+        allowed = {v.upper() for v in verbs if v in ops}
+        if "GET" in allowed:
+            allowed.add("HEAD")
+        for v in verbs:
+            r = d.req(v.upper(), concrete, b"{}" if v == "post" else None,
+                      headers=[("Content-Type", "application/json")] if v == "post" else [])
+            if v.upper() in allowed:
+                ok = r.status != 405
+            else:
+                got = {m.strip() for m in r.headers.get("allow", "").split(",")}
+                ok = r.status == 405 and got == allowed
+            check(ok, f"openapi: {v.upper()} {path}", r)
+    fit = paths["/v1/models/{name}/fit"]["post"]["requestBody"]["content"]["application/json"]["example"]
+    r = d.req("POST", "/v1/models/spec-example/fit", fit)
+    check(r.status == 201, "openapi: the fit example succeeds", r)
+    pred = paths["/v1/models/{name}/predict"]["post"]["requestBody"]["content"]["application/json"]["example"]
+    r = d.req("POST", "/v1/models/spec-example/predict", pred)
+    check(r.status == 200, "openapi: the predict example succeeds", r)
+
+
 def scenario_restart(binary, tmp):
     models = os.path.join(tmp, "restart", "models")
     os.makedirs(models)
@@ -562,6 +601,7 @@ def main():
             scenario_async(d)
             scenario_cancel_and_busy(d)
             scenario_metrics(d)
+            scenario_openapi(d)
             check(d.req("GET", "/livez").status == 200, "alive after everything")
         finally:
             check(d.stop() == 0, "main daemon exits 0 on SIGTERM")
