@@ -1,0 +1,149 @@
+/*
+ * test_api_model.c - names, kernels from JSON (with sigma, defaults,
+ * composites, and their errors), kernels and metadata to JSON.
+ */
+#include "../check_main.h"
+#include "api_model.h"
+
+START_TEST(names)
+{
+    api_error e;
+    const char *good[] = {"a", "A9", "house-prices_v2.1", "0x",
+                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    const char *bad[] = {"", ".", "..", "../x", "-x", "_x", "a b", "a/b", "é",
+                         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        ck_assert_msg(api_check_name(good[i], &e) == 0, "%s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_msg(api_check_name(bad[i], &e) == -1, "%s", bad[i]);
+        ck_assert_int_eq(e.http, 400);
+    }
+}
+END_TEST
+
+static int kernel(const char *json, km_kernel *k, api_error *e)
+{
+    cJSON *o = cJSON_Parse(json);
+    int rc = api_parse_kernel(o, "kernel", k, 0, e);
+    cJSON_Delete(o);
+    return rc;
+}
+
+START_TEST(kernels_in)
+{
+    km_kernel k;
+    api_error e;
+    ck_assert_int_eq(kernel("{\"type\":\"rbf\",\"sigma\":2}", &k, &e), 0);
+    ck_assert_double_eq(k.gamma, 0.125);
+    km_kernel_cleanup(&k);
+    ck_assert_int_eq(kernel("{\"type\":\"polynomial\"}", &k, &e), 0);
+    ck_assert_int_eq(k.degree, 3);
+    ck_assert_double_eq(k.coef0, 1);
+    ck_assert_double_eq(k.gamma, 0); /* resolved at fit */
+    km_kernel_cleanup(&k);
+    ck_assert_int_eq(kernel("{\"type\":\"sum\",\"kernels\":[{\"type\":\"rbf\"},"
+                            "{\"type\":\"product\",\"kernels\":[{\"type\":"
+                            "\"linear\"},{\"type\":\"laplacian\",\"gamma\":2}]}],"
+                            "\"weights\":[0.5,2]}", &k, &e), 0);
+    ck_assert_int_eq(k.n_parts, 2);
+    ck_assert_double_eq(k.weights[1], 2);
+    ck_assert_double_eq(k.parts[1].parts[1].gamma, 2);
+    km_kernel_cleanup(&k);
+
+    struct { const char *json, *msg; } bad[] = {
+        {"[]", "kernel must be an object, not an array"},
+        {"{}", "kernel.type is required: one of linear, polynomial, rbf, "
+               "laplacian, sigmoid, sum, product"},
+        {"{\"type\":\"cosine\"}", "kernel.type \"cosine\" is not a known "
+               "kernel; expected one of linear, polynomial, rbf, laplacian, "
+               "sigmoid, sum, product"},
+        {"{\"type\":\"rbf\",\"degree\":2}", "kernel.degree does not apply to a "
+               "rbf kernel"},
+        {"{\"type\":\"linear\",\"gamma\":2}", "kernel.gamma does not apply to a "
+               "linear kernel"},
+        {"{\"type\":\"rbf\",\"sigma\":0}", "kernel.sigma must be a finite "
+               "number > 0"},
+        {"{\"type\":\"rbf\",\"gama\":1}", "kernel.gama is not a known field; "
+               "expected one of: type, gamma, sigma, degree, coef0, kernels, "
+               "weights"},
+        {"{\"type\":\"sum\",\"kernels\":[]}", "kernel.kernels must be an array "
+               "of 1 to 16 kernels"},
+        {"{\"type\":\"sum\",\"kernels\":[{\"type\":\"rbf\"}],\"weights\":[1,2]}",
+               "kernel.weights must be an array of 1 numbers, one per kernel"},
+        {"{\"type\":\"product\",\"kernels\":[{\"type\":\"rbf\"}],\"weights\":[1]}",
+               "kernel.weights does not apply to a product kernel"},
+        {"{\"type\":\"sum\",\"kernels\":[{\"type\":\"sum\",\"kernels\":[{\"type\":"
+         "\"sum\",\"kernels\":[{\"type\":\"sum\",\"kernels\":[{\"type\":\"rbf\"}]}]}]}]}",
+               "kernel.kernels[0].kernels[0].kernels[0]: sums and products nest "
+               "at most 4 deep"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(kernel(bad[i].json, &k, &e), -1);
+        ck_assert_str_eq(e.message, bad[i].msg);
+        km_kernel_cleanup(&k);
+    }
+}
+END_TEST
+
+START_TEST(kernel_round_trip)
+{
+    km_kernel k, back;
+    api_error e;
+    ck_assert_int_eq(kernel("{\"type\":\"sum\",\"kernels\":[{\"type\":\"rbf\","
+                            "\"gamma\":0.5},{\"type\":\"polynomial\",\"degree\":2,"
+                            "\"gamma\":1,\"coef0\":0}],\"weights\":[1,3]}",
+                            &k, &e), 0);
+    cJSON *j = api_kernel_json(&k);
+    char *s = cJSON_PrintUnformatted(j);
+    ck_assert_int_eq(kernel(s, &back, &e), 0);
+    ck_assert_int_eq(back.type, KM_KERNEL_SUM);
+    ck_assert_double_eq(back.parts[0].gamma, 0.5);
+    ck_assert_int_eq(back.parts[1].degree, 2);
+    ck_assert_double_eq(back.parts[1].coef0, 0);
+    ck_assert_double_eq(back.weights[1], 3);
+    free(s);
+    cJSON_Delete(j);
+    km_kernel_cleanup(&k);
+    km_kernel_cleanup(&back);
+}
+END_TEST
+
+START_TEST(metadata)
+{
+    double X[4] = {0, 1, 2, 3}, y[2] = {1, 2};
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF); /* gamma resolves to 1/2 */
+    km_krr_params p = {2.0};
+    km_model *m;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, 2, 2, y, 1, NULL, &m, NULL), KM_OK);
+    km_model_set_identity(m, "m1", 3, 1700000000123LL);
+    cJSON *o = api_model_json(m);
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "name")->valuestring, "m1");
+    ck_assert_double_eq(cJSON_GetObjectItem(o, "version")->valuedouble, 3);
+    ck_assert_str_eq(cJSON_GetObjectItem(o, "created_at")->valuestring,
+                     "2023-11-14T22:13:20.123Z");
+    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "kernel"),
+                                            "gamma")->valuedouble, 0.5);
+    ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "params"),
+                                            "alpha")->valuedouble, 2);
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(o, "training"), "seconds")));
+    ck_assert_double_eq(cJSON_GetObjectItem(o, "n_samples")->valuedouble, 2);
+    cJSON_Delete(o);
+    km_model_free(m);
+}
+END_TEST
+
+static Suite *model_suite(void)
+{
+    Suite *s = suite_create("api_model");
+    TCase *tc = tcase_create("api");
+    tcase_add_test(tc, names);
+    tcase_add_test(tc, kernels_in);
+    tcase_add_test(tc, kernel_round_trip);
+    tcase_add_test(tc, metadata);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+KM_TEST_MAIN(model_suite)
