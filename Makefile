@@ -65,30 +65,37 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
+# V=1 shows the full commands.
+Q := $(if $(V),,@)
+
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 # The elementwise kernel maps must vectorise: -O2 alone uses gcc's
 # "very cheap" cost model, which refuses loops with an unknown trip count.
 $(B)/core/km_vmath.o: CFLAGS += -fvect-cost-model=dynamic
 
 $(B)/libkm.a: $(CORE_OBJ)
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 $(B)/libkmapi.a: $(API_OBJ)
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 $(B)/kmserve: $(B)/server/kmserve.o $(SRV_OBJ) $(B)/libkmapi.a $(B)/libkm.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(B)/tests/core/%: tests/core/%.c tests/check_main.h $(B)/libkm.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(CHECK_LIBS) $(LIBS) $(LDFLAGS)
+	@$(if $(V),,echo "  TEST    $@")
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(CHECK_LIBS) $(LIBS) $(LDFLAGS)
 
 $(B)/tests/api/%: tests/api/%.c tests/check_main.h $(B)/libkmapi.a $(B)/libkm.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Iapi -o $@ $< $(B)/libkmapi.a $(B)/libkm.a $(CHECK_LIBS) $(LIBS) $(LDFLAGS)
+	@$(if $(V),,echo "  TEST    $@")
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Iapi -o $@ $< $(B)/libkmapi.a $(B)/libkm.a $(CHECK_LIBS) $(LIBS) $(LDFLAGS)
 
 test: deps
 	@$(MAKE) --no-print-directory unit integration
@@ -117,7 +124,7 @@ bench: deps
 	done
 
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h $(B)/libkm.a
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(LIBS) $(LDFLAGS)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(LIBS) $(LDFLAGS)
 
 clean:
 	rm -rf build build-san build-tsan

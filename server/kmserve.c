@@ -69,7 +69,7 @@ int main(int argc, char **argv)
         return 1;
     }
     s.jobs = srv_jobs_create(s.cfg.workers, (size_t)s.cfg.queue,
-                             s.cfg.job_ttl,
+                             s.cfg.job_ttl, s.cfg.fit_timeout,
                              (size_t)(s.cfg.memory_budget_mb * 1048576.0),
                              srv_commit_model, &s);
     if (!s.jobs) {
@@ -82,7 +82,10 @@ int main(int argc, char **argv)
         srv_log(SRV_ERROR, "start", "%s", err);
         return 1;
     }
-    size_t n = srv_store_load_all(s.store, s.registry);
+    size_t n = srv_store_sync(s.store, s.registry, &s.commit_lock, NULL);
+    if (srv_store_watch(s.store, s.registry, &s.commit_lock,
+                        s.cfg.watch_interval) != 0)
+        srv_log(SRV_WARN, "watch", "cannot start the models directory watcher");
     atomic_store(&s.phase, SRV_READY);
     srv_log(SRV_INFO, "ready", "kmserve %s listening on %s; %zu models from "
             "%s; %d fit workers x %d BLAS threads; memory budget %.0f MiB",
@@ -94,8 +97,10 @@ int main(int argc, char **argv)
         if (sigwait(&sigs, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            n = srv_store_load_all(s.store, s.registry);
-            srv_log(SRV_INFO, "rescan", "loaded %zu model files", n);
+            size_t gone = 0;
+            n = srv_store_sync(s.store, s.registry, &s.commit_lock, &gone);
+            srv_log(SRV_INFO, "rescan", "loaded %zu model files, unloaded %zu",
+                    n, gone);
             continue;
         }
         srv_log(SRV_INFO, "draining", "signal %d: finishing work, then "

@@ -64,6 +64,13 @@ static const struct option_def {
     {"shutdown-timeout", "KMSERVE_SHUTDOWN_TIMEOUT", "30",
      "seconds running fits may finish after SIGTERM before they are "
      "cancelled", OPT_NUM, S(shutdown_timeout), 0, 86400},
+    {"watch-interval", "KMSERVE_WATCH_INTERVAL", "2",
+     "seconds between scans of the models directory for files other "
+     "replicas wrote or removed (0: only at start and on SIGHUP)", OPT_NUM,
+     S(watch_interval), 0, 86400},
+    {"fit-timeout", "KMSERVE_FIT_TIMEOUT", "0",
+     "seconds a fit may run before it is stopped (0: no limit)", OPT_NUM,
+     S(fit_timeout), 0, 1e9},
 #undef S
 };
 

@@ -26,6 +26,8 @@ typedef struct srv_config {
     int queue;               /* fits that may wait for a worker */
     double job_ttl;          /* seconds finished jobs stay visible */
     double shutdown_timeout; /* seconds running fits get at SIGTERM */
+    double watch_interval;   /* seconds between directory scans; 0 = off */
+    double fit_timeout;      /* seconds a fit may run; 0 = no limit */
     char log_level[16];      /* debug, info, warn, error */
 } srv_config;
 

@@ -27,6 +27,8 @@
 struct srv_job {
     atomic_int refs;
     atomic_int cancel;
+    atomic_int timed_out;
+    double started_mono;
     char id[24];
     char name[65];
     api_fit_request req;
@@ -55,6 +57,7 @@ struct srv_jobs {
     size_t running;
     int stopping;          /* no new jobs; workers exit when idle */
     double ttl;
+    double fit_timeout;    /* seconds; 0 = none */
     srv_commit_fn commit;
     void *commit_ctx;
     pthread_t *workers;
@@ -118,11 +121,14 @@ static void finish(srv_jobs *j, srv_job *job, srv_job_state state)
 static int on_progress(void *ctx, double fraction)
 {
     srv_job *job = ctx;
-    pthread_mutex_lock(&job->owner->lock);
+    srv_jobs *j = job->owner;
+    pthread_mutex_lock(&j->lock);
     if (fraction > job->progress && fraction < 1.0)
         job->progress = fraction;
-    pthread_mutex_unlock(&job->owner->lock);
-    return atomic_load(&job->cancel);
+    pthread_mutex_unlock(&j->lock);
+    if (j->fit_timeout > 0 && mono() - job->started_mono > j->fit_timeout)
+        atomic_store(&job->timed_out, 1);
+    return atomic_load(&job->cancel) || atomic_load(&job->timed_out);
 }
 
 static void run(srv_jobs *j, srv_job *job)
@@ -132,7 +138,7 @@ static void run(srv_jobs *j, srv_job *job)
     cJSON *meta = NULL;
     api_error e = {0, NULL, ""};
     int rc = api_fit_run(&job->req, &ctl, &model, &e);
-    if (rc == 0 && atomic_load(&job->cancel)) {
+    if (rc == 0 && (atomic_load(&job->cancel) || atomic_load(&job->timed_out))) {
         km_model_free(model);
         rc = -1;
     } else if (rc == 0) {
@@ -144,6 +150,12 @@ static void run(srv_jobs *j, srv_job *job)
     if (rc == 0) {
         job->result = meta;
         finish(j, job, SRV_JOB_SUCCEEDED);
+    } else if (atomic_load(&job->timed_out) && !atomic_load(&job->cancel)) {
+        api_fail(&job->error, 422, "unprocessable",
+                 "the fit of \"%s\" did not finish within --fit-timeout "
+                 "(%g s); the previous version stays", job->name,
+                 j->fit_timeout);
+        finish(j, job, SRV_JOB_FAILED);
     } else if (atomic_load(&job->cancel)) {
         api_fail(&job->error, 409, "conflict",
                  "the fit of \"%s\" was cancelled; the previous version "
@@ -171,6 +183,7 @@ static void *worker(void *arg)
         if (job->state == SRV_JOB_QUEUED) {
             job->state = SRV_JOB_RUNNING;
             job->started_ms = now_ms();
+            job->started_mono = mono();
             j->running++;
             pthread_mutex_unlock(&j->lock);
             run(j, job);
@@ -189,8 +202,8 @@ static void *worker(void *arg)
 }
 
 srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
-                          size_t budget, srv_commit_fn commit,
-                          void *commit_ctx)
+                          double fit_timeout, size_t budget,
+                          srv_commit_fn commit, void *commit_ctx)
 {
     srv_jobs *j = calloc(1, sizeof *j);
     if (!j)
@@ -208,6 +221,7 @@ srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
     pthread_cond_init(&j->idle, NULL);
     j->queue_cap = queue_cap ? queue_cap : 1;
     j->ttl = ttl_seconds;
+    j->fit_timeout = fit_timeout;
     j->budget = budget;
     j->commit = commit;
     j->commit_ctx = commit_ctx;
@@ -246,6 +260,7 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
     }
     atomic_init(&job->refs, 3); /* the caller, the table, the queue */
     atomic_init(&job->cancel, 0);
+    atomic_init(&job->timed_out, 0);
     new_id(job->id, sizeof job->id);
     snprintf(job->name, sizeof job->name, "%s", name);
     job->req = *req;

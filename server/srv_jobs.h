@@ -40,10 +40,12 @@ typedef int (*srv_commit_fn)(void *ctx, const char *name, km_model *model,
 /* Called by the worker when the job has finished, whatever its state. */
 typedef void (*srv_done_fn)(srv_job *job, void *arg);
 
-/* budget: bytes that admitted (queued and running) fits may reserve. */
+/* budget: bytes that admitted (queued and running) fits may reserve;
+ * fit_timeout: seconds a fit may run (0: no limit), after which it stops
+ * at its next progress report and fails with 422. */
 srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
-                          size_t budget, srv_commit_fn commit,
-                          void *commit_ctx);
+                          double fit_timeout, size_t budget,
+                          srv_commit_fn commit, void *commit_ctx);
 /* Stops taking jobs, lets running and queued ones finish for up to
  * timeout seconds, then cancels the rest and waits for the workers. */
 void srv_jobs_drain(srv_jobs *j, double timeout);

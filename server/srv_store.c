@@ -1,11 +1,13 @@
 /*
  * srv_store.c - model files on disk; see srv_store.h for the guarantees.
  *
- * Thread-safety: no shared mutable state besides an atomic counter for
- * temporary file names.
+ * Thread-safety: the table of known files is guarded by the store's lock;
+ * syncs are serialised by sync_lock; changes to a name run under the
+ * caller's commit lock.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,11 +24,36 @@
 /* Largest model file read at start (far beyond what a fit produces). */
 #define MAX_FILE ((size_t)64 << 30)
 
+/* A file the store wrote or loaded, as it was then. */
+typedef struct known_file {
+    char name[72];
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    int seen; /* during a sync */
+} known_file;
+
 struct srv_store {
     char dir[1024];
+    char host[64];
     int dirfd;
     atomic_uint counter;
+    pthread_mutex_t lock;      /* files */
+    known_file *files;
+    size_t n_files, cap_files;
+    pthread_mutex_t sync_lock; /* one sync at a time */
+    /* the watcher */
+    pthread_t watcher;
+    int watching, stop;
+    pthread_mutex_t watch_lock;
+    pthread_cond_t watch_cond;
+    srv_registry *registry;
+    pthread_mutex_t *commit_lock;
+    double interval;
 };
+
+/* Stale temporary files of other hosts are removed after this long. */
+#define TEMP_MAX_AGE 3600
 
 /* mkdir -p */
 static int make_dirs(const char *path)
@@ -57,6 +84,16 @@ srv_store *srv_store_open(const char *dir, char *err, size_t errlen)
         return NULL;
     }
     snprintf(s->dir, sizeof s->dir, "%s", dir);
+    if (gethostname(s->host, sizeof s->host) != 0 || !s->host[0])
+        snprintf(s->host, sizeof s->host, "host");
+    s->host[sizeof s->host - 1] = '\0';
+    for (char *p = s->host; *p; p++)
+        if (*p == '/' || *p == '-')
+            *p = '_';
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->sync_lock, NULL);
+    pthread_mutex_init(&s->watch_lock, NULL);
+    pthread_cond_init(&s->watch_cond, NULL);
     if (make_dirs(dir) != 0 ||
         (s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         snprintf(err, errlen, "cannot open models directory %s: %s", dir,
@@ -75,8 +112,81 @@ void srv_store_close(srv_store *s)
 {
     if (!s)
         return;
+    if (s->watching) {
+        pthread_mutex_lock(&s->watch_lock);
+        s->stop = 1;
+        pthread_cond_signal(&s->watch_cond);
+        pthread_mutex_unlock(&s->watch_lock);
+        pthread_join(s->watcher, NULL);
+    }
     close(s->dirfd);
+    free(s->files);
+    pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->sync_lock);
+    pthread_mutex_destroy(&s->watch_lock);
+    pthread_cond_destroy(&s->watch_cond);
     free(s);
+}
+
+/* ------------------------------------------------------------ known files */
+
+static known_file *find_known(srv_store *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_files; i++)
+        if (!strcmp(s->files[i].name, name))
+            return &s->files[i];
+    return NULL;
+}
+
+static int same_file(const known_file *k, const struct stat *st)
+{
+    return k->ino == st->st_ino && k->size == st->st_size &&
+           k->mtime.tv_sec == st->st_mtim.tv_sec &&
+           k->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* Records name's file as it is now (st), or forgets it (st NULL). */
+static void remember(srv_store *s, const char *name, const struct stat *st)
+{
+    pthread_mutex_lock(&s->lock);
+    known_file *k = find_known(s, name);
+    if (!st) {
+        if (k)
+            *k = s->files[--s->n_files];
+    } else {
+        if (!k && s->n_files == s->cap_files) {
+            size_t cap = s->cap_files ? 2 * s->cap_files : 32;
+            known_file *f = realloc(s->files, cap * sizeof *f);
+            if (f) {
+                s->files = f;
+                s->cap_files = cap;
+            }
+        }
+        if (!k && s->n_files < s->cap_files) {
+            k = &s->files[s->n_files++];
+            memset(k, 0, sizeof *k);
+            snprintf(k->name, sizeof k->name, "%s", name);
+        }
+        if (k) {
+            k->ino = st->st_ino;
+            k->size = st->st_size;
+            k->mtime = st->st_mtim;
+            k->seen = 1;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Whether the file of name is the one the store knows. */
+static int is_known(srv_store *s, const char *name, const struct stat *st)
+{
+    pthread_mutex_lock(&s->lock);
+    known_file *k = find_known(s, name);
+    int same = k && same_file(k, st);
+    if (k)
+        k->seen = 1;
+    pthread_mutex_unlock(&s->lock);
+    return same;
 }
 
 const char *srv_store_dir(const srv_store *s)
@@ -119,50 +229,160 @@ static km_model *load_one(srv_store *s, const char *file, char *why,
     return m;
 }
 
-size_t srv_store_load_all(srv_store *s, srv_registry *r)
+/* Whether a temporary file is ours to remove: this host's (left by a
+ * crash of an earlier run) or so old no writer can still be at it. */
+static int stale_temp(srv_store *s, const char *file, const struct stat *st)
 {
-    DIR *d = fdopendir(dup(s->dirfd));
-    size_t loaded = 0;
+    char mine[96];
+    snprintf(mine, sizeof mine, SUFFIX ".tmp-%s-", s->host);
+    return strstr(file, mine) || time(NULL) - st->st_mtime > TEMP_MAX_AGE;
+}
+
+/* Loads (or reloads) one file under the commit lock. 1 if loaded. */
+static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
+                    const char *file, const char *name)
+{
+    struct stat st;
+    int loaded = 0;
+    pthread_mutex_lock(commit);
+    /* Re-check under the lock: a commit may have just written it. */
+    if (fstatat(s->dirfd, file, &st, 0) != 0 || is_known(s, name, &st)) {
+        pthread_mutex_unlock(commit);
+        return 0;
+    }
+    char why[300] = "";
+    km_model *m = load_one(s, file, why, sizeof why);
+    if (!m) {
+        quarantine(s, file, why);
+    } else {
+        /* The file name is the model's name (a renamed file serves under
+         * its new name). */
+        km_model_set_identity(m, name, km_model_version(m),
+                              km_model_created_at_ms(m));
+        uint64_t version = km_model_version(m);
+        const char *algo = km_algorithm_name(km_model_algorithm(m));
+        if (srv_registry_put(r, m) == 0) {
+            remember(s, name, &st);
+            loaded = 1;
+            srv_log(SRV_INFO, "model_loaded", "%s version %llu (%s)", name,
+                    (unsigned long long)version, algo);
+        } else {
+            srv_log(SRV_ERROR, "model_load", "out of memory loading %s", name);
+        }
+    }
+    pthread_mutex_unlock(commit);
+    return loaded;
+}
+
+size_t srv_store_sync(srv_store *s, srv_registry *r,
+                      pthread_mutex_t *commit, size_t *removed)
+{
+    size_t loaded = 0, gone = 0;
+    pthread_mutex_lock(&s->sync_lock);
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < s->n_files; i++)
+        s->files[i].seen = 0;
+    pthread_mutex_unlock(&s->lock);
+
+    int fd = dup(s->dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
+        if (fd >= 0)
+            close(fd);
         srv_log(SRV_ERROR, "store_scan", "cannot read %s: %s", s->dir,
                 strerror(errno));
+        pthread_mutex_unlock(&s->sync_lock);
         return 0;
     }
     rewinddir(d);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         const char *file = e->d_name;
+        struct stat st;
         if (file[0] == '.' && strstr(file, SUFFIX ".tmp-")) {
-            unlinkat(s->dirfd, file, 0);
-            srv_log(SRV_WARN, "store_temp_removed",
-                    "removed %s/%s, left by an interrupted write", s->dir, file);
+            if (fstatat(s->dirfd, file, &st, 0) == 0 && stale_temp(s, file, &st) &&
+                unlinkat(s->dirfd, file, 0) == 0)
+                srv_log(SRV_WARN, "store_temp_removed", "removed %s/%s, left "
+                        "by an interrupted write", s->dir, file);
             continue;
         }
-        if (file[0] == '.' || !ends_with(file, SUFFIX))
+        size_t len = strlen(file);
+        if (file[0] == '.' || !ends_with(file, SUFFIX) ||
+            len - strlen(SUFFIX) > 64)
             continue;
-        char why[300] = "", name[256];
-        snprintf(name, sizeof name, "%.*s", (int)(strlen(file) - strlen(SUFFIX)),
-                 file);
-        km_model *m = load_one(s, file, why, sizeof why);
-        if (!m) {
-            quarantine(s, file, why);
+        char name[72];
+        snprintf(name, sizeof name, "%.*s", (int)(len - strlen(SUFFIX)), file);
+        if (fstatat(s->dirfd, file, &st, 0) != 0 || is_known(s, name, &st))
             continue;
-        }
-        /* The file name is the model's name (a renamed file serves under
-         * its new name). */
-        km_model_set_identity(m, name, km_model_version(m),
-                              km_model_created_at_ms(m));
-        if (srv_registry_put(r, m) != 0) {
-            srv_log(SRV_ERROR, "model_load", "out of memory loading %s", name);
-            continue;
-        }
-        loaded++;
-        srv_log(SRV_INFO, "model_loaded", "%s version %llu (%s)", name,
-                (unsigned long long)km_model_version(m),
-                km_algorithm_name(km_model_algorithm(m)));
+        loaded += (size_t)sync_one(s, r, commit, file, name);
     }
     closedir(d);
+
+    /* Files that went away: unload their models. */
+    for (;;) {
+        char name[72] = "";
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->n_files && !name[0]; i++)
+            if (!s->files[i].seen)
+                snprintf(name, sizeof name, "%s", s->files[i].name);
+        pthread_mutex_unlock(&s->lock);
+        if (!name[0])
+            break;
+        struct stat st;
+        char file[96];
+        snprintf(file, sizeof file, "%s" SUFFIX, name);
+        pthread_mutex_lock(commit);
+        if (fstatat(s->dirfd, file, &st, 0) != 0) {
+            if (srv_registry_remove(r, name) == 0) {
+                gone++;
+                srv_log(SRV_INFO, "model_unloaded", "%s: its file was removed",
+                        name);
+            }
+            remember(s, name, NULL);
+        } else {
+            remember(s, name, &st); /* it came back meanwhile */
+        }
+        pthread_mutex_unlock(commit);
+    }
+    pthread_mutex_unlock(&s->sync_lock);
+    if (removed)
+        *removed = gone;
     return loaded;
+}
+
+static void *watch(void *arg)
+{
+    srv_store *s = arg;
+    pthread_mutex_lock(&s->watch_lock);
+    while (!s->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double t = ts.tv_sec + ts.tv_nsec * 1e-9 + s->interval;
+        ts.tv_sec = (time_t)t;
+        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&s->watch_cond, &s->watch_lock, &ts);
+        if (s->stop)
+            break;
+        pthread_mutex_unlock(&s->watch_lock);
+        srv_store_sync(s, s->registry, s->commit_lock, NULL);
+        pthread_mutex_lock(&s->watch_lock);
+    }
+    pthread_mutex_unlock(&s->watch_lock);
+    return NULL;
+}
+
+int srv_store_watch(srv_store *s, srv_registry *r,
+                    pthread_mutex_t *commit_lock, double interval)
+{
+    if (interval <= 0)
+        return 0;
+    s->registry = r;
+    s->commit_lock = commit_lock;
+    s->interval = interval;
+    if (pthread_create(&s->watcher, NULL, watch, s) != 0)
+        return -1;
+    s->watching = 1;
+    return 0;
 }
 
 static int write_all(int fd, const unsigned char *p, size_t n)
@@ -189,8 +409,8 @@ int srv_store_save(srv_store *s, const km_model *m)
         return ENOMEM;
     char tmp[512], file[512];
     snprintf(file, sizeof file, "%s" SUFFIX, km_model_name(m));
-    snprintf(tmp, sizeof tmp, ".%s" SUFFIX ".tmp-%ld-%u", km_model_name(m),
-             (long)getpid(), atomic_fetch_add(&s->counter, 1));
+    snprintf(tmp, sizeof tmp, ".%s" SUFFIX ".tmp-%s-%ld-%u", km_model_name(m),
+             s->host, (long)getpid(), atomic_fetch_add(&s->counter, 1));
     int rc = 0;
     int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                     0644);
@@ -210,6 +430,9 @@ int srv_store_save(srv_store *s, const km_model *m)
         unlinkat(s->dirfd, tmp, 0);
         return rc;
     }
+    struct stat st;
+    if (fstatat(s->dirfd, file, &st, 0) == 0)
+        remember(s, km_model_name(m), &st); /* not to be loaded back */
     /* The rename is durable only once the directory is. */
     return fsync(s->dirfd) != 0 ? errno : 0;
 }
@@ -220,5 +443,6 @@ int srv_store_delete(srv_store *s, const char *name)
     snprintf(file, sizeof file, "%s" SUFFIX, name);
     if (unlinkat(s->dirfd, file, 0) != 0)
         return errno;
+    remember(s, name, NULL);
     return fsync(s->dirfd) != 0 ? errno : 0;
 }

@@ -7,13 +7,22 @@
  * never a mix. At start every NAME.kmm is loaded; one that fails to load
  * (checksum, truncation, unknown format) is renamed NAME.kmm.corrupt-<time>
  * and logged, and the rest are served. Temporary files left by a crash
- * (.NAME.kmm.tmp-*) are removed at start.
+ * of this host (.NAME.kmm.tmp-HOST-*), or older than an hour, are removed.
  *
- * Thread-safety: save and delete may run from several threads; callers
- * serialise operations on the same name (srv_state's commit lock).
+ * Several replicas may share the directory: srv_store_sync (at start, on
+ * SIGHUP, and every --watch-interval from the watcher thread) loads files
+ * that are new or changed since it last saw them and unloads models whose
+ * file is gone. The store remembers each file it wrote or loaded (inode,
+ * size, mtime), so its own writes are not loaded back.
+ *
+ * Thread-safety: all functions may run from any thread. Everything that
+ * changes a name (save + registry swap, delete, a sync's load) runs under
+ * the commit lock the caller gives, so files and registry agree.
  */
 #ifndef SRV_STORE_H
 #define SRV_STORE_H
+
+#include <pthread.h>
 
 #include "../core/km.h"
 #include "srv_registry.h"
@@ -22,16 +31,25 @@ typedef struct srv_store srv_store;
 
 /* Opens (creating if needed) dir. NULL with a message in err on failure. */
 srv_store *srv_store_open(const char *dir, char *err, size_t errlen);
+/* Stops the watcher, if any, and frees the store. */
 void srv_store_close(srv_store *s);
 
-/* Loads every model file into r; returns how many were loaded. */
-size_t srv_store_load_all(srv_store *s, srv_registry *r);
+/* Brings r in line with the directory (see above), taking commit_lock
+ * around each change. Returns the number of models loaded; *removed (may
+ * be NULL) gets the number unloaded. */
+size_t srv_store_sync(srv_store *s, srv_registry *r,
+                      pthread_mutex_t *commit_lock, size_t *removed);
+
+/* Starts a thread that syncs every interval seconds (0: none). */
+int srv_store_watch(srv_store *s, srv_registry *r,
+                    pthread_mutex_t *commit_lock, double interval);
 
 /* Writes m as NAME.kmm atomically. 0, or an errno value (ENOSPC, EIO...)
- * with the old file untouched. */
+ * with the old file untouched. Call with the commit lock held. */
 int srv_store_save(srv_store *s, const km_model *m);
 
-/* Removes NAME.kmm. 0, or an errno value (ENOENT if absent). */
+/* Removes NAME.kmm. 0, or an errno value (ENOENT if absent). Call with
+ * the commit lock held. */
 int srv_store_delete(srv_store *s, const char *name);
 
 const char *srv_store_dir(const srv_store *s);

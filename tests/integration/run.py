@@ -552,6 +552,52 @@ def scenario_restart(binary, tmp):
     check(d.stop() == 0, "SIGTERM again: exit 0")
 
 
+def wait_status(d, path, status, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = d.req("GET", path)
+        if r.status == status:
+            return r
+        time.sleep(0.05)
+    return d.req("GET", path)
+
+
+def scenario_replicas(binary, tmp):
+    """Two daemons share one models directory, as replicas on a
+    ReadWriteMany volume: what one writes or deletes, the other's watcher
+    picks up within --watch-interval."""
+    models = os.path.join(tmp, "replicas", "models")
+    os.makedirs(models)
+    a = Daemon(binary, models, "--watch-interval", "0.2").start()
+    b = Daemon(binary, models, "--watch-interval", "0.2").start()
+    try:
+        X, y = synthetic(100, 3, 7)
+        a.req("POST", "/v1/models/shared/fit", fit_body(X, y))
+        r = wait_status(b, "/v1/models/shared", 200)
+        check(r.status == 200 and r.json()["version"] == 1,
+              "replicas: a model fitted on A is served by B", r)
+        pa = a.req("POST", "/v1/models/shared/predict", {"X": X[:5]}).json()["predictions"]
+        pb = b.req("POST", "/v1/models/shared/predict", {"X": X[:5]}).json()["predictions"]
+        check(pa == pb, "replicas: same predictions")
+        a.req("POST", "/v1/models/shared/fit", fit_body(X[:50], y[:50]))
+        deadline = time.time() + 10
+        while time.time() < deadline and b.req("GET", "/v1/models/shared").json()["version"] != 2:
+            time.sleep(0.05)
+        check(b.req("GET", "/v1/models/shared").json()["version"] == 2,
+              "replicas: a re-fit on A reaches B")
+        a.req("DELETE", "/v1/models/shared")
+        r = wait_status(b, "/v1/models/shared", 404)
+        check(r.status == 404, "replicas: a delete on A unloads on B", r)
+        # A's own writes are not loaded back as new versions.
+        a.req("POST", "/v1/models/own/fit", fit_body(X, y))
+        time.sleep(0.6)
+        check(a.req("GET", "/v1/models/own").json()["version"] == 1,
+              "replicas: own writes are not reloaded")
+    finally:
+        a.stop()
+        b.stop()
+
+
 def scenario_admission(binary, tmp):
     models = os.path.join(tmp, "admission", "models")
     os.makedirs(models)
@@ -577,6 +623,13 @@ def scenario_admission(binary, tmp):
     for r in (a, b):
         d.req("DELETE", f"/v1/jobs/{r.json()['job']['id']}")
     check(d.stop() == 0, "SIGTERM with cancelled fits: exit 0")
+    d = Daemon(binary, models, "--fit-timeout", "0.05").start()
+    r = d.req("POST", "/v1/models/slow/fit", fit_body(Xb, yb))
+    msg = (r.json() or {}).get("error", {}).get("message", "")
+    check(r.status == 422 and "--fit-timeout" in msg and
+          d.req("GET", "/v1/models/slow").status == 404,
+          "a fit over --fit-timeout fails with 422, nothing created", r)
+    d.stop()
 
 
 def main():
@@ -607,6 +660,7 @@ def main():
             check(d.stop() == 0, "main daemon exits 0 on SIGTERM")
         scenario_restart(binary, tmp)
         scenario_admission(binary, tmp)
+        scenario_replicas(binary, tmp)
     except Exception as e:  # a crash of the runner is a failure, not a pass
         check(False, "runner", repr(e))
     finally:
