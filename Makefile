@@ -15,7 +15,7 @@
 # Benchmarks: scikit-learn and GNU time.
 DEPS := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
         libopenblas-dev liblapacke-dev check python3 python3-numpy \
-        libsvm-tools curl python3-yaml python3-sklearn time
+        libsvm-tools curl openssl python3-yaml python3-sklearn time
 
 PKGS := libmicrohttpd libcjson openblas lapacke
 PYTHON := /usr/bin/python3

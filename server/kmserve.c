@@ -25,6 +25,23 @@
 /* OpenBLAS's own setter; declared here as Debian's cblas.h may lack it. */
 void openblas_set_num_threads(int n);
 
+/* A PEM file into memory (at most 1 MiB). */
+static char *read_pem(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = f ? calloc(1, (1 << 20) + 1) : NULL;
+    size_t n = buf ? fread(buf, 1, 1 << 20, f) : 0;
+    if (f)
+        fclose(f);
+    if (!buf || n == 0 || n == (1 << 20)) {
+        snprintf(err, errlen, "cannot read PEM file %s (missing, empty or "
+                 "over 1 MiB)", path);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 static void wait_requests(srv_state *s, double seconds)
 {
     struct timespec ts = {0, 20 * 1000 * 1000};
@@ -63,6 +80,19 @@ int main(int argc, char **argv)
     atomic_init(&s.active_requests, 0);
     s.registry = srv_registry_create();
     s.metrics = srv_metrics_create(names, n_routes);
+    if (s.cfg.token_file[0]) {
+        s.auth = srv_auth_load(s.cfg.token_file, err, sizeof err);
+        if (!s.auth) {
+            srv_log(SRV_ERROR, "start", "%s", err);
+            return 1;
+        }
+    }
+    if (s.cfg.tls_cert[0] &&
+        (!(s.tls_cert = read_pem(s.cfg.tls_cert, err, sizeof err)) ||
+         !(s.tls_key = read_pem(s.cfg.tls_key, err, sizeof err)))) {
+        srv_log(SRV_ERROR, "start", "%s", err);
+        return 1;
+    }
     s.store = srv_store_open(s.cfg.models_dir, err, sizeof err);
     if (!s.registry || !s.metrics || !s.store) {
         srv_log(SRV_ERROR, "start", "%s", s.store ? "out of memory" : err);
@@ -87,10 +117,12 @@ int main(int argc, char **argv)
                         s.cfg.watch_interval) != 0)
         srv_log(SRV_WARN, "watch", "cannot start the models directory watcher");
     atomic_store(&s.phase, SRV_READY);
-    srv_log(SRV_INFO, "ready", "kmserve %s listening on %s; %zu models from "
-            "%s; %d fit workers x %d BLAS threads; memory budget %.0f MiB",
-            KM_VERSION, s.cfg.listen, n, s.cfg.models_dir, s.cfg.workers,
-            s.cfg.blas_threads, s.cfg.memory_budget_mb);
+    srv_log(SRV_INFO, "ready", "kmserve %s listening on %s%s; %zu models "
+            "from %s; %d fit workers x %d BLAS threads; memory budget %.0f "
+            "MiB; %zu tokens", KM_VERSION, s.cfg.listen,
+            s.tls_cert ? " (TLS)" : "", n, s.cfg.models_dir, s.cfg.workers,
+            s.cfg.blas_threads, s.cfg.memory_budget_mb,
+            srv_auth_count(s.auth));
 
     for (;;) {
         int sig = 0;
@@ -119,6 +151,9 @@ int main(int argc, char **argv)
     srv_store_close(s.store);
     srv_registry_free(s.registry);
     srv_metrics_free(s.metrics);
+    srv_auth_free(s.auth);
+    free(s.tls_cert);
+    free(s.tls_key);
     pthread_mutex_destroy(&s.commit_lock);
     srv_log(SRV_INFO, "stopped", "bye");
     return 0;

@@ -71,6 +71,17 @@ static const struct option_def {
     {"fit-timeout", "KMSERVE_FIT_TIMEOUT", "0",
      "seconds a fit may run before it is stopped (0: no limit)", OPT_NUM,
      S(fit_timeout), 0, 1e9},
+    {"token-file", "KMSERVE_TOKEN_FILE", "",
+     "file of bearer tokens, one \"TOKEN SCOPE\" per line, SCOPE read or "
+     "admin (empty: no tokens, all open)", OPT_STR, S(token_file), 0, 0},
+    {"protect-metrics", "KMSERVE_PROTECT_METRICS", "false",
+     "with tokens, /metrics needs a read token too", OPT_BOOL,
+     S(protect_metrics), 0, 0},
+    {"tls-cert", "KMSERVE_TLS_CERT", "",
+     "PEM certificate (chain) for HTTPS; with --tls-key", OPT_STR,
+     S(tls_cert), 0, 0},
+    {"tls-key", "KMSERVE_TLS_KEY", "", "PEM private key for HTTPS", OPT_STR,
+     S(tls_key), 0, 0},
 #undef S
 };
 
@@ -84,7 +95,7 @@ static void usage(FILE *f)
     for (size_t i = 0; i < N_OPTIONS; i++)
         fprintf(f, "  --%s=VALUE\n      %s\n      env %s, default %s\n",
                 options[i].flag, options[i].help, options[i].env,
-                options[i].def);
+                *options[i].def ? options[i].def : "(none)");
     fprintf(f, "  --help       this text\n  --version    print the version\n");
 }
 
@@ -96,7 +107,7 @@ static int set(srv_config *c, const struct option_def *o, const char *text,
     errno = 0;
     switch (o->type) {
     case OPT_STR:
-        if (strlen(text) >= o->size || !*text) {
+        if (strlen(text) >= o->size || (!*text && *o->def)) {
             fprintf(stderr, "kmserve: %s: value must be 1 to %zu characters\n",
                     source, o->size - 1);
             return -1;
@@ -192,6 +203,10 @@ int srv_config_parse(srv_config *c, int argc, char **argv)
         c->blas_threads = (int)(cores / c->workers);
     if (c->blas_threads < 1)
         c->blas_threads = 1;
+    if (!c->tls_cert[0] != !c->tls_key[0]) {
+        fprintf(stderr, "kmserve: --tls-cert and --tls-key go together\n");
+        return -1;
+    }
     if (c->memory_budget_mb == 0) {
         long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
         c->memory_budget_mb = pages > 0 && size > 0

@@ -28,6 +28,9 @@ typedef struct srv_config {
     double shutdown_timeout; /* seconds running fits get at SIGTERM */
     double watch_interval;   /* seconds between directory scans; 0 = off */
     double fit_timeout;      /* seconds a fit may run; 0 = no limit */
+    char token_file[1024];   /* "" = no tokens */
+    int protect_metrics;
+    char tls_cert[1024], tls_key[1024]; /* PEM files; "" = plain HTTP */
     char log_level[16];      /* debug, info, warn, error */
 } srv_config;
 

@@ -175,6 +175,8 @@ static enum MHD_Result send_reply(srv_request *rq, srv_reply *rp)
         MHD_add_response_header(resp, "Location", rp->location);
     if (rp->allow[0])
         MHD_add_response_header(resp, "Allow", rp->allow);
+    if (rp->www_authenticate[0])
+        MHD_add_response_header(resp, "WWW-Authenticate", rp->www_authenticate);
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)rp->status,
                                            resp);
     MHD_destroy_response(resp);
@@ -205,6 +207,20 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
         srv_reply_fail(rp, 405, "method_not_allowed",
                        "%s is not allowed on %s; allowed: %s", rq->method,
                        route->pattern, rp->allow);
+        return 1;
+    }
+    srv_scope need = is_get ? route->get_scope
+                     : !strcmp(rq->method, "POST") ? route->post_scope
+                                                   : route->del_scope;
+    if (rq->route == srv_metrics_route() && !rq->s->cfg.protect_metrics)
+        need = SRV_SCOPE_OPEN;
+    api_error e;
+    if (srv_auth_check(rq->s->auth, srv_header(rq, "Authorization"), need,
+                       &e)) {
+        if (e.http == 401)
+            snprintf(rp->www_authenticate, sizeof rp->www_authenticate,
+                     "Bearer realm=\"kmserve\"");
+        srv_reply_error(rp, &e);
         return 1;
     }
     if (strcmp(rq->method, "POST") || !route->body)
@@ -364,11 +380,18 @@ struct MHD_Daemon *srv_http_start(srv_state *s, char *err, size_t errlen)
                  gai_strerror(rc));
         return NULL;
     }
+    if (s->tls_cert && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        snprintf(err, errlen, "this libmicrohttpd has no TLS support");
+        freeaddrinfo(ai);
+        return NULL;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
                      MHD_USE_ITC;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    if (s->tls_cert)
+        flags |= MHD_USE_TLS;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, or MHD warns */
@@ -378,6 +401,9 @@ struct MHD_Daemon *srv_http_start(srv_state *s, char *err, size_t errlen)
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        /* the TLS options last: without TLS they end the list */
+        s->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->tls_cert,
+        MHD_OPTION_HTTPS_MEM_KEY, s->tls_key,
         MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d)

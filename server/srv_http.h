@@ -29,6 +29,7 @@ typedef struct srv_reply {
     const char *content_type;
     char location[160];
     char allow[64];
+    char www_authenticate[64];
 } srv_reply;
 
 typedef struct srv_request {

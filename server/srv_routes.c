@@ -41,22 +41,39 @@ enum {
     R_FIT, R_PREDICT, R_PROJECT, R_JOBS, R_JOB, R_COUNT
 };
 
+#define OPEN SRV_SCOPE_OPEN
+#define READ SRV_SCOPE_READ
+#define ADMIN SRV_SCOPE_ADMIN
+/* /metrics is READ here; it is open unless --protect-metrics (srv_http). */
 static const srv_route routes[R_COUNT] = {
-    [R_LIVEZ] = {"/livez", h_livez, NULL, NULL, 0},
-    [R_READYZ] = {"/readyz", h_readyz, NULL, NULL, 0},
-    [R_HEALTHZ] = {"/healthz", h_readyz, NULL, NULL, 0},
-    [R_METRICS] = {"/metrics", h_metrics, NULL, NULL, 0},
-    [R_V1] = {"/v1", h_v1, NULL, NULL, 0},
-    [R_MODELS] = {"/v1/models", h_models, NULL, NULL, 0},
-    [R_MODEL] = {"/v1/models/{name}", h_model_get, NULL, h_model_delete, 0},
-    [R_FIT] = {"/v1/models/{name}/fit", NULL, h_fit, NULL, 1},
-    [R_PREDICT] = {"/v1/models/{name}/predict", NULL, h_predict, NULL, 1},
-    [R_PROJECT] = {"/v1/models/{name}/project", NULL, h_project, NULL, 1},
-    [R_JOBS] = {"/v1/jobs", h_jobs, NULL, NULL, 0},
-    [R_JOB] = {"/v1/jobs/{id}", h_job_get, NULL, h_job_delete, 0},
+    [R_LIVEZ] = {"/livez", h_livez, NULL, NULL, 0, OPEN, OPEN, OPEN},
+    [R_READYZ] = {"/readyz", h_readyz, NULL, NULL, 0, OPEN, OPEN, OPEN},
+    [R_HEALTHZ] = {"/healthz", h_readyz, NULL, NULL, 0, OPEN, OPEN, OPEN},
+    [R_METRICS] = {"/metrics", h_metrics, NULL, NULL, 0, READ, OPEN, OPEN},
+    [R_V1] = {"/v1", h_v1, NULL, NULL, 0, READ, OPEN, OPEN},
+    [R_MODELS] = {"/v1/models", h_models, NULL, NULL, 0, READ, OPEN, OPEN},
+    [R_MODEL] = {"/v1/models/{name}", h_model_get, NULL, h_model_delete, 0,
+                 READ, OPEN, ADMIN},
+    [R_FIT] = {"/v1/models/{name}/fit", NULL, h_fit, NULL, 1, OPEN, ADMIN,
+               OPEN},
+    [R_PREDICT] = {"/v1/models/{name}/predict", NULL, h_predict, NULL, 1,
+                   OPEN, READ, OPEN},
+    [R_PROJECT] = {"/v1/models/{name}/project", NULL, h_project, NULL, 1,
+                   OPEN, READ, OPEN},
+    [R_JOBS] = {"/v1/jobs", h_jobs, NULL, NULL, 0, ADMIN, OPEN, OPEN},
+    [R_JOB] = {"/v1/jobs/{id}", h_job_get, NULL, h_job_delete, 0, ADMIN,
+               OPEN, ADMIN},
 };
+#undef OPEN
+#undef READ
+#undef ADMIN
 
 const size_t SRV_ROUTE_NONE = R_COUNT;
+
+size_t srv_metrics_route(void)
+{
+    return R_METRICS;
+}
 
 static const char *const route_names[R_COUNT + 1] = {
     "/livez", "/readyz", "/healthz", "/metrics", "/v1", "/v1/models",

@@ -6,6 +6,7 @@
 #ifndef SRV_ROUTES_H
 #define SRV_ROUTES_H
 
+#include "srv_auth.h"
 #include "srv_http.h"
 
 typedef void (*srv_handler)(srv_request *rq, srv_reply *rp);
@@ -14,6 +15,7 @@ typedef struct srv_route {
     const char *pattern;   /* as in API.md and the metrics' route label */
     srv_handler get, post, del;
     int body;              /* POST takes a JSON body */
+    srv_scope get_scope, post_scope, del_scope; /* when tokens are on */
 } srv_route;
 
 /* Finds the route of path; copies its {name} or {id} into param. Returns
@@ -29,5 +31,8 @@ void srv_route_allow(const srv_route *r, char *buf, size_t len);
 void srv_fit_finished(srv_request *rq, srv_reply *rp);
 
 extern const size_t SRV_ROUTE_NONE;
+
+/* The index of /metrics (open unless --protect-metrics). */
+size_t srv_metrics_route(void);
 
 #endif

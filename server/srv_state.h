@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "srv_auth.h"
 #include "srv_config.h"
 #include "srv_jobs.h"
 #include "srv_metrics.h"
@@ -31,6 +32,8 @@ typedef struct srv_state {
     srv_store *store;
     srv_jobs *jobs;
     srv_metrics *metrics;
+    srv_auth *auth;        /* NULL: no tokens, all open */
+    char *tls_cert, *tls_key; /* PEM text, or NULL for plain HTTP */
     atomic_int phase;
     pthread_mutex_t commit_lock;
     atomic_long active_requests;

@@ -60,7 +60,7 @@ class Reply:
 
 
 def http(port, method, path, body=None, headers=None, length=True,
-         chunked=False, timeout=120):
+         chunked=False, timeout=120, tls=None):
     """One request on a fresh connection; headers is a list of (k, v).
     length=False sends no Content-Length; chunked sends the body chunked."""
     if isinstance(body, (dict, list)):
@@ -78,6 +78,8 @@ def http(port, method, path, body=None, headers=None, length=True,
     head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
     head += "".join(f"{k}: {v}\r\n" for k, v in headers) + "\r\n"
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    if tls:
+        s = tls.wrap_socket(s, server_hostname="127.0.0.1")
     try:
         s.sendall(head.encode())
         if chunked:
@@ -96,7 +98,7 @@ def http(port, method, path, body=None, headers=None, length=True,
             if not chunk:
                 break
             data += chunk
-    except ConnectionResetError:
+    except (ConnectionResetError, OSError):
         pass
     s.close()
     head, _, rest = data.partition(b"\r\n\r\n")
@@ -131,8 +133,9 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, binary, models, *extra):
+    def __init__(self, binary, models, *extra, tls=None):
         self.binary, self.models, self.extra = binary, models, list(extra)
+        self.tls = tls
         self.proc = None
         self.port = None
         self.log = open(os.path.join(os.path.dirname(models), "daemon.log"), "ab")
@@ -146,7 +149,8 @@ class Daemon:
         deadline = time.time() + 20
         while time.time() < deadline:
             try:
-                if http(self.port, "GET", "/readyz", timeout=2).status == 200:
+                if http(self.port, "GET", "/readyz", timeout=2,
+                        tls=self.tls).status == 200:
                     return self
             except OSError:
                 pass
@@ -156,7 +160,7 @@ class Daemon:
         raise RuntimeError("kmserve did not become ready")
 
     def req(self, method, path, body=None, **kw):
-        return http(self.port, method, path, body, **kw)
+        return http(self.port, method, path, body, tls=self.tls, **kw)
 
     def stop(self, sig=signal.SIGTERM):
         if not self.proc:
@@ -598,6 +602,83 @@ def scenario_replicas(binary, tmp):
         b.stop()
 
 
+def scenario_security(binary, tmp):
+    """Bearer tokens with scopes; TLS with a certificate made here."""
+    base = os.path.join(tmp, "security")
+    models = os.path.join(base, "models")
+    os.makedirs(models)
+    admin, read = "admin-" + "a" * 20, "read-" + "r" * 20
+    tokens = os.path.join(base, "tokens")
+    with open(tokens, "w") as f:
+        f.write(f"# scopes\n{admin} admin\n\n{read} read\n")
+    d = Daemon(binary, models, "--token-file", tokens).start()
+    A = [("Authorization", f"Bearer {admin}")]
+    R = [("Authorization", f"Bearer {read}")]
+    X, y = synthetic(30, 2, 8)
+    try:
+        r = d.req("POST", "/v1/models/t/fit", fit_body(X, y))
+        check(r.status == 401 and r.json()["error"]["code"] == "unauthenticated" and
+              r.headers.get("www-authenticate", "").startswith("Bearer"),
+              "tokens: fit without a token is 401 with WWW-Authenticate", r)
+        r = d.req("POST", "/v1/models/t/fit", fit_body(X, y), headers=R)
+        check(r.status == 403 and r.json()["error"]["code"] == "permission_denied",
+              "tokens: a read token cannot fit (403)", r)
+        r = d.req("POST", "/v1/models/t/fit", fit_body(X, y), headers=A)
+        check(r.status == 201, "tokens: an admin token fits", r)
+        bad = [("Authorization", "Bearer " + read[:-1] + "x")]
+        r = d.req("POST", "/v1/models/t/predict", {"X": X[:2]}, headers=bad)
+        check(r.status == 401, "tokens: a wrong token is 401", r)
+        r = d.req("POST", "/v1/models/t/predict", {"X": X[:2]}, headers=R)
+        check(r.status == 200, "tokens: a read token predicts", r)
+        check(d.req("GET", "/v1/models", headers=R).status == 200 and
+              d.req("GET", "/v1/models").status == 401, "tokens: listing needs read")
+        check(d.req("DELETE", "/v1/models/t", headers=R).status == 403 and
+              d.req("GET", "/v1/jobs", headers=R).status == 403,
+              "tokens: delete and jobs need admin")
+        check(d.req("GET", "/livez").status == 200 and d.req("GET", "/readyz").status == 200
+              and d.req("GET", "/metrics").status == 200,
+              "tokens: health and metrics stay open")
+    finally:
+        d.stop()
+    d = Daemon(binary, models, "--token-file", tokens, "--protect-metrics", "true").start()
+    check(d.req("GET", "/metrics").status == 401 and
+          d.req("GET", "/metrics", headers=R).status == 200,
+          "tokens: --protect-metrics guards /metrics")
+    d.stop()
+    with open(tokens, "w") as f:
+        f.write("short read\n")
+    p = subprocess.run([binary, "--token-file", tokens, "--models-dir", models,
+                        "--listen", f"127.0.0.1:{free_port()}"], capture_output=True, timeout=30)
+    check(p.returncode != 0 and b"16 to 255" in p.stderr, "tokens: a weak token file is refused",
+          p.stderr[-200:])
+
+    # TLS
+    cert, key = os.path.join(base, "cert.pem"), os.path.join(base, "key.pem")
+    gen = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                          "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                          "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True)
+    if not check(gen.returncode == 0, "tls: certificate generated", gen.stderr[-300:]):
+        return
+    import ssl
+    ctx = ssl.create_default_context(cafile=cert)
+    d = Daemon(binary, models, "--tls-cert", cert, "--tls-key", key, tls=ctx).start()
+    try:
+        out = subprocess.run(["curl", "-s", "--cacert", cert,
+                              f"https://127.0.0.1:{d.port}/livez"], capture_output=True,
+                             text=True, timeout=30)
+        check(out.returncode == 0 and json.loads(out.stdout or "{}") == {"status": "live"},
+              "tls: curl --cacert gets /livez over HTTPS", out)
+        r = d.req("POST", "/v1/models/tls/fit", fit_body(X, y))
+        check(r.status == 201, "tls: fit over HTTPS", r)
+        plain = http(d.port, "GET", "/livez", timeout=5)
+        check(plain.status != 200, "tls: plain HTTP is not answered", plain)
+        untrusted = subprocess.run(["curl", "-s", f"https://127.0.0.1:{d.port}/livez"],
+                                   capture_output=True, timeout=30)
+        check(untrusted.returncode != 0, "tls: an unknown certificate is refused by curl")
+    finally:
+        d.stop()
+
+
 def scenario_admission(binary, tmp):
     models = os.path.join(tmp, "admission", "models")
     os.makedirs(models)
@@ -661,6 +742,7 @@ def main():
         scenario_restart(binary, tmp)
         scenario_admission(binary, tmp)
         scenario_replicas(binary, tmp)
+        scenario_security(binary, tmp)
     except Exception as e:  # a crash of the runner is a failure, not a pass
         check(False, "runner", repr(e))
     finally:
