@@ -309,10 +309,13 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m);
 
 /*
  * C-SVC (one-vs-one) and epsilon-SVR, trained by SMO with second-order
- * working-set selection and shrinking.
+ * working-set selection and shrinking, as LIBSVM (same problems, same
+ * stopping rule, same bias), so that answers agree with LIBSVM's.
  * Labels for C-SVC are given as indices into a sorted list of distinct
  * classes: the caller maps its labels (numbers or strings) to 0..k-1 in
  * sorted order; the model keeps the class count and answers indices.
+ * The kernel is kept in cache_mb: the whole Gram when it fits (computed
+ * once and shared by all pairs), else an LRU cache of kernel columns.
  */
 typedef struct km_svm_params {
     double C;             /* > 0, default 1 */
@@ -321,29 +324,44 @@ typedef struct km_svm_params {
     double cache_mb;      /* > 0, default 200 */
     int shrinking;        /* default 1 */
     int probability;      /* SVC only, default 0 */
-    const double *class_weight; /* SVC: n_classes weights or NULL (all 1) */
-    long max_iter;        /* <= 0: no cap beyond the solver's own */
+    const double *class_weight; /* SVC: n_classes weights or NULL (all 1);
+                                   borrowed; C of class c is C*w[c] */
+    long max_iter;        /* <= 0: no cap beyond the solver's own
+                             (max(10^7, 100 n) per binary problem) */
 } km_svm_params;
 
 km_svm_params km_svm_params_default(void);
+/* Checks ranges, naming the field ("params.C must be a finite number > 0",
+ * "params.class_weight[2] must be a finite number > 0"): KM_EINVAL;
+ * probability or class_weight for svr is KM_EINVAL; for svc, n_classes
+ * < 2 is KM_EPROBLEM ("y has 1 distinct class; svc needs at least 2"). */
 km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
                        size_t n_classes, km_error *err) KM_MUST_CHECK;
 
 /* y: n class indices in [0, n_classes); every class must occur
- * (KM_EPROBLEM for fewer than 2). Caller owns *out. */
+ * (KM_EPROBLEM for fewer than 2 or a class without rows; KM_EINVAL for an
+ * index out of range). Borrows all inputs; caller owns *out. The
+ * training figures are "seconds", "iterations" (all solves), "objective"
+ * (per pair), "n_support" (per class), and "iterations_capped" (solves
+ * stopped by the iteration cap) when any was. KM_ECANCELLED when the
+ * progress callback asks. */
 km_status km_svc_fit(const km_kernel *k, const km_svm_params *p,
                      const double *X, size_t n, size_t d, const int *y,
                      size_t n_classes, const km_fit_control *ctl,
                      km_model **out, km_error *err) KM_MUST_CHECK;
+/* y: n finite targets. Figures as svc with one objective and one
+ * n_support. Borrows all inputs; caller owns *out. */
 km_status km_svr_fit(const km_kernel *k, const km_svm_params *p,
                      const double *X, size_t n, size_t d, const double *y,
                      const km_fit_control *ctl, km_model **out,
                      km_error *err) KM_MUST_CHECK;
 
+/* 0 / false for a model that is not svc. */
 size_t km_svc_n_classes(const km_model *m);
 int km_svc_has_probability(const km_model *m);
 
-/* Predicted class indices (labels[n]). */
+/* Predicted class indices (labels[n]), by one-vs-one voting; a tie goes
+ * to the lowest class index (as LIBSVM). KM_ECONFLICT if not svc. */
 km_status km_svc_predict(const km_model *m, const double *X, size_t n,
                          int *labels, km_error *err) KM_MUST_CHECK;
 /* One-vs-one decision values: n rows of k(k-1)/2 values, pairs (0,1),
@@ -351,40 +369,135 @@ km_status km_svc_predict(const km_model *m, const double *X, size_t n,
  * (Binary: one value per row, and api flips the sign to sklearn's.) */
 km_status km_svc_decision(const km_model *m, const double *X, size_t n,
                           double *out, km_error *err) KM_MUST_CHECK;
-/* n rows of k class probabilities; KM_ECONFLICT without probability. */
+/* n rows of k class probabilities (Platt sigmoids per pair, coupled as
+ * LIBSVM; each row sums to 1); KM_ECONFLICT without probability. */
 km_status km_svc_probability(const km_model *m, const double *X, size_t n,
                              double *out, km_error *err) KM_MUST_CHECK;
-/* SVR predictions, n values. */
+/* SVR predictions, n values. KM_ECONFLICT if not svr. */
 km_status km_svr_predict(const km_model *m, const double *X, size_t n,
                          double *out, km_error *err) KM_MUST_CHECK;
 
+/* Peak bytes of a fit (kernel storage within cache_mb, solver workspace,
+ * copies, the model), for admission control. km_svm_fit_bytes bounds
+ * epsilon-SVR and binary C-SVC; km_svc_fit_bytes takes the class count. */
 size_t km_svm_fit_bytes(size_t n, size_t d, const km_svm_params *p);
+size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
+                        const km_svm_params *p);
+
+/*
+ * What a fitted svc or svr model keeps (borrowed, valid while the model
+ * lives; 0 or NULL for other models). The nsv support vectors are grouped
+ * by class (svc), in training order within a class.
+ *   support_count    nsv
+ *   n_support        svc: k counts, one per class
+ *   support_indices  nsv indices of the training rows
+ *   support_vectors  nsv x n_features
+ *   dual_coef        svc: nsv x (k-1), LIBSVM's layout: a support vector
+ *                    of class c has, for each other class b, its
+ *                    coefficient y*alpha in pair (c, b) at column b if
+ *                    b < c, else b-1; svr: nsv values alpha - alpha*
+ *   rho              svc: one per pair, svr: one; decision value =
+ *                    sum coef k(sv, x) - rho (scikit-learn's intercept_
+ *                    is -rho, with the binary sign flipped)
+ */
+size_t km_svm_support_count(const km_model *m);
+const int *km_svc_n_support(const km_model *m);
+const int *km_svm_support_indices(const km_model *m);
+const double *km_svm_support_vectors(const km_model *m);
+const double *km_svm_dual_coef(const km_model *m);
+const double *km_svm_rho(const km_model *m);
 
 /* ---------------------------------------------------------------- KPCA */
+
+/*
+ * Kernel PCA as scikit-learn's KernelPCA: the top n_components eigenpairs
+ * (lambda_j, alpha_j) of the centered training Gram matrix
+ * Kc = H K H (H = I - 11^T/n), eigenvalues in descending order, unit
+ * eigenvectors signed so that the entry of largest magnitude is positive
+ * (sklearn's svd_flip). The projection of a training point i on
+ * component j is sqrt(lambda_j) alpha_j[i]; a new point is projected with
+ * its kernel row centered by the training column means, its own row mean
+ * and the grand mean of K.
+ */
+
+/* The eigen-solver. AUTO picks by problem size (see km_kpca.c); the others
+ * force a solver (for tests and benchmarks). The numbers are those of the
+ * "solver" training figure. */
+typedef enum km_kpca_solver {
+    KM_KPCA_SOLVER_AUTO = 0,      /* choose by n and n_components */
+    KM_KPCA_SOLVER_DENSE = 1,     /* LAPACK dsyevr on an index range */
+    KM_KPCA_SOLVER_ITERATIVE = 2, /* restarted block Lanczos; falls back to
+                                     dense if it does not converge */
+    KM_KPCA_SOLVER_COUNT
+} km_kpca_solver;
 
 typedef struct km_kpca_params {
     size_t n_components;       /* >= 1 and <= n_samples */
     int fit_inverse_transform; /* default 0 */
     double alpha;              /* ridge of the inverse map, > 0, default 1 */
+    km_kpca_solver solver;     /* default AUTO */
 } km_kpca_params;
 
+/* n_components 1 (callers set it: it has no sensible default), no inverse
+ * map, alpha 1, solver AUTO. */
 km_kpca_params km_kpca_params_default(void);
+/* KM_EINVAL naming the field: params.n_components outside [1, n_samples],
+ * params.alpha not a finite number > 0, params.solver unknown. */
 km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
                         km_error *err) KM_MUST_CHECK;
+/* "auto", "dense", "iterative"; NULL if invalid. */
+const char *km_kpca_solver_name(km_kpca_solver s);
 
+/*
+ * Fits kernel PCA on X (n x d). Borrows k, p and X; caller owns *out
+ * (free with km_model_free). Peak memory: one n x n matrix plus
+ * O(n (d + n_components)) (see km_kpca_fit_bytes).
+ *
+ * Errors: KM_EINVAL as km_kpca_check, or for X empty or not finite;
+ * KM_EPROBLEM when the centered kernel matrix has fewer than n_components
+ * positive eigenvalues (an eigenvalue counts as positive when it exceeds
+ * 1e-12 times the largest, scikit-learn's threshold; the message says how
+ * many there are). Since Kc 1 = 0, at most n - 1 are positive.
+ * KM_ENOTPD when the inverse map's ridge system is not positive definite;
+ * KM_ECANCELLED when ctl asks to stop (the dense solver itself cannot be
+ * interrupted: the request is honoured after it).
+ *
+ * With fit_inverse_transform, the model also learns the map from
+ * projections back to inputs by kernel ridge regression, exactly as
+ * scikit-learn: dual = (K(E, E) + alpha I)^-1 X, where E (n x
+ * n_components) is the training embedding and K the same kernel with the
+ * same parameters; a default gamma (0) resolves to 1/n_components there,
+ * as scikit-learn's gamma=None does on the embedded points.
+ *
+ * Params figures: "n_components" (integer), "fit_inverse_transform"
+ * (boolean), "alpha". Training figures: "seconds"; "eigenvalues" (array,
+ * descending); "explained_variance_ratio" (array: lambda_j / trace(Kc),
+ * i.e. the share of the total variance in feature space, all n
+ * eigenvalues counted); "solver" (KM_KPCA_SOLVER_DENSE or _ITERATIVE: the
+ * one that produced the result); "fallback" (boolean: the iterative solver
+ * did not converge and dense took over); "iterations" (products of Kc with
+ * a block of vectors; 0 for dense).
+ */
 km_status km_kpca_fit(const km_kernel *k, const km_kpca_params *p,
                       const double *X, size_t n, size_t d,
                       const km_fit_control *ctl, km_model **out,
                       km_error *err) KM_MUST_CHECK;
-/* out: n x n_components projections. */
+/* out: n x n_components projections (caller-allocated). Borrows X (n x
+ * n_features). KM_ECONFLICT if not kpca; KM_EINVAL for bad X. */
 km_status km_kpca_project(const km_model *m, const double *X, size_t n,
                           double *out, km_error *err) KM_MUST_CHECK;
+/* 1 if m is a kpca model fitted with fit_inverse_transform, else 0. */
 int km_kpca_has_inverse(const km_model *m);
-/* P: n x n_components projections; out: n x n_features. KM_ECONFLICT
- * without fit_inverse_transform. */
+/* P: n x n_components projections; out: n x n_features (caller-allocated).
+ * KM_ECONFLICT if not kpca or fitted without fit_inverse_transform;
+ * KM_EINVAL for an empty or non-finite P. */
 km_status km_kpca_inverse(const km_model *m, const double *P, size_t n,
                           double *out, km_error *err) KM_MUST_CHECK;
+/* The n_components eigenvalues, descending; borrowed, valid while the
+ * model lives. NULL if not kpca. */
+const double *km_kpca_eigenvalues(const km_model *m);
 
+/* Bytes a fit of this size needs at its peak (for admission control). */
 size_t km_kpca_fit_bytes(size_t n, size_t d, const km_kpca_params *p);
 
 #ifdef __cplusplus

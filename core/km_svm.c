@@ -1,11 +1,1071 @@
-/* km_svm.c - PLACEHOLDER until the SMO solver lands (issue 3). */
+/*
+ * km_svm.c - C-SVC (one-vs-one) and epsilon-SVR on top of the SMO solver
+ * of km_smo.c: parameter checks, fits, the model payload and its file
+ * form, and batched prediction.
+ *
+ * C-SVC: the rows are grouped by class (stable), and for each pair a < b
+ * the binary problem with class a as +1 (its rows first) and class b as
+ * -1 is solved with C_t = C w[class]. This is LIBSVM's construction, so
+ * the decision value of pair (a, b) is positive for class a. When there
+ * are many solves (several pairs, or probability's cross-validation) and
+ * the Gram of all rows takes at most half of cache_mb, it is computed
+ * once (km_gram_sym) and every solve's column cache gathers from it;
+ * otherwise each solve's cache computes its columns. With probability, each pair first runs LIBSVM's 5-fold
+ * cross-validation (folds shuffled by a fixed-seed local PRNG) and fits
+ * Platt's sigmoid to the held-out decision values.
+ *
+ * epsilon-SVR: 2n variables a+ (y = +1, p = eps - y_i) and a- (y = -1,
+ * p = eps + y_i) over the same n points; coef_i = a+_i - a-_i.
+ *
+ * The model keeps only the support vectors (copied), grouped by class,
+ * with LIBSVM's coefficient layout: a support vector of class c has k-1
+ * coefficients, one per other class b, at column b if b < c else b-1.
+ * Prediction computes the kernel between a block of rows and all support
+ * vectors once, then each class's block of it times that class's
+ * coefficients (one GEMM per class) gives every pair's two halves.
+ *
+ * Invariants of a payload: sum n_support = nsv; rho and prob arrays have
+ * one entry per pair (SVR: one rho, no prob); sv_index[i] < n_samples.
+ *
+ * Thread-safety: reentrant; a fitted model is only read.
+ */
+#include <cblas.h>
+#include <math.h>
 #include <stdlib.h>
-#include "km_internal.h"
+#include <string.h>
 
-static void nop_free(void *p) { free(p); }
-static void nop_save(const void *p, const km_model *m, km_writer *w) { (void)p; (void)m; (void)w; }
-static km_status nop_load(km_reader *r, const km_model *m, void **p, km_error *err)
-{ (void)r; (void)m; *p = NULL; return km_error_set(err, KM_EFORMAT, "svm models are not supported yet"); }
-static size_t nop_bytes(const void *p) { (void)p; return 0; }
-const km_algo_ops km_svc_ops = {nop_free, nop_save, nop_load, nop_bytes};
-const km_algo_ops km_svr_ops = {nop_free, nop_save, nop_load, nop_bytes};
+#include "km_svm_internal.h"
+
+#define CV_FOLDS 5
+#define PROB_SEED 0x6b6d73766dull /* fixed: probability fits repeat */
+#define MIN_PROB 1e-7
+#define MAX_CLASSES 65536
+
+typedef struct svm_payload {
+    size_t k;          /* classes (SVC, >= 2); 0 for SVR */
+    size_t nsv, d;
+    int *n_support;    /* k counts (SVC) */
+    int *sv_index;     /* nsv training-row indices */
+    double *sv;        /* nsv x d */
+    double *coef;      /* nsv x ncoef: k-1 for SVC, 1 for SVR */
+    double *rho;       /* one per pair (SVC) or 1 (SVR) */
+    double *probA, *probB; /* one per pair, or NULL */
+} svm_payload;
+
+static size_t n_pairs(size_t k)
+{
+    return k * (k - 1) / 2;
+}
+
+static size_t n_coef(const svm_payload *p)
+{
+    return p->k ? p->k - 1 : 1;
+}
+
+/* ------------------------------------------------------------ params */
+
+km_svm_params km_svm_params_default(void)
+{
+    km_svm_params p = {1.0, 0.1, 1e-3, 200.0, 1, 0, NULL, 0};
+    return p;
+}
+
+static int positive(double v)
+{
+    return v > 0 && isfinite(v);
+}
+
+km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
+                       size_t n_classes, km_error *err)
+{
+    if (algo != KM_ALGO_SVC && algo != KM_ALGO_SVR)
+        return km_error_set(err, KM_EINVAL,
+                            "SVM parameters apply to svc and svr only");
+    if (!positive(p->C))
+        return km_error_set(err, KM_EINVAL,
+                            "params.C must be a finite number > 0");
+    if (algo == KM_ALGO_SVR && !(p->epsilon >= 0 && isfinite(p->epsilon)))
+        return km_error_set(err, KM_EINVAL,
+                            "params.epsilon must be a finite number >= 0");
+    if (!positive(p->tol))
+        return km_error_set(err, KM_EINVAL,
+                            "params.tol must be a finite number > 0");
+    if (!positive(p->cache_mb) || p->cache_mb > 1048576.0 * 1024)
+        return km_error_set(err, KM_EINVAL,
+                            "params.cache_mb must be a finite number > 0 "
+                            "(at most 2^30)");
+    if (algo == KM_ALGO_SVR) {
+        if (p->class_weight)
+            return km_error_set(err, KM_EINVAL,
+                                "params.class_weight applies to svc only");
+        if (p->probability)
+            return km_error_set(err, KM_EINVAL,
+                                "params.probability applies to svc only");
+        return KM_OK;
+    }
+    if (n_classes < 2)
+        return km_error_set(err, KM_EPROBLEM,
+                            "y has %zu distinct class%s; svc needs at least 2",
+                            n_classes, n_classes == 1 ? "" : "es");
+    if (n_classes > MAX_CLASSES)
+        return km_error_set(err, KM_EINVAL,
+                            "y has %zu classes; svc allows at most %d",
+                            n_classes, MAX_CLASSES);
+    if (p->class_weight)
+        for (size_t c = 0; c < n_classes; c++)
+            if (!positive(p->class_weight[c]))
+                return km_error_set(err, KM_EINVAL,
+                                    "params.class_weight[%zu] must be a "
+                                    "finite number > 0", c);
+    return KM_OK;
+}
+
+static size_t budget_bytes(const km_svm_params *p)
+{
+    double b = p->cache_mb * 1048576.0;
+    return b >= (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
+}
+
+/* Kernel storage of a solve of nv variables: the column cache holds at
+ * most every column, at most the budget, at least two columns. */
+static size_t kernel_bytes(size_t nv, size_t budget)
+{
+    size_t full = km_mul3(nv, nv, sizeof(double)), two = 2 * nv * 8;
+    size_t kb = full && full < budget ? full : budget;
+    return kb > two ? kb : two;
+}
+
+size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
+                        const km_svm_params *p)
+{
+    size_t k = n_classes < 2 ? 2 : n_classes, budget = budget_bytes(p);
+    /* Grouped X, the pair's rows and the cache's two copies of them; the
+     * coefficient table; solver and cross-validation workspace per
+     * variable; the model's copies. */
+    size_t b = 4 * n * d * 8 + n * (k - 1) * 8 + 20 * n * 8;
+    b += n * d * 8 + n * (k - 1) * 8 + n * 8; /* support vectors */
+    /* The shared Gram and the caches share the budget; a pair's cache
+     * needs at most its whole Q, and at least two columns. */
+    size_t gram = km_mul3(n, n, sizeof(double));
+    if ((k > 2 || p->probability) && gram && gram <= budget / 2)
+        return b + gram + kernel_bytes(n, budget - gram);
+    return b + kernel_bytes(n, budget);
+}
+
+size_t km_svm_fit_bytes(size_t n, size_t d, const km_svm_params *p)
+{
+    /* epsilon-SVR: 2n variables over n points; the cache keeps a copy of
+     * the points per variable. Also the bound of a binary C-SVC. */
+    size_t svr = 4 * n * d * 8 + 2 * n * 16 * 8 + n * d * 8 + 2 * n * 8 +
+                 kernel_bytes(2 * n, budget_bytes(p));
+    size_t svc = km_svc_fit_bytes(n, d, 2, p);
+    return svr > svc ? svr : svc;
+}
+
+/* ------------------------------------------------------------ payload */
+
+static void payload_free(void *v)
+{
+    svm_payload *p = v;
+    if (!p)
+        return;
+    free(p->n_support);
+    free(p->sv_index);
+    free(p->sv);
+    free(p->coef);
+    free(p->rho);
+    free(p->probA);
+    free(p->probB);
+    free(p);
+}
+
+static void payload_save(const void *v, const km_model *m, km_writer *w)
+{
+    const svm_payload *p = v;
+    size_t d = km_model_n_features(m);
+    km_write_u64(w, p->k);
+    km_write_u64(w, p->nsv);
+    km_write_i32s(w, p->n_support, p->k);
+    km_write_i32s(w, p->sv_index, p->nsv);
+    km_write_f64s(w, p->sv, p->nsv * d);
+    km_write_f64s(w, p->coef, p->nsv * n_coef(p));
+    km_write_f64s(w, p->rho, p->k ? n_pairs(p->k) : 1);
+    km_write_u32(w, p->probA != NULL);
+    if (p->probA) {
+        km_write_f64s(w, p->probA, n_pairs(p->k));
+        km_write_f64s(w, p->probB, n_pairs(p->k));
+    }
+}
+
+static km_status payload_load(km_reader *r, const km_model *m, int svc,
+                              void **out, km_error *err)
+{
+    size_t d = km_model_n_features(m), ns = km_model_n_samples(m);
+    svm_payload *p = calloc(1, sizeof *p);
+    if (!p)
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    p->d = d;
+    uint64_t k = km_read_u64(r), nsv = km_read_u64(r);
+    /* Sizes are checked before anything is allocated from them (the
+     * readers also check each count against the bytes left). */
+    if (r->failed || (svc ? k < 2 || k > MAX_CLASSES : k != 0) || nsv > ns ||
+        (nsv && d > r->left / 8 / nsv))
+        goto corrupt;
+    p->k = (size_t)k;
+    p->nsv = (size_t)nsv;
+    size_t npair = p->k ? n_pairs(p->k) : 1;
+    if (!(p->n_support = km_read_i32s(r, p->k)) ||
+        !(p->sv_index = km_read_i32s(r, p->nsv)) ||
+        !(p->sv = km_read_f64s(r, p->nsv * d)) ||
+        !(p->coef = km_read_f64s(r, p->nsv * n_coef(p))) ||
+        !(p->rho = km_read_f64s(r, npair)))
+        goto failed;
+    uint32_t has_prob = km_read_u32(r);
+    if (r->failed || has_prob > 1 || (has_prob && !svc))
+        goto corrupt;
+    if (has_prob && (!(p->probA = km_read_f64s(r, npair)) ||
+                     !(p->probB = km_read_f64s(r, npair))))
+        goto failed;
+    size_t total = 0;
+    for (size_t c = 0; c < p->k; c++) {
+        if (p->n_support[c] < 0)
+            goto corrupt;
+        total += (size_t)p->n_support[c];
+    }
+    if (svc && total != p->nsv)
+        goto corrupt;
+    for (size_t i = 0; i < p->nsv; i++)
+        if (p->sv_index[i] < 0 || (size_t)p->sv_index[i] >= ns)
+            goto corrupt;
+    *out = p;
+    return KM_OK;
+failed:
+    if (!r->failed) { /* a reader returns NULL on a short read or no memory */
+        payload_free(p);
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    }
+corrupt:
+    payload_free(p);
+    return km_error_set(err, KM_ECORRUPT, "model file: bad %s payload",
+                        svc ? "svc" : "svr");
+}
+
+static km_status svc_load(km_reader *r, const km_model *m, void **out,
+                          km_error *err)
+{
+    return payload_load(r, m, 1, out, err);
+}
+
+static km_status svr_load(km_reader *r, const km_model *m, void **out,
+                          km_error *err)
+{
+    return payload_load(r, m, 0, out, err);
+}
+
+static size_t payload_bytes(const void *v)
+{
+    const svm_payload *p = v;
+    size_t npair = p->k ? n_pairs(p->k) : 1;
+    return sizeof *p + p->k * 4 + p->nsv * 4 +
+           p->nsv * (p->d + n_coef(p)) * 8 +
+           npair * 8 * (p->probA ? 3 : 1);
+}
+
+const km_algo_ops km_svc_ops = {payload_free, payload_save, svc_load,
+                                payload_bytes};
+const km_algo_ops km_svr_ops = {payload_free, payload_save, svr_load,
+                                payload_bytes};
+
+/* ------------------------------------------------------------ helpers */
+
+static km_status oom(km_error *err)
+{
+    return km_error_set(err, KM_ENOMEM, "out of memory for an SVM fit");
+}
+
+static km_status check_common(const km_kernel *kernel, const double *X,
+                              size_t n, size_t d, km_error *err)
+{
+    km_status st = km_kernel_check(kernel, err);
+    if (st != KM_OK)
+        return st;
+    if (n == 0 || d == 0)
+        return km_error_set(err, KM_EINVAL,
+                            "X and y must have at least one row and column");
+    if (n > 2147483647 / 4 || d > 2147483647 || !km_mul3(n, d, 16))
+        return km_error_set(err, KM_EINVAL, "problem too large");
+    return km_check_matrix("X", X, n, d, err);
+}
+
+static void set_options(smo_options *o, const km_svm_params *p,
+                        const km_fit_control *ctl, double lo, double hi)
+{
+    o->tol = p->tol;
+    o->shrinking = p->shrinking != 0;
+    o->max_iter = p->max_iter;
+    o->cache_bytes = budget_bytes(p);
+    o->storage = SMO_AUTO;
+    o->ctl = ctl;
+    o->progress_lo = lo;
+    o->progress_hi = hi;
+}
+
+/* Common figures of both fits. */
+static km_status add_params(km_model *m, const km_svm_params *p,
+                            km_algorithm algo, size_t k)
+{
+    km_info *in = km_model_params_mut(m);
+    km_status st = km_info_add1(in, "C", KM_INFO_NUMBER, p->C);
+    if (st == KM_OK && algo == KM_ALGO_SVR)
+        st = km_info_add1(in, "epsilon", KM_INFO_NUMBER, p->epsilon);
+    if (st == KM_OK)
+        st = km_info_add1(in, "tol", KM_INFO_NUMBER, p->tol);
+    if (st == KM_OK)
+        st = km_info_add1(in, "cache_mb", KM_INFO_NUMBER, p->cache_mb);
+    if (st == KM_OK)
+        st = km_info_add1(in, "shrinking", KM_INFO_BOOLEAN, p->shrinking != 0);
+    if (st == KM_OK && algo == KM_ALGO_SVC)
+        st = km_info_add1(in, "probability", KM_INFO_BOOLEAN,
+                          p->probability != 0);
+    if (st == KM_OK && algo == KM_ALGO_SVC && p->class_weight)
+        st = km_info_add(in, "class_weight", KM_INFO_NUMBER, 1,
+                         p->class_weight, k);
+    if (st == KM_OK && p->max_iter > 0)
+        st = km_info_add1(in, "max_iter", KM_INFO_INTEGER,
+                          (double)p->max_iter);
+    return st;
+}
+
+static km_status add_training(km_model *m, double seconds, long iterations,
+                              const double *obj, size_t n_obj,
+                              const int *n_support, size_t k, int capped)
+{
+    km_info *in = km_model_training_mut(m);
+    double *ns = malloc((k ? k : 1) * sizeof *ns);
+    if (!ns)
+        return KM_ENOMEM;
+    for (size_t c = 0; c < k; c++)
+        ns[c] = n_support[c];
+    km_status st = km_info_add1(in, "seconds", KM_INFO_NUMBER, seconds);
+    if (st == KM_OK)
+        st = km_info_add1(in, "iterations", KM_INFO_INTEGER,
+                          (double)iterations);
+    if (st == KM_OK)
+        st = km_info_add(in, "objective", KM_INFO_NUMBER, k > 0, obj, n_obj);
+    if (st == KM_OK)
+        st = km_info_add(in, "n_support", KM_INFO_INTEGER, k > 1, ns, k);
+    if (st == KM_OK && capped)
+        st = km_info_add1(in, "iterations_capped", KM_INFO_INTEGER, capped);
+    free(ns);
+    return st;
+}
+
+/* ------------------------------------------------------------ C-SVC */
+
+/*
+ * A binary problem over some of the grouped rows: rows[t] indexes Xg (and
+ * the shared Gram K when there is one). Positives come first.
+ */
+typedef struct binary {
+    size_t n;
+    size_t *rows;
+    signed char *y;
+    double *C, *p, *alpha;
+    double *Xp;           /* the rows' copy when there is no shared K */
+} binary;
+
+typedef struct svc_fit {
+    const km_kernel *k;
+    const km_svm_params *params;
+    const double *Xg;     /* grouped rows */
+    size_t n, d;
+    const double *K;      /* shared Gram of Xg, or NULL */
+    const km_fit_control *ctl;
+    size_t budget;        /* for each solve's kernel storage */
+    long iterations;
+    int capped;
+    km_rng rng;
+} svc_fit;
+
+static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
+                              smo_result *res, km_error *err)
+{
+    smo_problem pb;
+    smo_options o;
+    memset(&pb, 0, sizeof pb);
+    pb.n = b->n;
+    pb.d = f->d;
+    pb.y = b->y;
+    pb.p = b->p;
+    pb.C = b->C;
+    pb.alpha = b->alpha;
+    if (f->K) {
+        pb.X = f->Xg;
+        pb.n_points = f->n;
+        pb.row = b->rows;
+        pb.K = f->K;
+    } else {
+        for (size_t t = 0; t < b->n; t++)
+            memcpy(b->Xp + t * f->d, f->Xg + b->rows[t] * f->d,
+                   f->d * sizeof *b->Xp);
+        pb.X = b->Xp;
+        pb.n_points = b->n;
+    }
+    for (size_t t = 0; t < b->n; t++) {
+        b->alpha[t] = 0;
+        b->p[t] = -1;
+    }
+    set_options(&o, f->params, f->ctl, lo, hi);
+    o.cache_bytes = f->budget;
+    km_status st = km_smo_solve(f->k, &pb, &o, res, err);
+    f->iterations += res->iterations;
+    f->capped += res->capped;
+    return st;
+}
+
+/*
+ * Platt scaling for one pair (LIBSVM's svm_binary_svc_probability): the
+ * pair's rows (b, positives first) in shuffled 5-fold cross-validation,
+ * each fold's model scoring its held-out rows, then the sigmoid fit.
+ * tmp is a workspace binary of the pair's size.
+ */
+static km_status pair_probability(svc_fit *f, const binary *b, binary *tmp,
+                                  double Cp, double Cn, double lo, double hi,
+                                  double *A, double *B, km_error *err)
+{
+    const size_t n = b->n, d = f->d;
+    km_status st = KM_OK;
+    size_t *perm = malloc(n * sizeof *perm);
+    double *dec = malloc(n * sizeof *dec);
+    double *Xt = malloc(n * d * sizeof *Xt);
+    double *Xs = malloc(n * d * sizeof *Xs);
+    double *cs = malloc(n * sizeof *cs);
+    if (!perm || !dec || !Xt || !Xs || !cs) {
+        st = oom(err);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i + km_rng_below(&f->rng, n - i);
+        size_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (int fold = 0; fold < CV_FOLDS; fold++) {
+        size_t begin = fold * n / CV_FOLDS, end = (fold + 1) * n / CV_FOLDS;
+        size_t npos = 0, nneg = 0;
+        /* Training rows in perm order outside [begin, end), positives
+         * first as the pair's own problem has them. */
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t i = 0; i < n; i++) {
+                if (i >= begin && i < end)
+                    continue;
+                size_t v = perm[i];
+                if ((b->y[v] > 0) != (pass == 0))
+                    continue;
+                size_t t = npos + nneg;
+                tmp->rows[t] = b->rows[v];
+                tmp->y[t] = b->y[v];
+                tmp->C[t] = b->y[v] > 0 ? Cp : Cn;
+                if (b->y[v] > 0)
+                    npos++;
+                else
+                    nneg++;
+            }
+        size_t ntest = end - begin;
+        if (npos == 0 || nneg == 0) {
+            /* One class only: LIBSVM answers its sign (0 for none). */
+            double v = npos ? 1 : nneg ? -1 : 0;
+            for (size_t i = begin; i < end; i++)
+                dec[perm[i]] = v;
+            continue;
+        }
+        tmp->n = npos + nneg;
+        smo_result res;
+        double span = (hi - lo) / (CV_FOLDS + 1);
+        st = solve_binary(f, tmp, lo + fold * span, lo + (fold + 1) * span,
+                          &res, err);
+        if (st != KM_OK)
+            goto out;
+        size_t nsv = 0;
+        for (size_t t = 0; t < tmp->n; t++)
+            if (tmp->alpha[t] > 0) {
+                memcpy(Xs + nsv * d, f->Xg + tmp->rows[t] * d, d * sizeof *Xs);
+                cs[nsv++] = tmp->y[t] * tmp->alpha[t];
+            }
+        for (size_t i = begin; i < end; i++)
+            memcpy(Xt + (i - begin) * d, f->Xg + b->rows[perm[i]] * d,
+                   d * sizeof *Xt);
+        double bias = -res.rho;
+        st = km_kernel_expand(f->k, Xs, nsv, d, cs, 1, &bias, Xt, ntest,
+                              cs + nsv, err);
+        if (st != KM_OK)
+            goto out;
+        for (size_t i = begin; i < end; i++)
+            dec[perm[i]] = cs[nsv + i - begin];
+    }
+    km_sigmoid_train(n, dec, b->y, A, B);
+out:
+    free(perm);
+    free(dec);
+    free(Xt);
+    free(Xs);
+    free(cs);
+    return st;
+}
+
+static void binary_free(binary *b)
+{
+    free(b->rows);
+    free(b->y);
+    free(b->C);
+    free(b->p);
+    free(b->alpha);
+    free(b->Xp);
+}
+
+static int binary_alloc(binary *b, size_t n, size_t d)
+{
+    memset(b, 0, sizeof *b);
+    b->rows = malloc(n * sizeof *b->rows);
+    b->y = malloc(n);
+    b->C = malloc(n * sizeof *b->C);
+    b->p = malloc(n * sizeof *b->p);
+    b->alpha = malloc(n * sizeof *b->alpha);
+    b->Xp = malloc(n * d * sizeof *b->Xp);
+    return b->rows && b->y && b->C && b->p && b->alpha && b->Xp;
+}
+
+km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
+                     const double *X, size_t n, size_t d, const int *y,
+                     size_t n_classes, const km_fit_control *ctl,
+                     km_model **out, km_error *err)
+{
+    const double t0 = km_now();
+    const size_t K = n_classes;
+    km_status st;
+    km_kernel k;
+    size_t *count = NULL, *start = NULL, *order = NULL;
+    double *Xg = NULL, *Kall = NULL, *coef = NULL, *obj = NULL;
+    unsigned char *nz = NULL;
+    binary b, tmp;
+    svm_payload *pl = NULL;
+    km_model *model = NULL;
+    memset(&b, 0, sizeof b);
+    memset(&tmp, 0, sizeof tmp);
+
+    if ((st = check_common(kernel, X, n, d, err)) != KM_OK)
+        return st;
+    if (K < 2)
+        return km_error_set(err, KM_EPROBLEM,
+                            "y has %zu distinct class%s; svc needs at least 2",
+                            K, K == 1 ? "" : "es");
+    if ((st = km_svm_check(params, KM_ALGO_SVC, K, err)) != KM_OK)
+        return st;
+    for (size_t i = 0; i < n; i++)
+        if (y[i] < 0 || (size_t)y[i] >= K)
+            return km_error_set(err, KM_EINVAL,
+                                "y[%zu] = %d is not a class index in [0, %zu)",
+                                i, y[i], K);
+    if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
+        return st;
+    km_kernel_resolve(&k, d);
+
+    count = calloc(K, sizeof *count);
+    start = malloc((K + 1) * sizeof *start);
+    order = malloc(n * sizeof *order);
+    Xg = malloc(n * d * sizeof *Xg);
+    coef = calloc(n * (K - 1), sizeof *coef);
+    nz = calloc(n, 1);
+    pl = calloc(1, sizeof *pl);
+    if (pl) {
+        pl->k = K;
+        pl->d = d;
+        pl->rho = malloc(n_pairs(K) * sizeof *pl->rho);
+        pl->n_support = calloc(K, sizeof *pl->n_support);
+        if (params->probability) {
+            pl->probA = malloc(n_pairs(K) * sizeof *pl->probA);
+            pl->probB = malloc(n_pairs(K) * sizeof *pl->probB);
+        }
+    }
+    obj = malloc(n_pairs(K) * sizeof *obj);
+    if (!count || !start || !order || !Xg || !coef || !nz || !pl ||
+        !pl->rho || !pl->n_support || !obj ||
+        (params->probability && (!pl->probA || !pl->probB))) {
+        st = oom(err);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        count[y[i]]++;
+    start[0] = 0;
+    for (size_t c = 0; c < K; c++) {
+        if (count[c] == 0) {
+            st = km_error_set(err, KM_EPROBLEM,
+                              "class %zu has no samples; every class index "
+                              "in [0, %zu) must occur in y", c, K);
+            goto out;
+        }
+        start[c + 1] = start[c] + count[c];
+    }
+    {
+        size_t *fill = malloc(K * sizeof *fill);
+        if (!fill) {
+            st = oom(err);
+            goto out;
+        }
+        memcpy(fill, start, K * sizeof *fill);
+        for (size_t i = 0; i < n; i++) {
+            size_t g = fill[y[i]]++;
+            order[g] = i;
+            memcpy(Xg + g * d, X + i * d, d * sizeof *Xg);
+        }
+        free(fill);
+    }
+
+    size_t max_pair = 0;
+    for (size_t a = 0; a < K; a++)
+        for (size_t c = a + 1; c < K; c++)
+            if (count[a] + count[c] > max_pair)
+                max_pair = count[a] + count[c];
+    if (!binary_alloc(&b, max_pair, d) ||
+        (params->probability && !binary_alloc(&tmp, max_pair, d))) {
+        st = oom(err);
+        goto out;
+    }
+    if (km_progress(ctl, 0.0)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+
+    /* One Gram for all the solves when they are many (several pairs, or
+     * the cross-validation of probability) and it takes at most half the
+     * budget; the solves' caches then gather their columns from it and
+     * share the other half. */
+    size_t budget = budget_bytes(params);
+    size_t gram = km_mul3(n, n, sizeof(double));
+    if ((K > 2 || params->probability) && gram && gram <= budget / 2) {
+        Kall = malloc(gram);
+        if (!Kall) {
+            st = oom(err);
+            goto out;
+        }
+        if ((st = km_gram_sym(&k, Xg, n, d, Kall, 1, err)) != KM_OK)
+            goto out;
+        budget -= gram;
+    }
+
+    svc_fit f = {&k, params, Xg, n, d, Kall, ctl, budget, 0, 0, {PROB_SEED}};
+    const size_t np_total = n_pairs(K);
+    size_t pi = 0;
+    for (size_t a = 0; a < K; a++)
+        for (size_t c = a + 1; c < K; c++, pi++) {
+            const double wa = params->class_weight ? params->class_weight[a] : 1;
+            const double wc = params->class_weight ? params->class_weight[c] : 1;
+            const double Ca = params->C * wa, Cc = params->C * wc;
+            const double lo = (double)pi / np_total,
+                         hi = (double)(pi + 1) / np_total;
+            b.n = count[a] + count[c];
+            for (size_t t = 0; t < count[a]; t++) {
+                b.rows[t] = start[a] + t;
+                b.y[t] = 1;
+                b.C[t] = Ca;
+            }
+            for (size_t t = 0; t < count[c]; t++) {
+                b.rows[count[a] + t] = start[c] + t;
+                b.y[count[a] + t] = -1;
+                b.C[count[a] + t] = Cc;
+            }
+            double mid = lo;
+            if (params->probability) {
+                mid = lo + (hi - lo) * CV_FOLDS / (CV_FOLDS + 1);
+                st = pair_probability(&f, &b, &tmp, Ca, Cc, lo, hi,
+                                      &pl->probA[pi], &pl->probB[pi], err);
+                if (st != KM_OK)
+                    goto out;
+            }
+            smo_result res;
+            if ((st = solve_binary(&f, &b, mid, hi, &res, err)) != KM_OK)
+                goto out;
+            pl->rho[pi] = res.rho;
+            obj[pi] = res.objective;
+            for (size_t t = 0; t < b.n; t++) {
+                if (b.alpha[t] <= 0)
+                    continue;
+                size_t g = b.rows[t];
+                nz[g] = 1;
+                coef[g * (K - 1) + (t < count[a] ? c - 1 : a)] =
+                    b.y[t] * b.alpha[t];
+            }
+            if (km_progress(ctl, hi * 0.99)) {
+                st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+                goto out;
+            }
+        }
+    free(Kall);
+    Kall = NULL;
+
+    /* Keep the support vectors, in class order. */
+    for (size_t g = 0; g < n; g++)
+        pl->nsv += nz[g];
+    pl->sv = malloc((pl->nsv ? pl->nsv : 1) * d * sizeof *pl->sv);
+    pl->coef = malloc((pl->nsv ? pl->nsv : 1) * (K - 1) * sizeof *pl->coef);
+    pl->sv_index = malloc((pl->nsv ? pl->nsv : 1) * sizeof *pl->sv_index);
+    if (!pl->sv || !pl->coef || !pl->sv_index) {
+        st = oom(err);
+        goto out;
+    }
+    for (size_t c = 0, s = 0; c < K; c++)
+        for (size_t g = start[c]; g < start[c + 1]; g++) {
+            if (!nz[g])
+                continue;
+            memcpy(pl->sv + s * d, Xg + g * d, d * sizeof *pl->sv);
+            memcpy(pl->coef + s * (K - 1), coef + g * (K - 1),
+                   (K - 1) * sizeof *pl->coef);
+            pl->sv_index[s] = (int)order[g];
+            pl->n_support[c]++;
+            s++;
+        }
+
+    st = km_model_create(KM_ALGO_SVC, &k, d, n, 1, pl, &model, err);
+    pl = NULL; /* the model owns it, also on failure */
+    if (st != KM_OK)
+        goto out;
+    {
+        const svm_payload *mp = km_model_payload(model);
+        if (add_params(model, params, KM_ALGO_SVC, K) != KM_OK ||
+            add_training(model, km_now() - t0, f.iterations, obj, np_total,
+                         mp->n_support, K, f.capped) != KM_OK) {
+            st = oom(err);
+            goto out;
+        }
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    model = NULL;
+out:
+    km_model_free(model);
+    payload_free(pl);
+    binary_free(&b);
+    binary_free(&tmp);
+    free(count);
+    free(start);
+    free(order);
+    free(Xg);
+    free(Kall);
+    free(coef);
+    free(obj);
+    free(nz);
+    km_kernel_cleanup(&k);
+    return st;
+}
+
+/* ------------------------------------------------------------ SVR */
+
+km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
+                     const double *X, size_t n, size_t d, const double *y,
+                     const km_fit_control *ctl, km_model **out,
+                     km_error *err)
+{
+    const double t0 = km_now();
+    km_status st;
+    km_kernel k;
+    size_t *row = NULL;
+    signed char *sy = NULL;
+    double *p = NULL, *C = NULL, *alpha = NULL;
+    svm_payload *pl = NULL;
+    km_model *model = NULL;
+
+    if ((st = check_common(kernel, X, n, d, err)) != KM_OK ||
+        (st = km_svm_check(params, KM_ALGO_SVR, 0, err)) != KM_OK ||
+        (st = km_check_matrix("y", y, n, 1, err)) != KM_OK)
+        return st;
+    if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
+        return st;
+    km_kernel_resolve(&k, d);
+
+    const size_t nv = 2 * n;
+    row = malloc(nv * sizeof *row);
+    sy = malloc(nv);
+    p = malloc(nv * sizeof *p);
+    C = malloc(nv * sizeof *C);
+    alpha = calloc(nv, sizeof *alpha);
+    pl = calloc(1, sizeof *pl);
+    if (!row || !sy || !p || !C || !alpha || !pl ||
+        !(pl->rho = malloc(sizeof *pl->rho))) {
+        st = oom(err);
+        goto out;
+    }
+    pl->d = d;
+    for (size_t i = 0; i < n; i++) {
+        row[i] = row[n + i] = i;
+        sy[i] = 1;
+        sy[n + i] = -1;
+        p[i] = params->epsilon - y[i];
+        p[n + i] = params->epsilon + y[i];
+        C[i] = C[n + i] = params->C;
+    }
+    if (km_progress(ctl, 0.0)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+    smo_problem pb = {nv, d, X, n, row, NULL, sy, p, C, alpha};
+    smo_options o;
+    smo_result res;
+    set_options(&o, params, ctl, 0.0, 0.99);
+    if ((st = km_smo_solve(&k, &pb, &o, &res, err)) != KM_OK)
+        goto out;
+
+    for (size_t i = 0; i < n; i++)
+        pl->nsv += alpha[i] != alpha[n + i];
+    pl->sv = malloc((pl->nsv ? pl->nsv : 1) * d * sizeof *pl->sv);
+    pl->coef = malloc((pl->nsv ? pl->nsv : 1) * sizeof *pl->coef);
+    pl->sv_index = malloc((pl->nsv ? pl->nsv : 1) * sizeof *pl->sv_index);
+    if (!pl->sv || !pl->coef || !pl->sv_index) {
+        st = oom(err);
+        goto out;
+    }
+    for (size_t i = 0, s = 0; i < n; i++) {
+        if (alpha[i] == alpha[n + i])
+            continue;
+        memcpy(pl->sv + s * d, X + i * d, d * sizeof *pl->sv);
+        pl->coef[s] = alpha[i] - alpha[n + i];
+        pl->sv_index[s] = (int)i;
+        s++;
+    }
+    pl->rho[0] = res.rho;
+    int nsv = (int)pl->nsv;
+
+    st = km_model_create(KM_ALGO_SVR, &k, d, n, 1, pl, &model, err);
+    pl = NULL;
+    if (st != KM_OK)
+        goto out;
+    if (add_params(model, params, KM_ALGO_SVR, 0) != KM_OK ||
+        add_training(model, km_now() - t0, res.iterations, &res.objective, 1,
+                     &nsv, 1, res.capped) != KM_OK) {
+        st = oom(err);
+        goto out;
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    model = NULL;
+out:
+    km_model_free(model);
+    payload_free(pl);
+    free(row);
+    free(sy);
+    free(p);
+    free(C);
+    free(alpha);
+    km_kernel_cleanup(&k);
+    return st;
+}
+
+/* ------------------------------------------------------------ prediction */
+
+typedef enum { OUT_DECISION, OUT_LABEL, OUT_PROB } svc_output;
+
+/* Rows per block: about 32 MiB of kernel values, at least one row. */
+static size_t block_rows(size_t nsv, size_t n)
+{
+    size_t rows = nsv ? (4u << 20) / nsv : n;
+    if (rows < 1)
+        rows = 1;
+    return rows < n ? rows : n;
+}
+
+/* Turns one row's pair decisions into votes, a label, or probabilities. */
+static void finish_row(const svm_payload *p, const double *dec, svc_output what,
+                       int *label, double *prob, double *work)
+{
+    const size_t K = p->k;
+    if (what == OUT_LABEL) {
+        int *votes = (int *)work;
+        memset(votes, 0, K * sizeof *votes);
+        for (size_t a = 0, pi = 0; a < K; a++)
+            for (size_t b = a + 1; b < K; b++, pi++)
+                votes[dec[pi] > 0 ? a : b]++;
+        size_t best = 0;
+        for (size_t c = 1; c < K; c++)
+            if (votes[c] > votes[best])
+                best = c; /* ties: the lowest index, as LIBSVM */
+        *label = (int)best;
+        return;
+    }
+    double *r = work, *cw = work + K * K;
+    for (size_t a = 0, pi = 0; a < K; a++)
+        for (size_t b = a + 1; b < K; b++, pi++) {
+            double q = km_sigmoid_predict(dec[pi], p->probA[pi], p->probB[pi]);
+            q = q < MIN_PROB ? MIN_PROB : q > 1 - MIN_PROB ? 1 - MIN_PROB : q;
+            r[a * K + b] = q;
+            r[b * K + a] = 1 - q;
+        }
+    if (K == 2) {
+        prob[0] = r[1];
+        prob[1] = r[2];
+    } else {
+        km_pairwise_coupling(K, r, prob, cw);
+    }
+}
+
+static km_status svc_run(const km_model *m, const double *X, size_t n,
+                         svc_output what, void *out, const char *op,
+                         km_error *err)
+{
+    km_status st = km_model_expect(m, KM_ALGO_SVC, op, err);
+    const size_t d = km_model_n_features(m);
+    if (st == KM_OK)
+        st = km_model_check_input(m, X, n, d, err);
+    if (st != KM_OK)
+        return st;
+    const svm_payload *p = km_model_payload(m);
+    if (what == OUT_PROB && !p->probA)
+        return km_error_set(err, KM_ECONFLICT,
+                            "probability needs a model fitted with "
+                            "params.probability = true");
+    const size_t K = p->k, K1 = K - 1, npair = n_pairs(K), nsv = p->nsv;
+    const size_t rows = block_rows(nsv, n);
+    double *Kb = malloc(rows * (nsv ? nsv : 1) * sizeof *Kb);
+    double *part = malloc(rows * K * K1 * sizeof *part);
+    double *dec = what == OUT_DECISION ? NULL
+                                       : malloc(rows * npair * sizeof *dec);
+    double *work = malloc((2 * K * K + K + 1) * sizeof *work);
+    if (!Kb || !part || (what != OUT_DECISION && !dec) || !work) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for prediction");
+        goto out;
+    }
+    for (size_t i0 = 0; i0 < n; i0 += rows) {
+        const size_t nb = n - i0 < rows ? n - i0 : rows;
+        double *D = what == OUT_DECISION ? (double *)out + i0 * npair : dec;
+        st = km_gram_cross(km_model_kernel(m), X + i0 * d, nb, p->sv, nsv, d,
+                           Kb, nsv ? nsv : 1, err);
+        if (st != KM_OK)
+            goto out;
+        /* part[r][c][j]: class c's support vectors against row r, with
+         * their coefficients for the j-th other class. */
+        memset(part, 0, nb * K * K1 * sizeof *part);
+        for (size_t c = 0, s0 = 0; c < K; s0 += (size_t)p->n_support[c++]) {
+            size_t nc = (size_t)p->n_support[c];
+            if (nc == 0)
+                continue;
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb,
+                        (int)K1, (int)nc, 1.0, Kb + s0, (int)nsv,
+                        p->coef + s0 * K1, (int)K1, 0.0, part + c * K1,
+                        (int)(K * K1));
+        }
+        for (size_t r = 0; r < nb; r++) {
+            const double *pr = part + r * K * K1;
+            double *dr = D + r * npair;
+            for (size_t a = 0, pi = 0; a < K; a++)
+                for (size_t b = a + 1; b < K; b++, pi++)
+                    dr[pi] = pr[a * K1 + b - 1] + pr[b * K1 + a] - p->rho[pi];
+            if (what == OUT_LABEL)
+                finish_row(p, dr, what, (int *)out + i0 + r, NULL, work);
+            else if (what == OUT_PROB)
+                finish_row(p, dr, what, NULL, (double *)out + (i0 + r) * K,
+                           work);
+        }
+    }
+out:
+    free(Kb);
+    free(part);
+    free(dec);
+    free(work);
+    return st;
+}
+
+km_status km_svc_predict(const km_model *m, const double *X, size_t n,
+                         int *labels, km_error *err)
+{
+    return svc_run(m, X, n, OUT_LABEL, labels, "predict", err);
+}
+
+km_status km_svc_decision(const km_model *m, const double *X, size_t n,
+                          double *out, km_error *err)
+{
+    return svc_run(m, X, n, OUT_DECISION, out, "decision_function", err);
+}
+
+km_status km_svc_probability(const km_model *m, const double *X, size_t n,
+                             double *out, km_error *err)
+{
+    return svc_run(m, X, n, OUT_PROB, out, "probability", err);
+}
+
+km_status km_svr_predict(const km_model *m, const double *X, size_t n,
+                         double *out, km_error *err)
+{
+    km_status st = km_model_expect(m, KM_ALGO_SVR, "predict", err);
+    size_t d = km_model_n_features(m);
+    if (st == KM_OK)
+        st = km_model_check_input(m, X, n, d, err);
+    if (st != KM_OK)
+        return st;
+    const svm_payload *p = km_model_payload(m);
+    double bias = -p->rho[0];
+    if (p->nsv == 0) {
+        for (size_t i = 0; i < n; i++)
+            out[i] = bias;
+        return KM_OK;
+    }
+    return km_kernel_expand(km_model_kernel(m), p->sv, p->nsv, d, p->coef, 1,
+                            &bias, X, n, out, err);
+}
+
+/* ------------------------------------------------------------ getters */
+
+static const svm_payload *svm_of(const km_model *m)
+{
+    km_algorithm a = km_model_algorithm(m);
+    return a == KM_ALGO_SVC || a == KM_ALGO_SVR ? km_model_payload(m) : NULL;
+}
+
+size_t km_svc_n_classes(const km_model *m)
+{
+    return km_model_algorithm(m) == KM_ALGO_SVC
+               ? ((const svm_payload *)km_model_payload(m))->k
+               : 0;
+}
+
+int km_svc_has_probability(const km_model *m)
+{
+    return km_model_algorithm(m) == KM_ALGO_SVC &&
+           ((const svm_payload *)km_model_payload(m))->probA != NULL;
+}
+
+size_t km_svm_support_count(const km_model *m)
+{
+    const svm_payload *p = svm_of(m);
+    return p ? p->nsv : 0;
+}
+
+const int *km_svc_n_support(const km_model *m)
+{
+    return km_model_algorithm(m) == KM_ALGO_SVC
+               ? ((const svm_payload *)km_model_payload(m))->n_support
+               : NULL;
+}
+
+const int *km_svm_support_indices(const km_model *m)
+{
+    const svm_payload *p = svm_of(m);
+    return p ? p->sv_index : NULL;
+}
+
+const double *km_svm_support_vectors(const km_model *m)
+{
+    const svm_payload *p = svm_of(m);
+    return p ? p->sv : NULL;
+}
+
+const double *km_svm_dual_coef(const km_model *m)
+{
+    const svm_payload *p = svm_of(m);
+    return p ? p->coef : NULL;
+}
+
+const double *km_svm_rho(const km_model *m)
+{
+    const svm_payload *p = svm_of(m);
+    return p ? p->rho : NULL;
+}

@@ -1,0 +1,125 @@
+/*
+ * bench_svm.c - kmserve's side of the SVM benchmark: loads a shared CSV
+ * data set, scales the features to [-1, 1] by the training rows (as
+ * tests/testdata.h and bench_svm.py do), maps the labels to sorted class
+ * indices, fits C-SVC with an rbf kernel, predicts the test rows, and
+ * prints one JSON line with the median times, the accuracy and the
+ * support-vector count. bench/bench_svm.py runs it beside LIBSVM and
+ * scikit-learn.
+ *
+ *   bench_svm FILE N_TRAIN N_TEST C GAMMA [REPEATS [CACHE_MB [TOL [PROB]]]]
+ *
+ * The first N_TRAIN rows train, the last N_TEST rows test.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tests/testdata.h"
+#include "bench_util.h"
+#include "km.h"
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted distinct labels of rows [0, n); returns the count. */
+static size_t classes(km_dataset *ds, size_t n, char ***out)
+{
+    char **s = malloc(n * sizeof *s);
+    memcpy(s, ds->label, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_str);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || strcmp(s[k - 1], s[i]) != 0)
+            s[k++] = s[i];
+    *out = s;
+    return k;
+}
+
+static int index_of(char **cls, size_t k, const char *label)
+{
+    char *const *hit = bsearch(&label, cls, k, sizeof *cls, cmp_str);
+    return hit ? (int)(hit - cls) : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 6) {
+        fprintf(stderr, "usage: %s FILE N_TRAIN N_TEST C GAMMA [REPEATS "
+                        "[CACHE_MB [TOL [PROB]]]]\n", argv[0]);
+        return 2;
+    }
+    size_t n_train = strtoul(argv[2], NULL, 10);
+    size_t n_test = strtoul(argv[3], NULL, 10);
+    km_svm_params p = km_svm_params_default();
+    p.C = atof(argv[4]);
+    double gamma = atof(argv[5]);
+    int repeats = argc > 6 ? atoi(argv[6]) : 3;
+    if (argc > 7)
+        p.cache_mb = atof(argv[7]);
+    if (argc > 8)
+        p.tol = atof(argv[8]);
+    if (argc > 9)
+        p.probability = atoi(argv[9]);
+
+    km_dataset ds;
+    if (km_dataset_load(argv[1], (size_t)-1, &ds) != 0 ||
+        ds.n < n_train + n_test) {
+        fprintf(stderr, "cannot read %s with %zu rows (set KM_DATA)\n",
+                argv[1], n_train + n_test);
+        return 1;
+    }
+    size_t test0 = ds.n - n_test;
+    km_dataset_scale(&ds, n_train);
+    char **cls;
+    size_t k = classes(&ds, n_train, &cls);
+    int *y = malloc(ds.n * sizeof *y);
+    for (size_t i = 0; i < ds.n; i++)
+        y[i] = index_of(cls, k, ds.label[i]);
+
+    km_kernel kern;
+    km_kernel_init(&kern, KM_KERNEL_RBF);
+    kern.gamma = gamma;
+    double *t_fit = malloc(repeats * sizeof *t_fit);
+    double *t_pred = malloc(repeats * sizeof *t_pred);
+    int *pred = malloc(n_test * sizeof *pred);
+    km_model *m = NULL;
+    km_error err;
+    for (int r = 0; r < repeats; r++) {
+        km_model_free(m);
+        double t0 = bench_now();
+        if (km_svc_fit(&kern, &p, ds.X, n_train, ds.d, y, k, NULL, &m,
+                       &err) != KM_OK) {
+            fprintf(stderr, "fit: %s\n", err.message);
+            return 1;
+        }
+        t_fit[r] = bench_now() - t0;
+        t0 = bench_now();
+        if (km_svc_predict(m, ds.X + test0 * ds.d, n_test, pred, &err) !=
+            KM_OK) {
+            fprintf(stderr, "predict: %s\n", err.message);
+            return 1;
+        }
+        t_pred[r] = bench_now() - t0;
+    }
+    size_t right = 0;
+    for (size_t i = 0; i < n_test; i++)
+        right += pred[i] == y[test0 + i];
+    const km_info_entry *it = km_info_find(km_model_training(m), "iterations");
+    printf("{\"fit_s\": %.6f, \"predict_s\": %.6f, \"accuracy\": %.6f, "
+           "\"n_sv\": %zu, \"iterations\": %.0f, \"classes\": %zu, "
+           "\"peak_mib\": %.1f}\n",
+           bench_median(t_fit, repeats), bench_median(t_pred, repeats),
+           100.0 * right / n_test, km_svm_support_count(m),
+           it ? it->values[0] : 0.0, k, bench_peak_mib());
+    km_model_free(m);
+    free(pred);
+    free(t_fit);
+    free(t_pred);
+    free(y);
+    free(cls);
+    km_dataset_free(&ds);
+    return 0;
+}

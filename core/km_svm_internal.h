@@ -1,0 +1,87 @@
+/*
+ * km_svm_internal.h - the SMO solver that C-SVC and epsilon-SVR share, as
+ * km_svm.c and km_svm_prob.c call it. Not installed; core only.
+ *
+ * The solver minimises 1/2 a'Qa + p'a subject to y'a = const and
+ * 0 <= a_t <= C_t, where Q_tu = y_t y_u k(x_t, x_u). Variable t stands
+ * for the point row[t] of a matrix of distinct points, so epsilon-SVR's
+ * 2l variables can share l points.
+ *
+ * Thread-safety: reentrant; one call works on its own buffers.
+ */
+#ifndef KM_SVM_INTERNAL_H
+#define KM_SVM_INTERNAL_H
+
+#include "km_internal.h"
+
+/* How the solver reaches Q. */
+typedef enum smo_storage {
+    SMO_AUTO,   /* what measures fastest: the cache (see km_smo.c) */
+    SMO_DENSE,  /* the whole Q, computed once (km_gram_sym) or gathered
+                   from K; needs n^2 doubles whatever the budget */
+    SMO_CACHED  /* an LRU cache of columns within the budget, computed
+                   or gathered from K */
+} smo_storage;
+
+/* A problem; the solver borrows everything but alpha, which it updates. */
+typedef struct smo_problem {
+    size_t n;                 /* variables */
+    size_t d;                 /* features */
+    const double *X;          /* n_points x d distinct points */
+    size_t n_points;
+    const size_t *row;        /* variable t is point row[t]; NULL: row t */
+    const double *K;          /* optional: Gram of the points (n_points^2,
+                                 full), shared by several solves; columns
+                                 are then gathered, not computed */
+    const signed char *y;     /* +1 or -1 */
+    const double *p;          /* linear term */
+    const double *C;          /* upper bounds, > 0 */
+    double *alpha;            /* in: feasible start; out: the solution */
+} smo_problem;
+
+typedef struct smo_options {
+    double tol;               /* stop when the maximal violation < tol */
+    int shrinking;
+    long max_iter;            /* <= 0: LIBSVM's max(10^7, 100 n) */
+    size_t cache_bytes;       /* budget for Q (dense or cached columns) */
+    smo_storage storage;
+    const km_fit_control *ctl;
+    double progress_lo, progress_hi; /* range this solve reports in */
+} smo_options;
+
+typedef struct smo_result {
+    double rho;               /* decision = sum coef k(x_t, x) - rho */
+    double objective;
+    long iterations;
+    int capped;               /* stopped by the iteration cap */
+    int dense;                /* used the dense Q */
+} smo_result;
+
+/* Solves pb; fills res. KM_ECANCELLED when the progress callback asks,
+ * KM_ENOMEM when buffers cannot be allocated. Borrows k and pb. */
+km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
+                       const smo_options *o, smo_result *res,
+                       km_error *err) KM_MUST_CHECK;
+
+/* ------------------------------------------------ probability (Platt) */
+
+/* A small local PRNG (splitmix64): fits are repeatable, no global rand. */
+typedef struct km_rng {
+    uint64_t s;
+} km_rng;
+uint64_t km_rng_next(km_rng *r);
+/* Uniform integer in [0, n), n > 0. */
+size_t km_rng_below(km_rng *r, size_t n);
+
+/* Fits P(y=1|f) = 1 / (1 + exp(A f + B)) to decision values dec[0..n)
+ * with labels y (+1/-1): Platt's method with Lin, Lin and Weng's Newton
+ * iteration and targets. */
+void km_sigmoid_train(size_t n, const double *dec, const signed char *y,
+                      double *A, double *B);
+double km_sigmoid_predict(double dec, double A, double B);
+/* Class probabilities p[k] from pairwise r[i*k + j] = P(i | i or j) by
+ * Wu, Lin and Weng's second method. work: k*k + k doubles. */
+void km_pairwise_coupling(size_t k, const double *r, double *p,
+                          double *work);
+
+#endif /* KM_SVM_INTERNAL_H */
