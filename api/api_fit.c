@@ -77,6 +77,175 @@ static int parse_krr(const cJSON *params, api_fit_request *req, api_error *e)
     return 0;
 }
 
+/* Most classes an svc fit may have (k(k-1)/2 pairs are trained). */
+#define MAX_CLASSES 256
+/* Longest class label. */
+#define MAX_LABEL 256
+
+typedef struct label_ref {
+    const cJSON *item;
+    size_t row;
+} label_ref;
+
+static int cmp_number_labels(const void *a, const void *b)
+{
+    double x = ((const label_ref *)a)->item->valuedouble;
+    double y = ((const label_ref *)b)->item->valuedouble;
+    return (x > y) - (x < y);
+}
+
+static int cmp_string_labels(const void *a, const void *b)
+{
+    return strcmp(((const label_ref *)a)->item->valuestring,
+                  ((const label_ref *)b)->item->valuestring);
+}
+
+static int same_label(const cJSON *a, const cJSON *b, int numeric)
+{
+    return numeric ? a->valuedouble == b->valuedouble
+                   : !strcmp(a->valuestring, b->valuestring);
+}
+
+/*
+ * svc labels: all numbers or all strings; sorted (numbers ascending,
+ * strings by byte order) into req->labels, with each row's index in
+ * req->classes.
+ */
+static int parse_labels(const cJSON *y, api_fit_request *req, api_error *e)
+{
+    if (!y)
+        return api_invalid(e, "y is required: an array of class labels, all "
+                           "numbers or all strings");
+    if (!cJSON_IsArray(y))
+        return api_invalid(e, "y must be an array of labels, not %s",
+                           api_type_name(y));
+    size_t n = (size_t)cJSON_GetArraySize(y);
+    if (n != req->n)
+        return api_invalid(e, "y has %zu entries; X has %zu rows", n, req->n);
+    int numeric = cJSON_IsNumber(y->child);
+    size_t i = 0;
+    for (const cJSON *v = y->child; v; v = v->next, i++) {
+        if (!cJSON_IsNumber(v) && !cJSON_IsString(v))
+            return api_invalid(e, "y[%zu] must be a number or a string, not %s",
+                               i, api_type_name(v));
+        if (cJSON_IsNumber(v) != numeric)
+            return api_invalid(e, "y[%zu] is %s but y[0] is %s: labels must "
+                               "be all numbers or all strings", i,
+                               api_type_name(v), api_type_name(y->child));
+        if (numeric && !isfinite(v->valuedouble))
+            return api_invalid(e, "y[%zu] is not a finite number", i);
+        if (!numeric && strlen(v->valuestring) > MAX_LABEL)
+            return api_invalid(e, "y[%zu] is longer than %d bytes", i,
+                               MAX_LABEL);
+    }
+    label_ref *refs = malloc(n * sizeof *refs);
+    req->classes = malloc(n * sizeof *req->classes);
+    req->labels = calloc(MAX_CLASSES, sizeof *req->labels);
+    if (!refs || !req->classes || !req->labels) {
+        free(refs);
+        return api_fail(e, 413, "payload_too_large", "not enough memory for y");
+    }
+    i = 0;
+    for (const cJSON *v = y->child; v; v = v->next, i++)
+        refs[i] = (label_ref){v, i};
+    qsort(refs, n, sizeof *refs, numeric ? cmp_number_labels : cmp_string_labels);
+    size_t k = 0;
+    for (i = 0; i < n; i++) {
+        if (i == 0 || !same_label(refs[i].item, refs[i - 1].item, numeric)) {
+            if (k == MAX_CLASSES) {
+                free(refs);
+                return api_invalid(e, "y has more than %d distinct classes",
+                                   MAX_CLASSES);
+            }
+            char buf[32];
+            if (numeric)
+                snprintf(buf, sizeof buf, "%.17g", refs[i].item->valuedouble);
+            req->labels[k] = strdup(numeric ? buf : refs[i].item->valuestring);
+            if (!req->labels[k]) {
+                free(refs);
+                return api_fail(e, 500, "internal", "out of memory for labels");
+            }
+            req->n_labels = ++k;
+        }
+        req->classes[refs[i].row] = (int)(k - 1);
+    }
+    free(refs);
+    req->labels_numeric = numeric;
+    return 0;
+}
+
+/* class_weight: {"label": weight, ...} over the labels of y. */
+static int parse_class_weight(const cJSON *cw, api_fit_request *req,
+                              api_error *e)
+{
+    if (!cw)
+        return 0;
+    if (!cJSON_IsObject(cw))
+        return api_invalid(e, "params.class_weight must be an object of label "
+                           "to weight, not %s", api_type_name(cw));
+    req->class_weight = malloc(req->n_labels * sizeof *req->class_weight);
+    if (!req->class_weight)
+        return api_fail(e, 500, "internal", "out of memory");
+    for (size_t c = 0; c < req->n_labels; c++)
+        req->class_weight[c] = 1.0;
+    for (const cJSON *w = cw->child; w; w = w->next) {
+        size_t c = 0;
+        for (; c < req->n_labels; c++) {
+            if (req->labels_numeric) {
+                char *end;
+                double v = strtod(w->string, &end);
+                if (*w->string && !*end && v == strtod(req->labels[c], NULL))
+                    break;
+            } else if (!strcmp(w->string, req->labels[c])) {
+                break;
+            }
+        }
+        if (c == req->n_labels)
+            return api_invalid(e, "params.class_weight has label \"%.64s\", "
+                               "which is not in y", w->string);
+        if (!cJSON_IsNumber(w) || !isfinite(w->valuedouble) ||
+            !(w->valuedouble > 0))
+            return api_invalid(e, "params.class_weight[\"%.64s\"] must be a "
+                               "finite number > 0", w->string);
+        req->class_weight[c] = w->valuedouble;
+    }
+    req->svm.class_weight = req->class_weight;
+    return 0;
+}
+
+static int parse_svm(const cJSON *params, const cJSON *y, api_fit_request *req,
+                     api_error *e)
+{
+    static const char *const svc_keys[] = {"C", "tol", "cache_mb", "shrinking",
+                                           "class_weight", "probability", NULL};
+    static const char *const svr_keys[] = {"C", "epsilon", "tol", "cache_mb",
+                                           "shrinking", NULL};
+    int svc = req->algo == KM_ALGO_SVC;
+    km_error kerr;
+    req->svm = km_svm_params_default();
+    if (api_check_keys(params, "params", svc ? svc_keys : svr_keys, e) ||
+        api_opt_number(params, "params", "C", &req->svm.C, e) ||
+        api_opt_number(params, "params", "tol", &req->svm.tol, e) ||
+        api_opt_number(params, "params", "cache_mb", &req->svm.cache_mb, e) ||
+        api_opt_bool(params, "params", "shrinking", &req->svm.shrinking, e) ||
+        api_opt_number(params, "params", "epsilon", &req->svm.epsilon, e) ||
+        api_opt_bool(params, "params", "probability", &req->svm.probability, e))
+        return -1;
+    if (svc) {
+        if (parse_labels(y, req, e) ||
+            parse_class_weight(params ? cJSON_GetObjectItemCaseSensitive(
+                                            params, "class_weight") : NULL,
+                               req, e))
+            return -1;
+    } else if (parse_targets(y, req, 0, e)) {
+        return -1;
+    }
+    if (km_svm_check(&req->svm, req->algo, svc ? req->n_labels : 0, &kerr) !=
+        KM_OK)
+        return api_fail_km(e, &kerr);
+    return 0;
+}
+
 int api_fit_parse(const cJSON *root, api_fit_request *req, api_error *e)
 {
     static const char *const keys[] = {"algorithm", "kernel", "params", "X",
@@ -110,6 +279,9 @@ int api_fit_parse(const cJSON *root, api_fit_request *req, api_error *e)
     switch (req->algo) {
     case KM_ALGO_KRR:
         return parse_krr(params, req, e) || parse_targets(y, req, 1, e) ? -1 : 0;
+    case KM_ALGO_SVC:
+    case KM_ALGO_SVR:
+        return parse_svm(params, y, req, e);
     default:
         return api_fail(e, 400, "invalid_argument",
                         "algorithm \"%s\" is not available in this build",
@@ -122,6 +294,10 @@ size_t api_fit_bytes(const api_fit_request *req)
     switch (req->algo) {
     case KM_ALGO_KRR:
         return km_krr_fit_bytes(req->n, req->d, req->m);
+    case KM_ALGO_SVC:
+        return km_svc_fit_bytes(req->n, req->d, req->n_labels, &req->svm);
+    case KM_ALGO_SVR:
+        return km_svm_fit_bytes(req->n, req->d, &req->svm);
     default:
         return 0;
     }
@@ -136,6 +312,21 @@ int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
     case KM_ALGO_KRR:
         st = km_krr_fit(&req->kernel, &req->krr, req->X, req->n, req->d,
                         req->Y, req->m, ctl, out, &kerr);
+        break;
+    case KM_ALGO_SVC:
+        st = km_svc_fit(&req->kernel, &req->svm, req->X, req->n, req->d,
+                        req->classes, req->n_labels, ctl, out, &kerr);
+        if (st == KM_OK &&
+            (st = km_model_set_labels(*out, (const char *const *)req->labels,
+                                      req->n_labels, req->labels_numeric,
+                                      &kerr)) != KM_OK) {
+            km_model_free(*out);
+            *out = NULL;
+        }
+        break;
+    case KM_ALGO_SVR:
+        st = km_svr_fit(&req->kernel, &req->svm, req->X, req->n, req->d,
+                        req->Y, ctl, out, &kerr);
         break;
     default:
         kerr.status = st = KM_EINVAL;

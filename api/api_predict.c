@@ -65,6 +65,53 @@ static int answer(const km_model *m, const char *key, cJSON *values,
     return 0;
 }
 
+/* svc: labels (in the type they were fitted with), decision values
+ * (binary: one per row, positive meaning the second sorted label, as
+ * scikit-learn; else k(k-1)/2 per row in LIBSVM's pair order) or
+ * probabilities (k per row in sorted-label order). */
+static km_status svc_answer(const km_model *m, const double *X, size_t n,
+                            const cJSON *output, cJSON **values,
+                            km_error *kerr)
+{
+    const char *what = output ? output->valuestring : "label";
+    size_t k = km_svc_n_classes(m), pairs = k * (k - 1) / 2;
+    size_t width = !strcmp(what, "probability") ? k
+                   : !strcmp(what, "label") ? 1 : pairs;
+    double *v = NULL;
+    int *idx = NULL;
+    km_status st;
+    if (!strcmp(what, "label")) {
+        idx = malloc(n * sizeof *idx);
+        st = idx ? km_svc_predict(m, X, n, idx, kerr) : KM_ENOMEM;
+        if (st == KM_OK) {
+            *values = cJSON_CreateArray();
+            for (size_t i = 0; *values && i < n; i++)
+                cJSON_AddItemToArray(*values, api_model_label_json(m, (size_t)idx[i]));
+        }
+        free(idx);
+    } else {
+        v = malloc(n * width * sizeof *v);
+        if (!v)
+            st = KM_ENOMEM;
+        else if (!strcmp(what, "probability"))
+            st = km_svc_probability(m, X, n, v, kerr);
+        else
+            st = km_svc_decision(m, X, n, v, kerr);
+        if (st == KM_OK && width == 1 && strcmp(what, "probability"))
+            for (size_t i = 0; i < n; i++)
+                v[i] = -v[i]; /* scikit-learn's binary sign */
+        if (st == KM_OK)
+            *values = matrix_json(v, n, width, width == 1);
+        free(v);
+    }
+    if (st == KM_ENOMEM && kerr->status != KM_ENOMEM) {
+        kerr->status = KM_ENOMEM;
+        snprintf(kerr->message, sizeof kerr->message,
+                 "not enough memory for %zu predictions", n);
+    }
+    return st;
+}
+
 int api_predict(const km_model *m, const cJSON *root, cJSON **out,
                 size_t *rows, api_error *e)
 {
@@ -86,6 +133,17 @@ int api_predict(const km_model *m, const cJSON *root, cJSON **out,
                            "is %s", km_algorithm_name(algo));
     if (read_input(m, root, keys, &X, &n, e))
         return -1;
+    if (output && (!cJSON_IsString(output) ||
+                   (strcmp(output->valuestring, "label") &&
+                    strcmp(output->valuestring, "decision_function") &&
+                    strcmp(output->valuestring, "probability"))))
+        return api_invalid(e, "output must be one of label, decision_function, "
+                           "probability");
+    if (output && !strcmp(output->valuestring, "probability") &&
+        !km_svc_has_probability(m))
+        return api_fail(e, 409, "conflict", "model \"%s\" was fitted without "
+                        "params.probability: true; probability is not "
+                        "available", km_model_name(m));
     size_t k = km_model_n_outputs(m);
     Y = malloc(n * (k ? k : 1) * sizeof *Y);
     if (!Y) {
@@ -98,6 +156,14 @@ int api_predict(const km_model *m, const cJSON *root, cJSON **out,
         st = km_krr_predict(m, X, n, Y, &kerr);
         if (st == KM_OK)
             values = matrix_json(Y, n, k, k == 1);
+        break;
+    case KM_ALGO_SVR:
+        st = km_svr_predict(m, X, n, Y, &kerr);
+        if (st == KM_OK)
+            values = matrix_json(Y, n, 1, 1);
+        break;
+    case KM_ALGO_SVC:
+        st = svc_answer(m, X, n, output, &values, &kerr);
         break;
     default:
         kerr.status = st = KM_ECONFLICT;

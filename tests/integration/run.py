@@ -138,7 +138,9 @@ class Daemon:
         self.tls = tls
         self.proc = None
         self.port = None
-        self.log = open(os.path.join(os.path.dirname(models), "daemon.log"), "ab")
+        self.log_path = os.path.join(os.path.dirname(models), "daemon.log")
+        self.log = open(self.log_path, "ab")
+        self.log_seen = 0
 
     def start(self):
         self.port = free_port()
@@ -172,7 +174,22 @@ class Daemon:
             self.proc.kill()
             rc = self.proc.wait()
         self.proc = None
+        self.check_log()
         return rc
+
+    def check_log(self):
+        """A sanitizer report in the daemon's output fails the run."""
+        self.log.flush()
+        with open(self.log_path, "rb") as f:
+            f.seek(self.log_seen)
+            text = f.read().decode("utf-8", "replace")
+            self.log_seen = f.tell()
+        for mark in ("ThreadSanitizer", "AddressSanitizer", "LeakSanitizer",
+                     "runtime error:"):
+            if mark in text:
+                at = text.index(mark)
+                check(False, f"sanitizer report ({mark})", text[max(0, at - 200):at + 3000])
+                break
 
 
 # ---------------------------------------------------------------- data
@@ -341,6 +358,104 @@ def scenario_sklearn_parity(d):
     got = [v for row in (r.json() or {}).get("predictions", []) for v in row]
     check(len(got) == len(pred) and max_rel(got, pred) <= 1e-8,
           "parity: two-output predictions within 1e-8", r)
+
+
+def scenario_svm(d):
+    """svc and svr over HTTP against LIBSVM's svm-train/svm-predict
+    (fixtures from tests/fixtures/gen_svm_refs.py: breast cancer scaled to
+    [-1, 1], 400 rows fitted, 169 predicted, C 1, gamma 0.1, tol 1e-3)."""
+    X, y = load_csv("breast_cancer.csv")
+    X = scale_minmax(X, 400)
+    labels = [int(float(v)) for v in y]
+    r = d.req("POST", "/v1/models/bc-svc/fit", {
+        "algorithm": "svc", "kernel": {"type": "rbf", "gamma": 0.1},
+        "params": {"C": 1.0, "tol": 1e-3}, "X": X[:400], "y": labels[:400]})
+    meta = (r.json() or {}).get("model", {})
+    nsv_ref = [int(v) for v in read_fixture("svm_bc_nsv.txt")]
+    nsv = meta.get("training", {}).get("n_support", [])
+    check(r.status == 201 and meta.get("classes") == [0, 1] and len(nsv) == 2 and
+          all(abs(a - b) <= 0.02 * b + 1 for a, b in zip(nsv, nsv_ref)),
+          "svc: fit, classes, n_support within 2% of LIBSVM", (nsv, nsv_ref, r))
+    r = d.req("POST", "/v1/models/bc-svc/predict", {"X": X[400:]})
+    pred = (r.json() or {}).get("predictions", [])
+    ref = [int(v) for v in read_fixture("svm_bc_pred.txt")]
+    agree = sum(a == b for a, b in zip(pred, ref)) / len(ref)
+    check(len(pred) == len(ref) and agree >= 0.995 and all(isinstance(p, int) for p in pred),
+          "svc: labels agree with LIBSVM on >= 99.5% of rows, as numbers", agree)
+    r = d.req("POST", "/v1/models/bc-svc/predict", {"X": X[400:], "output": "decision_function"})
+    dec = (r.json() or {}).get("predictions", [])
+    # LIBSVM's sign favours the first label; scikit-learn's (ours) the second.
+    ref = [-v for v in read_fixture("svm_bc_dec.txt")]
+    check(len(dec) == len(ref) and max(abs(a - b) for a, b in zip(dec, ref)) <= 1e-3,
+          "svc: binary decision values within 1e-3 of LIBSVM (scikit-learn sign)",
+          max(abs(a - b) for a, b in zip(dec, ref)) if dec else r)
+    r = d.req("POST", "/v1/models/bc-svc/predict", {"X": X[400:402], "output": "probability"})
+    check(r.status == 409 and r.json()["error"]["code"] == "conflict",
+          "svc: probability without probability: true is 409", r)
+    r = d.req("POST", "/v1/models/bc-svc/predict", {"X": X[400:402], "output": "votes"})
+    check(r.status == 400, "svc: unknown output is 400", r)
+
+    # String labels, several classes, probabilities.
+    Xs, ys = load_csv("satellite.csv", 600)
+    Xs = scale_minmax(Xs, 600)
+    r = d.req("POST", "/v1/models/sat/fit", {
+        "algorithm": "svc", "kernel": {"type": "rbf", "gamma": 0.5},
+        "params": {"C": 10, "probability": True, "class_weight": {ys[0]: 2.0}},
+        "X": Xs[:500], "y": ys[:500]})
+    classes = (r.json() or {}).get("model", {}).get("classes", [])
+    check(r.status == 201 and classes == sorted(set(ys[:500])),
+          "svc: string labels kept sorted by byte order", r)
+    k = len(classes)
+    out = d.req("POST", "/v1/models/sat/predict", {"X": Xs[500:]}).json()["predictions"]
+    check(all(isinstance(v, str) and v in classes for v in out),
+          "svc: string labels answered as strings", out[:5])
+    acc = sum(a == b for a, b in zip(out, ys[500:])) / len(out)
+    check(acc > 0.8, "svc: satellite subset accuracy is sensible", acc)
+    dec = d.req("POST", "/v1/models/sat/predict",
+                {"X": Xs[500:505], "output": "decision_function"}).json()["predictions"]
+    check(len(dec) == 5 and all(len(row) == k * (k - 1) // 2 for row in dec),
+          "svc: multi-class decision rows of k(k-1)/2 values", dec[:1])
+    prob = d.req("POST", "/v1/models/sat/predict",
+                 {"X": Xs[500:505], "output": "probability"}).json()["predictions"]
+    check(len(prob) == 5 and all(len(row) == k and abs(sum(row) - 1) < 1e-9 for row in prob),
+          "svc: probability rows of k that sum to 1", prob[:1])
+    prob2 = d.req("POST", "/v1/models/sat/predict",
+                  {"X": Xs[500:505], "output": "probability"}).json()["predictions"]
+    check(prob == prob2, "svc: probabilities repeatable")
+
+    bad = [
+        ({"y": [0, "a", 0, 1]}, 400, "labels must be all numbers or all strings"),
+        ({"y": [1, 1, 1, 1]}, 422, "svc needs at least 2"),
+        ({"y": [0, 1, 0, 1], "params": {"class_weight": {"7": 1}}}, 400, "not in y"),
+        ({"y": [0, 1, 0, 1], "params": {"C": 0}}, 400, "params.C"),
+        ({"y": [0, 1, 0, 1], "params": {"epsilon": 0.1}}, 400, "params.epsilon is not a known field"),
+        ({"y": [0, 1, 0, 1], "params": {"shrinking": 1}}, 400, "params.shrinking must be true or false"),
+        ({"y": [0, None, 0, 1]}, 400, "y[1] must be a number or a string"),
+    ]
+    for extra, status, text in bad:
+        body = {"algorithm": "svc", "kernel": {"type": "rbf"},
+                "X": [[0, 0], [1, 1], [0, 1], [1, 0]]}
+        body.update(extra)
+        r = d.req("POST", "/v1/models/svc-bad/fit", body)
+        msg = (r.json() or {}).get("error", {}).get("message", "")
+        check(r.status == status and text in msg, f"svc error: {text}", r)
+
+    # epsilon-SVR: feature 0 of breast cancer from features 1..29.
+    r = d.req("POST", "/v1/models/bc-svr/fit", {
+        "algorithm": "svr", "kernel": {"type": "rbf", "gamma": 0.1},
+        "params": {"C": 1, "epsilon": 0.05}, "X": [row[1:] for row in X[:400]],
+        "y": [row[0] for row in X[:400]]})
+    check(r.status == 201, "svr: fit", r)
+    r = d.req("POST", "/v1/models/bc-svr/predict", {"X": [row[1:] for row in X[400:]]})
+    got = (r.json() or {}).get("predictions", [])
+    ref = read_fixture("svm_svr_pred.txt")
+    check(len(got) == len(ref) and max(abs(a - b) for a, b in zip(got, ref)) <= 1e-3,
+          "svr: predictions within 1e-3 of LIBSVM",
+          max(abs(a - b) for a, b in zip(got, ref)) if got else r)
+    r = d.req("POST", "/v1/models/bc-svr/fit", {
+        "algorithm": "svr", "kernel": {"type": "rbf"}, "params": {"probability": True},
+        "X": [[0], [1]], "y": [0, 1]})
+    check(r.status == 400, "svr: probability is not an svr parameter", r)
 
 
 def scenario_crud(d, models):
@@ -730,6 +845,7 @@ def main():
             check(r.status == 201, "set-up: fit base", r)
             run_cases(d)
             scenario_sklearn_parity(d)
+            scenario_svm(d)
             scenario_crud(d, models)
             scenario_limits(d)
             scenario_async(d)
