@@ -22,7 +22,7 @@ PYTHON := /usr/bin/python3
 
 ifeq ($(SANITIZE),thread)
   B := build-tsan
-  SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+  SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer -DKM_NO_CLONES
 else ifneq ($(SANITIZE),)
   B := build-san
   SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \

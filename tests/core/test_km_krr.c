@@ -247,6 +247,55 @@ START_TEST(cancelled)
 }
 END_TEST
 
+typedef struct progress_log {
+    double last;
+    int calls, decreasing;
+    double stop_at; /* cancel once progress reaches it */
+} progress_log;
+
+static int record(void *ctx, double f)
+{
+    progress_log *p = ctx;
+    p->decreasing |= f < p->last;
+    p->last = f;
+    p->calls++;
+    return f >= p->stop_at;
+}
+
+/* n = 2000 spans three Cholesky blocks: progress moves through them and
+ * a cancel between two blocks stops the fit. */
+START_TEST(progress_through_cholesky)
+{
+    const size_t n = 2000, d = 3;
+    double *X = malloc(n * d * sizeof *X), *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n * d; i++)
+        X[i] = sin(0.37 * (double)i);
+    for (size_t i = 0; i < n; i++)
+        y[i] = cos(0.11 * (double)i);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_krr_params p = {1.0};
+    progress_log log = {0, 0, 0, 2.0};
+    km_fit_control ctl = {record, &log};
+    km_model *m = NULL;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, n, d, y, 1, &ctl, &m, NULL), KM_OK);
+    ck_assert_int_eq(log.decreasing, 0);
+    ck_assert_double_eq(log.last, 1.0);
+    ck_assert_int_ge(log.calls, 5); /* 0, 0.1, two between blocks, 1 */
+    km_model_free(m);
+
+    progress_log stop = {0, 0, 0, 0.5};
+    ctl.ctx = &stop;
+    m = NULL;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, n, d, y, 1, &ctl, &m, NULL),
+                     KM_ECANCELLED);
+    ck_assert_ptr_null(m);
+    ck_assert(stop.last >= 0.5 && stop.last < 0.9);
+    free(X);
+    free(y);
+}
+END_TEST
+
 static Suite *krr_suite(void)
 {
     Suite *s = suite_create("km_krr");
@@ -260,6 +309,7 @@ static Suite *krr_suite(void)
     tcase_add_test(tc, not_positive_definite);
     tcase_add_test(tc, invalid_inputs);
     tcase_add_test(tc, cancelled);
+    tcase_add_test(tc, progress_through_cholesky);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

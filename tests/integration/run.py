@@ -27,6 +27,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DATA = os.environ.get("KM_DATA", os.path.join(ROOT, "..", "shared", "data"))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+# Rows of the fits that must still be running when the test acts on them
+# (cancel, kill -9, queue full). Smaller under ThreadSanitizer, which is
+# slow: .ci/run sets KM_IT_BIG.
+BIG = int(os.environ.get("KM_IT_BIG", "8000"))
 
 passed = 0
 failed = 0
@@ -533,7 +537,7 @@ def scenario_async(d):
 def scenario_cancel_and_busy(d):
     """A long fit is cancelled; the old version stays. While it runs,
     predicts keep answering."""
-    X, y = synthetic(8000, 5, 2)
+    X, y = synthetic(BIG, 5, 2)
     d.req("POST", "/v1/models/cancelme/fit", fit_body(X[:50], y[:50]))
     r = d.req("POST", "/v1/models/cancelme/fit", fit_body(X, y, **{"async": True}))
     jid = r.json()["job"]["id"]
@@ -630,7 +634,7 @@ def scenario_restart(binary, tmp):
     check(meta2 == meta, "restart: same metadata (version, created_at)", (meta, meta2))
 
     # kill -9 while a fit that replaces the model runs.
-    Xb, yb = synthetic(8000, 5, 4)
+    Xb, yb = synthetic(BIG, 5, 4)
     r = d.req("POST", "/v1/models/keep/fit", fit_body(Xb, yb, **{"async": True}))
     job = wait_job(d, r.json()["job"]["id"], ("running", "succeeded"))
     was_running = job["status"] == "running"
@@ -807,7 +811,7 @@ def scenario_admission(binary, tmp):
     check(d.req("GET", "/v1/models/big").status == 404, "nothing created by a refused fit")
     d.stop()
     d = Daemon(binary, models, "--workers", "1", "--queue", "1").start()
-    Xb, yb = synthetic(6000, 5, 6)
+    Xb, yb = synthetic(BIG * 3 // 4, 5, 6)
     body = fit_body(Xb, yb, **{"async": True})
     a = d.req("POST", "/v1/models/q/fit", body)
     wait_job(d, a.json()["job"]["id"], ("running",))
