@@ -83,9 +83,13 @@ void srv_http_job_done(srv_job *job, void *arg)
     (void)job;
     pthread_mutex_lock(&rq->lock);
     rq->job_done = 1;
-    if (rq->suspended)
-        MHD_resume_connection(rq->conn);
+    struct MHD_Connection *conn = rq->suspended ? rq->conn : NULL;
     pthread_mutex_unlock(&rq->lock);
+    /* Resume only after unlocking, and touch rq no more: once resumed, an
+     * MHD thread may answer and free the request at any moment. Until
+     * then the suspended connection keeps rq alive. */
+    if (conn)
+        MHD_resume_connection(conn);
 }
 
 void srv_park(srv_request *rq, srv_reply *rp, srv_job *job)
