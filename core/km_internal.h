@@ -23,6 +23,11 @@
 km_status km_error_set(km_error *err, km_status st, const char *fmt, ...)
     KM_PRINTF(3, 4);
 
+/* row[j] = exp(-gamma * max(0, xn + zn[j] - 2 row[j])): inner products to
+ * rbf kernel values in one vectorised pass (km_vmath.c). */
+void km_vmap_rbf(double *row, size_t len, double xn, const double *zn,
+                 double gamma);
+
 /* Monotonic seconds, for training figures. */
 double km_now(void);
 

@@ -256,13 +256,9 @@ static void map_row(const km_kernel *k, double *row, size_t len, double xn,
             row[j] = tanh(g * row[j] + c);
         break;
     case KM_KERNEL_RBF:
-        for (size_t j = 0; j < len; j++) {
-            double d2 = xn + zn[j] - 2.0 * row[j];
-            row[j] = -g * (d2 > 0 ? d2 : 0.0);
-        }
+        km_vmap_rbf(row, len, xn, zn, g);
         if (diag >= 0 && (size_t)diag < len)
-            row[diag] = 0.0;
-        km_vexp(row, len);
+            row[diag] = 1.0; /* distance exactly 0, as scikit-learn */
         break;
     default: /* linear: the inner products are the values */
         break;
