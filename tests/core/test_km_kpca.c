@@ -1,0 +1,762 @@
+/*
+ * test_km_kpca.c - kernel PCA against scikit-learn's KernelPCA with
+ * eigen_solver="dense" (reference values in tests/fixtures/kpca_*.txt,
+ * from gen_kpca_refs.py). The sign conventions match (svd_flip), so
+ * values are compared as they are, not up to sign:
+ *   eigenvalues, training embedding, projections of new points and the
+ *   inverse map within 1e-8 relative (entries below 1e-3 of the largest
+ *   compared absolutely at that scale), for both eigen-solvers, on the
+ *   first 600 rows of digits.csv (next 200 projected) and a synthetic set.
+ * Also: orthonormal, centered components; both solvers agree; errors for
+ * too many components; the model file round trip; wrong-algorithm calls;
+ * cancellation and progress.
+ */
+#include "../check_main.h"
+#include "../testdata.h"
+#include "km.h"
+
+#define TOL 1e-8
+/* Floor of the relative comparison, as a share of the largest reference
+ * value of the array. */
+#define FLOOR_SHARE 1e-3
+
+static double max_abs(const double *v, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fabs(v[i]) > m ? fabs(v[i]) : m;
+    return m;
+}
+
+/* Relative error of a against reference b, floored as stated above. */
+static double rel_err(const double *a, const double *b, size_t n)
+{
+    return km_max_rel_err(a, b, n, FLOOR_SHARE * max_abs(b, n));
+}
+
+static const double *training(const km_model *m, const char *key)
+{
+    const km_info_entry *e = km_info_find(km_model_training(m), key);
+    ck_assert_msg(e != NULL, "training figure %s missing", key);
+    return e->values;
+}
+
+/* ------------------------------------------------------------ digits */
+
+typedef struct digits {
+    km_dataset ds;
+    double *eig, *emb, *proj, *inv;
+    size_t neig, nemb, nproj, ninv;
+} digits;
+
+static void digits_load(digits *t)
+{
+    ck_assert_msg(km_dataset_load("digits.csv", 800, &t->ds) == 0,
+                  "cannot read digits.csv (set KM_DATA)");
+    ck_assert_uint_eq(t->ds.n, 800);
+    km_dataset_scale(&t->ds, 600);
+    t->eig = km_read_fixture("kpca_digits_eigenvalues.txt", &t->neig);
+    t->emb = km_read_fixture("kpca_digits_embedding.txt", &t->nemb);
+    t->proj = km_read_fixture("kpca_digits_proj.txt", &t->nproj);
+    t->inv = km_read_fixture("kpca_digits_inverse.txt", &t->ninv);
+    ck_assert_uint_eq(t->neig, 8);
+    ck_assert_uint_eq(t->nemb, 600 * 8);
+    ck_assert_uint_eq(t->nproj, 200 * 8);
+    ck_assert_uint_eq(t->ninv, 50 * t->ds.d);
+}
+
+static void digits_free(digits *t)
+{
+    free(t->eig);
+    free(t->emb);
+    free(t->proj);
+    free(t->inv);
+    km_dataset_free(&t->ds);
+}
+
+static km_model *digits_fit(digits *t, km_kpca_solver solver)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.02;
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 8;
+    p.fit_inverse_transform = 1;
+    p.alpha = 0.1;
+    p.solver = solver;
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_kpca_fit(&k, &p, t->ds.X, 600, t->ds.d, NULL, &m, &err)
+                      == KM_OK, "%s", err.message);
+    if (solver != KM_KPCA_SOLVER_AUTO)
+        ck_assert_int_eq((int)training(m, "solver")[0], solver);
+    ck_assert_int_eq((int)training(m, "fallback")[0], 0);
+    return m;
+}
+
+/* Checks one fitted digits model against the references. */
+static void digits_check(digits *t, const km_model *m, const char *what)
+{
+    size_t d = t->ds.d;
+    double e = rel_err(km_kpca_eigenvalues(m), t->eig, 8);
+    ck_assert_msg(e <= TOL, "%s: eigenvalues off by %g", what, e);
+    e = rel_err(training(m, "eigenvalues"), t->eig, 8);
+    ck_assert_msg(e <= TOL, "%s: eigenvalue figure off by %g", what, e);
+
+    double *emb = malloc(600 * 8 * sizeof *emb);
+    ck_assert_int_eq(km_kpca_project(m, t->ds.X, 600, emb, NULL), KM_OK);
+    e = rel_err(emb, t->emb, 600 * 8);
+    ck_assert_msg(e <= TOL, "%s: training projections off by %g", what, e);
+
+    double *proj = malloc(200 * 8 * sizeof *proj);
+    ck_assert_int_eq(km_kpca_project(m, t->ds.X + 600 * d, 200, proj, NULL),
+                     KM_OK);
+    e = rel_err(proj, t->proj, 200 * 8);
+    ck_assert_msg(e <= TOL, "%s: projections off by %g", what, e);
+
+    /* The inverse of sklearn's own projections. */
+    double *inv = malloc(50 * d * sizeof *inv);
+    ck_assert_int_eq(km_kpca_has_inverse(m), 1);
+    ck_assert_int_eq(km_kpca_inverse(m, t->proj, 50, inv, NULL), KM_OK);
+    e = rel_err(inv, t->inv, 50 * d);
+    ck_assert_msg(e <= TOL, "%s: inverse map off by %g", what, e);
+    free(inv);
+    free(proj);
+    free(emb);
+}
+
+START_TEST(digits_dense)
+{
+    digits t;
+    digits_load(&t);
+    km_model *m = digits_fit(&t, KM_KPCA_SOLVER_DENSE);
+    digits_check(&t, m, "dense");
+    ck_assert_int_eq((int)training(m, "iterations")[0], 0);
+    km_model_free(m);
+    digits_free(&t);
+}
+END_TEST
+
+START_TEST(digits_iterative)
+{
+    digits t;
+    digits_load(&t);
+    km_model *m = digits_fit(&t, KM_KPCA_SOLVER_ITERATIVE);
+    digits_check(&t, m, "iterative");
+    ck_assert_int_gt((int)training(m, "iterations")[0], 0);
+    km_model_free(m);
+    digits_free(&t);
+}
+END_TEST
+
+/* The two solvers give the same model, to well below the references'
+ * tolerance, and their components are orthonormal and centered. */
+START_TEST(solvers_agree)
+{
+    digits t;
+    digits_load(&t);
+    km_model *a = digits_fit(&t, KM_KPCA_SOLVER_DENSE);
+    km_model *b = digits_fit(&t, KM_KPCA_SOLVER_ITERATIVE);
+    double *pa = malloc(800 * 8 * sizeof *pa), *pb = malloc(800 * 8 * sizeof *pb);
+    ck_assert_int_eq(km_kpca_project(a, t.ds.X, 800, pa, NULL), KM_OK);
+    ck_assert_int_eq(km_kpca_project(b, t.ds.X, 800, pb, NULL), KM_OK);
+    double e = rel_err(pb, pa, 800 * 8);
+    ck_assert_msg(e <= 1e-9, "solvers' projections differ by %g", e);
+    e = rel_err(km_kpca_eigenvalues(b), km_kpca_eigenvalues(a), 8);
+    ck_assert_msg(e <= 1e-12, "solvers' eigenvalues differ by %g", e);
+
+    /* Training projections are sqrt(lambda_j) u_j: u_j must be
+     * orthonormal, orthogonal to 1 (centering), and have its entry of
+     * largest magnitude positive. */
+    const km_model *ms[2] = {a, b};
+    double *p[2] = {pa, pb};
+    for (int s = 0; s < 2; s++) {
+        const double *lam = km_kpca_eigenvalues(ms[s]);
+        double worst = 0;
+        for (size_t i = 0; i < 8; i++) {
+            double sum = 0, big = 0;
+            for (size_t r = 0; r < 600; r++) {
+                double v = p[s][r * 8 + i];
+                sum += v / sqrt(lam[i]);
+                if (fabs(v) > fabs(big))
+                    big = v;
+            }
+            ck_assert_msg(fabs(sum) < 1e-9, "component %zu not centered: %g",
+                          i, sum);
+            ck_assert_msg(big > 0, "component %zu has a negative peak", i);
+            for (size_t j = 0; j <= i; j++) {
+                double dot = 0;
+                for (size_t r = 0; r < 600; r++)
+                    dot += p[s][r * 8 + i] * p[s][r * 8 + j];
+                dot /= sqrt(lam[i] * lam[j]);
+                double want = i == j ? 1.0 : 0.0;
+                worst = fabs(dot - want) > worst ? fabs(dot - want) : worst;
+            }
+        }
+        ck_assert_msg(worst < 1e-10, "solver %d: components not orthonormal "
+                      "(%g)", s, worst);
+    }
+    free(pa);
+    free(pb);
+    km_model_free(a);
+    km_model_free(b);
+    digits_free(&t);
+}
+END_TEST
+
+/* ------------------------------------------------------------ synthetic */
+
+typedef struct syn {
+    double *X, *T;
+    size_t nx, nt;
+} syn;
+
+static void syn_load(syn *s)
+{
+    s->X = km_read_fixture("kpca_syn_X.txt", &s->nx);
+    s->T = km_read_fixture("kpca_syn_T.txt", &s->nt);
+    ck_assert_uint_eq(s->nx, 300 * 5);
+    ck_assert_uint_eq(s->nt, 50 * 5);
+}
+
+static void syn_free(syn *s)
+{
+    free(s->X);
+    free(s->T);
+}
+
+/* Fits on the synthetic set and compares with the fixtures of tag. */
+static km_model *syn_case(const syn *s, const char *tag, km_kernel *k,
+                          const km_kpca_params *p)
+{
+    char file[128];
+    size_t nc = p->n_components, ne, nm, np;
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_kpca_fit(k, p, s->X, 300, 5, NULL, &m, &err) == KM_OK,
+                  "%s: %s", tag, err.message);
+    snprintf(file, sizeof file, "kpca_%s_eigenvalues.txt", tag);
+    double *eig = km_read_fixture(file, &ne);
+    snprintf(file, sizeof file, "kpca_%s_embedding.txt", tag);
+    double *emb = km_read_fixture(file, &nm);
+    snprintf(file, sizeof file, "kpca_%s_proj.txt", tag);
+    double *proj = km_read_fixture(file, &np);
+    ck_assert_uint_eq(ne, nc);
+    ck_assert_uint_eq(nm, 300 * nc);
+    ck_assert_uint_eq(np, 50 * nc);
+
+    double e = rel_err(km_kpca_eigenvalues(m), eig, nc);
+    ck_assert_msg(e <= TOL, "%s: eigenvalues off by %g", tag, e);
+    double *out = malloc(300 * nc * sizeof *out);
+    ck_assert_int_eq(km_kpca_project(m, s->X, 300, out, NULL), KM_OK);
+    e = rel_err(out, emb, 300 * nc);
+    ck_assert_msg(e <= TOL, "%s: training projections off by %g", tag, e);
+    ck_assert_int_eq(km_kpca_project(m, s->T, 50, out, NULL), KM_OK);
+    e = rel_err(out, proj, 50 * nc);
+    ck_assert_msg(e <= TOL, "%s: projections off by %g", tag, e);
+
+    if (p->fit_inverse_transform) {
+        size_t ni;
+        snprintf(file, sizeof file, "kpca_%s_inverse.txt", tag);
+        double *inv = km_read_fixture(file, &ni);
+        ck_assert_uint_eq(ni, 50 * 5);
+        double *back = malloc(50 * 5 * sizeof *back);
+        ck_assert_int_eq(km_kpca_inverse(m, proj, 50, back, NULL), KM_OK);
+        e = rel_err(back, inv, 50 * 5);
+        ck_assert_msg(e <= TOL, "%s: inverse map off by %g", tag, e);
+        free(back);
+        free(inv);
+    }
+    free(out);
+    free(eig);
+    free(emb);
+    free(proj);
+    return m;
+}
+
+/* Default gamma: 1/5 for the fit and 1/n_components for the inverse map,
+ * as scikit-learn's gamma=None. */
+START_TEST(synthetic_rbf_default_gamma)
+{
+    syn s;
+    syn_load(&s);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 5;
+    p.fit_inverse_transform = 1;
+    p.alpha = 0.5;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver <= KM_KPCA_SOLVER_ITERATIVE;
+         solver++) {
+        p.solver = (km_kpca_solver)solver;
+        km_model *m = syn_case(&s, "syn", &k, &p);
+        ck_assert_double_eq(km_model_kernel(m)->gamma, 0.2);
+
+        /* explained_variance_ratio = lambda_j / trace(Kc); for rbf the
+         * trace is n - sum(K) / n. */
+        double *K = malloc(300 * 300 * sizeof *K), sum = 0;
+        ck_assert_int_eq(km_gram_sym(km_model_kernel(m), s.X, 300, 5, K, 1,
+                                     NULL), KM_OK);
+        for (size_t i = 0; i < 300 * 300; i++)
+            sum += K[i];
+        double trace = 300 - sum / 300;
+        const double *ratio = training(m, "explained_variance_ratio");
+        const double *lam = km_kpca_eigenvalues(m);
+        for (size_t j = 0; j < 5; j++)
+            ck_assert_double_eq_tol(ratio[j], lam[j] / trace, 1e-12);
+        free(K);
+        km_model_free(m);
+    }
+    syn_free(&s);
+}
+END_TEST
+
+START_TEST(synthetic_poly)
+{
+    syn s;
+    syn_load(&s);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_POLYNOMIAL);
+    k.degree = 2;
+    k.gamma = 0.3;
+    k.coef0 = 1;
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 4;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver <= KM_KPCA_SOLVER_ITERATIVE;
+         solver++) {
+        p.solver = (km_kpca_solver)solver;
+        km_model *m = syn_case(&s, "poly", &k, &p);
+        ck_assert_int_eq(km_kpca_has_inverse(m), 0);
+        double P[4] = {1, 2, 3, 4}, out[5];
+        km_error err;
+        ck_assert_int_eq(km_kpca_inverse(m, P, 1, out, &err), KM_ECONFLICT);
+        ck_assert_ptr_nonnull(strstr(err.message, "fit_inverse_transform"));
+        km_model_free(m);
+    }
+    syn_free(&s);
+}
+END_TEST
+
+/* An indefinite kernel (sigmoid: Kc has negative eigenvalues too): the
+ * two solvers still agree on the top components. */
+START_TEST(sigmoid_solvers_agree)
+{
+    syn s;
+    syn_load(&s);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_SIGMOID);
+    k.gamma = 0.5;
+    k.coef0 = -1;
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 3;
+    km_model *m[2];
+    double out[2][50 * 3];
+    for (int i = 0; i < 2; i++) {
+        p.solver = i ? KM_KPCA_SOLVER_ITERATIVE : KM_KPCA_SOLVER_DENSE;
+        ck_assert_int_eq(km_kpca_fit(&k, &p, s.X, 300, 5, NULL, &m[i], NULL),
+                         KM_OK);
+        ck_assert_int_eq((int)training(m[i], "solver")[0], p.solver);
+        ck_assert_int_eq(km_kpca_project(m[i], s.T, 50, out[i], NULL), KM_OK);
+    }
+    double e = rel_err(km_kpca_eigenvalues(m[1]), km_kpca_eigenvalues(m[0]), 3);
+    ck_assert_msg(e <= 1e-12, "eigenvalues differ by %g", e);
+    e = rel_err(out[1], out[0], 50 * 3);
+    ck_assert_msg(e <= 1e-9, "projections differ by %g", e);
+    km_model_free(m[0]);
+    km_model_free(m[1]);
+    syn_free(&s);
+}
+END_TEST
+
+/* ------------------------------------------------------------ errors */
+
+START_TEST(too_many_components)
+{
+    syn s;
+    syn_load(&s);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_kpca_params p = km_kpca_params_default();
+    km_model *m = NULL;
+    km_error err;
+
+    p.n_components = 301;
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.n_components"));
+    ck_assert_int_eq(km_kpca_fit(&k, &p, s.X, 300, 5, NULL, &m, &err),
+                     KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.n_components"));
+    ck_assert_ptr_null(m);
+    p.n_components = 0;
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.n_components"));
+    p.n_components = 3;
+    p.alpha = 0;
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.alpha"));
+    p.alpha = 1;
+    p.solver = KM_KPCA_SOLVER_COUNT;
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.solver"));
+    p.solver = KM_KPCA_SOLVER_AUTO;
+
+    /* n components of a centered n x n matrix: at most n - 1 positive. */
+    p.n_components = 300;
+    ck_assert_int_eq(km_kpca_check(&p, 300, NULL), KM_OK);
+    ck_assert_int_eq(km_kpca_fit(&k, &p, s.X, 300, 5, NULL, &m, &err),
+                     KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "only 299 positive"));
+    ck_assert_ptr_null(m);
+
+    double bad[2 * 5];
+    memcpy(bad, s.X, sizeof bad);
+    bad[7] = NAN;
+    p.n_components = 1;
+    ck_assert_int_eq(km_kpca_fit(&k, &p, bad, 2, 5, NULL, &m, &err),
+                     KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "X[1][2]"));
+    syn_free(&s);
+}
+END_TEST
+
+/* A linear kernel on points in a plane has two positive eigenvalues; both
+ * solvers must say so (the iterative one exhausts its Krylov space). */
+START_TEST(not_enough_positive_eigenvalues)
+{
+    const size_t n = 400;
+    double *X = malloc(n * 3 * sizeof *X);
+    for (size_t i = 0; i < n; i++) {
+        double a = sin(0.37 * (double)i), b = cos(1.3 * (double)i);
+        X[3 * i] = a;
+        X[3 * i + 1] = b;
+        X[3 * i + 2] = a - 2 * b; /* in the plane of the first two */
+    }
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 3;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver <= KM_KPCA_SOLVER_ITERATIVE;
+         solver++) {
+        km_model *m = NULL;
+        km_error err;
+        p.solver = (km_kpca_solver)solver;
+        p.n_components = 3;
+        ck_assert_int_eq(km_kpca_fit(&k, &p, X, n, 3, NULL, &m, &err),
+                         KM_EPROBLEM);
+        ck_assert_ptr_null(m);
+        ck_assert_msg(strstr(err.message, "only 2 positive") != NULL, "%s",
+                      err.message);
+        /* Two are fine, and equal to the plain PCA of the points. */
+        p.n_components = 2;
+        ck_assert_int_eq(km_kpca_fit(&k, &p, X, n, 3, NULL, &m, &err), KM_OK);
+        ck_assert_int_eq((int)training(m, "solver")[0], solver);
+        const double *lam = km_kpca_eigenvalues(m);
+        ck_assert(lam[0] >= lam[1] && lam[1] > 0);
+        km_model_free(m);
+    }
+    free(X);
+}
+END_TEST
+
+/* The iterative solver cannot resolve 100 eigenvalues 1e-9 apart at the
+ * top of a spectrum that spreads over [0, 1] within its budget of
+ * products: it must give up and leave the fit to dense. A linear kernel
+ * on X = Q diag(sigma), with Q's 200 columns orthonormal and centered, has
+ * Kc = X X^T with eigenvalues sigma_j^2: 1 - 1e-9 j for j < 100, then
+ * spread evenly over (0, 0.5]. */
+START_TEST(iterative_falls_back_to_dense)
+{
+    const size_t n = 300, d = 200;
+    double *X = malloc(n * d * sizeof *X), *col = malloc(n * sizeof *col);
+    unsigned long long s = 12345;
+    for (size_t j = 0; j < d; j++) {
+        for (size_t i = 0; i < n; i++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            col[i] = (double)(s >> 11) / 9007199254740992.0 - 0.5;
+        }
+        /* Orthogonal to 1 and to the columns before (Gram-Schmidt twice),
+         * unit length, then scaled. */
+        for (int pass = 0; pass < 2; pass++) {
+            double mean = 0;
+            for (size_t i = 0; i < n; i++)
+                mean += col[i] / (double)n;
+            for (size_t i = 0; i < n; i++)
+                col[i] -= mean;
+            for (size_t q = 0; q < j; q++) {
+                double dot = 0, nq = 0;
+                for (size_t i = 0; i < n; i++) {
+                    dot += col[i] * X[i * d + q];
+                    nq += X[i * d + q] * X[i * d + q];
+                }
+                for (size_t i = 0; i < n; i++)
+                    col[i] -= dot / nq * X[i * d + q];
+            }
+        }
+        double norm = 0;
+        for (size_t i = 0; i < n; i++)
+            norm += col[i] * col[i];
+        double lam = j < 100 ? 1 - 1e-9 * (double)j
+                             : 0.5 * (double)(j - 99) / 100;
+        double sigma = sqrt(lam) / sqrt(norm);
+        for (size_t i = 0; i < n; i++)
+            X[i * d + j] = col[i] * sigma;
+    }
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 2;
+    p.solver = KM_KPCA_SOLVER_ITERATIVE;
+    km_model *it = NULL, *dense = NULL;
+    km_error err;
+    ck_assert_msg(km_kpca_fit(&k, &p, X, n, d, NULL, &it, &err) == KM_OK,
+                  "%s", err.message);
+    ck_assert_int_eq((int)training(it, "solver")[0], KM_KPCA_SOLVER_DENSE);
+    ck_assert_int_eq((int)training(it, "fallback")[0], 1);
+    ck_assert_int_ge((int)training(it, "iterations")[0], 50);
+    p.solver = KM_KPCA_SOLVER_DENSE;
+    ck_assert_int_eq(km_kpca_fit(&k, &p, X, n, d, NULL, &dense, NULL), KM_OK);
+    ck_assert_int_eq((int)training(dense, "fallback")[0], 0);
+    const double *a = km_kpca_eigenvalues(it), *b = km_kpca_eigenvalues(dense);
+    ck_assert_mem_eq(a, b, 2 * sizeof *a);
+    ck_assert_double_eq_tol(a[0], 1, 1e-13);
+    ck_assert_double_eq_tol(a[1], 1 - 1e-9, 1e-13);
+    km_model_free(it);
+    km_model_free(dense);
+    free(col);
+    free(X);
+}
+END_TEST
+
+/* ------------------------------------------------------------ model file */
+
+START_TEST(file_round_trip)
+{
+    digits t;
+    digits_load(&t);
+    km_model *m = digits_fit(&t, KM_KPCA_SOLVER_AUTO);
+    size_t d = t.ds.d;
+    unsigned char *buf;
+    size_t len;
+    ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
+    km_model *back = NULL;
+    km_error err;
+    ck_assert_msg(km_model_load_buffer(buf, len, &back, &err) == KM_OK, "%s",
+                  err.message);
+    ck_assert_int_eq(km_model_algorithm(back), KM_ALGO_KPCA);
+    ck_assert_uint_eq(km_model_n_outputs(back), 8);
+    ck_assert_uint_eq(km_model_bytes(back), km_model_bytes(m));
+    ck_assert_mem_eq(km_kpca_eigenvalues(back), km_kpca_eigenvalues(m),
+                     8 * sizeof(double));
+
+    double *a = malloc(200 * 8 * sizeof *a), *b = malloc(200 * 8 * sizeof *b);
+    ck_assert_int_eq(km_kpca_project(m, t.ds.X + 600 * d, 200, a, NULL), KM_OK);
+    ck_assert_int_eq(km_kpca_project(back, t.ds.X + 600 * d, 200, b, NULL),
+                     KM_OK);
+    ck_assert_mem_eq(a, b, 200 * 8 * sizeof *a);
+    double *ia = malloc(200 * d * sizeof *ia), *ib = malloc(200 * d * sizeof *ib);
+    ck_assert_int_eq(km_kpca_inverse(m, a, 200, ia, NULL), KM_OK);
+    ck_assert_int_eq(km_kpca_inverse(back, a, 200, ib, NULL), KM_OK);
+    ck_assert_mem_eq(ia, ib, 200 * d * sizeof *ia);
+
+    const km_info_entry *e = km_info_find(km_model_params(back), "n_components");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(e->kind, KM_INFO_INTEGER);
+    ck_assert_double_eq(e->values[0], 8);
+    e = km_info_find(km_model_params(back), "fit_inverse_transform");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(e->kind, KM_INFO_BOOLEAN);
+    ck_assert_double_eq(e->values[0], 1);
+    e = km_info_find(km_model_params(back), "alpha");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_double_eq(e->values[0], 0.1);
+    e = km_info_find(km_model_training(back), "eigenvalues");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(e->is_array, 1);
+    ck_assert_uint_eq(e->count, 8);
+
+    /* A flipped byte in the payload is caught. */
+    buf[len / 2] ^= 0x40;
+    km_model *bad = NULL;
+    ck_assert_int_eq(km_model_load_buffer(buf, len, &bad, NULL), KM_ECORRUPT);
+    ck_assert_ptr_null(bad);
+
+    free(ia);
+    free(ib);
+    free(a);
+    free(b);
+    free(buf);
+    km_model_free(back);
+    km_model_free(m);
+    digits_free(&t);
+}
+END_TEST
+
+/* A model without the inverse map round-trips too. */
+START_TEST(file_round_trip_no_inverse)
+{
+    syn s;
+    syn_load(&s);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LAPLACIAN);
+    k.gamma = 0.1;
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 6;
+    km_model *m, *back;
+    ck_assert_int_eq(km_kpca_fit(&k, &p, s.X, 300, 5, NULL, &m, NULL), KM_OK);
+    unsigned char *buf;
+    size_t len;
+    ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
+    ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
+    ck_assert_int_eq(km_kpca_has_inverse(back), 0);
+    double a[50 * 6], b[50 * 6];
+    ck_assert_int_eq(km_kpca_project(m, s.T, 50, a, NULL), KM_OK);
+    ck_assert_int_eq(km_kpca_project(back, s.T, 50, b, NULL), KM_OK);
+    ck_assert_mem_eq(a, b, sizeof a);
+    /* Truncated: corrupt, not a crash. */
+    km_model *bad = NULL;
+    ck_assert_int_ne(km_model_load_buffer(buf, len - 9, &bad, NULL), KM_OK);
+    ck_assert_ptr_null(bad);
+    free(buf);
+    km_model_free(back);
+    km_model_free(m);
+    syn_free(&s);
+}
+END_TEST
+
+/* ------------------------------------------------------------ conflicts */
+
+START_TEST(wrong_algorithm)
+{
+    syn s;
+    syn_load(&s);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    double y[300];
+    for (size_t i = 0; i < 300; i++)
+        y[i] = s.X[i * 5];
+    km_krr_params kp = km_krr_params_default();
+    km_model *krr, *kpca;
+    ck_assert_int_eq(km_krr_fit(&k, &kp, s.X, 300, 5, y, 1, NULL, &krr, NULL),
+                     KM_OK);
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 2;
+    p.fit_inverse_transform = 1;
+    ck_assert_int_eq(km_kpca_fit(&k, &p, s.X, 300, 5, NULL, &kpca, NULL),
+                     KM_OK);
+
+    double out[2 * 5];
+    km_error err;
+    ck_assert_int_eq(km_kpca_project(krr, s.T, 1, out, &err), KM_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "kpca"));
+    ck_assert_int_eq(km_kpca_inverse(krr, out, 1, out, &err), KM_ECONFLICT);
+    ck_assert_int_eq(km_kpca_has_inverse(krr), 0);
+    ck_assert_ptr_null(km_kpca_eigenvalues(krr));
+    ck_assert_int_eq(km_krr_predict(kpca, s.T, 1, out, &err), KM_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "krr"));
+    ck_assert_int_eq(km_model_n_outputs(kpca), 2);
+
+    /* Wrong shapes and values of the inputs. */
+    ck_assert_int_eq(km_kpca_project(kpca, s.T, 0, out, &err), KM_EINVAL);
+    double P[2] = {0.5, NAN};
+    ck_assert_int_eq(km_kpca_inverse(kpca, P, 1, out, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "P[0][1]"));
+    km_model_free(krr);
+    km_model_free(kpca);
+    syn_free(&s);
+}
+END_TEST
+
+/* ------------------------------------------------------------ progress */
+
+typedef struct watch {
+    int calls, stop_at;
+    double last;
+    int decreasing;
+} watch;
+
+static int on_progress(void *ctx, double f)
+{
+    watch *w = ctx;
+    if (f < w->last)
+        w->decreasing = 1;
+    w->last = f;
+    return ++w->calls == w->stop_at;
+}
+
+START_TEST(progress_and_cancel)
+{
+    syn s;
+    syn_load(&s);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 5;
+    p.solver = KM_KPCA_SOLVER_ITERATIVE;
+    km_model *m = NULL;
+    km_error err;
+
+    /* Uncancelled: non-decreasing, ends at 1. */
+    watch w = {0, -1, 0, 0};
+    km_fit_control ctl = {on_progress, &w};
+    ck_assert_int_eq(km_kpca_fit(&k, &p, s.X, 300, 5, &ctl, &m, &err), KM_OK);
+    ck_assert_int_eq(w.decreasing, 0);
+    ck_assert_double_eq(w.last, 1.0);
+    int total = w.calls;
+    ck_assert_int_ge(total, 4);
+    km_model_free(m);
+
+    /* Cancelled at each call in turn but the last (1.0, when the model is
+     * already built): no model, KM_ECANCELLED (sanitizers check leaks). */
+    for (int at = 1; at < total; at++) {
+        watch c = {0, at, 0, 0};
+        km_fit_control cc = {on_progress, &c};
+        m = NULL;
+        ck_assert_int_eq(km_kpca_fit(&k, &p, s.X, 300, 5, &cc, &m, &err),
+                         KM_ECANCELLED);
+        ck_assert_ptr_null(m);
+        ck_assert_int_eq(c.calls, at);
+    }
+    syn_free(&s);
+}
+END_TEST
+
+START_TEST(fit_bytes)
+{
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 10;
+    size_t n = 8000, nn = n * n * 8;
+    size_t b = km_kpca_fit_bytes(n, 20, &p);
+    /* One n x n matrix plus O(n k). */
+    ck_assert_uint_gt(b, nn);
+    ck_assert_uint_lt(b, nn + 400 * n * 8);
+    p.fit_inverse_transform = 1;
+    ck_assert_uint_gt(km_kpca_fit_bytes(n, 20, &p), b);
+    ck_assert_str_eq(km_kpca_solver_name(KM_KPCA_SOLVER_ITERATIVE), "iterative");
+    ck_assert_ptr_null(km_kpca_solver_name(KM_KPCA_SOLVER_COUNT));
+}
+END_TEST
+
+static Suite *kpca_suite(void)
+{
+    Suite *s = suite_create("km_kpca");
+    TCase *tc = tcase_create("kpca");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, digits_dense);
+    tcase_add_test(tc, digits_iterative);
+    tcase_add_test(tc, solvers_agree);
+    tcase_add_test(tc, synthetic_rbf_default_gamma);
+    tcase_add_test(tc, synthetic_poly);
+    tcase_add_test(tc, sigmoid_solvers_agree);
+    tcase_add_test(tc, too_many_components);
+    tcase_add_test(tc, not_enough_positive_eigenvalues);
+    tcase_add_test(tc, iterative_falls_back_to_dense);
+    tcase_add_test(tc, file_round_trip);
+    tcase_add_test(tc, file_round_trip_no_inverse);
+    tcase_add_test(tc, wrong_algorithm);
+    tcase_add_test(tc, progress_and_cancel);
+    tcase_add_test(tc, fit_bytes);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+KM_TEST_MAIN(kpca_suite)
