@@ -246,6 +246,47 @@ static int parse_svm(const cJSON *params, const cJSON *y, api_fit_request *req,
     return 0;
 }
 
+static int parse_kpca(const cJSON *params, const cJSON *y,
+                      api_fit_request *req, api_error *e)
+{
+    static const char *const keys[] = {"n_components", "fit_inverse_transform",
+                                       "alpha", "eigen_solver", NULL};
+    km_error kerr;
+    long nc = 0;
+    req->kpca = km_kpca_params_default();
+    if (y)
+        return api_invalid(e, "y does not apply to kpca; remove it");
+    if (api_check_keys(params, "params", keys, e))
+        return -1;
+    if (!params || !cJSON_GetObjectItemCaseSensitive(params, "n_components"))
+        return api_invalid(e, "params.n_components is required: a whole "
+                           "number from 1 to the number of rows of X (%zu)",
+                           req->n);
+    if (api_opt_integer(params, "params", "n_components", 1, (long)req->n, &nc,
+                        e) ||
+        api_opt_bool(params, "params", "fit_inverse_transform",
+                     &req->kpca.fit_inverse_transform, e) ||
+        api_opt_number(params, "params", "alpha", &req->kpca.alpha, e))
+        return -1;
+    req->kpca.n_components = (size_t)nc;
+    const cJSON *solver = cJSON_GetObjectItemCaseSensitive(params,
+                                                           "eigen_solver");
+    if (solver) {
+        int found = 0;
+        for (int s = 0; s < KM_KPCA_SOLVER_COUNT && cJSON_IsString(solver); s++)
+            if (!strcmp(solver->valuestring, km_kpca_solver_name(s))) {
+                req->kpca.solver = (km_kpca_solver)s;
+                found = 1;
+            }
+        if (!found)
+            return api_invalid(e, "params.eigen_solver must be one of auto, "
+                               "dense, iterative");
+    }
+    if (km_kpca_check(&req->kpca, req->n, &kerr) != KM_OK)
+        return api_fail_km(e, &kerr);
+    return 0;
+}
+
 int api_fit_parse(const cJSON *root, api_fit_request *req, api_error *e)
 {
     static const char *const keys[] = {"algorithm", "kernel", "params", "X",
@@ -282,6 +323,8 @@ int api_fit_parse(const cJSON *root, api_fit_request *req, api_error *e)
     case KM_ALGO_SVC:
     case KM_ALGO_SVR:
         return parse_svm(params, y, req, e);
+    case KM_ALGO_KPCA:
+        return parse_kpca(params, y, req, e);
     default:
         return api_fail(e, 400, "invalid_argument",
                         "algorithm \"%s\" is not available in this build",
@@ -298,6 +341,8 @@ size_t api_fit_bytes(const api_fit_request *req)
         return km_svc_fit_bytes(req->n, req->d, req->n_labels, &req->svm);
     case KM_ALGO_SVR:
         return km_svm_fit_bytes(req->n, req->d, &req->svm);
+    case KM_ALGO_KPCA:
+        return km_kpca_fit_bytes(req->n, req->d, &req->kpca);
     default:
         return 0;
     }
@@ -327,6 +372,10 @@ int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
     case KM_ALGO_SVR:
         st = km_svr_fit(&req->kernel, &req->svm, req->X, req->n, req->d,
                         req->Y, ctl, out, &kerr);
+        break;
+    case KM_ALGO_KPCA:
+        st = km_kpca_fit(&req->kernel, &req->kpca, req->X, req->n, req->d, ctl,
+                         out, &kerr);
         break;
     default:
         kerr.status = st = KM_EINVAL;

@@ -15,10 +15,9 @@
 #include "api_model.h"
 #include "api_predict.h"
 
-/* Reads X or instances (not both). */
-static int read_input(const km_model *m, const cJSON *root,
-                      const char *const *keys, double **X, size_t *n,
-                      api_error *e)
+/* Reads X or instances (not both), of expect_d columns. */
+static int read_input(const cJSON *root, const char *const *keys,
+                      size_t expect_d, double **X, size_t *n, api_error *e)
 {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "X");
     const cJSON *inst = cJSON_GetObjectItemCaseSensitive(root, "instances");
@@ -27,8 +26,8 @@ static int read_input(const km_model *m, const cJSON *root,
         return -1;
     if (x && inst)
         return api_invalid(e, "give X or instances, not both");
-    return api_get_matrix(x ? x : inst, inst ? "instances" : "X",
-                          km_model_n_features(m), X, n, &d, e);
+    return api_get_matrix(x ? x : inst, inst ? "instances" : "X", expect_d, X,
+                          n, &d, e);
 }
 
 /* rows x cols numbers as an array of rows, or a flat array when flat. */
@@ -131,8 +130,6 @@ int api_predict(const km_model *m, const cJSON *root, cJSON **out,
     if (output && algo != KM_ALGO_SVC)
         return api_invalid(e, "output applies only to svc models; this model "
                            "is %s", km_algorithm_name(algo));
-    if (read_input(m, root, keys, &X, &n, e))
-        return -1;
     if (output && (!cJSON_IsString(output) ||
                    (strcmp(output->valuestring, "label") &&
                     strcmp(output->valuestring, "decision_function") &&
@@ -144,6 +141,8 @@ int api_predict(const km_model *m, const cJSON *root, cJSON **out,
         return api_fail(e, 409, "conflict", "model \"%s\" was fitted without "
                         "params.probability: true; probability is not "
                         "available", km_model_name(m));
+    if (read_input(root, keys, km_model_n_features(m), &X, &n, e))
+        return -1;
     size_t k = km_model_n_outputs(m);
     Y = malloc(n * (k ? k : 1) * sizeof *Y);
     if (!Y) {
@@ -183,10 +182,39 @@ int api_predict(const km_model *m, const cJSON *root, cJSON **out,
 int api_project(const km_model *m, const cJSON *root, cJSON **out,
                 size_t *rows, api_error *e)
 {
-    (void)root;
-    (void)out;
-    (void)rows;
-    return api_fail(e, 409, "conflict", "project applies to kpca models; "
-                    "model \"%s\" is %s", km_model_name(m),
-                    km_algorithm_name(km_model_algorithm(m)));
+    static const char *const keys[] = {"X", "instances", "inverse", NULL};
+    int inverse = 0;
+    if (km_model_algorithm(m) != KM_ALGO_KPCA)
+        return api_fail(e, 409, "conflict", "project applies to kpca models; "
+                        "model \"%s\" is %s: use /v1/models/%s/predict",
+                        km_model_name(m),
+                        km_algorithm_name(km_model_algorithm(m)),
+                        km_model_name(m));
+    if (api_opt_bool(root, "", "inverse", &inverse, e))
+        return -1;
+    if (inverse && !km_kpca_has_inverse(m))
+        return api_fail(e, 409, "conflict", "model \"%s\" was fitted without "
+                        "params.fit_inverse_transform: true; inverse is not "
+                        "available", km_model_name(m));
+    size_t nc = km_model_n_outputs(m), nf = km_model_n_features(m);
+    size_t in_d = inverse ? nc : nf, out_d = inverse ? nf : nc;
+    double *X = NULL, *P = NULL;
+    size_t n = 0;
+    km_error kerr = {KM_OK, ""};
+    if (read_input(root, keys, in_d, &X, &n, e))
+        return -1;
+    P = malloc(n * out_d * sizeof *P);
+    km_status st = !P ? KM_ENOMEM
+                   : inverse ? km_kpca_inverse(m, X, n, P, &kerr)
+                             : km_kpca_project(m, X, n, P, &kerr);
+    cJSON *values = st == KM_OK ? matrix_json(P, n, out_d, 0) : NULL;
+    free(X);
+    free(P);
+    if (st == KM_ENOMEM && kerr.status != KM_ENOMEM)
+        return api_fail(e, 413, "payload_too_large",
+                        "not enough memory for %zu projections", n);
+    if (st != KM_OK)
+        return api_fail_km(e, &kerr);
+    *rows = n;
+    return answer(m, "projections", values, out, e);
 }

@@ -462,6 +462,77 @@ def scenario_svm(d):
     check(r.status == 400, "svr: probability is not an svr parameter", r)
 
 
+def scenario_kpca(d):
+    """kpca over HTTP against scikit-learn's KernelPCA (dense solver;
+    fixtures from tests/fixtures/gen_kpca_refs.py): digits scaled to
+    [-1, 1], first 600 rows fitted, next 200 projected, rbf gamma 0.02,
+    8 components, inverse map with alpha 0.1."""
+    X, _ = load_csv("digits.csv", 800)
+    X = scale_minmax(X, 600)
+    k = 8
+    r = d.req("POST", "/v1/models/digits-kpca/fit", {
+        "algorithm": "kpca", "kernel": {"type": "rbf", "gamma": 0.02},
+        "params": {"n_components": k, "fit_inverse_transform": True, "alpha": 0.1},
+        "X": X[:600]})
+    meta = (r.json() or {}).get("model", {})
+    eig = meta.get("training", {}).get("eigenvalues", [])
+    ref_eig = read_fixture("kpca_digits_eigenvalues.txt")
+    check(r.status == 201 and len(eig) == k and max_rel(eig, ref_eig) <= 1e-8,
+          "kpca: fit, eigenvalues within 1e-8 of scikit-learn", r)
+    rows = lambda v, w: [v[i:i + w] for i in range(0, len(v), w)]
+    ref = rows(read_fixture("kpca_digits_proj.txt"), k)
+    r = d.req("POST", "/v1/models/digits-kpca/project", {"X": X[600:800]})
+    got = (r.json() or {}).get("projections", [])
+    ok = len(got) == len(ref) and all(len(row) == k for row in got)
+    worst = 0.0
+    if ok:
+        for j in range(k):  # eigenvectors are defined up to sign
+            a, b = [row[j] for row in got], [row[j] for row in ref]
+            sign = 1.0 if sum(x * y for x, y in zip(a, b)) >= 0 else -1.0
+            worst = max(worst, max_rel([sign * x for x in a], b))
+    check(ok and worst <= 1e-8, "kpca: projections within 1e-8 of scikit-learn (up to sign)",
+          worst if ok else r)
+    emb = rows(read_fixture("kpca_digits_embedding.txt"), k)
+    r = d.req("POST", "/v1/models/digits-kpca/project", {"X": X[:5]})
+    got = (r.json() or {}).get("projections", [])
+    check(len(got) == 5 and max_rel([abs(v) for row in got for v in row],
+                                    [abs(v) for row in emb[:5] for v in row]) <= 1e-8,
+          "kpca: projecting training points gives the embedding", got[:1])
+    P = ref[:50]
+    r = d.req("POST", "/v1/models/digits-kpca/project", {"X": P, "inverse": True})
+    inv = [v for row in (r.json() or {}).get("projections", []) for v in row]
+    ref_inv = read_fixture("kpca_digits_inverse.txt")
+    check(len(inv) == len(ref_inv) and max_rel(inv, ref_inv) <= 1e-6,
+          "kpca: inverse map within 1e-6 of scikit-learn's inverse_transform",
+          max_rel(inv, ref_inv) if inv else r)
+    r = d.req("POST", "/v1/models/digits-kpca/predict", {"X": X[:1]})
+    check(r.status == 409, "kpca: predict on a kpca model is 409", r)
+    r = d.req("POST", "/v1/models/digits-kpca/project", {"X": [[1] * 7]})
+    check(r.status == 400 and "the model expects 64" in r.body, "kpca: wrong feature count", r)
+    r = d.req("POST", "/v1/models/digits-kpca/project", {"X": P[:1], "inverse": "yes"})
+    check(r.status == 400, "kpca: inverse must be a boolean", r)
+    d.req("POST", "/v1/models/kpca-plain/fit", {
+        "algorithm": "kpca", "kernel": {"type": "rbf"}, "params": {"n_components": 2},
+        "X": X[:50]})
+    r = d.req("POST", "/v1/models/kpca-plain/project", {"X": [[0, 0]], "inverse": True})
+    check(r.status == 409, "kpca: inverse without fit_inverse_transform is 409", r)
+    bad = [
+        ({"params": {"n_components": 11}}, 400, "params.n_components must be a whole number from 1 to 10"),
+        ({"params": {}}, 400, "params.n_components is required"),
+        ({"params": {"n_components": 2}, "y": [1] * 10}, 400, "y does not apply to kpca"),
+        ({"params": {"n_components": 2, "eigen_solver": "arpack"}}, 400, "params.eigen_solver"),
+        ({"params": {"n_components": 2, "alpha": -1}}, 400, "params.alpha"),
+        ({"params": {"n_components": 10}, "kernel": {"type": "linear"}}, 422, "positive eigenvalues"),
+    ]
+    for extra, status, text in bad:
+        body = {"algorithm": "kpca", "kernel": {"type": "rbf"},
+                "X": [[i, i % 3] for i in range(10)]}
+        body.update(extra)
+        r = d.req("POST", "/v1/models/kpca-bad/fit", body)
+        msg = (r.json() or {}).get("error", {}).get("message", "")
+        check(r.status == status and text in msg, f"kpca error: {text}", r)
+
+
 def scenario_crud(d, models):
     r = d.req("GET", "/v1/models")
     names = [m["name"] for m in (r.json() or {}).get("models", [])]
@@ -850,6 +921,7 @@ def main():
             run_cases(d)
             scenario_sklearn_parity(d)
             scenario_svm(d)
+            scenario_kpca(d)
             scenario_crud(d, models)
             scenario_limits(d)
             scenario_async(d)
