@@ -68,8 +68,9 @@ typedef struct km_reader {
 uint32_t km_read_u32(km_reader *r);
 uint64_t km_read_u64(km_reader *r);
 double km_read_f64(km_reader *r);
-/* Reads a count then allocates and reads that many values; NULL on
- * failure (reader failed or allocation failed: check r->failed and *oom). */
+/* Reads a stored count, which must equal n, then allocates and reads n
+ * values; NULL on failure (r->failed set for a short or mismatched read,
+ * else the allocation failed). */
 double *km_read_f64s(km_reader *r, size_t n);
 int *km_read_i32s(km_reader *r, size_t n);
 /* Reads a string of at most max bytes into dst (size max + 1). */
@@ -101,14 +102,15 @@ km_status km_info_read(km_reader *r, km_info *info, km_error *err);
 /*
  * What each algorithm supplies. The payload is the algorithm's own struct,
  * owned by the model. save writes it; load reads it back (r is positioned
- * at it and must be consumed exactly); bytes counts its heap memory.
+ * at it and must be consumed exactly); bytes counts its heap memory (m
+ * gives the sizes).
  */
 typedef struct km_algo_ops {
     void (*free_payload)(void *payload);
     void (*save)(const void *payload, const km_model *m, km_writer *w);
     km_status (*load)(km_reader *r, const km_model *m, void **payload,
                       km_error *err);
-    size_t (*bytes)(const void *payload);
+    size_t (*bytes)(const void *payload, const km_model *m);
 } km_algo_ops;
 
 extern const km_algo_ops km_krr_ops;

@@ -301,8 +301,9 @@ out:
     return st;
 }
 
-static size_t kpca_bytes(const void *payload)
+static size_t kpca_bytes(const void *payload, const km_model *m)
 {
+    (void)m; /* the payload keeps its own sizes */
     const kpca_payload *p = payload;
     size_t b = sizeof *p + p->n * p->d * 8 + p->k * 8 +
                p->n * (p->k + 1) * 8 + p->n * 8 + 2 * p->k * 8;

@@ -90,10 +90,13 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     return KM_OK;
 }
 
-static size_t krr_bytes(const void *payload)
+static size_t krr_bytes(const void *payload, const km_model *m)
 {
     (void)payload;
-    return sizeof(krr_payload);
+    size_t n = km_model_n_samples(m);
+    return sizeof(krr_payload) +
+           n * (km_model_n_features(m) + km_model_n_outputs(m)) *
+               sizeof(double);
 }
 
 const km_algo_ops km_krr_ops = {krr_free, krr_save, krr_load, krr_bytes};

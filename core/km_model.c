@@ -276,7 +276,7 @@ size_t km_model_bytes(const km_model *m)
         b += sizeof(km_info_entry) + m->training.entries[i].count * 8;
     for (size_t i = 0; i < m->n_labels; i++)
         b += sizeof(char *) + strlen(m->labels[i]) + 1;
-    return b + (ops && m->payload ? ops->bytes(m->payload) : 0);
+    return b + (ops && m->payload ? ops->bytes(m->payload, m) : 0);
 }
 
 void km_model_set_identity(km_model *m, const char *name, uint64_t version,

@@ -262,8 +262,9 @@ static km_status svr_load(km_reader *r, const km_model *m, void **out,
     return payload_load(r, m, 0, out, err);
 }
 
-static size_t payload_bytes(const void *v)
+static size_t payload_bytes(const void *v, const km_model *m)
 {
+    (void)m; /* the payload keeps its own sizes */
     const svm_payload *p = v;
     size_t npair = p->k ? n_pairs(p->k) : 1;
     return sizeof *p + p->k * 4 + p->nsv * 4 +

@@ -36,8 +36,8 @@ static inline double *km_read_fixture(const char *name, size_t *n)
     char path[512];
     snprintf(path, sizeof path, KM_FIXTURES "%s", name);
     FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "missing fixture %s (run tests/fixtures/gen_refs.py)",
-                  path);
+    ck_assert_msg(f != NULL, "missing fixture %s (regenerate with the "
+                  "tests/fixtures/gen_*refs.py that writes it)", path);
     size_t cap = 1024, len = 0;
     double *v = malloc(cap * sizeof *v), x;
     while (fscanf(f, "%lf", &x) == 1) {

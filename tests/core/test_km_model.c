@@ -52,6 +52,9 @@ START_TEST(round_trip)
     ck_assert_double_eq(km_info_find(km_model_training(b), "seconds")->values[0],
                         km_info_find(km_model_training(m), "seconds")->values[0]);
     ck_assert_mem_eq(km_krr_dual_coef(b), km_krr_dual_coef(m), 10 * sizeof(double));
+    /* The payload's X (5 x 2) and coefficients (5 x 2) are counted. */
+    ck_assert_uint_ge(km_model_bytes(b), 20 * sizeof(double) + 100);
+    ck_assert_uint_eq(km_model_bytes(b), km_model_bytes(m));
     ck_assert_uint_eq(km_model_n_labels(b), 3);
     ck_assert_int_eq(km_model_labels_numeric(b), 1);
     ck_assert_str_eq(km_model_label(b, 2), "10");
