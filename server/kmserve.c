@@ -4,7 +4,7 @@
  *
  * Signals are blocked in every thread and taken synchronously here with
  * sigwait, so no handler runs in an async-signal context:
- *   SIGTERM, SIGINT  drain and exit 0
+ *   SIGTERM, SIGINT  drain (see below) and exit 0
  *   SIGHUP           rescan the models directory
  *
  * Thread-safety: main() owns srv_state's lifetime; see srv_state.h.
@@ -140,9 +140,13 @@ int main(int argc, char **argv)
         break;
     }
 
+    /* Draining: /readyz answers 503 at once and new fits are refused, but
+     * connections are still taken while the fits finish, so probes see
+     * "draining" and predicts go on until the load balancer has moved
+     * traffic away. Then the listener closes and in-flight requests end. */
     atomic_store(&s.phase, SRV_DRAINING);
-    MHD_socket listen_fd = MHD_quiesce_daemon(d); /* no new connections */
     srv_jobs_drain(s.jobs, s.cfg.shutdown_timeout);
+    MHD_socket listen_fd = MHD_quiesce_daemon(d); /* no new connections */
     wait_requests(&s, 5.0);
     MHD_stop_daemon(d);
     if (listen_fd != MHD_INVALID_SOCKET)

@@ -869,6 +869,112 @@ def scenario_security(binary, tmp):
         d.stop()
 
 
+def scenario_lifecycle(binary, tmp):
+    """SIGTERM while a synchronous fit runs; two fits and predicts at once;
+    slow and idle clients against the connection limit and timeout."""
+    import threading
+    models = os.path.join(tmp, "lifecycle", "models")
+    os.makedirs(models)
+    X, y = synthetic(BIG, 5, 9)
+    d = Daemon(binary, models).start()
+    d.req("POST", "/v1/models/life/fit", fit_body(X[:40], y[:40]))
+    result = {}
+    t = threading.Thread(target=lambda: result.update(
+        r=d.req("POST", "/v1/models/life/fit", fit_body(X, y))))
+    t.start()
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(
+            j["status"] == "running" for j in d.req("GET", "/v1/jobs").json()["jobs"]):
+        time.sleep(0.02)
+    d.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.1)
+    ready = d.req("GET", "/readyz")
+    check(ready.status == 503 and ready.json() == {"status": "draining"},
+          "SIGTERM: /readyz answers 503 draining at once", ready)
+    r = d.req("POST", "/v1/models/other/fit", fit_body(X[:10], y[:10]))
+    check(r.status == 503 and r.json()["error"]["code"] == "unavailable",
+          "SIGTERM: new fits are refused with 503", r)
+    r = d.req("POST", "/v1/models/life/predict", {"X": X[:2]})
+    check(r.status == 200, "SIGTERM: predicts are still answered while draining", r)
+    t.join(300)
+    r = result.get("r")
+    check(r is not None and r.status == 201 and r.json()["model"]["version"] == 2,
+          "SIGTERM: the running synchronous fit finishes and is answered", r)
+    rc = d.proc.wait(timeout=60)
+    d.proc = None
+    d.check_log()
+    check(rc == 0, "SIGTERM: exit 0 after draining", rc)
+
+    d = Daemon(binary, models, "--shutdown-timeout", "0").start()
+    result.clear()
+    t = threading.Thread(target=lambda: result.update(
+        r=d.req("POST", "/v1/models/life/fit", fit_body(X, y))))
+    t.start()
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(
+            j["status"] == "running" for j in d.req("GET", "/v1/jobs").json()["jobs"]):
+        time.sleep(0.02)
+    rc = d.stop()
+    t.join(300)
+    r = result.get("r")
+    check(rc == 0 and r is not None and r.status == 409 and "cancelled" in r.body,
+          "SIGTERM with --shutdown-timeout 0: the waiting client is told the fit "
+          "was cancelled, exit 0", (rc, r))
+    d.start()
+    check(d.req("GET", "/v1/models/life").json()["version"] == 2,
+          "the cancelled fit left version 2 serving")
+    d.stop()
+
+    # Two long fits at once; predicts keep answering meanwhile.
+    d = Daemon(binary, models, "--workers", "2", "--blas-threads", "1").start()
+    ids = [d.req("POST", f"/v1/models/par{i}/fit", fit_body(X, y, **{"async": True}))
+           .json()["job"]["id"] for i in range(2)]
+    deadline = time.time() + 60
+    while time.time() < deadline and sum(
+            d.req("GET", f"/v1/jobs/{j}").json()["status"] == "running" for j in ids) < 2:
+        time.sleep(0.02)
+    lat, codes = [], []
+    for _ in range(30):
+        t0 = time.perf_counter()
+        codes.append(d.req("POST", "/v1/models/life/predict", {"X": X[:1]}).status)
+        lat.append(time.perf_counter() - t0)
+    both = sum(d.req("GET", f"/v1/jobs/{j}").json()["status"] == "running" for j in ids)
+    lat.sort()
+    print(f"# predict latency while two fits run: median {lat[15] * 1e3:.1f} ms, "
+          f"max {lat[-1] * 1e3:.1f} ms")
+    check(codes == [200] * 30 and both == 2, "predicts answer while two fits run",
+          (codes, both))
+    for j in ids:
+        d.req("DELETE", f"/v1/jobs/{j}")
+    d.stop()
+
+    # Idle and slow clients cannot hold the server.
+    # One HTTP thread: MHD divides the limit among its threads, and the
+    # kernel spreads connections over them unevenly.
+    d = Daemon(binary, models, "--max-connections", "4", "--connection-timeout", "1",
+               "--http-threads", "1").start()
+    idle = [socket.create_connection(("127.0.0.1", d.port)) for _ in range(4)]
+    time.sleep(0.2)
+    r = d.req("GET", "/livez", timeout=0.5)
+    check(r.status != 200, "connection limit: a fifth connection waits unserved", r)
+    time.sleep(2.0)
+    r = d.req("GET", "/livez", timeout=5)
+    check(r.status == 200, "connection timeout: idle connections are closed", r)
+    slow = socket.create_connection(("127.0.0.1", d.port))
+    slow.sendall(b"POST /v1/models/life/predict HTTP/1.1\r\nHost: x\r\n")
+    time.sleep(2.0)
+    slow.settimeout(5)
+    try:
+        closed = slow.recv(100) == b""
+    except OSError:
+        closed = True
+    check(closed, "connection timeout: a slow client is disconnected")
+    for s in idle + [slow]:
+        s.close()
+    check(d.req("GET", "/livez").status == 200, "alive after slow and idle clients")
+    d.stop()
+
+
 def scenario_admission(binary, tmp):
     models = os.path.join(tmp, "admission", "models")
     os.makedirs(models)
@@ -935,6 +1041,7 @@ def main():
         scenario_admission(binary, tmp)
         scenario_replicas(binary, tmp)
         scenario_security(binary, tmp)
+        scenario_lifecycle(binary, tmp)
     except Exception as e:  # a crash of the runner is a failure, not a pass
         check(False, "runner", repr(e))
     finally:
