@@ -133,6 +133,24 @@ km_info *km_model_training_mut(km_model *m);
 /* KM_ECONFLICT unless m is of algorithm a; names what was asked. */
 km_status km_model_expect(const km_model *m, km_algorithm a, const char *op,
                           km_error *err);
+/* The same, then km_model_check_input of X (n rows of the model's
+ * features): the preamble of every predict. */
+km_status km_model_expect_input(const km_model *m, km_algorithm a,
+                                const char *op, const double *X, size_t n,
+                                km_error *err);
+
+/* b^e for a whole e >= 0, by squaring. */
+static inline double km_ipow(double b, int e)
+{
+    double r = 1.0;
+    while (e > 0) {
+        if (e & 1)
+            r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return r;
+}
 
 /* ------------------------------------------------------- prediction */
 

@@ -174,17 +174,6 @@ void km_kernel_resolve(km_kernel *k, size_t n_features)
 
 /* ------------------------------------------------------------ evaluation */
 
-static double ipow(double b, int e)
-{
-    double r = 1.0;
-    while (e > 0) {
-        if (e & 1)
-            r *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return r;
-}
 
 double km_kernel_eval(const km_kernel *k, const double *x, const double *z,
                       size_t d)
@@ -199,7 +188,7 @@ double km_kernel_eval(const km_kernel *k, const double *x, const double *z,
         if (k->type == KM_KERNEL_LINEAR)
             return s;
         if (k->type == KM_KERNEL_POLYNOMIAL)
-            return ipow(k->gamma * s + k->coef0, k->degree);
+            return km_ipow(k->gamma * s + k->coef0, k->degree);
         return tanh(k->gamma * s + k->coef0);
     case KM_KERNEL_RBF:
         for (size_t j = 0; j < d; j++)
@@ -249,7 +238,7 @@ static void map_row(const km_kernel *k, double *row, size_t len, double xn,
     switch (k->type) {
     case KM_KERNEL_POLYNOMIAL:
         for (size_t j = 0; j < len; j++)
-            row[j] = ipow(g * row[j] + c, k->degree);
+            row[j] = km_ipow(g * row[j] + c, k->degree);
         break;
     case KM_KERNEL_SIGMOID:
         for (size_t j = 0; j < len; j++)

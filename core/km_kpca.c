@@ -978,12 +978,10 @@ out:
 km_status km_kpca_project(const km_model *m, const double *X, size_t n,
                           double *out, km_error *err)
 {
-    km_status st = km_model_expect(m, KM_ALGO_KPCA, "project", err);
-    size_t d = km_model_n_features(m);
-    if (st == KM_OK)
-        st = km_model_check_input(m, X, n, d, err);
+    km_status st = km_model_expect_input(m, KM_ALGO_KPCA, "project", X, n, err);
     if (st != KM_OK)
         return st;
+    size_t d = km_model_n_features(m);
     const kpca_payload *p = km_model_payload(m);
     size_t k = km_model_n_outputs(m), ns = km_model_n_samples(m);
     if (!km_mul3(n, k + 1, sizeof(double)))

@@ -251,12 +251,10 @@ out:
 km_status km_krr_predict(const km_model *m, const double *X, size_t n,
                          double *out, km_error *err)
 {
-    km_status st = km_model_expect(m, KM_ALGO_KRR, "predict", err);
-    size_t d = km_model_n_features(m);
-    if (st == KM_OK)
-        st = km_model_check_input(m, X, n, d, err);
+    km_status st = km_model_expect_input(m, KM_ALGO_KRR, "predict", X, n, err);
     if (st != KM_OK)
         return st;
+    size_t d = km_model_n_features(m);
     const krr_payload *p = km_model_payload(m);
     return km_kernel_expand(km_model_kernel(m), p->X, km_model_n_samples(m),
                             d, p->coef, km_model_n_outputs(m), NULL, X, n,

@@ -297,6 +297,15 @@ km_status km_model_expect(const km_model *m, km_algorithm a, const char *op,
                         algo_names[a], algo_names[m->algo]);
 }
 
+km_status km_model_expect_input(const km_model *m, km_algorithm a,
+                                const char *op, const double *X, size_t n,
+                                km_error *err)
+{
+    km_status st = km_model_expect(m, a, op, err);
+    return st != KM_OK ? st
+                       : km_model_check_input(m, X, n, m->n_features, err);
+}
+
 km_status km_model_check_input(const km_model *m, const double *X, size_t n,
                                size_t d, km_error *err)
 {

@@ -262,17 +262,6 @@ static void lru_push(qmat *q, size_t s)
         q->tail = s;
 }
 
-static double ipow(double b, int e)
-{
-    double r = 1.0;
-    while (e > 0) {
-        if (e & 1)
-            r *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return r;
-}
 
 HOT static void scale_signs(double *restrict col, const double *restrict sgn,
                             double si, size_t n)
@@ -351,7 +340,7 @@ static km_status kernel_column(qmat *q, size_t i, double *col, size_t a,
     switch (k->type) {
     case KM_KERNEL_POLYNOMIAL:
         for (size_t t = 0; t < m; t++)
-            c[t] = ipow(g * c[t] + c0, k->degree);
+            c[t] = km_ipow(g * c[t] + c0, k->degree);
         break;
     case KM_KERNEL_RBF: {
         const double xi = q->xn[i], *xn = q->xn + a;

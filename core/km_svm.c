@@ -913,12 +913,10 @@ static km_status svc_run(const km_model *m, const double *X, size_t n,
                          svc_output what, void *out, const char *op,
                          km_error *err)
 {
-    km_status st = km_model_expect(m, KM_ALGO_SVC, op, err);
-    const size_t d = km_model_n_features(m);
-    if (st == KM_OK)
-        st = km_model_check_input(m, X, n, d, err);
+    km_status st = km_model_expect_input(m, KM_ALGO_SVC, op, X, n, err);
     if (st != KM_OK)
         return st;
+    const size_t d = km_model_n_features(m);
     const svm_payload *p = km_model_payload(m);
     if (what == OUT_PROB && !p->probA)
         return km_error_set(err, KM_ECONFLICT,
@@ -996,12 +994,10 @@ km_status km_svc_probability(const km_model *m, const double *X, size_t n,
 km_status km_svr_predict(const km_model *m, const double *X, size_t n,
                          double *out, km_error *err)
 {
-    km_status st = km_model_expect(m, KM_ALGO_SVR, "predict", err);
-    size_t d = km_model_n_features(m);
-    if (st == KM_OK)
-        st = km_model_check_input(m, X, n, d, err);
+    km_status st = km_model_expect_input(m, KM_ALGO_SVR, "predict", X, n, err);
     if (st != KM_OK)
         return st;
+    size_t d = km_model_n_features(m);
     const svm_payload *p = km_model_payload(m);
     double bias = -p->rho[0];
     if (p->nsv == 0) {
