@@ -616,6 +616,16 @@ def scenario_cancel_and_busy(d):
     running = job["status"] == "running"
     codes = [d.req("POST", "/v1/models/base/predict", {"X": [[1, 2]]}).status
              for _ in range(20)]
+    seen = []
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        j = d.req("GET", f"/v1/jobs/{jid}").json()
+        if j["status"] != "running" or j["progress"] >= 0.5:
+            break
+        seen.append(j["progress"])
+        time.sleep(0.01)
+    check(seen == sorted(seen) and any(0 < p < 1 for p in seen),
+          "job progress rises through values between 0 and 1", seen[-10:])
     still = d.req("GET", f"/v1/jobs/{jid}").json()["status"] == "running"
     check(running and still and codes == [200] * 20,
           "predicts answer while a fit runs", (job["status"], codes))
