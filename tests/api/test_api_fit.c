@@ -1,0 +1,156 @@
+/*
+ * test_api_fit.c - fit requests: label sorting (numbers by value, strings
+ * by byte order) and mapping, class_weight by label, per-algorithm
+ * parameters and their errors, memory estimates.
+ */
+#include "../check_main.h"
+#include "api_fit.h"
+
+static int parse(const char *json, api_fit_request *req, api_error *e)
+{
+    cJSON *root = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(root);
+    int rc = api_fit_parse(root, req, e);
+    cJSON_Delete(root);
+    return rc;
+}
+
+START_TEST(numeric_labels_sorted_by_value)
+{
+    api_fit_request req;
+    api_error e;
+    ck_assert_int_eq(parse("{\"algorithm\":\"svc\",\"kernel\":{\"type\":\"rbf\"},"
+                           "\"X\":[[1],[2],[3],[4]],\"y\":[10,9,-1.5,10]}",
+                           &req, &e), 0);
+    ck_assert_uint_eq(req.n_labels, 3);
+    ck_assert_int_eq(req.labels_numeric, 1);
+    ck_assert_str_eq(req.labels[0], "-1.5");
+    ck_assert_str_eq(req.labels[1], "9");
+    ck_assert_str_eq(req.labels[2], "10"); /* not "10" < "9" as text */
+    ck_assert_int_eq(req.classes[0], 2);
+    ck_assert_int_eq(req.classes[1], 1);
+    ck_assert_int_eq(req.classes[2], 0);
+    ck_assert_int_eq(req.classes[3], 2);
+    api_fit_request_cleanup(&req);
+}
+END_TEST
+
+START_TEST(string_labels_by_byte_order)
+{
+    api_fit_request req;
+    api_error e;
+    ck_assert_int_eq(parse("{\"algorithm\":\"svc\",\"kernel\":{\"type\":\"rbf\"},"
+                           "\"params\":{\"class_weight\":{\"a\":3,\"B\":0.5}},"
+                           "\"X\":[[1],[2],[3]],\"y\":[\"a\",\"B\",\"A\"]}",
+                           &req, &e), 0);
+    ck_assert_int_eq(req.labels_numeric, 0);
+    ck_assert_str_eq(req.labels[0], "A");
+    ck_assert_str_eq(req.labels[1], "B");
+    ck_assert_str_eq(req.labels[2], "a");
+    ck_assert_double_eq(req.class_weight[0], 1.0);
+    ck_assert_double_eq(req.class_weight[1], 0.5);
+    ck_assert_double_eq(req.class_weight[2], 3.0);
+    ck_assert_ptr_eq(req.svm.class_weight, req.class_weight);
+    ck_assert_uint_gt(api_fit_bytes(&req), 3 * 3 * sizeof(double));
+    api_fit_request_cleanup(&req);
+}
+END_TEST
+
+START_TEST(numeric_class_weight_keys)
+{
+    api_fit_request req;
+    api_error e;
+    /* "1.0" names the label 1 */
+    ck_assert_int_eq(parse("{\"algorithm\":\"svc\",\"kernel\":{\"type\":\"rbf\"},"
+                           "\"params\":{\"class_weight\":{\"1.0\":4}},"
+                           "\"X\":[[1],[2]],\"y\":[0,1]}", &req, &e), 0);
+    ck_assert_double_eq(req.class_weight[1], 4.0);
+    api_fit_request_cleanup(&req);
+}
+END_TEST
+
+START_TEST(errors_name_the_field)
+{
+    static const struct { const char *json, *msg; } bad[] = {
+        {"{\"algorithm\":\"svc\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
+         "\"y\":[1,\"a\"]}",
+         "y[1] is a string but y[0] is a number: labels must be all numbers or "
+         "all strings"},
+        {"{\"algorithm\":\"svc\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
+         "\"y\":[1,2],\"params\":{\"class_weight\":{\"3\":1}}}",
+         "params.class_weight has label \"3\", which is not in y"},
+        {"{\"algorithm\":\"svc\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
+         "\"y\":[1,2],\"params\":{\"class_weight\":{\"2\":-1}}}",
+         "params.class_weight[\"2\"] must be a finite number > 0"},
+        {"{\"algorithm\":\"svr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
+         "\"y\":[1,2],\"params\":{\"epsilon\":-0.1}}", NULL},
+        {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
+         "\"y\":[[1,2],[3]]}", "y[1] has 1 features; y[0] has 2"},
+        {"{\"algorithm\":\"kpca\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
+         "\"params\":{\"n_components\":3}}",
+         "params.n_components must be a whole number from 1 to 2"},
+        {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
+         "\"y\":[1],\"extra\":1}",
+         "extra is not a known field; expected one of: algorithm, kernel, "
+         "params, X, y, async"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        api_fit_request req;
+        api_error e;
+        ck_assert_msg(parse(bad[i].json, &req, &e) == -1, "case %zu", i);
+        ck_assert_int_eq(e.http, 400);
+        if (bad[i].msg)
+            ck_assert_str_eq(e.message, bad[i].msg);
+        else
+            ck_assert_ptr_nonnull(strstr(e.message, "params.epsilon"));
+        api_fit_request_cleanup(&req);
+    }
+}
+END_TEST
+
+START_TEST(single_class_is_unprocessable)
+{
+    api_fit_request req;
+    api_error e;
+    ck_assert_int_eq(parse("{\"algorithm\":\"svc\",\"kernel\":{\"type\":\"rbf\"},"
+                           "\"X\":[[1],[2]],\"y\":[\"x\",\"x\"]}", &req, &e), -1);
+    ck_assert_int_eq(e.http, 422);
+    ck_assert_str_eq(e.code, "unprocessable");
+    api_fit_request_cleanup(&req);
+}
+END_TEST
+
+START_TEST(krr_run_keeps_outputs)
+{
+    api_fit_request req;
+    api_error e;
+    ck_assert_int_eq(parse("{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"linear\"},"
+                           "\"params\":{\"alpha\":2},\"X\":[[1],[2],[3]],"
+                           "\"y\":[[1,0],[2,0],[3,1]],\"async\":true}",
+                           &req, &e), 0);
+    ck_assert_uint_eq(req.m, 2);
+    ck_assert_int_eq(req.async, 1);
+    ck_assert_uint_eq(api_fit_bytes(&req), km_krr_fit_bytes(3, 1, 2));
+    km_model *m = NULL;
+    ck_assert_int_eq(api_fit_run(&req, NULL, &m, &e), 0);
+    ck_assert_uint_eq(km_model_n_outputs(m), 2);
+    km_model_free(m);
+    api_fit_request_cleanup(&req);
+}
+END_TEST
+
+static Suite *fit_suite(void)
+{
+    Suite *s = suite_create("api_fit");
+    TCase *tc = tcase_create("api");
+    tcase_add_test(tc, numeric_labels_sorted_by_value);
+    tcase_add_test(tc, string_labels_by_byte_order);
+    tcase_add_test(tc, numeric_class_weight_keys);
+    tcase_add_test(tc, errors_name_the_field);
+    tcase_add_test(tc, single_class_is_unprocessable);
+    tcase_add_test(tc, krr_run_keeps_outputs);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+KM_TEST_MAIN(fit_suite)
