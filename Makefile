@@ -10,12 +10,16 @@
 # SANITIZE=1 builds everything with AddressSanitizer and UBSan into
 # build-san/ (SANITIZE=thread: ThreadSanitizer into build-tsan/).
 
-# Build: compiler and libraries. Tests: Check, the integration runner's
+# Build: compiler and libraries (libcurl for kmctl). Tests: Check, the integration runner's
 # Python (stdlib, and PyYAML to read api/openapi.yaml), LIBSVM's tools for parity tests, curl for the README.
-# Benchmarks: scikit-learn and GNU time.
+# Deploy checks (tests/deploy/check.sh): debootstrap for Debian chroots that carry out the
+# Dockerfile, systemd-analyze for the unit, docker-compose to validate the compose file
+# (the docker client here has no compose plugin), shellcheck for the RUN lines.
+# Benchmarks: scikit-learn and GNU time; wrk, Flask and gunicorn for the serving benchmark.
 DEPS := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
-        libopenblas-dev liblapacke-dev check python3 python3-numpy \
-        libsvm-tools curl openssl python3-yaml python3-sklearn time
+        libopenblas-dev liblapacke-dev libcurl4-gnutls-dev check python3 python3-numpy \
+        libsvm-tools curl openssl python3-yaml python3-sklearn time \
+        debootstrap systemd docker-compose shellcheck wrk python3-flask gunicorn
 
 PKGS := libmicrohttpd libcjson openblas lapacke
 PYTHON := /usr/bin/python3
@@ -42,16 +46,20 @@ LIBS = $(PKG_LIBS) -lpthread -lm
 
 CORE_SRC := $(wildcard core/*.c)
 API_SRC := $(wildcard api/*.c)
-SRV_SRC := $(filter-out server/kmserve.c,$(wildcard server/*.c))
+# kmctl (server/kmctl*.c) is a client: it shares no objects with the daemon.
+SRV_SRC := $(filter-out server/kmserve.c server/kmctl%.c,$(wildcard server/*.c))
+CTL_SRC := $(wildcard server/kmctl*.c)
+CTL_OBJ := $(CTL_SRC:%.c=$(B)/%.o)
+CTL_LIBS = $(shell pkg-config --libs libcjson libcurl 2>/dev/null)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 API_OBJ := $(API_SRC:%.c=$(B)/%.o)
 SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o)
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps test unit integration run bench clean
+.PHONY: all deps test unit integration check-deploy run bench clean
 
-all: $(B)/kmserve $(B)/libkm.a
+all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a
 
 deps:
 	@missing=""; for p in $(DEPS); do \
@@ -87,6 +95,12 @@ $(B)/kmserve: $(B)/server/kmserve.o $(SRV_OBJ) $(B)/libkmapi.a $(B)/libkm.a
 	@$(if $(V),,echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
+$(CTL_OBJ): PKG_CFLAGS += $(shell pkg-config --cflags libcurl 2>/dev/null)
+
+$(B)/kmctl: $(CTL_OBJ)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CTL_LIBS)
+
 $(B)/tests/core/%: tests/core/%.c tests/check_main.h $(B)/libkm.a
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  TEST    $@")
@@ -97,16 +111,24 @@ $(B)/tests/api/%: tests/api/%.c tests/check_main.h $(B)/libkmapi.a $(B)/libkm.a
 	@$(if $(V),,echo "  TEST    $@")
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Iapi -o $@ $< $(B)/libkmapi.a $(B)/libkm.a $(CHECK_LIBS) $(LIBS) $(LDFLAGS)
 
+# The deploy checks build and run the plain binaries in Debian chroots, so
+# they run in the plain pass only (a sanitizer build needs libasan there).
 test: deps
-	@$(MAKE) --no-print-directory unit integration
+	@$(MAKE) --no-print-directory unit integration $(if $(SANITIZE),,check-deploy)
 
 unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do \
 	  echo "== $$t"; KM_DATA=../shared/data CK_FORK=yes $$t || fail=1; \
 	done; exit $$fail
 
-integration: $(B)/kmserve
+integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/run.py --server $(B)/kmserve
+	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl
+
+# The Dockerfile's build and runtime stages in debootstrap chroots of
+# bookworm (cached in build/deploy/), deploy/ manifests, the systemd unit.
+check-deploy: $(if $(SANITIZE),,build/kmserve)
+	bash tests/deploy/check.sh
 
 run: deps
 	@$(MAKE) --no-print-directory all

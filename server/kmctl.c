@@ -1,0 +1,1048 @@
+/*
+ * kmctl.c - the command-line client of kmserve (as redis-cli is Redis's):
+ * fit models from CSV files, predict and project to CSV, list, inspect and
+ * delete models, watch jobs, and check health.
+ *
+ * Options and commands come from two tables, which also write --help (as
+ * srv_config.c does for the daemon). Every server error is printed as
+ * "kmctl: STATUS code: message" and exits 1; usage and input errors exit
+ * 2; an unreachable server exits 3; Ctrl-C exits 130 (kmctl_util.h).
+ *
+ * Column rule (fit): the target is the column named by --target, else the
+ * last one; every other column is a feature. kpca has no target: all
+ * columns are features, less the one --target names, if any.
+ * Column rule (predict, project): the model's n_features (n_components for
+ * project --inverse) decides. The --target column, if named, is left out;
+ * if then exactly one column more than needed remains, the column 'y' (else
+ * the last one) is left out with a note on stderr, so the CSV a model was
+ * fitted from can be passed unchanged. Any other count is an error.
+ *
+ * Thread-safety: single-threaded.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "../core/km.h"
+#include "kmctl_csv.h"
+#include "kmctl_http.h"
+#include "kmctl_job.h"
+#include "kmctl_util.h"
+
+/* A fit of more matrix entries than this goes async with a progress bar. */
+#define ASYNC_ENTRIES 20000
+#define DEFAULT_URL "http://127.0.0.1:8080"
+#define DEFAULT_BATCH 10000
+#define MAX_BODY ((size_t)1 << 30)
+
+enum {
+    F_FIT = 1 << 0,
+    F_PREDICT = 1 << 1,
+    F_PROJECT = 1 << 2,
+    F_MODELS = 1 << 3,
+    F_GET = 1 << 4,
+    F_DELETE = 1 << 5,
+    F_JOBS = 1 << 6,
+    F_HEALTH = 1 << 7,
+    F_ALL = 0xff
+};
+
+typedef struct args {
+    const char *server, *token, *cacert;
+    const char *algorithm, *kernel, *target, *output;
+    int async, inverse, json;
+    long batch;
+    cJSON *kernel_params; /* from --gamma, --sigma, --degree, --coef0 */
+    cJSON *params;        /* from --C, --alpha, ..., --param */
+    const char *pos[4];
+    int npos;
+} args;
+
+typedef enum { O_STR, O_FLAG, O_INT, O_KERNEL_NUM, O_PARAM_NUM, O_PARAM_TRUE,
+               O_PARAM_KV } opt_kind;
+
+static const struct opt {
+    const char *flag, *metavar;
+    unsigned cmds;
+    opt_kind kind;
+    size_t offset;   /* into args, for O_STR, O_FLAG, O_INT */
+    const char *key; /* JSON key, for the kernel and params kinds */
+    const char *help;
+} opts[] = {
+#define A(field) offsetof(args, field)
+    {"server", "URL", F_ALL, O_STR, A(server), NULL,
+     "kmserve's address (env KMSERVE_URL, default " DEFAULT_URL ")"},
+    {"token", "TOKEN", F_ALL, O_STR, A(token), NULL,
+     "bearer token (env KMSERVE_TOKEN, which ps cannot show: prefer it)"},
+    {"cacert", "FILE", F_ALL, O_STR, A(cacert), NULL,
+     "PEM file of the CA that signed the server's certificate (env "
+     "KMSERVE_CACERT)"},
+    {"algorithm", "NAME", F_FIT, O_STR, A(algorithm), NULL,
+     "krr, svc, svr or kpca (required)"},
+    {"kernel", "TYPE", F_FIT, O_STR, A(kernel), NULL,
+     "linear, polynomial, rbf, laplacian or sigmoid, or a kernel as a JSON "
+     "object ('{\"type\":\"sum\",\"kernels\":[...]}') (required)"},
+    {"gamma", "X", F_FIT, O_KERNEL_NUM, 0, "gamma", "kernel gamma"},
+    {"sigma", "X", F_FIT, O_KERNEL_NUM, 0, "sigma",
+     "rbf width (gamma = 1/(2 sigma^2)); not with --gamma"},
+    {"degree", "N", F_FIT, O_KERNEL_NUM, 0, "degree", "polynomial degree"},
+    {"coef0", "X", F_FIT, O_KERNEL_NUM, 0, "coef0",
+     "polynomial and sigmoid coef0"},
+    {"C", "X", F_FIT, O_PARAM_NUM, 0, "C", "svc, svr: regularisation C"},
+    {"alpha", "X", F_FIT, O_PARAM_NUM, 0, "alpha",
+     "krr: ridge alpha; kpca: alpha of the inverse map"},
+    {"epsilon", "X", F_FIT, O_PARAM_NUM, 0, "epsilon", "svr: epsilon"},
+    {"tol", "X", F_FIT, O_PARAM_NUM, 0, "tol", "svc, svr: stopping tolerance"},
+    {"n-components", "N", F_FIT, O_PARAM_NUM, 0, "n_components",
+     "kpca: number of components (required for kpca)"},
+    {"probability", NULL, F_FIT, O_PARAM_TRUE, 0, "probability",
+     "svc: fit Platt scaling, for --output probability"},
+    {"param", "KEY=VALUE", F_FIT, O_PARAM_KV, 0, NULL,
+     "any other parameter; VALUE is JSON if it parses, else a string "
+     "(--param shrinking=false --param 'class_weight={\"1\":2}'); repeatable"},
+    {"target", "COLUMN", F_FIT | F_PREDICT | F_PROJECT, O_STR, A(target), NULL,
+     "fit: the target column (default: the last); predict, project: a "
+     "column to leave out"},
+    {"async", NULL, F_FIT, O_FLAG, A(async), NULL,
+     "run as a job with progress even when small (fits of more than 20000 "
+     "values always do)"},
+    {"output", "KIND", F_PREDICT, O_STR, A(output), NULL,
+     "label (default), decision_function or probability (svc)"},
+    {"inverse", NULL, F_PROJECT, O_FLAG, A(inverse), NULL,
+     "map projections (the CSV's columns) back to input space"},
+    {"batch", "ROWS", F_PREDICT | F_PROJECT, O_INT, A(batch), NULL,
+     "rows per request (default 10000)"},
+    {"json", NULL, F_FIT | F_MODELS | F_JOBS, O_FLAG, A(json), NULL,
+     "print the server's JSON instead of a summary or a table"},
+#undef A
+};
+#define N_OPTS (sizeof opts / sizeof *opts)
+
+typedef int (*command_fn)(ctl_client *c, args *a, ctl_err *e);
+static int cmd_fit(ctl_client *c, args *a, ctl_err *e);
+static int cmd_predict(ctl_client *c, args *a, ctl_err *e);
+static int cmd_project(ctl_client *c, args *a, ctl_err *e);
+static int cmd_models(ctl_client *c, args *a, ctl_err *e);
+static int cmd_get(ctl_client *c, args *a, ctl_err *e);
+static int cmd_delete(ctl_client *c, args *a, ctl_err *e);
+static int cmd_jobs(ctl_client *c, args *a, ctl_err *e);
+static int cmd_health(ctl_client *c, args *a, ctl_err *e);
+
+static const struct command {
+    const char *name;
+    unsigned bit;
+    int npos;
+    command_fn run;
+    const char *usage, *summary, *details;
+} commands[] = {
+    {"fit", F_FIT, 2, cmd_fit, "fit NAME DATA.csv --algorithm ALG --kernel TYPE "
+     "[options]", "fit a model from a CSV file",
+     "DATA.csv has a header row. The target is the column --target names, else\n"
+     "the last column; labels that are all numbers are sent as numbers, else as\n"
+     "strings. kpca has no target: every column is a feature, less --target's.\n"
+     "DATA.csv may be - for standard input. Fits of more than 20000 values\n"
+     "(rows x features), or with --async, run as a job: a progress bar on a\n"
+     "terminal (plain lines otherwise); Ctrl-C offers to cancel the job.\n"
+     "\nexample:\n  kmctl fit cancer --algorithm svc --kernel rbf --gamma 0.5 --C 10 "
+     "cancer.csv\n"},
+    {"predict", F_PREDICT, 2, cmd_predict,
+     "predict NAME DATA.csv [--output label|decision_function|probability]",
+     "predictions as CSV on stdout",
+     "Writes a header and one row per input row. The model's n_features says\n"
+     "which columns are features: the --target column is left out; if one\n"
+     "column more than n_features remains, 'y' (else the last column) is left\n"
+     "out too, so the CSV the model was fitted from can be given as it is.\n"
+     "Header: 'label' or 'prediction' (prediction_0.. for several outputs),\n"
+     "'decision_function' (binary) or A_vs_B per class pair, p_LABEL per class.\n"},
+    {"project", F_PROJECT, 2, cmd_project, "project NAME DATA.csv [--inverse]",
+     "kernel PCA projections as CSV on stdout",
+     "Writes pc1..pcK per input row; with --inverse the CSV holds projections\n"
+     "(n_components columns) and the output is x1..xD in input space. Columns\n"
+     "are chosen as for predict.\n"},
+    {"models", F_MODELS, 0, cmd_models, "models [--json]", "list the models", ""},
+    {"get", F_GET, 1, cmd_get, "get NAME", "a model's metadata as JSON", ""},
+    {"delete", F_DELETE, 1, cmd_delete, "delete NAME",
+     "delete a model (from memory and disk)", ""},
+    {"jobs", F_JOBS, 0, cmd_jobs, "jobs [--json]", "list fit jobs, newest first",
+     ""},
+    {"health", F_HEALTH, 0, cmd_health, "health",
+     "exit 0 if the server is ready (GET /readyz answers 200), else 1",
+     "Used by the Docker image's HEALTHCHECK.\n"},
+};
+#define N_COMMANDS (sizeof commands / sizeof *commands)
+
+/* ---------------------------------------------------------------- help */
+
+/* Prints text wrapped before column 79, the cursor being at column
+ * `indent` now and continuation lines starting there. */
+static void wrap(FILE *f, const char *text, int indent)
+{
+    int col = indent, first = 1;
+    while (*text) {
+        int word = (int)strcspn(text, " ");
+        if (!first && col + 1 + word > 79) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+            first = 1;
+        }
+        col += fprintf(f, "%s%.*s", first ? "" : " ", word, text);
+        first = 0;
+        text += word;
+        while (*text == ' ')
+            text++;
+    }
+    fputc('\n', f);
+}
+
+static void print_options(FILE *f, unsigned mask, int global)
+{
+    for (size_t i = 0; i < N_OPTS; i++) {
+        const struct opt *o = &opts[i];
+        if (!(o->cmds & mask) || (o->cmds == F_ALL) != global)
+            continue;
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", o->flag, o->metavar ? " " : "",
+                 o->metavar ? o->metavar : "");
+        fprintf(f, "  %-22s ", left);
+        wrap(f, o->help, 25);
+    }
+}
+
+static void usage_main(FILE *f)
+{
+    fprintf(f, "usage: kmctl [--server URL] [--token TOKEN] [--cacert FILE] "
+               "COMMAND [options] [args]\n\n"
+               "Talks to a kmserve daemon over its HTTP/JSON API.\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\noptions for every command (a flag wins over its environment "
+               "variable):\n");
+    print_options(f, F_ALL, 1);
+    fprintf(f, "  %-22s %s\n  %-22s %s\n", "--help", "this text; COMMAND --help "
+               "for a command's options", "--version", "print the version");
+    fprintf(f, "\nexit status: 0 success, 1 the server answered an error (or "
+               "a job failed),\n2 usage or input error, 3 the server could not "
+               "be reached, 130 Ctrl-C.\n");
+}
+
+static void usage_command(FILE *f, const struct command *cmd)
+{
+    fprintf(f, "usage: kmctl %s\n\n%s.\n", cmd->usage, cmd->summary);
+    if (*cmd->details)
+        fprintf(f, "\n%s", cmd->details);
+    fprintf(f, "\noptions:\n");
+    print_options(f, cmd->bit, 0);
+    print_options(f, cmd->bit, 1);
+}
+
+/* ---------------------------------------------------------------- args */
+
+static int set_option(args *a, const struct opt *o, const char *value,
+                      ctl_err *e)
+{
+    double v;
+    cJSON *item = NULL;
+    switch (o->kind) {
+    case O_STR:
+        *(const char **)((char *)a + o->offset) = value;
+        return 0;
+    case O_FLAG:
+        *(int *)((char *)a + o->offset) = 1;
+        return 0;
+    case O_INT: {
+        char *end;
+        long n = strtol(value, &end, 10);
+        if (end == value || *end || n < 1 || n > 100000000)
+            return ctl_fail(e, CTL_EXIT_USAGE, "--%s: expected a whole number "
+                            "from 1 to 100000000, not '%s'", o->flag, value);
+        *(long *)((char *)a + o->offset) = n;
+        return 0;
+    }
+    case O_KERNEL_NUM:
+    case O_PARAM_NUM:
+        if (ctl_parse_number(value, &v))
+            return ctl_fail(e, CTL_EXIT_USAGE, "--%s: expected a number, not '%s'",
+                            o->flag, value);
+        item = cJSON_CreateNumber(v);
+        break;
+    case O_PARAM_TRUE:
+        item = cJSON_CreateTrue();
+        break;
+    case O_PARAM_KV: {
+        const char *eq = strchr(value, '=');
+        if (!eq || eq == value)
+            return ctl_fail(e, CTL_EXIT_USAGE, "--param: expected KEY=VALUE, not "
+                            "'%s'", value);
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - value), value);
+        const char *end = NULL;
+        item = cJSON_ParseWithOpts(eq + 1, &end, 1);
+        if (!item)
+            item = cJSON_CreateString(eq + 1);
+        if (!item)
+            return ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+        cJSON_DeleteItemFromObjectCaseSensitive(a->params, key);
+        cJSON_AddItemToObject(a->params, key, item);
+        return 0;
+    }
+    }
+    if (!item)
+        return ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+    cJSON *obj = o->kind == O_KERNEL_NUM ? a->kernel_params : a->params;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, o->key);
+    cJSON_AddItemToObject(obj, o->key, item);
+    return 0;
+}
+
+/* 0 to run *cmd, 1 when help or the version was printed, -1 with e. */
+static int parse_args(int argc, char **argv, args *a,
+                      const struct command **cmd, ctl_err *e)
+{
+    int only_positional = 0;
+    *cmd = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!only_positional && !strcmp(arg, "--")) {
+            only_positional = 1;
+            continue;
+        }
+        if (!only_positional && (!strcmp(arg, "--help") || !strcmp(arg, "-h"))) {
+            if (*cmd)
+                usage_command(stdout, *cmd);
+            else
+                usage_main(stdout);
+            return 1;
+        }
+        if (!only_positional && !strcmp(arg, "--version")) {
+            printf("kmctl %s\n", KM_VERSION);
+            return 1;
+        }
+        if (!only_positional && arg[0] == '-' && arg[1]) {
+            const char *name = arg + (arg[1] == '-' ? 2 : 1), *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            const struct opt *o = NULL;
+            for (size_t k = 0; k < N_OPTS && !o; k++)
+                if (strlen(opts[k].flag) == len && !strncmp(opts[k].flag, name, len))
+                    o = &opts[k];
+            if (!o || arg[1] != '-')
+                return ctl_fail(e, CTL_EXIT_USAGE, "unknown option '%s' (see "
+                                "kmctl %s--help)", arg, *cmd ? (*cmd)->name : "");
+            unsigned mask = *cmd ? (*cmd)->bit : F_ALL;
+            if (!(o->cmds & mask) || (!*cmd && o->cmds != F_ALL))
+                return ctl_fail(e, CTL_EXIT_USAGE, "--%s does not apply to %s "
+                                "(see kmctl %s --help)", o->flag,
+                                *cmd ? (*cmd)->name : "kmctl without a command",
+                                *cmd ? (*cmd)->name : "");
+            const char *value = NULL;
+            int takes_value = o->metavar != NULL;
+            if (takes_value) {
+                if (eq)
+                    value = eq + 1;
+                else if (i + 1 < argc)
+                    value = argv[++i];
+                else
+                    return ctl_fail(e, CTL_EXIT_USAGE, "--%s needs a value (%s)",
+                                    o->flag, o->metavar);
+            } else if (eq) {
+                return ctl_fail(e, CTL_EXIT_USAGE, "--%s takes no value", o->flag);
+            }
+            if (set_option(a, o, value, e))
+                return -1;
+            continue;
+        }
+        if (!*cmd) {
+            for (size_t k = 0; k < N_COMMANDS && !*cmd; k++)
+                if (!strcmp(commands[k].name, arg))
+                    *cmd = &commands[k];
+            if (!*cmd)
+                return ctl_fail(e, CTL_EXIT_USAGE, "unknown command '%s' (see "
+                                "kmctl --help)", arg);
+            continue;
+        }
+        if (a->npos >= (int)(sizeof a->pos / sizeof *a->pos))
+            return ctl_fail(e, CTL_EXIT_USAGE, "too many arguments (usage: kmctl "
+                            "%s)", (*cmd)->usage);
+        a->pos[a->npos++] = arg;
+    }
+    if (!*cmd) {
+        usage_main(stderr);
+        return ctl_fail(e, CTL_EXIT_USAGE, "no command given");
+    }
+    if (a->npos != (*cmd)->npos)
+        return ctl_fail(e, CTL_EXIT_USAGE, "%s needs %d argument%s (usage: kmctl "
+                        "%s)", (*cmd)->name, (*cmd)->npos,
+                        (*cmd)->npos == 1 ? "" : "s", (*cmd)->usage);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static const char *str_or(const cJSON *o, const char *key, const char *dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+static double num_or(const cJSON *o, const char *key, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+/* "/v1/models/NAME" + suffix, with NAME escaped. Caller frees. */
+static char *model_path(ctl_client *c, const char *name, const char *suffix,
+                        ctl_err *e)
+{
+    char *esc = ctl_client_escape(c, name), *path = NULL;
+    if (!esc || asprintf(&path, "/v1/models/%s%s", esc, suffix) < 0)
+        path = NULL;
+    free(esc);
+    if (!path)
+        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+    return path;
+}
+
+/* A request whose answer must have status `want` and a JSON body (unless
+ * want is 204). 0 with r filled (caller cleans it up), or -1 with e. */
+static int call_expect(ctl_client *c, const char *method, const char *path,
+                       const char *body, size_t len, long want, ctl_reply *r,
+                       ctl_err *e)
+{
+    if (ctl_client_call(c, method, path, body, len, r, e))
+        return -1;
+    if (r->status != want) {
+        ctl_reply_fail(r, e);
+        ctl_reply_cleanup(r);
+        return -1;
+    }
+    if (want != 204 && !cJSON_IsObject(r->json)) {
+        ctl_fail(e, CTL_EXIT_SERVER, "%s %s: the answer is not a JSON object",
+                 method, path);
+        ctl_reply_cleanup(r);
+        return -1;
+    }
+    return 0;
+}
+
+static void print_json(const cJSON *j)
+{
+    char *s = cJSON_Print(j);
+    if (s)
+        puts(s);
+    free(s);
+}
+
+/* Prints rows of cells as aligned columns; cells[r*ncols + k]. */
+static void print_table(const char *const *head, size_t ncols, char **cells,
+                        size_t nrows)
+{
+    size_t width[16] = {0};
+    for (size_t k = 0; k < ncols; k++) {
+        width[k] = strlen(head[k]);
+        for (size_t r = 0; r < nrows; r++)
+            if (strlen(cells[r * ncols + k]) > width[k])
+                width[k] = strlen(cells[r * ncols + k]);
+    }
+    for (size_t r = 0; r <= nrows; r++)
+        for (size_t k = 0; k < ncols; k++) {
+            const char *s = r ? cells[(r - 1) * ncols + k] : head[k];
+            if (k + 1 < ncols)
+                printf("%-*s  ", (int)width[k], s);
+            else
+                printf("%s\n", s);
+        }
+}
+
+/* A short description of a kernel object: "rbf(gamma=0.5)". */
+static void kernel_text(const cJSON *k, char *out, size_t n)
+{
+    size_t used = (size_t)snprintf(out, n, "%s", str_or(k, "type", "?"));
+    const char *sep = "(";
+    const cJSON *it;
+    cJSON_ArrayForEach(it, k) {
+        if (!cJSON_IsNumber(it) || used >= n)
+            continue;
+        char num[32];
+        ctl_fmt_double(num, it->valuedouble);
+        used += (size_t)snprintf(out + used, n - used, "%s%s=%s", sep,
+                                 it->string, num);
+        sep = ",";
+    }
+    if (*sep == ',' && used < n)
+        snprintf(out + used, n - used, ")");
+}
+
+/* Picks the feature columns of csv for a model with `need` inputs (see the
+ * column rule at the top of this file). Caller frees *cols_out. */
+static int select_columns(const ctl_csv *csv, const char *target, size_t need,
+                          const char *model, size_t **cols_out, size_t *ncols,
+                          ctl_err *e)
+{
+    size_t total = ctl_csv_cols(csv);
+    long skip = -1;
+    if (target && (skip = ctl_csv_find(csv, target)) < 0)
+        return ctl_fail(e, CTL_EXIT_USAGE, "%s has no column '%s'",
+                        ctl_csv_path(csv), target);
+    size_t left = total - (skip >= 0);
+    if (left == need + 1 && !target) {
+        skip = ctl_csv_find(csv, "y");
+        if (skip < 0)
+            skip = (long)total - 1;
+        fprintf(stderr, "kmctl: leaving out column '%s' (model %s has %zu "
+                "features)\n", ctl_csv_name(csv, (size_t)skip), model, need);
+        left--;
+    }
+    if (left != need)
+        return ctl_fail(e, CTL_EXIT_USAGE, "%s has %zu feature columns; model %s "
+                        "expects %zu (--target COLUMN leaves one out)",
+                        ctl_csv_path(csv), left, model, need);
+    size_t *cols = malloc((need ? need : 1) * sizeof *cols), n = 0;
+    if (!cols)
+        return ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+    for (size_t j = 0; j < total; j++)
+        if ((long)j != skip)
+            cols[n++] = j;
+    *cols_out = cols;
+    *ncols = n;
+    return 0;
+}
+
+/* A one-line account of a fitted model, for fit's output. */
+static void print_fitted(const cJSON *m)
+{
+    char kernel[256];
+    kernel_text(cJSON_GetObjectItemCaseSensitive(m, "kernel"), kernel, sizeof kernel);
+    const cJSON *training = cJSON_GetObjectItemCaseSensitive(m, "training");
+    printf("fitted %s version %.0f: %s, kernel %s, %.0f samples x %.0f features, "
+           "%.3f s\n", str_or(m, "name", "?"), num_or(m, "version", 0),
+           str_or(m, "algorithm", "?"), kernel, num_or(m, "n_samples", 0),
+           num_or(m, "n_features", 0), num_or(training, "seconds", 0));
+}
+
+/* ---------------------------------------------------------------- fit */
+
+static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
+{
+    const char *name = a->pos[0];
+    ctl_csv *csv = NULL;
+    cJSON *body = NULL, *result = NULL;
+    char *text = NULL, *path = NULL;
+    size_t *cols = NULL;
+    ctl_buf x;
+    ctl_reply r = {0};
+    int rc = -1, caught = 0;
+    ctl_buf_init(&x, MAX_BODY);
+
+    if (!a->algorithm || !a->kernel) {
+        ctl_fail(e, CTL_EXIT_USAGE, "fit needs --algorithm and --kernel (see "
+                 "kmctl fit --help)");
+        goto out;
+    }
+    int kpca = !strcmp(a->algorithm, "kpca");
+    if (ctl_csv_read(a->pos[1], &csv, e))
+        goto out;
+    size_t total = ctl_csv_cols(csv), rows = ctl_csv_rows(csv);
+    long target = -1;
+    if (a->target && (target = ctl_csv_find(csv, a->target)) < 0) {
+        ctl_fail(e, CTL_EXIT_USAGE, "%s has no column '%s'", a->pos[1], a->target);
+        goto out;
+    }
+    if (!kpca && target < 0)
+        target = (long)total - 1;
+    size_t nfeat = total - (target >= 0);
+    if (!nfeat || !rows) {
+        ctl_fail(e, CTL_EXIT_USAGE, "%s has %s", a->pos[1],
+                 rows ? "no feature column besides the target" : "no data rows");
+        goto out;
+    }
+    if (!(cols = malloc(nfeat * sizeof *cols))) {
+        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+        goto out;
+    }
+    for (size_t j = 0, n = 0; j < total; j++)
+        if ((long)j != target)
+            cols[n++] = j;
+    if (ctl_csv_matrix_json(csv, 0, rows, cols, nfeat, &x, e))
+        goto out;
+
+    /* The kernel: a type name or a JSON object, with --gamma & co. on top. */
+    cJSON *kernel;
+    if (a->kernel[0] == '{') {
+        const char *end = NULL;
+        kernel = cJSON_ParseWithOpts(a->kernel, &end, 1);
+        if (!cJSON_IsObject(kernel)) {
+            cJSON_Delete(kernel);
+            ctl_fail(e, CTL_EXIT_USAGE, "--kernel: not a JSON object: %.80s",
+                     a->kernel);
+            goto out;
+        }
+    } else {
+        kernel = cJSON_CreateObject();
+        if (kernel)
+            cJSON_AddStringToObject(kernel, "type", a->kernel);
+    }
+    body = cJSON_CreateObject();
+    if (!body || !kernel) {
+        cJSON_Delete(kernel);
+        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+        goto out;
+    }
+    cJSON_AddStringToObject(body, "algorithm", a->algorithm);
+    cJSON_AddItemToObject(body, "kernel", kernel);
+    cJSON *it;
+    cJSON_ArrayForEach(it, a->kernel_params) {
+        cJSON_DeleteItemFromObjectCaseSensitive(kernel, it->string);
+        cJSON_AddItemToObject(kernel, it->string, cJSON_Duplicate(it, 1));
+    }
+    if (cJSON_GetArraySize(a->params))
+        cJSON_AddItemToObject(body, "params", cJSON_Duplicate(a->params, 1));
+    cJSON_AddRawToObject(body, "X", x.data);
+    ctl_buf_cleanup(&x);
+    if (target >= 0 && !kpca) {
+        int numeric = ctl_csv_column_numeric(csv, (size_t)target);
+        cJSON *y = cJSON_AddArrayToObject(body, "y");
+        for (size_t i = 0; y && i < rows; i++) {
+            const char *cell = ctl_csv_cell(csv, i, (size_t)target);
+            double v = 0;
+            if (numeric)
+                (void)ctl_parse_number(cell, &v);
+            cJSON_AddItemToArray(y, numeric ? cJSON_CreateNumber(v)
+                                            : cJSON_CreateString(cell));
+        }
+    }
+    int async = a->async || rows * nfeat > ASYNC_ENTRIES;
+    if (async)
+        cJSON_AddTrueToObject(body, "async");
+    if (!(text = cJSON_PrintUnformatted(body)) ||
+        !(path = model_path(c, name, "/fit", e))) {
+        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+        goto out;
+    }
+    cJSON_Delete(body);
+    body = NULL;
+
+    if (!async) {
+        if (call_expect(c, "POST", path, text, strlen(text), 201, &r, e))
+            goto out;
+        result = cJSON_DetachItemFromObjectCaseSensitive(r.json, "model");
+    } else {
+        /* Ctrl-C from here on is ours: while the body is sent (nothing to
+         * cancel yet) and while the job runs (offer to cancel it). */
+        ctl_job_catch_sigint(c);
+        caught = 1;
+        if (call_expect(c, "POST", path, text, strlen(text), 202, &r, e))
+            goto out;
+        const char *id = str_or(cJSON_GetObjectItemCaseSensitive(r.json, "job"),
+                                "id", NULL);
+        if (!id) {
+            ctl_fail(e, CTL_EXIT_SERVER, "the fit was accepted without a job id");
+            goto out;
+        }
+        if (ctl_job_wait(c, id, name, &result, e))
+            goto out;
+    }
+    if (!cJSON_IsObject(result)) {
+        ctl_fail(e, CTL_EXIT_SERVER, "the fit answer holds no model");
+        goto out;
+    }
+    if (a->json)
+        print_json(result);
+    else
+        print_fitted(result);
+    rc = 0;
+out:
+    if (caught)
+        ctl_job_release_sigint(c);
+    ctl_reply_cleanup(&r);
+    cJSON_Delete(result);
+    cJSON_Delete(body);
+    free(path);
+    free(text);
+    free(cols);
+    ctl_buf_cleanup(&x);
+    ctl_csv_free(csv);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- predict */
+
+/* Header names for predict's output, from the model and the first answer
+ * row (its width when the metadata does not say). */
+static void print_header(const cJSON *meta, const char *output, const cJSON *row)
+{
+    const char *alg = str_or(meta, "algorithm", "");
+    const cJSON *classes = cJSON_GetObjectItemCaseSensitive(meta, "classes");
+    int k = cJSON_GetArraySize(classes);
+    int width = cJSON_IsArray(row) ? cJSON_GetArraySize(row) : 1;
+    char name[512];
+
+    for (int col = 0; col < width; col++) {
+        if (col)
+            putchar(',');
+        const cJSON *ci = NULL, *cj = NULL;
+        if (!strcmp(output, "probability") && width == k) {
+            ci = cJSON_GetArrayItem(classes, col);
+            snprintf(name, sizeof name, "p_");
+        } else if (!strcmp(output, "decision_function") && k > 2 &&
+                   width == k * (k - 1) / 2) {
+            for (int i = 0, n = 0; i < k && !cj; i++) /* pairs (i, j), i < j */
+                for (int j = i + 1; j < k; j++)
+                    if (n++ == col) {
+                        ci = cJSON_GetArrayItem(classes, i);
+                        cj = cJSON_GetArrayItem(classes, j);
+                        break;
+                    }
+            name[0] = '\0';
+        } else if (!strcmp(output, "decision_function") && width == 1) {
+            snprintf(name, sizeof name, "decision_function");
+        } else if (!strcmp(alg, "svc") && width == 1) {
+            snprintf(name, sizeof name, "label");
+        } else if (width == 1) {
+            snprintf(name, sizeof name, "prediction");
+        } else {
+            snprintf(name, sizeof name, "prediction_%d", col);
+        }
+        const cJSON *labels[2] = {ci, cj};
+        for (int l = 0; l < 2 && labels[l]; l++) {
+            char num[32];
+            const char *s = cJSON_IsString(labels[l]) ? labels[l]->valuestring : num;
+            if (!cJSON_IsString(labels[l]))
+                ctl_fmt_double(num, labels[l]->valuedouble);
+            size_t used = strlen(name);
+            snprintf(name + used, sizeof name - used, "%s%s", l ? "_vs_" : "", s);
+        }
+        ctl_csv_write_field(stdout, name);
+    }
+    putchar('\n');
+}
+
+static void print_value(const cJSON *v)
+{
+    char num[32];
+    if (cJSON_IsNumber(v)) {
+        ctl_fmt_double(num, v->valuedouble);
+        fputs(num, stdout);
+    } else if (cJSON_IsString(v)) {
+        ctl_csv_write_field(stdout, v->valuestring);
+    } else if (cJSON_IsBool(v)) {
+        fputs(cJSON_IsTrue(v) ? "true" : "false", stdout);
+    }
+}
+
+/* predict and project share this: GET the model, choose columns, send the
+ * rows in batches, print what comes back under `field`. */
+static int run_rows(ctl_client *c, args *a, const char *action,
+                    const char *field, ctl_err *e)
+{
+    const char *name = a->pos[0];
+    ctl_csv *csv = NULL;
+    size_t *cols = NULL, ncols = 0;
+    char *mpath = NULL, *path = NULL;
+    ctl_reply meta = {0}, r = {0};
+    ctl_buf body;
+    int rc = -1;
+    double version = -1;
+    ctl_buf_init(&body, MAX_BODY);
+
+    if (!(mpath = model_path(c, name, "", e)) ||
+        !(path = model_path(c, name, action, e)))
+        goto out;
+    if (call_expect(c, "GET", mpath, NULL, 0, 200, &meta, e))
+        goto out;
+    double need = num_or(meta.json, "n_features", -1);
+    if (a->inverse)
+        need = num_or(cJSON_GetObjectItemCaseSensitive(meta.json, "params"),
+                      "n_components", -1);
+    if (need < 1) {
+        ctl_fail(e, CTL_EXIT_SERVER, "model %s's metadata does not say how many "
+                 "%s it takes", name, a->inverse ? "components" : "features");
+        goto out;
+    }
+    if (ctl_csv_read(a->pos[1], &csv, e) ||
+        select_columns(csv, a->target, (size_t)need, name, &cols, &ncols, e))
+        goto out;
+    const char *output = a->output ? a->output : "label";
+    size_t rows = ctl_csv_rows(csv), batch = a->batch ? (size_t)a->batch
+                                                      : DEFAULT_BATCH;
+    if (!rows) {
+        /* Nothing to ask the server: the header alone, as far as known. */
+        if (!strcmp(field, "projections"))
+            puts(a->inverse ? "x1" : "pc1");
+        else
+            print_header(meta.json, output, NULL);
+    }
+    int header = 0;
+    for (size_t first = 0; first < rows; first += batch) {
+        size_t count = rows - first < batch ? rows - first : batch;
+        body.len = 0;
+        if (ctl_buf_append(&body, "{\"X\":", 5) ||
+            ctl_csv_matrix_json(csv, first, count, cols, ncols, &body, e))
+            goto toobig;
+        if ((a->output && ctl_buf_printf(&body, ",\"output\":\"%s\"", a->output)) ||
+            (a->inverse && ctl_buf_printf(&body, ",\"inverse\":true")) ||
+            ctl_buf_append(&body, "}", 1))
+            goto toobig;
+        ctl_reply_cleanup(&r);
+        if (call_expect(c, "POST", path, body.data, body.len, 200, &r, e))
+            goto out;
+        const cJSON *out_rows = cJSON_GetObjectItemCaseSensitive(r.json, field);
+        double v = num_or(cJSON_GetObjectItemCaseSensitive(r.json, "model"),
+                          "version", -1);
+        if (!cJSON_IsArray(out_rows) ||
+            (size_t)cJSON_GetArraySize(out_rows) != count) {
+            ctl_fail(e, CTL_EXIT_SERVER, "the answer has no %zu %s", count, field);
+            goto out;
+        }
+        if (version >= 0 && v != version) {
+            ctl_fail(e, CTL_EXIT_SERVER, "model %s was replaced while predicting "
+                     "(version %.0f, then %.0f); run again", name, version, v);
+            goto out;
+        }
+        version = v;
+        if (!header) {
+            if (!strcmp(field, "projections")) {
+                int width = cJSON_GetArraySize(cJSON_GetArrayItem(out_rows, 0));
+                for (int k = 0; k < width; k++)
+                    printf("%s%s%d", k ? "," : "", a->inverse ? "x" : "pc", k + 1);
+                putchar('\n');
+            } else {
+                print_header(meta.json, output, cJSON_GetArrayItem(out_rows, 0));
+            }
+            header = 1;
+        }
+        const cJSON *row;
+        cJSON_ArrayForEach(row, out_rows) {
+            if (cJSON_IsArray(row)) {
+                const cJSON *v2;
+                int k = 0;
+                cJSON_ArrayForEach(v2, row) {
+                    if (k++)
+                        putchar(',');
+                    print_value(v2);
+                }
+            } else {
+                print_value(row);
+            }
+            putchar('\n');
+        }
+    }
+    if (fflush(stdout) || ferror(stdout)) {
+        ctl_fail(e, CTL_EXIT_USAGE, "cannot write the output");
+        goto out;
+    }
+    rc = 0;
+    goto out;
+toobig:
+    if (!e->msg[0])
+        ctl_fail(e, CTL_EXIT_USAGE, "a request would exceed %zu MiB: use a "
+                 "smaller --batch", MAX_BODY >> 20);
+out:
+    ctl_reply_cleanup(&r);
+    ctl_reply_cleanup(&meta);
+    ctl_buf_cleanup(&body);
+    ctl_csv_free(csv);
+    free(cols);
+    free(path);
+    free(mpath);
+    return rc;
+}
+
+static int cmd_predict(ctl_client *c, args *a, ctl_err *e)
+{
+    if (a->output && strcmp(a->output, "label") &&
+        strcmp(a->output, "decision_function") && strcmp(a->output, "probability"))
+        return ctl_fail(e, CTL_EXIT_USAGE, "--output: expected label, "
+                        "decision_function or probability, not '%s'", a->output);
+    return run_rows(c, a, "/predict", "predictions", e);
+}
+
+static int cmd_project(ctl_client *c, args *a, ctl_err *e)
+{
+    return run_rows(c, a, "/project", "projections", e);
+}
+
+/* ---------------------------------------------------------------- the rest */
+
+static int cmd_models(ctl_client *c, args *a, ctl_err *e)
+{
+    ctl_reply r;
+    if (call_expect(c, "GET", "/v1/models", NULL, 0, 200, &r, e))
+        return -1;
+    const cJSON *models = cJSON_GetObjectItemCaseSensitive(r.json, "models"), *m;
+    if (a->json) {
+        print_json(r.json);
+        ctl_reply_cleanup(&r);
+        return 0;
+    }
+    static const char *const head[] = {"NAME", "VERSION", "ALGORITHM", "KERNEL",
+                                       "SAMPLES", "FEATURES", "CREATED"};
+    enum { W = sizeof head / sizeof *head };
+    size_t n = (size_t)cJSON_GetArraySize(models), i = 0;
+    char **cells = calloc(n * W + 1, sizeof *cells);
+    int rc = 0;
+    if (!cells) {
+        ctl_reply_cleanup(&r);
+        return ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+    }
+    cJSON_ArrayForEach(m, models) {
+        char kernel[256];
+        kernel_text(cJSON_GetObjectItemCaseSensitive(m, "kernel"), kernel,
+                    sizeof kernel);
+        if (asprintf(&cells[i * W + 0], "%s", str_or(m, "name", "?")) < 0 ||
+            asprintf(&cells[i * W + 1], "%.0f", num_or(m, "version", 0)) < 0 ||
+            asprintf(&cells[i * W + 2], "%s", str_or(m, "algorithm", "?")) < 0 ||
+            asprintf(&cells[i * W + 3], "%s", kernel) < 0 ||
+            asprintf(&cells[i * W + 4], "%.0f", num_or(m, "n_samples", 0)) < 0 ||
+            asprintf(&cells[i * W + 5], "%.0f", num_or(m, "n_features", 0)) < 0 ||
+            asprintf(&cells[i * W + 6], "%s", str_or(m, "created_at", "")) < 0) {
+            rc = ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+            break;
+        }
+        i++;
+    }
+    if (!rc)
+        print_table(head, W, cells, n);
+    for (size_t k = 0; k < n * W; k++)
+        free(cells[k]);
+    free(cells);
+    ctl_reply_cleanup(&r);
+    return rc;
+}
+
+static int cmd_get(ctl_client *c, args *a, ctl_err *e)
+{
+    ctl_reply r;
+    char *path = model_path(c, a->pos[0], "", e);
+    if (!path)
+        return -1;
+    int rc = call_expect(c, "GET", path, NULL, 0, 200, &r, e);
+    free(path);
+    if (rc)
+        return -1;
+    print_json(r.json);
+    ctl_reply_cleanup(&r);
+    return 0;
+}
+
+static int cmd_delete(ctl_client *c, args *a, ctl_err *e)
+{
+    ctl_reply r;
+    char *path = model_path(c, a->pos[0], "", e);
+    if (!path)
+        return -1;
+    int rc = call_expect(c, "DELETE", path, NULL, 0, 204, &r, e);
+    free(path);
+    if (rc)
+        return -1;
+    ctl_reply_cleanup(&r);
+    printf("deleted %s\n", a->pos[0]);
+    return 0;
+}
+
+static int cmd_jobs(ctl_client *c, args *a, ctl_err *e)
+{
+    ctl_reply r;
+    if (call_expect(c, "GET", "/v1/jobs", NULL, 0, 200, &r, e))
+        return -1;
+    if (a->json) {
+        print_json(r.json);
+        ctl_reply_cleanup(&r);
+        return 0;
+    }
+    const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(r.json, "jobs"), *j;
+    static const char *const head[] = {"ID", "STATUS", "MODEL", "PROGRESS",
+                                       "CREATED", "ERROR"};
+    enum { W = sizeof head / sizeof *head };
+    size_t n = (size_t)cJSON_GetArraySize(jobs), i = 0;
+    char **cells = calloc(n * W + 1, sizeof *cells);
+    int rc = 0;
+    if (!cells) {
+        ctl_reply_cleanup(&r);
+        return ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+    }
+    cJSON_ArrayForEach(j, jobs) {
+        const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
+        if (asprintf(&cells[i * W + 0], "%s", str_or(j, "id", "?")) < 0 ||
+            asprintf(&cells[i * W + 1], "%s", str_or(j, "status", "?")) < 0 ||
+            asprintf(&cells[i * W + 2], "%s", str_or(j, "model", "?")) < 0 ||
+            asprintf(&cells[i * W + 3], "%.0f%%", 100 * num_or(j, "progress", 0)) < 0 ||
+            asprintf(&cells[i * W + 4], "%s", str_or(j, "created_at", "")) < 0 ||
+            asprintf(&cells[i * W + 5], "%s", str_or(err, "code", "")) < 0) {
+            rc = ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+            break;
+        }
+        i++;
+    }
+    if (!rc)
+        print_table(head, W, cells, n);
+    for (size_t k = 0; k < n * W; k++)
+        free(cells[k]);
+    free(cells);
+    ctl_reply_cleanup(&r);
+    return rc;
+}
+
+static int cmd_health(ctl_client *c, args *a, ctl_err *e)
+{
+    (void)a;
+    ctl_reply r;
+    if (ctl_client_call(c, "GET", "/readyz", NULL, 0, &r, e))
+        return -1;
+    int rc = 0;
+    if (r.status == 200)
+        printf("ready: %.0f models\n", num_or(r.json, "models", 0));
+    else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(r.json, "status")))
+        rc = ctl_fail(e, CTL_EXIT_SERVER, "not ready: %ld %s", r.status,
+                      str_or(r.json, "status", ""));
+    else
+        rc = ctl_reply_fail(&r, e);
+    ctl_reply_cleanup(&r);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+    args a = {0};
+    ctl_err e = {0, ""};
+    ctl_client *client = NULL;
+    const struct command *cmd = NULL;
+    int status = CTL_EXIT_OK;
+
+    a.kernel_params = cJSON_CreateObject();
+    a.params = cJSON_CreateObject();
+    if (!a.kernel_params || !a.params) {
+        ctl_fail(&e, CTL_EXIT_USAGE, "out of memory");
+        goto fail;
+    }
+    int parsed = parse_args(argc, argv, &a, &cmd, &e);
+    if (parsed > 0)
+        goto out;
+    if (parsed < 0)
+        goto fail;
+    if (!a.server)
+        a.server = getenv("KMSERVE_URL");
+    if (!a.server || !*a.server)
+        a.server = DEFAULT_URL;
+    if (!a.token)
+        a.token = getenv("KMSERVE_TOKEN");
+    if (!a.cacert)
+        a.cacert = getenv("KMSERVE_CACERT");
+    if (ctl_client_create(a.server, a.token, a.cacert, &client, &e) ||
+        cmd->run(client, &a, &e))
+        goto fail;
+    goto out;
+fail:
+    fflush(stdout);
+    fprintf(stderr, "kmctl: %s\n", e.msg);
+    status = e.exit ? e.exit : CTL_EXIT_SERVER;
+out:
+    ctl_client_free(client);
+    cJSON_Delete(a.params);
+    cJSON_Delete(a.kernel_params);
+    return status;
+}

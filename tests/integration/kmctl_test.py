@@ -1,0 +1,543 @@
+#!/usr/bin/python3
+"""Integration tests of kmctl: the real client against the real daemon.
+
+Starts build/kmserve on a free loopback port with a temporary models
+directory (as run.py does) and runs build/kmctl against it: fits from CSV
+files written here and from ../shared/data/breast_cancer.csv, predictions
+compared value for value with what the HTTP API answers for the same rows,
+models/get/delete/jobs/health, error messages and exit codes, tokens and
+TLS, progress lines, and Ctrl-C during an asynchronous fit (without and
+with a terminal) cancelling the job.
+
+Standard library only. Usage (from the project root):
+    /usr/bin/python3 tests/integration/kmctl_test.py \\
+        --server build/kmserve --kmctl build/kmctl
+Ends with the line "N passed, N failed"; exits 1 if any failed.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # noqa: E402  (the daemon harness and HTTP helper of run.py)
+from run import Daemon, check, synthetic  # noqa: E402
+
+KMCTL = None
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "ThreadSanitizer",
+                   "runtime error:")
+
+
+def kmctl(d, *args, env=None, stdin=None, timeout=300):
+    """Runs kmctl against daemon d (None: no server set); returns the
+    CompletedProcess with text output. A sanitizer report fails the test."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("KMSERVE_")}
+    if d is not None:
+        e["KMSERVE_URL"] = f"http://127.0.0.1:{d.port}"
+    e.update(env or {})
+    p = subprocess.run([KMCTL] + [str(a) for a in args], env=e, input=stdin,
+                       capture_output=True, text=True, timeout=timeout)
+    for mark in SANITIZER_MARKS:
+        if mark in p.stderr:
+            check(False, f"kmctl sanitizer report ({mark})", p.stderr[-3000:])
+            break
+    return p
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def read_out(text):
+    rows = list(csv.reader(io.StringIO(text)))
+    return (rows[0], rows[1:]) if rows else ([], [])
+
+
+def same(cell, value):
+    """A CSV cell from kmctl equals a value from the JSON answer: numbers
+    exactly (kmctl prints the shortest text that reads back the same)."""
+    if isinstance(value, list):
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(cell) == float(value)
+        except ValueError:
+            return False
+    return cell == value
+
+
+def same_rows(out_rows, answers):
+    if len(out_rows) != len(answers):
+        return False
+    for cells, a in zip(out_rows, answers):
+        vals = a if isinstance(a, list) else [a]
+        if len(cells) != len(vals) or not all(same(c, v) for c, v in zip(cells, vals)):
+            return False
+    return True
+
+
+def load(path):
+    with open(path) as f:
+        r = list(csv.reader(f))
+    return r[0], r[1:]
+
+
+# ---------------------------------------------------------------- scenarios
+
+def scenario_usage(d, tmp):
+    p = kmctl(d, "--help")
+    check(p.returncode == 0 and all(c in p.stdout for c in
+          ("fit", "predict", "project", "models", "get", "delete", "jobs", "health",
+           "KMSERVE_URL", "KMSERVE_TOKEN")), "--help lists commands and environment", p)
+    p = kmctl(d, "predict", "--help")
+    check(p.returncode == 0 and "--output" in p.stdout and "--target" in p.stdout
+          and "--gamma" not in p.stdout, "predict --help shows predict's options only", p)
+    p = kmctl(d, "--version")
+    check(p.returncode == 0 and p.stdout.startswith("kmctl "), "--version", p)
+    for args, name in ((["frobnicate"], "unknown command"),
+                       ([], "no command"),
+                       (["get"], "missing argument"),
+                       (["models", "extra"], "extra argument"),
+                       (["fit", "m", "x.csv", "--algorithm", "krr", "--kernel", "rbf",
+                         "--gamma", "abc"], "a non-number for --gamma"),
+                       (["models", "--gamma", "1"], "an option of another command"),
+                       (["fit", "m", "x.csv", "--kernel", "rbf"], "fit without --algorithm"),
+                       (["predict", "m", "x.csv", "--output", "odds"], "a bad --output")):
+        p = kmctl(d, *args)
+        check(p.returncode == 2 and p.stderr.splitlines()[-1].startswith("kmctl: "),
+              f"usage error exits 2: {name}", p)
+
+
+def scenario_health(d, tmp):
+    p = kmctl(d, "health")
+    check(p.returncode == 0 and p.stdout.startswith("ready"), "health: ready exits 0", p)
+    p = kmctl(None, "health", env={"KMSERVE_URL": f"http://127.0.0.1:{run.free_port()}"})
+    check(p.returncode == 3 and "cannot reach" in p.stderr,
+          "health: no server exits 3", p)
+    p = kmctl(None, "--server", f"http://127.0.0.1:{d.port}", "health",
+              env={"KMSERVE_URL": "http://127.0.0.1:1"})
+    check(p.returncode == 0, "--server wins over KMSERVE_URL", p)
+    p = kmctl(None, "models", "--server", "ftp://x")
+    check(p.returncode == 2, "a non-HTTP URL is a usage error", p)
+
+
+def scenario_krr(d, tmp):
+    """A regression CSV with the target in the middle (--target), fit, then
+    predict from the same file and compare with the HTTP API."""
+    X, y = synthetic(120, 3, 11)
+    rows = [[f"{r[0]:.6f}", f"{t:.6f}", f"{r[1]:.6f}", f"{r[2]:.6f}"] for r, t in zip(X, y)]
+    path = write_csv(os.path.join(tmp, "reg.csv"), ["a", "target", "b", "c"], rows)
+    p = kmctl(d, "fit", "reg", path, "--algorithm", "krr", "--kernel", "rbf",
+              "--gamma", "0.2", "--alpha", "0.5", "--target", "target")
+    check(p.returncode == 0 and "fitted reg version 1" in p.stdout, "fit krr from CSV", p)
+    m = d.req("GET", "/v1/models/reg").json() or {}
+    check(m.get("n_features") == 3 and m.get("n_samples") == 120 and
+          m.get("kernel") == {"type": "rbf", "gamma": 0.2} and
+          m.get("params", {}).get("alpha") == 0.5,
+          "fit krr: features, samples, kernel and params as given", m)
+    feats = [[float(r[0]), float(r[2]), float(r[3])] for r in rows]
+    want = d.req("POST", "/v1/models/reg/predict", {"X": feats}).json()["predictions"]
+    p = kmctl(d, "predict", "reg", path, "--target", "target")
+    head, out = read_out(p.stdout)
+    check(p.returncode == 0 and head == ["prediction"] and same_rows(out, want),
+          "predict krr: CSV equals the HTTP answer exactly", p.stderr or p.stdout[:200])
+    # In batches the GEMM shapes differ, so the last bits may (BLAS rounding).
+    p2 = kmctl(d, "predict", "reg", path, "--target", "target", "--batch", "7")
+    b = [float(r[0]) for r in read_out(p2.stdout)[1]]
+    check(p2.returncode == 0 and len(b) == len(want) and
+          run.max_rel(b, want, floor=1.0) < 1e-12, "predict in batches of 7: same values",
+          p2.stderr)
+    # Features only, read from standard input.
+    only = io.StringIO()
+    csv.writer(only).writerows([["a", "b", "c"]] + [[r[0], r[2], r[3]] for r in rows])
+    p3 = kmctl(d, "predict", "reg", "-", stdin=only.getvalue())
+    check(p3.returncode == 0 and p3.stdout == p.stdout, "predict from stdin (-)", p3.stderr)
+    # Several outputs: y as rows is not what a CSV target gives; check the
+    # header of a 2-output model fitted over HTTP instead.
+    d.req("POST", "/v1/models/reg2/fit", {"algorithm": "krr", "kernel": {"type": "linear"},
+                                          "X": feats[:10], "y": [[v, -v] for v in y[:10]]})
+    p = kmctl(d, "predict", "reg2", path, "--target", "target")
+    want = d.req("POST", "/v1/models/reg2/predict", {"X": feats}).json()["predictions"]
+    head, out = read_out(p.stdout)
+    check(p.returncode == 0 and head == ["prediction_0", "prediction_1"] and
+          same_rows(out, want), "predict with 2 outputs: two columns", p.stdout[:200])
+
+
+def scenario_svc_cancer(d, tmp):
+    """breast_cancer.csv: numeric labels go as numbers; labels, decision
+    values and probabilities equal the HTTP API's."""
+    path = os.path.join(run.DATA, "breast_cancer.csv")
+    p = kmctl(d, "fit", "cancer", path, "--algorithm", "svc", "--kernel", "rbf",
+              "--gamma", "1e-5", "--C", "10", "--probability")
+    check(p.returncode == 0 and "569 samples x 30 features" in p.stdout,
+          "fit svc from breast_cancer.csv", p)
+    m = d.req("GET", "/v1/models/cancer").json() or {}
+    check(m.get("classes") == [0, 1], "numeric labels are sent as numbers", m.get("classes"))
+    head, rows = load(path)
+    X = [[float(v) for v in r[:-1]] for r in rows]
+    for output, header in (("label", ["label"]),
+                           ("decision_function", ["decision_function"]),
+                           ("probability", ["p_0", "p_1"])):
+        want = d.req("POST", "/v1/models/cancer/predict",
+                     {"X": X, "output": output}).json()["predictions"]
+        p = kmctl(d, "predict", "cancer", path, "--output", output)
+        h, out = read_out(p.stdout)
+        check(p.returncode == 0 and h == header and same_rows(out, want) and
+              "leaving out column 'y'" in p.stderr,
+              f"predict svc --output {output}: equals the HTTP answer", p.stderr[-300:])
+    acc = sum(float(o[0]) == float(r[-1]) for o, r in
+              zip(read_out(kmctl(d, "predict", "cancer", path).stdout)[1], rows)) / len(rows)
+    check(acc > 0.9, "svc on breast_cancer fits its training data (> 90%)", acc)
+
+
+def scenario_svc_strings(d, tmp):
+    """String labels (one with a comma and a quote) in a 3-class problem;
+    multi-class decision values get one column per class pair."""
+    X, _ = synthetic(90, 2, 12)
+    names = ["red", 'blue, "dark"', "green"]
+    rows = []
+    for i, r in enumerate(X):
+        c = i % 3
+        rows.append([f"{r[0] + 3 * c:.5f}", f"{r[1] - 2 * c:.5f}", names[c]])
+    path = write_csv(os.path.join(tmp, "colors.csv"), ["x1", "x2", "colour"], rows)
+    p = kmctl(d, "fit", "colors", path, "--algorithm", "svc", "--kernel", "linear",
+              "--param", "C=2", "--param", "shrinking=false")
+    m = d.req("GET", "/v1/models/colors").json() or {}
+    check(p.returncode == 0 and m.get("classes") == sorted(names) and
+          m.get("params", {}).get("shrinking") is False and m["params"].get("C") == 2,
+          "fit svc with string labels and --param JSON values", (p, m.get("params")))
+    feats = [[float(r[0]), float(r[1])] for r in rows]
+    want = d.req("POST", "/v1/models/colors/predict", {"X": feats}).json()["predictions"]
+    p = kmctl(d, "predict", "colors", path)
+    h, out = read_out(p.stdout)
+    check(p.returncode == 0 and h == ["label"] and same_rows(out, want),
+          "predict string labels, CSV-quoted where needed", p.stdout[:300])
+    want = d.req("POST", "/v1/models/colors/predict",
+                 {"X": feats, "output": "decision_function"}).json()["predictions"]
+    p = kmctl(d, "predict", "colors", path, "--output", "decision_function")
+    h, out = read_out(p.stdout)
+    s = sorted(names)
+    check(p.returncode == 0 and h == [f"{s[0]}_vs_{s[1]}", f"{s[0]}_vs_{s[2]}",
+                                      f"{s[1]}_vs_{s[2]}"] and same_rows(out, want),
+          "multi-class decision_function: a column per pair", h)
+
+
+def scenario_crud(d, tmp):
+    p = kmctl(d, "models")
+    lines = p.stdout.splitlines()
+    check(p.returncode == 0 and lines and lines[0].split()[:3] == ["NAME", "VERSION", "ALGORITHM"]
+          and any(line.split()[0] == "cancer" for line in lines[1:]),
+          "models: a table with the fitted models", p.stdout[:300])
+    p = kmctl(d, "models", "--json")
+    names = {m["name"] for m in json.loads(p.stdout)["models"]} if p.returncode == 0 else set()
+    http_names = {m["name"] for m in d.req("GET", "/v1/models").json()["models"]}
+    check(names == http_names and "reg" in names, "models --json: the server's list", names)
+    p = kmctl(d, "get", "reg")
+    check(p.returncode == 0 and json.loads(p.stdout) == d.req("GET", "/v1/models/reg").json(),
+          "get: the metadata as JSON", p.stdout[:200])
+    p = kmctl(d, "delete", "reg2")
+    check(p.returncode == 0 and d.req("GET", "/v1/models/reg2").status == 404,
+          "delete: gone from the server", p)
+    p = kmctl(d, "get", "reg2")
+    check(p.returncode == 1 and p.stderr.strip() ==
+          'kmctl: 404 not_found: model "reg2" does not exist', "get unknown: 404 message, exit 1", p)
+    p = kmctl(d, "delete", "bad/name")
+    check(p.returncode == 1 and p.stderr.startswith("kmctl: 4"),
+          "a name with '/' is escaped and refused by the server", p)
+    p = kmctl(d, "jobs")
+    ids = [j["id"] for j in d.req("GET", "/v1/jobs").json()["jobs"]]
+    listed = [line.split()[0] for line in p.stdout.splitlines()[1:]]
+    check(p.returncode == 0 and listed == ids and ids, "jobs: the server's jobs in order", p.stdout[:300])
+
+
+def scenario_errors(d, tmp):
+    X, y = synthetic(20, 2, 13)
+    path = write_csv(os.path.join(tmp, "small.csv"), ["a", "b", "y"],
+                     [[r[0], r[1], t] for r, t in zip(X, y)])
+    # The server's own message, as the API answers it for the same body.
+    want = d.req("POST", "/v1/models/e/fit", {"algorithm": "krr",
+                 "kernel": {"type": "rbf", "gamma": -1}, "X": X, "y": y}).json()["error"]
+    p = kmctl(d, "fit", "e", path, "--algorithm", "krr", "--kernel", "rbf", "--gamma", "-1")
+    check(p.returncode == 1 and p.stderr.strip() ==
+          f"kmctl: 400 {want['code']}: {want['message']}", "server error: status, code and message, exit 1",
+          (p.stderr, want))
+    p = kmctl(d, "fit", "e", path, "--algorithm", "krr", "--kernel", "rbf", "--param",
+              "alhpa=1")
+    check(p.returncode == 1 and "400 invalid_argument" in p.stderr and "alhpa" in p.stderr,
+          "a misspelt --param is named by the server", p.stderr)
+    p = kmctl(d, "fit", "e", path, "--algorithm", "svc", "--kernel", "rbf",
+              "--target", "nope")
+    check(p.returncode == 2 and "no column 'nope'" in p.stderr, "fit: unknown --target, exit 2", p)
+    bad = os.path.join(tmp, "bad.csv")
+    with open(bad, "w") as f:
+        f.write("a,b,y\n1,2,3\n4,oops,5\n")
+    p = kmctl(d, "fit", "e", bad, "--algorithm", "krr", "--kernel", "linear")
+    check(p.returncode == 2 and p.stderr.strip() ==
+          f"kmctl: {bad}:3: column 'b': 'oops' is not a finite number",
+          "a non-number names file, line and column, exit 2", p.stderr)
+    with open(bad, "w") as f:
+        f.write("a,b,y\n1,2,3\n4,5\n")
+    p = kmctl(d, "fit", "e", bad, "--algorithm", "krr", "--kernel", "linear")
+    check(p.returncode == 2 and ":3: 2 fields; the header has 3" in p.stderr,
+          "a ragged CSV is refused, exit 2", p.stderr)
+    p = kmctl(d, "fit", "e", os.path.join(tmp, "missing.csv"), "--algorithm", "krr",
+              "--kernel", "linear")
+    check(p.returncode == 2 and "cannot open" in p.stderr, "a missing file, exit 2", p.stderr)
+    check(d.req("GET", "/v1/models/e").status == 404, "failed fits created no model")
+    # predict: the model has 3 features; a 2-column CSV cannot be matched.
+    p = kmctl(d, "predict", "colors", path, "--target", "y")
+    check(p.returncode == 0, "predict with --target y on a 2-feature model", p.stderr)
+    five = write_csv(os.path.join(tmp, "five.csv"), list("abcde"), [[1, 2, 3, 4, 5]])
+    p = kmctl(d, "predict", "colors", five)
+    check(p.returncode == 2 and "has 5 feature columns; model colors expects 2" in p.stderr,
+          "predict: a wrong column count is a usage error", p.stderr)
+    p = kmctl(d, "predict", "nope", five)
+    check(p.returncode == 1 and "404 not_found" in p.stderr, "predict unknown model: 404", p.stderr)
+    p = kmctl(d, "predict", "colors", path, "--target", "y", "--output", "probability")
+    check(p.returncode == 1 and p.stderr.startswith("kmctl: 409 conflict: "),
+          "probability from a model without it: 409 from the server", p.stderr)
+
+
+def scenario_async_progress(d, tmp):
+    X, y = synthetic(200, 3, 14)
+    path = write_csv(os.path.join(tmp, "async.csv"), ["a", "b", "c", "y"],
+                     [r + [t] for r, t in zip(X, y)])
+    p = kmctl(d, "fit", "asy", path, "--algorithm", "krr", "--kernel", "rbf", "--async")
+    lines = p.stderr.splitlines()
+    check(p.returncode == 0 and lines and all(line.startswith("job j-") for line in lines)
+          and lines[-1].endswith(": succeeded 100%") and len(lines) == len(set(lines))
+          and "fitted asy version 1" in p.stdout,
+          "--async without a terminal: a plain line per change, then the model", p)
+    jid = lines[-1].split()[1].rstrip(":") if lines else ""
+    job = d.req("GET", f"/v1/jobs/{jid}").json() or {}
+    check(job.get("status") == "succeeded" and job.get("model") == "asy",
+          "the job kmctl waited for is the server's", job)
+    # Large enough to go async by itself (more than 20000 values).
+    Xb, yb = synthetic(2100, 10, 15)
+    big = write_csv(os.path.join(tmp, "auto.csv"), [f"f{i}" for i in range(10)] + ["y"],
+                    [[f"{v:.4f}" for v in r] + [f"{t:.4f}"] for r, t in zip(Xb, yb)])
+    p = kmctl(d, "fit", "auto", big, "--algorithm", "krr", "--kernel", "linear", "--json")
+    meta = json.loads(p.stdout) if p.returncode == 0 else {}
+    check(p.returncode == 0 and "job j-" in p.stderr and meta.get("n_samples") == 2100,
+          "a fit of 21000 values goes async; --json prints the metadata", p.stderr[-300:])
+
+
+def wait_for(pred, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def scenario_ctrl_c(d, tmp):
+    """SIGINT to kmctl during an async fit (no terminal): it cancels the job,
+    exits 130, and the previous version keeps serving."""
+    X, y = synthetic(run.BIG, 5, 16)
+    path = write_csv(os.path.join(tmp, "cc.csv"), list("abcde") + ["y"],
+                     [[f"{v:.5f}" for v in r] + [f"{t:.5f}"] for r, t in zip(X, y)])
+    r = d.req("POST", "/v1/models/cc/fit", run.fit_body(X[:40], y[:40]))
+    check(r.status == 201, "set-up: cc version 1", r)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KMSERVE_")}
+    env["KMSERVE_URL"] = f"http://127.0.0.1:{d.port}"
+    err_path = os.path.join(tmp, "cc.err")
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([KMCTL, "fit", "cc", path, "--algorithm", "krr", "--kernel",
+                                 "rbf", "--gamma", "0.1", "--async"], env=env,
+                                stdout=subprocess.PIPE, stderr=err, text=True)
+
+        def running():
+            with open(err_path) as f:
+                return ": running" in f.read()
+        ok = wait_for(running)
+        proc.send_signal(signal.SIGINT)
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+    with open(err_path) as f:
+        err_text = f.read()
+    jid = next((ln.split()[1].rstrip(":") for ln in err_text.splitlines()
+                if ln.startswith("job j-")), "")
+    job = d.req("GET", f"/v1/jobs/{jid}").json() or {}
+    check(ok and rc == 130 and job.get("status") == "cancelled" and
+          "cancelled; model cc keeps its previous version" in err_text,
+          "Ctrl-C (no terminal) cancels the job, exit 130", (rc, job.get("status"), err_text[-400:]))
+    m = d.req("GET", "/v1/models/cc").json() or {}
+    check(m.get("version") == 1 and m.get("n_samples") == 40, "cancelled fit: version 1 stays", m)
+    for mark in SANITIZER_MARKS:
+        check(mark not in err_text, f"kmctl under Ctrl-C: no {mark}", err_text[-2000:])
+
+    # With a terminal: a progress bar, the question, 'y' cancels.
+    pid, fd = pty.fork()
+    if pid == 0:  # child: stdin, stdout and stderr are the terminal
+        os.execve(KMCTL, [KMCTL, "fit", "cc", path, "--algorithm", "krr", "--kernel",
+                          "rbf", "--gamma", "0.1", "--async"], env)
+    seen = b""
+
+    def read_until(token, timeout=60):
+        nonlocal seen
+        deadline = time.time() + timeout
+        while token not in seen and time.time() < deadline:
+            r, _, _ = select.select([fd], [], [], 0.2)
+            if r:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        return token in seen
+    bar = read_until(b"%  running")
+    os.kill(pid, signal.SIGINT)
+    asked = read_until(b"? [y/N] ")
+    os.write(fd, b"y\n")
+    read_until(b"keeps its previous version")
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    rc = os.waitstatus_to_exitcode(status)
+    check(bar and (b"[#" in seen or b"[." in seen), "terminal: a progress bar", seen[-300:])
+    check(asked and rc == 130 and b"cancelled" in seen,
+          "terminal: Ctrl-C asks 'cancel job? [y/N]', y cancels, exit 130", (rc, seen[-400:]))
+    check((d.req("GET", "/v1/models/cc").json() or {}).get("version") == 1,
+          "terminal cancel: version 1 stays")
+
+
+def scenario_kpca(d, tmp):
+    algs = (d.req("GET", "/v1").json() or {}).get("algorithms", [])
+    if "kpca" not in algs:
+        print("skip - kpca not in this build's algorithms: project not tested")
+        return
+    X, _ = synthetic(60, 4, 17)
+    path = write_csv(os.path.join(tmp, "kp.csv"), list("abcd"), X)
+    p = kmctl(d, "fit", "kp", path, "--algorithm", "kpca", "--kernel", "rbf",
+              "--gamma", "0.3", "--n-components", "3", "--param", "fit_inverse_transform=true")
+    check(p.returncode == 0, "fit kpca (no target)", p)
+    want = d.req("POST", "/v1/models/kp/project", {"X": X}).json()
+    p = kmctl(d, "project", "kp", path)
+    h, out = read_out(p.stdout)
+    check(p.returncode == 0 and h == ["pc1", "pc2", "pc3"] and
+          same_rows(out, want.get("projections", [])), "project: equals the HTTP answer", p)
+    proj = want.get("projections", [])
+    ppath = write_csv(os.path.join(tmp, "proj.csv"), ["pc1", "pc2", "pc3"], proj)
+    want = d.req("POST", "/v1/models/kp/project", {"X": proj, "inverse": True}).json()
+    p = kmctl(d, "project", "kp", ppath, "--inverse")
+    h, out = read_out(p.stdout)
+    check(p.returncode == 0 and h == ["x1", "x2", "x3", "x4"] and
+          same_rows(out, want.get("projections", [])), "project --inverse", p)
+    p = kmctl(d, "predict", "kp", path)
+    check(p.returncode == 1 and "409 conflict" in p.stderr, "predict on kpca: 409", p.stderr)
+
+
+def scenario_tokens_tls(binary, tmp):
+    base = os.path.join(tmp, "sec")
+    models = os.path.join(base, "models")
+    os.makedirs(models)
+    admin, read = "admin-" + "k" * 20, "read-" + "q" * 20
+    tokens = os.path.join(base, "tokens")
+    with open(tokens, "w") as f:
+        f.write(f"{admin} admin\n{read} read\n")
+    X, y = synthetic(30, 2, 18)
+    path = write_csv(os.path.join(base, "t.csv"), ["a", "b", "y"],
+                     [[r[0], r[1], t] for r, t in zip(X, y)])
+    fit = ["fit", "t", path, "--algorithm", "krr", "--kernel", "linear"]
+    d = Daemon(binary, models, "--token-file", tokens).start()
+    try:
+        p = kmctl(d, *fit)
+        check(p.returncode == 1 and p.stderr.startswith("kmctl: 401 unauthenticated: "),
+              "tokens: no token is 401, exit 1", p.stderr)
+        p = kmctl(d, *fit, "--token", admin)
+        check(p.returncode == 0, "tokens: --token admin fits", p.stderr)
+        p = kmctl(d, *fit, env={"KMSERVE_TOKEN": read})
+        check(p.returncode == 1 and "403 permission_denied" in p.stderr,
+              "tokens: KMSERVE_TOKEN read cannot fit (403)", p.stderr)
+        p = kmctl(d, "predict", "t", path, env={"KMSERVE_TOKEN": read})
+        check(p.returncode == 0 and len(p.stdout.splitlines()) == 31,
+              "tokens: KMSERVE_TOKEN read predicts", p.stderr)
+        p = kmctl(d, "health")
+        check(p.returncode == 0, "tokens: health needs no token", p.stderr)
+    finally:
+        d.stop()
+
+    cert, key = os.path.join(base, "cert.pem"), os.path.join(base, "key.pem")
+    gen = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                          "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                          "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True)
+    if not check(gen.returncode == 0, "tls: certificate generated", gen.stderr[-300:]):
+        return
+    import ssl
+    d = Daemon(binary, models, "--tls-cert", cert, "--tls-key", key,
+               tls=ssl.create_default_context(cafile=cert)).start()
+    try:
+        url = {"KMSERVE_URL": f"https://127.0.0.1:{d.port}"}
+        p = kmctl(None, "models", "--cacert", cert, env=url)
+        check(p.returncode == 0 and "t " in p.stdout, "tls: --cacert lists models over HTTPS", p)
+        p = kmctl(None, "health", env=dict(url, KMSERVE_CACERT=cert))
+        check(p.returncode == 0, "tls: KMSERVE_CACERT", p)
+        p = kmctl(None, "health", env=url)
+        check(p.returncode == 3 and "certificate" in p.stderr.lower(),
+              "tls: an unknown certificate is refused, exit 3", p.stderr)
+    finally:
+        d.stop()
+
+
+def main():
+    global KMCTL
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", default="build/kmserve")
+    ap.add_argument("--kmctl", default="build/kmctl")
+    args = ap.parse_args()
+    binary = os.path.abspath(args.server)
+    KMCTL = os.path.abspath(args.kmctl)
+    tmp = tempfile.mkdtemp(prefix="kmctl-it-")
+    try:
+        models = os.path.join(tmp, "main", "models")
+        os.makedirs(models)
+        d = Daemon(binary, models).start()
+        try:
+            scenario_usage(d, tmp)
+            scenario_health(d, tmp)
+            scenario_krr(d, tmp)
+            scenario_svc_cancer(d, tmp)
+            scenario_svc_strings(d, tmp)
+            scenario_crud(d, tmp)
+            scenario_errors(d, tmp)
+            scenario_async_progress(d, tmp)
+            scenario_ctrl_c(d, tmp)
+            scenario_kpca(d, tmp)
+        finally:
+            check(d.stop() == 0, "daemon exits 0 on SIGTERM")
+        scenario_tokens_tls(binary, tmp)
+    except Exception as e:  # a crash of the runner is a failure, not a pass
+        import traceback
+        traceback.print_exc()
+        check(False, "runner", repr(e))
+    finally:
+        log = os.path.join(tmp, "main", "daemon.log")
+        if run.failed and os.path.exists(log):
+            print("--- daemon log (last lines) ---")
+            with open(log, "rb") as f:
+                print(b"".join(f.readlines()[-30:]).decode("utf-8", "replace"))
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{run.passed} passed, {run.failed} failed")
+    return 1 if run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
