@@ -156,13 +156,24 @@ static inline double km_ipow(double b, int e)
 
 /*
  * For a batch X (n x d): out (n x m) = K(X, S) W, where S is ns x d and
- * W is ns x m, computed in row blocks so K is never held whole.
+ * W is ns x m, computed in row blocks so K is never held whole. S_norms
+ * are the squared norms of S's rows, or NULL to compute them here.
  * Shared by KRR (S = training X, W = dual coefficients) and others.
  * If bias is not NULL, bias[j] is added to column j.
  */
 km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
-                           size_t d, const double *W, size_t m,
-                           const double *bias, const double *X, size_t n,
-                           double *out, km_error *err);
+                           size_t d, const double *S_norms, const double *W,
+                           size_t m, const double *bias, const double *X,
+                           size_t n, double *out, km_error *err);
+
+/* km_gram_cross with the squared norms of Z's rows given (zn; NULL:
+ * computed here). Models keep their rows' norms so that a one-row predict
+ * does not recompute them for every training row. */
+km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
+                           const double *Z, size_t nz, const double *zn,
+                           size_t d, double *K, size_t ldk, km_error *err);
+
+/* Squared norms of X's n rows, malloc'd; NULL on OOM. */
+double *km_sqnorms(const double *X, size_t n, size_t d);
 
 #endif /* KM_INTERNAL_H */

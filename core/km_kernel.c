@@ -215,6 +215,16 @@ double km_kernel_eval(const km_kernel *k, const double *x, const double *z,
 
 /* ------------------------------------------------------------ Gram maps */
 
+static void row_sqnorms(const double *X, size_t n, size_t d, double *out);
+
+double *km_sqnorms(const double *X, size_t n, size_t d)
+{
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    if (v)
+        row_sqnorms(X, n, d, v);
+    return v;
+}
+
 static void row_sqnorms(const double *X, size_t n, size_t d, double *out)
 {
     for (size_t i = 0; i < n; i++) {
@@ -325,8 +335,12 @@ static km_status cross(const km_kernel *k, const double *X, size_t nx,
         free(tmp);
         return KM_OK;
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nx, (int)nz,
-                (int)d, 1.0, X, (int)d, Z, (int)d, 0.0, K, (int)ldk);
+    if (nx == 1) /* one row: DGEMM would pack all of Z for one product */
+        cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nz, (int)d, 1.0, Z,
+                    (int)d, X, 1, 0.0, K, 1);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nx, (int)nz,
+                    (int)d, 1.0, X, (int)d, Z, (int)d, 0.0, K, (int)ldk);
     for (size_t i = 0; i < nx; i++)
         map_row(k, K + i * ldk, nz, xn ? xn[i] : 0, zn,
                 diag_offset >= 0 ? (long)i + diag_offset : -1);
@@ -349,24 +363,34 @@ static int dims_ok(size_t a, size_t b)
     return a <= (size_t)2147483647 && b <= (size_t)2147483647;
 }
 
-km_status km_gram_cross(const km_kernel *k, const double *X, size_t nx,
-                        const double *Z, size_t nz, size_t d, double *K,
-                        size_t ldk, km_error *err)
+km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
+                           const double *Z, size_t nz, const double *zn,
+                           size_t d, double *K, size_t ldk, km_error *err)
 {
     if (!dims_ok(nx, nz) || !dims_ok(d, ldk) || ldk < nz)
         return km_error_set(err, KM_EINVAL, "Gram matrix dimensions too large");
-    double *xn = NULL, *zn = NULL;
+    double *xn = NULL, *own = NULL;
     if (needs_norms(k)) {
-        xn = malloc((nx + nz + 1) * sizeof *xn);
+        xn = malloc((nx + (zn ? 0 : nz) + 1) * sizeof *xn);
         if (!xn)
             return km_error_set(err, KM_ENOMEM, "out of memory for norms");
-        zn = xn + nx;
         row_sqnorms(X, nx, d, xn);
-        row_sqnorms(Z, nz, d, zn);
+        if (!zn) {
+            own = xn + nx;
+            row_sqnorms(Z, nz, d, own);
+            zn = own;
+        }
     }
     km_status st = cross(k, X, nx, xn, Z, nz, zn, d, K, ldk, -1, err);
     free(xn);
     return st;
+}
+
+km_status km_gram_cross(const km_kernel *k, const double *X, size_t nx,
+                        const double *Z, size_t nz, size_t d, double *K,
+                        size_t ldk, km_error *err)
+{
+    return km_gram_cross_sn(k, X, nx, Z, nz, NULL, d, K, ldk, err);
 }
 
 /* Copies the lower triangle onto the upper, tile by tile for the cache. */
@@ -418,9 +442,9 @@ km_status km_gram_sym(const km_kernel *k, const double *X, size_t n,
 /* ------------------------------------------------------------ expansion */
 
 km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
-                           size_t d, const double *W, size_t m,
-                           const double *bias, const double *X, size_t n,
-                           double *out, km_error *err)
+                           size_t d, const double *S_norms, const double *W,
+                           size_t m, const double *bias, const double *X,
+                           size_t n, double *out, km_error *err)
 {
     if (n == 0)
         return KM_OK;
@@ -433,16 +457,22 @@ km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
     size_t rows = ns ? (1u << 20) / ns : n;
     if (rows < 1) rows = 1;
     if (rows > n) rows = n;
+    int norms = needs_norms(k), own = norms && !S_norms;
     double *Kb = malloc(rows * (ns ? ns : 1) * sizeof *Kb);
-    double *sn = needs_norms(k) ? malloc((ns + rows + 1) * sizeof *sn) : NULL;
-    if (!Kb || (needs_norms(k) && !sn)) {
+    double *buf = norms ? malloc(((own ? ns : 0) + rows + 1) * sizeof *buf)
+                        : NULL;
+    if (!Kb || (norms && !buf)) {
         free(Kb);
-        free(sn);
+        free(buf);
         return km_error_set(err, KM_ENOMEM, "out of memory for prediction");
     }
-    double *xn = sn ? sn + ns : NULL;
-    if (sn)
-        row_sqnorms(S, ns, d, sn);
+    const double *sn = S_norms;
+    double *xn = buf;
+    if (own) {
+        row_sqnorms(S, ns, d, buf);
+        sn = buf;
+        xn = buf + ns;
+    }
     km_status st = KM_OK;
     for (size_t i0 = 0; i0 < n && st == KM_OK; i0 += rows) {
         size_t b = n - i0 < rows ? n - i0 : rows;
@@ -465,7 +495,7 @@ km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
                     o[i * m + j] += bias[j];
     }
     free(Kb);
-    free(sn);
+    free(buf);
     return st;
 }
 

@@ -94,6 +94,7 @@ typedef struct kpca_payload {
     km_kernel inv_kernel; /* the inverse map's kernel (gamma resolved on k) */
     double *embed;        /* n x k training embedding */
     double *dual;         /* n x d dual coefficients of the inverse map */
+    double *xn;           /* n squared norms of X's rows (derived) */
 } kpca_payload;
 
 static const char *const solver_names[KM_KPCA_SOLVER_COUNT] = {
@@ -183,6 +184,7 @@ static void kpca_free(void *payload)
     km_kernel_cleanup(&p->inv_kernel);
     free(p->embed);
     free(p->dual);
+    free(p->xn);
     free(p);
 }
 
@@ -194,9 +196,13 @@ static kpca_payload *payload_new(void)
     return p;
 }
 
-/* s_j and the bias from proj, col_mean and grand_mean. */
-static void derive(kpca_payload *p, size_t n, size_t k)
+/* s_j and the bias from proj, col_mean and grand_mean; the norms of X's
+ * rows. -1 when out of memory. */
+static int derive(kpca_payload *p, size_t n, size_t k)
 {
+    free(p->xn);
+    if (!(p->xn = km_sqnorms(p->X, n, p->d)))
+        return -1;
     for (size_t j = 0; j < k; j++) {
         double s = 0, c = 0;
         for (size_t i = 0; i < n; i++) {
@@ -206,6 +212,7 @@ static void derive(kpca_payload *p, size_t n, size_t k)
         p->sum_proj[j] = s;
         p->bias[j] = p->grand_mean * s - c;
     }
+    return 0;
 }
 
 /*
@@ -292,7 +299,10 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
         memcpy(p->proj + i * (k + 1), flat + i * k, k * sizeof *flat);
         p->proj[i * (k + 1) + k] = 1.0 / (double)n;
     }
-    derive(p, n, k);
+    if (derive(p, n, k) != 0) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+        goto out;
+    }
     *payload = p;
     p = NULL;
 out:
@@ -913,7 +923,10 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     }
     for (size_t i = 0; i < n; i++)
         p->proj[i * (nc + 1) + nc] = 1.0 / (double)n;
-    derive(p, n, nc);
+    if (derive(p, n, nc) != 0) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
 
     if (params->fit_inverse_transform) {
         /* sklearn's "same kernel": same parameters, a default gamma
@@ -990,7 +1003,7 @@ km_status km_kpca_project(const km_model *m, const double *X, size_t n,
     double *T = malloc(n * (k + 1) * sizeof *T);
     if (!T)
         return km_error_set(err, KM_ENOMEM, "out of memory for projection");
-    st = km_kernel_expand(km_model_kernel(m), p->X, ns, d, p->proj, k + 1,
+    st = km_kernel_expand(km_model_kernel(m), p->X, ns, d, p->xn, p->proj, k + 1,
                           NULL, X, n, T, err);
     if (st == KM_OK)
         for (size_t i = 0; i < n; i++) {
@@ -1026,7 +1039,7 @@ km_status km_kpca_inverse(const km_model *m, const double *P, size_t n,
     if ((st = km_check_matrix("P", P, n, k, err)) != KM_OK)
         return st;
     return km_kernel_expand(&p->inv_kernel, p->embed, km_model_n_samples(m),
-                            k, p->dual, km_model_n_features(m), NULL, P, n,
+                            k, NULL, p->dual, km_model_n_features(m), NULL, P, n,
                             out, err);
 }
 

@@ -30,6 +30,7 @@
 typedef struct krr_payload {
     double *X;    /* n x d training rows */
     double *coef; /* n x m dual coefficients, row-major */
+    double *xn;   /* n squared norms of X's rows (derived, not stored) */
 } krr_payload;
 
 km_krr_params km_krr_params_default(void)
@@ -60,6 +61,7 @@ static void krr_free(void *payload)
         return;
     free(p->X);
     free(p->coef);
+    free(p->xn);
     free(p);
 }
 
@@ -81,7 +83,8 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
     p->X = nx ? km_read_f64s(r, nx) : NULL;
     p->coef = p->X && nc ? km_read_f64s(r, nc) : NULL;
-    if (!p->X || !p->coef) {
+    p->xn = p->coef ? km_sqnorms(p->X, n, d) : NULL;
+    if (!p->X || !p->coef || !p->xn) {
         krr_free(p);
         return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                             "model file: bad kernel ridge payload");
@@ -95,7 +98,7 @@ static size_t krr_bytes(const void *payload, const km_model *m)
     (void)payload;
     size_t n = km_model_n_samples(m);
     return sizeof(krr_payload) +
-           n * (km_model_n_features(m) + km_model_n_outputs(m)) *
+           n * (km_model_n_features(m) + km_model_n_outputs(m) + 1) *
                sizeof(double);
 }
 
@@ -212,6 +215,10 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         goto out;
     }
     memcpy(p->X, X, n * d * sizeof *X);
+    if (!(p->xn = km_sqnorms(X, n, d))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < m; j++) {
             double c = B[j * n + i];
@@ -257,7 +264,7 @@ km_status km_krr_predict(const km_model *m, const double *X, size_t n,
     size_t d = km_model_n_features(m);
     const krr_payload *p = km_model_payload(m);
     return km_kernel_expand(km_model_kernel(m), p->X, km_model_n_samples(m),
-                            d, p->coef, km_model_n_outputs(m), NULL, X, n,
+                            d, p->xn, p->coef, km_model_n_outputs(m), NULL, X, n,
                             out, err);
 }
 

@@ -50,6 +50,7 @@ typedef struct svm_payload {
     double *coef;      /* nsv x ncoef: k-1 for SVC, 1 for SVR */
     double *rho;       /* one per pair (SVC) or 1 (SVR) */
     double *probA, *probB; /* one per pair, or NULL */
+    double *svn;       /* nsv squared norms of sv's rows (derived) */
 } svm_payload;
 
 static size_t n_pairs(size_t k)
@@ -176,6 +177,7 @@ static void payload_free(void *v)
     free(p->rho);
     free(p->probA);
     free(p->probB);
+    free(p->svn);
     free(p);
 }
 
@@ -237,6 +239,10 @@ static km_status payload_load(km_reader *r, const km_model *m, int svc,
     for (size_t i = 0; i < p->nsv; i++)
         if (p->sv_index[i] < 0 || (size_t)p->sv_index[i] >= ns)
             goto corrupt;
+    if (!(p->svn = km_sqnorms(p->sv, p->nsv, d))) {
+        payload_free(p);
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    }
     *out = p;
     return KM_OK;
 failed:
@@ -499,7 +505,7 @@ static km_status pair_probability(svc_fit *f, const binary *b, binary *tmp,
             memcpy(Xt + (i - begin) * d, f->Xg + b->rows[perm[i]] * d,
                    d * sizeof *Xt);
         double bias = -res.rho;
-        st = km_kernel_expand(f->k, Xs, nsv, d, cs, 1, &bias, Xt, ntest,
+        st = km_kernel_expand(f->k, Xs, nsv, d, NULL, cs, 1, &bias, Xt, ntest,
                               cs + nsv, err);
         if (st != KM_OK)
             goto out;
@@ -728,6 +734,10 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
             s++;
         }
 
+    if (!(pl->svn = km_sqnorms(pl->sv, pl->nsv, d))) {
+        st = oom(err);
+        goto out;
+    }
     st = km_model_create(KM_ALGO_SVC, &k, d, n, 1, pl, &model, err);
     pl = NULL; /* the model owns it, also on failure */
     if (st != KM_OK)
@@ -837,6 +847,10 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
     pl->rho[0] = res.rho;
     int nsv = (int)pl->nsv;
 
+    if (!(pl->svn = km_sqnorms(pl->sv, pl->nsv, d))) {
+        st = oom(err);
+        goto out;
+    }
     st = km_model_create(KM_ALGO_SVR, &k, d, n, 1, pl, &model, err);
     pl = NULL;
     if (st != KM_OK)
@@ -936,8 +950,8 @@ static km_status svc_run(const km_model *m, const double *X, size_t n,
     for (size_t i0 = 0; i0 < n; i0 += rows) {
         const size_t nb = n - i0 < rows ? n - i0 : rows;
         double *D = what == OUT_DECISION ? (double *)out + i0 * npair : dec;
-        st = km_gram_cross(km_model_kernel(m), X + i0 * d, nb, p->sv, nsv, d,
-                           Kb, nsv ? nsv : 1, err);
+        st = km_gram_cross_sn(km_model_kernel(m), X + i0 * d, nb, p->sv, nsv,
+                              p->svn, d, Kb, nsv ? nsv : 1, err);
         if (st != KM_OK)
             goto out;
         /* part[r][c][j]: class c's support vectors against row r, with
@@ -1005,7 +1019,8 @@ km_status km_svr_predict(const km_model *m, const double *X, size_t n,
             out[i] = bias;
         return KM_OK;
     }
-    return km_kernel_expand(km_model_kernel(m), p->sv, p->nsv, d, p->coef, 1,
+    return km_kernel_expand(km_model_kernel(m), p->sv, p->nsv, d, p->svn,
+                            p->coef, 1,
                             &bias, X, n, out, err);
 }
 
