@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,27 @@ void srv_park(srv_request *rq, srv_reply *rp, srv_job *job)
 
 /* ------------------------------------------------------------- requests */
 
+/* Request ids: a per-thread xorshift64* generator seeded once from
+ * getrandom, instead of a system call per request. Unique enough to find a
+ * request in the logs; not a secret. */
+static unsigned long long new_id(void)
+{
+    static _Thread_local unsigned long long state;
+    if (!state) {
+        if (getrandom(&state, sizeof state, 0) != (ssize_t)sizeof state ||
+            !state) {
+            double t = mono();
+            memcpy(&state, &t, sizeof state);
+            state ^= (unsigned long long)(uintptr_t)&state;
+            state |= 1;
+        }
+    }
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return state * 0x2545F4914F6CDD1DULL;
+}
+
 static int valid_request_id(const char *s)
 {
     size_t n = strlen(s);
@@ -137,13 +159,7 @@ static srv_request *request_new(srv_state *s, struct MHD_Connection *conn,
     if (given && valid_request_id(given)) {
         snprintf(rq->id, sizeof rq->id, "%s", given);
     } else {
-        unsigned char r[8] = {0};
-        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-            double t = mono();
-            memcpy(r, &t, sizeof r);
-        }
-        for (int i = 0; i < 8; i++)
-            snprintf(rq->id + 2 * i, 3, "%02x", r[i]);
+        snprintf(rq->id, sizeof rq->id, "%016llx", (unsigned long long)new_id());
     }
     rq->route = srv_route_match(url, rq->param, sizeof rq->param);
     atomic_fetch_add(&s->active_requests, 1);
@@ -403,7 +419,9 @@ struct MHD_Daemon *srv_http_start(srv_state *s, char *err, size_t errlen)
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.http_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.connection_timeout,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->cfg.max_connections,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+        /* MHD clears this pool between requests on a connection: 64 KiB
+         * holds any sane header block, and bodies go to our own buffer. */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         /* the TLS options last: without TLS they end the list */
         s->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->tls_cert,
