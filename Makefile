@@ -83,7 +83,8 @@ $(B)/%.o: %.c
 
 # The elementwise kernel maps must vectorise: -O2 alone uses gcc's
 # "very cheap" cost model, which refuses loops with an unknown trip count.
-$(B)/core/km_vmath.o: CFLAGS += -fvect-cost-model=dynamic
+# -fopenmp-simd honours `omp simd` (vectorised reductions) without OpenMP.
+$(B)/core/km_vmath.o: CFLAGS += -fvect-cost-model=dynamic -fopenmp-simd
 
 $(B)/libkm.a: $(CORE_OBJ)
 	$(Q)ar rcs $@ $^

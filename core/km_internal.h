@@ -28,6 +28,11 @@ km_status km_error_set(km_error *err, km_status st, const char *fmt, ...)
 void km_vmap_rbf(double *row, size_t len, double xn, const double *zn,
                  double gamma);
 
+/* K[j] = <x, Z_j> for nz rows of d features, vectorised, no BLAS: for one
+ * row at a time (km_vmath.c says why). */
+void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
+                  double *K);
+
 /* Monotonic seconds, for training figures. */
 double km_now(void);
 

@@ -335,9 +335,8 @@ static km_status cross(const km_kernel *k, const double *X, size_t nx,
         free(tmp);
         return KM_OK;
     }
-    if (nx == 1) /* one row: DGEMM would pack all of Z for one product */
-        cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)nz, (int)d, 1.0, Z,
-                    (int)d, X, 1, 0.0, K, 1);
+    if (nx == 1) /* one row: see km_vdot_rows */
+        km_vdot_rows(X, Z, nz, d, K);
     else
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nx, (int)nz,
                     (int)d, 1.0, X, (int)d, Z, (int)d, 0.0, K, (int)ldk);
@@ -482,7 +481,9 @@ km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
         if (st != KM_OK)
             break;
         double *o = out + i0 * m;
-        if (m == 1)
+        if (m == 1 && b == 1) /* a dot product: in this thread */
+            km_vdot_rows(W, Kb, 1, ns, o);
+        else if (m == 1)
             cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)b, (int)ns, 1.0, Kb,
                         (int)ns, W, 1, 0.0, o, 1);
         else

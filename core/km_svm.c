@@ -961,6 +961,16 @@ static km_status svc_run(const km_model *m, const double *X, size_t n,
             size_t nc = (size_t)p->n_support[c];
             if (nc == 0)
                 continue;
+            if (nb == 1) {
+                /* One row: a few dot products, in this thread. An OpenBLAS
+                 * call takes a lock on its buffer pool, which HTTP threads
+                 * predicting single rows at once would queue on. */
+                const double *kr = Kb + s0, *cf = p->coef + s0 * K1;
+                for (size_t s = 0; s < nc; s++)
+                    for (size_t j = 0; j < K1; j++)
+                        part[c * K1 + j] += kr[s] * cf[s * K1 + j];
+                continue;
+            }
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb,
                         (int)K1, (int)nc, 1.0, Kb + s0, (int)nsv,
                         p->coef + s0 * K1, (int)K1, 0.0, part + c * K1,
