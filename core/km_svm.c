@@ -966,6 +966,10 @@ static km_status svc_run(const km_model *m, const double *X, size_t n,
                  * call takes a lock on its buffer pool, which HTTP threads
                  * predicting single rows at once would queue on. */
                 const double *kr = Kb + s0, *cf = p->coef + s0 * K1;
+                if (K1 == 1) { /* binary: one dot product, vectorised */
+                    km_vdot_rows(kr, cf, 1, nc, part + c);
+                    continue;
+                }
                 for (size_t s = 0; s < nc; s++)
                     for (size_t j = 0; j < K1; j++)
                         part[c * K1 + j] += kr[s] * cf[s * K1 + j];

