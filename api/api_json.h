@@ -3,7 +3,7 @@
  * and typed field access with messages that name the field's path.
  *
  * Thread-safety: reentrant (cJSON_ParseWithLengthOpts with its own end
- * pointer; never cJSON_GetErrorPtr, which is a global).
+ * pointer; never cJSON's global error pointer, which races).
  */
 #ifndef API_JSON_H
 #define API_JSON_H
