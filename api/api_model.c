@@ -218,16 +218,11 @@ void api_format_time(long long unix_ms, char *buf, size_t len)
 }
 
 /* A label as JSON: a number for numeric labels, else a string. */
-static cJSON *label_json(const km_model *m, size_t i)
+cJSON *api_model_label_json(const km_model *m, size_t i)
 {
     const char *l = km_model_label(m, i);
     return km_model_labels_numeric(m) ? cJSON_CreateNumber(strtod(l, NULL))
                                       : cJSON_CreateString(l);
-}
-
-cJSON *api_model_label_json(const km_model *m, size_t i)
-{
-    return label_json(m, i);
 }
 
 cJSON *api_model_ref_json(const km_model *m)
@@ -258,7 +253,7 @@ cJSON *api_model_json(const km_model *m)
     if (km_model_n_labels(m)) {
         cJSON *classes = cJSON_AddArrayToObject(o, "classes");
         for (size_t i = 0; classes && i < km_model_n_labels(m); i++)
-            cJSON_AddItemToArray(classes, label_json(m, i));
+            cJSON_AddItemToArray(classes, api_model_label_json(m, i));
     }
     cJSON_AddStringToObject(o, "created_at", when);
     cJSON_AddItemToObject(o, "training", info_json(km_model_training(m)));

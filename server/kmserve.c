@@ -73,8 +73,9 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* inherited by all threads */
     signal(SIGPIPE, SIG_IGN);
 
-    size_t n_routes;
-    const char *const *names = srv_route_names(&n_routes);
+    /* Borrowed by the metrics for main's lifetime. */
+    const char *names[SRV_MAX_ROUTES];
+    size_t n_routes = srv_route_names(names, SRV_MAX_ROUTES);
     pthread_mutex_init(&s.commit_lock, NULL);
     atomic_init(&s.phase, SRV_LOADING);
     atomic_init(&s.active_requests, 0);

@@ -20,16 +20,10 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "srv_clock.h"
 #include "srv_http.h"
 #include "srv_log.h"
 #include "srv_routes.h"
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 const char *srv_header(srv_request *rq, const char *name)
 {
@@ -58,11 +52,16 @@ void srv_reply_json(srv_reply *rp, int status, cJSON *obj)
 
 void srv_reply_error(srv_reply *rp, const api_error *e)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON *err = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddStringToObject(err, "code", e->code);
-    cJSON_AddStringToObject(err, "message", e->message);
-    srv_reply_json(rp, e->http, root);
+    char *text = api_error_json(e);
+    if (!text) {
+        srv_reply_json(rp, 500, NULL); /* answers "out of memory" */
+        return;
+    }
+    free(rp->body);
+    rp->status = e->http;
+    rp->body = text;
+    rp->len = strlen(text);
+    rp->content_type = "application/json";
 }
 
 void srv_reply_fail(srv_reply *rp, int status, const char *code,
@@ -120,7 +119,7 @@ static unsigned long long new_id(void)
     if (!state) {
         if (getrandom(&state, sizeof state, 0) != (ssize_t)sizeof state ||
             !state) {
-            double t = mono();
+            double t = srv_mono();
             memcpy(&state, &t, sizeof state);
             state ^= (unsigned long long)(uintptr_t)&state;
             state |= 1;
@@ -151,7 +150,7 @@ static srv_request *request_new(srv_state *s, struct MHD_Connection *conn,
         return NULL;
     rq->s = s;
     rq->conn = conn;
-    rq->start = mono();
+    rq->start = srv_mono();
     pthread_mutex_init(&rq->lock, NULL);
     snprintf(rq->method, sizeof rq->method, "%s", method);
     snprintf(rq->path, sizeof rq->path, "%s", url);
@@ -351,7 +350,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
     (void)conn;
     if (!rq)
         return;
-    double t = mono() - rq->start;
+    double t = srv_mono() - rq->start;
     int status = rq->answered ? rq->status : 499; /* client went away */
     if (why != MHD_REQUEST_TERMINATED_COMPLETED_OK && rq->answered &&
         why != MHD_REQUEST_TERMINATED_CLIENT_ABORT)

@@ -20,6 +20,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "srv_clock.h"
 #include "../api/api_model.h"
 #include "srv_jobs.h"
 #include "srv_log.h"
@@ -67,20 +68,6 @@ struct srv_jobs {
 static const char *const state_names[SRV_JOB_STATES] = {
     "queued", "running", "succeeded", "failed", "cancelled"};
 
-static long long now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void srv_job_release(srv_job *job)
 {
     if (job && atomic_fetch_sub(&job->refs, 1) == 1) {
@@ -93,7 +80,7 @@ void srv_job_release(srv_job *job)
 /* Drops finished jobs older than the TTL from the table. Lock held. */
 static void expire(srv_jobs *j)
 {
-    double t = mono();
+    double t = srv_mono();
     size_t w = 0;
     for (size_t i = 0; i < j->n_table; i++) {
         srv_job *job = j->table[i];
@@ -109,8 +96,8 @@ static void expire(srv_jobs *j)
 static void finish(srv_jobs *j, srv_job *job, srv_job_state state)
 {
     job->state = state;
-    job->finished_ms = now_ms();
-    job->finished_mono = mono();
+    job->finished_ms = srv_now_ms();
+    job->finished_mono = srv_mono();
     if (state == SRV_JOB_SUCCEEDED)
         job->progress = 1.0;
     j->reserved -= job->bytes;
@@ -126,7 +113,7 @@ static int on_progress(void *ctx, double fraction)
     if (fraction > job->progress && fraction < 1.0)
         job->progress = fraction;
     pthread_mutex_unlock(&j->lock);
-    if (j->fit_timeout > 0 && mono() - job->started_mono > j->fit_timeout)
+    if (j->fit_timeout > 0 && srv_mono() - job->started_mono > j->fit_timeout)
         atomic_store(&job->timed_out, 1);
     return atomic_load(&job->cancel) || atomic_load(&job->timed_out);
 }
@@ -182,8 +169,8 @@ static void *worker(void *arg)
         j->queued--;
         if (job->state == SRV_JOB_QUEUED) {
             job->state = SRV_JOB_RUNNING;
-            job->started_ms = now_ms();
-            job->started_mono = mono();
+            job->started_ms = srv_now_ms();
+            job->started_mono = srv_mono();
             j->running++;
             pthread_mutex_unlock(&j->lock);
             run(j, job);
@@ -241,7 +228,7 @@ static void new_id(char *buf, size_t len)
 {
     unsigned char r[8];
     if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        unsigned long long t = (unsigned long long)now_ms() ^ (uintptr_t)buf;
+        unsigned long long t = (unsigned long long)srv_now_ms() ^ (uintptr_t)buf;
         memcpy(r, &t, sizeof r);
     }
     snprintf(buf, len, "j-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
@@ -270,7 +257,7 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
     job->done_arg = done_arg;
     job->owner = j;
     job->state = SRV_JOB_QUEUED;
-    job->created_ms = now_ms();
+    job->created_ms = srv_now_ms();
 
     const char *why = NULL;
     pthread_mutex_lock(&j->lock);
@@ -460,11 +447,11 @@ size_t srv_jobs_reserved(srv_jobs *j)
 
 void srv_jobs_drain(srv_jobs *j, double timeout)
 {
-    double deadline = mono() + timeout;
+    double deadline = srv_mono() + timeout;
     pthread_mutex_lock(&j->lock);
     j->stopping = 1;
     pthread_cond_broadcast(&j->wake);
-    while ((j->queued || j->running) && mono() < deadline) {
+    while ((j->queued || j->running) && srv_mono() < deadline) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 100000000;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "srv_clock.h"
 #include "../api/api_fit.h"
 #include "../api/api_json.h"
 #include "../api/api_model.h"
@@ -75,15 +76,14 @@ size_t srv_metrics_route(void)
     return R_METRICS;
 }
 
-static const char *const route_names[R_COUNT + 1] = {
-    "/livez", "/readyz", "/healthz", "/metrics", "/v1", "/v1/models",
-    "/v1/models/{name}", "/v1/models/{name}/fit", "/v1/models/{name}/predict",
-    "/v1/models/{name}/project", "/v1/jobs", "/v1/jobs/{id}", "unmatched"};
-
-const char *const *srv_route_names(size_t *n)
+size_t srv_route_names(const char **names, size_t cap)
 {
-    *n = R_COUNT + 1;
-    return route_names;
+    size_t n = 0;
+    for (; n < R_COUNT && n < cap; n++)
+        names[n] = routes[n].pattern;
+    if (n < cap)
+        names[n++] = "unmatched";
+    return n;
 }
 
 const srv_route *srv_route_at(size_t i)
@@ -133,13 +133,6 @@ size_t srv_route_match(const char *path, char *param, size_t len)
 }
 
 /* ------------------------------------------------------------- helpers */
-
-static long long now_ms(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
 
 /* 503 unless the daemon is ready. */
 static int not_ready(srv_request *rq, srv_reply *rp)
@@ -305,7 +298,7 @@ int srv_commit_model(void *state, const char *name, km_model *model,
     srv_state *s = state;
     pthread_mutex_lock(&s->commit_lock);
     uint64_t version = srv_registry_version(s->registry, name) + 1;
-    km_model_set_identity(model, name, version, now_ms());
+    km_model_set_identity(model, name, version, srv_now_ms());
     int rc = srv_store_save(s->store, model);
     if (rc) {
         pthread_mutex_unlock(&s->commit_lock);

@@ -22,8 +22,10 @@ typedef struct srv_route {
  * its index, or SRV_ROUTE_NONE (the "unmatched" metrics label). */
 size_t srv_route_match(const char *path, char *param, size_t len);
 const srv_route *srv_route_at(size_t i);
-/* Names of all routes, "unmatched" last, for the metrics. */
-const char *const *srv_route_names(size_t *n);
+/* Fills names (room for cap) with the routes' patterns, then
+ * "unmatched": the metrics' route labels, in route-index order. Returns
+ * how many were written. */
+size_t srv_route_names(const char **names, size_t cap);
 /* "GET, HEAD, DELETE" for an Allow header. */
 void srv_route_allow(const srv_route *r, char *buf, size_t len);
 
