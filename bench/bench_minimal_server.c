@@ -69,7 +69,7 @@ int main(int argc, char **argv)
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, 30u,
         MHD_OPTION_CONNECTION_LIMIT, 512u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
         MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "bench_minimal_server: cannot listen on port %u\n", port);
