@@ -72,6 +72,9 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* inherited by all threads */
     signal(SIGPIPE, SIG_IGN);
+    if (srv_log_start() != 0) /* after the mask: the thread inherits it */
+        fprintf(stderr, "kmserve: cannot start the log writer; access lines "
+                "are written one by one\n");
 
     /* Borrowed by the metrics for main's lifetime. */
     const char *names[SRV_MAX_ROUTES];
@@ -161,5 +164,6 @@ int main(int argc, char **argv)
     free(s.tls_key);
     pthread_mutex_destroy(&s.commit_lock);
     srv_log(SRV_INFO, "stopped", "bye");
+    srv_log_stop();
     return 0;
 }
