@@ -287,8 +287,11 @@ static int parse_kpca(const cJSON *params, const cJSON *y,
     return 0;
 }
 
-int api_fit_parse(const cJSON *root, api_fit_request *req, api_error *e)
+const char *const api_fit_matrix_keys[] = {"X", NULL};
+
+int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
 {
+    const cJSON *root = body->root;
     static const char *const keys[] = {"algorithm", "kernel", "params", "X",
                                        "y", "async", NULL};
     memset(req, 0, sizeof *req);
@@ -312,8 +315,7 @@ int api_fit_parse(const cJSON *root, api_fit_request *req, api_error *e)
                            api_type_name(params));
     if (api_opt_bool(root, "", "async", &req->async, e))
         return -1;
-    if (api_get_matrix(cJSON_GetObjectItemCaseSensitive(root, "X"), "X", 0,
-                       &req->X, &req->n, &req->d, e))
+    if (api_body_matrix(body, "X", 0, &req->X, &req->n, &req->d, e))
         return -1;
     const cJSON *y = cJSON_GetObjectItemCaseSensitive(root, "y");
 

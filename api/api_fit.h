@@ -11,6 +11,7 @@
 #include <cJSON.h>
 
 #include "api_error.h"
+#include "api_json.h"
 
 typedef struct api_fit_request {
     km_algorithm algo;
@@ -30,9 +31,13 @@ typedef struct api_fit_request {
     int async;
 } api_fit_request;
 
-/* Parses and validates a fit body. On failure req holds nothing to free
- * beyond what api_fit_request_cleanup releases (always call it). */
-int api_fit_parse(const cJSON *root, api_fit_request *req, api_error *e);
+/* The matrix keys of fit bodies, for api_parse_body. */
+extern const char *const api_fit_matrix_keys[];
+
+/* Parses and validates a fit body (X is taken from it). On failure req
+ * holds nothing to free beyond what api_fit_request_cleanup releases
+ * (always call it). */
+int api_fit_parse(api_body *body, api_fit_request *req, api_error *e);
 void api_fit_request_cleanup(api_fit_request *req);
 
 /* Peak bytes the fit will use (admission control). */

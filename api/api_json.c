@@ -10,6 +10,7 @@
  * Thread-safety: reentrant.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,15 +53,23 @@ static size_t nesting(const char *s, size_t len, size_t limit)
     return worst;
 }
 
-int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e)
+/* What every body must pass before a parser sees it. */
+static int precheck(const char *body, size_t len, api_error *e)
 {
-    *out = NULL;
     if (len == 0)
         return api_fail(e, 400, "invalid_json", "the request body is empty; "
                         "expected a JSON object");
     if (nesting(body, len, API_MAX_DEPTH) > API_MAX_DEPTH)
         return api_invalid(e, "the body nests deeper than %d levels",
                            API_MAX_DEPTH);
+    return 0;
+}
+
+int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e)
+{
+    *out = NULL;
+    if (precheck(body, len, e))
+        return -1;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!root) {
@@ -83,6 +92,263 @@ int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e)
         return api_invalid(e, "the body must be a JSON object, not %s", t);
     }
     *out = root;
+    return 0;
+}
+
+/* ------------------------------------------------ bodies with a matrix */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/*
+ * One number in strict JSON syntax at *pp, into *v; -1 if the text is not
+ * one. Up to 19 significant digits with a decimal exponent of at most 22
+ * either way and a mantissa below 2^53 convert exactly with one IEEE
+ * multiplication or division (both operands exact, the result correctly
+ * rounded: Clinger's fast path); anything else goes to strtod, so every
+ * number reads to the same double as strtod gives.
+ */
+static int read_number(const char **pp, const char *end, double *v)
+{
+    static const double pow10[] = {
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const char *p = *pp, *start = p;
+    uint64_t m = 0;
+    int digits = 0, exact = 1, neg = 0;
+    long exp10 = 0;
+    if (p < end && *p == '-')
+        neg = 1, p++;
+    if (p < end && *p == '0') {
+        p++;
+    } else if (p < end && *p >= '1' && *p <= '9') {
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            if (digits < 19)
+                m = m * 10 + (uint64_t)(*p - '0'), digits++;
+            else
+                exp10++, exact &= *p == '0';
+        }
+    } else {
+        return -1;
+    }
+    if (p < end && *p == '.') {
+        if (++p >= end || *p < '0' || *p > '9')
+            return -1;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            if (m == 0 && *p == '0')
+                exp10--; /* leading zeros are not significant */
+            else if (digits < 19)
+                m = m * 10 + (uint64_t)(*p - '0'), digits++, exp10--;
+            else
+                exact &= *p == '0';
+        }
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        int eneg = 0;
+        long ev = 0;
+        if (++p < end && (*p == '+' || *p == '-'))
+            eneg = *p++ == '-';
+        if (p >= end || *p < '0' || *p > '9')
+            return -1;
+        for (; p < end && *p >= '0' && *p <= '9'; p++)
+            if (ev < 100000)
+                ev = ev * 10 + (*p - '0');
+        exp10 += eneg ? -ev : ev;
+    }
+    *pp = p;
+    if (m == 0) {
+        *v = neg ? -0.0 : 0.0;
+    } else if (exact && m <= (1ULL << 53) && exp10 >= -22 && exp10 <= 22) {
+        double x = (double)m;
+        x = exp10 < 0 ? x / pow10[-exp10] : x * pow10[exp10];
+        *v = neg ? -x : x;
+    } else {
+        char text[64];
+        size_t n = (size_t)(p - start);
+        if (n >= sizeof text)
+            return -1;
+        memcpy(text, start, n);
+        text[n] = '\0';
+        *v = strtod(text, NULL);
+    }
+    return 0;
+}
+
+/* A matrix of finite numbers with rows of equal length at *pp (at its
+ * '['), into a new buffer; -1 on anything else. */
+static int read_matrix(const char **pp, const char *end, double **M,
+                       size_t *rows, size_t *cols)
+{
+    const char *p = *pp + 1;
+    double *buf = NULL;
+    size_t count = 0, cap = 0, n = 0, d = 0;
+    p = skip_ws(p, end);
+    for (;;) {
+        if (p >= end || *p != '[')
+            goto fail;
+        p = skip_ws(p + 1, end);
+        size_t j = 0;
+        for (;;) {
+            double v;
+            if (read_number(&p, end, &v) || !isfinite(v))
+                goto fail;
+            if (count == cap) {
+                size_t c = cap ? 2 * cap : 64;
+                double *b = c < SIZE_MAX / sizeof *b
+                                ? realloc(buf, c * sizeof *b) : NULL;
+                if (!b)
+                    goto fail;
+                buf = b, cap = c;
+            }
+            buf[count++] = v;
+            j++;
+            p = skip_ws(p, end);
+            if (p < end && *p == ',') {
+                p = skip_ws(p + 1, end);
+                continue;
+            }
+            if (p < end && *p == ']')
+                break;
+            goto fail;
+        }
+        if (n == 0)
+            d = j;
+        else if (j != d)
+            goto fail;
+        n++;
+        p = skip_ws(p + 1, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == ']')
+            break;
+        goto fail;
+    }
+    *pp = p + 1;
+    *M = buf;
+    *rows = n;
+    *cols = d;
+    return 0;
+fail:
+    free(buf);
+    return -1;
+}
+
+/* The direct reading of the body; -1 when it must fall back. */
+static int read_body(const char *body, size_t len,
+                     const char *const *matrix_keys, api_body *b)
+{
+    const char *p = body, *end = body + len;
+    b->root = cJSON_CreateObject();
+    p = skip_ws(p, end);
+    if (!b->root || p >= end || *p != '{')
+        return -1;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}')
+        p++;
+    else
+        for (;;) {
+            char key[256];
+            size_t kn = 0;
+            if (p >= end || *p++ != '"')
+                return -1;
+            for (; p < end && *p != '"'; p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c == '\\' || c < 0x20 || kn + 1 >= sizeof key)
+                    return -1; /* escapes and long keys: cJSON's job */
+                key[kn++] = (char)c;
+            }
+            key[kn] = '\0';
+            p = skip_ws(p + 1, end);
+            if (p >= end || *p != ':')
+                return -1;
+            p = skip_ws(p + 1, end);
+            const char *const *k = matrix_keys;
+            while (*k && strcmp(*k, key))
+                k++;
+            if (*k && !b->key && p < end && *p == '[' &&
+                !cJSON_GetObjectItemCaseSensitive(b->root, key)) {
+                if (read_matrix(&p, end, &b->M, &b->n, &b->d))
+                    return -1;
+                b->key = *k;
+            } else {
+                const char *vend = NULL;
+                cJSON *item = cJSON_ParseWithLengthOpts(p, (size_t)(end - p),
+                                                        &vend, 0);
+                if (!item)
+                    return -1;
+                if (!cJSON_AddItemToObject(b->root, key, item)) {
+                    cJSON_Delete(item);
+                    return -1;
+                }
+                if (b->key && !strcmp(b->key, key)) {
+                    /* a repeat of the matrix key: the first one wins, so
+                     * the later one must not be found in root */
+                    return -1;
+                }
+                p = vend;
+            }
+            p = skip_ws(p, end);
+            if (p < end && *p == ',') {
+                p = skip_ws(p + 1, end);
+                continue;
+            }
+            if (p < end && *p == '}') {
+                p++;
+                break;
+            }
+            return -1;
+        }
+    for (; p < end; p++) /* white space, as api_parse_object allows */
+        if (!strchr(" \t\r\n", *p) && *p != '\0')
+            return -1;
+    return 0;
+}
+
+int api_parse_body(const char *body, size_t len,
+                   const char *const *matrix_keys, api_body *b, api_error *e)
+{
+    memset(b, 0, sizeof *b);
+    if (precheck(body, len, e))
+        return -1;
+    if (read_body(body, len, matrix_keys, b) == 0)
+        return 0;
+    api_body_free(b);
+    return api_parse_object(body, len, &b->root, e);
+}
+
+void api_body_free(api_body *b)
+{
+    cJSON_Delete(b->root);
+    free(b->M);
+    memset(b, 0, sizeof *b);
+}
+
+int api_body_has(const api_body *b, const char *name)
+{
+    return (b->key && !strcmp(b->key, name)) ||
+           cJSON_GetObjectItemCaseSensitive(b->root, name) != NULL;
+}
+
+int api_body_matrix(api_body *b, const char *name, size_t expect_d,
+                    double **X, size_t *n, size_t *d, api_error *e)
+{
+    if (!b->key || strcmp(b->key, name))
+        return api_get_matrix(cJSON_GetObjectItemCaseSensitive(b->root, name),
+                              name, expect_d, X, n, d, e);
+    *X = NULL;
+    if (expect_d && b->d != expect_d)
+        return api_invalid(e, "%s[0] has %zu features; the model expects %zu",
+                           name, b->d, expect_d);
+    *X = b->M;
+    *n = b->n;
+    *d = b->d;
+    b->M = NULL;
     return 0;
 }
 

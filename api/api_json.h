@@ -26,6 +26,38 @@
 int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e);
 
 /*
+ * A request body with its matrix read straight into doubles. Predict and
+ * fit bodies are mostly one matrix of numbers; a cJSON node per number
+ * costs about 64 bytes and a malloc, so the member named by one of the
+ * matrix keys is, when it is a well-formed matrix (rows of equal length
+ * of finite numbers in strict JSON syntax), read directly into M and
+ * left out of root. Any other shape, and any error anywhere in the body,
+ * falls back to api_parse_object, which keeps the matrix in root for
+ * api_get_matrix: so errors and their messages are the same either way.
+ * The first member of a name wins, as in cJSON.
+ */
+typedef struct {
+    cJSON *root;
+    const char *key;  /* the matrix key read into M, or NULL */
+    double *M;        /* n x d, row-major */
+    size_t n, d;
+} api_body;
+
+/* Parses body (len bytes, need not be NUL-terminated); matrix_keys is
+ * NULL-terminated. Errors as api_parse_object. Always api_body_free. */
+int api_parse_body(const char *body, size_t len,
+                   const char *const *matrix_keys, api_body *b, api_error *e);
+void api_body_free(api_body *b);
+
+/* Whether the body has a member called name. */
+int api_body_has(const api_body *b, const char *name);
+
+/* The matrix member name, as api_get_matrix reads it; when it was read
+ * directly, *X is handed over (the body no longer owns it). */
+int api_body_matrix(api_body *b, const char *name, size_t expect_d,
+                    double **X, size_t *n, size_t *d, api_error *e);
+
+/*
  * Reads a matrix field (an array of rows of numbers) into one contiguous
  * row-major buffer. name is the field's name in messages ("X").
  * expect_d, when nonzero, is the number of features every row must have

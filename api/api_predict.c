@@ -15,19 +15,19 @@
 #include "api_model.h"
 #include "api_predict.h"
 
+const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
+
 /* Reads X or instances (not both), of expect_d columns. */
-static int read_input(const cJSON *root, const char *const *keys,
-                      size_t expect_d, double **X, size_t *n, api_error *e)
+static int read_input(api_body *b, const char *const *keys, size_t expect_d,
+                      double **X, size_t *n, api_error *e)
 {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "X");
-    const cJSON *inst = cJSON_GetObjectItemCaseSensitive(root, "instances");
+    int inst = api_body_has(b, "instances");
     size_t d;
-    if (api_check_keys(root, "", keys, e))
+    if (api_check_keys(b->root, "", keys, e))
         return -1;
-    if (x && inst)
+    if (inst && api_body_has(b, "X"))
         return api_invalid(e, "give X or instances, not both");
-    return api_get_matrix(x ? x : inst, inst ? "instances" : "X", expect_d, X,
-                          n, &d, e);
+    return api_body_matrix(b, inst ? "instances" : "X", expect_d, X, n, &d, e);
 }
 
 /* Shortest of %.15g and %.17g that reads back as exactly v. */
@@ -134,9 +134,10 @@ static km_status svc_answer(const km_model *m, const double *X, size_t n,
     return st;
 }
 
-int api_predict(const km_model *m, const cJSON *root, cJSON **out,
+int api_predict(const km_model *m, api_body *body, cJSON **out,
                 size_t *rows, api_error *e)
 {
+    const cJSON *root = body->root;
     static const char *const keys[] = {"X", "instances", "output", NULL};
     km_algorithm algo = km_model_algorithm(m);
     double *X = NULL, *Y = NULL;
@@ -164,7 +165,7 @@ int api_predict(const km_model *m, const cJSON *root, cJSON **out,
         return api_fail(e, 409, "conflict", "model \"%s\" was fitted without "
                         "params.probability: true; probability is not "
                         "available", km_model_name(m));
-    if (read_input(root, keys, km_model_n_features(m), &X, &n, e))
+    if (read_input(body, keys, km_model_n_features(m), &X, &n, e))
         return -1;
     size_t k = km_model_n_outputs(m);
     Y = malloc(n * (k ? k : 1) * sizeof *Y);
@@ -202,9 +203,10 @@ int api_predict(const km_model *m, const cJSON *root, cJSON **out,
     return answer(m, "predictions", values, out, e);
 }
 
-int api_project(const km_model *m, const cJSON *root, cJSON **out,
+int api_project(const km_model *m, api_body *body, cJSON **out,
                 size_t *rows, api_error *e)
 {
+    const cJSON *root = body->root;
     static const char *const keys[] = {"X", "instances", "inverse", NULL};
     int inverse = 0;
     if (km_model_algorithm(m) != KM_ALGO_KPCA)
@@ -224,7 +226,7 @@ int api_project(const km_model *m, const cJSON *root, cJSON **out,
     double *X = NULL, *P = NULL;
     size_t n = 0;
     km_error kerr = {KM_OK, ""};
-    if (read_input(root, keys, in_d, &X, &n, e))
+    if (read_input(body, keys, in_d, &X, &n, e))
         return -1;
     P = malloc(n * out_d * sizeof *P);
     km_status st = !P ? KM_ENOMEM

@@ -10,14 +10,18 @@
 #include <cJSON.h>
 
 #include "api_error.h"
+#include "api_json.h"
+
+/* The matrix keys of predict and project bodies, for api_parse_body. */
+extern const char *const api_predict_matrix_keys[];
 
 /* Answers a predict body; *out is the response object (caller owns);
  * *rows gets the number of rows predicted. */
-int api_predict(const km_model *m, const cJSON *root, cJSON **out,
+int api_predict(const km_model *m, api_body *body, cJSON **out,
                 size_t *rows, api_error *e);
 
 /* The same for project (kpca). */
-int api_project(const km_model *m, const cJSON *root, cJSON **out,
+int api_project(const km_model *m, api_body *body, cJSON **out,
                 size_t *rows, api_error *e);
 
 #endif

@@ -97,24 +97,107 @@ void km_vmap_rbf(double *row, size_t len, double xn, const double *zn,
     }
 }
 
+/* Eight doubles, loaded and stored at any alignment through memcpy. The
+ * compiler maps it to one AVX-512 register, two AVX2 ones or four SSE2
+ * ones, per clone. */
+typedef double v8d __attribute__((vector_size(64)));
+
+/* gcc warns that passing such vectors by value differs between the clones'
+ * ABIs; these helpers are static and always inlined, so none crosses. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+static inline __attribute__((always_inline)) v8d load8(const double *p)
+{
+    v8d v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The lane sums of a0..a7 as one vector: three rounds of pairwise
+ * shuffles and adds (21 operations) instead of eight horizontal sums
+ * (each a chain of dependent shuffles). */
+static inline __attribute__((always_inline)) v8d
+sum_lanes8(v8d a0, v8d a1, v8d a2, v8d a3, v8d a4, v8d a5, v8d a6, v8d a7)
+{
+#define PAIRS(u, v) (__builtin_shufflevector(u, v, 0, 8, 2, 10, 4, 12, 6, 14) + \
+                     __builtin_shufflevector(u, v, 1, 9, 3, 11, 5, 13, 7, 15))
+#define QUADS(u, v) (__builtin_shufflevector(u, v, 0, 1, 8, 9, 4, 5, 12, 13) + \
+                     __builtin_shufflevector(u, v, 2, 3, 10, 11, 6, 7, 14, 15))
+    /* b01: rows 0 (even lanes) and 1 (odd lanes), 4 partial sums each */
+    v8d b01 = PAIRS(a0, a1), b23 = PAIRS(a2, a3);
+    v8d b45 = PAIRS(a4, a5), b67 = PAIRS(a6, a7);
+    /* c03: rows 0-3 in lanes 0-3 and again in 4-7, 2 partial sums each */
+    v8d c03 = QUADS(b01, b23), c47 = QUADS(b45, b67);
+#undef PAIRS
+#undef QUADS
+    return __builtin_shufflevector(c03, c47, 0, 1, 2, 3, 8, 9, 10, 11) +
+           __builtin_shufflevector(c03, c47, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
 /*
  * K[j] = <x, Z_j> for the nz rows of Z (d features each), in the calling
  * thread. For one row DGEMM would pack all of Z for a single product, and
  * OpenBLAS threads a DGEMV of this size: with several HTTP threads
  * predicting at once their calls then queue on OpenBLAS's one thread pool
  * (measured: 22k single-row predicts a second on one connection, 2k on
- * 64). The sums are vectorised over features (omp simd reduction, which
- * lets the compiler reassociate this loop only).
+ * 64).
+ *
+ * Typical models have few features, so the horizontal sums, not the
+ * multiply-adds, are the cost of a row-by-row loop. With d >= 8, eight
+ * rows go at once: a vector of partial sums per row over the features in
+ * blocks of eight, then all eight summed across lanes together
+ * (sum_lanes8). The tail reads a row's last d % 8 features as a vector
+ * running into the next row, whose values meet zeros in xt: they add
+ * nothing as long as they are finite, which training rows are (the API
+ * refuses others, and a model with a non-finite row predicts nothing
+ * finite anyway). 1000 rows of 16 (AVX-512): 4.7 us row by row
+ * (four at a time), 1.7 us so; of 20: 6.9 us, 2.0 us.
  */
 KM_CLONES
 void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
                   double *K)
 {
-    size_t j = 0;
-    /* Four rows per pass share the loads of x and the loop overhead, which
-     * for the few features of a typical model costs more than the
-     * multiply-adds (1004 rows of 16: 3.8 us against 5.0 us one by one;
-     * the rows come from L2, so little more is to be had). */
+    size_t j = 0, d8 = d & ~(size_t)7;
+    v8d xt = {0}; /* x's last d % 8 features, then zeros */
+    memcpy(&xt, x + d8, (d - d8) * sizeof *x);
+    if (d8)
+        for (; j + 8 <= nz; j += 8) {
+            const double *z = Z + j * d;
+            v8d a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            v8d a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+            for (size_t f = 0; f < d8; f += 8) {
+                v8d xv = load8(x + f);
+                a0 += xv * load8(z + f);
+                a1 += xv * load8(z + d + f);
+                a2 += xv * load8(z + 2 * d + f);
+                a3 += xv * load8(z + 3 * d + f);
+                a4 += xv * load8(z + 4 * d + f);
+                a5 += xv * load8(z + 5 * d + f);
+                a6 += xv * load8(z + 6 * d + f);
+                a7 += xv * load8(z + 7 * d + f);
+            }
+            int tail = d8 < d; /* the last d % 8 features */
+            if (tail && j + 8 < nz) {
+                /* Eight values from each row's tail on: those past the
+                 * row belong to the next row (there is one) and meet the
+                 * zeros of xt. */
+                a0 += xt * load8(z + d8);
+                a1 += xt * load8(z + d + d8);
+                a2 += xt * load8(z + 2 * d + d8);
+                a3 += xt * load8(z + 3 * d + d8);
+                a4 += xt * load8(z + 4 * d + d8);
+                a5 += xt * load8(z + 5 * d + d8);
+                a6 += xt * load8(z + 6 * d + d8);
+                a7 += xt * load8(z + 7 * d + d8);
+                tail = 0;
+            }
+            v8d s = sum_lanes8(a0, a1, a2, a3, a4, a5, a6, a7);
+            for (size_t f = d8; tail && f < d; f++)
+                for (int r = 0; r < 8; r++)
+                    s[r] += x[f] * z[(size_t)r * d + f];
+            memcpy(K + j, &s, sizeof s);
+        }
+    /* Fewer features: four rows per pass share the loads of x. */
     for (; j + 4 <= nz; j += 4) {
         const double *z = Z + j * d;
         double s0 = 0, s1 = 0, s2 = 0, s3 = 0;

@@ -146,10 +146,14 @@ static int not_ready(srv_request *rq, srv_reply *rp)
     return 1;
 }
 
-static int body_object(srv_request *rq, srv_reply *rp, cJSON **root)
+/* The request's body, its matrix (one of matrix_keys) read directly. */
+static int read_body(srv_request *rq, srv_reply *rp,
+                     const char *const *matrix_keys, api_body *b)
 {
     api_error e;
-    if (api_parse_object(rq->body ? rq->body : "", rq->len, root, &e)) {
+    if (api_parse_body(rq->body ? rq->body : "", rq->len, matrix_keys, b,
+                       &e)) {
+        api_body_free(b);
         srv_reply_error(rp, &e);
         return -1;
     }
@@ -339,11 +343,12 @@ static void h_fit(srv_request *rq, srv_reply *rp)
 {
     api_fit_request req;
     api_error e;
-    cJSON *root;
-    if (not_ready(rq, rp) || model_name(rq, rp) || body_object(rq, rp, &root))
+    api_body body;
+    if (not_ready(rq, rp) || model_name(rq, rp) ||
+        read_body(rq, rp, api_fit_matrix_keys, &body))
         return;
-    int bad = api_fit_parse(root, &req, &e);
-    cJSON_Delete(root);
+    int bad = api_fit_parse(&body, &req, &e);
+    api_body_free(&body);
     if (bad) {
         api_fit_request_cleanup(&req);
         srv_reply_error(rp, &e);
@@ -391,25 +396,26 @@ void srv_fit_finished(srv_request *rq, srv_reply *rp)
 
 /* ------------------------------------------------------------- predict */
 
-typedef int (*answer_fn)(const km_model *, const cJSON *, cJSON **, size_t *,
+typedef int (*answer_fn)(const km_model *, api_body *, cJSON **, size_t *,
                          api_error *);
 
 static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
 {
-    cJSON *root, *out = NULL;
+    api_body body;
+    cJSON *out = NULL;
     api_error e;
     size_t rows = 0;
     srv_ref *ref = find_model(rq, rp);
     if (!ref)
         return;
-    if (body_object(rq, rp, &root) == 0) {
-        if (fn(srv_ref_model(ref), root, &out, &rows, &e) == 0) {
+    if (read_body(rq, rp, api_predict_matrix_keys, &body) == 0) {
+        if (fn(srv_ref_model(ref), &body, &out, &rows, &e) == 0) {
             srv_metrics_predicted_rows(rq->s->metrics, rows);
             srv_reply_json(rp, 200, out);
         } else {
             srv_reply_error(rp, &e);
         }
-        cJSON_Delete(root);
+        api_body_free(&body);
     }
     srv_ref_release(ref);
 }

@@ -8,10 +8,11 @@
 
 static int parse(const char *json, api_fit_request *req, api_error *e)
 {
-    cJSON *root = cJSON_Parse(json);
-    ck_assert_ptr_nonnull(root);
-    int rc = api_fit_parse(root, req, e);
-    cJSON_Delete(root);
+    api_body b;
+    ck_assert_int_eq(api_parse_body(json, strlen(json), api_fit_matrix_keys,
+                                    &b, e), 0);
+    int rc = api_fit_parse(&b, req, e);
+    api_body_free(&b);
     return rc;
 }
 

@@ -4,6 +4,8 @@
  * entry, and typed optional fields.
  */
 #include "../check_main.h"
+#include <math.h>
+
 #include "api_json.h"
 
 static int parse(const char *s, cJSON **root, api_error *e)
@@ -62,6 +64,9 @@ START_TEST(nesting_bound)
 }
 END_TEST
 
+/* Reads X both ways - from cJSON's tree, and through api_parse_body's
+ * direct reader - and checks that they agree exactly (status, message,
+ * every value's bits). */
 static int matrix(const char *json, size_t expect, double **X, size_t *n,
                   size_t *d, api_error *e)
 {
@@ -69,6 +74,27 @@ static int matrix(const char *json, size_t expect, double **X, size_t *n,
     int rc = api_get_matrix(cJSON_GetObjectItem(root, "X"), "X", expect, X, n,
                             d, e);
     cJSON_Delete(root);
+
+    static const char *const keys[] = {"X", NULL};
+    api_body b;
+    api_error e2;
+    double *X2 = NULL;
+    size_t n2 = 0, d2 = 0;
+    int rc2 = api_parse_body(json, strlen(json), keys, &b, &e2);
+    if (rc2 == 0)
+        rc2 = api_body_matrix(&b, "X", expect, &X2, &n2, &d2, &e2);
+    api_body_free(&b);
+    ck_assert_int_eq(rc, rc2);
+    if (rc) {
+        ck_assert_ptr_null(X2);
+        ck_assert_str_eq(e->message, e2.message);
+        ck_assert_str_eq(e->code, e2.code);
+    } else {
+        ck_assert_uint_eq(*n, n2);
+        ck_assert_uint_eq(*d, d2);
+        ck_assert_mem_eq(*X, X2, n2 * d2 * sizeof *X2);
+    }
+    free(X2);
     return rc;
 }
 
@@ -97,6 +123,11 @@ START_TEST(matrices)
         {"{\"X\":[[1,-1e999]]}", 0, "X[0][1] is not a finite number"},
         {"{\"X\":[[1,2]]}", 3, "X[0] has 2 features; the model expects 3"},
         {"{\"X\":[[1,2,3],[1,2]]}", 3, "X[1] has 2 features; the model expects 3"},
+        {"{\"X\":[[1,2]],\"X\":[[1]]}", 3, "X[0] has 2 features; the model expects 3"},
+        {"{\"X\":\"a\",\"X\":[[1]]}", 0, "X must be an array of rows of numbers, not a string"},
+        {"{\"X\":[[1,\"2\"]]}", 0, "X[0][1] must be a number, not a string"},
+        {"{\"X\":[[1,[2]]]}", 0, "X[0][1] must be a number, not an array"},
+        {"{\"X\":[[1e400]]}", 0, "X[0][0] is not a finite number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         X = (double *)1;
@@ -105,6 +136,124 @@ START_TEST(matrices)
         ck_assert_str_eq(e.message, bad[i].msg);
         ck_assert_str_eq(e.code, "invalid_argument");
     }
+}
+END_TEST
+
+/* Numbers in text as strtod reads them: the direct reader must give the
+ * same bits for every form, on its fast path and off it. */
+START_TEST(numbers_read_as_strtod)
+{
+    static const char *const fixed[] = {
+        "0", "-0", "0.0", "-0.0e5", "1", "-1", "0.1", "0.3", "1e22", "1e23",
+        "-1e-22", "1e-23", "9007199254740992", "9007199254740993",
+        "9007199254740995", "18014398509481985", "1234567890123456789",
+        "12345678901234567890", "123456789012345678901234567890",
+        "0.000000000000000000000000000123", "2.2250738585072014e-308",
+        "2.2250738585072011e-308", "4.9e-324", "2e-324", "1.7976931348623157e308",
+        "3.141592653589793238462643383279", "1E5", "1e+5", "1e-5", "0.5E-0",
+        "100000000000000000000000", "7.0e-10", "1.00000000000000011102230246251565404236316680908203125",
+        "1.00000000000000011102230246251565404236316680908203124",
+        "1e-400", "-1e-400"};
+    char body[256];
+    static const char *const keys[] = {"X", NULL};
+    unsigned long long state = 88172645463325252ULL;
+    for (size_t t = 0; t < 20000 + sizeof fixed / sizeof *fixed; t++) {
+        char num[80];
+        if (t < sizeof fixed / sizeof *fixed) {
+            snprintf(num, sizeof num, "%s", fixed[t]);
+        } else { /* random digits, point, exponent */
+            state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+            int nd = 1 + (int)(state % 22), pt = (int)((state >> 8) % (nd + 1));
+            int ex = (int)((state >> 16) % 700) - 350, len = 0;
+            if (state >> 40 & 1)
+                num[len++] = '-';
+            for (int i = 0; i < nd; i++) {
+                state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+                if (i == pt && i > 0)
+                    num[len++] = '.';
+                num[len++] = (char)('0' + (i == 0 && nd > 1 ? 1 + state % 9
+                                                            : state % 10));
+            }
+            if (state >> 50 & 1)
+                len += snprintf(num + len, sizeof num - (size_t)len, "e%d",
+                                ex % ((state >> 20 & 1) ? 23 : 350));
+            num[len] = '\0';
+        }
+        double want = strtod(num, NULL), *X = NULL;
+        size_t n, d;
+        api_body b;
+        api_error e;
+        snprintf(body, sizeof body, "{\"X\":[[%s, 1]]}", num);
+        ck_assert_int_eq(api_parse_body(body, strlen(body), keys, &b, &e), 0);
+        if (!isfinite(want)) { /* refused, as before */
+            ck_assert_ptr_null(b.key);
+            api_body_free(&b);
+            continue;
+        }
+        ck_assert_msg(b.key != NULL, "%s: not read directly", num);
+        ck_assert_int_eq(api_body_matrix(&b, "X", 2, &X, &n, &d, &e), 0);
+        ck_assert_msg(memcmp(&X[0], &want, sizeof want) == 0,
+                      "%s: read %.17g, strtod gives %.17g", num, X[0], want);
+        free(X);
+        api_body_free(&b);
+    }
+}
+END_TEST
+
+/* What the direct reader takes, what it leaves in root, and when it hands
+ * the whole body to cJSON instead. */
+START_TEST(body_direct_or_not)
+{
+    static const char *const keys[] = {"X", "instances", NULL};
+    struct { const char *json; const char *key; int members; } cases[] = {
+        {"{\"X\":[[1,2],[3,4]]}", "X", 0},
+        {" {\r\n\t\"output\" : \"label\" , \"X\" : [ [ 1 , 2 ] ] } \n", "X", 1},
+        {"{\"instances\":[[1]],\"k\":{\"a\":[1,{\"b\":null}]}}", "instances", 1},
+        {"{\"X\":[[1]],\"instances\":[[2]]}", "X", 1}, /* one matrix taken */
+        {"{}", NULL, 0},
+        {"{\"y\":[[1]]}", NULL, 1},                   /* not a matrix key */
+        {"{\"X\":[]}", NULL, 1},                      /* the rest: cJSON */
+        {"{\"X\":[[1],[2,3]]}", NULL, 1},
+        {"{\"X\":[[01]]}", NULL, 1},
+        {"{\"X\":[[1.]]}", NULL, 1},
+        {"{\"X\":[[1,2]],\"y\":[1e400]}", "X", 1},
+        {"{\"X\":[[1e400]]}", NULL, 1},
+        {"{\"\\u0058\":[[1]]}", NULL, 1},
+        {"{\"X\":[[1]],\"X\":[[2]]}", NULL, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        api_body b;
+        api_error e;
+        const char *s = cases[i].json;
+        ck_assert_msg(api_parse_body(s, strlen(s), keys, &b, &e) == 0, "%s", s);
+        if (cases[i].key)
+            ck_assert_str_eq(b.key, cases[i].key);
+        else
+            ck_assert_ptr_null(b.key);
+        ck_assert_int_eq(cJSON_GetArraySize(b.root), cases[i].members);
+        api_body_free(&b);
+    }
+    /* Bodies that are not JSON objects fail as api_parse_object fails. */
+    static const char *const bad[] = {"", "[1]", "{\"X\":[[1]]", "{\"X\":[[1]]} x",
+                                      "{\"X\":[[1]],}", "{\"X\" [[1]]}",
+                                      "{\"X\":[[NaN]]}", "{\"X\":[[.5]]}",
+                                      "{\"X\":[[+1]]}", "{\"X\":[[-]]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        api_body b;
+        api_error e1, e2;
+        cJSON *root = NULL;
+        ck_assert_int_eq(api_parse_body(bad[i], strlen(bad[i]), keys, &b, &e1), -1);
+        ck_assert_int_eq(api_parse_object(bad[i], strlen(bad[i]), &root, &e2), -1);
+        ck_assert_str_eq(e1.message, e2.message);
+        api_body_free(&b);
+    }
+    /* Only len bytes count, as for api_parse_object. */
+    const char buf[] = "{\"X\":[[1]]}{";
+    api_body b;
+    api_error e;
+    ck_assert_int_eq(api_parse_body(buf, strlen(buf) - 1, keys, &b, &e), 0);
+    ck_assert_str_eq(b.key, "X");
+    api_body_free(&b);
 }
 END_TEST
 
@@ -167,6 +316,8 @@ static Suite *json_suite(void)
     tcase_add_test(tc, object_or_not);
     tcase_add_test(tc, nesting_bound);
     tcase_add_test(tc, matrices);
+    tcase_add_test(tc, numbers_read_as_strtod);
+    tcase_add_test(tc, body_direct_or_not);
     tcase_add_test(tc, optional_fields);
     tcase_add_test(tc, error_json);
     suite_add_tcase(s, tc);

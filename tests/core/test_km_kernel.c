@@ -130,6 +130,41 @@ START_TEST(gram_paths_agree)
 }
 END_TEST
 
+/* One row against many (the predict path: blocks of eight rows with a
+ * vector tail, then what is left): every shape of rows and features,
+ * each matrix allocated to its exact size so the sanitizer build sees any
+ * read past it. */
+START_TEST(one_row_dots)
+{
+    static const size_t ds[] = {1, 3, 7, 8, 9, 12, 15, 16, 17, 20, 23, 64};
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++)
+        for (size_t nz = 1; nz <= 41; nz += (nz < 20 ? 1 : 7)) {
+            size_t d = ds[di];
+            double *Z = rand_matrix(nz, d, (unsigned)(nz * 100 + d));
+            double *x = rand_matrix(1, d, 3), *K = malloc(nz * sizeof *K);
+            km_kernel k;
+            km_kernel_init(&k, KM_KERNEL_LINEAR);
+            km_kernel_resolve(&k, d);
+            ck_assert_int_eq(km_gram_cross(&k, x, 1, Z, nz, d, K, nz, NULL),
+                             KM_OK);
+            for (size_t j = 0; j < nz; j++) {
+                double ref = 0, mag = 0;
+                for (size_t f = 0; f < d; f++) {
+                    ref += x[f] * Z[j * d + f];
+                    mag += fabs(x[f] * Z[j * d + f]);
+                }
+                ck_assert_msg(fabs(K[j] - ref) <= 1e-15 * mag + 1e-300,
+                              "d %zu, %zu rows, row %zu: %.17g vs %.17g", d,
+                              nz, j, K[j], ref);
+            }
+            km_kernel_cleanup(&k);
+            free(Z);
+            free(x);
+            free(K);
+        }
+}
+END_TEST
+
 /* The rbf training diagonal is exactly 1 (distance forced to 0). */
 START_TEST(rbf_diagonal_exact)
 {
@@ -240,6 +275,7 @@ static Suite *kernel_suite(void)
     tcase_add_test(tc, closed_forms);
     tcase_add_test(tc, composite_closed_forms);
     tcase_add_test(tc, gram_paths_agree);
+    tcase_add_test(tc, one_row_dots);
     tcase_add_test(tc, rbf_diagonal_exact);
     tcase_add_test(tc, validation_names_field);
     tcase_add_test(tc, type_names_round_trip);
