@@ -218,6 +218,15 @@ void api_format_time(long long unix_ms, char *buf, size_t len)
 }
 
 /* A label as JSON: a number for numeric labels, else a string. */
+void api_model_label_text(api_text *t, const km_model *m, size_t i)
+{
+    const char *l = km_model_label(m, i);
+    if (km_model_labels_numeric(m))
+        api_text_number(t, strtod(l, NULL));
+    else
+        api_text_string(t, l);
+}
+
 cJSON *api_model_label_json(const km_model *m, size_t i)
 {
     const char *l = km_model_label(m, i);

@@ -9,6 +9,7 @@
 #include <cJSON.h>
 
 #include "api_error.h"
+#include "api_text.h"
 
 /* ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ ; fails with 400 naming the rule. */
 int api_check_name(const char *name, api_error *e);
@@ -28,6 +29,8 @@ cJSON *api_model_ref_json(const km_model *m);
 
 /* Class label i of a classifier as JSON (a number or a string). */
 cJSON *api_model_label_json(const km_model *m, size_t i);
+/* The same, written as text (predict answers). */
+void api_model_label_text(api_text *t, const km_model *m, size_t i);
 
 /* RFC 3339 UTC with milliseconds into buf (at least 32 bytes). */
 void api_format_time(long long unix_ms, char *buf, size_t len);

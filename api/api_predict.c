@@ -14,6 +14,7 @@
 #include "api_json.h"
 #include "api_model.h"
 #include "api_predict.h"
+#include "api_text.h"
 
 const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
 
@@ -30,61 +31,50 @@ static int read_input(api_body *b, const char *const *keys, size_t expect_d,
     return api_body_matrix(b, inst ? "instances" : "X", expect_d, X, n, &d, e);
 }
 
-/* Shortest of %.15g and %.17g that reads back as exactly v. */
-static size_t put_number(char *buf, double v)
+/* rows x cols numbers as a JSON array of rows (or a flat array when
+ * flat). */
+static void put_matrix(api_text *t, const double *v, size_t rows,
+                       size_t cols, int flat)
 {
-    int n = snprintf(buf, 32, "%.15g", v);
-    if (strtod(buf, NULL) != v)
-        n = snprintf(buf, 32, "%.17g", v);
-    return (size_t)n;
-}
-
-/*
- * rows x cols numbers as a JSON array of rows (or a flat array when flat),
- * written as text and handed to cJSON raw: for large answers this is
- * several times faster than a cJSON node per number, each printed twice
- * and read back with sscanf. Numbers read back exactly.
- */
-static cJSON *matrix_json(const double *v, size_t rows, size_t cols, int flat)
-{
-    size_t count = rows * cols, cap = count * 26 + rows * 3 + 3, len = 0;
-    char *text = malloc(cap);
-    if (!text)
-        return NULL;
-    text[len++] = '[';
+    api_text_raw(t, "[");
     for (size_t i = 0; i < rows; i++) {
         if (i)
-            text[len++] = ',';
+            api_text_raw(t, ",");
         if (!flat)
-            text[len++] = '[';
+            api_text_raw(t, "[");
         for (size_t j = 0; j < cols; j++) {
             if (j)
-                text[len++] = ',';
-            len += put_number(text + len, v[i * cols + j]);
+                api_text_raw(t, ",");
+            api_text_number(t, v[i * cols + j]);
         }
         if (!flat)
-            text[len++] = ']';
+            api_text_raw(t, "]");
     }
-    text[len++] = ']';
-    text[len] = '\0';
-    cJSON *raw = cJSON_CreateRaw(text);
-    free(text);
-    return raw;
+    api_text_raw(t, "]");
 }
 
-static int answer(const km_model *m, const char *key, cJSON *values,
-                  cJSON **out, api_error *e)
+/* {"model":{"name":...,"version":...},"<key>":<values>}: the start, up to
+ * the values. */
+static void begin_answer(api_text *t, const km_model *m, const char *key)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !values || !cJSON_AddItemToObject(o, "model",
-                                                api_model_ref_json(m)) ||
-        !cJSON_AddItemToObject(o, key, values)) {
-        cJSON_Delete(o);
-        cJSON_Delete(values);
-        return api_fail(e, 500, "internal", "out of memory building the answer");
-    }
-    *out = o;
-    return 0;
+    api_text_raw(t, "{\"model\":{\"name\":");
+    api_text_string(t, km_model_name(m));
+    api_text_raw(t, ",\"version\":");
+    api_text_uint(t, (unsigned long long)km_model_version(m));
+    api_text_raw(t, "},\"");
+    api_text_raw(t, key);
+    api_text_raw(t, "\":");
+}
+
+/* Closes the answer; 0, or an out-of-memory error. */
+static int end_answer(api_text *t, api_error *e)
+{
+    api_text_raw(t, "}");
+    if (!t->failed)
+        return 0;
+    free(t->buf);
+    memset(t, 0, sizeof *t);
+    return api_fail(e, 500, "internal", "out of memory building the answer");
 }
 
 /* svc: labels (in the type they were fitted with), decision values
@@ -92,7 +82,7 @@ static int answer(const km_model *m, const char *key, cJSON *values,
  * scikit-learn; else k(k-1)/2 per row in LIBSVM's pair order) or
  * probabilities (k per row in sorted-label order). */
 static km_status svc_answer(const km_model *m, const double *X, size_t n,
-                            const cJSON *output, cJSON **values,
+                            const cJSON *output, api_text *t,
                             km_error *kerr)
 {
     const char *what = output ? output->valuestring : "label";
@@ -106,9 +96,13 @@ static km_status svc_answer(const km_model *m, const double *X, size_t n,
         idx = malloc(n * sizeof *idx);
         st = idx ? km_svc_predict(m, X, n, idx, kerr) : KM_ENOMEM;
         if (st == KM_OK) {
-            *values = cJSON_CreateArray();
-            for (size_t i = 0; *values && i < n; i++)
-                cJSON_AddItemToArray(*values, api_model_label_json(m, (size_t)idx[i]));
+            api_text_raw(t, "[");
+            for (size_t i = 0; i < n; i++) {
+                if (i)
+                    api_text_raw(t, ",");
+                api_model_label_text(t, m, (size_t)idx[i]);
+            }
+            api_text_raw(t, "]");
         }
         free(idx);
     } else {
@@ -123,7 +117,7 @@ static km_status svc_answer(const km_model *m, const double *X, size_t n,
             for (size_t i = 0; i < n; i++)
                 v[i] = -v[i]; /* scikit-learn's binary sign */
         if (st == KM_OK)
-            *values = matrix_json(v, n, width, width == 1);
+            put_matrix(t, v, n, width, width == 1);
         free(v);
     }
     if (st == KM_ENOMEM && kerr->status != KM_ENOMEM) {
@@ -134,7 +128,7 @@ static km_status svc_answer(const km_model *m, const double *X, size_t n,
     return st;
 }
 
-int api_predict(const km_model *m, api_body *body, cJSON **out,
+int api_predict(const km_model *m, api_body *body, api_text *out,
                 size_t *rows, api_error *e)
 {
     const cJSON *root = body->root;
@@ -144,7 +138,7 @@ int api_predict(const km_model *m, api_body *body, cJSON **out,
     size_t n = 0;
     km_error kerr = {KM_OK, ""};
     km_status st;
-    cJSON *values = NULL;
+    api_text t = {0};
 
     if (algo == KM_ALGO_KPCA)
         return api_fail(e, 409, "conflict", "model \"%s\" is kpca: use "
@@ -174,19 +168,20 @@ int api_predict(const km_model *m, api_body *body, cJSON **out,
         return api_fail(e, 413, "payload_too_large",
                         "not enough memory for %zu predictions", n);
     }
+    begin_answer(&t, m, "predictions");
     switch (algo) {
     case KM_ALGO_KRR:
         st = km_krr_predict(m, X, n, Y, &kerr);
         if (st == KM_OK)
-            values = matrix_json(Y, n, k, k == 1);
+            put_matrix(&t, Y, n, k, k == 1);
         break;
     case KM_ALGO_SVR:
         st = km_svr_predict(m, X, n, Y, &kerr);
         if (st == KM_OK)
-            values = matrix_json(Y, n, 1, 1);
+            put_matrix(&t, Y, n, 1, 1);
         break;
     case KM_ALGO_SVC:
-        st = svc_answer(m, X, n, output, &values, &kerr);
+        st = svc_answer(m, X, n, output, &t, &kerr);
         break;
     default:
         kerr.status = st = KM_ECONFLICT;
@@ -197,13 +192,18 @@ int api_predict(const km_model *m, api_body *body, cJSON **out,
     }
     free(X);
     free(Y);
-    if (st != KM_OK)
+    if (st != KM_OK) {
+        free(t.buf);
         return api_fail_km(e, &kerr);
+    }
     *rows = n;
-    return answer(m, "predictions", values, out, e);
+    if (end_answer(&t, e))
+        return -1;
+    *out = t;
+    return 0;
 }
 
-int api_project(const km_model *m, api_body *body, cJSON **out,
+int api_project(const km_model *m, api_body *body, api_text *out,
                 size_t *rows, api_error *e)
 {
     const cJSON *root = body->root;
@@ -232,7 +232,11 @@ int api_project(const km_model *m, api_body *body, cJSON **out,
     km_status st = !P ? KM_ENOMEM
                    : inverse ? km_kpca_inverse(m, X, n, P, &kerr)
                              : km_kpca_project(m, X, n, P, &kerr);
-    cJSON *values = st == KM_OK ? matrix_json(P, n, out_d, 0) : NULL;
+    api_text t = {0};
+    if (st == KM_OK) {
+        begin_answer(&t, m, "projections");
+        put_matrix(&t, P, n, out_d, 0);
+    }
     free(X);
     free(P);
     if (st == KM_ENOMEM && kerr.status != KM_ENOMEM)
@@ -241,5 +245,8 @@ int api_project(const km_model *m, api_body *body, cJSON **out,
     if (st != KM_OK)
         return api_fail_km(e, &kerr);
     *rows = n;
-    return answer(m, "projections", values, out, e);
+    if (end_answer(&t, e))
+        return -1;
+    *out = t;
+    return 0;
 }

@@ -11,17 +11,18 @@
 
 #include "api_error.h"
 #include "api_json.h"
+#include "api_text.h"
 
 /* The matrix keys of predict and project bodies, for api_parse_body. */
 extern const char *const api_predict_matrix_keys[];
 
-/* Answers a predict body; *out is the response object (caller owns);
- * *rows gets the number of rows predicted. */
-int api_predict(const km_model *m, api_body *body, cJSON **out,
+/* Answers a predict body; *out is the answer's JSON text (caller owns
+ * out->buf); *rows gets the number of rows predicted. */
+int api_predict(const km_model *m, api_body *body, api_text *out,
                 size_t *rows, api_error *e);
 
 /* The same for project (kpca). */
-int api_project(const km_model *m, api_body *body, cJSON **out,
+int api_project(const km_model *m, api_body *body, api_text *out,
                 size_t *rows, api_error *e);
 
 #endif

@@ -50,18 +50,23 @@ void srv_reply_json(srv_reply *rp, int status, cJSON *obj)
     rp->content_type = "application/json";
 }
 
-void srv_reply_error(srv_reply *rp, const api_error *e)
+void srv_reply_text(srv_reply *rp, int status, char *text, size_t len)
 {
-    char *text = api_error_json(e);
     if (!text) {
         srv_reply_json(rp, 500, NULL); /* answers "out of memory" */
         return;
     }
     free(rp->body);
-    rp->status = e->http;
+    rp->status = status;
     rp->body = text;
-    rp->len = strlen(text);
+    rp->len = len;
     rp->content_type = "application/json";
+}
+
+void srv_reply_error(srv_reply *rp, const api_error *e)
+{
+    char *text = api_error_json(e);
+    srv_reply_text(rp, e->http, text, text ? strlen(text) : 0);
 }
 
 void srv_reply_fail(srv_reply *rp, int status, const char *code,
@@ -270,6 +275,7 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
                            "of %.0f bytes (--max-body-mb)", cl, limit);
             return 1;
         }
+        rq->announced = (size_t)v;
     }
     return 0;
 }
@@ -304,7 +310,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
             return MHD_YES;
         }
         if (rq->len + n + 1 > rq->cap) {
-            size_t cap = rq->cap ? rq->cap : 65536;
+            /* The first buffer is the body's announced size, up to 64 KiB
+             * (a predict's few hundred bytes, not 64 KiB: glibc's free of
+             * a chunk that large consolidates its heap each time); past
+             * that, doubling, so a false Content-Length costs little. */
+            size_t cap = rq->cap ? rq->cap
+                         : rq->announced && rq->announced < 65536
+                             ? rq->announced + 1 : 65536;
             while (cap < rq->len + n + 1)
                 cap *= 2;
             if (cap > limit + 1)

@@ -43,6 +43,7 @@ typedef struct srv_request {
     double start;
     char *body;
     size_t len, cap;
+    size_t announced;         /* the Content-Length, when given */
     int too_large;
     int answered;             /* a reply was queued */
     int status;
@@ -62,6 +63,8 @@ const char *srv_header(srv_request *rq, const char *name);
 /* Fills rp with obj as JSON (takes ownership of obj). */
 void srv_reply_json(srv_reply *rp, int status, cJSON *obj);
 void srv_reply_error(srv_reply *rp, const api_error *e);
+/* Fills rp with JSON text already written (takes ownership of text). */
+void srv_reply_text(srv_reply *rp, int status, char *text, size_t len);
 /* Plain API error in one call. */
 void srv_reply_fail(srv_reply *rp, int status, const char *code,
                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));

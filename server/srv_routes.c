@@ -396,13 +396,13 @@ void srv_fit_finished(srv_request *rq, srv_reply *rp)
 
 /* ------------------------------------------------------------- predict */
 
-typedef int (*answer_fn)(const km_model *, api_body *, cJSON **, size_t *,
+typedef int (*answer_fn)(const km_model *, api_body *, api_text *, size_t *,
                          api_error *);
 
 static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
 {
     api_body body;
-    cJSON *out = NULL;
+    api_text out = {0};
     api_error e;
     size_t rows = 0;
     srv_ref *ref = find_model(rq, rp);
@@ -411,7 +411,7 @@ static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
     if (read_body(rq, rp, api_predict_matrix_keys, &body) == 0) {
         if (fn(srv_ref_model(ref), &body, &out, &rows, &e) == 0) {
             srv_metrics_predicted_rows(rq->s->metrics, rows);
-            srv_reply_json(rp, 200, out);
+            srv_reply_text(rp, 200, out.buf, out.len);
         } else {
             srv_reply_error(rp, &e);
         }
