@@ -4,14 +4,16 @@ scikit-learn behind Flask on gunicorn, and against a minimal libmicrohttpd
 server that answers a fixed body (the transport ceiling).
 
 Load is wrk on loopback, keep-alive, single-row predict requests, for
---duration seconds per point at each of --conns connections (after a 1 s
-warm-up), against an rbf KRR model (1000 training rows, 16 features) and an
-rbf SVC whose model keeps about 1000 support vectors. Then batch predict:
+--duration seconds per run at each of --conns connections, against an rbf
+KRR model (1000 training rows, 16 features) and an rbf SVC whose model
+keeps about 1000 support vectors. Each point is --reps rounds; in a round
+the three servers run back to back, so the ratio of a round compares the
+same machine state; the table shows median throughputs (latencies from
+the median run) and the median of the rounds' ratios. Then batch predict:
 10 000 rows in one request to kmserve against scikit-learn's predict in
 process (best of 3). All servers get the same thread settings as far as
-they have them (4 HTTP threads; gunicorn: 2 workers x 4 threads) and share
-the machine's cores with wrk, which the ratios account for only in that
-every server pays the same.
+they have them (4 HTTP threads; gunicorn: 2 workers x 4 threads, one BLAS
+thread each) and share the machine's cores with wrk.
 
 Run it alone: other benchmarks share the machine, so take the lock:
     flock /tmp/kmserve-bench.lock /usr/bin/python3 bench/bench_serving.py --bin build
@@ -120,13 +122,29 @@ def wrk(port, path, script, conns, duration):
     return rps, p50, p99, n
 
 
-def load_points(port, path, script, conns_list, duration, reps):
-    """Best of `reps` runs per connection count: this machine is a shared
-    VM whose throughput swings by up to 2x between runs; every server gets
-    the same treatment."""
-    wrk(port, path, script, conns_list[-1], 1)  # warm-up
-    return {c: max((wrk(port, path, script, c, duration) for _ in range(reps)),
-                   key=lambda r: r[0]) for c in conns_list}
+def paired_points(targets, script, conns_list, duration, reps):
+    """targets: [(key, port, path)]. For each connection count, `reps`
+    rounds; in a round every target runs once, back to back, so all see
+    the same state of this shared VM (whose throughput drifts by up to 2x
+    over minutes). Returns {key: {conns: [wrk results, one per round]}}."""
+    for _, port, path in targets:
+        wrk(port, path, script, conns_list[-1], 1)  # warm-up
+    out = {key: {c: [] for c in conns_list} for key, _, _ in targets}
+    for c in conns_list:
+        for _ in range(reps):
+            for key, port, path in targets:
+                out[key][c].append(wrk(port, path, script, c, duration))
+    return out
+
+
+def median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def median_run(runs):
+    """The run with the median throughput (its latencies go in the table)."""
+    return sorted(runs, key=lambda r: r[0])[len(runs) // 2]
 
 
 CATEGORIES = [  # (label, test on (dso, kernel?, symbol)), first match wins
@@ -193,7 +211,8 @@ def main():
     ap.add_argument("--bin", default="build")
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--conns", default="1,8,64")
-    ap.add_argument("--reps", type=int, default=2, help="runs per point; the best is kept")
+    ap.add_argument("--reps", type=int, default=3,
+                    help="rounds per point (medians are reported)")
     ap.add_argument("--access-log", default="true", help="kmserve's --access-log")
     ap.add_argument("--profile", action="store_true",
                     help="also perf-profile kmserve and the minimal server under load")
@@ -236,7 +255,10 @@ def main():
 
         # scikit-learn behind Flask on gunicorn, same models.
         pport = free_port()
-        env = dict(os.environ, KM_BENCH_DATA=npz)
+        # One BLAS thread per worker, as multi-worker Python servers are run
+        # (else 2 workers x 4 threads each start OpenBLAS's threads on 2 cores).
+        env = dict(os.environ, KM_BENCH_DATA=npz, OPENBLAS_NUM_THREADS="1",
+                   OMP_NUM_THREADS="1")
         py = subprocess.Popen(["gunicorn", "--preload", "-w", "2", "-k", "gthread", "--threads", "4",
                                "-b", f"127.0.0.1:{pport}", "--chdir", HERE, "--log-level", "warning",
                                "skl_server:app"], env=env, stdout=subprocess.DEVNULL,
@@ -266,15 +288,10 @@ def main():
         results = {}
         for name in ("krr", "svc"):
             path = f"/v1/models/{name}/predict"
-            print(f"load: {name} kmserve ...", flush=True)
-            results[(name, "ours")] = load_points(kport, path, script, conns, args.duration,
-                                                 args.reps)
-            print(f"load: {name} python ...", flush=True)
-            results[(name, "py")] = load_points(pport, path, script, conns, args.duration,
-                                               args.reps)
-        print("load: minimal ...", flush=True)
-        results["mini"] = load_points(mport, "/v1/models/krr/predict", script, conns,
-                                      args.duration, args.reps)
+            print(f"load: {name} (kmserve, python, minimal; {args.reps} rounds) ...", flush=True)
+            results[name] = paired_points([("ours", kport, path), ("py", pport, path),
+                                           ("mini", mport, path)],
+                                          script, conns, args.duration, args.reps)
 
         # Batch: 10 000 rows in one request against scikit-learn in process.
         from sklearn.kernel_ridge import KernelRidge
@@ -316,8 +333,11 @@ def main():
     worst_py, worst_min = 1e9, 1e9
     for name in ("krr", "svc"):
         for c in conns:
-            o, p, m = results[(name, "ours")][c], results[(name, "py")][c], results["mini"][c]
-            rp, rm = o[0] / p[0], o[0] / m[0]
+            runs = results[name]
+            o, p, m = (median_run(runs[k][c]) for k in ("ours", "py", "mini"))
+            # the ratios of each round's back-to-back runs, then the median
+            rp = median([a[0] / b[0] for a, b in zip(runs["ours"][c], runs["py"][c])])
+            rm = median([a[0] / b[0] for a, b in zip(runs["ours"][c], runs["mini"][c])])
             worst_py, worst_min = min(worst_py, rp), min(worst_min, rm)
             label = "KRR rbf (1000×16)" if name == "krr" else f"SVC rbf ({n_sv} SV)"
             print(f"| {label} | {c} | {o[0]:,.0f} | {fmt_lat(o[1])} | {fmt_lat(o[2])} "

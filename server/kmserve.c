@@ -6,6 +6,10 @@
  * sigwait, so no handler runs in an async-signal context:
  *   SIGTERM, SIGINT  drain (see below) and exit 0
  *   SIGHUP           rescan the models directory
+ * Except in threads that libraries start before main() runs (OpenBLAS
+ * starts its pool from a constructor): the kernel may hand them a signal
+ * meant for the process, whose default action would end it without a
+ * drain. For those a handler passes the signal on to the main thread.
  *
  * Thread-safety: main() owns srv_state's lifetime; see srv_state.h.
  */
@@ -42,6 +46,14 @@ static char *read_pem(const char *path, char *err, size_t errlen)
     return buf;
 }
 
+static pthread_t main_thread;
+
+/* Runs only in threads that do not block the signals (see the top). */
+static void forward_signal(int sig)
+{
+    pthread_kill(main_thread, sig); /* async-signal-safe */
+}
+
 static void wait_requests(srv_state *s, double seconds)
 {
     struct timespec ts = {0, 20 * 1000 * 1000};
@@ -71,6 +83,12 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* inherited by all threads */
+    main_thread = pthread_self();
+    struct sigaction fwd = {.sa_handler = forward_signal,
+                            .sa_flags = SA_RESTART};
+    sigaction(SIGTERM, &fwd, NULL);
+    sigaction(SIGINT, &fwd, NULL);
+    sigaction(SIGHUP, &fwd, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (srv_log_start() != 0) /* after the mask: the thread inherits it */
         fprintf(stderr, "kmserve: cannot start the log writer; access lines "

@@ -15,6 +15,7 @@ import csv
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -1019,6 +1020,78 @@ def scenario_admission(binary, tmp):
     d.stop()
 
 
+def scenario_logging(binary, tmp):
+    """The access log: batched, so lines come within a second and all of
+    them by exit; and a SIGTERM that the kernel hands to a thread kmserve
+    did not start (OpenBLAS's pool) still drains and exits 0."""
+    models = os.path.join(tmp, "logging", "models")
+    os.makedirs(models)
+    d = Daemon(binary, models, "--access-log", "true").start()
+    body = {"algorithm": "krr", "kernel": {"type": "linear"},
+            "X": [[1, 2], [3, 4], [5, 7]], "y": [1, 2, 3]}
+    r = d.req("POST", "/v1/models/lg/fit", body)
+    rid = r.headers.get("x-request-id")
+    d.req("GET", "/no/such/route")
+    for _ in range(100):
+        d.req("POST", "/v1/models/lg/predict", {"X": [[1, 2]]})
+
+    def lines():
+        with open(d.log_path, "rb") as f:
+            out = []
+            for raw in f.read().decode("utf-8", "replace").splitlines():
+                try:
+                    out.append(json.loads(raw))
+                except ValueError:
+                    pass
+            return [x for x in out if x.get("event") == "request" and
+                    x.get("path") != "/readyz"]  # the runner's start-up probe
+    deadline = time.time() + 3
+    while time.time() < deadline and len(lines()) < 102:
+        time.sleep(0.05)
+    got = lines()
+    fit = [x for x in got if x.get("request_id") == rid]
+    check(len(got) == 102, "access log: every request within a second", len(got))
+    check(len(fit) == 1 and fit[0]["method"] == "POST" and
+          fit[0]["path"] == "/v1/models/lg/fit" and fit[0]["status"] == 201 and
+          fit[0]["bytes_in"] == len(json.dumps(body)) and fit[0]["bytes_out"] > 0 and
+          isinstance(fit[0]["duration_ms"], float) and fit[0]["duration_ms"] >= 0 and
+          re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", fit[0]["time"]),
+          "access log: the fit's line (id, method, path, status, sizes, time)", fit)
+    check(any(x["status"] == 404 and x["path"] == "/no/such/route" for x in got),
+          "access log: a 404 is logged")
+    for _ in range(50):
+        d.req("POST", "/v1/models/lg/predict", {"X": [[1, 2]]})
+    check(d.stop() == 0, "access log: SIGTERM exits 0")
+    check(len(lines()) == 152, "access log: lines still pending at exit are written",
+          len(lines()))
+
+    d.start()
+    pid = d.proc.pid
+    foreign = []
+    for tid in sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")):
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            blocked = int(re.search(r"SigBlk:\s*([0-9a-f]+)", f.read()).group(1), 16)
+        if tid != pid and not blocked & (1 << (signal.SIGTERM - 1)):
+            foreign.append(tid)
+    if not foreign:
+        check(True, "signals: no thread here takes SIGTERM (one BLAS thread?)")
+        d.stop()
+        return
+    os.kill(foreign[0], signal.SIGTERM)  # the kernel prefers that thread
+    try:
+        rc = d.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        rc = None
+    with open(d.log_path, "rb") as f:
+        drained = b'"event":"draining"' in f.read().split(b'"event":"ready"')[-1]
+    check(rc == 0 and drained,
+          "signals: SIGTERM taken by a library's thread still drains, exit 0",
+          (rc, foreign))
+    if rc is None:
+        d.stop(signal.SIGKILL)
+    d.proc = None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(ROOT, "build", "kmserve"))
@@ -1052,6 +1125,7 @@ def main():
         scenario_replicas(binary, tmp)
         scenario_security(binary, tmp)
         scenario_lifecycle(binary, tmp)
+        scenario_logging(binary, tmp)
     except Exception as e:  # a crash of the runner is a failure, not a pass
         check(False, "runner", repr(e))
     finally:
