@@ -2,18 +2,18 @@
  * api_text.c - JSON answers as text; see api_text.h.
  *
  * Numbers. The answer promises the shorter of %.15g and %.17g that reads
- * back as v. At most one 15-digit decimal reads back as a given double
- * (neighbouring 15-digit decimals are at least 1e-15 apart relatively,
- * doubles at most 2.2e-16), and when one does it is the one %.15g prints.
- * So: scale |v| to a 15-digit integer m (within one of the correctly
- * rounded one), and for m - 1, m, m + 1 compute m * 10^k back with one
- * exact IEEE operation (m < 2^53 and |k| <= 22: both operands exact, the
- * result correctly rounded, as strtod's). A match is %.15g's digits,
- * written out in %g's layout. With no match and m well inside its decade,
- * %.15g cannot read back, so %.17g is printed directly; otherwise (out of
- * range, a decade's edge) the plain way: %.15g, strtod, maybe %.17g.
- * Integers below 1e15 are written digit by digit. The unit tests check
- * the text against that plain way on millions of doubles.
+ * back as v, which glibc's printf computes with multi-precision
+ * arithmetic, slower than the model for a one-row predict. Here, for
+ * 1e-7 <= |v| < 1e15: v = f * 2^q exactly (f < 2^53), so v * 10^s =
+ * f * 5^s * 2^(q+s) with f * 5^s < 2^116: one 128-bit product and a
+ * shift give the correctly rounded P-digit decimal D (ties to even, as
+ * printf), the very digits printf writes. D15 * 10^k is read back with
+ * one exact IEEE operation (D15 < 2^53 and |k| <= 22: both operands
+ * exact, the result correctly rounded, as strtod's); if that is v, D15 is
+ * written, else D17, in %g's layout. Integers below 1e15 are written digit
+ * by digit; other magnitudes take the plain way (%.15g, strtod, maybe
+ * %.17g). The unit tests check the text against the plain way on millions
+ * of doubles.
  *
  * Thread-safety: reentrant.
  */
@@ -29,8 +29,21 @@ static const double pow10_exact[] = {
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-#define E14 100000000000000ULL
-#define E15 1000000000000000ULL
+static const uint64_t pow10_u64[] = {
+    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL,
+    10000000ULL, 100000000ULL, 1000000000ULL, 10000000000ULL,
+    100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+    100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL,
+    100000000000000000ULL};
+
+/* 5^i for i < 28 (5^27 < 2^63) */
+static uint64_t pow5(int i)
+{
+    uint64_t p = 1;
+    while (i-- > 0)
+        p *= 5;
+    return p;
+}
 
 static size_t put_digits(char *buf, uint64_t v)
 {
@@ -45,19 +58,63 @@ static size_t put_digits(char *buf, uint64_t v)
     return len;
 }
 
-/* m (15 digits) * 10^(e - 14), laid out as %.15g does. */
-static size_t layout_g15(char *buf, int neg, uint64_t m, int e)
+/*
+ * The correctly rounded P-digit decimal of a (1e-7 <= a < 1e15, P <= 17):
+ * a ~ D * 10^(e - P + 1) with 10^(P-1) <= D < 10^P. 0 if out of reach.
+ */
+static int round_digits(double a, int P, uint64_t *D, int *e)
 {
-    char dig[16];
-    int nd = 15;
-    for (int i = 14; i >= 0; i--, m /= 10)
-        dig[i] = (char)('0' + m % 10);
+    uint64_t lo = pow10_u64[P - 1], hi = pow10_u64[P];
+    int exp2;
+    uint64_t f = (uint64_t)ldexp(frexp(a, &exp2), 53); /* a = f * 2^q */
+    int q = exp2 - 53, ee = (int)floor(log10(a));
+    for (int tries = 0; tries < 3; tries++) {
+        int s = P - 1 - ee, k = -(q + s); /* a * 10^s = n * 2^-k */
+        if (s < 0 || s > 27 || k < -10 || k > 120)
+            return 0;
+        unsigned __int128 n = (unsigned __int128)f * pow5(s), rem = 0, half = 0;
+        if (k <= 0) {
+            n <<= -k;
+        } else {
+            rem = n & (((unsigned __int128)1 << k) - 1);
+            half = (unsigned __int128)1 << (k - 1);
+            n >>= k;
+        }
+        if (n < lo) { /* log10 was a little off */
+            ee--;
+            continue;
+        }
+        if (n >= hi) {
+            ee++;
+            continue;
+        }
+        uint64_t d = (uint64_t)n;
+        if (k > 0 && (rem > half || (rem == half && (d & 1))))
+            d++; /* ties to even */
+        if (d == hi) { /* rounded up into the next decade */
+            d = lo;
+            ee++;
+        }
+        *D = d;
+        *e = ee;
+        return 1;
+    }
+    return 0;
+}
+
+/* D (P digits) * 10^(e - P + 1), laid out as %.<P>g does. */
+static size_t layout_g(char *buf, int neg, uint64_t D, int P, int e)
+{
+    char dig[17];
+    int nd = P;
+    for (int i = P - 1; i >= 0; i--, D /= 10)
+        dig[i] = (char)('0' + D % 10);
     while (nd > 1 && dig[nd - 1] == '0')
         nd--;
     size_t len = 0;
     if (neg)
         buf[len++] = '-';
-    if (e < -4 || e >= 15) {
+    if (e < -4 || e >= P) {
         buf[len++] = dig[0];
         if (nd > 1) {
             buf[len++] = '.';
@@ -90,63 +147,39 @@ static size_t layout_g15(char *buf, int neg, uint64_t m, int e)
     return len;
 }
 
-/* m * 10^-s computed as strtod would read it; s in [-22, 22]. */
-static double scaled_back(uint64_t m, int s)
-{
-    return s >= 0 ? (double)m / pow10_exact[s] : (double)m * pow10_exact[-s];
-}
-
-/* 0 when the plain way must decide; -1 when %.17g is the answer. */
-static long fast_format(char *buf, double v)
+/* The text without printf; 0 when the plain way must do it. */
+static size_t fast_format(char *buf, double v)
 {
     double a = fabs(v);
-    int neg = signbit(v) != 0;
+    int neg = signbit(v) != 0, e;
+    uint64_t D;
     if (a < 1e15 && a == floor(a)) {
         size_t len = 0;
         if (neg)
             buf[len++] = '-';
         len += put_digits(buf + len, (uint64_t)a);
         buf[len] = '\0';
-        return (long)len;
+        return len;
     }
-    if (!(a >= 1e-7 && a < 1e22))
+    if (!(a >= 1e-7 && a < 1e15) || !round_digits(a, 15, &D, &e))
         return 0;
-    int e = (int)floor(log10(a)), s = 0;
-    uint64_t m = 0;
-    for (int tries = 0; tries < 3; tries++) {
-        s = 14 - e; /* a * 10^s has 15 digits before the point */
-        if (s < -22 || s > 22)
-            return 0;
-        double t = s >= 0 ? a * pow10_exact[s] : a / pow10_exact[-s];
-        m = (uint64_t)(t + 0.5);
-        if (m >= E15)
-            e++;
-        else if (m < E14)
-            e--;
-        else
-            break;
-    }
-    if (m < E14 || m >= E15)
+    int k = 14 - e; /* D * 10^-k, read back exactly; |k| <= 22 here */
+    if ((k >= 0 ? (double)D / pow10_exact[k] : (double)D * pow10_exact[-k]) == a)
+        return layout_g(buf, neg, D, 15, e);
+    if (!round_digits(a, 17, &D, &e))
         return 0;
-    for (int d = 0; d < 3; d++) {
-        uint64_t c = d == 0 ? m : d == 1 ? m - 1 : m + 1;
-        if (c >= E14 && c < E15 && scaled_back(c, s) == a)
-            return (long)layout_g15(buf, neg, c, e);
-    }
-    return m > E14 && m + 1 < E15 ? -1 : 0;
+    return layout_g(buf, neg, D, 17, e);
 }
 
 size_t api_format_number(char *buf, double v)
 {
-    long n = fast_format(buf, v);
-    if (n > 0)
-        return (size_t)n;
-    if (n == 0) {
-        n = snprintf(buf, 32, "%.15g", v);
-        if (strtod(buf, NULL) == v)
-            return (size_t)n;
-    }
-    return (size_t)snprintf(buf, 32, "%.17g", v);
+    size_t n = fast_format(buf, v);
+    if (n)
+        return n;
+    n = (size_t)snprintf(buf, 32, "%.15g", v);
+    if (strtod(buf, NULL) != v)
+        n = (size_t)snprintf(buf, 32, "%.17g", v);
+    return n;
 }
 
 /* ---------------------------------------------------------------- text */
