@@ -178,21 +178,33 @@ static int read_number(const char **pp, const char *end, double *v)
     return 0;
 }
 
+/* After a value in an array or object: 1 at a ',' (another value
+ * follows), 0 at the closing character, -1 at anything else. *pp moves
+ * past the ',' or the closing character. */
+static int separator(const char **pp, const char *end, char close)
+{
+    const char *p = skip_ws(*pp, end);
+    if (p >= end || (*p != ',' && *p != close))
+        return -1;
+    *pp = skip_ws(p + 1, end);
+    return *p == ',';
+}
+
 /* A matrix of finite numbers with rows of equal length at *pp (at its
  * '['), into a new buffer; -1 on anything else. */
 static int read_matrix(const char **pp, const char *end, double **M,
                        size_t *rows, size_t *cols)
 {
-    const char *p = *pp + 1;
+    const char *p = skip_ws(*pp + 1, end);
     double *buf = NULL;
     size_t count = 0, cap = 0, n = 0, d = 0;
-    p = skip_ws(p, end);
-    for (;;) {
+    int more;
+    do {
         if (p >= end || *p != '[')
             goto fail;
         p = skip_ws(p + 1, end);
         size_t j = 0;
-        for (;;) {
+        do {
             double v;
             if (read_number(&p, end, &v) || !isfinite(v))
                 goto fail;
@@ -206,30 +218,15 @@ static int read_matrix(const char **pp, const char *end, double **M,
             }
             buf[count++] = v;
             j++;
-            p = skip_ws(p, end);
-            if (p < end && *p == ',') {
-                p = skip_ws(p + 1, end);
-                continue;
-            }
-            if (p < end && *p == ']')
-                break;
+        } while ((more = separator(&p, end, ']')) == 1);
+        if (more < 0 || (n > 0 && j != d))
             goto fail;
-        }
-        if (n == 0)
-            d = j;
-        else if (j != d)
-            goto fail;
+        d = j;
         n++;
-        p = skip_ws(p + 1, end);
-        if (p < end && *p == ',') {
-            p = skip_ws(p + 1, end);
-            continue;
-        }
-        if (p < end && *p == ']')
-            break;
+    } while ((more = separator(&p, end, ']')) == 1);
+    if (more < 0)
         goto fail;
-    }
-    *pp = p + 1;
+    *pp = p;
     *M = buf;
     *rows = n;
     *cols = d;
@@ -293,16 +290,11 @@ static int read_body(const char *body, size_t len,
                 }
                 p = vend;
             }
-            p = skip_ws(p, end);
-            if (p < end && *p == ',') {
-                p = skip_ws(p + 1, end);
-                continue;
-            }
-            if (p < end && *p == '}') {
-                p++;
+            int more = separator(&p, end, '}');
+            if (more < 0)
+                return -1;
+            if (!more)
                 break;
-            }
-            return -1;
         }
     for (; p < end; p++) /* white space, as api_parse_object allows */
         if (!strchr(" \t\r\n", *p) && *p != '\0')

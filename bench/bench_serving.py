@@ -149,7 +149,7 @@ def median_run(runs):
 
 CATEGORIES = [  # (label, test on (dso, kernel?, symbol)), first match wins
     ("kernel: TCP, syscalls, scheduling", lambda d, k, s: k),
-    ("memset: libmicrohttpd clears the 256 KiB connection pool per request",
+    ("memset: libmicrohttpd clears the 64 KiB connection pool per request",
      lambda d, k, s: "memset" in s),
     ("model compute: kernel row (norms, exp), GEMM/GEMV",
      lambda d, k, s: "openblas" in d or s.startswith(("km_", "map_row", "row_sqnorms", "cross"))),
@@ -160,7 +160,8 @@ CATEGORIES = [  # (label, test on (dso, kernel?, symbol)), first match wins
     ("malloc/free", lambda d, k, s: any(t in s for t in ("malloc", "free", "_int_", "calloc",
                                                             "realloc", "consolidate"))),
     ("libmicrohttpd", lambda d, k, s: "microhttpd" in d),
-    ("kmserve server/ (routing, auth, metrics, log)", lambda d, k, s: "kmserve" in d),
+    ("kmserve outside the model (body reader, answer, routing, metrics, log)",
+     lambda d, k, s: "kmserve" in d),
     ("other", lambda d, k, s: True),
 ]
 

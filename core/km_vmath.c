@@ -165,32 +165,29 @@ void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
             const double *z = Z + j * d;
             v8d a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
             v8d a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-            for (size_t f = 0; f < d8; f += 8) {
-                v8d xv = load8(x + f);
-                a0 += xv * load8(z + f);
-                a1 += xv * load8(z + d + f);
-                a2 += xv * load8(z + 2 * d + f);
-                a3 += xv * load8(z + 3 * d + f);
-                a4 += xv * load8(z + 4 * d + f);
-                a5 += xv * load8(z + 5 * d + f);
-                a6 += xv * load8(z + 6 * d + f);
-                a7 += xv * load8(z + 7 * d + f);
-            }
+            /* the eight rows' partial sums += xv times 8 values at off */
+#define MADD8(xv, off)                                                     \
+    do {                                                                   \
+        a0 += (xv) * load8(z + (off));                                     \
+        a1 += (xv) * load8(z + d + (off));                                 \
+        a2 += (xv) * load8(z + 2 * d + (off));                             \
+        a3 += (xv) * load8(z + 3 * d + (off));                             \
+        a4 += (xv) * load8(z + 4 * d + (off));                             \
+        a5 += (xv) * load8(z + 5 * d + (off));                             \
+        a6 += (xv) * load8(z + 6 * d + (off));                             \
+        a7 += (xv) * load8(z + 7 * d + (off));                             \
+    } while (0)
+            for (size_t f = 0; f < d8; f += 8)
+                MADD8(load8(x + f), f);
             int tail = d8 < d; /* the last d % 8 features */
             if (tail && j + 8 < nz) {
                 /* Eight values from each row's tail on: those past the
                  * row belong to the next row (there is one) and meet the
                  * zeros of xt. */
-                a0 += xt * load8(z + d8);
-                a1 += xt * load8(z + d + d8);
-                a2 += xt * load8(z + 2 * d + d8);
-                a3 += xt * load8(z + 3 * d + d8);
-                a4 += xt * load8(z + 4 * d + d8);
-                a5 += xt * load8(z + 5 * d + d8);
-                a6 += xt * load8(z + 6 * d + d8);
-                a7 += xt * load8(z + 7 * d + d8);
+                MADD8(xt, d8);
                 tail = 0;
             }
+#undef MADD8
             v8d s = sum_lanes8(a0, a1, a2, a3, a4, a5, a6, a7);
             for (size_t f = d8; tail && f < d; f++)
                 for (int r = 0; r < 8; r++)

@@ -47,7 +47,8 @@ static const struct option_def {
      "least severe event logged: debug, info, warn or error", OPT_STR,
      S(log_level), 0, 0},
     {"access-log", "KMSERVE_ACCESS_LOG", "true",
-     "one JSON line per request on stderr (true or false)", OPT_BOOL,
+     "one JSON line per request on stderr, written in batches at most "
+     "100 ms late (true or false)", OPT_BOOL,
      S(access_log), 0, 0},
     {"workers", "KMSERVE_WORKERS", "0",
      "fit worker threads (0: cores / blas-threads, at least 1)", OPT_INT,
