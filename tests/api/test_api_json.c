@@ -5,6 +5,7 @@
  */
 #include "../check_main.h"
 #include <math.h>
+#include <stdint.h>
 
 #include "api_json.h"
 
@@ -257,6 +258,83 @@ START_TEST(body_direct_or_not)
 }
 END_TEST
 
+/* The direct reader against cJSON on bodies mutated at random: the same
+ * status and message, the same matrix to the bit, and the same other
+ * members. (Under the sanitizer build this is also a small fuzzer.) */
+static void same_both_ways(const char *s, size_t len)
+{
+    static const char *const keys[] = {"X", NULL};
+    cJSON *root = NULL;
+    api_error ea, eb;
+    double *XA = NULL, *XB = NULL;
+    size_t na = 0, da = 0, nb = 0, db = 0;
+    int ra = api_parse_object(s, len, &root, &ea);
+    if (ra == 0)
+        ra = api_get_matrix(cJSON_GetObjectItemCaseSensitive(root, "X"), "X",
+                            0, &XA, &na, &da, &ea);
+    api_body b;
+    int rb = api_parse_body(s, len, keys, &b, &eb);
+    int taken = rb == 0 && b.key != NULL;
+    if (rb == 0)
+        rb = api_body_matrix(&b, "X", 0, &XB, &nb, &db, &eb);
+    ck_assert_msg(ra == rb, "%.*s: %d vs %d", (int)len, s, ra, rb);
+    if (ra) {
+        ck_assert_msg(!strcmp(ea.message, eb.message), "%.*s: %s | %s",
+                      (int)len, s, ea.message, eb.message);
+    } else {
+        ck_assert(na == nb && da == db);
+        ck_assert(memcmp(XA, XB, na * da * sizeof *XA) == 0);
+        if (taken)
+            cJSON_DeleteItemFromObjectCaseSensitive(root, "X");
+        char *pa = cJSON_PrintUnformatted(root), *pb = cJSON_PrintUnformatted(b.root);
+        ck_assert_msg(!strcmp(pa, pb), "%.*s: %s | %s", (int)len, s, pa, pb);
+        free(pa);
+        free(pb);
+    }
+    cJSON_Delete(root);
+    api_body_free(&b);
+    free(XA);
+    free(XB);
+}
+
+START_TEST(body_reader_matches_cjson)
+{
+    static const char *const seeds[] = {
+        "{\"X\":[[1,2.5,-3e-2],[4,5,6]],\"output\":\"label\"}",
+        " {\"a\":{\"b\":[1,{}]}, \"X\" : [ [ 1e5 , -0 ] , [ 2 , 3 ] ] } ",
+        "{\"X\":[[123456789012345678901234567890,1E-400,0.000001]],\"y\":[1]}",
+        "{\"X\":[[7]],\"X\":[[8]],\"s\":\"[\\\"x\\\"]\"}",
+    };
+    static const char alphabet[] = "[]{},:\"0123456789.eE+- \n\\tfnrux";
+    uint64_t st = 0x2545F4914F6CDD1DULL;
+    char buf[256];
+    for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
+        same_both_ways(seeds[k], strlen(seeds[k]));
+        for (int it = 0; it < 20000; it++) {
+            size_t len = strlen(seeds[k]);
+            memcpy(buf, seeds[k], len);
+            int edits = 1 + (int)(st % 3);
+            for (int m = 0; m < edits && len > 1; m++) {
+                st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                size_t at = (size_t)(st >> 8) % len;
+                char c = alphabet[(st >> 40) % (sizeof alphabet - 1)];
+                switch (st % 3) {
+                case 0: buf[at] = c; break;                                  /* replace */
+                case 1: memmove(buf + at, buf + at + 1, --len - at); break;  /* delete */
+                default:                                                     /* insert */
+                    if (len + 1 < sizeof buf) {
+                        memmove(buf + at + 1, buf + at, len - at);
+                        buf[at] = c;
+                        len++;
+                    }
+                }
+            }
+            same_both_ways(buf, len); /* not NUL-terminated: len counts */
+        }
+    }
+}
+END_TEST
+
 START_TEST(optional_fields)
 {
     cJSON *o = cJSON_Parse("{\"a\":2.5,\"i\":7,\"f\":7.5,\"b\":true,\"s\":\"x\"}");
@@ -318,6 +396,7 @@ static Suite *json_suite(void)
     tcase_add_test(tc, matrices);
     tcase_add_test(tc, numbers_read_as_strtod);
     tcase_add_test(tc, body_direct_or_not);
+    tcase_add_test(tc, body_reader_matches_cjson);
     tcase_add_test(tc, optional_fields);
     tcase_add_test(tc, error_json);
     suite_add_tcase(s, tc);
