@@ -209,7 +209,11 @@ static int read_matrix(const char **pp, const char *end, double **M,
             if (read_number(&p, end, &v) || !isfinite(v))
                 goto fail;
             if (count == cap) {
+                /* doubling, but never past what the rest of the body can
+                 * hold (a number and a comma: two bytes at least) */
+                size_t room = count + (size_t)(end - p) / 2 + 1;
                 size_t c = cap ? 2 * cap : 64;
+                c = c < room ? c : room;
                 double *b = c < SIZE_MAX / sizeof *b
                                 ? realloc(buf, c * sizeof *b) : NULL;
                 if (!b)

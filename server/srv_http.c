@@ -30,37 +30,22 @@ const char *srv_header(srv_request *rq, const char *name)
     return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
 }
 
+void srv_reply_text(srv_reply *rp, int status, char *text, size_t len)
+{
+    static const char oom[] = "{\"error\":{\"code\":\"internal\","
+                              "\"message\":\"out of memory\"}}";
+    free(rp->body);
+    rp->status = text ? status : 500;
+    rp->body = text ? text : strdup(oom);
+    rp->len = text ? len : rp->body ? strlen(rp->body) : 0;
+    rp->content_type = "application/json";
+}
+
 void srv_reply_json(srv_reply *rp, int status, cJSON *obj)
 {
     char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
     cJSON_Delete(obj);
-    free(rp->body);
-    rp->body = NULL;
-    if (!text) {
-        static const char oom[] = "{\"error\":{\"code\":\"internal\","
-                                  "\"message\":\"out of memory\"}}";
-        rp->status = 500;
-        rp->body = strdup(oom);
-        rp->len = rp->body ? strlen(rp->body) : 0;
-    } else {
-        rp->status = status;
-        rp->body = text;
-        rp->len = strlen(text);
-    }
-    rp->content_type = "application/json";
-}
-
-void srv_reply_text(srv_reply *rp, int status, char *text, size_t len)
-{
-    if (!text) {
-        srv_reply_json(rp, 500, NULL); /* answers "out of memory" */
-        return;
-    }
-    free(rp->body);
-    rp->status = status;
-    rp->body = text;
-    rp->len = len;
-    rp->content_type = "application/json";
+    srv_reply_text(rp, status, text, text ? strlen(text) : 0);
 }
 
 void srv_reply_error(srv_reply *rp, const api_error *e)

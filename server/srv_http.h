@@ -63,7 +63,8 @@ const char *srv_header(srv_request *rq, const char *name);
 /* Fills rp with obj as JSON (takes ownership of obj). */
 void srv_reply_json(srv_reply *rp, int status, cJSON *obj);
 void srv_reply_error(srv_reply *rp, const api_error *e);
-/* Fills rp with JSON text already written (takes ownership of text). */
+/* Fills rp with JSON text already written (takes ownership of text; NULL
+ * answers 500 "out of memory"). */
 void srv_reply_text(srv_reply *rp, int status, char *text, size_t len);
 /* Plain API error in one call. */
 void srv_reply_fail(srv_reply *rp, int status, const char *code,
