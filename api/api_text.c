@@ -213,27 +213,39 @@ void api_text_raw(api_text *t, const char *s)
     }
 }
 
-void api_text_string(api_text *t, const char *s)
+size_t api_json_escape(char *dst, size_t cap, const char *s)
 {
-    char *p = room(t, 6 * strlen(s) + 2); /* every byte as \u00XX at worst */
-    if (!p)
-        return;
     size_t n = 0;
-    p[n++] = '"';
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         char esc = c == '"' ? '"' : c == '\\' ? '\\' : c == '\b' ? 'b'
                    : c == '\f' ? 'f' : c == '\n' ? 'n' : c == '\r' ? 'r'
                    : c == '\t' ? 't' : 0; /* as cJSON writes them */
+        size_t need = esc ? 2 : c < 0x20 ? 6 : 1;
+        if (n + need >= cap)
+            break;
         if (esc) {
-            p[n++] = '\\';
-            p[n++] = esc;
+            dst[n++] = '\\';
+            dst[n++] = esc;
         } else if (c < 0x20) {
-            n += (size_t)snprintf(p + n, 7, "\\u%04x", c);
+            n += (size_t)snprintf(dst + n, 7, "\\u%04x", c);
         } else {
-            p[n++] = (char)c;
+            dst[n++] = (char)c;
         }
     }
+    if (cap)
+        dst[n] = '\0';
+    return n;
+}
+
+void api_text_string(api_text *t, const char *s)
+{
+    size_t cap = 6 * strlen(s) + 1; /* every byte as \u00XX at worst */
+    char *p = room(t, cap + 2);
+    if (!p)
+        return;
+    size_t n = 1 + api_json_escape(p + 1, cap, s);
+    p[0] = '"';
     p[n++] = '"';
     p[n] = '\0';
     t->len += n;

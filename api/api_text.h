@@ -25,6 +25,11 @@ typedef struct {
 
 /* Appends s as it is. */
 void api_text_raw(api_text *t, const char *s);
+/* Writes s escaped for a JSON string (no quotes) into dst, never more
+ * than cap - 1 bytes (a character that would not fit whole ends it), and
+ * a NUL; returns the length. Quotes, backslashes and control characters
+ * escaped as cJSON writes them. */
+size_t api_json_escape(char *dst, size_t cap, const char *s);
 /* Appends s as a JSON string, quoted and escaped. */
 void api_text_string(api_text *t, const char *s);
 /* Appends v in decimal. */

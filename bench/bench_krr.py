@@ -9,7 +9,6 @@ Usage: /usr/bin/python3 bench/bench_krr.py --bin build [--sizes 2000,5000,10000]
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,8 @@ import time
 import urllib.request
 
 import numpy as np
+
+from daemon import free_port, stop, wait_ready
 
 SKLEARN_SIDE = r"""
 import json, resource, sys, time
@@ -46,14 +47,6 @@ def run_json(cmd):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def http_fit(binary, X, y, gamma):
     """Wall time of POST /fit (JSON encode excluded) against a real daemon."""
     tmp = tempfile.mkdtemp(prefix="kmbench-")
@@ -62,12 +55,7 @@ def http_fit(binary, X, y, gamma):
                              os.path.join(tmp, "m"), "--access-log", "false",
                              "--max-body-mb", "512"], stderr=subprocess.DEVNULL)
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_ready(port, proc)
         body = json.dumps({"algorithm": "krr", "kernel": {"type": "rbf", "gamma": gamma},
                            "params": {"alpha": 1.0}, "X": X.tolist(),
                            "y": y.tolist()}).encode()
@@ -82,8 +70,7 @@ def http_fit(binary, X, y, gamma):
             core.append(meta["model"]["training"]["seconds"])
         return float(np.median(times)), float(np.median(core)), len(body)
     finally:
-        proc.terminate()
-        proc.wait()
+        stop(proc)
 
 
 def main():

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,16 +33,10 @@ import urllib.request
 
 import numpy as np
 
+from daemon import free_port, stop, wait_ready
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 D = 16
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def post(port, path, body, timeout=300):
@@ -55,31 +48,6 @@ def post(port, path, body, timeout=300):
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"{}")
-
-
-def wait_ready(port, proc, path="/readyz", timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except (OSError, urllib.error.HTTPError):
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"server on {port} not ready")
-
-
-def stop(proc):
-    if proc and proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def make_data(seed=7):

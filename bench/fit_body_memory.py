@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_serving import free_port, stop, wait_ready  # noqa: E402
+from daemon import free_port, stop, wait_ready  # noqa: E402
 
 
 def peak_mib(pid):

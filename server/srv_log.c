@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../api/api_text.h"
 #include "srv_log.h"
 
 #define FLUSH_MS 100
@@ -97,19 +98,7 @@ static size_t put_uint(char *buf, size_t len, size_t cap,
 /* Appends s JSON-escaped; returns the new length (never past cap - 1). */
 static size_t put_escaped(char *buf, size_t len, size_t cap, const char *s)
 {
-    for (; *s && len + 7 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            buf[len++] = '\\';
-            buf[len++] = (char)c;
-        } else if (c < 0x20) {
-            len = put(buf, len, cap, "\\u%04x", c);
-        } else {
-            buf[len++] = (char)c;
-        }
-    }
-    buf[len] = '\0';
-    return len;
+    return len + api_json_escape(buf + len, cap - len, s);
 }
 
 /* {"time":"2026-11-22T10:15:02.123Z" - the date and time of day formatted

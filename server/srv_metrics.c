@@ -165,6 +165,21 @@ static size_t resident_bytes(void)
     return rss * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* The # HELP and # TYPE lines of a metric family. */
+static void family(text *t, const char *name, const char *type,
+                   const char *help)
+{
+    add(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A family with one sample and no labels. */
+static void single(text *t, const char *name, const char *type,
+                   const char *help, unsigned long long v)
+{
+    family(t, name, type, help);
+    add(t, "%s %llu\n", name, v);
+}
+
 char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
 {
     static const char *const job_states[] = {"queued", "running", "succeeded",
@@ -172,11 +187,10 @@ char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
     text t = {malloc(16384), 0, 16384, 0};
     if (!t.p)
         return NULL;
-    add(&t, "# HELP kmserve_build_info Build information.\n"
-            "# TYPE kmserve_build_info gauge\n"
-            "kmserve_build_info{version=\"%s\"} 1\n", KM_VERSION);
-    add(&t, "# HELP kmserve_http_requests_total HTTP requests answered.\n"
-            "# TYPE kmserve_http_requests_total counter\n");
+    family(&t, "kmserve_build_info", "gauge", "Build information.");
+    add(&t, "kmserve_build_info{version=\"%s\"} 1\n", KM_VERSION);
+    family(&t, "kmserve_http_requests_total", "counter",
+           "HTTP requests answered.");
     for (size_t r = 0; r < m->n_routes; r++)
         for (size_t mi = 0; mi < N_METHODS; mi++)
             for (size_t ci = 0; ci < N_CODES; ci++) {
@@ -191,40 +205,32 @@ char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
                 add(&t, "kmserve_http_requests_total{route=\"%s\",method=\"%s\","
                         "code=\"%s\"} %lu\n", m->routes[r], methods[mi], code, v);
             }
-    add(&t, "# HELP kmserve_http_request_duration_seconds Time to answer a "
-            "request.\n# TYPE kmserve_http_request_duration_seconds histogram\n");
+    family(&t, "kmserve_http_request_duration_seconds", "histogram",
+           "Time to answer a request.");
     for (size_t r = 0; r < m->n_routes; r++)
         render_histogram(&t, "kmserve_http_request_duration_seconds", "route",
                          m->routes[r], &m->latency[r], latency_buckets, N_LAT);
-    add(&t, "# HELP kmserve_fit_duration_seconds Time a successful fit took.\n"
-            "# TYPE kmserve_fit_duration_seconds histogram\n");
+    family(&t, "kmserve_fit_duration_seconds", "histogram",
+           "Time a successful fit took.");
     for (int a = 0; a < KM_ALGO_COUNT; a++)
         render_histogram(&t, "kmserve_fit_duration_seconds", "algorithm",
                          km_algorithm_name((km_algorithm)a), &m->fit[a],
                          fit_buckets, N_FIT);
-    add(&t, "# HELP kmserve_predicted_rows_total Rows predicted or projected.\n"
-            "# TYPE kmserve_predicted_rows_total counter\n"
-            "kmserve_predicted_rows_total %lu\n",
-        atomic_load(&m->predicted_rows));
-    add(&t, "# HELP kmserve_models_loaded Models being served.\n"
-            "# TYPE kmserve_models_loaded gauge\n"
-            "kmserve_models_loaded %zu\n", g->models_loaded);
-    add(&t, "# HELP kmserve_model_bytes Memory held by the models served.\n"
-            "# TYPE kmserve_model_bytes gauge\n"
-            "kmserve_model_bytes %zu\n", g->model_bytes);
-    add(&t, "# HELP kmserve_jobs Fit jobs by state.\n"
-            "# TYPE kmserve_jobs gauge\n");
+    single(&t, "kmserve_predicted_rows_total", "counter",
+           "Rows predicted or projected.", atomic_load(&m->predicted_rows));
+    single(&t, "kmserve_models_loaded", "gauge", "Models being served.",
+           g->models_loaded);
+    single(&t, "kmserve_model_bytes", "gauge",
+           "Memory held by the models served.", g->model_bytes);
+    family(&t, "kmserve_jobs", "gauge", "Fit jobs by state.");
     for (int i = 0; i < 5; i++)
         add(&t, "kmserve_jobs{state=\"%s\"} %zu\n", job_states[i], g->jobs[i]);
-    add(&t, "# HELP kmserve_job_queue_depth Fits waiting for a worker.\n"
-            "# TYPE kmserve_job_queue_depth gauge\n"
-            "kmserve_job_queue_depth %zu\n", g->queue_depth);
-    add(&t, "# HELP kmserve_fit_memory_reserved_bytes Memory reserved by "
-            "admitted fits.\n# TYPE kmserve_fit_memory_reserved_bytes gauge\n"
-            "kmserve_fit_memory_reserved_bytes %zu\n", g->fit_bytes_reserved);
-    add(&t, "# HELP kmserve_process_resident_memory_bytes Resident memory.\n"
-            "# TYPE kmserve_process_resident_memory_bytes gauge\n"
-            "kmserve_process_resident_memory_bytes %zu\n", resident_bytes());
+    single(&t, "kmserve_job_queue_depth", "gauge", "Fits waiting for a worker.",
+           g->queue_depth);
+    single(&t, "kmserve_fit_memory_reserved_bytes", "gauge",
+           "Memory reserved by admitted fits.", g->fit_bytes_reserved);
+    single(&t, "kmserve_process_resident_memory_bytes", "gauge",
+           "Resident memory.", resident_bytes());
     if (t.failed) {
         free(t.p);
         return NULL;

@@ -107,6 +107,12 @@ START_TEST(text_building)
     ck_assert_str_eq(t.buf, "{\"name\":\"a\\\"b\\\\c\\n\\u0001/\",\"n\":"
                             "[18446744073709551615,0.1,-2.5e-10]}");
     ck_assert_uint_eq(t.len, strlen(t.buf));
+    /* Into a fixed buffer: a character that does not fit whole ends it. */
+    char small[6];
+    ck_assert_uint_eq(api_json_escape(small, 5, "ab\"cd"), 4);
+    ck_assert_str_eq(small, "ab\\\"");
+    ck_assert_uint_eq(api_json_escape(small, 6, "a\x01"), 1);
+    ck_assert_str_eq(small, "a");
     /* Growth past the first buffer keeps what was written. */
     for (int i = 0; i < 1000; i++)
         api_text_number(&t, i + 0.25);

@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -880,23 +881,28 @@ def scenario_security(binary, tmp):
         d.stop()
 
 
-def scenario_lifecycle(binary, tmp):
-    """SIGTERM while a synchronous fit runs; two fits and predicts at once;
-    slow and idle clients against the connection limit and timeout."""
-    import threading
-    models = os.path.join(tmp, "lifecycle", "models")
-    os.makedirs(models)
-    X, y = synthetic(BIG, 5, 9)
-    d = Daemon(binary, models).start()
-    d.req("POST", "/v1/models/life/fit", fit_body(X[:40], y[:40]))
+def sync_fit_running(d, path, body):
+    """Starts a synchronous fit from a thread and returns (thread, result)
+    once the daemon lists a running job; result["r"] is its answer."""
     result = {}
-    t = threading.Thread(target=lambda: result.update(
-        r=d.req("POST", "/v1/models/life/fit", fit_body(X, y))))
+    t = threading.Thread(target=lambda: result.update(r=d.req("POST", path, body)))
     t.start()
     deadline = time.time() + 60
     while time.time() < deadline and not any(
             j["status"] == "running" for j in d.req("GET", "/v1/jobs").json()["jobs"]):
         time.sleep(0.02)
+    return t, result
+
+
+def scenario_lifecycle(binary, tmp):
+    """SIGTERM while a synchronous fit runs; two fits and predicts at once;
+    slow and idle clients against the connection limit and timeout."""
+    models = os.path.join(tmp, "lifecycle", "models")
+    os.makedirs(models)
+    X, y = synthetic(BIG, 5, 9)
+    d = Daemon(binary, models).start()
+    d.req("POST", "/v1/models/life/fit", fit_body(X[:40], y[:40]))
+    t, result = sync_fit_running(d, "/v1/models/life/fit", fit_body(X, y))
     d.proc.send_signal(signal.SIGTERM)
     time.sleep(0.1)
     ready = d.req("GET", "/readyz")
@@ -917,14 +923,7 @@ def scenario_lifecycle(binary, tmp):
     check(rc == 0, "SIGTERM: exit 0 after draining", rc)
 
     d = Daemon(binary, models, "--shutdown-timeout", "0").start()
-    result.clear()
-    t = threading.Thread(target=lambda: result.update(
-        r=d.req("POST", "/v1/models/life/fit", fit_body(X, y))))
-    t.start()
-    deadline = time.time() + 60
-    while time.time() < deadline and not any(
-            j["status"] == "running" for j in d.req("GET", "/v1/jobs").json()["jobs"]):
-        time.sleep(0.02)
+    t, result = sync_fit_running(d, "/v1/models/life/fit", fit_body(X, y))
     rc = d.stop()
     t.join(300)
     r = result.get("r")
