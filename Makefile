@@ -1,25 +1,41 @@
 # kmserve - build, test, run and benchmark.
 #
-#   make deps    install the Debian packages that are missing (no-op if none)
-#   make         build build/kmserve, build/kmctl and build/libkm.a
-#   make test    unit tests (Check) and integration tests against the daemon
-#   make run     start the daemon on 127.0.0.1:8080 with ./var/models
-#   make bench   benchmarks against scikit-learn and LIBSVM
+#   make run       install what building and running need, build, start the
+#                  daemon on 127.0.0.1:8080 with ./var/models
+#   make test      install what the tests need, build, run the unit and
+#                  integration tests
+#   make           build build/kmserve, build/kmctl and build/libkm.a
+#   make install   kmserve and kmctl into $(DESTDIR)$(PREFIX)/bin (/usr/local/bin)
+#   make check-deploy  the Dockerfile, deploy/ and the systemd unit, checked
+#   make check-fresh   the README's two commands in a fresh Debian 12 chroot
+#   make fuzz      the libFuzzer targets of tests/fuzz, FUZZ_SECONDS each
+#   make bench     benchmarks against scikit-learn and LIBSVM
 #   make clean
 #
 # SANITIZE=1 builds everything with AddressSanitizer and UBSan into
-# build-san/ (SANITIZE=thread: ThreadSanitizer into build-tsan/).
+# build-san/ (SANITIZE=thread: ThreadSanitizer into build-tsan/;
+# SANITIZE=fuzz: clang, libFuzzer instrumentation, ASan and UBSan into
+# build-fuzz/).
 
-# Build: compiler and libraries (libcurl for kmctl). Tests: Check, the integration runner's
-# Python (stdlib, and PyYAML to read api/openapi.yaml), LIBSVM's tools for parity tests, curl for the README.
-# Deploy checks (tests/deploy/check.sh): debootstrap for Debian chroots that carry out the
-# Dockerfile, systemd-analyze for the unit, docker-compose to validate the compose file
-# (the docker client here has no compose plugin), shellcheck for the RUN lines.
-# Benchmarks: scikit-learn and GNU time; wrk, Flask and gunicorn for the serving benchmark.
-DEPS := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
-        libopenblas-dev liblapacke-dev libcurl4-gnutls-dev check python3 python3-numpy \
-        libsvm-tools curl openssl python3-yaml python3-sklearn time \
-        debootstrap systemd docker-compose shellcheck wrk python3-flask gunicorn
+# Debian packages, by what needs them. Each target installs only its own
+# list (make deps-X): `make run` what building and running need (the
+# compiler, make, pkg-config and five libraries: libmicrohttpd, cJSON,
+# OpenBLAS, LAPACKE, libcurl for kmctl); `make test` adds Check, Python 3
+# with PyYAML (the integration runner reads api/openapi.yaml), curl and
+# openssl (TLS tests). The reference fixtures in tests/fixtures are
+# generated once by scripts that need scikit-learn and LIBSVM's tools
+# (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
+# for the serving benchmark. The deploy checks need debootstrap (chroots
+# that carry out the Dockerfile), systemd-analyze, docker-compose (the
+# docker client here has no compose plugin) and shellcheck.
+DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
+            libopenblas-dev liblapacke-dev libcurl4-gnutls-dev
+DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml curl openssl
+DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
+DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn
+DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
+DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
+DEPS_FRESH := debootstrap git
 
 PKGS := libmicrohttpd libcjson openblas lapacke
 PYTHON := /usr/bin/python3
@@ -27,6 +43,12 @@ PYTHON := /usr/bin/python3
 ifeq ($(SANITIZE),thread)
   B := build-tsan
   SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer -DKM_NO_CLONES
+else ifeq ($(SANITIZE),fuzz)
+  B := build-fuzz
+  CC := clang
+  # (sanitizer instrumentation can keep `omp simd` loops from vectorising)
+  SANFLAGS := -Wno-pass-failed -fsanitize=fuzzer-no-link,address,undefined \
+              -fno-sanitize-recover=undefined -fno-omit-frame-pointer -DKM_NO_CLONES
 else ifneq ($(SANITIZE),)
   B := build-san
   SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -40,7 +62,12 @@ CC ?= cc
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+# -Wno-psabi: gcc notes that passing 64-byte vectors by value changed ABI
+# in gcc 4.6; km_vmath.c does so only between its own static functions.
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE $(SANFLAGS)
+ifneq ($(CC),clang)
+  CFLAGS += -Wno-psabi
+endif
 LDFLAGS := $(SANFLAGS)
 LIBS = $(PKG_LIBS) -lpthread -lm
 
@@ -57,12 +84,14 @@ SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o)
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps test unit integration check-deploy run bench clean
+.PHONY: all deps deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
+        test unit integration check-deploy check-fresh fuzz run install bench clean
 
 all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a
 
-deps:
-	@missing=""; for p in $(DEPS); do \
+# $(call install_missing,PACKAGES): apt-get install those not installed.
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' \
 	    || missing="$$missing $$p"; \
 	done; \
@@ -72,6 +101,15 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps: ; $(call install_missing,$(DEPS_RUN))
+deps-test: ; $(call install_missing,$(DEPS_TEST))
+deps-refs: ; $(call install_missing,$(DEPS_REFS))
+deps-bench: ; $(call install_missing,$(DEPS_BENCH))
+deps-deploy: ; $(call install_missing,$(DEPS_DEPLOY))
+deps-fuzz: ; $(call install_missing,$(DEPS_FUZZ))
+deps-fresh: ; $(call install_missing,$(DEPS_FRESH))
 
 # V=1 shows the full commands.
 Q := $(if $(V),,@)
@@ -84,7 +122,7 @@ $(B)/%.o: %.c
 # The elementwise kernel maps must vectorise: -O2 alone uses gcc's
 # "very cheap" cost model, which refuses loops with an unknown trip count.
 # -fopenmp-simd honours `omp simd` (vectorised reductions) without OpenMP.
-$(B)/core/km_vmath.o: CFLAGS += -fvect-cost-model=dynamic -fopenmp-simd
+$(B)/core/km_vmath.o: CFLAGS += $(if $(filter clang,$(CC)),,-fvect-cost-model=dynamic) -fopenmp-simd
 
 $(B)/libkm.a: $(CORE_OBJ)
 	$(Q)ar rcs $@ $^
@@ -112,24 +150,68 @@ $(B)/tests/api/%: tests/api/%.c tests/check_main.h $(B)/libkmapi.a $(B)/libkm.a
 	@$(if $(V),,echo "  TEST    $@")
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Iapi -o $@ $< $(B)/libkmapi.a $(B)/libkm.a $(CHECK_LIBS) $(LIBS) $(LDFLAGS)
 
-# The deploy checks build and run the plain binaries in Debian chroots, so
-# they run in the plain pass only (a sanitizer build needs libasan there).
-test: deps
-	@$(MAKE) --no-print-directory unit integration $(if $(SANITIZE),,check-deploy)
+test: deps-test
+	@$(MAKE) --no-print-directory unit integration
+
+# The data sets are in data/; KM_DATA set in the environment wins.
+KM_DATA ?= $(CURDIR)/data
+export KM_DATA
 
 unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do \
-	  echo "== $$t"; KM_DATA=../shared/data CK_FORK=yes $$t || fail=1; \
+	  echo "== $$t"; CK_FORK=yes $$t || fail=1; \
 	done; exit $$fail
 
+# run.py: the cases and scenarios; kmctl_test.py: the client; each
+# hostile_*.py: hostile input and faults of one kind. Each ends with
+# "N passed, N failed".
 integration: $(B)/kmserve $(B)/kmctl
-	$(PYTHON) tests/integration/run.py --server $(B)/kmserve
-	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl
+	@fail=0; \
+	$(PYTHON) tests/integration/run.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
+	for t in tests/integration/hostile_*.py; do \
+	  [ -e "$$t" ] || continue; echo "== $$t"; \
+	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \
+	done; exit $$fail
 
 # The Dockerfile's build and runtime stages in debootstrap chroots of
 # bookworm (cached in build/deploy/), deploy/ manifests, the systemd unit.
-check-deploy: $(if $(SANITIZE),,build/kmserve)
+# Needs root.
+check-deploy: deps-deploy
+	@$(MAKE) --no-print-directory build/kmserve build/kmctl SANITIZE=
 	bash tests/deploy/check.sh
+
+# The fuzz targets (tests/fuzz/fuzz_*.c, libFuzzer) run FUZZ_SECONDS each
+# from their seed corpus (tests/fuzz/corpus/NAME/, copied: the run's finds
+# stay in build-fuzz/). Any crash, leak, timeout or out-of-memory fails.
+FUZZ_SECONDS ?= 60
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/fuzz/%)
+
+fuzz: deps-fuzz
+	@$(MAKE) --no-print-directory SANITIZE=fuzz $(FUZZ_BIN)
+	@fail=0; for f in $(FUZZ_BIN); do \
+	  n=$$(basename $$f); corpus=build-fuzz/corpus/$$n; \
+	  rm -rf $$corpus; mkdir -p $$corpus; \
+	  [ -d tests/fuzz/corpus/$$n ] && cp -r tests/fuzz/corpus/$$n/. $$corpus/; \
+	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
+	  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+	      -print_final_stats=1 -artifact_prefix=build-fuzz/ $$corpus \
+	      > build-fuzz/$$n.log 2>&1 || { fail=1; tail -60 build-fuzz/$$n.log; }; \
+	  grep -E '^stat::number_of_executed_units|^Done' build-fuzz/$$n.log || true; \
+	done; exit $$fail
+
+build-fuzz/fuzz/%: tests/fuzz/%.c $(SRV_OBJ) $(B)/libkmapi.a $(B)/libkm.a
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ    $@"
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $(PKG_CFLAGS) -Icore -Iapi -Iserver \
+	    -o $@ $^ $(LIBS)
+
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(B)/kmserve $(B)/kmctl $(DESTDIR)$(PREFIX)/bin/
 
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -140,7 +222,7 @@ BENCH_BIN := $(patsubst bench/%.c,$(B)/%,$(wildcard bench/bench_*.c))
 
 # Each bench/bench_*.py runs ours and the reference side by side and
 # prints the ratios; one at a time (flock) so they do not share the cores.
-bench: deps
+bench: deps-bench
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@for d in bench/bench_*.py; do \
 	  echo "== $$d"; flock /tmp/kmserve-bench.lock $(PYTHON) $$d --bin $(B) || exit 1; \
@@ -150,6 +232,6 @@ $(B)/bench_%: bench/bench_%.c bench/bench_util.h $(B)/libkm.a
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(LIBS) $(LDFLAGS)
 
 clean:
-	rm -rf build build-san build-tsan
+	rm -rf build build-san build-tsan build-fuzz
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -25,7 +25,8 @@ import numpy as np
 from sklearn.svm import SVC
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.environ.get("KM_DATA", os.path.join(HERE, "..", "..", "shared", "data"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+from kmdata import DIR as DATA, data_file  # noqa: E402  ($KM_DATA or data/)
 
 # name, file, first rows train, last rows test, C, gamma, repeats
 SETS = [
@@ -36,7 +37,7 @@ SETS = [
 
 
 def load(name, n_train):
-    raw = np.genfromtxt(os.path.join(DATA, name), delimiter=",", skip_header=1,
+    raw = np.genfromtxt(data_file(name), delimiter=",", skip_header=1,
                         dtype=str, comments=None)
     X = raw[:, :-1].astype(float)
     lo, hi = X[:n_train].min(0), X[:n_train].max(0)

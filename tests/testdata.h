@@ -1,5 +1,5 @@
 /*
- * testdata.h - loads the shared CSV data sets (../shared/data) for tests
+ * testdata.h - loads the repository's CSV data sets (data/) for tests
  * and benchmarks, and scales features the way tests/fixtures/gen_refs.py
  * does, so C and Python see the same numbers.
  *
@@ -31,16 +31,22 @@ static inline void km_dataset_free(km_dataset *ds)
     memset(ds, 0, sizeof *ds);
 }
 
-/* Where the shared data live: $KM_DATA or ../shared/data. */
+/* Where the data live: $KM_DATA, else data/ (the tests run from the
+ * project root). A file that cannot be read is reported on stderr with its
+ * path and where it comes from, and -1 is returned. */
 static inline int km_dataset_load(const char *file, size_t max_rows,
                                   km_dataset *ds)
 {
-    const char *dir = getenv("KM_DATA") ? getenv("KM_DATA") : "../shared/data";
+    const char *dir = getenv("KM_DATA") ? getenv("KM_DATA") : "data";
     char path[1024], line[1 << 16];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "r");
     memset(ds, 0, sizeof *ds);
     if (!f || !fgets(line, sizeof line, f)) {
+        fprintf(stderr, "missing data file %s: it ships in the repository's "
+                "data/ folder (see data/README.md); run the tests from the "
+                "project root or set KM_DATA to the folder that holds it\n",
+                path);
         if (f) fclose(f);
         return -1;
     }

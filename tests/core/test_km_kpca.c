@@ -52,7 +52,7 @@ typedef struct digits {
 static void digits_load(digits *t)
 {
     ck_assert_msg(km_dataset_load("digits.csv", 800, &t->ds) == 0,
-                  "cannot read digits.csv (set KM_DATA)");
+                  "cannot read digits.csv");
     ck_assert_uint_eq(t->ds.n, 800);
     km_dataset_scale(&t->ds, 600);
     t->eig = km_read_fixture("kpca_digits_eigenvalues.txt", &t->neig);

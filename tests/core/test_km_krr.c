@@ -16,7 +16,7 @@ static void bc_case(const char *name, km_kernel *k)
 {
     km_dataset ds;
     ck_assert_msg(km_dataset_load("breast_cancer.csv", 10000, &ds) == 0,
-                  "cannot read breast_cancer.csv (set KM_DATA)");
+                  "cannot read breast_cancer.csv");
     km_dataset_scale(&ds, 400);
     km_krr_params p = {0.5};
     km_model *m = NULL;

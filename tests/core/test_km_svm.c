@@ -33,7 +33,7 @@ static int *load_classes(const char *file, size_t n_train, km_dataset *ds,
                          size_t *k)
 {
     ck_assert_msg(km_dataset_load(file, (size_t)-1, ds) == 0,
-                  "cannot read %s (set KM_DATA)", file);
+                  "cannot read %s", file);
     km_dataset_scale(ds, n_train);
     char **s = malloc(n_train * sizeof *s);
     memcpy(s, ds->label, n_train * sizeof *s);
@@ -180,7 +180,7 @@ END_TEST
 static double *svr_data(km_dataset *ds, double **target)
 {
     ck_assert_msg(km_dataset_load("breast_cancer.csv", (size_t)-1, ds) == 0,
-                  "cannot read breast_cancer.csv (set KM_DATA)");
+                  "cannot read breast_cancer.csv");
     km_dataset_scale(ds, 400);
     double *X = malloc(ds->n * (ds->d - 1) * sizeof *X);
     double *y = malloc(ds->n * sizeof *y);

@@ -3,7 +3,7 @@
 
 Starts build/kmserve on a free loopback port with a temporary models
 directory (as run.py does) and runs build/kmctl against it: fits from CSV
-files written here and from ../shared/data/breast_cancer.csv, predictions
+files written here and from data/breast_cancer.csv, predictions
 compared value for value with what the HTTP API answers for the same rows,
 models/get/delete/jobs/health, error messages and exit codes, tokens and
 TLS, progress lines, and Ctrl-C during an asynchronous fit (without and
@@ -179,7 +179,7 @@ def scenario_krr(d, tmp):
 def scenario_svc_cancer(d, tmp):
     """breast_cancer.csv: numeric labels go as numbers; labels, decision
     values and probabilities equal the HTTP API's."""
-    path = os.path.join(run.DATA, "breast_cancer.csv")
+    path = run.data_file("breast_cancer.csv")
     p = kmctl(d, "fit", "cancer", path, "--algorithm", "svc", "--kernel", "rbf",
               "--gamma", "1e-5", "--C", "10", "--probability")
     check(p.returncode == 0 and "569 samples x 30 features" in p.stdout,

@@ -27,7 +27,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-DATA = os.environ.get("KM_DATA", os.path.join(ROOT, "..", "shared", "data"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from kmdata import data_file  # noqa: E402  (the data sets: $KM_DATA or data/)
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 # Rows of the fits that must still be running when the test acts on them
 # (cancel, kill -9, queue full). Smaller under ThreadSanitizer, which is
@@ -201,7 +202,7 @@ class Daemon:
 # ---------------------------------------------------------------- data
 
 def load_csv(name, rows=None):
-    with open(os.path.join(DATA, name)) as f:
+    with open(data_file(name)) as f:
         r = csv.reader(f)
         next(r)
         data = [row for row in r]
