@@ -20,17 +20,17 @@
 # Debian packages, by what needs them. Each target installs only its own
 # list (make deps-X): `make run` what building and running need (the
 # compiler, make, pkg-config and five libraries: libmicrohttpd, cJSON,
-# OpenBLAS, LAPACKE, libcurl for kmctl); `make test` adds Check, Python 3
-# with PyYAML (the integration runner reads api/openapi.yaml), curl and
-# openssl (TLS tests). The reference fixtures in tests/fixtures are
+# OpenBLAS, LAPACKE, libcurl for kmctl; and curl for the README's examples);
+# `make test` adds Check, Python 3 with PyYAML (the integration runner reads
+# api/openapi.yaml) and openssl (TLS tests). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
 # for the serving benchmark. The deploy checks need debootstrap (chroots
 # that carry out the Dockerfile), systemd-analyze, docker-compose (the
 # docker client here has no compose plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
-            libopenblas-dev liblapacke-dev libcurl4-gnutls-dev
-DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml curl openssl
+            libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
+DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl
 DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
 DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck

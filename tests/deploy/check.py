@@ -49,39 +49,11 @@ import urllib.request
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HERE = os.path.join(ROOT, "tests", "deploy")
-CACHE = os.path.join(ROOT, "build", "deploy")
-BASE_IMAGE = "debian:bookworm-slim"
-BASE_TAR = os.path.join(CACHE, "bookworm-minbase.tar")
-BASE_MAX_AGE = 7 * 86400  # refresh the base (security updates) weekly
-MIRROR = "http://deb.debian.org/debian"
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+import chroot
+from chroot import (BASE_IMAGE, CACHE, DEFAULT_PATH, HERE, ROOT, check, fresh_root,
+                    in_root, in_root_argv, make_base, note, sh)
+
 SLIM_MB = 74.8  # docker image inspect debian:bookworm-slim (12.x), uncompressed
-
-passed = failed = 0
-
-
-def check(ok, name, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok - {name}", flush=True)
-    else:
-        failed += 1
-        print(f"FAIL - {name}: {str(detail)[-2000:]}", flush=True)
-    return ok
-
-
-def note(text):
-    print(f"# {text}", flush=True)
-
-
-def sh(argv, **kw):
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    return subprocess.run(argv, **kw)
-
 
 # ---------------------------------------------------------------- Dockerfile
 
@@ -147,58 +119,6 @@ def parse_dockerfile(path):
 
 # ---------------------------------------------------------------- chroots
 
-def make_base():
-    """debootstrap's minbase of bookworm with the sources, updates and
-    security fixes of the debian:bookworm-slim image, as a tar."""
-    if os.path.exists(BASE_TAR) and time.time() - os.path.getmtime(BASE_TAR) < BASE_MAX_AGE:
-        note(f"base: cached {os.path.relpath(BASE_TAR, ROOT)}")
-        return True
-    os.makedirs(CACHE, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="base-", dir=CACHE)
-    try:
-        t0 = time.time()
-        p = sh(["debootstrap", "--variant=minbase", "bookworm", tmp, MIRROR])
-        if not check(p.returncode == 0, "debootstrap bookworm (minbase)", p.stdout[-1500:] + p.stderr[-1500:]):
-            return False
-        os.remove(os.path.join(tmp, "etc", "apt", "sources.list"))
-        with open(os.path.join(tmp, "etc", "apt", "sources.list.d", "debian.sources"), "w") as f:
-            f.write("Types: deb\nURIs: http://deb.debian.org/debian\n"
-                    "Suites: bookworm bookworm-updates\nComponents: main\n"
-                    "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n"
-                    "Types: deb\nURIs: http://deb.debian.org/debian-security\n"
-                    "Suites: bookworm-security\nComponents: main\n"
-                    "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n")
-        shutil.copy("/etc/resolv.conf", os.path.join(tmp, "etc", "resolv.conf"))
-        p = in_root(tmp, ["/bin/sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive "
-                          "apt-get -y -qq upgrade && apt-get clean && rm -rf /var/lib/apt/lists/*"],
-                    {"PATH": DEFAULT_PATH, "HOME": "/root"})
-        if not check(p.returncode == 0, "base: bookworm updates and security fixes applied",
-                     p.stdout[-1500:] + p.stderr[-1500:]):
-            return False
-        os.chmod(tmp, 0o755)  # mkdtemp made it 0700: the image's / is 0755
-        p = sh(["tar", "-C", tmp, "-cf", BASE_TAR + ".part", "."])
-        if p.returncode:
-            check(False, "base: tar", p.stderr)
-            return False
-        os.replace(BASE_TAR + ".part", BASE_TAR)
-        note(f"base: made in {time.time() - t0:.0f} s")
-        return True
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def fresh_root(name):
-    root = os.path.join(CACHE, f"root-{name}")
-    shutil.rmtree(root, ignore_errors=True)
-    os.makedirs(root)
-    p = sh(["tar", "-C", root, "-xf", BASE_TAR])
-    if p.returncode:
-        raise RuntimeError(f"untar base: {p.stderr}")
-    os.chmod(root, 0o755)
-    shutil.copy("/etc/resolv.conf", os.path.join(root, "etc", "resolv.conf"))
-    return root
-
-
 def lookup_user(root, spec):
     """USER name[:group] or uid[:gid] -> (uid, gid, home), from the chroot."""
     user, _, group = spec.partition(":")
@@ -222,21 +142,6 @@ def lookup_user(root, spec):
     if uid is None or gid is None:
         raise RuntimeError(f"USER {spec}: no such user in the image")
     return uid, gid, home
-
-
-def in_root_argv(root, argv, env, user=None, cwd="/"):
-    """argv run in root: its own mount namespace with /proc (gone when it
-    ends), chroot, only `env`, as `user` (uid, gid), in cwd. The process
-    execs down to argv[0], so its pid is the command's."""
-    spec = [f"--userspec={user[0]}:{user[1]}", f"--groups={user[1]}"] if user else []
-    return (["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
-             'mount -t proc proc "$0/proc" || exit 125; exec chroot "$@"', root]
-            + spec + [root, "/usr/bin/env", "-i"] + [f"{k}={v}" for k, v in env.items()]
-            + ["/bin/sh", "-c", 'cd "$0" || exit 125; exec "$@"', cwd] + list(argv))
-
-
-def in_root(root, argv, env, user=None, cwd="/", **kw):
-    return sh(in_root_argv(root, argv, env, user, cwd), **kw)
 
 
 # ---------------------------------------------------------------- stages
@@ -760,8 +665,8 @@ def main():
     note(f"deploy checks took {time.time() - t0:.0f} s")
     note("not checked here: a real `docker build` (no Docker engine), hadolint (not in "
          "Debian 12 or npm), unknown fields in Kubernetes objects, the unit under a real systemd")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"{chroot.passed} passed, {chroot.failed} failed")
+    return 1 if chroot.failed else 0
 
 
 if __name__ == "__main__":
