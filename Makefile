@@ -85,7 +85,7 @@ UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
 .PHONY: all deps deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
-        test unit integration check-deploy check-fresh fuzz run install bench clean
+        test check-docs unit integration check-deploy check-fresh fuzz run install bench clean
 
 all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a
 
@@ -151,7 +151,11 @@ $(B)/tests/api/%: tests/api/%.c tests/check_main.h $(B)/libkmapi.a $(B)/libkm.a
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Iapi -o $@ $< $(B)/libkmapi.a $(B)/libkm.a $(CHECK_LIBS) $(LIBS) $(LDFLAGS)
 
 test: deps-test
-	@$(MAKE) --no-print-directory unit integration
+	@$(MAKE) --no-print-directory check-docs unit integration
+
+# Nothing refers outside the repository; every Markdown link resolves.
+check-docs:
+	$(PYTHON) tests/repo/check_docs.py
 
 # The data sets are in data/; KM_DATA set in the environment wins.
 KM_DATA ?= $(CURDIR)/data
@@ -180,6 +184,11 @@ integration: $(B)/kmserve $(B)/kmctl
 check-deploy: deps-deploy
 	@$(MAKE) --no-print-directory build/kmserve build/kmctl SANITIZE=
 	bash tests/deploy/check.sh
+
+# The README's two commands and curl examples in a fresh Debian 12 chroot
+# (minbase plus git) holding a clone of HEAD. Needs root; binds 8080.
+check-fresh: deps-fresh
+	$(PYTHON) tests/deploy/fresh.py
 
 # The fuzz targets (tests/fuzz/fuzz_*.c, libFuzzer) run FUZZ_SECONDS each
 # from their seed corpus (tests/fuzz/corpus/NAME/, copied: the run's finds

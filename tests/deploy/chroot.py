@@ -114,5 +114,5 @@ def in_root_argv(root, argv, env, user=None, cwd="/", machine=False):
             + ["/bin/sh", "-c", 'cd "$0" || exit 125; exec "$@"', cwd] + list(argv))
 
 
-def in_root(root, argv, env, user=None, cwd="/", **kw):
-    return sh(in_root_argv(root, argv, env, user, cwd), **kw)
+def in_root(root, argv, env, user=None, cwd="/", machine=False, **kw):
+    return sh(in_root_argv(root, argv, env, user, cwd, machine), **kw)

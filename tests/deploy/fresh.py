@@ -95,7 +95,11 @@ def readyz():
         return None
 
 
-def group_alive(pgid):
+def group_alive(proc):
+    """Whether any process of proc's group is left (proc itself reaped
+    first: a zombie still counts for kill)."""
+    proc.poll()
+    pgid = proc.pid
     try:
         os.killpg(pgid, 0)
         return True
@@ -140,12 +144,12 @@ def serve(cmd, examples):
               "examples: /readyz answers ready", out[-1500:])
         check("# TYPE kmserve_" in out, "examples: /metrics answers Prometheus text", out[-800:])
     finally:
-        if proc.poll() is None or group_alive(proc.pid):
+        if proc.poll() is None or group_alive(proc):
             os.killpg(proc.pid, signal.SIGINT)      # Ctrl-C in the terminal
         deadline = time.time() + 60
-        while time.time() < deadline and group_alive(proc.pid):
+        while time.time() < deadline and group_alive(proc):
             time.sleep(0.2)
-        if group_alive(proc.pid):
+        if group_alive(proc):
             os.killpg(proc.pid, signal.SIGKILL)
             check(False, "serve: Ctrl-C ends the daemon and make within 60 s")
         log.close()
