@@ -288,6 +288,12 @@ km_status km_krr_check(const km_krr_params *p, km_error *err) KM_MUST_CHECK;
  * Solves (K + alpha I) C = Y by Cholesky in place on one n x n buffer.
  * X: n x d; Y: n x m (m outputs). Borrows all inputs; caller owns *out.
  * KM_ENOTPD when K + alpha I is not positive definite.
+ *
+ * Every fit (krr, svc, svr, kpca) answers KM_EPROBLEM, naming the row,
+ * when the data overflow the kernel in double precision (k(x, x), or for
+ * kernels of inner products |x|^2, not a finite number: X near 1e300 on
+ * a linear kernel), and svc and svr when their solution is not finite;
+ * so a fitted model never holds or predicts infinities from its own rows.
  */
 km_status km_krr_fit(const km_kernel *k, const km_krr_params *p,
                      const double *X, size_t n, size_t d, const double *Y,

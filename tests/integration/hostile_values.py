@@ -166,8 +166,9 @@ def scenario_overflow_at_fit(d):
         err = error_of(r.status, r.body.encode())
         check(r.status == 422 and err is not None and
               err.get("code") == "unprocessable" and
-              "not a finite number" in err["message"],
-              f"overflow at fit: {algo} {kernel['type']} on 1e300 answers 422",
+              "X[0] with itself is not a finite number" in err["message"],
+              f"overflow at fit: {algo} {kernel['type']} on 1e300 answers 422 "
+              "naming the row",
               r)
         r = d.req("GET", f"/v1/models/{name}")
         check(r.status == 404, f"overflow at fit: no model {name}", r)
