@@ -448,8 +448,9 @@ typedef struct km_kpca_params {
 /* n_components 1 (callers set it: it has no sensible default), no inverse
  * map, alpha 1, solver AUTO. */
 km_kpca_params km_kpca_params_default(void);
-/* KM_EINVAL naming the field: params.n_components outside [1, n_samples],
- * params.alpha not a finite number > 0, params.solver unknown. */
+/* KM_EINVAL naming the field: params.n_components below 1, params.alpha
+ * not a finite number > 0, params.solver unknown; KM_EPROBLEM (422 in the
+ * API) for params.n_components above n_samples. */
 km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
                         km_error *err) KM_MUST_CHECK;
 /* "auto", "dense", "iterative"; NULL if invalid. */
