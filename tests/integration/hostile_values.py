@@ -270,6 +270,14 @@ def scenario_bytes(d):
     # a long path of two-byte characters, cut by the server's path buffer
     sends.append(("a long path of multibyte characters",
                   request(b"GET", b"/" + "\u00e9".encode() * 700)))
+    # each byte is six characters escaped: more than a log line's buffer;
+    # request ids of 1 to 6 characters shift where the buffer ends
+    for i in range(1, 7):
+        sends.append((f"a long path of bytes that are not UTF-8 ({i})",
+                      request(b"GET", b"/" + b"\xff" * 1000,
+                              headers=[(b"X-Request-Id", b"r" * i)])))
+    sends.append(("a long path of escapes",
+                  request(b"GET", b"/" + b"%01" * 1000)))
     for what, data in sends:
         st, body = raw(d.port, data)
         err = error_of(st, body)
@@ -306,6 +314,11 @@ def check_log(d):
           reqs[-5:])
     check(any("\ufffd" in x.get("path", "") for x in reqs),
           "log: bad bytes in a path are logged as U+FFFD", reqs[-5:])
+    long = [x for x in reqs if x.get("path", "").startswith("/" + "\ufffd" * 100)]
+    check(len(long) == 6 and
+          all(x.get("status") == 404 and "bytes_out" in x for x in long),
+          "log: a path too long for the line is cut, the line keeps its "
+          "fields", [str(x)[-120:] for x in long])
 
 
 # ------------------------------------------------------------ routes
