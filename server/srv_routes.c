@@ -118,7 +118,7 @@ size_t srv_route_unescape(void *cls, struct MHD_Connection *conn, char *s)
     (void)conn;
     while (*r) {
         /* hex_digit('\0') is -1, so r[2] is read only when r[1] is not
-         * the end */
+         * the end; (hi | lo) == 0 is "%00", which stays as it is */
         if (r[0] == '%' && (hi = hex_digit(r[1])) >= 0 &&
             (lo = hex_digit(r[2])) >= 0 && (hi | lo)) {
             *w++ = (char)(hi * 16 + lo);
