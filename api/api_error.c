@@ -6,11 +6,12 @@
  *
  * Thread-safety: reentrant.
  */
-#include <cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "api_error.h"
+#include "api_text.h"
 
 int api_fail(api_error *e, int http, const char *code, const char *fmt, ...)
 {
@@ -63,18 +64,20 @@ int api_fail_km(api_error *e, const km_error *kerr)
                     km_status_name(kerr->status), kerr->message);
 }
 
+/* Written with api_text's escaper, not cJSON's, whose strings are the
+ * bytes they were given: a message may quote a path, a method or a
+ * header exactly as the client sent it, and must still be UTF-8 JSON. */
 char *api_error_json(const api_error *e)
 {
-    cJSON *root = cJSON_CreateObject(), *err = cJSON_CreateObject();
-    char *out = NULL;
-    if (root && err && cJSON_AddItemToObject(root, "error", err)) {
-        err = NULL;
-        cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "error");
-        if (cJSON_AddStringToObject(o, "code", e->code) &&
-            cJSON_AddStringToObject(o, "message", e->message))
-            out = cJSON_PrintUnformatted(root);
+    api_text t = {0};
+    api_text_raw(&t, "{\"error\":{\"code\":");
+    api_text_string(&t, e->code);
+    api_text_raw(&t, ",\"message\":");
+    api_text_string(&t, e->message);
+    api_text_raw(&t, "}}");
+    if (t.failed) {
+        free(t.buf);
+        return NULL;
     }
-    cJSON_Delete(err);
-    cJSON_Delete(root);
-    return out;
+    return t.buf;
 }

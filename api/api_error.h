@@ -31,7 +31,9 @@ int api_invalid(api_error *e, const char *fmt, ...) API_PRINTF(2, 3);
 /* Maps a core status and its message to an API error; returns -1. */
 int api_fail_km(api_error *e, const km_error *kerr);
 
-/* {"error":{"code":...,"message":...}} as a malloc'd string; NULL on OOM. */
+/* {"error":{"code":...,"message":...}} as a malloc'd string; NULL on OOM.
+ * Bytes of the message that are not UTF-8 are written as U+FFFD
+ * (api_json_escape), so the text is UTF-8 JSON whatever it quotes. */
 char *api_error_json(const api_error *e);
 
 #endif

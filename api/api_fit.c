@@ -8,6 +8,7 @@
  *
  * Thread-safety: reentrant.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,7 +263,8 @@ static int parse_kpca(const cJSON *params, const cJSON *y,
         return api_invalid(e, "params.n_components is required: a whole "
                            "number from 1 to the number of rows of X (%zu)",
                            req->n);
-    if (api_opt_integer(params, "params", "n_components", 1, (long)req->n, &nc,
+    /* Its type here (400); its bound, n_samples, in km_kpca_check (422). */
+    if (api_opt_integer(params, "params", "n_components", 1, INT_MAX, &nc,
                         e) ||
         api_opt_bool(params, "params", "fit_inverse_transform",
                      &req->kpca.fit_inverse_transform, e) ||

@@ -5,7 +5,8 @@
  * per level), so a body of a million '[' is refused without recursion.
  * Numbers that overflow a double parse as infinities in cJSON and are
  * refused here as "not a finite number"; NaN and Infinity are not JSON and
- * make the parse fail.
+ * make the parse fail. Strings are checked in the same pass: UTF-8, no
+ * unescaped control character, no escaped NUL (see scan).
  *
  * Thread-safety: reentrant.
  */
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "api_json.h"
+#include "api_text.h"
 
 const char *api_type_name(const cJSON *item)
 {
@@ -29,40 +31,159 @@ const char *api_type_name(const cJSON *item)
     return "invalid";
 }
 
-/* Deepest nesting of arrays and objects, outside strings. */
-static size_t nesting(const char *s, size_t len, size_t limit)
+/*
+ * What precheck's one pass over the body finds: the deepest nesting of
+ * arrays and objects, and the first byte inside a string that a parser
+ * must not see. cJSON keeps strings as NUL-terminated C strings, so an
+ * escaped NUL would cut one short ("a\u0000x" and "a\u0000y" would be
+ * the same label); and it copies bytes as they are, so a string that is
+ * not UTF-8 would come back out in answers and logs.
+ */
+typedef enum { STR_OK, STR_NUL, STR_CONTROL, STR_UTF8 } str_problem;
+
+typedef struct {
+    size_t depth;        /* deepest nesting before the scan stopped */
+    size_t at;           /* where the problem is */
+    str_problem problem;
+} scan_result;
+
+static void scan(const char *s, size_t len, size_t limit, scan_result *r)
 {
-    size_t depth = 0, worst = 0;
+    size_t depth = 0;
     int in_string = 0;
+    memset(r, 0, sizeof *r);
     for (size_t i = 0; i < len; i++) {
-        char c = s[i];
+        unsigned char c = (unsigned char)s[i];
         if (in_string) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
+            if (c == '"') {
                 in_string = 0;
+            } else if (c == '\\') {
+                if (len - i > 5 && !memcmp(s + i + 1, "u0000", 5)) {
+                    r->problem = STR_NUL;
+                    r->at = i;
+                    return;
+                }
+                i++;
+            } else if (c < 0x20) {
+                r->problem = STR_CONTROL;
+                r->at = i;
+                return;
+            } else if (c >= 0x80) {
+                size_t n = api_utf8_char(s + i, len - i);
+                if (!n) {
+                    r->problem = STR_UTF8;
+                    r->at = i;
+                    return;
+                }
+                i += n - 1;
+            }
         } else if (c == '"') {
             in_string = 1;
         } else if (c == '[' || c == '{') {
-            if (++depth > worst && (worst = depth) > limit)
-                return worst;
+            if (++depth > r->depth && (r->depth = depth) > limit)
+                return;
         } else if ((c == ']' || c == '}') && depth) {
             depth--;
         }
     }
-    return worst;
+}
+
+/*
+ * The field whose string holds byte at, for messages: "y[3]",
+ * "kernel.type", or "a member name in params". Found by a second pass up
+ * to at, which only runs for a refused body; best effort, since the body
+ * before at need not be well-formed JSON. Nesting is at most
+ * API_MAX_DEPTH here (scan stops at the first problem, so a deeper body
+ * was refused for that).
+ */
+static void string_field(const char *s, size_t at, char *out, size_t cap)
+{
+    struct {
+        char open;
+        int want_key;
+        size_t index;
+        char key[48];
+    } lv[API_MAX_DEPTH + 1];
+    int top = -1, in_string = 0, is_key = 0;
+    size_t key_start = 0, n = 0;
+    for (size_t i = 0; i < at; i++) {
+        char c = s[i];
+        if (in_string) {
+            if (c == '\\') {
+                i++;
+            } else if (c == '"') {
+                in_string = 0;
+                if (is_key)
+                    snprintf(lv[top].key, sizeof lv[top].key, "%.*s",
+                             (int)(i - key_start), s + key_start);
+            }
+        } else if (c == '"') {
+            in_string = 1;
+            is_key = top >= 0 && lv[top].open == '{' && lv[top].want_key;
+            key_start = i + 1;
+        } else if (c == '{' || c == '[') {
+            if (top == API_MAX_DEPTH)
+                break;
+            top++;
+            lv[top].open = c;
+            lv[top].want_key = c == '{';
+            lv[top].index = 0;
+            lv[top].key[0] = '\0';
+        } else if ((c == '}' || c == ']') && top >= 0) {
+            top--;
+        } else if (c == ',' && top >= 0) {
+            lv[top].index++;
+            lv[top].want_key = lv[top].open == '{';
+        } else if (c == ':' && top >= 0) {
+            lv[top].want_key = 0;
+        }
+    }
+    out[0] = '\0';
+    /* The member or element each level holds; the last one is the
+     * string itself, unless that is a member name. */
+    for (int k = 0; k <= top - (is_key ? 1 : 0) && n < cap; k++) {
+        int w = lv[k].open == '{'
+                    ? snprintf(out + n, cap - n, "%s%s", n ? "." : "",
+                               lv[k].key)
+                    : snprintf(out + n, cap - n, "[%zu]", lv[k].index);
+        n += w > 0 ? (size_t)w : 0;
+    }
+    if (is_key) {
+        char path[160];
+        snprintf(path, sizeof path, "%s", out);
+        snprintf(out, cap, "a member name %s%s", path[0] ? "in " : "of the body",
+                 path);
+    } else if (!out[0]) {
+        snprintf(out, cap, "a string");
+    }
 }
 
 /* What every body must pass before a parser sees it. */
 static int precheck(const char *body, size_t len, api_error *e)
 {
+    scan_result r;
+    char f[192];
     if (len == 0)
         return api_fail(e, 400, "invalid_json", "the request body is empty; "
                         "expected a JSON object");
-    if (nesting(body, len, API_MAX_DEPTH) > API_MAX_DEPTH)
+    scan(body, len, API_MAX_DEPTH, &r);
+    if (r.depth > API_MAX_DEPTH)
         return api_invalid(e, "the body nests deeper than %d levels",
                            API_MAX_DEPTH);
-    return 0;
+    if (r.problem == STR_OK)
+        return 0;
+    string_field(body, r.at, f, sizeof f);
+    switch (r.problem) {
+    case STR_NUL:
+        return api_invalid(e, "%s contains \\u0000 (NUL), which no string "
+                           "in a request may hold", f);
+    case STR_CONTROL:
+        return api_fail(e, 400, "invalid_json", "%s has a control character "
+                        "that is not escaped (byte %zu)", f, r.at);
+    default:
+        return api_fail(e, 400, "invalid_json", "%s is not valid UTF-8 (byte "
+                        "%zu); a request body must be UTF-8", f, r.at);
+    }
 }
 
 int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e)

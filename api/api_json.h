@@ -20,8 +20,11 @@
 /*
  * Parses a body of len bytes (need not be NUL-terminated) into a JSON
  * object. Not JSON → invalid_json; JSON but not an object, or nested
- * deeper than API_MAX_DEPTH → invalid_argument. Caller owns *out
- * (cJSON_Delete).
+ * deeper than API_MAX_DEPTH → invalid_argument. A string (value or
+ * member name) that is not UTF-8 or holds an unescaped control character
+ * → invalid_json; one that holds an escaped NUL (\u0000) →
+ * invalid_argument; each message names the field ("y[3]"). Caller owns
+ * *out (cJSON_Delete).
  */
 int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e);
 

@@ -5,8 +5,15 @@
  * contiguous buffer and checked against the model's feature count before
  * core runs, so every error names its row and column.
  *
+ * JSON has no infinity or NaN, and an input row of finite numbers can
+ * still overflow a model's arithmetic (a linear kernel on 1e308). Such a
+ * value is never written: the whole answer is 422 unprocessable naming
+ * the first row whose value is not finite ("predictions[3] is not a
+ * finite number ..."). A label answer is always a label.
+ *
  * Thread-safety: reentrant.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +36,20 @@ static int read_input(api_body *b, const char *const *keys, size_t expect_d,
     if (inst && api_body_has(b, "X"))
         return api_invalid(e, "give X or instances, not both");
     return api_body_matrix(b, inst ? "instances" : "X", expect_d, X, n, &d, e);
+}
+
+/* 0, or 422 naming the first of rows whose values (cols each) are not
+ * all finite numbers. */
+static int check_finite(const double *v, size_t rows, size_t cols,
+                        const char *what, api_error *e)
+{
+    for (size_t i = 0; i < rows * cols; i++)
+        if (!isfinite(v[i]))
+            return api_fail(e, 422, "unprocessable", "%s[%zu] is not a finite "
+                            "number: input row %zu overflows the model's "
+                            "arithmetic in double precision; rescale it",
+                            what, i / cols, i / cols);
+    return 0;
 }
 
 /* rows x cols numbers as a JSON array of rows (or a flat array when
@@ -80,10 +101,11 @@ static int end_answer(api_text *t, api_error *e)
 /* svc: labels (in the type they were fitted with), decision values
  * (binary: one per row, positive meaning the second sorted label, as
  * scikit-learn; else k(k-1)/2 per row in LIBSVM's pair order) or
- * probabilities (k per row in sorted-label order). */
+ * probabilities (k per row in sorted-label order). Numbers that are not
+ * finite set *bad and e (422) instead of being written. */
 static km_status svc_answer(const km_model *m, const double *X, size_t n,
                             const cJSON *output, api_text *t,
-                            km_error *kerr)
+                            km_error *kerr, api_error *e, int *bad)
 {
     const char *what = output ? output->valuestring : "label";
     size_t k = km_svc_n_classes(m), pairs = k * (k - 1) / 2;
@@ -116,7 +138,9 @@ static km_status svc_answer(const km_model *m, const double *X, size_t n,
         if (st == KM_OK && width == 1 && strcmp(what, "probability"))
             for (size_t i = 0; i < n; i++)
                 v[i] = -v[i]; /* scikit-learn's binary sign */
-        if (st == KM_OK)
+        if (st == KM_OK && check_finite(v, n, width, "predictions", e))
+            *bad = 1;
+        else if (st == KM_OK)
             put_matrix(t, v, n, width, width == 1);
         free(v);
     }
@@ -139,6 +163,7 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     km_error kerr = {KM_OK, ""};
     km_status st;
     api_text t = {0};
+    int bad = 0; /* e says why */
 
     if (algo == KM_ALGO_KPCA)
         return api_fail(e, 409, "conflict", "model \"%s\" is kpca: use "
@@ -172,16 +197,16 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     switch (algo) {
     case KM_ALGO_KRR:
         st = km_krr_predict(m, X, n, Y, &kerr);
-        if (st == KM_OK)
+        if (st == KM_OK && !(bad = check_finite(Y, n, k, "predictions", e)))
             put_matrix(&t, Y, n, k, k == 1);
         break;
     case KM_ALGO_SVR:
         st = km_svr_predict(m, X, n, Y, &kerr);
-        if (st == KM_OK)
+        if (st == KM_OK && !(bad = check_finite(Y, n, 1, "predictions", e)))
             put_matrix(&t, Y, n, 1, 1);
         break;
     case KM_ALGO_SVC:
-        st = svc_answer(m, X, n, output, &t, &kerr);
+        st = svc_answer(m, X, n, output, &t, &kerr, e, &bad);
         break;
     default:
         kerr.status = st = KM_ECONFLICT;
@@ -192,9 +217,9 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     }
     free(X);
     free(Y);
-    if (st != KM_OK) {
+    if (st != KM_OK || bad) {
         free(t.buf);
-        return api_fail_km(e, &kerr);
+        return bad ? -1 : api_fail_km(e, &kerr);
     }
     *rows = n;
     if (end_answer(&t, e))
@@ -233,12 +258,15 @@ int api_project(const km_model *m, api_body *body, api_text *out,
                    : inverse ? km_kpca_inverse(m, X, n, P, &kerr)
                              : km_kpca_project(m, X, n, P, &kerr);
     api_text t = {0};
-    if (st == KM_OK) {
+    int bad = st == KM_OK && check_finite(P, n, out_d, "projections", e);
+    if (st == KM_OK && !bad) {
         begin_answer(&t, m, "projections");
         put_matrix(&t, P, n, out_d, 0);
     }
     free(X);
     free(P);
+    if (bad)
+        return -1;
     if (st == KM_ENOMEM && kerr.status != KM_ENOMEM)
         return api_fail(e, 413, "payload_too_large",
                         "not enough memory for %zu projections", n);

@@ -213,25 +213,68 @@ void api_text_raw(api_text *t, const char *s)
     }
 }
 
+size_t api_utf8_char(const char *s, size_t avail)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+    if (avail == 0)
+        return 0;
+    if (u[0] < 0x80)
+        return 1;
+    if (u[0] >= 0xC2 && u[0] <= 0xDF)
+        len = 2;
+    else if (u[0] >= 0xE0 && u[0] <= 0xEF)
+        len = 3;
+    else if (u[0] >= 0xF0 && u[0] <= 0xF4)
+        len = 4;
+    else
+        return 0; /* a continuation byte, C0/C1 (overlong), F5-FF */
+    if (u[0] == 0xE0)
+        lo = 0xA0; /* overlong */
+    else if (u[0] == 0xED)
+        hi = 0x9F; /* surrogates */
+    else if (u[0] == 0xF0)
+        lo = 0x90; /* overlong */
+    else if (u[0] == 0xF4)
+        hi = 0x8F; /* above U+10FFFF */
+    /* Byte by byte, so a NUL-terminated s is never read past its end. */
+    for (size_t i = 1; i < len; i++) {
+        if (i >= avail)
+            return 0;
+        unsigned char c = u[i];
+        if (i == 1 ? c < lo || c > hi : c < 0x80 || c > 0xBF)
+            return 0;
+    }
+    return len;
+}
+
 size_t api_json_escape(char *dst, size_t cap, const char *s)
 {
     size_t n = 0;
-    for (; *s; s++) {
+    while (*s) {
         unsigned char c = (unsigned char)*s;
         char esc = c == '"' ? '"' : c == '\\' ? '\\' : c == '\b' ? 'b'
                    : c == '\f' ? 'f' : c == '\n' ? 'n' : c == '\r' ? 'r'
                    : c == '\t' ? 't' : 0; /* as cJSON writes them */
-        size_t need = esc ? 2 : c < 0x20 ? 6 : 1;
+        size_t len = api_utf8_char(s, 4); /* 0: not UTF-8 */
+        size_t need = esc ? 2 : c < 0x20 || !len ? 6 : len;
         if (n + need >= cap)
             break;
         if (esc) {
             dst[n++] = '\\';
             dst[n++] = esc;
+        } else if (!len) {
+            memcpy(dst + n, "\\ufffd", 6);
+            n += 6;
+            len = 1;
         } else if (c < 0x20) {
             n += (size_t)snprintf(dst + n, 7, "\\u%04x", c);
         } else {
-            dst[n++] = (char)c;
+            memcpy(dst + n, s, len);
+            n += len;
         }
+        s += len;
     }
     if (cap)
         dst[n] = '\0';

@@ -25,10 +25,16 @@ typedef struct {
 
 /* Appends s as it is. */
 void api_text_raw(api_text *t, const char *s);
+/* The length (1 to 4) of the UTF-8 character at s, of which avail bytes
+ * may be read; 0 when the bytes there are not one (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF). */
+size_t api_utf8_char(const char *s, size_t avail);
 /* Writes s escaped for a JSON string (no quotes) into dst, never more
  * than cap - 1 bytes (a character that would not fit whole ends it), and
  * a NUL; returns the length. Quotes, backslashes and control characters
- * escaped as cJSON writes them. */
+ * escaped as cJSON writes them; each byte that is not part of a valid
+ * UTF-8 character is written as \ufffd (U+FFFD), so the text is valid
+ * UTF-8 JSON whatever s holds. The one escaper of answers and log lines. */
 size_t api_json_escape(char *dst, size_t cap, const char *s);
 /* Appends s as a JSON string, quoted and escaped. */
 void api_text_string(api_text *t, const char *s);

@@ -288,6 +288,12 @@ km_status km_krr_check(const km_krr_params *p, km_error *err) KM_MUST_CHECK;
  * Solves (K + alpha I) C = Y by Cholesky in place on one n x n buffer.
  * X: n x d; Y: n x m (m outputs). Borrows all inputs; caller owns *out.
  * KM_ENOTPD when K + alpha I is not positive definite.
+ *
+ * Every fit (krr, svc, svr, kpca) answers KM_EPROBLEM, naming the row,
+ * when the data overflow the kernel in double precision (k(x, x), or for
+ * kernels of inner products |x|^2, not a finite number: X near 1e300 on
+ * a linear kernel), and svc and svr when their solution is not finite;
+ * so a fitted model never holds or predicts infinities from its own rows.
  */
 km_status km_krr_fit(const km_kernel *k, const km_krr_params *p,
                      const double *X, size_t n, size_t d, const double *Y,
@@ -442,8 +448,9 @@ typedef struct km_kpca_params {
 /* n_components 1 (callers set it: it has no sensible default), no inverse
  * map, alpha 1, solver AUTO. */
 km_kpca_params km_kpca_params_default(void);
-/* KM_EINVAL naming the field: params.n_components outside [1, n_samples],
- * params.alpha not a finite number > 0, params.solver unknown. */
+/* KM_EINVAL naming the field: params.n_components below 1, params.alpha
+ * not a finite number > 0, params.solver unknown; KM_EPROBLEM (422 in the
+ * API) for params.n_components above n_samples. */
 km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
                         km_error *err) KM_MUST_CHECK;
 /* "auto", "dense", "iterative"; NULL if invalid. */

@@ -33,6 +33,22 @@ void km_vmap_rbf(double *row, size_t len, double xn, const double *zn,
 void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
                   double *K);
 
+/*
+ * Whether the data fit this kernel in double precision: KM_EPROBLEM
+ * naming the row when k(x, x) of a row x of X (n x d) is not a finite
+ * number, or, for kernels of inner products (linear, polynomial, sigmoid,
+ * or sums and products with one of them), when its squared norm is not:
+ * then every inner product of two rows is finite too (|<x, z>| <=
+ * |x| |z|). O(n d); k must be resolved. Fits call it before their work.
+ */
+km_status km_kernel_check_scale(const km_kernel *k, const double *X, size_t n,
+                                size_t d, km_error *err);
+
+/* KM_EPROBLEM when one of the n values of a fitted solution (what: "dual
+ * coefficients") is not a finite number. */
+km_status km_check_solution(const char *what, const double *v, size_t n,
+                            km_error *err);
+
 /* Monotonic seconds, for training figures. */
 double km_now(void);
 

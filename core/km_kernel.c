@@ -213,6 +213,39 @@ double km_kernel_eval(const km_kernel *k, const double *x, const double *z,
     }
 }
 
+/* Whether k's value is built from inner products of the rows. */
+static int uses_dot(const km_kernel *k)
+{
+    if (k->type == KM_KERNEL_SUM || k->type == KM_KERNEL_PRODUCT) {
+        for (int i = 0; i < k->n_parts; i++)
+            if (uses_dot(&k->parts[i]))
+                return 1;
+        return 0;
+    }
+    return k->type == KM_KERNEL_LINEAR || k->type == KM_KERNEL_POLYNOMIAL ||
+           k->type == KM_KERNEL_SIGMOID;
+}
+
+km_status km_kernel_check_scale(const km_kernel *k, const double *X, size_t n,
+                                size_t d, km_error *err)
+{
+    int dot = uses_dot(k);
+    for (size_t i = 0; i < n; i++) {
+        const double *x = X + i * d;
+        double s = 0;
+        for (size_t j = 0; dot && j < d; j++)
+            s += x[j] * x[j];
+        if (!isfinite(s) || !isfinite(km_kernel_eval(k, x, x, d)))
+            return km_error_set(err, KM_EPROBLEM,
+                                "the kernel of X[%zu] with itself is not a "
+                                "finite number: the values of X are too "
+                                "large for this kernel in double precision "
+                                "(overflow); rescale X, or use a smaller "
+                                "gamma, degree or coef0", i);
+    }
+    return KM_OK;
+}
+
 /* ------------------------------------------------------------ Gram maps */
 
 static void row_sqnorms(const double *X, size_t n, size_t d, double *out);

@@ -114,11 +114,17 @@ const char *km_kpca_solver_name(km_kpca_solver s)
 km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
                         km_error *err)
 {
-    if (p->n_components < 1 || p->n_components > n_samples)
+    /* The one place of the rule (API.md): below 1 the parameter is
+     * invalid (400); above n_samples it is valid but these data cannot
+     * give that many components (422). */
+    if (p->n_components < 1)
         return km_error_set(err, KM_EINVAL,
-                            "params.n_components must be an integer from 1 "
-                            "to n_samples (%zu); got %zu", n_samples,
-                            p->n_components);
+                            "params.n_components must be an integer >= 1");
+    if (p->n_components > n_samples)
+        return km_error_set(err, KM_EPROBLEM,
+                            "params.n_components (%zu) is above n_samples "
+                            "(%zu): X has too few rows for that many "
+                            "components", p->n_components, n_samples);
     if (!(p->alpha > 0) || !isfinite(p->alpha))
         return km_error_set(err, KM_EINVAL,
                             "params.alpha must be a finite number > 0");
@@ -834,6 +840,8 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
         return st;
     km_kernel_resolve(&k, d);
+    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+        goto out;
 
     K = malloc(n * n * sizeof *K);
     U = malloc(n * nc * sizeof *U);

@@ -170,6 +170,8 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
     if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
         return st;
     km_kernel_resolve(&k, d);
+    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+        goto out;
 
     K = malloc(n * n * sizeof *K);
     B = malloc(n * m * sizeof *B);

@@ -67,6 +67,19 @@ size_t km_mul3(size_t a, size_t b, size_t c)
     return ab;
 }
 
+km_status km_check_solution(const char *what, const double *v, size_t n,
+                            km_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return km_error_set(err, KM_EPROBLEM,
+                                "the fitted %s are not a finite number (at "
+                                "%zu): the data overflow the solver's "
+                                "arithmetic in double precision; rescale X "
+                                "(and y)", what, i);
+    return KM_OK;
+}
+
 km_status km_check_matrix(const char *what, const double *X, size_t n,
                           size_t d, km_error *err)
 {

@@ -578,6 +578,8 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
     if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
         return st;
     km_kernel_resolve(&k, d);
+    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+        goto out;
 
     count = calloc(K, sizeof *count);
     start = malloc((K + 1) * sizeof *start);
@@ -738,6 +740,16 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
         st = oom(err);
         goto out;
     }
+    if ((st = km_check_solution("dual coefficients", pl->coef,
+                                pl->nsv * (K - 1), err)) != KM_OK ||
+        (st = km_check_solution("intercepts", pl->rho, np_total, err)) !=
+            KM_OK ||
+        (params->probability &&
+         ((st = km_check_solution("probability parameters", pl->probA,
+                                  np_total, err)) != KM_OK ||
+          (st = km_check_solution("probability parameters", pl->probB,
+                                  np_total, err)) != KM_OK)))
+        goto out;
     st = km_model_create(KM_ALGO_SVC, &k, d, n, 1, pl, &model, err);
     pl = NULL; /* the model owns it, also on failure */
     if (st != KM_OK)
@@ -794,6 +806,8 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
     if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
         return st;
     km_kernel_resolve(&k, d);
+    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+        goto out;
 
     const size_t nv = 2 * n;
     row = malloc(nv * sizeof *row);
@@ -851,6 +865,10 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
         st = oom(err);
         goto out;
     }
+    if ((st = km_check_solution("dual coefficients", pl->coef, pl->nsv,
+                                err)) != KM_OK ||
+        (st = km_check_solution("intercept", pl->rho, 1, err)) != KM_OK)
+        goto out;
     st = km_model_create(KM_ALGO_SVR, &k, d, n, 1, pl, &model, err);
     pl = NULL;
     if (st != KM_OK)

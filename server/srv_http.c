@@ -419,6 +419,7 @@ struct MHD_Daemon *srv_http_start(srv_state *s, char *err, size_t errlen)
          * holds any sane header block, and bodies go to our own buffer. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, srv_route_unescape, NULL, /* keeps %00 */
         /* the TLS options last: without TLS they end the list */
         s->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->tls_cert,
         MHD_OPTION_HTTPS_MEM_KEY, s->tls_key,

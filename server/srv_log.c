@@ -2,7 +2,10 @@
  * srv_log.c - JSON-line logging to stderr.
  *
  * Each line is formatted whole in a local buffer, so lines from different
- * threads never interleave. Strings are escaped for JSON.
+ * threads never interleave. Strings are escaped for JSON by
+ * api_json_escape, as answers are, so every line is UTF-8 JSON whatever a
+ * client sent; a string too long for the line is cut there, on a whole
+ * character, and the line keeps its other fields.
  *
  * Event lines are written at once. Access lines are the hot path (one per
  * request; a write() each cost as much as the model's arithmetic), so once
@@ -95,11 +98,22 @@ static size_t put_uint(char *buf, size_t len, size_t cap,
     return len;
 }
 
-/* Appends s JSON-escaped; returns the new length (never past cap - 1). */
-static size_t put_escaped(char *buf, size_t len, size_t cap, const char *s)
+/* Appends s JSON-escaped (bytes that are not UTF-8 as U+FFFD, the rule
+ * of answers too), leaving keep bytes free for the rest of the line: a
+ * client's path may be up to six times longer escaped than sent, and a
+ * line cut by finish() in the middle of an escape would not be JSON.
+ * Returns the new length. */
+static size_t put_escaped(char *buf, size_t len, size_t cap, const char *s,
+                          size_t keep)
 {
-    return len + api_json_escape(buf + len, cap - len, s);
+    if (len + keep >= cap)
+        return len;
+    return len + api_json_escape(buf + len, cap - keep - len, s);
 }
+
+/* What an access line needs after its path: `","status":` and four
+ * numbers with their names, `}` and a newline. */
+#define ACCESS_TAIL 160
 
 /* {"time":"2026-11-22T10:15:02.123Z" - the date and time of day formatted
  * once per second per thread. */
@@ -244,9 +258,9 @@ void srv_log(srv_level level, const char *event, const char *fmt, ...)
     va_end(ap);
     size_t n = put_time(buf, sizeof buf);
     n = put(buf, n, sizeof buf, ",\"level\":\"%s\",\"event\":\"", level_names[level]);
-    n = put_escaped(buf, n, sizeof buf, event);
+    n = put_escaped(buf, n, sizeof buf, event, 16);
     n = put_text(buf, n, sizeof buf, "\",\"msg\":\"");
-    n = put_escaped(buf, n, sizeof buf, msg);
+    n = put_escaped(buf, n, sizeof buf, msg, 8);
     n = put_text(buf, n, sizeof buf, "\"");
     emit(buf, finish(buf, n, sizeof buf), 0);
 }
@@ -262,11 +276,11 @@ void srv_log_access(const char *request_id, const char *method,
     size_t n = put_time(buf, cap);
     n = put_text(buf, n, cap, ",\"level\":\"info\",\"event\":\"request\","
                               "\"request_id\":\"");
-    n = put_escaped(buf, n, cap, request_id);
+    n = put_escaped(buf, n, cap, request_id, ACCESS_TAIL);
     n = put_text(buf, n, cap, "\",\"method\":\"");
-    n = put_escaped(buf, n, cap, method);
+    n = put_escaped(buf, n, cap, method, ACCESS_TAIL);
     n = put_text(buf, n, cap, "\",\"path\":\"");
-    n = put_escaped(buf, n, cap, path);
+    n = put_escaped(buf, n, cap, path, ACCESS_TAIL);
     n = put_text(buf, n, cap, "\",\"status\":");
     n = put_uint(buf, n, cap, (unsigned long long)(status > 0 ? status : 0), 1);
     n = put_text(buf, n, cap, ",\"duration_ms\":");

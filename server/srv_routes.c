@@ -1,10 +1,15 @@
 /*
  * srv_routes.c - the routing table and the handlers of API.md.
  *
- * Model routes are matched by prefix and suffix rather than by splitting
- * on '/', so that a name such as "../x" (percent-encoded by the client,
- * decoded by MHD) reaches the name check and is answered 400 as API.md
- * asks, instead of looking like some other path.
+ * Statuses: a path no route has is 404; a route's path with a bad model
+ * name is 400 (the handler's name check); 405 only for a route that
+ * exists, with a wrong method. Model routes are matched on the last
+ * segment: /v1/models/{name}/fit, /predict, /project take everything
+ * between /v1/models/ and that segment as the name, so a name such as
+ * "../x" (percent-encoded by the client, decoded by MHD) reaches the name
+ * check and is answered 400, as is an empty one (/v1/models//fit). Any
+ * other path with a '/' after /v1/models/ (/v1/models/x/foo) is no route:
+ * 404, not a 405 from /v1/models/{name}.
  *
  * Thread-safety: handlers run on MHD threads concurrently; they share
  * only srv_state, whose members are thread-safe.
@@ -98,10 +103,32 @@ void srv_route_allow(const srv_route *r, char *buf, size_t len)
              r->del ? (r->get || r->post ? ", DELETE" : "DELETE") : "");
 }
 
-static int has_suffix(const char *s, size_t n, const char *suffix)
+static int hex_digit(char c)
 {
-    size_t k = strlen(suffix);
-    return n > k && !memcmp(s + n - k, suffix, k);
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+size_t srv_route_unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    char *r = s, *w = s;
+    int hi, lo;
+    (void)cls;
+    (void)conn;
+    while (*r) {
+        /* hex_digit('\0') is -1, so r[2] is read only when r[1] is not
+         * the end; (hi | lo) == 0 is "%00", which stays as it is */
+        if (r[0] == '%' && (hi = hex_digit(r[1])) >= 0 &&
+            (lo = hex_digit(r[2])) >= 0 && (hi | lo)) {
+            *w++ = (char)(hi * 16 + lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
 }
 
 size_t srv_route_match(const char *path, char *param, size_t len)
@@ -113,17 +140,19 @@ size_t srv_route_match(const char *path, char *param, size_t len)
             return i;
     if (!strncmp(path, models, sizeof models - 1)) {
         const char *rest = path + sizeof models - 1;
-        size_t n = strlen(rest);
-        static const struct { const char *suffix; size_t route; } acts[] = {
-            {"/fit", R_FIT}, {"/predict", R_PREDICT}, {"/project", R_PROJECT}};
+        const char *last = strrchr(rest, '/');
+        static const struct { const char *action; size_t route; } acts[] = {
+            {"fit", R_FIT}, {"predict", R_PREDICT}, {"project", R_PROJECT}};
+        if (!last) {
+            snprintf(param, len, "%s", rest);
+            return R_MODEL;
+        }
         for (size_t a = 0; a < 3; a++)
-            if (has_suffix(rest, n, acts[a].suffix)) {
-                snprintf(param, len, "%.*s",
-                         (int)(n - strlen(acts[a].suffix)), rest);
+            if (!strcmp(last + 1, acts[a].action)) {
+                snprintf(param, len, "%.*s", (int)(last - rest), rest);
                 return acts[a].route;
             }
-        snprintf(param, len, "%s", rest);
-        return R_MODEL;
+        return R_COUNT; /* /v1/models/x/foo */
     }
     if (!strncmp(path, jobs, sizeof jobs - 1) && !strchr(path + sizeof jobs - 1, '/')) {
         snprintf(param, len, "%s", path + sizeof jobs - 1);

@@ -29,6 +29,16 @@ size_t srv_route_names(const char **names, size_t cap);
 /* "GET, HEAD, DELETE" for an Allow header. */
 void srv_route_allow(const srv_route *r, char *buf, size_t len);
 
+/*
+ * MHD's unescape callback (MHD_OPTION_UNESCAPE_CALLBACK): percent-decodes
+ * s in place as MHD's own does, except that "%00" stays as it is. A
+ * decoded NUL would end the path MHD hands to the handler, so
+ * "/v1/models/a%00b/fit" would arrive as "/v1/models/a", another route;
+ * kept, the name "a%00b" fails the name check (400), and no path that
+ * names a route holds a NUL. Returns the new length.
+ */
+size_t srv_route_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
 /* Called when a parked fit's connection is resumed. */
 void srv_fit_finished(srv_request *rq, srv_reply *rp);
 

@@ -88,8 +88,8 @@ START_TEST(errors_name_the_field)
         {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
          "\"y\":[[1,2],[3]]}", "y[1] has 1 features; y[0] has 2"},
         {"{\"algorithm\":\"kpca\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
-         "\"params\":{\"n_components\":3}}",
-         "params.n_components must be a whole number from 1 to 2"},
+         "\"params\":{\"n_components\":0}}",
+         "params.n_components must be a whole number from 1 to 2147483647"},
         {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
          "\"y\":[1],\"extra\":1}",
          "extra is not a known field; expected one of: algorithm, kernel, "
@@ -117,6 +117,16 @@ START_TEST(single_class_is_unprocessable)
                            "\"X\":[[1],[2]],\"y\":[\"x\",\"x\"]}", &req, &e), -1);
     ck_assert_int_eq(e.http, 422);
     ck_assert_str_eq(e.code, "unprocessable");
+    api_fit_request_cleanup(&req);
+    /* kpca: more components than rows is 422 too (API.md) */
+    ck_assert_int_eq(parse("{\"algorithm\":\"kpca\",\"kernel\":{\"type\":"
+                           "\"rbf\"},\"X\":[[1],[2]],\"params\":"
+                           "{\"n_components\":3}}", &req, &e), -1);
+    ck_assert_int_eq(e.http, 422);
+    ck_assert_str_eq(e.code, "unprocessable");
+    ck_assert_str_eq(e.message, "params.n_components (3) is above n_samples "
+                                "(2): X has too few rows for that many "
+                                "components");
     api_fit_request_cleanup(&req);
 }
 END_TEST

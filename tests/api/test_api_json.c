@@ -373,6 +373,12 @@ START_TEST(error_json)
     ck_assert_str_eq(s, "{\"error\":{\"code\":\"not_found\",\"message\":"
                         "\"model \\\"q\\\"x\\\" does not exist\"}}");
     free(s);
+    /* whatever bytes a message quotes, the answer is UTF-8 */
+    api_fail(&e, 404, "not_found", "no route for G\xffT /\xc3");
+    s = api_error_json(&e);
+    ck_assert_str_eq(s, "{\"error\":{\"code\":\"not_found\",\"message\":"
+                        "\"no route for G\\ufffdT /\\ufffd\"}}");
+    free(s);
     km_error k = {KM_ENOTPD, "not positive definite"};
     api_fail_km(&e, &k);
     ck_assert_int_eq(e.http, 422);
@@ -384,6 +390,61 @@ START_TEST(error_json)
     api_fail_km(&e, &k);
     ck_assert_int_eq(e.http, 500);
     ck_assert_str_eq(e.code, "internal");
+}
+END_TEST
+
+/* Strings a parser must not see: an escaped NUL (cJSON would cut the
+ * string there), a raw control character, bytes that are not UTF-8.
+ * Each is refused naming its field, by api_parse_object and
+ * api_parse_body alike; the message itself is then UTF-8. */
+START_TEST(strings_checked)
+{
+    static const struct {
+        const char *body, *code, *message;
+    } cases[] = {
+        {"{\"y\":[\"a\\u0000x\",\"b\"]}", "invalid_argument",
+         "y[0] contains \\u0000 (NUL), which no string in a request may hold"},
+        {"{\"X\":[[1]],\"y\":[\"a\",\"b\",\"c\\u0000\"]}", "invalid_argument",
+         "y[2] contains"},
+        {"{\"kernel\":{\"type\":\"rbf\\u0000\"}}", "invalid_argument",
+         "kernel.type contains"},
+        {"{\"params\":{\"class_weight\":{\"a\\u0000\":1}}}", "invalid_argument",
+         "a member name in params.class_weight contains"},
+        {"{\"out\\u0000put\":1}", "invalid_argument",
+         "a member name of the body contains"},
+        {"{\"a\":[{\"b\":[1,{\"c\":\"\xff\"}]}]}", "invalid_json",
+         "a[0].b[1].c is not valid UTF-8 (byte 20)"},
+        {"{\"X\\\"\xc3\":1}", "invalid_json", "a member name of the body is not "
+         "valid UTF-8"},
+        {"{\"a\":\"x\ty\"}", "invalid_json", "a has a control character"},
+    };
+    static const char *const keys[] = {"X", NULL};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *root = NULL;
+        api_error e;
+        api_body b;
+        const char *s = cases[i].body;
+        ck_assert_int_eq(api_parse_object(s, strlen(s), &root, &e), -1);
+        ck_assert_int_eq(e.http, 400);
+        ck_assert_str_eq(e.code, cases[i].code);
+        ck_assert_msg(strstr(e.message, cases[i].message), "case %zu: %s", i,
+                      e.message);
+        ck_assert_int_eq(api_parse_body(s, strlen(s), keys, &b, &e), -1);
+        ck_assert_msg(strstr(e.message, cases[i].message), "case %zu: %s", i,
+                      e.message);
+        api_body_free(&b);
+    }
+    /* Escapes that are not NUL, and a backslash before u0000, are fine. */
+    static const char *const fine[] = {
+        "{\"a\":\"\\u0001\\u00e9\\\\u0000\"}", "{\"caf\xc3\xa9\":\"\xe2\x82\xac\"}",
+        "{\"a\":\"\\ud83d\\ude00\"}"};
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; i++) {
+        cJSON *root = NULL;
+        api_error e;
+        ck_assert_msg(api_parse_object(fine[i], strlen(fine[i]), &root, &e) ==
+                      0, "fine %zu: %s", i, e.message);
+        cJSON_Delete(root);
+    }
 }
 END_TEST
 
@@ -399,6 +460,7 @@ static Suite *json_suite(void)
     tcase_add_test(tc, body_reader_matches_cjson);
     tcase_add_test(tc, optional_fields);
     tcase_add_test(tc, error_json);
+    tcase_add_test(tc, strings_checked);
     suite_add_tcase(s, tc);
     return s;
 }

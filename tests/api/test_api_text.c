@@ -123,6 +123,50 @@ START_TEST(text_building)
 }
 END_TEST
 
+/* UTF-8 as RFC 3629 defines it; everything else escaped as U+FFFD, so
+ * an answer or a log line is UTF-8 JSON whatever a client sent. */
+START_TEST(utf8_and_escaping)
+{
+    static const struct {
+        const char *s;
+        size_t len; /* of the first character; 0 if not UTF-8 */
+    } chars[] = {
+        {"a", 1}, {"\x7f", 1}, {"\xc3\xa9", 2}, {"\xe2\x82\xac", 3},
+        {"\xf0\x9f\x98\x80", 4}, {"\xf4\x8f\xbf\xbf", 4},
+        {"\xff", 0}, {"\x80", 0}, {"\xc3", 0}, {"\xc3(", 0},
+        {"\xc0\xaf", 0},         /* overlong '/' */
+        {"\xe0\x80\xaf", 0},     /* overlong '/' */
+        {"\xed\xa0\x80", 0},     /* surrogate U+D800 */
+        {"\xf4\x90\x80\x80", 0}, /* above U+10FFFF */
+        {"\xf5\x80\x80\x80", 0}, {"\xe2\x82", 0},
+    };
+    for (size_t i = 0; i < sizeof chars / sizeof *chars; i++)
+        ck_assert_msg(api_utf8_char(chars[i].s, strlen(chars[i].s)) ==
+                          chars[i].len, "case %zu", i);
+    /* avail bounds the read: a whole character cut short is not one */
+    ck_assert_uint_eq(api_utf8_char("\xe2\x82\xac", 2), 0);
+    ck_assert_uint_eq(api_utf8_char("a", 0), 0);
+
+    char buf[64];
+    ck_assert_uint_eq(api_json_escape(buf, sizeof buf, "caf\xc3\xa9"), 5);
+    ck_assert_str_eq(buf, "caf\xc3\xa9");
+    api_json_escape(buf, sizeof buf, "a\xff" "b\xc3(\xed\xa0\x80");
+    ck_assert_str_eq(buf, "a\\ufffdb\\ufffd(\\ufffd\\ufffd\\ufffd");
+    /* a cut character: its lead byte is replaced, nothing is lost after */
+    api_json_escape(buf, sizeof buf, "\xe2\x82x");
+    ck_assert_str_eq(buf, "\\ufffd\\ufffdx");
+    /* a character that would not fit whole ends the text */
+    ck_assert_uint_eq(api_json_escape(buf, 4, "ab\xe2\x82\xac"), 2);
+    ck_assert_uint_eq(api_json_escape(buf, 8, "a\xff"), 7);
+    ck_assert_uint_eq(api_json_escape(buf, 7, "a\xff"), 1);
+
+    api_text t = {0};
+    api_text_string(&t, "\xff\xfe");
+    ck_assert_str_eq(t.buf, "\"\\ufffd\\ufffd\"");
+    free(t.buf);
+}
+END_TEST
+
 static Suite *text_suite(void)
 {
     Suite *s = suite_create("api_text");
@@ -130,6 +174,7 @@ static Suite *text_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, numbers_as_printf);
     tcase_add_test(tc, text_building);
+    tcase_add_test(tc, utf8_and_escaping);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -381,10 +381,10 @@ START_TEST(too_many_components)
     km_error err;
 
     p.n_components = 301;
-    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EINVAL);
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EPROBLEM);
     ck_assert_ptr_nonnull(strstr(err.message, "params.n_components"));
     ck_assert_int_eq(km_kpca_fit(&k, &p, s.X, 300, 5, NULL, &m, &err),
-                     KM_EINVAL);
+                     KM_EPROBLEM);
     ck_assert_ptr_nonnull(strstr(err.message, "params.n_components"));
     ck_assert_ptr_null(m);
     p.n_components = 0;

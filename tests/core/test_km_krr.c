@@ -227,6 +227,45 @@ START_TEST(invalid_inputs)
 }
 END_TEST
 
+/* Data whose kernel overflows a double are refused before the fit, naming
+ * the row; a kernel that does not overflow on them (laplacian: distances
+ * of 1e300) still fits. Before this check a linear fit on such rows
+ * succeeded and predicted NaN on them. */
+START_TEST(overflowing_data)
+{
+    double X[6] = {1, 2, 1e300, 2e300, 3, 4}, y[3] = {1, 2, 3};
+    static const km_kernel_type types[] = {
+        KM_KERNEL_LINEAR, KM_KERNEL_POLYNOMIAL, KM_KERNEL_SIGMOID};
+    km_krr_params p = {1.0};
+    km_error err;
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        km_kernel k;
+        km_model *m = NULL;
+        km_kernel_init(&k, types[t]);
+        ck_assert_int_eq(km_krr_fit(&k, &p, X, 3, 2, y, 1, NULL, &m, &err),
+                         KM_EPROBLEM);
+        ck_assert_ptr_null(m);
+        ck_assert_ptr_nonnull(strstr(err.message, "X[1] with itself is not a "
+                                                  "finite number"));
+    }
+    /* a polynomial of moderate values whose power overflows */
+    double Y[2] = {1e100, 1};
+    km_kernel k;
+    km_model *m = NULL;
+    km_kernel_init(&k, KM_KERNEL_POLYNOMIAL);
+    k.degree = 4;
+    ck_assert_int_eq(km_krr_fit(&k, &p, Y, 2, 1, y, 1, NULL, &m, &err),
+                     KM_EPROBLEM);
+    km_kernel_init(&k, KM_KERNEL_LAPLACIAN);
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, 3, 2, y, 1, NULL, &m, &err), KM_OK);
+    double out[3];
+    ck_assert_int_eq(km_krr_predict(m, X, 3, out, &err), KM_OK);
+    for (int i = 0; i < 3; i++)
+        ck_assert(isfinite(out[i]));
+    km_model_free(m);
+}
+END_TEST
+
 static int cancel_at_half(void *ctx, double f)
 {
     (void)ctx;
@@ -308,6 +347,7 @@ static Suite *krr_suite(void)
     tcase_add_test(tc, synthetic_two_outputs);
     tcase_add_test(tc, not_positive_definite);
     tcase_add_test(tc, invalid_inputs);
+    tcase_add_test(tc, overflowing_data);
     tcase_add_test(tc, cancelled);
     tcase_add_test(tc, progress_through_cholesky);
     tcase_set_timeout(tc, 60);

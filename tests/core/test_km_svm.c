@@ -241,6 +241,29 @@ END_TEST
  * Bounded case (C = 0.1 < 0.4): alpha = C, no free variable, and rho is
  * the middle of [-0.7, 0.8], the range the KKT conditions allow: 0.05.
  */
+/* Rows whose inner products overflow a double: svc and svr refuse them
+ * before solving, naming the row (before, both fitted and predicted NaN
+ * on their own rows). */
+START_TEST(overflowing_data)
+{
+    const double X[] = {1, 1, -1, 0, 1e300, -3e300, 2, 2};
+    const int y[] = {0, 1, 0, 1};
+    const double t[] = {1, 2, 3, 4};
+    km_kernel kern = linear();
+    km_svm_params p = km_svm_params_default();
+    km_model *m = NULL;
+    km_error err;
+    ck_assert_int_eq(km_svc_fit(&kern, &p, X, 4, 2, y, 2, NULL, &m, &err),
+                     KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "X[2] with itself"));
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(km_svr_fit(&kern, &p, X, 4, 2, t, NULL, &m, &err),
+                     KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "X[2] with itself"));
+    ck_assert_ptr_null(m);
+}
+END_TEST
+
 START_TEST(two_points_closed_form)
 {
     const double X[] = {1, 1, -1, 0};
@@ -888,6 +911,7 @@ static Suite *svm_suite(void)
     TCase *tc = tcase_create("svm");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, two_points_closed_form);
+    tcase_add_test(tc, overflowing_data);
     tcase_add_test(tc, separable_closed_form);
     tcase_add_test(tc, all_bounded);
     tcase_add_test(tc, cache_eviction_is_exact);

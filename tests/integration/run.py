@@ -520,7 +520,7 @@ def scenario_kpca(d):
     r = d.req("POST", "/v1/models/kpca-plain/project", {"X": [[0, 0]], "inverse": True})
     check(r.status == 409, "kpca: inverse without fit_inverse_transform is 409", r)
     bad = [
-        ({"params": {"n_components": 11}}, 400, "params.n_components must be a whole number from 1 to 10"),
+        ({"params": {"n_components": 11}}, 422, "params.n_components (11) is above n_samples (10)"),
         ({"params": {}}, 400, "params.n_components is required"),
         ({"params": {"n_components": 2}, "y": [1] * 10}, 400, "y does not apply to kpca"),
         ({"params": {"n_components": 2, "eigen_solver": "arpack"}}, 400, "params.eigen_solver"),

@@ -1,0 +1,179 @@
+/*
+ * fuzz_body.c - libFuzzer target for the request body reader.
+ *
+ * Each input is a request body. It goes through:
+ *   - api_parse_body with the fit keys and api_parse_object (the direct
+ *     matrix reader and the cJSON fallback), which must agree: both
+ *     succeed or both fail with the same status, code and message, and
+ *     when both succeed X reads to the same doubles either way;
+ *   - api_fit_parse and api_fit_bytes (no fit is run);
+ *   - api_predict on a small krr and a small svc model (labels), and
+ *     api_project on a small kpca model, with the predict keys.
+ * Every answer and error must be UTF-8 JSON text with no inf or nan in
+ * it. A disagreement or a bad answer aborts, so libFuzzer reports it.
+ *
+ * Thread-safety: libFuzzer calls it from one thread; the models are
+ * built once and only read.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_fit.h"
+#include "api_json.h"
+#include "api_predict.h"
+#include "api_text.h"
+#include "km.h"
+
+static km_model *krr, *svc, *kpca;
+
+static void fail(const char *what, const char *detail)
+{
+    fprintf(stderr, "fuzz_body: %s: %s\n", what, detail ? detail : "");
+    abort();
+}
+
+/* Text an answer or an error may hold: UTF-8; in an answer (whose only
+ * words are the model's name "fz" and labels "hi", "lo"), no inf or
+ * nan. An error may quote the client's "inf". */
+static void check_text(const char *s, size_t len, const char *what,
+                       int answer)
+{
+    for (size_t i = 0; i < len;) {
+        size_t n = api_utf8_char(s + i, len - i);
+        if (!n)
+            fail(what, "not UTF-8");
+        i += n;
+    }
+    if (answer && (strstr(s, "nan") || strstr(s, "inf")))
+        fail(what, s);
+}
+
+static void check_error(const api_error *e)
+{
+    char *json = api_error_json(e);
+    if (!json)
+        fail("api_error_json", "out of memory");
+    check_text(json, strlen(json), "error", 0);
+    free(json);
+}
+
+static km_model *fitted(km_status st, km_model *m, const km_error *err)
+{
+    if (st != KM_OK)
+        fail("setting up the models", err->message);
+    km_model_set_identity(m, "fz", 1, 0);
+    return m;
+}
+
+static void setup(void)
+{
+    static const double X[] = {0, 0, 1, 0, 0, 1, 1, 1, 2, 1, 1, 2};
+    static const double y[] = {0, 1, 1, 0, 2, 3};
+    static const int cls[] = {0, 1, 1, 0, 1, 0};
+    static const char *const labels[] = {"hi", "lo"};
+    km_kernel k;
+    km_error err;
+    km_model *m = NULL;
+    km_krr_params kp = km_krr_params_default();
+    km_svm_params sp = km_svm_params_default();
+    km_kpca_params pp = km_kpca_params_default();
+    pp.n_components = 2;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    krr = fitted(km_krr_fit(&k, &kp, X, 6, 2, y, 1, NULL, &m, &err), m, &err);
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    svc = fitted(km_svc_fit(&k, &sp, X, 6, 2, cls, 2, NULL, &m, &err), m, &err);
+    if (km_model_set_labels(svc, labels, 2, 0, &err) != KM_OK)
+        fail("labels", err.message);
+    kpca = fitted(km_kpca_fit(&k, &pp, X, 6, 2, NULL, &m, &err), m, &err);
+}
+
+/* The direct reader and cJSON agree on the body and on its X. */
+static void same_either_way(const char *body, size_t len)
+{
+    api_body b;
+    cJSON *root = NULL;
+    api_error e1 = {0}, e2 = {0};
+    int r1 = api_parse_body(body, len, api_fit_matrix_keys, &b, &e1);
+    int r2 = api_parse_object(body, len, &root, &e2);
+    if (r1 != r2)
+        fail("direct reader and cJSON disagree", r1 ? e1.message : e2.message);
+    if (r1) {
+        if (e1.http != e2.http || strcmp(e1.code, e2.code) ||
+            strcmp(e1.message, e2.message))
+            fail("the two errors differ", e1.message);
+        check_error(&e1);
+        api_body_free(&b);
+        return;
+    }
+    double *X1 = NULL, *X2 = NULL;
+    size_t n1 = 0, d1 = 0, n2 = 0, d2 = 0;
+    r1 = api_body_matrix(&b, "X", 0, &X1, &n1, &d1, &e1);
+    r2 = api_get_matrix(cJSON_GetObjectItemCaseSensitive(root, "X"), "X", 0,
+                        &X2, &n2, &d2, &e2);
+    if (r1 != r2 || (r1 && strcmp(e1.message, e2.message)))
+        fail("X reads differently", r1 ? e1.message : e2.message);
+    if (!r1 && (n1 != n2 || d1 != d2 ||
+                memcmp(X1, X2, n1 * d1 * sizeof *X1)))
+        fail("X reads to other numbers", "");
+    free(X1);
+    free(X2);
+    cJSON_Delete(root);
+    api_body_free(&b);
+}
+
+static void fit_parse(const char *body, size_t len)
+{
+    api_body b;
+    api_error e;
+    api_fit_request req;
+    if (api_parse_body(body, len, api_fit_matrix_keys, &b, &e) == 0) {
+        if (api_fit_parse(&b, &req, &e) == 0)
+            (void)api_fit_bytes(&req);
+        else
+            check_error(&e);
+        api_fit_request_cleanup(&req);
+    }
+    api_body_free(&b);
+}
+
+typedef int (*answer_fn)(const km_model *, api_body *, api_text *, size_t *,
+                         api_error *);
+
+static void answer(const char *body, size_t len, const km_model *m,
+                   answer_fn fn)
+{
+    api_body b;
+    api_error e;
+    api_text out = {0};
+    size_t rows = 0;
+    if (api_parse_body(body, len, api_predict_matrix_keys, &b, &e) == 0) {
+        if (fn(m, &b, &out, &rows, &e) == 0) {
+            check_text(out.buf, out.len, "answer", 1);
+            free(out.buf);
+        } else {
+            check_error(&e);
+        }
+    }
+    api_body_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!krr)
+        setup();
+    /* Not NUL-terminated, as bodies from the network are not. */
+    char *body = malloc(size ? size : 1);
+    if (!body)
+        return 0;
+    memcpy(body, data, size);
+    same_either_way(body, size);
+    fit_parse(body, size);
+    answer(body, size, krr, api_predict);
+    answer(body, size, svc, api_predict);
+    answer(body, size, kpca, api_project);
+    free(body);
+    return 0;
+}
