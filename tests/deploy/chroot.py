@@ -102,12 +102,16 @@ def in_root_argv(root, argv, env, user=None, cwd="/", machine=False):
     """argv run in root: its own mount namespace with /proc (gone when it
     ends), chroot, only `env`, as `user` (uid, gid), in cwd. The process
     execs down to argv[0], so its pid is the command's. machine=True also
-    mounts /sys and a tmpfs on /dev/shm, as a booted machine has them."""
+    mounts /sys, a tmpfs on /dev/shm and a devpts of its own (terminals),
+    as a booted machine has them."""
     spec = [f"--userspec={user[0]}:{user[1]}", f"--groups={user[1]}"] if user else []
     mounts = 'mount -t proc proc "$0/proc" || exit 125; '
     if machine:
         mounts += ('mount -t sysfs sys "$0/sys" || exit 125; mkdir -p "$0/dev/shm"; '
-                   'mount -t tmpfs shm "$0/dev/shm" || exit 125; ')
+                   'mount -t tmpfs shm "$0/dev/shm" || exit 125; mkdir -p "$0/dev/pts"; '
+                   'mount -t devpts -o newinstance,ptmxmode=0666 devpts "$0/dev/pts" '
+                   '|| exit 125; touch "$0/dev/ptmx"; '
+                   'mount --bind "$0/dev/pts/ptmx" "$0/dev/ptmx" || exit 125; ')
     return (["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
              mounts + 'exec chroot "$@"', root]
             + spec + [root, "/usr/bin/env", "-i"] + [f"{k}={v}" for k, v in env.items()]
