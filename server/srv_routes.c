@@ -192,16 +192,25 @@ static void h_livez(srv_request *rq, srv_reply *rp)
     srv_reply_json(rp, 200, o);
 }
 
+/* Ready also means the models directory is the one the store has open:
+ * deleted or replaced, fits and deletes would fail (507) until a scan
+ * reopens it. */
 static void h_readyz(srv_request *rq, srv_reply *rp)
 {
     static const char *const names[] = {"loading", "ready", "draining"};
     int phase = atomic_load(&rq->s->phase);
+    char why[1200];
+    int unusable = phase == SRV_READY &&
+                   srv_store_check(rq->s->store, why, sizeof why) != 0;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "status", names[phase]);
-    if (phase == SRV_READY)
+    cJSON_AddStringToObject(o, "status", unusable ? "unavailable"
+                                                  : names[phase]);
+    if (unusable)
+        cJSON_AddStringToObject(o, "reason", why);
+    else if (phase == SRV_READY)
         cJSON_AddNumberToObject(o, "models",
                                 (double)srv_registry_count(rq->s->registry));
-    srv_reply_json(rp, phase == SRV_READY ? 200 : 503, o);
+    srv_reply_json(rp, phase == SRV_READY && !unusable ? 200 : 503, o);
 }
 
 static void h_metrics(srv_request *rq, srv_reply *rp)
@@ -284,9 +293,10 @@ static void h_model_delete(srv_request *rq, srv_reply *rp)
         return;
     }
     srv_ref_release(ref);
-    if (rc) {
-        srv_reply_fail(rp, 500, "internal", "could not remove the file of "
-                       "model \"%s\": %s; it is still served", rq->param,
+    if (rc) { /* the directory cannot be changed (EACCES, EROFS, EIO) */
+        srv_reply_fail(rp, 507, "insufficient_storage", "could not remove "
+                       "the file of model \"%s\" from %s: %s; it is still "
+                       "served", rq->param, srv_store_dir(s->store),
                        strerror(rc));
         return;
     }
