@@ -218,9 +218,11 @@ static void h_metrics(srv_request *rq, srv_reply *rp)
     srv_gauges g = {0};
     g.models_loaded = srv_registry_count(rq->s->registry);
     g.model_bytes = srv_registry_bytes(rq->s->registry);
-    if (rq->s->jobs)
+    if (rq->s->jobs) {
         srv_jobs_stats(rq->s->jobs, g.jobs, &g.queue_depth,
                        &g.fit_bytes_reserved);
+        srv_jobs_table_size(rq->s->jobs, &g.jobs_retained, &g.jobs_evicted);
+    }
     rp->body = srv_metrics_render(rq->s->metrics, &g, &rp->len);
     if (!rp->body) {
         srv_reply_fail(rp, 500, "internal", "out of memory rendering metrics");
