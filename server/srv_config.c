@@ -40,8 +40,9 @@ static const struct option_def {
      "most connections open at once; more are refused", OPT_INT,
      S(max_connections), 1, 100000},
     {"memory-budget-mb", "KMSERVE_MEMORY_BUDGET_MB", "0",
-     "memory fits may use in MiB (0: 75% of physical memory); a fit "
-     "estimated above it is answered 413", OPT_NUM, S(memory_budget_mb), 0,
+     "memory fits and predicts may use in MiB (0: 75% of physical "
+     "memory); a fit or predict estimated above what is left is answered "
+     "413", OPT_NUM, S(memory_budget_mb), 0,
      1e9},
     {"log-level", "KMSERVE_LOG_LEVEL", "info",
      "least severe event logged: debug, info, warn or error", OPT_STR,

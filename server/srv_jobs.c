@@ -321,7 +321,8 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
     else if (!strcmp(why, "budget"))
         api_fail(e, 413, "payload_too_large",
                  "the fit needs an estimated %.1f MiB; the memory budget is "
-                 "%.1f MiB, of which %.1f MiB are held by admitted fits",
+                 "%.1f MiB, of which %.1f MiB are held by admitted fits and "
+                 "predicts",
                  bytes / mib, budget / mib, reserved / mib);
     else if (!strcmp(why, "full"))
         api_fail(e, 429, "too_many_requests",
@@ -463,6 +464,33 @@ void srv_jobs_stats(srv_jobs *j, size_t counts[SRV_JOB_STATES],
         counts[j->table[i]->state]++;
     *queued = j->queued;
     *reserved = j->reserved;
+    pthread_mutex_unlock(&j->lock);
+}
+
+int srv_jobs_reserve(srv_jobs *j, size_t bytes, const char *what,
+                     api_error *e)
+{
+    pthread_mutex_lock(&j->lock);
+    size_t reserved = j->reserved, budget = j->budget;
+    int ok = bytes <= budget && bytes <= budget - reserved;
+    if (ok)
+        j->reserved += bytes;
+    pthread_mutex_unlock(&j->lock);
+    if (ok)
+        return 0;
+    const double mib = 1048576.0;
+    return api_fail(e, 413, "payload_too_large",
+                    "the %s needs an estimated %.1f MiB of working memory; "
+                    "the memory budget is %.1f MiB, of which %.1f MiB are "
+                    "held by admitted fits and predicts; send fewer rows "
+                    "per request", what, bytes / mib, budget / mib,
+                    reserved / mib);
+}
+
+void srv_jobs_unreserve(srv_jobs *j, size_t bytes)
+{
+    pthread_mutex_lock(&j->lock);
+    j->reserved -= bytes;
     pthread_mutex_unlock(&j->lock);
 }
 

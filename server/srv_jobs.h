@@ -85,6 +85,13 @@ cJSON *srv_job_result(srv_job *job);
 void srv_jobs_stats(srv_jobs *j, size_t counts[SRV_JOB_STATES],
                     size_t *queued, size_t *reserved);
 size_t srv_jobs_reserved(srv_jobs *j);
+/* Reserves bytes of the fits' memory budget for other work (a predict's
+ * working memory, what names it in the message): 0, or -1 with e set to
+ * 413 when the budget left cannot hold it. Give it back with
+ * srv_jobs_unreserve. */
+int srv_jobs_reserve(srv_jobs *j, size_t bytes, const char *what,
+                     api_error *e);
+void srv_jobs_unreserve(srv_jobs *j, size_t bytes);
 /* Jobs the table keeps now, and finished jobs dropped so far to keep it
  * at max_jobs. */
 void srv_jobs_table_size(srv_jobs *j, size_t *kept, size_t *evicted);

@@ -234,7 +234,8 @@ char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
            "Finished jobs dropped before their TTL to stay within --max-jobs.",
            g->jobs_evicted);
     single(&t, "kmserve_fit_memory_reserved_bytes", "gauge",
-           "Memory reserved by admitted fits.", g->fit_bytes_reserved);
+           "Memory reserved by admitted fits and running predicts.",
+           g->fit_bytes_reserved);
     single(&t, "kmserve_process_resident_memory_bytes", "gauge",
            "Resident memory.", resident_bytes());
     if (t.failed) {

@@ -411,6 +411,8 @@ void srv_fit_finished(srv_request *rq, srv_reply *rp)
 typedef int (*answer_fn)(const km_model *, api_body *, api_text *, size_t *,
                          api_error *);
 
+/* The working memory of a predict is admitted against the fits' memory
+ * budget (413 when it cannot be held) before the body is parsed. */
 static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
 {
     api_body body;
@@ -420,6 +422,15 @@ static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
     srv_ref *ref = find_model(rq, rp);
     if (!ref)
         return;
+    size_t need = api_predict_bytes(srv_ref_model(ref),
+                                    rq->body ? rq->body : "", rq->len);
+    if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need,
+                                        fn == api_project ? "project"
+                                                          : "predict", &e)) {
+        srv_reply_error(rp, &e);
+        srv_ref_release(ref);
+        return;
+    }
     if (read_body(rq, rp, api_predict_matrix_keys, &body) == 0) {
         if (fn(srv_ref_model(ref), &body, &out, &rows, &e) == 0) {
             srv_metrics_predicted_rows(rq->s->metrics, rows);
@@ -429,6 +440,8 @@ static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
         }
         api_body_free(&body);
     }
+    if (rq->s->jobs)
+        srv_jobs_unreserve(rq->s->jobs, need);
     srv_ref_release(ref);
 }
 
