@@ -3,7 +3,9 @@
  *
  * Thread-safety: the table of known files is guarded by the store's lock;
  * syncs are serialised by sync_lock; changes to a name run under the
- * caller's commit lock.
+ * caller's commit lock. The directory handle is replaced only by a sync,
+ * under both sync_lock and the commit lock, so saves and deletes (commit
+ * lock) and the scan (sync_lock) always see one handle.
  */
 #include <dirent.h>
 #include <errno.h>

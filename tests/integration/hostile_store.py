@@ -3,6 +3,7 @@
 
 Scenarios, each against a real daemon on 127.0.0.1:
   - SIGHUP every 10 ms while 60 fits commit: no fit fails;
+  - another host's temporary file is kept until it is an hour old;
   - two replicas sharing one directory, both scanning often, 60 fits: no
     fit fails;
   - the models directory deleted (/readyz 503 with the reason), recreated,
@@ -85,10 +86,33 @@ def scenario_sighup_storm(binary, tmp):
     check(not left, "SIGHUP storm: no temporary files left", left)
 
 
+def scenario_foreign_temps(binary, tmp):
+    """Another host's temporary file is kept while it may be in flight
+    (younger than an hour) and removed once it is an hour old."""
+    models = new_models(tmp, "foreign")
+    young = os.path.join(models, ".m.kmm.tmp-otherhost-1-1-0000abcd-0")
+    old = os.path.join(models, ".m.kmm.tmp-otherhost-1-1-0000abcd-1")
+    for path in (young, old):
+        with open(path, "wb") as f:
+            f.write(b"partial")
+    two_hours_ago = time.time() - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    d = run.Daemon(binary, models, "--watch-interval", "0").start()
+    try:
+        d.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        check(os.path.exists(young) and not os.path.exists(old),
+              "another host's temporary file: kept when young, removed at an hour",
+              os.listdir(models))
+    finally:
+        d.stop()
+
+
 def scenario_replicas(binary, tmp):
     models = new_models(tmp, "replicas")
     a = run.Daemon(binary, models, "--watch-interval", "0.005").start()
     b = run.Daemon(binary, models, "--watch-interval", "0.005")
+    b.log.close()
     b.log_path = os.path.join(tmp, "replicas", "daemon-b.log")
     b.log = open(b.log_path, "ab")
     try:
@@ -282,7 +306,8 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated scenario names")
     args = ap.parse_args()
     binary = os.path.abspath(args.server)
-    scenarios = [scenario_sighup_storm, scenario_replicas, scenario_dir_recreated,
+    scenarios = [scenario_sighup_storm, scenario_foreign_temps, scenario_replicas,
+                 scenario_dir_recreated,
                  scenario_read_only_delete, scenario_job_cap,
                  scenario_predict_budget, scenario_svr_stop]
     only = [s for s in args.only.split(",") if s]
