@@ -98,6 +98,8 @@ typedef struct qmat {
     size_t *prev, *next, head, tail; /* LRU list, head most recent */
     km_error *err;
     km_status st;     /* first failure of a column computation */
+    size_t computed;  /* work of the kernel entries computed, since the
+                         solver last counted it (see poll_stop) */
 } qmat;
 
 static void q_free(qmat *q)
@@ -403,6 +405,8 @@ static const double *q_col(qmat *q, size_t i, size_t len)
             q->st = st;
             return NULL;
         }
+        /* An entry costs d products and the kernel's function. */
+        q->computed += (len - a) * (q->d + 8);
         q->len[s] = len;
     }
     return col;
@@ -477,11 +481,13 @@ typedef struct solver {
     int stopped;      /* the caller asked to stop */
 } solver;
 
-/* Counts work and, every POLL_WORK of it, reports progress; 1 once the
- * caller has asked to stop (and from then on). */
+/* Counts work (plus the kernel entries computed meanwhile) and, every
+ * POLL_WORK of it, reports progress; 1 once the caller has asked to stop
+ * (and from then on). */
 static int poll_stop(solver *s, size_t work)
 {
-    s->work += work;
+    s->work += work + s->q.computed;
+    s->q.computed = 0;
     if (s->stopped || s->work < POLL_WORK)
         return s->stopped;
     s->work = 0;
@@ -540,7 +546,7 @@ static int reconstruct_gradient(solver *s)
     if ((double)n_free * (double)l > 2.0 * (double)act * (double)(l - act)) {
         for (size_t i = act; i < l; i++) {
             const double *Qi = q_col(&s->q, i, act);
-            if (!Qi || poll_stop(s, act * (s->q.d + 1)))
+            if (!Qi || poll_stop(s, act))
                 return -1;
             double g = 0;
             for (size_t j = 0; j < act; j++)
@@ -553,7 +559,7 @@ static int reconstruct_gradient(solver *s)
             if (s->status[i] != IS_FREE)
                 continue;
             const double *Qi = q_col(&s->q, i, l);
-            if (!Qi || poll_stop(s, l * (s->q.d + 1)))
+            if (!Qi || poll_stop(s, l))
                 return -1;
             double a = s->alpha[i];
             for (size_t j = act; j < l; j++)
@@ -892,7 +898,7 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
         if (s.status[i] == AT_LOWER)
             continue;
         const double *Qi = q_col(&s.q, i, l);
-        if (!Qi || poll_stop(&s, l * (s.q.d + 1))) {
+        if (!Qi || poll_stop(&s, l)) {
             st = fail(&s, err);
             goto out;
         }

@@ -4,13 +4,15 @@
  * Thread-safety: the table of known files is guarded by the store's lock;
  * syncs are serialised by sync_lock; changes to a name run under the
  * caller's commit lock. The directory handle is replaced only by a sync,
- * under both sync_lock and the commit lock, so saves and deletes (commit
- * lock) and the scan (sync_lock) always see one handle.
+ * under sync_lock, the commit lock and the store's lock, so saves and
+ * deletes (commit lock), the scan (sync_lock) and srv_store_check (the
+ * store's lock) always see one handle.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,13 +44,13 @@ struct srv_store {
     char host[64];
     unsigned long pid_ns;      /* inode of our PID namespace; 0 unknown */
     unsigned nonce;            /* random, per process start */
-    int dirfd;                 /* changed only by a sync, under commit */
+    int dirfd;                 /* changed only by a sync, under the
+                                  commit lock and lock */
     atomic_uint counter;
-    pthread_mutex_t lock;      /* files, dir_dev, dir_ino */
+    pthread_mutex_t lock;      /* files; dirfd for readers without the
+                                  commit lock */
     known_file *files;
     size_t n_files, cap_files;
-    dev_t dir_dev;             /* the directory dirfd is open on */
-    ino_t dir_ino;
     int dir_errno;             /* why the path was unusable at the last
                                   sync, or 0 (sync_lock) */
     pthread_mutex_t sync_lock; /* one sync at a time */
@@ -121,11 +123,6 @@ srv_store *srv_store_open(const char *dir, char *err, size_t errlen)
                  strerror(errno));
         free(s);
         return NULL;
-    }
-    struct stat st;
-    if (fstat(s->dirfd, &st) == 0) {
-        s->dir_dev = st.st_dev;
-        s->dir_ino = st.st_ino;
     }
     if (faccessat(s->dirfd, ".", W_OK, AT_EACCESS) != 0)
         srv_log(SRV_WARN, "store_read_only",
@@ -286,7 +283,7 @@ static int temp_owner(const char *file, char *host, size_t hostlen,
     snprintf(buf, sizeof buf, "%s", tail);
     for (int i = 3; i >= 0; i--) { /* counter, nonce, pid, ns */
         char *dash = strrchr(buf, '-');
-        if (!dash)
+        if (!dash || !dash[1])
             return -1;
         *dash = '\0';
         field[i] = dash + 1;
@@ -296,7 +293,7 @@ static int temp_owner(const char *file, char *host, size_t hostlen,
     if (*end)
         return -1;
     *pid = strtol(field[1], &end, 10);
-    if (*end || *pid <= 0)
+    if (*end || *pid <= 0 || *pid > INT_MAX)
         return -1;
     *nonce = (unsigned)strtoul(field[2], &end, 16);
     if (*end)
@@ -346,19 +343,22 @@ static void clean_temp(srv_store *s, pthread_mutex_t *commit,
 
 /* Whether the path still names the directory the store has open: 0 if
  * so, 1 if it names another directory, -1 (errno in *why_errno) if it
- * names none. */
-static int dir_state(srv_store *s, struct stat *now, int *why_errno)
+ * names none. A deleted directory has no links: that tells it from a new
+ * one that was given the same inode number. */
+static int dir_state(srv_store *s, int *why_errno)
 {
-    if (stat(s->dir, now) != 0) {
+    struct stat now, open;
+    if (stat(s->dir, &now) != 0) {
         *why_errno = errno;
         return -1;
     }
-    if (!S_ISDIR(now->st_mode)) {
+    if (!S_ISDIR(now.st_mode)) {
         *why_errno = ENOTDIR;
         return -1;
     }
     pthread_mutex_lock(&s->lock);
-    int same = now->st_dev == s->dir_dev && now->st_ino == s->dir_ino;
+    int same = fstat(s->dirfd, &open) == 0 && open.st_nlink > 0 &&
+               now.st_dev == open.st_dev && now.st_ino == open.st_ino;
     pthread_mutex_unlock(&s->lock);
     return same ? 0 : 1;
 }
@@ -369,15 +369,12 @@ static int dir_state(srv_store *s, struct stat *now, int *why_errno)
  * is skipped, so models are not unloaded because a volume went away). */
 static int dir_refresh(srv_store *s, pthread_mutex_t *commit)
 {
-    struct stat now;
-    int why = 0, state = dir_state(s, &now, &why);
+    int why = 0, state = dir_state(s, &why);
     int fd = state == 1 ? open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                         : -1;
-    if (state == 1 && (fd < 0 || fstat(fd, &now) != 0)) {
+    if (state == 1 && fd < 0) {
         why = errno;
         state = -1;
-        if (fd >= 0)
-            close(fd);
     }
     if (state < 0) {
         if (why != s->dir_errno)
@@ -394,11 +391,9 @@ static int dir_refresh(srv_store *s, pthread_mutex_t *commit)
     if (state == 0)
         return 0;
     pthread_mutex_lock(commit);
+    pthread_mutex_lock(&s->lock);
     int old = s->dirfd;
     s->dirfd = fd;
-    pthread_mutex_lock(&s->lock);
-    s->dir_dev = now.st_dev;
-    s->dir_ino = now.st_ino;
     pthread_mutex_unlock(&s->lock);
     pthread_mutex_unlock(commit);
     close(old);
@@ -409,8 +404,7 @@ static int dir_refresh(srv_store *s, pthread_mutex_t *commit)
 
 int srv_store_check(srv_store *s, char *why, size_t len)
 {
-    struct stat now;
-    int err = 0, state = dir_state(s, &now, &err);
+    int err = 0, state = dir_state(s, &err);
     if (state < 0)
         snprintf(why, len, "models directory %s: %s", s->dir, strerror(err));
     else if (state > 0)
