@@ -100,7 +100,11 @@ def scenario_foreign_temps(binary, tmp):
     d = run.Daemon(binary, models, "--watch-interval", "0").start()
     try:
         d.proc.send_signal(signal.SIGHUP)
-        time.sleep(0.3)
+        deadline = time.time() + 10
+        while os.path.exists(old) and time.time() < deadline:
+            time.sleep(0.05)
+        d.proc.send_signal(signal.SIGHUP)  # a second scan keeps the young one
+        time.sleep(0.2)
         check(os.path.exists(young) and not os.path.exists(old),
               "another host's temporary file: kept when young, removed at an hour",
               os.listdir(models))
@@ -153,7 +157,13 @@ def scenario_dir_recreated(binary, tmp):
         r = d.req("POST", "/v1/models/new/fit", fit_body(X, y))
         check(r.status == 201 and os.path.exists(os.path.join(models, "new.kmm")),
               "recreated and SIGHUP: a fit is stored in the new directory", r)
-        names = [m["name"] for m in d.req("GET", "/v1/models").json()["models"]]
+        # The rescan unloads it just after it swaps the directory in.
+        deadline = time.time() + 10
+        while True:
+            names = [m["name"] for m in d.req("GET", "/v1/models").json()["models"]]
+            if names == ["new"] or time.time() > deadline:
+                break
+            time.sleep(0.05)
         check(names == ["new"], "recreated: the model whose file went is unloaded",
               names)
     finally:
