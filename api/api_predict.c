@@ -25,6 +25,50 @@
 
 const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
 
+/* Bytes of answer text per value: %.17g takes at most 24 characters, and
+ * a separator. */
+#define TEXT_PER_VALUE 26
+/* Kernel values core computes at once when predicting (km_svm.c's
+ * block; km_kernel_expand's is smaller), at least one row of them. */
+#define KERNEL_BLOCK_VALUES ((size_t)4 << 20)
+
+size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
+{
+    /* Every number but the last of its array is followed by a comma, and
+     * rows are separated by one: numbers <= commas + 1. */
+    size_t numbers = 1;
+    for (const char *p = body, *end = body + len;
+         p && (p = memchr(p, ',', (size_t)(end - p))) != NULL; p++)
+        numbers++;
+    size_t nf = km_model_n_features(m), no = km_model_n_outputs(m);
+    size_t d = nf, width = no ? no : 1;
+    switch (km_model_algorithm(m)) {
+    case KM_ALGO_SVC: {
+        size_t k = km_svc_n_classes(m), pairs = k * (k - 1) / 2;
+        width = k > pairs ? k : pairs;
+        break;
+    }
+    case KM_ALGO_SVR:
+        width = 1;
+        break;
+    case KM_ALGO_KPCA: /* project, or inverse: rows of no in, nf out */
+        d = no < nf ? no : nf;
+        width = no > nf ? no : nf;
+        break;
+    default:
+        break;
+    }
+    size_t rows = numbers / (d ? d : 1) + 1;
+    size_t ns = km_model_n_samples(m);
+    size_t block = rows * ns < KERNEL_BLOCK_VALUES ? rows * ns
+                                                   : KERNEL_BLOCK_VALUES;
+    if (block < ns)
+        block = ns;
+    return len + numbers * sizeof(double) +
+           rows * width * (sizeof(double) + TEXT_PER_VALUE) +
+           rows * sizeof(int) + block * sizeof(double);
+}
+
 /* Reads X or instances (not both), of expect_d columns. */
 static int read_input(api_body *b, const char *const *keys, size_t expect_d,
                       double **X, size_t *n, api_error *e)

@@ -16,6 +16,12 @@
 /* The matrix keys of predict and project bodies, for api_parse_body. */
 extern const char *const api_predict_matrix_keys[];
 
+/* The most working memory answering this predict or project body can
+ * take: the body, its numbers, the values, the answer's text and a block
+ * of kernel values. An upper bound from the body's length and commas,
+ * computed before it is parsed, for admission control. Borrows body. */
+size_t api_predict_bytes(const km_model *m, const char *body, size_t len);
+
 /* Answers a predict body; *out is the answer's JSON text (caller owns
  * out->buf); *rows gets the number of rows predicted. */
 int api_predict(const km_model *m, api_body *body, api_text *out,

@@ -64,7 +64,13 @@
 
 #define TAU 1e-12            /* curvature floor for non-PSD kernels */
 #define NONE ((size_t)-1)
-#define PROGRESS_EVERY 2048  /* iterations between progress calls */
+/* Work (variables visited, kernel entries computed) between looks at
+ * the caller's stop flag through the progress callback: some
+ * milliseconds of solver time, whatever n, so that a cancel or a fit
+ * timeout acts well within half a second. Counting iterations instead
+ * would make the interval grow with n (2048 iterations over 2 * 10^5
+ * svr variables took 2 s). */
+#define POLL_WORK ((size_t)1 << 23)
 
 enum { AT_LOWER, AT_UPPER, IS_FREE };
 
@@ -92,6 +98,8 @@ typedef struct qmat {
     size_t *prev, *next, head, tail; /* LRU list, head most recent */
     km_error *err;
     km_status st;     /* first failure of a column computation */
+    size_t computed;  /* work of the kernel entries computed, since the
+                         solver last counted it (see poll_stop) */
 } qmat;
 
 static void q_free(qmat *q)
@@ -397,6 +405,8 @@ static const double *q_col(qmat *q, size_t i, size_t len)
             q->st = st;
             return NULL;
         }
+        /* An entry costs d products and the kernel's function. */
+        q->computed += (len - a) * (q->d + 8);
         q->len[s] = len;
     }
     return col;
@@ -465,7 +475,28 @@ typedef struct solver {
     qmat q;
     double tol;
     int unshrink;
+    const smo_options *o;
+    long iter;
+    size_t work;      /* since the last look at the stop flag */
+    int stopped;      /* the caller asked to stop */
 } solver;
+
+/* Counts work (plus the kernel entries computed meanwhile) and, every
+ * POLL_WORK of it, reports progress; 1 once the caller has asked to stop
+ * (and from then on). */
+static int poll_stop(solver *s, size_t work)
+{
+    s->work += work + s->q.computed;
+    s->q.computed = 0;
+    if (s->stopped || s->work < POLL_WORK)
+        return s->stopped;
+    s->work = 0;
+    const smo_options *o = s->o;
+    double f = (double)s->iter / ((double)s->iter + 10.0 * (double)s->l);
+    s->stopped = km_progress(o->ctl, o->progress_lo +
+                                         (o->progress_hi - o->progress_lo) * f);
+    return s->stopped;
+}
 
 static void set_status(solver *s, size_t t)
 {
@@ -515,7 +546,7 @@ static int reconstruct_gradient(solver *s)
     if ((double)n_free * (double)l > 2.0 * (double)act * (double)(l - act)) {
         for (size_t i = act; i < l; i++) {
             const double *Qi = q_col(&s->q, i, act);
-            if (!Qi)
+            if (!Qi || poll_stop(s, act))
                 return -1;
             double g = 0;
             for (size_t j = 0; j < act; j++)
@@ -528,7 +559,7 @@ static int reconstruct_gradient(solver *s)
             if (s->status[i] != IS_FREE)
                 continue;
             const double *Qi = q_col(&s->q, i, l);
-            if (!Qi)
+            if (!Qi || poll_stop(s, l))
                 return -1;
             double a = s->alpha[i];
             for (size_t j = act; j < l; j++)
@@ -797,10 +828,12 @@ static void solver_free(solver *s)
     q_free(&s->q);
 }
 
+/* The status of a step that returned -1: the caller asked to stop, or
+ * q_col failed (its status and message are then already in place). */
 static km_status fail(solver *s, km_error *err)
 {
-    /* q_col failed: its status and message are already in place. */
-    (void)err;
+    if (s->stopped)
+        return km_error_set(err, KM_ECANCELLED, "fit cancelled");
     return s->q.st != KM_OK ? s->q.st : KM_EINTERNAL;
 }
 
@@ -816,6 +849,7 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
         return KM_OK;
     s.l = s.active = l;
     s.tol = o->tol;
+    s.o = o;
     s.q.n = l;
     s.q.d = pb->d;
     s.q.k = k;
@@ -864,7 +898,7 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
         if (s.status[i] == AT_LOWER)
             continue;
         const double *Qi = q_col(&s.q, i, l);
-        if (!Qi) {
+        if (!Qi || poll_stop(&s, l)) {
             st = fail(&s, err);
             goto out;
         }
@@ -909,13 +943,11 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
             st = fail(&s, err);
             goto out;
         }
-        ++iter;
-        if (iter % PROGRESS_EVERY == 0 &&
-            km_progress(o->ctl, o->progress_lo +
-                                    (o->progress_hi - o->progress_lo) *
-                                        ((double)iter /
-                                         ((double)iter + 10.0 * (double)l)))) {
-            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        s.iter = ++iter;
+        /* An iteration reads the active variables some four times (the
+         * two selection passes, the two gradient updates). */
+        if (poll_stop(&s, 4 * s.active)) {
+            st = fail(&s, err);
             goto out;
         }
     }

@@ -121,7 +121,8 @@ int main(int argc, char **argv)
         return 1;
     }
     s.jobs = srv_jobs_create(s.cfg.workers, (size_t)s.cfg.queue,
-                             s.cfg.job_ttl, s.cfg.fit_timeout,
+                             s.cfg.job_ttl, (size_t)s.cfg.max_jobs,
+                             s.cfg.fit_timeout,
                              (size_t)(s.cfg.memory_budget_mb * 1048576.0),
                              srv_commit_model, &s);
     if (!s.jobs) {

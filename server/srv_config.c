@@ -40,8 +40,9 @@ static const struct option_def {
      "most connections open at once; more are refused", OPT_INT,
      S(max_connections), 1, 100000},
     {"memory-budget-mb", "KMSERVE_MEMORY_BUDGET_MB", "0",
-     "memory fits may use in MiB (0: 75% of physical memory); a fit "
-     "estimated above it is answered 413", OPT_NUM, S(memory_budget_mb), 0,
+     "memory fits and predicts may use in MiB (0: 75% of physical "
+     "memory); a fit or predict estimated above what is left is answered "
+     "413", OPT_NUM, S(memory_budget_mb), 0,
      1e9},
     {"log-level", "KMSERVE_LOG_LEVEL", "info",
      "least severe event logged: debug, info, warn or error", OPT_STR,
@@ -62,6 +63,10 @@ static const struct option_def {
     {"job-ttl", "KMSERVE_JOB_TTL", "3600",
      "seconds a finished job stays visible at /v1/jobs/{id}", OPT_NUM,
      S(job_ttl), 0, 1e9},
+    {"max-jobs", "KMSERVE_MAX_JOBS", "10000",
+     "most jobs kept for /v1/jobs (about 7 KiB each): a new job drops the "
+     "oldest finished one; when all are queued or running a fit is "
+     "answered 429", OPT_INT, S(max_jobs), 1, 10000000},
     {"shutdown-timeout", "KMSERVE_SHUTDOWN_TIMEOUT", "30",
      "seconds running fits may finish after SIGTERM before they are "
      "cancelled", OPT_NUM, S(shutdown_timeout), 0, 86400},

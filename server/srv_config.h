@@ -25,6 +25,7 @@ typedef struct srv_config {
     int blas_threads;        /* BLAS threads per fit; 0 = cores / workers */
     int queue;               /* fits that may wait for a worker */
     double job_ttl;          /* seconds finished jobs stay visible */
+    int max_jobs;            /* most jobs kept; oldest finished dropped */
     double shutdown_timeout; /* seconds running fits get at SIGTERM */
     double watch_interval;   /* seconds between directory scans; 0 = off */
     double fit_timeout;      /* seconds a fit may run; 0 = no limit */

@@ -52,8 +52,10 @@ struct srv_jobs {
     pthread_cond_t idle;   /* drain: a job finished */
     srv_job **queue;       /* ring buffer of queue_cap */
     size_t queue_cap, head, queued;
-    srv_job **table;       /* every job still kept */
+    srv_job **table;       /* every job still kept, oldest first */
     size_t n_table, cap_table;
+    size_t max_jobs;       /* most jobs kept (--max-jobs) */
+    size_t evicted;        /* finished jobs dropped to stay under it */
     size_t reserved, budget;
     size_t running;
     int stopping;          /* no new jobs; workers exit when idle */
@@ -90,6 +92,25 @@ static void expire(srv_jobs *j)
             j->table[w++] = job;
     }
     j->n_table = w;
+}
+
+/* Makes room for one more job in a table at max_jobs by dropping the
+ * oldest finished job (the table is in submission order). -1 if every
+ * job kept is still queued or running. Lock held. */
+static int make_room(srv_jobs *j)
+{
+    if (j->n_table < j->max_jobs)
+        return 0;
+    for (size_t i = 0; i < j->n_table; i++)
+        if (j->table[i]->state >= SRV_JOB_SUCCEEDED) {
+            srv_job_release(j->table[i]);
+            memmove(j->table + i, j->table + i + 1,
+                    (j->n_table - i - 1) * sizeof *j->table);
+            j->n_table--;
+            j->evicted++;
+            return 0;
+        }
+    return -1;
 }
 
 /* Marks a job finished. Lock held. */
@@ -189,7 +210,7 @@ static void *worker(void *arg)
 }
 
 srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
-                          double fit_timeout, size_t budget,
+                          size_t max_jobs, double fit_timeout, size_t budget,
                           srv_commit_fn commit, void *commit_ctx)
 {
     srv_jobs *j = calloc(1, sizeof *j);
@@ -208,6 +229,7 @@ srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
     pthread_cond_init(&j->idle, NULL);
     j->queue_cap = queue_cap ? queue_cap : 1;
     j->ttl = ttl_seconds;
+    j->max_jobs = max_jobs ? max_jobs : 1;
     j->fit_timeout = fit_timeout;
     j->budget = budget;
     j->commit = commit;
@@ -268,6 +290,8 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
         why = "budget";
     else if (j->queued == j->queue_cap)
         why = "full";
+    else if (make_room(j) != 0)
+        why = "table";
     else if (j->n_table == j->cap_table) {
         size_t cap = j->cap_table ? 2 * j->cap_table : 64;
         srv_job **t = realloc(j->table, cap * sizeof *t);
@@ -286,6 +310,7 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
         pthread_cond_signal(&j->wake);
     }
     size_t reserved = j->reserved, budget = j->budget, cap = j->queue_cap;
+    size_t kept = j->n_table;
     pthread_mutex_unlock(&j->lock);
     if (!why)
         return job;
@@ -296,11 +321,16 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
     else if (!strcmp(why, "budget"))
         api_fail(e, 413, "payload_too_large",
                  "the fit needs an estimated %.1f MiB; the memory budget is "
-                 "%.1f MiB, of which %.1f MiB are held by admitted fits",
+                 "%.1f MiB, of which %.1f MiB are held by admitted fits and "
+                 "predicts",
                  bytes / mib, budget / mib, reserved / mib);
     else if (!strcmp(why, "full"))
         api_fail(e, 429, "too_many_requests",
                  "the fit queue is full (%zu jobs waiting); retry later", cap);
+    else if (!strcmp(why, "table"))
+        api_fail(e, 429, "too_many_requests",
+                 "the job table is full: all %zu jobs kept (--max-jobs) are "
+                 "queued or running; retry later", kept);
     else
         api_fail(e, 500, "internal", "out of memory for the job table");
     atomic_store(&job->refs, 1);
@@ -434,6 +464,42 @@ void srv_jobs_stats(srv_jobs *j, size_t counts[SRV_JOB_STATES],
         counts[j->table[i]->state]++;
     *queued = j->queued;
     *reserved = j->reserved;
+    pthread_mutex_unlock(&j->lock);
+}
+
+int srv_jobs_reserve(srv_jobs *j, size_t bytes, const char *what,
+                     api_error *e)
+{
+    pthread_mutex_lock(&j->lock);
+    size_t reserved = j->reserved, budget = j->budget;
+    int ok = bytes <= budget && bytes <= budget - reserved;
+    if (ok)
+        j->reserved += bytes;
+    pthread_mutex_unlock(&j->lock);
+    if (ok)
+        return 0;
+    const double mib = 1048576.0;
+    return api_fail(e, 413, "payload_too_large",
+                    "the %s needs an estimated %.1f MiB of working memory; "
+                    "the memory budget is %.1f MiB, of which %.1f MiB are "
+                    "held by admitted fits and predicts; send fewer rows "
+                    "per request", what, bytes / mib, budget / mib,
+                    reserved / mib);
+}
+
+void srv_jobs_unreserve(srv_jobs *j, size_t bytes)
+{
+    pthread_mutex_lock(&j->lock);
+    j->reserved -= bytes;
+    pthread_mutex_unlock(&j->lock);
+}
+
+void srv_jobs_table_size(srv_jobs *j, size_t *kept, size_t *evicted)
+{
+    pthread_mutex_lock(&j->lock);
+    expire(j);
+    *kept = j->n_table;
+    *evicted = j->evicted;
     pthread_mutex_unlock(&j->lock);
 }
 

@@ -6,7 +6,9 @@
  * a progress callback that records progress and reports cancellation, then
  * commits the model (store, then registry) via the commit callback, and
  * finally calls the done callback (which resumes a suspended connection
- * for a synchronous fit). Finished jobs are kept for the table's TTL.
+ * for a synchronous fit). Finished jobs are kept for the table's TTL, and
+ * the table holds at most max_jobs: a new job drops the oldest finished
+ * one, and is refused (429) when all kept jobs are unfinished.
  *
  * Thread-safety: all functions are safe from any thread; jobs are
  * reference-counted.
@@ -40,11 +42,12 @@ typedef int (*srv_commit_fn)(void *ctx, const char *name, km_model *model,
 /* Called by the worker when the job has finished, whatever its state. */
 typedef void (*srv_done_fn)(srv_job *job, void *arg);
 
-/* budget: bytes that admitted (queued and running) fits may reserve;
+/* max_jobs: most jobs the table keeps (at least 1);
+ * budget: bytes that admitted (queued and running) fits may reserve;
  * fit_timeout: seconds a fit may run (0: no limit), after which it stops
  * at its next progress report and fails with 422. */
 srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
-                          double fit_timeout, size_t budget,
+                          size_t max_jobs, double fit_timeout, size_t budget,
                           srv_commit_fn commit, void *commit_ctx);
 /* Stops taking jobs, lets running and queued ones finish for up to
  * timeout seconds, then cancels the rest and waits for the workers. */
@@ -58,8 +61,8 @@ void srv_jobs_free(srv_jobs *j);
  * budget left is 413. done (may be NULL) is called once, from a worker,
  * when the job has finished (also when it was cancelled before it ran);
  * never when submit fails. Returns a new reference
- * to the job, or NULL with e set (429 when the queue is full, 503 when
- * draining). */
+ * to the job, or NULL with e set (429 when the queue is full or the table
+ * holds max_jobs unfinished jobs, 503 when draining). */
 srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
                          size_t bytes, srv_done_fn done, void *done_arg,
                          api_error *e);
@@ -82,6 +85,16 @@ cJSON *srv_job_result(srv_job *job);
 void srv_jobs_stats(srv_jobs *j, size_t counts[SRV_JOB_STATES],
                     size_t *queued, size_t *reserved);
 size_t srv_jobs_reserved(srv_jobs *j);
+/* Reserves bytes of the fits' memory budget for other work (a predict's
+ * working memory, what names it in the message): 0, or -1 with e set to
+ * 413 when the budget left cannot hold it. Give it back with
+ * srv_jobs_unreserve. */
+int srv_jobs_reserve(srv_jobs *j, size_t bytes, const char *what,
+                     api_error *e);
+void srv_jobs_unreserve(srv_jobs *j, size_t bytes);
+/* Jobs the table keeps now, and finished jobs dropped so far to keep it
+ * at max_jobs. */
+void srv_jobs_table_size(srv_jobs *j, size_t *kept, size_t *evicted);
 
 /* Jobs as a JSON array (newest first). */
 cJSON *srv_jobs_list_json(srv_jobs *j);

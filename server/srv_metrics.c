@@ -227,8 +227,15 @@ char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
         add(&t, "kmserve_jobs{state=\"%s\"} %zu\n", job_states[i], g->jobs[i]);
     single(&t, "kmserve_job_queue_depth", "gauge", "Fits waiting for a worker.",
            g->queue_depth);
+    single(&t, "kmserve_jobs_retained", "gauge",
+           "Jobs kept for /v1/jobs, all states (at most --max-jobs).",
+           g->jobs_retained);
+    single(&t, "kmserve_jobs_evicted_total", "counter",
+           "Finished jobs dropped before their TTL to stay within --max-jobs.",
+           g->jobs_evicted);
     single(&t, "kmserve_fit_memory_reserved_bytes", "gauge",
-           "Memory reserved by admitted fits.", g->fit_bytes_reserved);
+           "Memory reserved by admitted fits and running predicts.",
+           g->fit_bytes_reserved);
     single(&t, "kmserve_process_resident_memory_bytes", "gauge",
            "Resident memory.", resident_bytes());
     if (t.failed) {

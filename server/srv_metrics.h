@@ -36,6 +36,8 @@ typedef struct srv_gauges {
     size_t models_loaded, model_bytes;
     size_t jobs[5]; /* queued, running, succeeded, failed, cancelled */
     size_t queue_depth;
+    size_t jobs_retained;     /* jobs in the table, all states */
+    size_t jobs_evicted;      /* finished jobs dropped at --max-jobs */
     size_t fit_bytes_reserved;
 } srv_gauges;
 

@@ -221,16 +221,25 @@ static void h_livez(srv_request *rq, srv_reply *rp)
     srv_reply_json(rp, 200, o);
 }
 
+/* Ready also means the models directory is the one the store has open:
+ * deleted or replaced, fits and deletes would fail (507) until a scan
+ * reopens it. */
 static void h_readyz(srv_request *rq, srv_reply *rp)
 {
     static const char *const names[] = {"loading", "ready", "draining"};
     int phase = atomic_load(&rq->s->phase);
+    char why[1200];
+    int unusable = phase == SRV_READY &&
+                   srv_store_check(rq->s->store, why, sizeof why) != 0;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "status", names[phase]);
-    if (phase == SRV_READY)
+    cJSON_AddStringToObject(o, "status", unusable ? "unavailable"
+                                                  : names[phase]);
+    if (unusable)
+        cJSON_AddStringToObject(o, "reason", why);
+    else if (phase == SRV_READY)
         cJSON_AddNumberToObject(o, "models",
                                 (double)srv_registry_count(rq->s->registry));
-    srv_reply_json(rp, phase == SRV_READY ? 200 : 503, o);
+    srv_reply_json(rp, phase == SRV_READY && !unusable ? 200 : 503, o);
 }
 
 static void h_metrics(srv_request *rq, srv_reply *rp)
@@ -238,9 +247,11 @@ static void h_metrics(srv_request *rq, srv_reply *rp)
     srv_gauges g = {0};
     g.models_loaded = srv_registry_count(rq->s->registry);
     g.model_bytes = srv_registry_bytes(rq->s->registry);
-    if (rq->s->jobs)
+    if (rq->s->jobs) {
         srv_jobs_stats(rq->s->jobs, g.jobs, &g.queue_depth,
                        &g.fit_bytes_reserved);
+        srv_jobs_table_size(rq->s->jobs, &g.jobs_retained, &g.jobs_evicted);
+    }
     rp->body = srv_metrics_render(rq->s->metrics, &g, &rp->len);
     if (!rp->body) {
         srv_reply_fail(rp, 500, "internal", "out of memory rendering metrics");
@@ -313,9 +324,10 @@ static void h_model_delete(srv_request *rq, srv_reply *rp)
         return;
     }
     srv_ref_release(ref);
-    if (rc) {
-        srv_reply_fail(rp, 500, "internal", "could not remove the file of "
-                       "model \"%s\": %s; it is still served", rq->param,
+    if (rc) { /* the directory cannot be changed (EACCES, EROFS, EIO) */
+        srv_reply_fail(rp, 507, "insufficient_storage", "could not remove "
+                       "the file of model \"%s\" from %s: %s; it is still "
+                       "served", rq->param, srv_store_dir(s->store),
                        strerror(rc));
         return;
     }
@@ -428,6 +440,8 @@ void srv_fit_finished(srv_request *rq, srv_reply *rp)
 typedef int (*answer_fn)(const km_model *, api_body *, api_text *, size_t *,
                          api_error *);
 
+/* The working memory of a predict is admitted against the fits' memory
+ * budget (413 when it cannot be held) before the body is parsed. */
 static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
 {
     api_body body;
@@ -437,6 +451,15 @@ static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
     srv_ref *ref = find_model(rq, rp);
     if (!ref)
         return;
+    size_t need = api_predict_bytes(srv_ref_model(ref),
+                                    rq->body ? rq->body : "", rq->len);
+    if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need,
+                                        fn == api_project ? "project"
+                                                          : "predict", &e)) {
+        srv_reply_error(rp, &e);
+        srv_ref_release(ref);
+        return;
+    }
     if (read_body(rq, rp, api_predict_matrix_keys, &body) == 0) {
         if (fn(srv_ref_model(ref), &body, &out, &rows, &e) == 0) {
             srv_metrics_predicted_rows(rq->s->metrics, rows);
@@ -446,6 +469,8 @@ static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
         }
         api_body_free(&body);
     }
+    if (rq->s->jobs)
+        srv_jobs_unreserve(rq->s->jobs, need);
     srv_ref_release(ref);
 }
 

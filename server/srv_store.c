@@ -3,16 +3,22 @@
  *
  * Thread-safety: the table of known files is guarded by the store's lock;
  * syncs are serialised by sync_lock; changes to a name run under the
- * caller's commit lock.
+ * caller's commit lock. The directory handle is replaced only by a sync,
+ * under sync_lock, the commit lock and the store's lock, so saves and
+ * deletes (commit lock), the scan (sync_lock) and srv_store_check (the
+ * store's lock) always see one handle.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,11 +42,17 @@ typedef struct known_file {
 struct srv_store {
     char dir[1024];
     char host[64];
-    int dirfd;
+    unsigned long pid_ns;      /* inode of our PID namespace; 0 unknown */
+    unsigned nonce;            /* random, per process start */
+    int dirfd;                 /* changed only by a sync, under the
+                                  commit lock and lock */
     atomic_uint counter;
-    pthread_mutex_t lock;      /* files */
+    pthread_mutex_t lock;      /* files; dirfd for readers without the
+                                  commit lock */
     known_file *files;
     size_t n_files, cap_files;
+    int dir_errno;             /* why the path was unusable at the last
+                                  sync, or 0 (sync_lock) */
     pthread_mutex_t sync_lock; /* one sync at a time */
     /* the watcher */
     pthread_t watcher;
@@ -52,7 +64,8 @@ struct srv_store {
     double interval;
 };
 
-/* Stale temporary files of other hosts are removed after this long. */
+/* A temporary file nobody can be shown to own is removed after this
+ * long: no write (open, write, fsync, rename) takes an hour. */
 #define TEMP_MAX_AGE 3600
 
 /* mkdir -p */
@@ -90,6 +103,16 @@ srv_store *srv_store_open(const char *dir, char *err, size_t errlen)
     for (char *p = s->host; *p; p++)
         if (*p == '/' || *p == '-')
             *p = '_';
+    char ns[64];
+    ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    if (n > 0) {
+        ns[n] = '\0';
+        const char *open_br = strchr(ns, '[');
+        s->pid_ns = open_br ? strtoul(open_br + 1, NULL, 10) : 0;
+    }
+    if (getrandom(&s->nonce, sizeof s->nonce, GRND_NONBLOCK) !=
+        (ssize_t)sizeof s->nonce)
+        s->nonce = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->sync_lock, NULL);
     pthread_mutex_init(&s->watch_lock, NULL);
@@ -229,13 +252,166 @@ static km_model *load_one(srv_store *s, const char *file, char *why,
     return m;
 }
 
-/* Whether a temporary file is ours to remove: this host's (left by a
- * crash of an earlier run) or so old no writer can still be at it. */
-static int stale_temp(srv_store *s, const char *file, const struct stat *st)
+/* ------------------------------------------------------ temporary files
+ *
+ * A save writes .NAME.kmm.tmp-HOST-NS-PID-NONCE-COUNTER: HOST the host
+ * name ('-' and '/' made '_'), NS the inode of the writer's PID namespace,
+ * PID its process id, NONCE random per process start, COUNTER per save.
+ * A scan removes such a file only when it is provably stale:
+ *   - ours (all five owner fields match): removed under the commit lock,
+ *     which every save holds, so none of ours is being written;
+ *   - same host and PID namespace, and either our PID with another nonce
+ *     (an earlier process that had our PID) or a PID no process has:
+ *     its writer is gone;
+ *   - anything else (other hosts, live processes, names of another
+ *     form) only once its mtime is TEMP_MAX_AGE old.
+ * Another replica's write in flight is therefore never touched. */
+
+enum { TEMP_KEEP, TEMP_OURS, TEMP_STALE };
+
+/* Splits the owner fields off a temporary file's name; -1 if it is not
+ * of the form above. */
+static int temp_owner(const char *file, char *host, size_t hostlen,
+                      unsigned long *ns, long *pid, unsigned *nonce)
 {
-    char mine[96];
-    snprintf(mine, sizeof mine, SUFFIX ".tmp-%s-", s->host);
-    return strstr(file, mine) || time(NULL) - st->st_mtime > TEMP_MAX_AGE;
+    const char *mark = SUFFIX ".tmp-", *tail = NULL;
+    for (const char *p = strstr(file, mark); p; p = strstr(p + 1, mark))
+        tail = p + strlen(mark);
+    if (!tail)
+        return -1;
+    char buf[256], *field[4];
+    snprintf(buf, sizeof buf, "%s", tail);
+    for (int i = 3; i >= 0; i--) { /* counter, nonce, pid, ns */
+        char *dash = strrchr(buf, '-');
+        if (!dash || !dash[1])
+            return -1;
+        *dash = '\0';
+        field[i] = dash + 1;
+    }
+    char *end;
+    *ns = strtoul(field[0], &end, 10);
+    if (*end)
+        return -1;
+    *pid = strtol(field[1], &end, 10);
+    if (*end || *pid <= 0 || *pid > INT_MAX)
+        return -1;
+    *nonce = (unsigned)strtoul(field[2], &end, 16);
+    if (*end)
+        return -1;
+    snprintf(host, hostlen, "%s", buf);
+    return 0;
+}
+
+static int temp_verdict(const srv_store *s, const char *file,
+                        const struct stat *st)
+{
+    char host[256];
+    unsigned long ns;
+    long pid;
+    unsigned nonce;
+    if (temp_owner(file, host, sizeof host, &ns, &pid, &nonce) == 0 &&
+        !strcmp(host, s->host) && ns == s->pid_ns) {
+        if (pid == (long)getpid())
+            return nonce == s->nonce ? TEMP_OURS : TEMP_STALE;
+        if (ns && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+            return TEMP_STALE;
+    }
+    return time(NULL) - st->st_mtime > TEMP_MAX_AGE ? TEMP_STALE : TEMP_KEEP;
+}
+
+/* Removes the temporary file if it is provably stale (see above). */
+static void clean_temp(srv_store *s, pthread_mutex_t *commit,
+                       const char *file)
+{
+    struct stat st;
+    if (fstatat(s->dirfd, file, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return;
+    int verdict = temp_verdict(s, file, &st);
+    if (verdict == TEMP_KEEP)
+        return;
+    if (verdict == TEMP_OURS)
+        pthread_mutex_lock(commit);
+    int removed = unlinkat(s->dirfd, file, 0) == 0;
+    if (verdict == TEMP_OURS)
+        pthread_mutex_unlock(commit);
+    if (removed)
+        srv_log(SRV_WARN, "store_temp_removed", "removed %s/%s, left by an "
+                "interrupted write", s->dir, file);
+}
+
+/* --------------------------------------------------- the directory handle */
+
+/* Whether the path still names the directory the store has open: 0 if
+ * so, 1 if it names another directory, -1 (errno in *why_errno) if it
+ * names none. A deleted directory has no links: that tells it from a new
+ * one that was given the same inode number. */
+static int dir_state(srv_store *s, int *why_errno)
+{
+    struct stat now, open;
+    if (stat(s->dir, &now) != 0) {
+        *why_errno = errno;
+        return -1;
+    }
+    if (!S_ISDIR(now.st_mode)) {
+        *why_errno = ENOTDIR;
+        return -1;
+    }
+    pthread_mutex_lock(&s->lock);
+    int same = fstat(s->dirfd, &open) == 0 && open.st_nlink > 0 &&
+               now.st_dev == open.st_dev && now.st_ino == open.st_ino;
+    pthread_mutex_unlock(&s->lock);
+    return same ? 0 : 1;
+}
+
+/* Before a scan (sync_lock held): if the directory was deleted and
+ * another made under its path, opens the new one and swaps it in under
+ * the commit lock. -1 if the path names no usable directory (the scan
+ * is skipped, so models are not unloaded because a volume went away). */
+static int dir_refresh(srv_store *s, pthread_mutex_t *commit)
+{
+    int why = 0, state = dir_state(s, &why);
+    int fd = state == 1 ? open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                        : -1;
+    if (state == 1 && fd < 0) {
+        why = errno;
+        state = -1;
+    }
+    if (state < 0) {
+        if (why != s->dir_errno)
+            srv_log(SRV_ERROR, "store_unusable", "models directory %s: %s; "
+                    "models stay served, fits and deletes fail until it "
+                    "is back", s->dir, strerror(why));
+        s->dir_errno = why;
+        return -1;
+    }
+    if (s->dir_errno)
+        srv_log(SRV_INFO, "store_usable", "models directory %s is back",
+                s->dir);
+    s->dir_errno = 0;
+    if (state == 0)
+        return 0;
+    pthread_mutex_lock(commit);
+    pthread_mutex_lock(&s->lock);
+    int old = s->dirfd;
+    s->dirfd = fd;
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(commit);
+    close(old);
+    srv_log(SRV_WARN, "store_reopened", "models directory %s was replaced; "
+            "the new one is used from now on", s->dir);
+    return 0;
+}
+
+int srv_store_check(srv_store *s, char *why, size_t len)
+{
+    int err = 0, state = dir_state(s, &err);
+    if (state < 0)
+        snprintf(why, len, "models directory %s: %s", s->dir, strerror(err));
+    else if (state > 0)
+        snprintf(why, len, "models directory %s was replaced; the new one "
+                 "is opened at the next scan (SIGHUP or --watch-interval)",
+                 s->dir);
+    return state ? -1 : 0;
 }
 
 /* Loads (or reloads) one file under the commit lock. 1 if loaded. */
@@ -279,6 +455,12 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
 {
     size_t loaded = 0, gone = 0;
     pthread_mutex_lock(&s->sync_lock);
+    if (dir_refresh(s, commit) != 0) {
+        pthread_mutex_unlock(&s->sync_lock);
+        if (removed)
+            *removed = 0;
+        return 0;
+    }
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < s->n_files; i++)
         s->files[i].seen = 0;
@@ -300,10 +482,7 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
         const char *file = e->d_name;
         struct stat st;
         if (file[0] == '.' && strstr(file, SUFFIX ".tmp-")) {
-            if (fstatat(s->dirfd, file, &st, 0) == 0 && stale_temp(s, file, &st) &&
-                unlinkat(s->dirfd, file, 0) == 0)
-                srv_log(SRV_WARN, "store_temp_removed", "removed %s/%s, left "
-                        "by an interrupted write", s->dir, file);
+            clean_temp(s, commit, file);
             continue;
         }
         size_t len = strlen(file);
@@ -400,6 +579,18 @@ static int write_all(int fd, const unsigned char *p, size_t n)
     return 0;
 }
 
+/* Makes a rename or unlink in the directory durable. Once it is done
+ * the change has happened and is what the registry must follow, so a
+ * failure here is logged rather than answered: reporting the change as
+ * not made would leave the registry and the directory disagreeing. */
+static void sync_dir(srv_store *s, const char *what, const char *file)
+{
+    if (fsync(s->dirfd) != 0)
+        srv_log(SRV_ERROR, "store_fsync", "%s %s/%s: fsync of the directory "
+                "failed (%s); the change is made but may not survive a "
+                "crash", what, s->dir, file, strerror(errno));
+}
+
 int srv_store_save(srv_store *s, const km_model *m)
 {
     unsigned char *buf = NULL;
@@ -409,8 +600,9 @@ int srv_store_save(srv_store *s, const km_model *m)
         return ENOMEM;
     char tmp[512], file[512];
     snprintf(file, sizeof file, "%s" SUFFIX, km_model_name(m));
-    snprintf(tmp, sizeof tmp, ".%s" SUFFIX ".tmp-%s-%ld-%u", km_model_name(m),
-             s->host, (long)getpid(), atomic_fetch_add(&s->counter, 1));
+    snprintf(tmp, sizeof tmp, ".%s" SUFFIX ".tmp-%s-%lu-%ld-%08x-%u",
+             km_model_name(m), s->host, s->pid_ns, (long)getpid(), s->nonce,
+             atomic_fetch_add(&s->counter, 1));
     int rc = 0;
     int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                     0644);
@@ -433,8 +625,8 @@ int srv_store_save(srv_store *s, const km_model *m)
     struct stat st;
     if (fstatat(s->dirfd, file, &st, 0) == 0)
         remember(s, km_model_name(m), &st); /* not to be loaded back */
-    /* The rename is durable only once the directory is. */
-    return fsync(s->dirfd) != 0 ? errno : 0;
+    sync_dir(s, "saving", file);
+    return 0;
 }
 
 int srv_store_delete(srv_store *s, const char *name)
@@ -444,5 +636,6 @@ int srv_store_delete(srv_store *s, const char *name)
     if (unlinkat(s->dirfd, file, 0) != 0)
         return errno;
     remember(s, name, NULL);
-    return fsync(s->dirfd) != 0 ? errno : 0;
+    sync_dir(s, "deleting", file);
+    return 0;
 }

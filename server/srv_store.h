@@ -6,8 +6,12 @@
  * a crash at any point a model file is either the old one or the new one,
  * never a mix. At start every NAME.kmm is loaded; one that fails to load
  * (checksum, truncation, unknown format) is renamed NAME.kmm.corrupt-<time>
- * and logged, and the rest are served. Temporary files left by a crash
- * of this host (.NAME.kmm.tmp-HOST-*), or older than an hour, are removed.
+ * and logged, and the rest are served. Temporary files are removed only
+ * when provably stale: left by a process of this host that is gone, or an
+ * hour old (the rule is in srv_store.c), never another replica's write in
+ * flight. When the directory is deleted and another made under its path,
+ * the next sync opens the new one; while the path names no directory,
+ * syncs leave the registry as it is and srv_store_check says why.
  *
  * Several replicas may share the directory: srv_store_sync (at start, on
  * SIGHUP, and every --watch-interval from the watcher thread) loads files
@@ -45,13 +49,20 @@ int srv_store_watch(srv_store *s, srv_registry *r,
                     pthread_mutex_t *commit_lock, double interval);
 
 /* Writes m as NAME.kmm atomically. 0, or an errno value (ENOSPC, EIO...)
- * with the old file untouched. Call with the commit lock held. */
+ * with the old file untouched. Once the rename is done the result is 0
+ * (a failed fsync of the directory after it is logged). Call with the
+ * commit lock held. */
 int srv_store_save(srv_store *s, const km_model *m);
 
-/* Removes NAME.kmm. 0, or an errno value (ENOENT if absent). Call with
- * the commit lock held. */
+/* Removes NAME.kmm. 0, or an errno value (ENOENT if absent; EACCES,
+ * EROFS... when the directory cannot be changed, the file then stays).
+ * Call with the commit lock held. */
 int srv_store_delete(srv_store *s, const char *name);
 
 const char *srv_store_dir(const srv_store *s);
+
+/* 0 if the path still names the directory the store has open; else -1
+ * with the reason (deleted, replaced, not a directory) in why. */
+int srv_store_check(srv_store *s, char *why, size_t len);
 
 #endif
