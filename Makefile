@@ -166,13 +166,15 @@ unit: $(UNIT_BIN)
 	  echo "== $$t"; CK_FORK=yes $$t || fail=1; \
 	done; exit $$fail
 
-# run.py: the cases and scenarios; kmctl_test.py: the client; each
+# run.py: the cases and scenarios; kmctl_test.py: the client; compat.py:
+# model files of earlier servers (tests/fixtures/models); each
 # hostile_*.py: hostile input and faults of one kind. Each ends with
 # "N passed, N failed".
 integration: $(B)/kmserve $(B)/kmctl
 	@fail=0; \
 	$(PYTHON) tests/integration/run.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
+	$(PYTHON) tests/integration/compat.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

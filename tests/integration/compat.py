@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""Model files written by an earlier server load and answer the same, bit
+for bit: the compatibility promise of docs/model-format.md.
+
+tests/fixtures/models/ holds model files of every algorithm and kernel and
+the answers the server that wrote them gave (gen_model_files.py made them).
+They are copied into a fresh models directory, the daemon starts on it, and
+each model must be listed with its algorithm and answer the same request
+with the same numbers (every double equal: the answers' numbers round-trip
+exactly) and labels. Usage, from the project root:
+    /usr/bin/python3 tests/integration/compat.py --server build/kmserve
+Ends with the line "N passed, N failed"; exits 1 if any failed.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run  # noqa: E402
+
+FIXTURES = os.path.join(run.ROOT, "tests", "fixtures", "models")
+
+
+def same(a, b):
+    """Equal structure, every number the same double (so -0.0 != 0.0 is
+    not asked, but 1 ulp is a difference)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
+            not isinstance(a, bool) and not isinstance(b, bool):
+        return float(a) == float(b)
+    return a == b
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
+    args = ap.parse_args()
+    with open(os.path.join(FIXTURES, "expected.json")) as f:
+        expected = json.load(f)
+    tmp = tempfile.mkdtemp(prefix="kmserve-compat-")
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    for name in expected:
+        shutil.copy(os.path.join(FIXTURES, f"{name}.kmm"), models)
+    d = run.Daemon(os.path.abspath(args.server), models)
+    try:
+        d.start()
+        listed = {m["name"]: m for m in d.req("GET", "/v1/models").json()["models"]}
+        run.check(sorted(listed) == sorted(expected),
+                  f"all {len(expected)} fixture model files load", sorted(listed))
+        for name, case in sorted(expected.items()):
+            r = d.req("POST", f"/v1/models/{name}/{case['route']}", case["body"])
+            want = json.loads(case["answer"])
+            run.check(r.status == 200 and same(r.json(), want),
+                      f"{name}: {case['route']} answers as the server that wrote it",
+                      f"{r.status} {r.body[:300]} != {case['answer'][:300]}")
+            alg = name.split("-")[0]
+            run.check(listed.get(name, {}).get("algorithm") == alg,
+                      f"{name}: metadata says {alg}", listed.get(name))
+    except Exception as e:  # a crash of the runner is a failure, not a pass
+        run.check(False, "runner", repr(e))
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{run.passed} passed, {run.failed} failed")
+    return 1 if run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
