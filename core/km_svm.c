@@ -256,10 +256,11 @@ static km_status payload_load(km_reader *r, const km_model *m, int svc,
     }
     for (size_t i = 0; i < p->nsv; i++)
         if (p->sv_index[i] < 0 || (size_t)p->sv_index[i] >= ns) {
+            int row = p->sv_index[i];
             payload_free(p);
             return km_error_set(err, KM_ECORRUPT, "model file: %s support "
                                 "vector %zu has row index %d outside "
-                                "0..%zu", what, i, p->sv_index[i], ns - 1);
+                                "0..%zu", what, i, row, ns - 1);
         }
     /* What a prediction computes with must be finite, as a fit makes it. */
     if (!km_all_finite(p->sv, p->nsv * d) ||
