@@ -612,7 +612,7 @@ START_TEST(model_file_round_trip)
     ck_assert_int_eq(km_svc_fit(&kern, &p, ds.X, 500, ds.d, y, k, NULL, &m,
                                 NULL), KM_OK);
     /* A file holds one label per class (the loader refuses others). */
-    char text[16][4];
+    char text[16][24];
     const char *labels[16];
     ck_assert_uint_le(k, 16);
     for (size_t c = 0; c < k; c++) {
