@@ -5,8 +5,13 @@
  * fsync'd temporary file, followed by an fsync of the directory, so after
  * a crash at any point a model file is either the old one or the new one,
  * never a mix. At start every NAME.kmm is loaded; one that fails to load
- * (checksum, truncation, unknown format) is renamed NAME.kmm.corrupt-<time>
- * and logged, and the rest are served. Temporary files left by a crash
+ * (checksum, truncation, unknown format, any check of km_model_load_buffer)
+ * is renamed NAME.kmm.corrupt-<time> and logged, and the rest are served.
+ * Only regular files (or symlinks to one) whose NAME is a valid model name
+ * are read: any other NAME.kmm (a FIFO, a device, a directory, a name
+ * with a space or bytes that are not UTF-8) is left where it is and
+ * logged once (event model_file_skipped). A file's header is checked
+ * against its size before the rest is read. Temporary files left by a crash
  * of this host (.NAME.kmm.tmp-HOST-*), or older than an hour, are removed.
  *
  * Several replicas may share the directory: srv_store_sync (at start, on
