@@ -450,6 +450,27 @@ def scenario_size(binary, tmp, files):
         check(alive and rc == 0, "size: SIGTERM exits 0", rc)
 
 
+def scenario_fit_labels(binary, tmp):
+    """A fit whose string labels are not UTF-8 is refused (its file would
+    not load, and its metadata would not be JSON)."""
+    models = os.path.join(tmp, "labels", "models")
+    os.makedirs(models)
+    d = run.Daemon(binary, models)
+    try:
+        d.start()
+        body = (b'{"algorithm":"svc","kernel":{"type":"linear"},'
+                b'"X":[[0],[1],[2],[3]],"y":["a","a","\xff","\xff"]}')
+        r = d.req("POST", "/v1/models/u/fit", body,
+                  headers=[("Content-Type", "application/json")], timeout=10)
+        check(r.status == 400 and "not valid UTF-8" in r.body,
+              "fit labels: a label that is not UTF-8 is a 400", r)
+        check(listed(d) == [], "fit labels: nothing stored", listed(d))
+    except Exception as e:
+        check(False, "fit labels: runner", repr(e))
+    finally:
+        d.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
@@ -463,6 +484,7 @@ def main():
         scenario_special_at_start(binary, tmp, files)
         scenario_special_running(binary, tmp, files)
         scenario_size(binary, tmp, files)
+        scenario_fit_labels(binary, tmp)
     except Exception as e:  # a crash of the runner is a failure, not a pass
         check(False, "runner", repr(e))
     finally:
