@@ -260,11 +260,57 @@ km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
                                size_t *len, km_error *err) KM_MUST_CHECK;
 km_status km_model_load_buffer(const unsigned char *buf, size_t len,
                                km_model **out, km_error *err) KM_MUST_CHECK;
-/* The same through a stdio stream (the whole stream from its position). */
+/* The same through a stdio stream (the whole stream from its position).
+ * load reads the header first and then no more than it allows (nor more
+ * than max_bytes: KM_EINVAL). */
 km_status km_model_save_file(const km_model *m, void *file /* FILE* */,
                              km_error *err) KM_MUST_CHECK;
 km_status km_model_load_file(void *file /* FILE* */, size_t max_bytes,
                              km_model **out, km_error *err) KM_MUST_CHECK;
+
+/*
+ * What a model file must meet to load: a file is input like any other, so
+ * every size in it is bounded, every count agrees with the others, every
+ * index is in range and every number the model computes with is finite.
+ * The bounds are the largest a fit makes (fits refuse more), so any model
+ * this build fits loads back:
+ *   n_features      1 .. KM_MODEL_MAX_FEATURES
+ *   n_samples       1 .. KM_MODEL_MAX_SAMPLES (support indices are int32)
+ *   n_outputs       krr 1 .. KM_MODEL_MAX_OUTPUTS; svc, svr 1;
+ *                   kpca 1 .. n_samples - 1
+ *   svc classes     2 .. min(n_samples, KM_MODEL_MAX_CLASSES), with
+ *                   exactly one label per class, labels distinct and
+ *                   sorted (numbers ascending, strings by byte order)
+ *   version         0 .. KM_MODEL_MAX_VERSION (exact as a JSON number;
+ *                   0 is a model no owner has named yet)
+ *   created_at_ms   0 .. KM_MODEL_MAX_TIME_MS (9999-12-31T23:59:59.999Z)
+ *   text            the name and labels are UTF-8 without NUL; figure
+ *                   keys are [A-Za-z0-9_]; at most KM_MODEL_MAX_FIGURES
+ *                   figures per list
+ */
+#define KM_MODEL_MAX_FEATURES ((size_t)1 << 24)
+#define KM_MODEL_MAX_SAMPLES ((size_t)2147483647)
+#define KM_MODEL_MAX_OUTPUTS ((size_t)1 << 24)
+#define KM_MODEL_MAX_CLASSES ((size_t)65536)
+#define KM_MODEL_MAX_VERSION ((uint64_t)1 << 53)
+#define KM_MODEL_MAX_TIME_MS 253402300799999LL
+#define KM_MODEL_MAX_FIGURES 64
+
+/* Bytes at the start of a model file that km_model_check_header reads:
+ * magic, format version, algorithm, n_features, n_samples, n_outputs. */
+#define KM_MODEL_HEADER_BYTES 36
+
+/*
+ * Checks a model file's header (its first len bytes; at least
+ * KM_MODEL_HEADER_BYTES are needed) before the rest is read: magic, format
+ * version (KM_EFORMAT), algorithm and sizes within the bounds above, and
+ * that file_size lies in the range those sizes imply (KM_ECORRUPT naming
+ * both). *max_size (may be NULL) gets the largest size the header allows.
+ * Borrows head.
+ */
+km_status km_model_check_header(const unsigned char *head, size_t len,
+                                uint64_t file_size, uint64_t *max_size,
+                                km_error *err) KM_MUST_CHECK;
 
 /* Checks that X (n rows) fits the model: n_features columns, all finite.
  * Names the first bad entry ("X[3][1] is not a finite number"). */

@@ -94,8 +94,13 @@ double km_read_f64(km_reader *r);
  * else the allocation failed). */
 double *km_read_f64s(km_reader *r, size_t n);
 int *km_read_i32s(km_reader *r, size_t n);
-/* Reads a string of at most max bytes into dst (size max + 1). */
+/* Reads a string of at most max bytes into dst (size max + 1); one with
+ * a NUL byte inside fails the reader. */
 void km_read_str(km_reader *r, char *dst, size_t max);
+/* 1 if all n values are finite numbers. */
+int km_all_finite(const double *v, size_t n);
+/* 1 if s is well-formed UTF-8 (no overlong forms, no surrogates). */
+int km_utf8_valid(const char *s);
 /* A count of elements of elem_size bytes that must fit in what is left. */
 size_t km_read_count(km_reader *r, size_t elem_size);
 
@@ -104,6 +109,8 @@ uint32_t km_crc32(const unsigned char *p, size_t n);
 /* ------------------------------------------------------- kernels */
 
 void km_kernel_write(km_writer *w, const km_kernel *k);
+/* Reads a kernel and checks it as km_kernel_check does, and that every
+ * gamma is resolved (> 0), as a fit leaves it: KM_ECORRUPT otherwise. */
 km_status km_kernel_read(km_reader *r, km_kernel *k, int depth,
                          km_error *err);
 
@@ -116,7 +123,11 @@ km_status km_info_add(km_info *info, const char *key, km_info_kind kind,
 km_status km_info_add1(km_info *info, const char *key, km_info_kind kind,
                        double value);
 void km_info_write(km_writer *w, const km_info *info);
-km_status km_info_read(km_reader *r, km_info *info, km_error *err);
+/* Reads a list written by km_info_write: at most KM_MODEL_MAX_FIGURES
+ * entries of at most max_values values each, keys of [A-Za-z0-9_], values
+ * finite (booleans 0 or 1, integers whole). KM_ECORRUPT otherwise. */
+km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
+                       km_error *err);
 
 /* ------------------------------------------------------- models */
 

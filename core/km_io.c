@@ -4,7 +4,8 @@
  *
  * The writer grows a heap buffer and remembers an allocation failure, so a
  * serialiser checks once at the end. The reader never reads past its end:
- * a short read marks it failed and yields zeros.
+ * a short read marks it failed and yields zeros. Also the small checks a
+ * loader makes of what it read: finite numbers, UTF-8 text.
  *
  * Thread-safety: reentrant; no mutable state.
  */
@@ -202,13 +203,50 @@ void km_read_str(km_reader *r, char *dst, size_t max)
 {
     uint32_t n = km_read_u32(r);
     const unsigned char *b = n <= max ? take(r, n) : NULL;
-    if (!b) {
+    /* A NUL inside would make the string shorter than its stored length:
+     * the writer never stores one. */
+    if (!b || memchr(b, '\0', n)) {
         r->failed = 1;
         dst[0] = '\0';
         return;
     }
     memcpy(dst, b, n);
     dst[n] = '\0';
+}
+
+int km_all_finite(const double *v, size_t n)
+{
+    /* v - v is 0 for a finite v and NaN for an infinity or a NaN, so the
+     * sum is NaN iff one is not finite; a loop without branches. */
+    double acc = 0;
+    for (size_t i = 0; i < n; i++)
+        acc += v[i] - v[i];
+    return acc == 0;
+}
+
+int km_utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2
+                     : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (len == 0)
+            return 0;
+        uint32_t cp = len == 1 ? c : c & (0x7Fu >> len);
+        for (size_t i = 1; i < len; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (p[i] & 0x3F);
+        }
+        /* overlong forms, UTF-16 surrogates, beyond U+10FFFF */
+        static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < least[len] || (cp >= 0xD800 && cp <= 0xDFFF) ||
+            cp > 0x10FFFF)
+            return 0;
+        p += len;
+    }
+    return 1;
 }
 
 /* CRC-32, reflected polynomial 0xEDB88320; the table is

@@ -559,7 +559,8 @@ km_status km_kernel_read(km_reader *r, km_kernel *k, int depth, km_error *err)
     uint32_t n_parts = km_read_u32(r);
     uint32_t has_weights = km_read_u32(r);
     if (r->failed || n_parts > KM_KERNEL_MAX_PARTS ||
-        depth > KM_KERNEL_MAX_DEPTH)
+        depth > KM_KERNEL_MAX_DEPTH || has_weights > 1 ||
+        (has_weights && n_parts == 0))
         return km_error_set(err, KM_ECORRUPT, "model file: bad kernel");
     if (n_parts) {
         k->parts = calloc(n_parts, sizeof *k->parts);
@@ -578,7 +579,16 @@ km_status km_kernel_read(km_reader *r, km_kernel *k, int depth, km_error *err)
             return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                                 "model file: bad kernel weights");
     }
-    return km_kernel_check(k, err) == KM_OK
-               ? KM_OK
-               : km_error_set(err, KM_ECORRUPT, "model file: invalid kernel");
+    if (depth == 0 && km_kernel_check(k, err) != KM_OK) {
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err ? err->message : "");
+        return km_error_set(err, KM_ECORRUPT, "model file: invalid kernel "
+                            "(%s)", why);
+    }
+    /* A fit resolves every default gamma (0) to a number > 0. */
+    if (!(k->gamma > 0))
+        return km_error_set(err, KM_ECORRUPT, "model file: kernel gamma %g is "
+                            "not resolved (a fitted kernel's gamma is > 0)",
+                            k->gamma);
+    return KM_OK;
 }

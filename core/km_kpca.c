@@ -282,6 +282,14 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
                               "model file: bad kernel PCA eigenvalues");
             goto out;
         }
+    /* What a projection computes with must be finite, as a fit makes it. */
+    if (!km_all_finite(flat, n * k) || !km_all_finite(p->col_mean, n) ||
+        !isfinite(p->grand_mean) || !km_all_finite(p->X, n * d)) {
+        st = km_error_set(err, KM_ECORRUPT, "model file: kernel PCA "
+                          "projections, means or training rows are not all "
+                          "finite numbers");
+        goto out;
+    }
     if (has_inverse) {
         p->has_inverse = 1;
         if ((st = km_kernel_read(r, &p->inv_kernel, 0, err)) != KM_OK)
@@ -291,6 +299,11 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
         if (!p->dual) {
             st = km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                               "model file: bad kernel PCA inverse map");
+            goto out;
+        }
+        if (!km_all_finite(p->embed, n * k) || !km_all_finite(p->dual, n * d)) {
+            st = km_error_set(err, KM_ECORRUPT, "model file: kernel PCA "
+                              "inverse map is not all finite numbers");
             goto out;
         }
     }
@@ -835,6 +848,10 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     if (n > 2147483647 / 2 || !km_mul3(n, n, sizeof(double)) ||
         !km_mul3(n, d, sizeof(double)) || !km_mul3(n, nc + 1, sizeof(double)))
         return km_error_set(err, KM_EINVAL, "problem too large");
+    /* What a model file may hold (km.h): a fitted model always loads. */
+    if (d > KM_MODEL_MAX_FEATURES)
+        return km_error_set(err, KM_EINVAL, "X has %zu features; a model "
+                            "holds at most %zu", d, KM_MODEL_MAX_FEATURES);
     if ((st = km_check_matrix("X", X, n, d, err)) != KM_OK)
         return st;
     if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)

@@ -89,6 +89,13 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
         return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                             "model file: bad kernel ridge payload");
     }
+    /* A fit checks its X and its coefficients finite. */
+    if (!km_all_finite(p->X, nx) || !km_all_finite(p->coef, nc)) {
+        krr_free(p);
+        return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
+                            "training rows or coefficients are not all "
+                            "finite numbers");
+    }
     *payload = p;
     return KM_OK;
 }
@@ -163,6 +170,11 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
     if (n > 2147483647 / 2 || !km_mul3(n, n, sizeof(double)) ||
         !km_mul3(n, d, sizeof(double)) || !km_mul3(n, m, sizeof(double)))
         return km_error_set(err, KM_EINVAL, "problem too large");
+    /* What a model file may hold (km.h): a fitted model always loads. */
+    if (d > KM_MODEL_MAX_FEATURES || m > KM_MODEL_MAX_OUTPUTS)
+        return km_error_set(err, KM_EINVAL, "X has %zu features and y %zu "
+                            "outputs; a model holds at most %zu of each", d,
+                            m, KM_MODEL_MAX_FEATURES);
     if ((st = km_check_matrix("X", X, n, d, err)) != KM_OK)
         return st;
     if ((st = km_check_matrix("y", Y, n, m, err)) != KM_OK)

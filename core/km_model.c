@@ -14,11 +14,18 @@
  *   u64 n_labels  u32 numeric  str label...
  *   payload (the algorithm's own)
  *   u32 CRC-32 of every byte before it
- * The checksum is verified before anything is parsed, and parsing then
- * still checks every length against the bytes left.
+ * A file is input like any other (a replica, an operator or an attacker
+ * may have written it), so loading checks, in this order: the fixed
+ * header (magic, format version, algorithm, sizes within the bounds of
+ * km.h) and the file's size against the range those sizes imply, before
+ * the rest is read or allocated; the checksum; then, while parsing, every
+ * length against the bytes left, every count against the others, every
+ * index against its range, and every number a prediction uses for being
+ * finite. A model that loads is one a fit could have made.
  *
  * Thread-safety: reentrant; a shared model is only read.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +34,11 @@
 
 #define MAGIC "KMSM"
 #define FORMAT_VERSION 1u
-/* Sanity bounds a parsed header must meet (far beyond what a fit allows). */
-#define MAX_FEATURES (1u << 24)
-#define MAX_SAMPLES ((uint64_t)1 << 32)
+/* Bytes of a file whose size the header does not fix, beyond the labels
+ * and figures counted apart: the name (64), a kernel tree (at most 16^4
+ * leaves under three levels of sums: under 12 MiB) and kpca's inverse
+ * kernel (as much again). */
+#define TEXT_SLACK ((uint64_t)64 << 20)
 
 struct km_model {
     km_algorithm algo;
@@ -137,23 +146,60 @@ void km_info_write(km_writer *w, const km_info *info)
     }
 }
 
-km_status km_info_read(km_reader *r, km_info *info, km_error *err)
+/* A figure key as a fit writes it: 1 to 31 of [A-Za-z0-9_]. */
+static int valid_key(const char *key)
+{
+    if (!key[0])
+        return 0;
+    for (const char *p = key; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (*p >= '0' && *p <= '9') || *p == '_'))
+            return 0;
+    return 1;
+}
+
+/* Whether value v can be a figure of this kind. */
+static int valid_figure(km_info_kind kind, double v)
+{
+    if (!isfinite(v))
+        return 0;
+    if (kind == KM_INFO_BOOLEAN)
+        return v == 0 || v == 1;
+    return kind != KM_INFO_INTEGER || v == floor(v);
+}
+
+km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
+                       km_error *err)
 {
     /* Each entry takes at least 24 bytes, which bounds the count. */
     size_t n = km_read_count(r, 24);
+    if (!r->failed && n > KM_MODEL_MAX_FIGURES)
+        return km_error_set(err, KM_ECORRUPT, "model file: %zu figures in a "
+                            "list (at most %d)", n, KM_MODEL_MAX_FIGURES);
     for (size_t i = 0; i < n && !r->failed; i++) {
         char key[32];
         km_read_str(r, key, sizeof key - 1);
         uint32_t kind = km_read_u32(r);
         uint32_t is_array = km_read_u32(r);
         size_t count = km_read_count(r, 8);
-        if (r->failed || kind > KM_INFO_BOOLEAN || is_array > 1)
-            break;
+        if (r->failed || kind > KM_INFO_BOOLEAN || is_array > 1 ||
+            !valid_key(key) || count > max_values)
+            return km_error_set(err, KM_ECORRUPT,
+                                "model file: bad figure %zu", i);
         double *v = malloc((count ? count : 1) * sizeof *v);
         if (!v)
             return km_error_set(err, KM_ENOMEM, "out of memory reading model");
-        for (size_t j = 0; j < count; j++)
+        for (size_t j = 0; j < count; j++) {
             v[j] = km_read_f64(r);
+            if (!valid_figure((km_info_kind)kind, v[j])) {
+                free(v);
+                return km_error_set(err, KM_ECORRUPT, "model file: figure "
+                                    "%s[%zu] is not a valid %s", key, j,
+                                    kind == KM_INFO_BOOLEAN   ? "boolean"
+                                    : kind == KM_INFO_INTEGER ? "integer"
+                                                              : "number");
+            }
+        }
         km_status st = km_info_add(info, key, (km_info_kind)kind,
                                    (int)is_array, v, count);
         free(v);
@@ -204,21 +250,53 @@ static void free_labels(km_model *m)
     m->n_labels = 0;
 }
 
+/*
+ * The rules class labels meet, whoever made them: each at most MAX_LABEL
+ * bytes of UTF-8 (they are written into JSON), distinct and in the order
+ * the class indices follow (numbers ascending, each the whole text of a
+ * finite number; strings by byte order). Fails with status bad.
+ */
+static km_status check_labels(const char *const *labels, size_t n,
+                              int numeric, km_status bad, km_error *err)
+{
+    double prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *l = labels[i];
+        if (strlen(l) > MAX_LABEL)
+            return km_error_set(err, bad, "class label %zu is longer than %d "
+                                "bytes", i, MAX_LABEL);
+        if (!km_utf8_valid(l))
+            return km_error_set(err, bad, "class label %zu is not valid "
+                                "UTF-8", i);
+        if (numeric) {
+            char *end;
+            double v = strtod(l, &end);
+            if (end == l || *end || !isfinite(v))
+                return km_error_set(err, bad, "class label %zu is not the "
+                                    "text of a finite number", i);
+            if (i > 0 && !(v > prev))
+                return km_error_set(err, bad, "class labels %zu and %zu are "
+                                    "not distinct and ascending", i - 1, i);
+            prev = v;
+        } else if (i > 0 && strcmp(labels[i - 1], l) >= 0) {
+            return km_error_set(err, bad, "class labels %zu and %zu are not "
+                                "distinct and in byte order", i - 1, i);
+        }
+    }
+    return KM_OK;
+}
+
 km_status km_model_set_labels(km_model *m, const char *const *labels,
                               size_t n, int numeric, km_error *err)
 {
+    km_status st = check_labels(labels, n, numeric, KM_EINVAL, err);
+    if (st != KM_OK)
+        return st;
     free_labels(m);
     m->labels = calloc(n ? n : 1, sizeof *m->labels);
     if (!m->labels)
         return km_error_set(err, KM_ENOMEM, "out of memory for labels");
     for (size_t i = 0; i < n; i++) {
-        if (strlen(labels[i]) > MAX_LABEL) {
-            m->n_labels = i;
-            free_labels(m);
-            return km_error_set(err, KM_EINVAL,
-                                "class label %zu is longer than %d bytes", i,
-                                MAX_LABEL);
-        }
         m->labels[i] = strdup(labels[i]);
         m->n_labels = i + 1;
         if (!m->labels[i]) {
@@ -353,11 +431,181 @@ km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
     return KM_OK;
 }
 
+/* ------------------------------------------------------------ loading */
+
+/* Saturating arithmetic for sizes implied by a header. */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+    uint64_t p;
+    return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+
+/* Bytes of an f64s array of count values (its count, then the values). */
+static uint64_t f64s_bytes(uint64_t count)
+{
+    return add_sat(8, mul_sat(8, count));
+}
+
+static uint64_t n_pairs(uint64_t k)
+{
+    return k * (k - 1) / 2;
+}
+
+/* Most classes an svc model of ns training rows can have: each class has
+ * at least one row. */
+static uint64_t max_classes(uint64_t ns)
+{
+    return ns < KM_MODEL_MAX_CLASSES ? ns : KM_MODEL_MAX_CLASSES;
+}
+
+/* Most values of one figure: one per training row (svc "n_support" per
+ * class, kpca's eigenvalues...), or per class pair (svc "objective"). */
+static uint64_t max_figure_values(km_algorithm algo, uint64_t ns)
+{
+    return algo == KM_ALGO_SVC ? ns + n_pairs(max_classes(ns)) : ns;
+}
+
+/* The fixed header, as read. */
+typedef struct file_header {
+    km_algorithm algo;
+    uint64_t nf, ns, no;
+} file_header;
+
+/*
+ * Parses and checks the fixed header, and gives the range of file sizes
+ * it implies: [*lo, *hi]. The payloads' sizes follow from the header
+ * (krr exactly; svc and svr up to nsv <= n_samples and the class count;
+ * kpca up to the inverse map), the rest is text and figures with the
+ * bounds of km.h.
+ */
+static km_status parse_header(const unsigned char *buf, size_t len,
+                              file_header *h, uint64_t *lo, uint64_t *hi,
+                              km_error *err)
+{
+    if (len < 8 || memcmp(buf, MAGIC, 4) != 0)
+        return km_error_set(err, KM_ECORRUPT,
+                            "not a kmserve model (bad magic or too short)");
+    km_reader r = {buf + 4, len - 4, 0};
+    uint32_t fv = km_read_u32(&r);
+    if (fv != FORMAT_VERSION)
+        return km_error_set(err, KM_EFORMAT,
+                            "model format version %u; this build reads %u",
+                            fv, FORMAT_VERSION);
+    if (len < KM_MODEL_HEADER_BYTES)
+        return km_error_set(err, KM_ECORRUPT, "model file is %zu bytes, "
+                            "shorter than its header", len);
+    uint32_t algo = km_read_u32(&r);
+    h->nf = km_read_u64(&r);
+    h->ns = km_read_u64(&r);
+    h->no = km_read_u64(&r);
+    if (algo >= KM_ALGO_COUNT)
+        return km_error_set(err, KM_ECORRUPT,
+                            "model file: unknown algorithm %u", algo);
+    h->algo = (km_algorithm)algo;
+    uint64_t nf = h->nf, ns = h->ns, no = h->no;
+    if (nf < 1 || nf > KM_MODEL_MAX_FEATURES)
+        return km_error_set(err, KM_ECORRUPT, "model file: n_features %llu "
+                            "is outside 1..%zu", (unsigned long long)nf,
+                            KM_MODEL_MAX_FEATURES);
+    if (ns < 1 || ns > KM_MODEL_MAX_SAMPLES)
+        return km_error_set(err, KM_ECORRUPT, "model file: n_samples %llu "
+                            "is outside 1..%zu", (unsigned long long)ns,
+                            KM_MODEL_MAX_SAMPLES);
+    uint64_t no_max = h->algo == KM_ALGO_KRR    ? KM_MODEL_MAX_OUTPUTS
+                      : h->algo == KM_ALGO_KPCA ? ns - 1
+                                                : 1;
+    if (no < 1 || no > no_max)
+        return km_error_set(err, KM_ECORRUPT, "model file: n_outputs %llu "
+                            "is outside 1..%llu for %s",
+                            (unsigned long long)no,
+                            (unsigned long long)no_max, algo_names[algo]);
+
+    /* Everything but the payload: header, name, identity, kernel, two
+     * figure lists, labels, checksum. */
+    uint64_t common_lo = KM_MODEL_HEADER_BYTES + 4 + 16 + 32 + 8 + 8 + 12 + 4;
+    uint64_t kmax = h->algo == KM_ALGO_SVC ? max_classes(ns) : 0;
+    uint64_t figure = add_sat(4 + 31 + 8 + 8,
+                              mul_sat(8, max_figure_values(h->algo, ns)));
+    uint64_t labels = mul_sat(4 + MAX_LABEL, h->algo == KM_ALGO_SVC
+                                                 ? kmax
+                                                 : KM_MODEL_MAX_CLASSES);
+    uint64_t common_hi = add_sat(add_sat(TEXT_SLACK, labels),
+                                 mul_sat(2 * KM_MODEL_MAX_FIGURES, figure));
+    uint64_t nd = mul_sat(ns, nf), p_lo = 0, p_hi = 0;
+    switch (h->algo) {
+    case KM_ALGO_KRR: /* X, coefficients */
+        p_lo = p_hi = add_sat(f64s_bytes(nd), f64s_bytes(mul_sat(ns, no)));
+        break;
+    case KM_ALGO_SVC:
+    case KM_ALGO_SVR: {
+        /* k, nsv, n_support, sv_index, sv, coef, rho, has_prob, probA/B */
+        uint64_t k = h->algo == KM_ALGO_SVC ? kmax : 0;
+        uint64_t pairs = k ? n_pairs(k) : 1, ncoef = k ? k - 1 : 1;
+        p_lo = 16 + 8 + 4 * (k ? 2 : 0) + 8 + 8 + 8 + 16 + 4 +
+               (k ? 2 * 4 : 0); /* and two labels */
+        p_hi = 16 + 8 + 4 * k + 8 + 4 * ns + 4;
+        p_hi = add_sat(p_hi, f64s_bytes(nd));
+        p_hi = add_sat(p_hi, f64s_bytes(mul_sat(ns, ncoef)));
+        p_hi = add_sat(p_hi, mul_sat(3, f64s_bytes(pairs)));
+        break;
+    }
+    case KM_ALGO_KPCA: /* eigval, proj, col_mean, grand_mean, X, inverse */
+        p_lo = add_sat(add_sat(f64s_bytes(no), f64s_bytes(mul_sat(ns, no))),
+                       add_sat(f64s_bytes(ns), add_sat(8, f64s_bytes(nd))));
+        p_lo = add_sat(p_lo, 4);
+        p_hi = add_sat(p_lo, add_sat(f64s_bytes(mul_sat(ns, no)),
+                                     f64s_bytes(nd)));
+        break;
+    default:
+        break;
+    }
+    *lo = add_sat(common_lo, p_lo);
+    *hi = add_sat(add_sat(common_lo, common_hi), p_hi);
+    return KM_OK;
+}
+
+/* KM_ECORRUPT unless file_size is in [lo, hi], naming the header's sizes. */
+static km_status check_size(const file_header *h, uint64_t lo, uint64_t hi,
+                            uint64_t file_size, km_error *err)
+{
+    if (file_size < lo || file_size > hi)
+        return km_error_set(err, KM_ECORRUPT, "model file is %llu bytes; its "
+                            "header (%s, n_samples %llu, n_features %llu, "
+                            "n_outputs %llu) needs %llu to %llu",
+                            (unsigned long long)file_size,
+                            algo_names[h->algo], (unsigned long long)h->ns,
+                            (unsigned long long)h->nf,
+                            (unsigned long long)h->no, (unsigned long long)lo,
+                            (unsigned long long)hi);
+    return KM_OK;
+}
+
+km_status km_model_check_header(const unsigned char *head, size_t len,
+                                uint64_t file_size, uint64_t *max_size,
+                                km_error *err)
+{
+    file_header h;
+    uint64_t lo, hi;
+    km_status st = parse_header(head, len, &h, &lo, &hi, err);
+    if (st != KM_OK)
+        return st;
+    if (max_size)
+        *max_size = hi;
+    return check_size(&h, lo, hi, file_size, err);
+}
+
 static km_status read_labels(km_reader *r, km_model *m, km_error *err)
 {
     size_t n = km_read_count(r, 4); /* each label takes at least 4 bytes */
     uint32_t numeric = km_read_u32(r);
-    if (r->failed || numeric > 1)
+    size_t most = m->algo == KM_ALGO_SVC ? (size_t)max_classes(m->n_samples)
+                                         : KM_MODEL_MAX_CLASSES;
+    if (r->failed || numeric > 1 || n > most)
         return km_error_set(err, KM_ECORRUPT, "model file: bad labels");
     m->labels = calloc(n ? n : 1, sizeof *m->labels);
     if (!m->labels)
@@ -373,51 +621,73 @@ static km_status read_labels(km_reader *r, km_model *m, km_error *err)
             return km_error_set(err, KM_ENOMEM, "out of memory reading labels");
         m->n_labels = i + 1;
     }
+    km_status st = check_labels((const char *const *)m->labels, n,
+                                m->labels_numeric, KM_ECORRUPT, err);
+    if (st != KM_OK) {
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        return km_error_set(err, st, "model file: %s", why);
+    }
+    return KM_OK;
+}
+
+/* Name, version and creation time: what the API shows of them must be
+ * text and exact numbers. */
+static km_status read_identity(km_reader *r, km_model *m, km_error *err)
+{
+    km_read_str(r, m->name, sizeof m->name - 1);
+    m->version = km_read_u64(r);
+    uint64_t t = km_read_u64(r);
+    if (r->failed || !km_utf8_valid(m->name))
+        return km_error_set(err, KM_ECORRUPT, "model file: bad name");
+    if (m->version > KM_MODEL_MAX_VERSION)
+        return km_error_set(err, KM_ECORRUPT, "model file: version %llu is "
+                            "above 2^53", (unsigned long long)m->version);
+    if (t > (uint64_t)KM_MODEL_MAX_TIME_MS)
+        return km_error_set(err, KM_ECORRUPT, "model file: created_at %lld ms "
+                            "is outside 1970..9999", (long long)(int64_t)t);
+    m->created_at_ms = (int64_t)t;
     return KM_OK;
 }
 
 km_status km_model_load_buffer(const unsigned char *buf, size_t len,
                                km_model **out, km_error *err)
 {
-    if (len < 12 || memcmp(buf, MAGIC, 4) != 0)
-        return km_error_set(err, KM_ECORRUPT,
-                            "not a kmserve model (bad magic or too short)");
-    km_reader r = {buf + 4, len - 4, 0};
-    uint32_t fv = km_read_u32(&r);
-    if (fv != FORMAT_VERSION)
-        return km_error_set(err, KM_EFORMAT,
-                            "model format version %u; this build reads %u",
-                            fv, FORMAT_VERSION);
+    km_error local;
+    if (!err)
+        err = &local; /* the label check rewrites its message */
+    file_header h;
+    uint64_t lo, hi;
+    km_status st = parse_header(buf, len, &h, &lo, &hi, err);
+    if (st == KM_OK)
+        st = check_size(&h, lo, hi, len, err);
+    if (st != KM_OK)
+        return st;
     km_reader tail = {buf + len - 4, 4, 0};
     uint32_t want = km_read_u32(&tail);
     if (km_crc32(buf, len - 4) != want)
         return km_error_set(err, KM_ECORRUPT,
                             "model checksum mismatch (file truncated or "
                             "altered)");
-    r.left -= 4; /* the checksum is not part of the body */
-
-    uint32_t algo = km_read_u32(&r);
-    uint64_t nf = km_read_u64(&r), ns = km_read_u64(&r);
-    uint64_t no = km_read_u64(&r);
-    if (r.failed || algo >= KM_ALGO_COUNT || nf == 0 || nf > MAX_FEATURES ||
-        ns == 0 || ns > MAX_SAMPLES || no > MAX_SAMPLES)
-        return km_error_set(err, KM_ECORRUPT, "model file: bad header");
+    /* The body: after the fixed header, before the checksum. */
+    km_reader r = {buf + KM_MODEL_HEADER_BYTES,
+                   len - KM_MODEL_HEADER_BYTES - 4, 0};
 
     km_model *m = calloc(1, sizeof *m);
     if (!m)
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
-    m->algo = (km_algorithm)algo;
-    m->n_features = (size_t)nf;
-    m->n_samples = (size_t)ns;
-    m->n_outputs = (size_t)no;
-    km_read_str(&r, m->name, sizeof m->name - 1);
-    m->version = km_read_u64(&r);
-    m->created_at_ms = (int64_t)km_read_u64(&r);
-    km_status st = km_kernel_read(&r, &m->kernel, 0, err);
+    m->algo = h.algo;
+    m->n_features = (size_t)h.nf;
+    m->n_samples = (size_t)h.ns;
+    m->n_outputs = (size_t)h.no;
+    size_t figures = (size_t)max_figure_values(h.algo, h.ns);
+    st = read_identity(&r, m, err);
     if (st == KM_OK)
-        st = km_info_read(&r, &m->params, err);
+        st = km_kernel_read(&r, &m->kernel, 0, err);
     if (st == KM_OK)
-        st = km_info_read(&r, &m->training, err);
+        st = km_info_read(&r, &m->params, figures, err);
+    if (st == KM_OK)
+        st = km_info_read(&r, &m->training, figures, err);
     if (st == KM_OK)
         st = read_labels(&r, m, err);
     if (st == KM_OK)
@@ -450,13 +720,31 @@ km_status km_model_load_file(void *file, size_t max_bytes, km_model **out,
                              km_error *err)
 {
     FILE *f = file;
-    /* Read up to one byte past the cap, so "exactly max_bytes" is allowed
+    unsigned char head[KM_MODEL_HEADER_BYTES];
+    size_t len = fread(head, 1, sizeof head, f);
+    if (ferror(f))
+        return km_error_set(err, KM_EIO, "error reading a model file");
+    if (len > max_bytes)
+        return km_error_set(err, KM_EINVAL, "model file is larger than %zu "
+                            "bytes", max_bytes);
+    /* The header first: it bounds what is read after it (a stream such as
+     * /dev/zero is refused after 36 bytes, not read to max_bytes). */
+    file_header h;
+    uint64_t lo, hi;
+    km_status st = parse_header(head, len, &h, &lo, &hi, err);
+    if (st != KM_OK)
+        return st;
+    /* Read up to one byte past the cap, so "exactly the cap" is allowed
      * and anything longer is caught. */
-    size_t limit = max_bytes < SIZE_MAX ? max_bytes + 1 : max_bytes;
-    size_t cap = limit < (1u << 16) ? limit : (1u << 16), len = 0;
-    unsigned char *buf = malloc(cap ? cap : 1);
+    size_t cap_bytes = hi < max_bytes ? (size_t)hi : max_bytes;
+    size_t limit = cap_bytes < SIZE_MAX ? cap_bytes + 1 : cap_bytes;
+    size_t cap = limit < (1u << 16) ? limit : (1u << 16);
+    if (cap < len)
+        cap = len;
+    unsigned char *buf = malloc(cap);
     if (!buf)
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    memcpy(buf, head, len);
     for (;;) {
         if (len == cap) {
             if (cap >= limit)
@@ -475,12 +763,15 @@ km_status km_model_load_file(void *file, size_t max_bytes, km_model **out,
         if (got == 0)
             break;
     }
-    km_status st;
     if (ferror(f))
         st = km_error_set(err, KM_EIO, "error reading a model file");
     else if (len > max_bytes)
         st = km_error_set(err, KM_EINVAL, "model file is larger than %zu bytes",
                           max_bytes);
+    else if (len > hi)
+        st = km_error_set(err, KM_ECORRUPT, "model file is larger than the "
+                          "%llu bytes its header allows",
+                          (unsigned long long)hi);
     else
         st = km_model_load_buffer(buf, len, out, err);
     free(buf);

@@ -39,7 +39,7 @@
 #define CV_FOLDS 5
 #define PROB_SEED 0x6b6d73766dull /* fixed: probability fits repeat */
 #define MIN_PROB 1e-7
-#define MAX_CLASSES 65536
+#define MAX_CLASSES KM_MODEL_MAX_CLASSES
 
 typedef struct svm_payload {
     size_t k;          /* classes (SVC, >= 2); 0 for SVR */
@@ -110,7 +110,7 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
                             n_classes, n_classes == 1 ? "" : "es");
     if (n_classes > MAX_CLASSES)
         return km_error_set(err, KM_EINVAL,
-                            "y has %zu classes; svc allows at most %d",
+                            "y has %zu classes; svc allows at most %zu",
                             n_classes, MAX_CLASSES);
     if (p->class_weight)
         for (size_t c = 0; c < n_classes; c++)
@@ -202,17 +202,31 @@ static void payload_save(const void *v, const km_model *m, km_writer *w)
 static km_status payload_load(km_reader *r, const km_model *m, int svc,
                               void **out, km_error *err)
 {
+    const char *what = svc ? "svc" : "svr";
     size_t d = km_model_n_features(m), ns = km_model_n_samples(m);
+    size_t kmax = ns < MAX_CLASSES ? ns : MAX_CLASSES;
     svm_payload *p = calloc(1, sizeof *p);
     if (!p)
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
     p->d = d;
     uint64_t k = km_read_u64(r), nsv = km_read_u64(r);
     /* Sizes are checked before anything is allocated from them (the
-     * readers also check each count against the bytes left). */
-    if (r->failed || (svc ? k < 2 || k > MAX_CLASSES : k != 0) || nsv > ns ||
-        (nsv && d > r->left / 8 / nsv))
-        goto corrupt;
+     * readers also check each count against the bytes left). Every class
+     * has a training row, so k <= n_samples. */
+    if (r->failed || (svc ? k < 2 || k > kmax : k != 0) || nsv > ns ||
+        (nsv && d > r->left / 8 / nsv)) {
+        payload_free(p);
+        return km_error_set(err, KM_ECORRUPT, "model file: %s with %llu "
+                            "classes and %llu support vectors for %zu "
+                            "training rows", what, (unsigned long long)k,
+                            (unsigned long long)nsv, ns);
+    }
+    if (svc && km_model_n_labels(m) != k) {
+        payload_free(p);
+        return km_error_set(err, KM_ECORRUPT, "model file: svc with %llu "
+                            "classes has %zu labels", (unsigned long long)k,
+                            km_model_n_labels(m));
+    }
     p->k = (size_t)k;
     p->nsv = (size_t)nsv;
     size_t npair = p->k ? n_pairs(p->k) : 1;
@@ -234,11 +248,31 @@ static km_status payload_load(km_reader *r, const km_model *m, int svc,
             goto corrupt;
         total += (size_t)p->n_support[c];
     }
-    if (svc && total != p->nsv)
-        goto corrupt;
+    if (svc && total != p->nsv) {
+        payload_free(p);
+        return km_error_set(err, KM_ECORRUPT, "model file: svc support "
+                            "counts add up to %zu, not %llu", total,
+                            (unsigned long long)nsv);
+    }
     for (size_t i = 0; i < p->nsv; i++)
-        if (p->sv_index[i] < 0 || (size_t)p->sv_index[i] >= ns)
-            goto corrupt;
+        if (p->sv_index[i] < 0 || (size_t)p->sv_index[i] >= ns) {
+            int row = p->sv_index[i];
+            payload_free(p);
+            return km_error_set(err, KM_ECORRUPT, "model file: %s support "
+                                "vector %zu has row index %d outside "
+                                "0..%zu", what, i, row, ns - 1);
+        }
+    /* What a prediction computes with must be finite, as a fit makes it. */
+    if (!km_all_finite(p->sv, p->nsv * d) ||
+        !km_all_finite(p->coef, p->nsv * n_coef(p)) ||
+        !km_all_finite(p->rho, npair) ||
+        (p->probA && (!km_all_finite(p->probA, npair) ||
+                      !km_all_finite(p->probB, npair)))) {
+        payload_free(p);
+        return km_error_set(err, KM_ECORRUPT, "model file: %s support "
+                            "vectors, coefficients, intercepts or sigmoids "
+                            "are not all finite numbers", what);
+    }
     if (!(p->svn = km_sqnorms(p->sv, p->nsv, d))) {
         payload_free(p);
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
@@ -252,8 +286,7 @@ failed:
     }
 corrupt:
     payload_free(p);
-    return km_error_set(err, KM_ECORRUPT, "model file: bad %s payload",
-                        svc ? "svc" : "svr");
+    return km_error_set(err, KM_ECORRUPT, "model file: bad %s payload", what);
 }
 
 static km_status svc_load(km_reader *r, const km_model *m, void **out,
@@ -301,6 +334,10 @@ static km_status check_common(const km_kernel *kernel, const double *X,
                             "X and y must have at least one row and column");
     if (n > 2147483647 / 4 || d > 2147483647 || !km_mul3(n, d, 16))
         return km_error_set(err, KM_EINVAL, "problem too large");
+    /* What a model file may hold (km.h): a fitted model always loads. */
+    if (d > KM_MODEL_MAX_FEATURES)
+        return km_error_set(err, KM_EINVAL, "X has %zu features; a model "
+                            "holds at most %zu", d, KM_MODEL_MAX_FEATURES);
     return km_check_matrix("X", X, n, d, err);
 }
 
@@ -898,10 +935,12 @@ out:
 
 typedef enum { OUT_DECISION, OUT_LABEL, OUT_PROB } svc_output;
 
-/* Rows per block: about 32 MiB of kernel values, at least one row. */
-static size_t block_rows(size_t nsv, size_t n)
+/* Rows per block: about 32 MiB of kernel values and per-class partial
+ * sums (k(k-1) a row: 520 KiB at 256 classes), at least one row. */
+static size_t block_rows(size_t nsv, size_t k, size_t n)
 {
-    size_t rows = nsv ? (4u << 20) / nsv : n;
+    size_t per_row = nsv + k * (k - 1) + (k ? k * (k - 1) / 2 : 0);
+    size_t rows = per_row ? (4u << 20) / per_row : n;
     if (rows < 1)
         rows = 1;
     return rows < n ? rows : n;
@@ -955,7 +994,7 @@ static km_status svc_run(const km_model *m, const double *X, size_t n,
                             "probability needs a model fitted with "
                             "params.probability = true");
     const size_t K = p->k, K1 = K - 1, npair = n_pairs(K), nsv = p->nsv;
-    const size_t rows = block_rows(nsv, n);
+    const size_t rows = block_rows(nsv, K, n);
     double *Kb = malloc(rows * (nsv ? nsv : 1) * sizeof *Kb);
     double *part = malloc(rows * K * K1 * sizeof *part);
     double *dec = what == OUT_DECISION ? NULL

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../api/api_model.h"
 #include "srv_log.h"
 #include "srv_store.h"
 
@@ -62,11 +63,16 @@ struct srv_store {
     srv_registry *registry;
     pthread_mutex_t *commit_lock;
     double interval;
+    /* entries skipped (and logged once), guarded by sync_lock */
+    struct skipped_entry *skipped;
+    size_t n_skipped, cap_skipped;
 };
 
 /* A temporary file nobody can be shown to own is removed after this
  * long: no write (open, write, fsync, rename) takes an hour. */
 #define TEMP_MAX_AGE 3600
+
+static void forget_skipped(srv_store *s, int all);
 
 /* mkdir -p */
 static int make_dirs(const char *path)
@@ -144,6 +150,7 @@ void srv_store_close(srv_store *s)
     }
     close(s->dirfd);
     free(s->files);
+    forget_skipped(s, 1);
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->sync_lock);
     pthread_mutex_destroy(&s->watch_lock);
@@ -233,22 +240,217 @@ static void quarantine(srv_store *s, const char *file, const char *why)
     }
 }
 
-static km_model *load_one(srv_store *s, const char *file, char *why,
-                          size_t whylen)
+/* ------------------------------------------------------------ reading */
+
+/*
+ * A models directory is input like a request body: a replica, an operator
+ * or an attacker may put anything there. A directory entry is a model
+ * file when it is NAME.kmm, NAME is a valid model name (the API's rule:
+ * any other could be neither fetched nor deleted, and might not even be
+ * text), and it is a regular file (or a symlink to one): a FIFO would
+ * block the open, /dev/zero never ends. Other NAME.kmm entries are
+ * skipped and logged once (again if they change); files without the
+ * suffix, and hidden ones, are not ours and are passed over silently.
+ */
+typedef struct skipped_entry {
+    char *file;
+    dev_t dev;
+    ino_t ino;
+    int seen; /* during a sync */
+} skipped_entry;
+
+/* Drops the entries not seen by this sync (all: every one). */
+static void forget_skipped(srv_store *s, int all)
 {
-    int fd = openat(s->dirfd, file, O_RDONLY | O_CLOEXEC);
-    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (!f) {
+    size_t kept = 0;
+    for (size_t i = 0; i < s->n_skipped; i++) {
+        if (!all && s->skipped[i].seen) {
+            s->skipped[i].seen = 0;
+            s->skipped[kept++] = s->skipped[i];
+        } else {
+            free(s->skipped[i].file);
+        }
+    }
+    s->n_skipped = kept;
+    if (all) {
+        free(s->skipped);
+        s->skipped = NULL;
+        s->cap_skipped = 0;
+    }
+}
+
+/* A file name for the log: bytes outside printable ASCII, and the
+ * backslash, as \xNN (the name may not be UTF-8, the log is JSON). */
+static void shown_name(const char *file, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)file;
+         *p && n + 5 < len; p++) {
+        if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+            out[n++] = (char)*p;
+        else
+            n += (size_t)snprintf(out + n, len - n, "\\x%02x", *p);
+    }
+    out[n] = '\0';
+}
+
+/* Logs that file is skipped, unless this same entry was logged before. */
+static void skip_once(srv_store *s, const char *file, const struct stat *st,
+                      const char *why)
+{
+    dev_t dev = st ? st->st_dev : 0;
+    ino_t ino = st ? st->st_ino : 0;
+    for (size_t i = 0; i < s->n_skipped; i++) {
+        skipped_entry *e = &s->skipped[i];
+        if (!strcmp(e->file, file) && e->dev == dev && e->ino == ino) {
+            e->seen = 1;
+            return;
+        }
+    }
+    char shown[1100];
+    shown_name(file, shown, sizeof shown);
+    srv_log(SRV_WARN, "model_file_skipped", "%s/%s skipped: %s", s->dir,
+            shown, why);
+    if (s->n_skipped == s->cap_skipped) {
+        size_t cap = s->cap_skipped ? 2 * s->cap_skipped : 16;
+        skipped_entry *e = realloc(s->skipped, cap * sizeof *e);
+        if (!e)
+            return; /* logged again next time: no worse than that */
+        s->skipped = e;
+        s->cap_skipped = cap;
+    }
+    char *copy = strdup(file);
+    if (copy)
+        s->skipped[s->n_skipped++] = (skipped_entry){copy, dev, ino, 1};
+}
+
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
+/*
+ * Whether the directory entry file is a model file to load (see above);
+ * if so, name gets its model name and *st its stat. Call under sync_lock.
+ */
+static int model_entry(srv_store *s, const char *file, char *name,
+                       size_t namelen, struct stat *st)
+{
+    size_t len = strlen(file), k = strlen(SUFFIX);
+    if (file[0] == '.' || !ends_with(file, SUFFIX))
+        return 0;
+    char base[256];
+    snprintf(base, sizeof base, "%.*s", (int)(len - k), file);
+    api_error e;
+    if (len - k >= sizeof base || api_check_name(base, &e) != 0) {
+        struct stat lst;
+        int ok = fstatat(s->dirfd, file, &lst, AT_SYMLINK_NOFOLLOW) == 0;
+        skip_once(s, file, ok ? &lst : NULL, "not a valid model name (1 to "
+                  "64 letters, digits, '.', '_' or '-', starting with a "
+                  "letter or digit)");
+        return 0;
+    }
+    if (fstatat(s->dirfd, file, st, 0) != 0) {
+        struct stat lst;
+        char why[300];
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        if (fstatat(s->dirfd, file, &lst, AT_SYMLINK_NOFOLLOW) == 0)
+            skip_once(s, file, &lst, why); /* a dangling symlink, ... */
+        return 0; /* else gone meanwhile */
+    }
+    if (!S_ISREG(st->st_mode)) {
+        skip_once(s, file, st, file_kind(st->st_mode));
+        return 0;
+    }
+    size_t n = strlen(base); /* at most 64, by the name rule */
+    if (n >= namelen)
+        return 0;
+    memcpy(name, base, n + 1);
+    return 1;
+}
+
+/* Reads up to n bytes at offset off; the count read, or -1. */
+static ssize_t read_at(int fd, unsigned char *buf, size_t n, off_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+/*
+ * Reads and loads one model file. It is opened without blocking and
+ * without becoming a controlling terminal, and checked again through the
+ * descriptor (the entry may have been swapped for a FIFO since it was
+ * checked); then its header is read and checked against the file's size
+ * before the rest is read. NULL with why filled when it cannot be loaded;
+ * *special is set when it is not a regular file (skipped, not moved).
+ */
+static km_model *read_model(srv_store *s, const char *file, char *why,
+                            size_t whylen, int *special)
+{
+    *special = 0;
+    int fd = openat(s->dirfd, file,
+                    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
         snprintf(why, whylen, "%s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
         return NULL;
     }
     km_model *m = NULL;
+    unsigned char *buf = NULL;
+    unsigned char head[KM_MODEL_HEADER_BYTES];
     km_error err = {KM_OK, ""};
-    if (km_model_load_file(f, MAX_FILE, &m, &err) != KM_OK)
+    struct stat st;
+    ssize_t got;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *special = 1;
+        snprintf(why, whylen, "%s", file_kind(st.st_mode));
+        goto out;
+    }
+    if ((uint64_t)st.st_size > MAX_FILE) {
+        snprintf(why, whylen, "file size %lld bytes is over the %zu a model "
+                 "file may have", (long long)st.st_size, MAX_FILE);
+        goto out;
+    }
+    size_t size = (size_t)st.st_size;
+    if ((got = read_at(fd, head, sizeof head, 0)) < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        goto out;
+    }
+    if (km_model_check_header(head, (size_t)got, size, NULL, &err) != KM_OK) {
         snprintf(why, whylen, "%s", err.message);
-    fclose(f);
+        goto out;
+    }
+    if (!(buf = malloc(size))) {
+        snprintf(why, whylen, "out of memory for %zu bytes", size);
+        goto out;
+    }
+    if ((got = read_at(fd, buf, size, 0)) < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        goto out;
+    }
+    if (km_model_load_buffer(buf, (size_t)got, &m, &err) != KM_OK)
+        snprintf(why, whylen, "%s", err.message);
+out:
+    free(buf);
+    close(fd);
     return m;
 }
 
@@ -427,9 +629,11 @@ static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
         return 0;
     }
     char why[300] = "";
-    km_model *m = load_one(s, file, why, sizeof why);
+    int special;
+    km_model *m = read_model(s, file, why, sizeof why, &special);
     if (!m) {
-        quarantine(s, file, why);
+        if (!special) /* a special file is skipped by the next scan */
+            quarantine(s, file, why);
     } else {
         /* The file name is the model's name (a renamed file serves under
          * its new name). */
@@ -485,17 +689,14 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
             clean_temp(s, commit, file);
             continue;
         }
-        size_t len = strlen(file);
-        if (file[0] == '.' || !ends_with(file, SUFFIX) ||
-            len - strlen(SUFFIX) > 64)
-            continue;
         char name[72];
-        snprintf(name, sizeof name, "%.*s", (int)(len - strlen(SUFFIX)), file);
-        if (fstatat(s->dirfd, file, &st, 0) != 0 || is_known(s, name, &st))
+        if (!model_entry(s, file, name, sizeof name, &st) ||
+            is_known(s, name, &st))
             continue;
         loaded += (size_t)sync_one(s, r, commit, file, name);
     }
     closedir(d);
+    forget_skipped(s, 0);
 
     /* Files that went away: unload their models. */
     for (;;) {

@@ -5,13 +5,19 @@
  * fsync'd temporary file, followed by an fsync of the directory, so after
  * a crash at any point a model file is either the old one or the new one,
  * never a mix. At start every NAME.kmm is loaded; one that fails to load
- * (checksum, truncation, unknown format) is renamed NAME.kmm.corrupt-<time>
- * and logged, and the rest are served. Temporary files are removed only
- * when provably stale: left by a process of this host that is gone, or an
- * hour old (the rule is in srv_store.c), never another replica's write in
- * flight. When the directory is deleted and another made under its path,
- * the next sync opens the new one; while the path names no directory,
- * syncs leave the registry as it is and srv_store_check says why.
+ * (checksum, truncation, unknown format, any check of km_model_load_buffer)
+ * is renamed NAME.kmm.corrupt-<time> and logged, and the rest are served.
+ * Only regular files (or symlinks to one) whose NAME is a valid model name
+ * are read: any other NAME.kmm (a FIFO, a device, a directory, a name
+ * with a space or bytes that are not UTF-8) is left where it is and
+ * logged once (event model_file_skipped). A file's header is checked
+ * against its size before the rest is read. Temporary files are removed
+ * only when provably stale: left by a process of this host that is gone,
+ * or an hour old (the rule is in srv_store.c), never another replica's
+ * write in flight. When the directory is deleted and another made under
+ * its path, the next sync opens the new one; while the path names no
+ * directory, syncs leave the registry as it is and srv_store_check says
+ * why.
  *
  * Several replicas may share the directory: srv_store_sync (at start, on
  * SIGHUP, and every --watch-interval from the watcher thread) loads files

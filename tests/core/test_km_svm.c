@@ -610,8 +610,10 @@ static km_model *round_trip(const km_model *m)
     unsigned char *buf;
     size_t len;
     km_model *back = NULL;
+    km_error err = {KM_OK, ""};
     ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
-    ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
+    ck_assert_msg(km_model_load_buffer(buf, len, &back, &err) == KM_OK, "%s",
+                  err.message);
     /* A truncated file is refused. */
     km_model *bad = NULL;
     ck_assert_int_eq(km_model_load_buffer(buf, len - 9, &bad, NULL),
@@ -632,6 +634,15 @@ START_TEST(model_file_round_trip)
     km_model *m;
     ck_assert_int_eq(km_svc_fit(&kern, &p, ds.X, 500, ds.d, y, k, NULL, &m,
                                 NULL), KM_OK);
+    /* A file holds one label per class (the loader refuses others). */
+    char text[16][24];
+    const char *labels[16];
+    ck_assert_uint_le(k, 16);
+    for (size_t c = 0; c < k; c++) {
+        snprintf(text[c], sizeof text[c], "%zu", c);
+        labels[c] = text[c];
+    }
+    ck_assert_int_eq(km_model_set_labels(m, labels, k, 1, NULL), KM_OK);
     km_model *back = round_trip(m);
     ck_assert_uint_eq(km_svc_n_classes(back), k);
     ck_assert_int_eq(km_svc_has_probability(back), 1);

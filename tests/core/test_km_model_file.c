@@ -1,0 +1,544 @@
+/*
+ * test_km_model_file.c - model files as hostile input. Each test saves a
+ * small valid model of one algorithm, alters one field of its file, puts
+ * a correct CRC-32 back (so only the loader's own checks can catch it),
+ * and expects KM_ECORRUPT with a message naming what is wrong; the
+ * unaltered file must load. Also: km_model_check_header against file
+ * sizes, km_model_load_file reading no further than the header allows,
+ * and the label rules of km_model_set_labels.
+ */
+#include "../check_main.h"
+#include "km.h"
+
+/* ------------------------------------------------------------ crafting */
+
+/* CRC-32 (IEEE, reflected), bit by bit: independent of km_io.c's table. */
+static uint32_t crc32_ref(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int b = 0; b < 8; b++)
+            c = c & 1 ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+static uint64_t get64(const unsigned char *b)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+static uint32_t get32(const unsigned char *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+           (uint32_t)b[3] << 24;
+}
+
+static void put64(unsigned char *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put32(unsigned char *b, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void fix_crc(unsigned char *buf, size_t len)
+{
+    put32(buf + len - 4, crc32_ref(buf, len - 4));
+}
+
+/* Where the fields of a file are (the layout of km_model.c). */
+typedef struct layout {
+    size_t version, created_at, kernel, params, labels, payload;
+} layout;
+
+static size_t skip_kernel(const unsigned char *b, size_t p)
+{
+    uint32_t parts = get32(b + p + 24), weights = get32(b + p + 28);
+    p += 32;
+    for (uint32_t i = 0; i < parts; i++)
+        p = skip_kernel(b, p);
+    return weights ? p + 8 + 8 * get64(b + p) : p;
+}
+
+static size_t skip_info(const unsigned char *b, size_t p)
+{
+    uint64_t n = get64(b + p);
+    p += 8;
+    for (uint64_t i = 0; i < n; i++) {
+        p += 4 + get32(b + p) + 8;
+        p += 8 + 8 * get64(b + p);
+    }
+    return p;
+}
+
+static layout layout_of(const unsigned char *b)
+{
+    layout l;
+    size_t p = 36 + 4 + get32(b + 36);
+    l.version = p;
+    l.created_at = p + 8;
+    l.kernel = p + 16;
+    l.params = skip_kernel(b, l.kernel);
+    l.labels = skip_info(b, skip_info(b, l.params));
+    uint64_t n = get64(b + l.labels);
+    p = l.labels + 12;
+    for (uint64_t i = 0; i < n; i++)
+        p += 4 + get32(b + p);
+    l.payload = p;
+    return l;
+}
+
+/* A saved file, with room to grow it. */
+typedef struct file {
+    unsigned char *buf;
+    size_t len;
+    layout at;
+} file;
+
+static file save(const km_model *m)
+{
+    file f;
+    unsigned char *b;
+    ck_assert_int_eq(km_model_save_buffer(m, &b, &f.len, NULL), KM_OK);
+    f.buf = malloc(f.len + 4096);
+    memcpy(f.buf, b, f.len);
+    free(b);
+    f.at = layout_of(f.buf);
+    return f;
+}
+
+/* Replaces bytes [at, at+old) by the n bytes of with, and fixes the CRC. */
+static void splice(file *f, size_t at, size_t old, const void *with, size_t n)
+{
+    ck_assert_uint_le(n, old + 4096);
+    memmove(f->buf + at + n, f->buf + at + old, f->len - at - old);
+    memcpy(f->buf + at, with, n);
+    f->len = f->len - old + n;
+    fix_crc(f->buf, f->len);
+    f->at = layout_of(f->buf);
+}
+
+static void set64(file *f, size_t at, uint64_t v)
+{
+    put64(f->buf + at, v);
+    fix_crc(f->buf, f->len);
+}
+
+static void setf64(file *f, size_t at, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    set64(f, at, u);
+}
+
+/* The labels section with these labels. */
+static void set_labels(file *f, const char *const *labels, size_t n,
+                       int numeric)
+{
+    unsigned char sec[1024];
+    size_t p = 12;
+    put64(sec, n);
+    put32(sec + 8, (uint32_t)numeric);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = strlen(labels[i]);
+        put32(sec + p, (uint32_t)k);
+        memcpy(sec + p + 4, labels[i], k);
+        p += 4 + k;
+    }
+    splice(f, f->at.labels, f->at.payload - f->at.labels, sec, p);
+}
+
+/* Expects the file refused with st and a message containing what. */
+static void expect(const file *f, km_status st, const char *what)
+{
+    km_model *m = NULL;
+    km_error err = {KM_OK, ""};
+    km_status got = km_model_load_buffer(f->buf, f->len, &m, &err);
+    ck_assert_msg(got == st, "%s: got %s (%s)", what, km_status_name(got),
+                  err.message);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(err.message, what) != NULL,
+                  "message \"%s\" does not name \"%s\"", err.message, what);
+}
+
+static void expect_ok(const file *f)
+{
+    km_model *m = NULL;
+    km_error err = {KM_OK, ""};
+    ck_assert_msg(km_model_load_buffer(f->buf, f->len, &m, &err) == KM_OK,
+                  "%s", err.message);
+    km_model_free(m);
+}
+
+/* ------------------------------------------------------------ models */
+
+static const double X4[8] = {0, 0, 1, 0, 0, 1, 3, 3};
+
+static km_kernel rbf(double gamma)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = gamma;
+    return k;
+}
+
+/* krr, 4 rows x 2 features, 1 output; version 3. */
+static file krr_file(void)
+{
+    km_kernel k = rbf(0.5);
+    km_krr_params p = km_krr_params_default();
+    double y[4] = {0, 1, 1, 0};
+    km_model *m;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X4, 4, 2, y, 1, NULL, &m, NULL), KM_OK);
+    km_model_set_identity(m, "k", 3, 1763078400123LL);
+    file f = save(m);
+    km_model_free(m);
+    return f;
+}
+
+/* svc, 3 classes labelled "a" < "b" < "c", with probability (6 rows). */
+static file svc_file(void)
+{
+    double X[12] = {0, 0, 0, 1, 3, 3, 3, 4, -3, 3, -3, 4};
+    int y[6] = {0, 0, 1, 1, 2, 2};
+    km_kernel k = rbf(0.5);
+    km_svm_params p = km_svm_params_default();
+    km_model *m;
+    ck_assert_int_eq(km_svc_fit(&k, &p, X, 6, 2, y, 3, NULL, &m, NULL), KM_OK);
+    const char *labels[3] = {"a", "b", "c"};
+    ck_assert_int_eq(km_model_set_labels(m, labels, 3, 0, NULL), KM_OK);
+    km_model_set_identity(m, "s", 1, 0);
+    file f = save(m);
+    km_model_free(m);
+    return f;
+}
+
+/* kpca, 2 components of 4 rows, with the inverse map. */
+static file kpca_file(void)
+{
+    km_kernel k = rbf(0.5);
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 2;
+    p.fit_inverse_transform = 1;
+    km_model *m;
+    ck_assert_int_eq(km_kpca_fit(&k, &p, X4, 4, 2, NULL, &m, NULL), KM_OK);
+    file f = save(m);
+    km_model_free(m);
+    return f;
+}
+
+/* Payload of svc: u64 k, u64 nsv, then counted arrays. */
+typedef struct svc_at {
+    size_t k, nsv, n_support, sv_index, sv, coef, rho;
+} svc_at;
+
+static svc_at svc_layout(const file *f)
+{
+    svc_at a;
+    const unsigned char *b = f->buf;
+    a.k = f->at.payload;
+    a.nsv = a.k + 8;
+    a.n_support = a.nsv + 8;
+    a.sv_index = a.n_support + 8 + 4 * get64(b + a.n_support);
+    a.sv = a.sv_index + 8 + 4 * get64(b + a.sv_index);
+    a.coef = a.sv + 8 + 8 * get64(b + a.sv);
+    a.rho = a.coef + 8 + 8 * get64(b + a.coef);
+    return a;
+}
+
+/* ------------------------------------------------------------ tests */
+
+START_TEST(valid_files_load)
+{
+    file f = krr_file(), s = svc_file(), k = kpca_file();
+    expect_ok(&f);
+    expect_ok(&s);
+    expect_ok(&k);
+    free(f.buf);
+    free(s.buf);
+    free(k.buf);
+}
+END_TEST
+
+START_TEST(svc_labels_match_classes)
+{
+    file f = svc_file();
+    const char *two[2] = {"a", "b"};
+    set_labels(&f, two, 2, 0);
+    expect(&f, KM_ECORRUPT, "svc with 3 classes has 2 labels");
+    set_labels(&f, two, 0, 0);
+    expect(&f, KM_ECORRUPT, "svc with 3 classes has 0 labels");
+    const char *dup[3] = {"a", "b", "b"};
+    set_labels(&f, dup, 3, 0);
+    expect(&f, KM_ECORRUPT, "not distinct");
+    const char *bad[3] = {"a", "b", "\xff\xfe"};
+    set_labels(&f, bad, 3, 0);
+    expect(&f, KM_ECORRUPT, "not valid UTF-8");
+    const char *num[3] = {"1", "2", "x"};
+    set_labels(&f, num, 3, 1);
+    expect(&f, KM_ECORRUPT, "not the text of a finite number");
+    const char *desc[3] = {"3", "2", "1"};
+    set_labels(&f, desc, 3, 1);
+    expect(&f, KM_ECORRUPT, "ascending");
+    const char *ok[3] = {"-1.5", "2", "10"};
+    set_labels(&f, ok, 3, 1);
+    expect_ok(&f);
+    free(f.buf);
+}
+END_TEST
+
+START_TEST(header_bounds)
+{
+    file f = svc_file();
+    set64(&f, 28, (uint64_t)1 << 32); /* n_outputs */
+    expect(&f, KM_ECORRUPT, "n_outputs 4294967296 is outside 1..1 for svc");
+    free(f.buf);
+
+    f = krr_file();
+    set64(&f, 28, (uint64_t)1 << 40);
+    expect(&f, KM_ECORRUPT, "n_outputs");
+    set64(&f, 28, 0);
+    expect(&f, KM_ECORRUPT, "n_outputs 0");
+    set64(&f, 28, 1);
+    set64(&f, 12, (uint64_t)1 << 40); /* n_features */
+    expect(&f, KM_ECORRUPT, "n_features 1099511627776 is outside");
+    set64(&f, 12, 2);
+    set64(&f, 20, 0); /* n_samples */
+    expect(&f, KM_ECORRUPT, "n_samples 0 is outside");
+    set64(&f, 20, (uint64_t)1 << 62);
+    expect(&f, KM_ECORRUPT, "n_samples");
+    set64(&f, 20, 4);
+    put32(f.buf + 8, 9); /* algorithm */
+    fix_crc(f.buf, f.len);
+    expect(&f, KM_ECORRUPT, "unknown algorithm 9");
+    free(f.buf);
+
+    f = kpca_file();
+    set64(&f, 28, 4); /* n_components = n_samples */
+    expect(&f, KM_ECORRUPT, "n_outputs 4 is outside 1..3 for kpca");
+    free(f.buf);
+}
+END_TEST
+
+START_TEST(identity_ranges)
+{
+    file f = krr_file();
+    set64(&f, f.at.version, UINT64_MAX);
+    expect(&f, KM_ECORRUPT, "version 18446744073709551615 is above 2^53");
+    set64(&f, f.at.version, ((uint64_t)1 << 53) + 1);
+    expect(&f, KM_ECORRUPT, "above 2^53");
+    set64(&f, f.at.version, (uint64_t)1 << 53);
+    expect_ok(&f);
+    set64(&f, f.at.created_at, (uint64_t)1 << 62);
+    expect(&f, KM_ECORRUPT, "created_at 4611686018427387904 ms");
+    set64(&f, f.at.created_at, (uint64_t)-500);
+    expect(&f, KM_ECORRUPT, "created_at -500 ms is outside 1970..9999");
+    set64(&f, f.at.created_at, (uint64_t)KM_MODEL_MAX_TIME_MS);
+    expect_ok(&f);
+    /* A name with a byte that is not UTF-8. */
+    f.buf[40] = 0xff;
+    fix_crc(f.buf, f.len);
+    expect(&f, KM_ECORRUPT, "bad name");
+    free(f.buf);
+}
+END_TEST
+
+START_TEST(numbers_finite)
+{
+    file f = krr_file();
+    size_t x0 = f.at.payload + 8; /* krr: X's count, then X */
+    setf64(&f, x0 + 8, NAN);
+    expect(&f, KM_ECORRUPT, "not all finite numbers");
+    setf64(&f, x0 + 8, 0);
+    expect_ok(&f);
+    size_t c0 = x0 + 8 * 8 + 8; /* past X (4 x 2), the coefficients' count */
+    setf64(&f, c0, INFINITY);
+    expect(&f, KM_ECORRUPT, "not all finite numbers");
+    free(f.buf);
+
+    f = svc_file();
+    svc_at a = svc_layout(&f);
+    setf64(&f, a.rho + 8, NAN);
+    expect(&f, KM_ECORRUPT, "not all finite numbers");
+    free(f.buf);
+
+    f = kpca_file();
+    /* eigval (2), then the projections' count and values */
+    setf64(&f, f.at.payload + 8 + 16 + 8, -INFINITY);
+    expect(&f, KM_ECORRUPT, "not all finite numbers");
+    free(f.buf);
+}
+END_TEST
+
+START_TEST(svc_counts_and_indices)
+{
+    file f = svc_file();
+    svc_at a = svc_layout(&f);
+    uint32_t n0 = get32(f.buf + a.n_support + 8);
+    put32(f.buf + a.n_support + 8, n0 + 1);
+    fix_crc(f.buf, f.len);
+    expect(&f, KM_ECORRUPT, "support counts add up to");
+    put32(f.buf + a.n_support + 8, n0);
+    put32(f.buf + a.sv_index + 8, 6); /* 6 training rows: 0..5 */
+    fix_crc(f.buf, f.len);
+    expect(&f, KM_ECORRUPT, "has row index 6 outside 0..5");
+    put32(f.buf + a.sv_index + 8, 0);
+    set64(&f, a.k, 7); /* more classes than rows */
+    expect(&f, KM_ECORRUPT, "svc with 7 classes");
+    free(f.buf);
+}
+END_TEST
+
+START_TEST(figures_and_kernel)
+{
+    file f = krr_file();
+    /* params: count, then the key of the first ("alpha") */
+    size_t key = f.at.params + 8 + 4;
+    f.buf[key] = '"';
+    fix_crc(f.buf, f.len);
+    expect(&f, KM_ECORRUPT, "bad figure 0");
+    f.buf[key] = 'a';
+    size_t value = key + 5 + 8 + 8; /* "alpha", kind, is_array, count */
+    setf64(&f, value, NAN);
+    expect(&f, KM_ECORRUPT, "figure alpha[0] is not a valid number");
+    setf64(&f, value, 1.0);
+    expect_ok(&f);
+    /* kernel: u32 type, f64 gamma */
+    setf64(&f, f.at.kernel + 4, 0.0);
+    expect(&f, KM_ECORRUPT, "gamma 0 is not resolved");
+    setf64(&f, f.at.kernel + 4, -1.0);
+    expect(&f, KM_ECORRUPT, "invalid kernel");
+    free(f.buf);
+}
+END_TEST
+
+START_TEST(size_against_header)
+{
+    file f = krr_file();
+    uint64_t hi = 0;
+    km_error err;
+    ck_assert_int_eq(km_model_check_header(f.buf, 36, f.len, &hi, &err),
+                     KM_OK);
+    ck_assert_uint_ge(hi, f.len);
+    ck_assert_int_eq(km_model_check_header(f.buf, 36, hi, NULL, &err), KM_OK);
+    ck_assert_int_eq(km_model_check_header(f.buf, 36, hi + 1, NULL, &err),
+                     KM_ECORRUPT);
+    ck_assert_int_eq(km_model_check_header(f.buf, 36, 100, NULL, &err),
+                     KM_ECORRUPT);
+    ck_assert_msg(strstr(err.message, "model file is 100 bytes; its header "
+                         "(krr, n_samples 4, n_features 2, n_outputs 1) "
+                         "needs") != NULL, "%s", err.message);
+    /* 8 GiB for a model of 4 rows is refused before anything is read. */
+    ck_assert_int_eq(km_model_check_header(f.buf, 36, (uint64_t)8 << 30,
+                                           NULL, &err), KM_ECORRUPT);
+    /* A krr payload's size is fixed by the header: 8 bytes more do not
+     * parse, even with a valid checksum. */
+    unsigned char eight[8] = {0};
+    splice(&f, f.at.payload, 0, eight, 8);
+    expect(&f, KM_ECORRUPT, "payload");
+    /* What /dev/zero starts with. */
+    unsigned char zeros[36] = {0};
+    ck_assert_int_eq(km_model_check_header(zeros, 36, 1 << 20, NULL, &err),
+                     KM_ECORRUPT);
+    ck_assert_str_eq(err.message,
+                     "not a kmserve model (bad magic or too short)");
+    ck_assert_int_eq(km_model_check_header(f.buf, 20, f.len, NULL, &err),
+                     KM_ECORRUPT);
+    ck_assert_str_eq(err.message,
+                     "model file is 20 bytes, shorter than its header");
+    free(f.buf);
+}
+END_TEST
+
+/* A stream that is a model's header followed by zeros without end, as a
+ * valid header glued to /dev/zero; counts what is read of it. */
+typedef struct endless {
+    const unsigned char *head;
+    size_t head_len;
+    uint64_t pos;
+} endless;
+
+static ssize_t endless_read(void *cookie, char *buf, size_t n)
+{
+    endless *e = cookie;
+    for (size_t i = 0; i < n; i++, e->pos++)
+        buf[i] = e->pos < e->head_len ? (char)e->head[e->pos] : 0;
+    return (ssize_t)n;
+}
+
+START_TEST(load_file_stops_at_header_bound)
+{
+    file f = krr_file();
+    km_model *m = NULL;
+    km_error err;
+    uint64_t hi;
+    ck_assert_int_eq(km_model_check_header(f.buf, 36, f.len, &hi, &err),
+                     KM_OK);
+    endless e = {f.buf, f.len, 0};
+    cookie_io_functions_t io = {endless_read, NULL, NULL, NULL};
+    FILE *s = fopencookie(&e, "rb", io);
+    ck_assert_int_eq(km_model_load_file(s, (size_t)1 << 30, &m, &err),
+                     KM_ECORRUPT);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(err.message, "larger than the") != NULL, "%s",
+                  err.message);
+    /* One byte past the bound, and what stdio reads ahead. */
+    ck_assert_uint_le(e.pos, hi + 1 + 65536);
+    fclose(s);
+    /* The valid file alone loads through a stream. */
+    s = fmemopen(f.buf, f.len, "rb");
+    ck_assert_int_eq(km_model_load_file(s, (size_t)1 << 30, &m, &err), KM_OK);
+    km_model_free(m);
+    fclose(s);
+    free(f.buf);
+}
+END_TEST
+
+START_TEST(set_labels_rules)
+{
+    km_kernel k = rbf(0.5);
+    km_krr_params p = km_krr_params_default();
+    double y[4] = {0, 1, 1, 0};
+    km_model *m;
+    km_error err;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X4, 4, 2, y, 1, NULL, &m, NULL), KM_OK);
+    const char *bad[2] = {"ok", "caf\xe9"}; /* Latin-1, not UTF-8 */
+    ck_assert_int_eq(km_model_set_labels(m, bad, 2, 0, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "class label 1 is not valid UTF-8");
+    const char *order[2] = {"b", "a"};
+    ck_assert_int_eq(km_model_set_labels(m, order, 2, 0, &err), KM_EINVAL);
+    const char *good[2] = {"a", "caf\xc3\xa9"};
+    ck_assert_int_eq(km_model_set_labels(m, good, 2, 0, &err), KM_OK);
+    km_model_free(m);
+}
+END_TEST
+
+static Suite *model_file_suite(void)
+{
+    Suite *s = suite_create("km_model_file");
+    TCase *tc = tcase_create("hostile");
+    tcase_add_test(tc, valid_files_load);
+    tcase_add_test(tc, svc_labels_match_classes);
+    tcase_add_test(tc, header_bounds);
+    tcase_add_test(tc, identity_ranges);
+    tcase_add_test(tc, numbers_finite);
+    tcase_add_test(tc, svc_counts_and_indices);
+    tcase_add_test(tc, figures_and_kernel);
+    tcase_add_test(tc, size_against_header);
+    tcase_add_test(tc, load_file_stops_at_header_bound);
+    tcase_add_test(tc, set_labels_rules);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+KM_TEST_MAIN(model_file_suite)

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""Writes the seed corpus of fuzz_model_file: small valid model files of
+every algorithm (krr, svc, svc with probability, svr, kpca, kpca with the
+inverse map) and every kernel type, without their last four bytes (the
+checksum, which the fuzz target appends). The files are made by a real
+daemon, so they are what a fit writes.
+
+Usage (from the project root, after make):
+    /usr/bin/python3 tests/fuzz/make_model_corpus.py --server build/kmserve
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+import run  # noqa: E402
+
+KERNELS = {
+    "linear": {"type": "linear"},
+    "poly": {"type": "polynomial", "gamma": 0.5, "degree": 2, "coef0": 1},
+    "rbf": {"type": "rbf", "gamma": 0.5},
+    "laplacian": {"type": "laplacian", "gamma": 0.5},
+    "sigmoid": {"type": "sigmoid", "gamma": 0.1, "coef0": 0},
+    "sum": {"type": "sum", "kernels": [{"type": "rbf", "gamma": 0.5},
+                                       {"type": "linear"}],
+            "weights": [1, 0.5]},
+    "product": {"type": "product", "kernels": [{"type": "rbf"},
+                                               {"type": "polynomial",
+                                                "degree": 2}]},
+}
+X = [[0, 0], [0, 1], [3, 3], [3, 4], [-3, 3], [-3, 4]]
+FITS = {
+    "krr": {"algorithm": "krr", "X": X, "y": [0, 1, 1, 0, 2, 2]},
+    "krr2": {"algorithm": "krr", "X": X[:4],
+             "y": [[0, 1], [1, 0], [1, 1], [0, 0]]},
+    "svc": {"algorithm": "svc", "X": X, "y": ["a", "a", "b", "b", "c", "c"]},
+    "svcprob": {"algorithm": "svc", "params": {"probability": True},
+                "X": X + X, "y": [0, 0, 1, 1, 1, 1] * 2},
+    "svr": {"algorithm": "svr", "X": X, "y": [0, 1, 2, 3, 4, 5]},
+    "kpca": {"algorithm": "kpca", "params": {"n_components": 2}, "X": X},
+    "kpcainv": {"algorithm": "kpca", "X": X,
+                "params": {"n_components": 2, "fit_inverse_transform": True}},
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", default=os.path.join(ROOT, "build", "kmserve"))
+    ap.add_argument("--out", default=os.path.join(HERE, "corpus",
+                                                  "fuzz_model_file"))
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="kmserve-corpus-")
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    os.makedirs(args.out, exist_ok=True)
+    d = run.Daemon(os.path.abspath(args.server), models)
+    made = 0
+    try:
+        d.start()
+        for kname, kernel in KERNELS.items():
+            for fname, fit in FITS.items():
+                # every kernel with krr, svc and svr; the other variants
+                # with rbf (and kpca also with linear and polynomial)
+                if (kname != "rbf" and fname not in ("krr", "svc", "svr") and
+                        not (fname == "kpca" and kname in ("linear", "poly"))):
+                    continue
+                name = f"{fname}_{kname}"
+                r = d.req("POST", f"/v1/models/{name}/fit",
+                          dict(fit, kernel=kernel))
+                if r.status != 201:
+                    print(f"{name}: {r}", file=sys.stderr)
+                    continue
+                with open(os.path.join(models, name + ".kmm"), "rb") as f:
+                    data = f.read()
+                with open(os.path.join(args.out, name), "wb") as f:
+                    f.write(data[:-4])
+                made += 1
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{made} files in {args.out}")
+    return 0 if made else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
