@@ -10,6 +10,7 @@
  *
  * Thread-safety: reentrant.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -613,4 +614,18 @@ int api_check_keys(const cJSON *obj, const char *path,
         }
     }
     return 0;
+}
+
+cJSON *api_json_number(double v)
+{
+    if (!isfinite(v))
+        return cJSON_CreateNull();
+    char buf[40];
+    api_format_number(buf, v);
+    cJSON *n = cJSON_CreateRaw(buf);
+    if (n) { /* for readers in this process that look at the value */
+        n->valuedouble = v;
+        n->valueint = v >= INT_MAX ? INT_MAX : v <= INT_MIN ? INT_MIN : (int)v;
+    }
+    return n;
 }

@@ -28,6 +28,13 @@
  */
 int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e);
 
+/* v as a JSON number node whose text is exact (api_format_number: the
+ * shortest of %.15g/%.17g that reads back as v; cJSON's own printer can
+ * round, e.g. 2^53 to 9.00719925474099e+15); null when v is not finite.
+ * The node is cJSON_Raw with valuedouble and valueint set as a number's
+ * would be. NULL when out of memory. */
+cJSON *api_json_number(double v);
+
 /*
  * A request body with its matrix read straight into doubles. Predict and
  * fit bodies are mostly one matrix of numbers; a cJSON node per number

@@ -155,15 +155,15 @@ cJSON *api_kernel_json(const km_kernel *k)
     cJSON_AddStringToObject(o, "type", km_kernel_type_name(k->type));
     switch (k->type) {
     case KM_KERNEL_POLYNOMIAL:
-        cJSON_AddNumberToObject(o, "degree", k->degree);
+        cJSON_AddItemToObject(o, "degree", api_json_number(k->degree));
         /* fall through */
     case KM_KERNEL_SIGMOID:
-        cJSON_AddNumberToObject(o, "gamma", k->gamma);
-        cJSON_AddNumberToObject(o, "coef0", k->coef0);
+        cJSON_AddItemToObject(o, "gamma", api_json_number(k->gamma));
+        cJSON_AddItemToObject(o, "coef0", api_json_number(k->coef0));
         break;
     case KM_KERNEL_RBF:
     case KM_KERNEL_LAPLACIAN:
-        cJSON_AddNumberToObject(o, "gamma", k->gamma);
+        cJSON_AddItemToObject(o, "gamma", api_json_number(k->gamma));
         break;
     case KM_KERNEL_SUM:
     case KM_KERNEL_PRODUCT: {
@@ -173,7 +173,7 @@ cJSON *api_kernel_json(const km_kernel *k)
         if (k->type == KM_KERNEL_SUM) {
             cJSON *w = cJSON_AddArrayToObject(o, "weights");
             for (int i = 0; w && i < k->n_parts; i++)
-                cJSON_AddItemToArray(w, cJSON_CreateNumber(
+                cJSON_AddItemToArray(w, api_json_number(
                                             k->weights ? k->weights[i] : 1.0));
         }
         break;
@@ -188,7 +188,7 @@ static cJSON *info_value(const km_info_entry *e, size_t i)
 {
     if (e->kind == KM_INFO_BOOLEAN)
         return cJSON_CreateBool(e->values[i] != 0);
-    return cJSON_CreateNumber(e->values[i]);
+    return api_json_number(e->values[i]);
 }
 
 static cJSON *info_json(const km_info *info)
@@ -230,7 +230,7 @@ void api_model_label_text(api_text *t, const km_model *m, size_t i)
 cJSON *api_model_label_json(const km_model *m, size_t i)
 {
     const char *l = km_model_label(m, i);
-    return km_model_labels_numeric(m) ? cJSON_CreateNumber(strtod(l, NULL))
+    return km_model_labels_numeric(m) ? api_json_number(strtod(l, NULL))
                                       : cJSON_CreateString(l);
 }
 
@@ -239,7 +239,8 @@ cJSON *api_model_ref_json(const km_model *m)
     cJSON *o = cJSON_CreateObject();
     if (o) {
         cJSON_AddStringToObject(o, "name", km_model_name(m));
-        cJSON_AddNumberToObject(o, "version", (double)km_model_version(m));
+        cJSON_AddItemToObject(o, "version",
+                              api_json_number((double)km_model_version(m)));
     }
     return o;
 }
@@ -255,10 +256,13 @@ cJSON *api_model_json(const km_model *m)
                             km_algorithm_name(km_model_algorithm(m)));
     cJSON_AddItemToObject(o, "kernel", api_kernel_json(km_model_kernel(m)));
     cJSON_AddItemToObject(o, "params", info_json(km_model_params(m)));
-    cJSON_AddNumberToObject(o, "n_features", (double)km_model_n_features(m));
-    cJSON_AddNumberToObject(o, "n_samples", (double)km_model_n_samples(m));
+    cJSON_AddItemToObject(o, "n_features",
+                          api_json_number((double)km_model_n_features(m)));
+    cJSON_AddItemToObject(o, "n_samples",
+                          api_json_number((double)km_model_n_samples(m)));
     if (km_model_algorithm(m) == KM_ALGO_KRR)
-        cJSON_AddNumberToObject(o, "n_outputs", (double)km_model_n_outputs(m));
+        cJSON_AddItemToObject(o, "n_outputs",
+                              api_json_number((double)km_model_n_outputs(m)));
     if (km_model_n_labels(m)) {
         cJSON *classes = cJSON_AddArrayToObject(o, "classes");
         for (size_t i = 0; classes && i < km_model_n_labels(m); i++)
@@ -266,6 +270,7 @@ cJSON *api_model_json(const km_model *m)
     }
     cJSON_AddStringToObject(o, "created_at", when);
     cJSON_AddItemToObject(o, "training", info_json(km_model_training(m)));
-    cJSON_AddNumberToObject(o, "size_bytes", (double)km_model_bytes(m));
+    cJSON_AddItemToObject(o, "size_bytes",
+                          api_json_number((double)km_model_bytes(m)));
     return o;
 }

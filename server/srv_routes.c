@@ -343,6 +343,14 @@ int srv_commit_model(void *state, const char *name, km_model *model,
     srv_state *s = state;
     pthread_mutex_lock(&s->commit_lock);
     uint64_t version = srv_registry_version(s->registry, name) + 1;
+    if (version > KM_MODEL_MAX_VERSION) { /* a file could not hold it */
+        pthread_mutex_unlock(&s->commit_lock);
+        km_model_free(model);
+        return api_fail(e, 409, "conflict", "model \"%s\" is at version "
+                        "%llu, the last a model file can hold; delete it to "
+                        "fit it again from version 1", name,
+                        (unsigned long long)(version - 1));
+    }
     km_model_set_identity(model, name, version, srv_now_ms());
     int rc = srv_store_save(s->store, model);
     if (rc) {

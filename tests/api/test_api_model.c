@@ -126,9 +126,35 @@ START_TEST(metadata)
                                             "gamma")->valuedouble, 0.5);
     ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "params"),
                                             "alpha")->valuedouble, 2);
+    char *text = cJSON_PrintUnformatted(o); /* numbers are exact text */
+    cJSON *back = cJSON_Parse(text);
     ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(
-        cJSON_GetObjectItem(o, "training"), "seconds")));
+        cJSON_GetObjectItem(back, "training"), "seconds")));
     ck_assert_double_eq(cJSON_GetObjectItem(o, "n_samples")->valuedouble, 2);
+    cJSON_Delete(back);
+    free(text);
+    cJSON_Delete(o);
+    km_model_free(m);
+}
+END_TEST
+
+/* Metadata numbers are written exactly: cJSON's own printer rounds 2^53
+ * to 9.00719925474099e+15 and 0.1 + 0.2 to 0.3. */
+START_TEST(metadata_exact)
+{
+    double X[4] = {0, 1, 2, 3}, y[2] = {1, 2};
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.1 + 0.2;
+    km_krr_params p = {2.0};
+    km_model *m;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, 2, 2, y, 1, NULL, &m, NULL), KM_OK);
+    km_model_set_identity(m, "m1", (uint64_t)1 << 53, 1700000000123LL);
+    cJSON *o = api_model_json(m);
+    char *text = cJSON_PrintUnformatted(o);
+    ck_assert_msg(strstr(text, "\"version\":9007199254740992,"), "%s", text);
+    ck_assert_msg(strstr(text, "\"gamma\":0.30000000000000004}"), "%s", text);
+    free(text);
     cJSON_Delete(o);
     km_model_free(m);
 }
@@ -142,6 +168,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, kernels_in);
     tcase_add_test(tc, kernel_round_trip);
     tcase_add_test(tc, metadata);
+    tcase_add_test(tc, metadata_exact);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -471,6 +471,40 @@ def scenario_fit_labels(binary, tmp):
         d.stop()
 
 
+def scenario_last_version(binary, tmp, files):
+    """A model at the last version a file can hold (2^53) is served, and a
+    refit is refused with 409 rather than writing a file the next start
+    would set aside; the model stays as it was."""
+    models = os.path.join(tmp, "lastver", "models")
+    os.makedirs(models)
+    write(os.path.join(models, "top.kmm"), set_u64(files["krr"], "version", 2**53))
+    d = run.Daemon(binary, models)
+    try:
+        d.start()
+        r = d.req("GET", "/v1/models/top", timeout=10)
+        check(r.status == 200 and (r.json() or {}).get("version") == 2**53,
+              "last version: a model at version 2^53 is served", r)
+        r = d.req("POST", "/v1/models/top/fit", FITS["krr"], timeout=10)
+        check(r.status == 409 and "9007199254740992" in r.body,
+              "last version: a refit is 409 naming the version", r)
+        r = d.req("GET", "/v1/models/top", timeout=10)
+        check(r.status == 200 and (r.json() or {}).get("version") == 2**53,
+              "last version: the model stays at 2^53", r)
+    except Exception as e:
+        check(False, "last version: runner", repr(e))
+    finally:
+        d.stop()
+    d = run.Daemon(binary, models)
+    try:
+        d.start()
+        check(listed(d) == ["top"], "last version: it loads again at the next start",
+              listed(d))
+    except Exception as e:
+        check(False, "last version: restart", repr(e))
+    finally:
+        d.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
@@ -485,6 +519,7 @@ def main():
         scenario_special_running(binary, tmp, files)
         scenario_size(binary, tmp, files)
         scenario_fit_labels(binary, tmp)
+        scenario_last_version(binary, tmp, files)
     except Exception as e:  # a crash of the runner is a failure, not a pass
         check(False, "runner", repr(e))
     finally:
