@@ -112,8 +112,11 @@ void srv_reply_fail(srv_reply *rp, int status, const char *code,
  * fd: no fd is shut down after it was closed (or reused).
  */
 
-#define SWEEP_MS 200
-#define HALF_CLOSE_GRACE 1.0
+/* The grace after a half-close spans one sweep: MHD reads a connection's
+ * bytes and hands them on in one step, so an entry still WAITING or BODY,
+ * with nothing unread and no progress a sweep later, has nothing coming. */
+#define SWEEP_MS 100
+#define HALF_CLOSE_GRACE 0.09
 #define LINGER 1.0
 
 enum { CONN_WAITING, CONN_BODY, CONN_BUSY, CONN_DEAD };
