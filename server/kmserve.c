@@ -130,7 +130,7 @@ int main(int argc, char **argv)
         return 1;
     }
     /* HTTP first, so probes see "loading" while models load. */
-    struct MHD_Daemon *d = srv_http_start(&s, err, sizeof err);
+    srv_http *d = srv_http_start(&s, err, sizeof err);
     if (!d) {
         srv_log(SRV_ERROR, "start", "%s", err);
         return 1;
@@ -169,10 +169,10 @@ int main(int argc, char **argv)
      * traffic away. Then the listener closes and in-flight requests end. */
     atomic_store(&s.phase, SRV_DRAINING);
     srv_jobs_drain(s.jobs, s.cfg.shutdown_timeout);
-    MHD_socket listen_fd = MHD_quiesce_daemon(d); /* no new connections */
+    int listen_fd = srv_http_quiesce(d); /* no new connections */
     wait_requests(&s, 5.0);
-    MHD_stop_daemon(d);
-    if (listen_fd != MHD_INVALID_SOCKET)
+    srv_http_stop(d);
+    if (listen_fd >= 0)
         close(listen_fd);
     srv_jobs_free(s.jobs);
     srv_store_close(s.store);

@@ -33,11 +33,22 @@ static const struct option_def {
     {"connection-timeout", "KMSERVE_CONNECTION_TIMEOUT", "30",
      "seconds a connection may stay idle before it is closed", OPT_INT,
      S(connection_timeout), 1, 86400},
+    {"header-timeout", "KMSERVE_HEADER_TIMEOUT", "10",
+     "seconds a connection may take to send a request's headers, counted "
+     "from its opening or from the end of its previous request (so also "
+     "the longest idle keep-alive); then it is closed", OPT_NUM,
+     S(header_timeout), 0.1, 86400},
+    {"body-timeout", "KMSERVE_BODY_TIMEOUT", "120",
+     "seconds a request may take to send its body once its headers are in; "
+     "then the connection is closed", OPT_NUM, S(body_timeout), 0.1, 86400},
     {"http-threads", "KMSERVE_HTTP_THREADS", "4",
      "threads serving HTTP (predicts run on them)", OPT_INT, S(http_threads),
      1, 256},
     {"max-connections", "KMSERVE_MAX_CONNECTIONS", "512",
-     "most connections open at once; more are refused", OPT_INT,
+     "most connections open at once (N); more wait to be accepted. A "
+     "reserve of N/8 (at least 1 when N >= 2) is kept for requests whose "
+     "headers are in: when more than N minus the reserve wait for headers, "
+     "the one that has waited longest is closed", OPT_INT,
      S(max_connections), 1, 100000},
     {"memory-budget-mb", "KMSERVE_MEMORY_BUDGET_MB", "0",
      "memory fits and predicts may use in MiB (0: 75% of physical "

@@ -17,6 +17,8 @@ typedef struct srv_config {
     char models_dir[1024];
     double max_body_mb;      /* request body limit */
     int connection_timeout;  /* seconds of inactivity before a close */
+    double header_timeout;   /* seconds to receive a request's headers */
+    double body_timeout;     /* seconds to receive a request's body */
     int http_threads;        /* libmicrohttpd thread pool */
     int max_connections;
     double memory_budget_mb; /* for fits; 0 = 75% of physical memory */

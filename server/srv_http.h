@@ -2,15 +2,22 @@
  * srv_http.h - the HTTP side: libmicrohttpd set-up, the per-request
  * context that handlers see, and replies.
  *
- * A request's way: the first callback matches the route and refuses what
- * can be refused from the headers alone (404, 405, 411, 413 by
- * Content-Length, 415); body chunks are appended up to --max-body-mb
- * (413 past it); the final callback runs the route's handler. A handler
- * either fills a reply or parks the request on a fit job (the connection
- * is suspended, and resumed by the worker when the job ends).
+ * A request's way: the first callback refuses what can be refused from
+ * the headers alone: ambiguous framing (400, see srv_http.c), then 404,
+ * 405, 411, 413 by Content-Length, 415; body chunks are appended up to
+ * --max-body-mb (413 past it); the final callback runs the route's
+ * handler. A handler either fills a reply or parks the request on a fit
+ * job (the connection is suspended, and resumed by the worker when the
+ * job ends).
+ *
+ * Around the requests, a sweeper thread holds every connection to its
+ * deadlines (--header-timeout, --body-timeout), closes connections whose
+ * peer has gone, and keeps a reserve of connections for requests whose
+ * headers are in (see srv_http.c for the rules).
  *
  * Thread-safety: a request is handled by one MHD thread at a time; the
- * job callback touches only the request's own lock-protected flags.
+ * job callback touches only the request's own lock-protected flags; the
+ * connection table has its own lock.
  */
 #ifndef SRV_HTTP_H
 #define SRV_HTTP_H
@@ -30,11 +37,16 @@ typedef struct srv_reply {
     char location[160];
     char allow[64];
     char www_authenticate[64];
+    int close;                /* answer with Connection: close */
 } srv_reply;
+
+typedef struct srv_http srv_http;
+typedef struct srv_conn srv_conn;
 
 typedef struct srv_request {
     srv_state *s;
     struct MHD_Connection *conn;
+    srv_conn *sc;             /* its connection's entry in the table */
     char id[72];
     char method[16];
     char path[1024];
@@ -44,8 +56,9 @@ typedef struct srv_request {
     char *body;
     size_t len, cap;
     size_t announced;         /* the Content-Length, when given */
+    double linger_until;      /* after a 413 written mid-body */
     int too_large;
-    int answered;             /* a reply was queued */
+    int answered;             /* a reply was queued (or written: 413) */
     int status;
     size_t bytes_out;
     /* a parked fit */
@@ -54,8 +67,19 @@ typedef struct srv_request {
     int job_done, suspended;
 } srv_request;
 
-/* Starts the daemon on s->cfg.listen. NULL with a message on failure. */
-struct MHD_Daemon *srv_http_start(srv_state *s, char *err, size_t errlen);
+/* Starts the daemon on s->cfg.listen, and its sweeper. NULL with a
+ * message on failure. Caller owns the result; stop with srv_http_stop(). */
+srv_http *srv_http_start(srv_state *s, char *err, size_t errlen);
+
+/* The port listened on (useful with port 0). */
+unsigned srv_http_port(const srv_http *h);
+
+/* Stops accepting connections (MHD_quiesce_daemon): returns the listening
+ * socket, which the caller closes after srv_http_stop(), or -1. */
+int srv_http_quiesce(srv_http *h);
+
+/* Closes every connection, stops the threads and frees h (NULL is fine). */
+void srv_http_stop(srv_http *h);
 
 /* A request header's value, or NULL. */
 const char *srv_header(srv_request *rq, const char *name);
