@@ -754,6 +754,28 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
     atomic_fetch_sub(&s->active_requests, 1);
 }
 
+/* A listening socket on ai, bound here rather than by libmicrohttpd so a
+ * failure is one clear message ("Address already in use") instead of
+ * MHD's "Failed to bind to port 0" first. -1 with err filled on failure. */
+static int listen_on(const struct addrinfo *ai, const char *what, char *err,
+                     size_t errlen)
+{
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    0);
+    int on = 1;
+    if (fd < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", what,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
@@ -793,11 +815,17 @@ srv_http *srv_http_start(srv_state *s, char *err, size_t errlen)
         freeaddrinfo(ai);
         return NULL;
     }
+    int lfd = listen_on(ai, s->cfg.listen, err, errlen);
+    if (lfd < 0) {
+        freeaddrinfo(ai);
+        return NULL;
+    }
     srv_http *h = calloc(1, sizeof *h);
     pthread_condattr_t ca;
     if (!h || pthread_condattr_init(&ca) != 0) {
         snprintf(err, errlen, "out of memory");
         free(h);
+        close(lfd);
         freeaddrinfo(ai);
         return NULL;
     }
@@ -820,7 +848,7 @@ srv_http *srv_http_start(srv_state *s, char *err, size_t errlen)
     h->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, h,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, or MHD warns */
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.http_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.connection_timeout,
         MHD_OPTION_CONNECTION_LIMIT, max,
@@ -836,8 +864,9 @@ srv_http *srv_http_start(srv_state *s, char *err, size_t errlen)
         MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!h->d) {
-        snprintf(err, errlen, "cannot listen on %s (in use, or not an address "
-                 "of this machine?)", s->cfg.listen);
+        snprintf(err, errlen, "cannot serve on %s (see the http log line "
+                 "before)", s->cfg.listen);
+        close(lfd);
     } else if (pthread_create(&h->sweeper, NULL, sweeper, h) != 0) {
         snprintf(err, errlen, "cannot start the connection sweeper");
         MHD_stop_daemon(h->d);

@@ -333,6 +333,22 @@ def scenario_busy_not_evicted(d):
 
 # ---------------------------------------------------------------- main
 
+def scenario_port_in_use(binary, tmp):
+    """An address in use: exit 1 with one clear error line naming the
+    address and the reason, and no libmicrohttpd "Failed to bind" first."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        models = os.path.join(tmp, "inuse", "models")
+        p = subprocess.run([binary, "--listen", f"127.0.0.1:{port}", "--models-dir", models],
+                           capture_output=True, text=True, timeout=20)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    check(p.returncode == 1 and len(lines) == 1 and
+          f"cannot listen on 127.0.0.1:{port}: Address already in use" in lines[0],
+          "port in use: exit 1 with one clear line", (p.returncode, p.stderr))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
@@ -361,6 +377,7 @@ def main():
         scenario_trickle(d)
         scenario_slowloris(d)
         scenario_busy_not_evicted(d)
+        scenario_port_in_use(binary, tmp)
         check(run.http(d.port, "GET", "/livez").status == 200,
               "alive after the hostile clients")
     except Exception as e:  # a crash of the runner is a failure, not a pass
