@@ -20,6 +20,7 @@
  * Thread-safety: single-threaded.
  */
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,8 +428,28 @@ static int call_expect(ctl_client *c, const char *method, const char *path,
     return 0;
 }
 
-static void print_json(const cJSON *j)
+/* Numbers as exact text (cJSON's printer can round a double that needs 17
+ * digits, so `kmctl get` would differ from the server's answer). */
+static void exact_numbers(cJSON *j)
 {
+    for (cJSON *c = j ? j->child : NULL; c; c = c->next) {
+        if (cJSON_IsNumber(c) && isfinite(c->valuedouble)) {
+            char num[32];
+            ctl_fmt_double(num, c->valuedouble);
+            char *text = strdup(num);
+            if (text) {
+                c->type = cJSON_Raw;
+                c->valuestring = text;
+            }
+        } else {
+            exact_numbers(c);
+        }
+    }
+}
+
+static void print_json(cJSON *j)
+{
+    exact_numbers(j);
     char *s = cJSON_Print(j);
     if (s)
         puts(s);

@@ -63,7 +63,8 @@ static const struct option_def {
      "100 ms late (true or false)", OPT_BOOL,
      S(access_log), 0, 0},
     {"workers", "KMSERVE_WORKERS", "0",
-     "fit worker threads (0: cores / blas-threads, at least 1)", OPT_INT,
+     "fit worker threads (0: cores / blas-threads when that is set, "
+     "else 1)", OPT_INT,
      S(workers), 0, 256},
     {"blas-threads", "KMSERVE_BLAS_THREADS", "0",
      "BLAS threads inside one fit (0: cores / workers, at least 1)", OPT_INT,
