@@ -70,6 +70,7 @@ int main(int argc, char **argv)
     int rc = srv_config_parse(&s.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
+    rc = 1; /* until the daemon has run and stopped */
     if (srv_log_set_level(s.cfg.log_level) != 0) {
         fprintf(stderr, "kmserve: --log-level must be debug, info, warn or "
                 "error\n");
@@ -106,19 +107,19 @@ int main(int argc, char **argv)
         s.auth = srv_auth_load(s.cfg.token_file, err, sizeof err);
         if (!s.auth) {
             srv_log(SRV_ERROR, "start", "%s", err);
-            return 1;
+            goto fail;
         }
     }
     if (s.cfg.tls_cert[0] &&
         (!(s.tls_cert = read_pem(s.cfg.tls_cert, err, sizeof err)) ||
          !(s.tls_key = read_pem(s.cfg.tls_key, err, sizeof err)))) {
         srv_log(SRV_ERROR, "start", "%s", err);
-        return 1;
+        goto fail;
     }
     s.store = srv_store_open(s.cfg.models_dir, err, sizeof err);
     if (!s.registry || !s.metrics || !s.store) {
         srv_log(SRV_ERROR, "start", "%s", s.store ? "out of memory" : err);
-        return 1;
+        goto fail;
     }
     s.jobs = srv_jobs_create(s.cfg.workers, (size_t)s.cfg.queue,
                              s.cfg.job_ttl, (size_t)s.cfg.max_jobs,
@@ -127,13 +128,13 @@ int main(int argc, char **argv)
                              srv_commit_model, &s);
     if (!s.jobs) {
         srv_log(SRV_ERROR, "start", "cannot start the fit workers");
-        return 1;
+        goto fail;
     }
     /* HTTP first, so probes see "loading" while models load. */
     srv_http *d = srv_http_start(&s, err, sizeof err);
     if (!d) {
         srv_log(SRV_ERROR, "start", "%s", err);
-        return 1;
+        goto fail;
     }
     size_t n = srv_store_sync(s.store, s.registry, &s.commit_lock, NULL);
     if (srv_store_watch(s.store, s.registry, &s.commit_lock,
@@ -174,6 +175,9 @@ int main(int argc, char **argv)
     srv_http_stop(d);
     if (listen_fd >= 0)
         close(listen_fd);
+    srv_log(SRV_INFO, "stopped", "bye");
+    rc = 0;
+fail:
     srv_jobs_free(s.jobs);
     srv_store_close(s.store);
     srv_registry_free(s.registry);
@@ -182,7 +186,6 @@ int main(int argc, char **argv)
     free(s.tls_cert);
     free(s.tls_key);
     pthread_mutex_destroy(&s.commit_lock);
-    srv_log(SRV_INFO, "stopped", "bye");
     srv_log_stop();
-    return 0;
+    return rc;
 }

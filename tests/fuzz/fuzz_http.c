@@ -135,7 +135,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     state.metrics = srv_metrics_create(names, n_routes);
     state.store = srv_store_open(state.cfg.models_dir, err, sizeof err);
     state.jobs = srv_jobs_create(state.cfg.workers, (size_t)state.cfg.queue,
-                                 state.cfg.job_ttl, state.cfg.fit_timeout,
+                                 state.cfg.job_ttl, (size_t)state.cfg.max_jobs,
+                                 state.cfg.fit_timeout,
                                  (size_t)(state.cfg.memory_budget_mb *
                                           1048576.0),
                                  srv_commit_model, &state);
