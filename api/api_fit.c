@@ -52,7 +52,7 @@ static int parse_targets(const cJSON *y, api_fit_request *req, int multi,
     req->m = 1;
     req->Y = malloc(n * sizeof *req->Y);
     if (!req->Y)
-        return api_fail(e, 413, "payload_too_large", "not enough memory for y");
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for y");
     size_t i = 0;
     for (const cJSON *v = y->child; v; v = v->next, i++) {
         if (!cJSON_IsNumber(v))
@@ -144,7 +144,7 @@ static int parse_labels(const cJSON *y, api_fit_request *req, api_error *e)
     req->labels = calloc(MAX_CLASSES, sizeof *req->labels);
     if (!refs || !req->classes || !req->labels) {
         free(refs);
-        return api_fail(e, 413, "payload_too_large", "not enough memory for y");
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for y");
     }
     i = 0;
     for (const cJSON *v = y->child; v; v = v->next, i++)
@@ -164,7 +164,7 @@ static int parse_labels(const cJSON *y, api_fit_request *req, api_error *e)
             req->labels[k] = strdup(numeric ? buf : refs[i].item->valuestring);
             if (!req->labels[k]) {
                 free(refs);
-                return api_fail(e, 500, "internal", "out of memory for labels");
+                return api_raise(e, API_INTERNAL, "out of memory for labels");
             }
             req->n_labels = ++k;
         }
@@ -186,7 +186,7 @@ static int parse_class_weight(const cJSON *cw, api_fit_request *req,
                            "to weight, not %s", api_type_name(cw));
     req->class_weight = malloc(req->n_labels * sizeof *req->class_weight);
     if (!req->class_weight)
-        return api_fail(e, 500, "internal", "out of memory");
+        return api_raise(e, API_INTERNAL, "out of memory");
     for (size_t c = 0; c < req->n_labels; c++)
         req->class_weight[c] = 1.0;
     for (const cJSON *w = cw->child; w; w = w->next) {
@@ -330,7 +330,7 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
     case KM_ALGO_KPCA:
         return parse_kpca(params, y, req, e);
     default:
-        return api_fail(e, 400, "invalid_argument",
+        return api_raise(e, API_INVALID_ARGUMENT,
                         "algorithm \"%s\" is not available in this build",
                         km_algorithm_name(req->algo));
     }

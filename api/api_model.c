@@ -123,7 +123,7 @@ int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
     if (!sub || (weights && !w)) {
         free(sub);
         free(w);
-        return api_fail(e, 500, "internal", "out of memory parsing %s", path);
+        return api_raise(e, API_INTERNAL, "out of memory parsing %s", path);
     }
     km_kernel_set_parts(k, sub, w, n);
     int i = 0;

@@ -89,7 +89,7 @@ static int check_finite(const double *v, size_t rows, size_t cols,
 {
     for (size_t i = 0; i < rows * cols; i++)
         if (!isfinite(v[i]))
-            return api_fail(e, 422, "unprocessable", "%s[%zu] is not a finite "
+            return api_raise(e, API_UNPROCESSABLE, "%s[%zu] is not a finite "
                             "number: input row %zu overflows the model's "
                             "arithmetic in double precision; rescale it",
                             what, i / cols, i / cols);
@@ -139,7 +139,7 @@ static int end_answer(api_text *t, api_error *e)
         return 0;
     free(t->buf);
     memset(t, 0, sizeof *t);
-    return api_fail(e, 500, "internal", "out of memory building the answer");
+    return api_raise(e, API_INTERNAL, "out of memory building the answer");
 }
 
 /* svc: labels (in the type they were fitted with), decision values
@@ -210,7 +210,7 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     int bad = 0; /* e says why */
 
     if (algo == KM_ALGO_KPCA)
-        return api_fail(e, 409, "conflict", "model \"%s\" is kpca: use "
+        return api_raise(e, API_CONFLICT, "model \"%s\" is kpca: use "
                         "/v1/models/%s/project", km_model_name(m),
                         km_model_name(m));
     const cJSON *output = cJSON_GetObjectItemCaseSensitive(root, "output");
@@ -225,7 +225,7 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
                            "probability");
     if (output && !strcmp(output->valuestring, "probability") &&
         !km_svc_has_probability(m))
-        return api_fail(e, 409, "conflict", "model \"%s\" was fitted without "
+        return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
                         "params.probability: true; probability is not "
                         "available", km_model_name(m));
     if (read_input(body, keys, km_model_n_features(m), &X, &n, e))
@@ -234,7 +234,7 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     Y = malloc(n * (k ? k : 1) * sizeof *Y);
     if (!Y) {
         free(X);
-        return api_fail(e, 413, "payload_too_large",
+        return api_raise(e, API_PAYLOAD_TOO_LARGE,
                         "not enough memory for %zu predictions", n);
     }
     begin_answer(&t, m, "predictions");
@@ -279,7 +279,7 @@ int api_project(const km_model *m, api_body *body, api_text *out,
     static const char *const keys[] = {"X", "instances", "inverse", NULL};
     int inverse = 0;
     if (km_model_algorithm(m) != KM_ALGO_KPCA)
-        return api_fail(e, 409, "conflict", "project applies to kpca models; "
+        return api_raise(e, API_CONFLICT, "project applies to kpca models; "
                         "model \"%s\" is %s: use /v1/models/%s/predict",
                         km_model_name(m),
                         km_algorithm_name(km_model_algorithm(m)),
@@ -287,7 +287,7 @@ int api_project(const km_model *m, api_body *body, api_text *out,
     if (api_opt_bool(root, "", "inverse", &inverse, e))
         return -1;
     if (inverse && !km_kpca_has_inverse(m))
-        return api_fail(e, 409, "conflict", "model \"%s\" was fitted without "
+        return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
                         "params.fit_inverse_transform: true; inverse is not "
                         "available", km_model_name(m));
     size_t nc = km_model_n_outputs(m), nf = km_model_n_features(m);
@@ -312,7 +312,7 @@ int api_project(const km_model *m, api_body *body, api_text *out,
     if (bad)
         return -1;
     if (st == KM_ENOMEM && kerr.status != KM_ENOMEM)
-        return api_fail(e, 413, "payload_too_large",
+        return api_raise(e, API_PAYLOAD_TOO_LARGE,
                         "not enough memory for %zu projections", n);
     if (st != KM_OK)
         return api_fail_km(e, &kerr);
