@@ -410,6 +410,16 @@ static void add_range(cJSON *o, const api_param *r)
         cJSON_AddItemToObject(o, "maximum", api_json_number(r->max));
 }
 
+/* member: the schema of the numbers a container row holds. */
+static void add_numbers(cJSON *o, const char *member, const api_param *r)
+{
+    cJSON *w = cJSON_AddObjectToObject(o, member);
+    if (w) {
+        cJSON_AddStringToObject(w, "type", "number");
+        add_range(w, r);
+    }
+}
+
 static cJSON *enum_json(const api_param *r)
 {
     cJSON *a = cJSON_CreateArray();
@@ -460,14 +470,9 @@ static cJSON *property_json(const api_schema *s, const api_param *r,
     case API_DISCRIMINATOR:
         cJSON_AddItemToObject(o, "enum", enum_json(r));
         break;
-    case API_LABEL_WEIGHTS: {
-        cJSON *w = cJSON_AddObjectToObject(o, "additionalProperties");
-        if (w) {
-            cJSON_AddStringToObject(w, "type", "number");
-            add_range(w, r);
-        }
+    case API_LABEL_WEIGHTS:
+        add_numbers(o, "additionalProperties", r);
         break;
-    }
     case API_PARTS: {
         cJSON_AddItemToObject(o, "minItems", api_json_number(r->min));
         cJSON_AddItemToObject(o, "maxItems", api_json_number(r->max));
@@ -477,14 +482,9 @@ static cJSON *property_json(const api_schema *s, const api_param *r,
                                     "#/components/schemas/Kernel");
         break;
     }
-    case API_PART_WEIGHTS: {
-        cJSON *w = cJSON_AddObjectToObject(o, "items");
-        if (w) {
-            cJSON_AddStringToObject(w, "type", "number");
-            add_range(w, r);
-        }
+    case API_PART_WEIGHTS:
+        add_numbers(o, "items", r);
         break;
-    }
     default:
         add_range(o, r);
         break;
