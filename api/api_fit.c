@@ -294,12 +294,11 @@ static km_status kpca_fit(const api_fit_request *req,
                        out, err);
 }
 
-/* Indexed by km_algorithm. */
 static const fit_algo fit_algos[] = {
-    {TARGETS_ROWS, 0, krr_check, krr_bytes, krr_fit},
-    {TARGETS_LABELS, 1, svm_check, svc_bytes, svc_fit},
-    {TARGETS_VALUES, 1, svm_check, svr_bytes, svr_fit},
-    {TARGETS_NONE, 0, kpca_check, kpca_bytes, kpca_fit},
+    [KM_ALGO_KRR] = {TARGETS_ROWS, 0, krr_check, krr_bytes, krr_fit},
+    [KM_ALGO_SVC] = {TARGETS_LABELS, 1, svm_check, svc_bytes, svc_fit},
+    [KM_ALGO_SVR] = {TARGETS_VALUES, 1, svm_check, svr_bytes, svr_fit},
+    [KM_ALGO_KPCA] = {TARGETS_NONE, 0, kpca_check, kpca_bytes, kpca_fit},
 };
 _Static_assert(sizeof fit_algos / sizeof *fit_algos == KM_ALGO_COUNT,
                "one entry per algorithm");

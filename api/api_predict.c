@@ -44,15 +44,15 @@ enum {
 typedef km_status (*values_fn)(const km_model *m, const double *X, size_t n,
                                double *out, km_error *err);
 
-/* Indexed by km_algorithm. values: the predict of ANSWERS_VALUES. */
+/* values: the predict of ANSWERS_VALUES. */
 static const struct algo_answers {
     unsigned answers;
     values_fn values;
 } algo_answers[] = {
-    {ANSWERS_VALUES, km_krr_predict},
-    {ANSWERS_CLASSES, NULL},
-    {ANSWERS_VALUES, km_svr_predict},
-    {ANSWERS_PROJECTIONS, NULL},
+    [KM_ALGO_KRR] = {ANSWERS_VALUES, km_krr_predict},
+    [KM_ALGO_SVC] = {ANSWERS_CLASSES, NULL},
+    [KM_ALGO_SVR] = {ANSWERS_VALUES, km_svr_predict},
+    [KM_ALGO_KPCA] = {ANSWERS_PROJECTIONS, NULL},
 };
 _Static_assert(sizeof algo_answers / sizeof *algo_answers == KM_ALGO_COUNT,
                "one entry per algorithm");

@@ -133,12 +133,12 @@ static void kpca_defaults(void *p)
     *(km_kpca_params *)p = km_kpca_params_default();
 }
 
-/* Indexed by km_algorithm. */
 static const api_schema params_schemas[] = {
-    {"krr", krr_rows, sizeof(km_krr_params), krr_defaults},
-    {"svc", svc_rows, sizeof(km_svm_params), svm_defaults},
-    {"svr", svr_rows, sizeof(km_svm_params), svm_defaults},
-    {"kpca", kpca_rows, sizeof(km_kpca_params), kpca_defaults},
+    [KM_ALGO_KRR] = {"krr", krr_rows, sizeof(km_krr_params), krr_defaults},
+    [KM_ALGO_SVC] = {"svc", svc_rows, sizeof(km_svm_params), svm_defaults},
+    [KM_ALGO_SVR] = {"svr", svr_rows, sizeof(km_svm_params), svm_defaults},
+    [KM_ALGO_KPCA] = {"kpca", kpca_rows, sizeof(km_kpca_params),
+                      kpca_defaults},
 };
 _Static_assert(sizeof params_schemas / sizeof *params_schemas ==
                KM_ALGO_COUNT, "one params schema per algorithm");
@@ -193,19 +193,18 @@ static const api_schema kernel_schema = {"kernel", kernel_rows,
 
 /* The rows each kernel type takes, in the order metadata shows them. */
 static const struct {
-    km_kernel_type type;
     const char *keys[4];
 } kernel_types[] = {
-    {KM_KERNEL_LINEAR, {NULL}},
-    {KM_KERNEL_POLYNOMIAL, {"degree", "gamma", "coef0", NULL}},
-    {KM_KERNEL_RBF, {"gamma", "sigma", NULL}},
-    {KM_KERNEL_LAPLACIAN, {"gamma", NULL}},
-    {KM_KERNEL_SIGMOID, {"gamma", "coef0", NULL}},
-    {KM_KERNEL_SUM, {"kernels", "weights", NULL}},
-    {KM_KERNEL_PRODUCT, {"kernels", NULL}},
+    [KM_KERNEL_LINEAR] = {{NULL}},
+    [KM_KERNEL_POLYNOMIAL] = {{"degree", "gamma", "coef0", NULL}},
+    [KM_KERNEL_RBF] = {{"gamma", "sigma", NULL}},
+    [KM_KERNEL_LAPLACIAN] = {{"gamma", NULL}},
+    [KM_KERNEL_SIGMOID] = {{"gamma", "coef0", NULL}},
+    [KM_KERNEL_SUM] = {{"kernels", "weights", NULL}},
+    [KM_KERNEL_PRODUCT] = {{"kernels", NULL}},
 };
 _Static_assert(sizeof kernel_types / sizeof *kernel_types ==
-               KM_KERNEL_TYPE_COUNT, "one entry per kernel type, in order");
+               KM_KERNEL_TYPE_COUNT, "one entry per kernel type");
 
 const api_schema *api_schema_kernel(void)
 {
@@ -489,6 +488,8 @@ static cJSON *property_json(const api_schema *s, const api_param *r,
         add_range(o, r);
         break;
     }
+    if (r->doc)
+        cJSON_AddStringToObject(o, "description", r->doc);
     cJSON *def = NULL;
     if (s == &kernel_schema)
         def = kernel_default(r);

@@ -125,9 +125,9 @@ const char *api_kernel_type_name(int t);
 /*
  * The OpenAPI 3.0 schema objects of the tables: {"Kernel": {...},
  * "KrrParams": {...}, ...}, each with type, properties (type, minimum,
- * maximum, exclusiveMinimum, enum, default, items), required, and
- * "x-algorithm" on params. Caller owns the result (cJSON_Delete); NULL
- * when out of memory.
+ * maximum, exclusiveMinimum, enum, default, items, and the row's doc as
+ * description), required, and "x-algorithm" on params. Caller owns the
+ * result (cJSON_Delete); NULL when out of memory.
  */
 cJSON *api_schema_openapi(void);
 

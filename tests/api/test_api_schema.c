@@ -98,12 +98,14 @@ START_TEST(spec_matches_tables)
             cJSON *q = cJSON_GetObjectItemCaseSensitive(sp, p->string);
             ck_assert_msg(q != NULL, "%s has no property %s", g->string,
                           p->string);
-            cJSON *bare = cJSON_Duplicate(q, 1);
-            strip_descriptions(bare);
+            cJSON *mine = cJSON_Duplicate(p, 1), *theirs = cJSON_Duplicate(q, 1);
+            strip_descriptions(mine);
+            strip_descriptions(theirs);
             char what[96];
             snprintf(what, sizeof what, "%s.%s", g->string, p->string);
-            same(what, p, bare);
-            cJSON_Delete(bare);
+            same(what, mine, theirs);
+            cJSON_Delete(mine);
+            cJSON_Delete(theirs);
         }
     }
     /* Every algorithm has its schema, and FitRequest offers exactly them. */
@@ -263,6 +265,10 @@ START_TEST(name_lists_come_from_core)
     api_name_list(buf, sizeof buf, api_kernel_type_name, KM_KERNEL_TYPE_COUNT);
     ck_assert_str_eq(buf, "linear, polynomial, rbf, laplacian, sigmoid, sum, "
                           "product");
+    for (int a = 0; a < KM_ALGO_COUNT; a++) /* every entry filled */
+        ck_assert_str_eq(api_schema_params((km_algorithm)a)->name,
+                         km_algorithm_name((km_algorithm)a));
+    ck_assert_ptr_null(api_schema_params(KM_ALGO_COUNT));
     api_name_list(buf, 12, api_algorithm_name, KM_ALGO_COUNT);
     ck_assert_str_eq(buf, "krr, svc, s"); /* truncated, terminated */
 }
