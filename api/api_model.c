@@ -3,7 +3,10 @@
  *
  * Metadata is built from what the core model says of itself (kernel,
  * sizes, identity, parameter and training figures), so a model loaded from
- * disk answers exactly as it did when it was fitted.
+ * disk answers exactly as it did when it was fitted. Kernel objects are
+ * read and written through the kernel schema (api_schema.c): which
+ * members each type takes, how each is checked, and the order metadata
+ * shows them in.
  *
  * Thread-safety: reentrant.
  */

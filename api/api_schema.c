@@ -237,12 +237,15 @@ const api_param *api_schema_find(const api_schema *s, const char *key)
     return NULL;
 }
 
+/* Most rows a table may have. */
+#define MAX_ROWS 32
+
 int api_schema_check_keys(const cJSON *obj, const char *path,
                           const api_schema *s, api_error *e)
 {
-    const char *keys[32];
+    const char *keys[MAX_ROWS + 1];
     size_t n = 0;
-    for (const api_param *r = s->rows; r->key && n + 1 < 32; r++)
+    for (const api_param *r = s->rows; r->key && n < MAX_ROWS; r++)
         keys[n++] = r->key;
     keys[n] = NULL;
     return api_check_keys(obj, path, keys, e);
@@ -288,6 +291,9 @@ static int read_checked_number(const cJSON *v, const char *name,
              (r->min_open ? x > r->min : x >= r->min) && x <= r->max;
     if (ok && r->convert)
         ok = r->convert(x, &x) == 0;
+    if (!ok && r->max < HUGE_VAL)
+        return api_invalid(e, "%s must be a finite number %s %g and <= %g",
+                           name, r->min_open ? ">" : ">=", r->min, r->max);
     if (!ok)
         return api_invalid(e, "%s must be a finite number %s %g", name,
                            r->min_open ? ">" : ">=", r->min);
