@@ -14,8 +14,8 @@
 #include "api_error.h"
 #include "api_json.h"
 
-/* Room for the largest params struct of an algorithm (checked in
- * api_fit.c for each). */
+/* Room for the largest params struct of an algorithm (its schema's size;
+ * test_api_schema checks each, api_fit_parse refuses a bigger one). */
 #define API_PARAMS_BYTES 128
 
 typedef struct api_fit_request {

@@ -134,11 +134,10 @@ static void kpca_defaults(void *p)
 }
 
 static const api_schema params_schemas[] = {
-    [KM_ALGO_KRR] = {"krr", krr_rows, sizeof(km_krr_params), krr_defaults},
-    [KM_ALGO_SVC] = {"svc", svc_rows, sizeof(km_svm_params), svm_defaults},
-    [KM_ALGO_SVR] = {"svr", svr_rows, sizeof(km_svm_params), svm_defaults},
-    [KM_ALGO_KPCA] = {"kpca", kpca_rows, sizeof(km_kpca_params),
-                      kpca_defaults},
+    [KM_ALGO_KRR] = {krr_rows, sizeof(km_krr_params), krr_defaults},
+    [KM_ALGO_SVC] = {svc_rows, sizeof(km_svm_params), svm_defaults},
+    [KM_ALGO_SVR] = {svr_rows, sizeof(km_svm_params), svm_defaults},
+    [KM_ALGO_KPCA] = {kpca_rows, sizeof(km_kpca_params), kpca_defaults},
 };
 _Static_assert(sizeof params_schemas / sizeof *params_schemas ==
                KM_ALGO_COUNT, "one params schema per algorithm");
@@ -188,8 +187,8 @@ static void kernel_defaults(void *k)
     km_kernel_init(k, KM_KERNEL_LINEAR);
 }
 
-static const api_schema kernel_schema = {"kernel", kernel_rows,
-                                         sizeof(km_kernel), kernel_defaults};
+static const api_schema kernel_schema = {kernel_rows, sizeof(km_kernel),
+                                         kernel_defaults};
 
 /* The rows each kernel type takes, in the order metadata shows them. */
 static const struct {
@@ -509,10 +508,8 @@ static cJSON *property_json(const api_schema *s, const api_param *r,
 static cJSON *schema_json(const api_schema *s, const char *algorithm)
 {
     _Alignas(max_align_t) unsigned char defaults[256];
-    _Static_assert(sizeof(km_kernel) <= sizeof defaults &&
-                   sizeof(km_svm_params) <= sizeof defaults &&
-                   sizeof(km_kpca_params) <= sizeof defaults,
-                   "room for any params struct");
+    if (s->size > sizeof defaults)
+        return NULL;
     s->defaults(defaults);
     cJSON *o = cJSON_CreateObject();
     cJSON *props = cJSON_CreateObject(), *req = cJSON_CreateArray();

@@ -73,9 +73,9 @@ typedef struct api_param {
 } api_param;
 
 /* A table: its rows (ended by a row with key NULL), the size of the
- * struct they describe, and how to fill one with core's defaults. */
+ * struct they describe, and how to fill one with core's defaults. Its
+ * name is core's (km_algorithm_name). */
 typedef struct api_schema {
-    const char *name;          /* "krr", "kernel" */
     const api_param *rows;
     size_t size;
     void (*defaults)(void *params);
