@@ -1,8 +1,9 @@
 /*
  * api_error.c - API errors and the mapping from core statuses to HTTP.
  *
- * The mapping is one table: a core status says what went wrong in the
- * numbers; API.md says which HTTP status and code a client sees for it.
+ * Two tables: API_ERROR_MAP (api_error.h) gives each error its HTTP
+ * status and code; status_map says which of them a client sees for each
+ * core status (core says what went wrong in the numbers).
  *
  * Thread-safety: reentrant.
  */
@@ -13,13 +14,33 @@
 #include "api_error.h"
 #include "api_text.h"
 
-int api_fail(api_error *e, int http, const char *code, const char *fmt, ...)
+static const struct {
+    int status;
+    const char *code, *meaning;
+} codes[] = {
+#define API_ERROR_ROW(name, status, code, meaning) {status, code, meaning},
+    API_ERROR_MAP(API_ERROR_ROW)
+#undef API_ERROR_ROW
+};
+
+int api_code_status(api_code c) { return codes[c].status; }
+const char *api_code_name(api_code c) { return codes[c].code; }
+const char *api_code_meaning(api_code c) { return codes[c].meaning; }
+
+static int set(api_error *e, int http, const char *code, const char *fmt,
+               va_list ap)
 {
-    va_list ap;
     e->http = http;
     e->code = code;
-    va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
+    return -1;
+}
+
+int api_raise(api_error *e, api_code c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set(e, codes[c].status, codes[c].code, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -27,41 +48,49 @@ int api_fail(api_error *e, int http, const char *code, const char *fmt, ...)
 int api_invalid(api_error *e, const char *fmt, ...)
 {
     va_list ap;
-    e->http = 400;
-    e->code = "invalid_argument";
     va_start(ap, fmt);
-    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    set(e, codes[API_INVALID_ARGUMENT].status, codes[API_INVALID_ARGUMENT].code,
+        fmt, ap);
     va_end(ap);
     return -1;
 }
 
+int api_fail(api_error *e, int http, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set(e, http, code, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* What a client sees for each core status. */
 static const struct {
     km_status status;
-    int http;
-    const char *code;
+    api_code code;
 } status_map[] = {
-    {KM_EINVAL, 400, "invalid_argument"},
-    {KM_ENOMEM, 413, "payload_too_large"},
-    {KM_ENOTPD, 422, "unprocessable"},
-    {KM_EPROBLEM, 422, "unprocessable"},
-    {KM_ENOCONV, 422, "unprocessable"},
-    {KM_ECONFLICT, 409, "conflict"},
-    {KM_ECANCELLED, 409, "conflict"},
-    {KM_ECORRUPT, 500, "internal"},
-    {KM_EFORMAT, 500, "internal"},
-    {KM_EIO, 500, "internal"},
-    {KM_EINTERNAL, 500, "internal"},
+    {KM_EINVAL, API_INVALID_ARGUMENT},
+    {KM_ENOMEM, API_PAYLOAD_TOO_LARGE},
+    {KM_ENOTPD, API_UNPROCESSABLE},
+    {KM_EPROBLEM, API_UNPROCESSABLE},
+    {KM_ENOCONV, API_UNPROCESSABLE},
+    {KM_ECONFLICT, API_CONFLICT},
+    {KM_ECANCELLED, API_CONFLICT},
+    {KM_ECORRUPT, API_INTERNAL},
+    {KM_EFORMAT, API_INTERNAL},
+    {KM_EIO, API_INTERNAL},
+    {KM_EINTERNAL, API_INTERNAL},
 };
 
 int api_fail_km(api_error *e, const km_error *kerr)
 {
     for (size_t i = 0; i < sizeof status_map / sizeof *status_map; i++)
         if (status_map[i].status == kerr->status)
-            return api_fail(e, status_map[i].http, status_map[i].code, "%s",
-                            kerr->message[0] ? kerr->message
-                                             : km_strerror(kerr->status));
-    return api_fail(e, 500, "internal", "unexpected status %s: %s (a bug)",
-                    km_status_name(kerr->status), kerr->message);
+            return api_raise(e, status_map[i].code, "%s",
+                             kerr->message[0] ? kerr->message
+                                              : km_strerror(kerr->status));
+    return api_raise(e, API_INTERNAL, "unexpected status %s: %s (a bug)",
+                     km_status_name(kerr->status), kerr->message);
 }
 
 /* Written with api_text's escaper, not cJSON's, whose strings are the

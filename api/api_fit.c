@@ -3,8 +3,9 @@
  *
  * A fit body is {"algorithm", "kernel", "params", "X", "y", "async"}.
  * Unknown fields are refused, so a misspelt parameter is an error rather
- * than a silently ignored default. Ranges are checked by core's own check
- * functions (one source of truth), whose messages name params.<field>.
+ * than a silently ignored default. params are read by the algorithm's
+ * schema (api_schema.c); ranges are checked by core's own check functions
+ * (one source of truth), whose messages name params.<field>.
  *
  * Thread-safety: reentrant.
  */
@@ -17,6 +18,7 @@
 #include "api_fit.h"
 #include "api_json.h"
 #include "api_model.h"
+#include "api_schema.h"
 
 void api_fit_request_cleanup(api_fit_request *req)
 {
@@ -52,7 +54,7 @@ static int parse_targets(const cJSON *y, api_fit_request *req, int multi,
     req->m = 1;
     req->Y = malloc(n * sizeof *req->Y);
     if (!req->Y)
-        return api_fail(e, 413, "payload_too_large", "not enough memory for y");
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for y");
     size_t i = 0;
     for (const cJSON *v = y->child; v; v = v->next, i++) {
         if (!cJSON_IsNumber(v))
@@ -62,19 +64,6 @@ static int parse_targets(const cJSON *y, api_fit_request *req, int multi,
             return api_invalid(e, "y[%zu] is not a finite number", i);
         req->Y[i] = v->valuedouble;
     }
-    return 0;
-}
-
-static int parse_krr(const cJSON *params, api_fit_request *req, api_error *e)
-{
-    static const char *const keys[] = {"alpha", NULL};
-    km_error kerr;
-    req->krr = km_krr_params_default();
-    if (api_check_keys(params, "params", keys, e) ||
-        api_opt_number(params, "params", "alpha", &req->krr.alpha, e))
-        return -1;
-    if (km_krr_check(&req->krr, &kerr) != KM_OK)
-        return api_fail_km(e, &kerr);
     return 0;
 }
 
@@ -144,7 +133,7 @@ static int parse_labels(const cJSON *y, api_fit_request *req, api_error *e)
     req->labels = calloc(MAX_CLASSES, sizeof *req->labels);
     if (!refs || !req->classes || !req->labels) {
         free(refs);
-        return api_fail(e, 413, "payload_too_large", "not enough memory for y");
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for y");
     }
     i = 0;
     for (const cJSON *v = y->child; v; v = v->next, i++)
@@ -164,7 +153,7 @@ static int parse_labels(const cJSON *y, api_fit_request *req, api_error *e)
             req->labels[k] = strdup(numeric ? buf : refs[i].item->valuestring);
             if (!req->labels[k]) {
                 free(refs);
-                return api_fail(e, 500, "internal", "out of memory for labels");
+                return api_raise(e, API_INTERNAL, "out of memory for labels");
             }
             req->n_labels = ++k;
         }
@@ -175,18 +164,19 @@ static int parse_labels(const cJSON *y, api_fit_request *req, api_error *e)
     return 0;
 }
 
-/* class_weight: {"label": weight, ...} over the labels of y. */
-static int parse_class_weight(const cJSON *cw, api_fit_request *req,
-                              api_error *e)
+/* A label-weights row (svc's class_weight: {"label": weight, ...} over
+ * the labels of y): one weight per label, 1 for those not named. */
+static int parse_label_weights(const cJSON *cw, const api_param *r,
+                               api_fit_request *req, api_error *e)
 {
     if (!cw)
         return 0;
     if (!cJSON_IsObject(cw))
-        return api_invalid(e, "params.class_weight must be an object of label "
-                           "to weight, not %s", api_type_name(cw));
+        return api_invalid(e, "params.%s must be an object of label to "
+                           "weight, not %s", r->key, api_type_name(cw));
     req->class_weight = malloc(req->n_labels * sizeof *req->class_weight);
     if (!req->class_weight)
-        return api_fail(e, 500, "internal", "out of memory");
+        return api_raise(e, API_INTERNAL, "out of memory");
     for (size_t c = 0; c < req->n_labels; c++)
         req->class_weight[c] = 1.0;
     for (const cJSON *w = cw->child; w; w = w->next) {
@@ -202,91 +192,167 @@ static int parse_class_weight(const cJSON *cw, api_fit_request *req,
             }
         }
         if (c == req->n_labels)
-            return api_invalid(e, "params.class_weight has label \"%.64s\", "
-                               "which is not in y", w->string);
+            return api_invalid(e, "params.%s has label \"%.64s\", which is "
+                               "not in y", r->key, w->string);
         if (!cJSON_IsNumber(w) || !isfinite(w->valuedouble) ||
-            !(w->valuedouble > 0))
-            return api_invalid(e, "params.class_weight[\"%.64s\"] must be a "
-                               "finite number > 0", w->string);
+            !(w->valuedouble > r->min))
+            return api_invalid(e, "params.%s[\"%.64s\"] must be a finite "
+                               "number > %g", r->key, w->string, r->min);
         req->class_weight[c] = w->valuedouble;
     }
-    req->svm.class_weight = req->class_weight;
+    const double *cwp = req->class_weight;
+    memcpy(req->params + r->offset, &cwp, sizeof cwp);
     return 0;
 }
 
-static int parse_svm(const cJSON *params, const cJSON *y, api_fit_request *req,
+/* ------------------------------------------------------------ algorithms
+ *
+ * What api needs of each algorithm beyond its params schema: what y is,
+ * when core's check can run (svc's needs the classes of y), and the typed
+ * core functions. (Core's algorithm descriptor will carry these.) */
+
+typedef enum {
+    TARGETS_NONE,   /* y must be absent */
+    TARGETS_VALUES, /* one number per row */
+    TARGETS_ROWS,   /* numbers, or rows of numbers (several outputs) */
+    TARGETS_LABELS  /* class labels, all numbers or all strings */
+} targets_kind;
+
+typedef struct fit_algo {
+    targets_kind targets;
+    int check_after_targets;
+    km_status (*check)(const api_fit_request *req, km_error *err);
+    size_t (*bytes)(const api_fit_request *req);
+    km_status (*fit)(const api_fit_request *req, const km_fit_control *ctl,
+                     km_model **out, km_error *err);
+} fit_algo;
+
+static km_status krr_check(const api_fit_request *req, km_error *err)
+{
+    return km_krr_check(&req->krr, err);
+}
+
+static km_status svm_check(const api_fit_request *req, km_error *err)
+{
+    return km_svm_check(&req->svm, req->algo, req->n_labels, err);
+}
+
+static km_status kpca_check(const api_fit_request *req, km_error *err)
+{
+    return km_kpca_check(&req->kpca, req->n, err);
+}
+
+static size_t krr_bytes(const api_fit_request *req)
+{
+    return km_krr_fit_bytes(req->n, req->d, req->m);
+}
+
+static size_t svc_bytes(const api_fit_request *req)
+{
+    return km_svc_fit_bytes(req->n, req->d, req->n_labels, &req->svm);
+}
+
+static size_t svr_bytes(const api_fit_request *req)
+{
+    return km_svm_fit_bytes(req->n, req->d, &req->svm);
+}
+
+static size_t kpca_bytes(const api_fit_request *req)
+{
+    return km_kpca_fit_bytes(req->n, req->d, &req->kpca);
+}
+
+static km_status krr_fit(const api_fit_request *req,
+                         const km_fit_control *ctl, km_model **out,
+                         km_error *err)
+{
+    return km_krr_fit(&req->kernel, &req->krr, req->X, req->n, req->d,
+                      req->Y, req->m, ctl, out, err);
+}
+
+static km_status svc_fit(const api_fit_request *req,
+                         const km_fit_control *ctl, km_model **out,
+                         km_error *err)
+{
+    return km_svc_fit(&req->kernel, &req->svm, req->X, req->n, req->d,
+                      req->classes, req->n_labels, ctl, out, err);
+}
+
+static km_status svr_fit(const api_fit_request *req,
+                         const km_fit_control *ctl, km_model **out,
+                         km_error *err)
+{
+    return km_svr_fit(&req->kernel, &req->svm, req->X, req->n, req->d,
+                      req->Y, ctl, out, err);
+}
+
+static km_status kpca_fit(const api_fit_request *req,
+                          const km_fit_control *ctl, km_model **out,
+                          km_error *err)
+{
+    return km_kpca_fit(&req->kernel, &req->kpca, req->X, req->n, req->d, ctl,
+                       out, err);
+}
+
+static const fit_algo fit_algos[] = {
+    [KM_ALGO_KRR] = {TARGETS_ROWS, 0, krr_check, krr_bytes, krr_fit},
+    [KM_ALGO_SVC] = {TARGETS_LABELS, 1, svm_check, svc_bytes, svc_fit},
+    [KM_ALGO_SVR] = {TARGETS_VALUES, 1, svm_check, svr_bytes, svr_fit},
+    [KM_ALGO_KPCA] = {TARGETS_NONE, 0, kpca_check, kpca_bytes, kpca_fit},
+};
+_Static_assert(sizeof fit_algos / sizeof *fit_algos == KM_ALGO_COUNT,
+               "one entry per algorithm");
+
+static int parse_y(const cJSON *y, const fit_algo *fa, api_fit_request *req,
+                   api_error *e)
+{
+    switch (fa->targets) {
+    case TARGETS_VALUES:
+        return parse_targets(y, req, 0, e);
+    case TARGETS_ROWS:
+        return parse_targets(y, req, 1, e);
+    case TARGETS_LABELS:
+        return parse_labels(y, req, e);
+    default:
+        return 0;
+    }
+}
+
+static int run_check(const fit_algo *fa, const api_fit_request *req,
                      api_error *e)
 {
-    static const char *const svc_keys[] = {"C", "tol", "cache_mb", "shrinking",
-                                           "class_weight", "probability", NULL};
-    static const char *const svr_keys[] = {"C", "epsilon", "tol", "cache_mb",
-                                           "shrinking", NULL};
-    int svc = req->algo == KM_ALGO_SVC;
     km_error kerr;
-    req->svm = km_svm_params_default();
-    if (api_check_keys(params, "params", svc ? svc_keys : svr_keys, e) ||
-        api_opt_number(params, "params", "C", &req->svm.C, e) ||
-        api_opt_number(params, "params", "tol", &req->svm.tol, e) ||
-        api_opt_number(params, "params", "cache_mb", &req->svm.cache_mb, e) ||
-        api_opt_bool(params, "params", "shrinking", &req->svm.shrinking, e) ||
-        api_opt_number(params, "params", "epsilon", &req->svm.epsilon, e) ||
-        api_opt_bool(params, "params", "probability", &req->svm.probability, e))
-        return -1;
-    if (svc) {
-        if (parse_labels(y, req, e) ||
-            parse_class_weight(params ? cJSON_GetObjectItemCaseSensitive(
-                                            params, "class_weight") : NULL,
-                               req, e))
-            return -1;
-    } else if (parse_targets(y, req, 0, e)) {
-        return -1;
-    }
-    if (km_svm_check(&req->svm, req->algo, svc ? req->n_labels : 0, &kerr) !=
-        KM_OK)
-        return api_fail_km(e, &kerr);
-    return 0;
+    return fa->check(req, &kerr) == KM_OK ? 0 : api_fail_km(e, &kerr);
 }
 
-static int parse_kpca(const cJSON *params, const cJSON *y,
-                      api_fit_request *req, api_error *e)
+/* params and y, as the algorithm's schema and targets say. */
+static int parse_algorithm(const cJSON *params, const cJSON *y,
+                           api_fit_request *req, api_error *e)
 {
-    static const char *const keys[] = {"n_components", "fit_inverse_transform",
-                                       "alpha", "eigen_solver", NULL};
-    km_error kerr;
-    long nc = 0;
-    req->kpca = km_kpca_params_default();
-    if (y)
-        return api_invalid(e, "y does not apply to kpca; remove it");
-    if (api_check_keys(params, "params", keys, e))
+    const api_schema *s = api_schema_params(req->algo);
+    const fit_algo *fa = &fit_algos[req->algo];
+    if (s->size > sizeof req->params) /* test_api_schema checks each */
+        return api_raise(e, API_INTERNAL, "the params of %s need more than "
+                         "API_PARAMS_BYTES (a bug)",
+                         km_algorithm_name(req->algo));
+    s->defaults(req->params);
+    if (fa->targets == TARGETS_NONE && y)
+        return api_invalid(e, "y does not apply to %s; remove it",
+                           km_algorithm_name(req->algo));
+    if (api_schema_check_keys(params, "params", s, e) ||
+        api_schema_read(params, "params", s, req->params, req->n, e))
         return -1;
-    if (!params || !cJSON_GetObjectItemCaseSensitive(params, "n_components"))
-        return api_invalid(e, "params.n_components is required: a whole "
-                           "number from 1 to the number of rows of X (%zu)",
-                           req->n);
-    /* Its type here (400); its bound, n_samples, in km_kpca_check (422). */
-    if (api_opt_integer(params, "params", "n_components", 1, INT_MAX, &nc,
-                        e) ||
-        api_opt_bool(params, "params", "fit_inverse_transform",
-                     &req->kpca.fit_inverse_transform, e) ||
-        api_opt_number(params, "params", "alpha", &req->kpca.alpha, e))
+    if (!fa->check_after_targets && run_check(fa, req, e))
         return -1;
-    req->kpca.n_components = (size_t)nc;
-    const cJSON *solver = cJSON_GetObjectItemCaseSensitive(params,
-                                                           "eigen_solver");
-    if (solver) {
-        int found = 0;
-        for (int s = 0; s < KM_KPCA_SOLVER_COUNT && cJSON_IsString(solver); s++)
-            if (!strcmp(solver->valuestring, km_kpca_solver_name(s))) {
-                req->kpca.solver = (km_kpca_solver)s;
-                found = 1;
-            }
-        if (!found)
-            return api_invalid(e, "params.eigen_solver must be one of auto, "
-                               "dense, iterative");
-    }
-    if (km_kpca_check(&req->kpca, req->n, &kerr) != KM_OK)
-        return api_fail_km(e, &kerr);
-    return 0;
+    if (parse_y(y, fa, req, e))
+        return -1;
+    for (const api_param *r = s->rows; r->key; r++)
+        if (r->type == API_LABEL_WEIGHTS &&
+            parse_label_weights(params ? cJSON_GetObjectItemCaseSensitive(
+                                             params, r->key) : NULL,
+                                r, req, e))
+            return -1;
+    return fa->check_after_targets ? run_check(fa, req, e) : 0;
 }
 
 const char *const api_fit_matrix_keys[] = {"X", NULL};
@@ -296,18 +362,19 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
     const cJSON *root = body->root;
     static const char *const keys[] = {"algorithm", "kernel", "params", "X",
                                        "y", "async", NULL};
+    char algos[128];
     memset(req, 0, sizeof *req);
     km_kernel_init(&req->kernel, KM_KERNEL_LINEAR);
     if (api_check_keys(root, "", keys, e))
         return -1;
 
     const cJSON *algo = cJSON_GetObjectItemCaseSensitive(root, "algorithm");
+    api_name_list(algos, sizeof algos, api_algorithm_name, KM_ALGO_COUNT);
     if (!cJSON_IsString(algo))
-        return api_invalid(e, "algorithm is required: one of krr, svc, svr, "
-                           "kpca");
+        return api_invalid(e, "algorithm is required: one of %s", algos);
     if (km_algorithm_parse(algo->valuestring, &req->algo) != 0)
         return api_invalid(e, "algorithm \"%.40s\" is not known; expected one "
-                           "of krr, svc, svr, kpca", algo->valuestring);
+                           "of %s", algo->valuestring, algos);
     if (api_parse_kernel(cJSON_GetObjectItemCaseSensitive(root, "kernel"),
                          "kernel", &req->kernel, 0, e))
         return -1;
@@ -319,73 +386,26 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
         return -1;
     if (api_body_matrix(body, "X", 0, &req->X, &req->n, &req->d, e))
         return -1;
-    const cJSON *y = cJSON_GetObjectItemCaseSensitive(root, "y");
-
-    switch (req->algo) {
-    case KM_ALGO_KRR:
-        return parse_krr(params, req, e) || parse_targets(y, req, 1, e) ? -1 : 0;
-    case KM_ALGO_SVC:
-    case KM_ALGO_SVR:
-        return parse_svm(params, y, req, e);
-    case KM_ALGO_KPCA:
-        return parse_kpca(params, y, req, e);
-    default:
-        return api_fail(e, 400, "invalid_argument",
-                        "algorithm \"%s\" is not available in this build",
-                        km_algorithm_name(req->algo));
-    }
+    return parse_algorithm(params, cJSON_GetObjectItemCaseSensitive(root, "y"),
+                           req, e);
 }
 
 size_t api_fit_bytes(const api_fit_request *req)
 {
-    switch (req->algo) {
-    case KM_ALGO_KRR:
-        return km_krr_fit_bytes(req->n, req->d, req->m);
-    case KM_ALGO_SVC:
-        return km_svc_fit_bytes(req->n, req->d, req->n_labels, &req->svm);
-    case KM_ALGO_SVR:
-        return km_svm_fit_bytes(req->n, req->d, &req->svm);
-    case KM_ALGO_KPCA:
-        return km_kpca_fit_bytes(req->n, req->d, &req->kpca);
-    default:
-        return 0;
-    }
+    return fit_algos[req->algo].bytes(req);
 }
 
 int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
                 km_model **out, api_error *e)
 {
     km_error kerr = {KM_OK, ""};
-    km_status st;
-    switch (req->algo) {
-    case KM_ALGO_KRR:
-        st = km_krr_fit(&req->kernel, &req->krr, req->X, req->n, req->d,
-                        req->Y, req->m, ctl, out, &kerr);
-        break;
-    case KM_ALGO_SVC:
-        st = km_svc_fit(&req->kernel, &req->svm, req->X, req->n, req->d,
-                        req->classes, req->n_labels, ctl, out, &kerr);
-        if (st == KM_OK &&
-            (st = km_model_set_labels(*out, (const char *const *)req->labels,
-                                      req->n_labels, req->labels_numeric,
-                                      &kerr)) != KM_OK) {
-            km_model_free(*out);
-            *out = NULL;
-        }
-        break;
-    case KM_ALGO_SVR:
-        st = km_svr_fit(&req->kernel, &req->svm, req->X, req->n, req->d,
-                        req->Y, ctl, out, &kerr);
-        break;
-    case KM_ALGO_KPCA:
-        st = km_kpca_fit(&req->kernel, &req->kpca, req->X, req->n, req->d, ctl,
-                         out, &kerr);
-        break;
-    default:
-        kerr.status = st = KM_EINVAL;
-        snprintf(kerr.message, sizeof kerr.message,
-                 "algorithm %s is not available", km_algorithm_name(req->algo));
-        break;
+    km_status st = fit_algos[req->algo].fit(req, ctl, out, &kerr);
+    if (st == KM_OK && fit_algos[req->algo].targets == TARGETS_LABELS &&
+        (st = km_model_set_labels(*out, (const char *const *)req->labels,
+                                  req->n_labels, req->labels_numeric,
+                                  &kerr)) != KM_OK) {
+        km_model_free(*out);
+        *out = NULL;
     }
     return st == KM_OK ? 0 : api_fail_km(e, &kerr);
 }

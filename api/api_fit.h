@@ -9,16 +9,26 @@
 #define API_FIT_H
 
 #include <cJSON.h>
+#include <stddef.h>
 
 #include "api_error.h"
 #include "api_json.h"
 
+/* Room for the largest params struct of an algorithm (its schema's size;
+ * test_api_schema checks each, api_fit_parse refuses a bigger one). */
+#define API_PARAMS_BYTES 128
+
 typedef struct api_fit_request {
     km_algorithm algo;
     km_kernel kernel;
-    km_krr_params krr;
-    km_svm_params svm;
-    km_kpca_params kpca;
+    /* The algorithm's params (its api_schema_params), stored where its
+     * schema's offsets say; krr, svm and kpca are typed views of them. */
+    union {
+        _Alignas(max_align_t) unsigned char params[API_PARAMS_BYTES];
+        km_krr_params krr;
+        km_svm_params svm;
+        km_kpca_params kpca;
+    };
     double *X; /* n x d */
     size_t n, d;
     double *Y; /* n x m targets (krr, svr) */

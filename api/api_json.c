@@ -165,7 +165,7 @@ static int precheck(const char *body, size_t len, api_error *e)
     scan_result r;
     char f[192];
     if (len == 0)
-        return api_fail(e, 400, "invalid_json", "the request body is empty; "
+        return api_raise(e, API_INVALID_JSON, "the request body is empty; "
                         "expected a JSON object");
     scan(body, len, API_MAX_DEPTH, &r);
     if (r.depth > API_MAX_DEPTH)
@@ -179,10 +179,10 @@ static int precheck(const char *body, size_t len, api_error *e)
         return api_invalid(e, "%s contains \\u0000 (NUL), which no string "
                            "in a request may hold", f);
     case STR_CONTROL:
-        return api_fail(e, 400, "invalid_json", "%s has a control character "
+        return api_raise(e, API_INVALID_JSON, "%s has a control character "
                         "that is not escaped (byte %zu)", f, r.at);
     default:
-        return api_fail(e, 400, "invalid_json", "%s is not valid UTF-8 (byte "
+        return api_raise(e, API_INVALID_JSON, "%s is not valid UTF-8 (byte "
                         "%zu); a request body must be UTF-8", f, r.at);
     }
 }
@@ -197,14 +197,14 @@ int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e)
     if (!root) {
         size_t at = end && end >= body && end <= body + len
                         ? (size_t)(end - body) : 0;
-        return api_fail(e, 400, "invalid_json",
+        return api_raise(e, API_INVALID_JSON,
                         "the body is not valid JSON (error near byte %zu)", at);
     }
     /* Only white space may follow the value. */
     for (const char *p = end; p && p < body + len; p++)
         if (!strchr(" \t\r\n", *p) && *p != '\0') {
             cJSON_Delete(root);
-            return api_fail(e, 400, "invalid_json",
+            return api_raise(e, API_INVALID_JSON,
                             "the body has data after the JSON value (byte %zu)",
                             (size_t)(p - body));
         }
@@ -497,7 +497,7 @@ int api_get_matrix(const cJSON *item, const char *name, size_t expect_d,
         return api_invalid(e, "%s is too large", name);
     double *M = malloc(rows * cols * sizeof *M);
     if (!M)
-        return api_fail(e, 413, "payload_too_large",
+        return api_raise(e, API_PAYLOAD_TOO_LARGE,
                         "not enough memory for %s (%zu x %zu)", name, rows,
                         cols);
     size_t i = 0;

@@ -3,7 +3,10 @@
  *
  * Metadata is built from what the core model says of itself (kernel,
  * sizes, identity, parameter and training figures), so a model loaded from
- * disk answers exactly as it did when it was fitted.
+ * disk answers exactly as it did when it was fitted. Kernel objects are
+ * read and written through the kernel schema (api_schema.c): which
+ * members each type takes, how each is checked, and the order metadata
+ * shows them in.
  *
  * Thread-safety: reentrant.
  */
@@ -16,6 +19,7 @@
 
 #include "api_json.h"
 #include "api_model.h"
+#include "api_schema.h"
 
 int api_check_name(const char *name, api_error *e)
 {
@@ -37,108 +41,69 @@ int api_check_name(const char *name, api_error *e)
                        "letter or digit", shown);
 }
 
-int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
-                     int depth, api_error *e)
+/* The first member of item that type t does not take, or NULL. A spelling
+ * of another row (sigma for gamma) is reported after every row of its
+ * own, so that the row named is the parameter rather than its alias. */
+static const char *stray_key(const cJSON *item, const api_schema *s,
+                             km_kernel_type t)
 {
-    static const char *const keys[] = {"type", "gamma", "sigma", "degree",
-                                       "coef0", "kernels", "weights", NULL};
-    km_kernel_init(k, KM_KERNEL_LINEAR);
-    if (!item)
-        return api_invalid(e, "%s is required: an object with a \"type\"",
-                           path);
-    if (!cJSON_IsObject(item))
-        return api_invalid(e, "%s must be an object, not %s", path,
-                           api_type_name(item));
-    if (api_check_keys(item, path, keys, e))
-        return -1;
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(item, "type");
-    km_kernel_type t;
-    if (!cJSON_IsString(type))
-        return api_invalid(e, "%s.type is required: one of linear, "
-                           "polynomial, rbf, laplacian, sigmoid, sum, product",
-                           path);
-    if (km_kernel_type_parse(type->valuestring, &t) != 0)
-        return api_invalid(e, "%s.type \"%.40s\" is not a known kernel; "
-                           "expected one of linear, polynomial, rbf, "
-                           "laplacian, sigmoid, sum, product", path,
-                           type->valuestring);
-    km_kernel_init(k, t);
+    size_t n = 0;
+    while (s->rows[n].key)
+        n++;
+    for (int alias = 0; alias < 2; alias++)
+        for (size_t i = n; i-- > 0;) {
+            const api_param *r = &s->rows[i];
+            if (!r->alias_of == !alias &&
+                cJSON_GetObjectItemCaseSensitive(item, r->key) &&
+                !api_schema_kernel_takes(t, r->key))
+                return r->key;
+        }
+    return NULL;
+}
 
-    const cJSON *gamma = cJSON_GetObjectItemCaseSensitive(item, "gamma");
-    const cJSON *sigma = cJSON_GetObjectItemCaseSensitive(item, "sigma");
-    const cJSON *parts = cJSON_GetObjectItemCaseSensitive(item, "kernels");
-    const cJSON *weights = cJSON_GetObjectItemCaseSensitive(item, "weights");
-    const cJSON *degree = cJSON_GetObjectItemCaseSensitive(item, "degree");
-    const cJSON *coef0 = cJSON_GetObjectItemCaseSensitive(item, "coef0");
-    int composite = t == KM_KERNEL_SUM || t == KM_KERNEL_PRODUCT;
-    const char *bad = NULL;
-    if (sigma && t != KM_KERNEL_RBF) bad = "sigma";
-    if (gamma && (t == KM_KERNEL_LINEAR || composite)) bad = "gamma";
-    if (degree && t != KM_KERNEL_POLYNOMIAL) bad = "degree";
-    if (coef0 && t != KM_KERNEL_POLYNOMIAL && t != KM_KERNEL_SIGMOID)
-        bad = "coef0";
-    if ((parts && !composite)) bad = "kernels";
-    if (weights && t != KM_KERNEL_SUM) bad = "weights";
-    if (bad)
-        return api_invalid(e, "%s.%s does not apply to a %s kernel", path, bad,
-                           type->valuestring);
-    if (gamma && sigma)
-        return api_invalid(e, "%s: give gamma or sigma, not both", path);
-
-    if (gamma) {
-        if (!cJSON_IsNumber(gamma) || !(gamma->valuedouble > 0) ||
-            !isfinite(gamma->valuedouble))
-            return api_invalid(e, "%s.gamma must be a finite number > 0", path);
-        k->gamma = gamma->valuedouble;
-    }
-    if (sigma) {
-        double s = sigma->valuedouble;
-        if (!cJSON_IsNumber(sigma) || !(s > 0) || !isfinite(s) ||
-            !isfinite(1.0 / (2.0 * s * s)) || 1.0 / (2.0 * s * s) == 0)
-            return api_invalid(e, "%s.sigma must be a finite number > 0", path);
-        k->gamma = 1.0 / (2.0 * s * s);
-    }
-    long deg = k->degree;
-    if (api_opt_integer(item, path, "degree", 0, 64, &deg, e) ||
-        api_opt_number(item, path, "coef0", &k->coef0, e))
-        return -1;
-    k->degree = (int)deg;
-    if (!composite)
-        return 0;
-
+/* A composite's parts and weights (one per part): checked whole before
+ * any part is read. */
+static int parse_parts(const cJSON *item, const char *path, km_kernel *k,
+                       int depth, api_error *e)
+{
+    const api_schema *s = api_schema_kernel();
+    const api_param *pr = api_schema_find(s, "kernels");
+    const api_param *wr = api_schema_find(s, "weights");
+    const cJSON *parts = cJSON_GetObjectItemCaseSensitive(item, pr->key);
+    const cJSON *weights = cJSON_GetObjectItemCaseSensitive(item, wr->key);
     if (depth + 1 >= KM_KERNEL_MAX_DEPTH)
         return api_invalid(e, "%s: sums and products nest at most %d deep",
                            path, KM_KERNEL_MAX_DEPTH);
-    if (!cJSON_IsArray(parts) || cJSON_GetArraySize(parts) < 1 ||
-        cJSON_GetArraySize(parts) > KM_KERNEL_MAX_PARTS)
-        return api_invalid(e, "%s.kernels must be an array of 1 to %d kernels",
-                           path, KM_KERNEL_MAX_PARTS);
+    if (!cJSON_IsArray(parts) || cJSON_GetArraySize(parts) < pr->min ||
+        cJSON_GetArraySize(parts) > pr->max)
+        return api_invalid(e, "%s.%s must be an array of %d to %d kernels",
+                           path, pr->key, (int)pr->min, (int)pr->max);
     int n = cJSON_GetArraySize(parts);
     if (weights && (!cJSON_IsArray(weights) ||
                     cJSON_GetArraySize(weights) != n))
-        return api_invalid(e, "%s.weights must be an array of %d numbers, "
-                           "one per kernel", path, n);
+        return api_invalid(e, "%s.%s must be an array of %d numbers, "
+                           "one per kernel", path, wr->key, n);
     km_kernel *sub = calloc((size_t)n, sizeof *sub);
     double *w = weights ? calloc((size_t)n, sizeof *w) : NULL;
     if (!sub || (weights && !w)) {
         free(sub);
         free(w);
-        return api_fail(e, 500, "internal", "out of memory parsing %s", path);
+        return api_raise(e, API_INTERNAL, "out of memory parsing %s", path);
     }
     km_kernel_set_parts(k, sub, w, n);
     int i = 0;
     for (const cJSON *c = parts->child; c; c = c->next, i++) {
         char p[160];
-        snprintf(p, sizeof p, "%s.kernels[%d]", path, i);
+        snprintf(p, sizeof p, "%s.%s[%d]", path, pr->key, i);
         if (api_parse_kernel(c, p, &sub[i], depth + 1, e))
             return -1;
     }
     i = 0;
     for (const cJSON *c = weights ? weights->child : NULL; c; c = c->next, i++) {
-        if (!cJSON_IsNumber(c) || !(c->valuedouble >= 0) ||
+        if (!cJSON_IsNumber(c) || !(c->valuedouble >= wr->min) ||
             !isfinite(c->valuedouble))
-            return api_invalid(e, "%s.weights[%d] must be a finite number >= 0",
-                               path, i);
+            return api_invalid(e, "%s.%s[%d] must be a finite number >= %g",
+                               path, wr->key, i, wr->min);
         w[i] = c->valuedouble;
     }
     km_error kerr;
@@ -147,39 +112,72 @@ int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
     return 0;
 }
 
+int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
+                     int depth, api_error *e)
+{
+    const api_schema *s = api_schema_kernel();
+    char types[256];
+    km_kernel_init(k, KM_KERNEL_LINEAR);
+    if (!item)
+        return api_invalid(e, "%s is required: an object with a \"type\"",
+                           path);
+    if (!cJSON_IsObject(item))
+        return api_invalid(e, "%s must be an object, not %s", path,
+                           api_type_name(item));
+    if (api_schema_check_keys(item, path, s, e))
+        return -1;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(item, "type");
+    km_kernel_type t;
+    api_name_list(types, sizeof types, api_kernel_type_name,
+                  KM_KERNEL_TYPE_COUNT);
+    if (!cJSON_IsString(type))
+        return api_invalid(e, "%s.type is required: one of %s", path, types);
+    if (km_kernel_type_parse(type->valuestring, &t) != 0)
+        return api_invalid(e, "%s.type \"%.40s\" is not a known kernel; "
+                           "expected one of %s", path, type->valuestring,
+                           types);
+    km_kernel_init(k, t);
+
+    const char *bad = stray_key(item, s, t);
+    if (bad)
+        return api_invalid(e, "%s.%s does not apply to a %s kernel", path, bad,
+                           type->valuestring);
+    for (const api_param *r = s->rows; r->key; r++)
+        if (r->alias_of && cJSON_GetObjectItemCaseSensitive(item, r->key) &&
+            cJSON_GetObjectItemCaseSensitive(item, r->alias_of))
+            return api_invalid(e, "%s: give %s or %s, not both", path,
+                               r->alias_of, r->key);
+    if (api_schema_read(item, path, s, k, 0, e))
+        return -1;
+    return api_schema_kernel_takes(t, "kernels")
+           ? parse_parts(item, path, k, depth, e) : 0;
+}
+
+/* The rows t takes, in its order; an alias is input only. */
 cJSON *api_kernel_json(const km_kernel *k)
 {
+    const api_schema *s = api_schema_kernel();
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
     cJSON_AddStringToObject(o, "type", km_kernel_type_name(k->type));
-    switch (k->type) {
-    case KM_KERNEL_POLYNOMIAL:
-        cJSON_AddItemToObject(o, "degree", api_json_number(k->degree));
-        /* fall through */
-    case KM_KERNEL_SIGMOID:
-        cJSON_AddItemToObject(o, "gamma", api_json_number(k->gamma));
-        cJSON_AddItemToObject(o, "coef0", api_json_number(k->coef0));
-        break;
-    case KM_KERNEL_RBF:
-    case KM_KERNEL_LAPLACIAN:
-        cJSON_AddItemToObject(o, "gamma", api_json_number(k->gamma));
-        break;
-    case KM_KERNEL_SUM:
-    case KM_KERNEL_PRODUCT: {
-        cJSON *parts = cJSON_AddArrayToObject(o, "kernels");
-        for (int i = 0; parts && i < k->n_parts; i++)
-            cJSON_AddItemToArray(parts, api_kernel_json(&k->parts[i]));
-        if (k->type == KM_KERNEL_SUM) {
-            cJSON *w = cJSON_AddArrayToObject(o, "weights");
+    for (const char *const *key = api_schema_kernel_keys(k->type); *key;
+         key++) {
+        const api_param *r = api_schema_find(s, *key);
+        if (r->alias_of)
+            continue;
+        if (r->type == API_PARTS) {
+            cJSON *parts = cJSON_AddArrayToObject(o, r->key);
+            for (int i = 0; parts && i < k->n_parts; i++)
+                cJSON_AddItemToArray(parts, api_kernel_json(&k->parts[i]));
+        } else if (r->type == API_PART_WEIGHTS) {
+            cJSON *w = cJSON_AddArrayToObject(o, r->key);
             for (int i = 0; w && i < k->n_parts; i++)
                 cJSON_AddItemToArray(w, api_json_number(
                                             k->weights ? k->weights[i] : 1.0));
+        } else {
+            cJSON_AddItemToObject(o, r->key, api_schema_value_json(r, k));
         }
-        break;
-    }
-    default:
-        break;
     }
     return o;
 }

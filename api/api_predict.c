@@ -25,6 +25,85 @@
 
 const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
 
+/* ------------------------------------------------------------ answers
+ *
+ * What each algorithm answers, so that routes, "output" and their
+ * messages follow from a table rather than from tests of the algorithm.
+ * (Core's algorithm descriptor will carry these flags.) */
+
+enum {
+    ANSWERS_VALUES = 1 << 0,      /* n_outputs numbers per row (predict) */
+    ANSWERS_LABELS = 1 << 1,      /* a class label per row (predict) */
+    ANSWERS_DECISION = 1 << 2,    /* decision values per row (predict) */
+    ANSWERS_PROBABILITY = 1 << 3, /* class probabilities per row (predict) */
+    ANSWERS_PROJECTIONS = 1 << 4  /* components per row (project) */
+};
+#define ANSWERS_CLASSES (ANSWERS_LABELS | ANSWERS_DECISION | ANSWERS_PROBABILITY)
+#define ANSWERS_PREDICT (ANSWERS_VALUES | ANSWERS_CLASSES)
+
+typedef km_status (*values_fn)(const km_model *m, const double *X, size_t n,
+                               double *out, km_error *err);
+
+/* values: the predict of ANSWERS_VALUES. */
+static const struct algo_answers {
+    unsigned answers;
+    values_fn values;
+} algo_answers[] = {
+    [KM_ALGO_KRR] = {ANSWERS_VALUES, km_krr_predict},
+    [KM_ALGO_SVC] = {ANSWERS_CLASSES, NULL},
+    [KM_ALGO_SVR] = {ANSWERS_VALUES, km_svr_predict},
+    [KM_ALGO_KPCA] = {ANSWERS_PROJECTIONS, NULL},
+};
+_Static_assert(sizeof algo_answers / sizeof *algo_answers == KM_ALGO_COUNT,
+               "one entry per algorithm");
+
+/* The choices of "output", the first the default. needs: the fit
+ * parameter without which a model cannot answer it (available says). */
+static const struct output {
+    unsigned answer;
+    const char *name;
+    values_fn values;
+    int (*available)(const km_model *m);
+    const char *needs;
+} outputs[] = {
+    {ANSWERS_LABELS, "label", NULL, NULL, NULL},
+    {ANSWERS_DECISION, "decision_function", km_svc_decision, NULL, NULL},
+    {ANSWERS_PROBABILITY, "probability", km_svc_probability,
+     km_svc_has_probability, "params.probability: true"},
+};
+#define N_OUTPUTS (sizeof outputs / sizeof *outputs)
+
+static unsigned answers_of(const km_model *m)
+{
+    return algo_answers[km_model_algorithm(m)].answers;
+}
+
+/* Whether a model of algorithm a chooses among outputs. */
+static int has_outputs(unsigned answers)
+{
+    int n = 0;
+    for (size_t i = 0; i < N_OUTPUTS; i++)
+        n += (answers & outputs[i].answer) != 0;
+    return n > 1;
+}
+
+/* "svc": the algorithms whose answers include any of mask (with outputs
+ * to choose from, when choosing). */
+static void algorithms_answering(char *buf, size_t len, unsigned mask,
+                                 int choosing)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int a = 0; a < KM_ALGO_COUNT && used < len; a++) {
+        unsigned ans = algo_answers[a].answers;
+        if (!(ans & mask) || (choosing && !has_outputs(ans)))
+            continue;
+        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+                         km_algorithm_name((km_algorithm)a));
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
 /* Bytes of answer text per value: %.17g takes at most 24 characters, and
  * a separator. */
 #define TEXT_PER_VALUE 26
@@ -42,21 +121,13 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
         numbers++;
     size_t nf = km_model_n_features(m), no = km_model_n_outputs(m);
     size_t d = nf, width = no ? no : 1;
-    switch (km_model_algorithm(m)) {
-    case KM_ALGO_SVC: {
+    if (answers_of(m) & ANSWERS_CLASSES) {
         size_t k = km_svc_n_classes(m), pairs = k * (k - 1) / 2;
         width = k > pairs ? k : pairs;
-        break;
-    }
-    case KM_ALGO_SVR:
-        width = 1;
-        break;
-    case KM_ALGO_KPCA: /* project, or inverse: rows of no in, nf out */
+    } else if (answers_of(m) & ANSWERS_PROJECTIONS) {
+        /* project, or inverse: rows of no in, nf out */
         d = no < nf ? no : nf;
         width = no > nf ? no : nf;
-        break;
-    default:
-        break;
     }
     size_t rows = numbers / (d ? d : 1) + 1;
     size_t ns = km_model_n_samples(m);
@@ -89,7 +160,7 @@ static int check_finite(const double *v, size_t rows, size_t cols,
 {
     for (size_t i = 0; i < rows * cols; i++)
         if (!isfinite(v[i]))
-            return api_fail(e, 422, "unprocessable", "%s[%zu] is not a finite "
+            return api_raise(e, API_UNPROCESSABLE, "%s[%zu] is not a finite "
                             "number: input row %zu overflows the model's "
                             "arithmetic in double precision; rescale it",
                             what, i / cols, i / cols);
@@ -139,26 +210,24 @@ static int end_answer(api_text *t, api_error *e)
         return 0;
     free(t->buf);
     memset(t, 0, sizeof *t);
-    return api_fail(e, 500, "internal", "out of memory building the answer");
+    return api_raise(e, API_INTERNAL, "out of memory building the answer");
 }
 
-/* svc: labels (in the type they were fitted with), decision values
- * (binary: one per row, positive meaning the second sorted label, as
- * scikit-learn; else k(k-1)/2 per row in LIBSVM's pair order) or
- * probabilities (k per row in sorted-label order). Numbers that are not
- * finite set *bad and e (422) instead of being written. */
-static km_status svc_answer(const km_model *m, const double *X, size_t n,
-                            const cJSON *output, api_text *t,
-                            km_error *kerr, api_error *e, int *bad)
+/* Classes (svc): labels (in the type they were fitted with), decision
+ * values (binary: one per row, positive meaning the second sorted label,
+ * as scikit-learn; else k(k-1)/2 per row in LIBSVM's pair order) or
+ * probabilities (k per row in sorted-label order), as out says. Numbers
+ * that are not finite set *bad and e (422) instead of being written. */
+static km_status class_answer(const km_model *m, const double *X, size_t n,
+                              const struct output *out, api_text *t,
+                              km_error *kerr, api_error *e, int *bad)
 {
-    const char *what = output ? output->valuestring : "label";
     size_t k = km_svc_n_classes(m), pairs = k * (k - 1) / 2;
-    size_t width = !strcmp(what, "probability") ? k
-                   : !strcmp(what, "label") ? 1 : pairs;
+    size_t width = out->answer == ANSWERS_PROBABILITY ? k : pairs;
     double *v = NULL;
     int *idx = NULL;
     km_status st;
-    if (!strcmp(what, "label")) {
+    if (out->answer == ANSWERS_LABELS) {
         idx = malloc(n * sizeof *idx);
         st = idx ? km_svc_predict(m, X, n, idx, kerr) : KM_ENOMEM;
         if (st == KM_OK) {
@@ -173,13 +242,8 @@ static km_status svc_answer(const km_model *m, const double *X, size_t n,
         free(idx);
     } else {
         v = malloc(n * width * sizeof *v);
-        if (!v)
-            st = KM_ENOMEM;
-        else if (!strcmp(what, "probability"))
-            st = km_svc_probability(m, X, n, v, kerr);
-        else
-            st = km_svc_decision(m, X, n, v, kerr);
-        if (st == KM_OK && width == 1 && strcmp(what, "probability"))
+        st = v ? out->values(m, X, n, v, kerr) : KM_ENOMEM;
+        if (st == KM_OK && width == 1 && out->answer == ANSWERS_DECISION)
             for (size_t i = 0; i < n; i++)
                 v[i] = -v[i]; /* scikit-learn's binary sign */
         if (st == KM_OK && check_finite(v, n, width, "predictions", e))
@@ -196,12 +260,51 @@ static km_status svc_answer(const km_model *m, const double *X, size_t n,
     return st;
 }
 
+/* The output a predict body asks for (NULL: the model has no choice); 0,
+ * or an error naming what the model can answer. */
+static int choose_output(const km_model *m, const cJSON *output,
+                         const struct output **out, api_error *e)
+{
+    unsigned answers = answers_of(m);
+    char list[128];
+    *out = NULL;
+    if (!has_outputs(answers)) {
+        if (!output)
+            return 0;
+        algorithms_answering(list, sizeof list, ANSWERS_PREDICT, 1);
+        return api_invalid(e, "output applies only to %s models; this model "
+                           "is %s", list,
+                           km_algorithm_name(km_model_algorithm(m)));
+    }
+    size_t used = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < N_OUTPUTS; i++) {
+        if (!(answers & outputs[i].answer))
+            continue;
+        if (!*out && (!output || (cJSON_IsString(output) &&
+                                  !strcmp(output->valuestring,
+                                          outputs[i].name))))
+            *out = &outputs[i];
+        int w = snprintf(list + used, sizeof list - used, "%s%s",
+                         used ? ", " : "", outputs[i].name);
+        used += w > 0 && (size_t)w < sizeof list - used ? (size_t)w : 0;
+    }
+    if (!*out)
+        return api_invalid(e, "output must be one of %s", list);
+    if ((*out)->available && !(*out)->available(m))
+        return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
+                         "%s; %s is not available", km_model_name(m),
+                         (*out)->needs, (*out)->name);
+    return 0;
+}
+
 int api_predict(const km_model *m, api_body *body, api_text *out,
                 size_t *rows, api_error *e)
 {
     const cJSON *root = body->root;
     static const char *const keys[] = {"X", "instances", "output", NULL};
-    km_algorithm algo = km_model_algorithm(m);
+    const struct algo_answers *aa = &algo_answers[km_model_algorithm(m)];
+    const struct output *chosen;
     double *X = NULL, *Y = NULL;
     size_t n = 0;
     km_error kerr = {KM_OK, ""};
@@ -209,55 +312,30 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     api_text t = {0};
     int bad = 0; /* e says why */
 
-    if (algo == KM_ALGO_KPCA)
-        return api_fail(e, 409, "conflict", "model \"%s\" is kpca: use "
-                        "/v1/models/%s/project", km_model_name(m),
-                        km_model_name(m));
-    const cJSON *output = cJSON_GetObjectItemCaseSensitive(root, "output");
-    if (output && algo != KM_ALGO_SVC)
-        return api_invalid(e, "output applies only to svc models; this model "
-                           "is %s", km_algorithm_name(algo));
-    if (output && (!cJSON_IsString(output) ||
-                   (strcmp(output->valuestring, "label") &&
-                    strcmp(output->valuestring, "decision_function") &&
-                    strcmp(output->valuestring, "probability"))))
-        return api_invalid(e, "output must be one of label, decision_function, "
-                           "probability");
-    if (output && !strcmp(output->valuestring, "probability") &&
-        !km_svc_has_probability(m))
-        return api_fail(e, 409, "conflict", "model \"%s\" was fitted without "
-                        "params.probability: true; probability is not "
-                        "available", km_model_name(m));
+    if (!(aa->answers & ANSWERS_PREDICT))
+        return api_raise(e, API_CONFLICT, "model \"%s\" is %s: use "
+                         "/v1/models/%s/project", km_model_name(m),
+                         km_algorithm_name(km_model_algorithm(m)),
+                         km_model_name(m));
+    if (choose_output(m, cJSON_GetObjectItemCaseSensitive(root, "output"),
+                      &chosen, e))
+        return -1;
     if (read_input(body, keys, km_model_n_features(m), &X, &n, e))
         return -1;
     size_t k = km_model_n_outputs(m);
     Y = malloc(n * (k ? k : 1) * sizeof *Y);
     if (!Y) {
         free(X);
-        return api_fail(e, 413, "payload_too_large",
-                        "not enough memory for %zu predictions", n);
+        return api_raise(e, API_PAYLOAD_TOO_LARGE,
+                         "not enough memory for %zu predictions", n);
     }
     begin_answer(&t, m, "predictions");
-    switch (algo) {
-    case KM_ALGO_KRR:
-        st = km_krr_predict(m, X, n, Y, &kerr);
+    if (aa->answers & ANSWERS_VALUES) {
+        st = aa->values(m, X, n, Y, &kerr);
         if (st == KM_OK && !(bad = check_finite(Y, n, k, "predictions", e)))
             put_matrix(&t, Y, n, k, k == 1);
-        break;
-    case KM_ALGO_SVR:
-        st = km_svr_predict(m, X, n, Y, &kerr);
-        if (st == KM_OK && !(bad = check_finite(Y, n, 1, "predictions", e)))
-            put_matrix(&t, Y, n, 1, 1);
-        break;
-    case KM_ALGO_SVC:
-        st = svc_answer(m, X, n, output, &t, &kerr, e, &bad);
-        break;
-    default:
-        kerr.status = st = KM_ECONFLICT;
-        snprintf(kerr.message, sizeof kerr.message,
-                 "predict is not available for %s models in this build",
-                 km_algorithm_name(algo));
-        break;
+    } else {
+        st = class_answer(m, X, n, chosen, &t, &kerr, e, &bad);
     }
     free(X);
     free(Y);
@@ -278,16 +356,18 @@ int api_project(const km_model *m, api_body *body, api_text *out,
     const cJSON *root = body->root;
     static const char *const keys[] = {"X", "instances", "inverse", NULL};
     int inverse = 0;
-    if (km_model_algorithm(m) != KM_ALGO_KPCA)
-        return api_fail(e, 409, "conflict", "project applies to kpca models; "
-                        "model \"%s\" is %s: use /v1/models/%s/predict",
-                        km_model_name(m),
-                        km_algorithm_name(km_model_algorithm(m)),
-                        km_model_name(m));
+    char list[128];
+    algorithms_answering(list, sizeof list, ANSWERS_PROJECTIONS, 0);
+    if (!(answers_of(m) & ANSWERS_PROJECTIONS))
+        return api_raise(e, API_CONFLICT, "project applies to %s models; "
+                         "model \"%s\" is %s: use /v1/models/%s/predict",
+                         list, km_model_name(m),
+                         km_algorithm_name(km_model_algorithm(m)),
+                         km_model_name(m));
     if (api_opt_bool(root, "", "inverse", &inverse, e))
         return -1;
     if (inverse && !km_kpca_has_inverse(m))
-        return api_fail(e, 409, "conflict", "model \"%s\" was fitted without "
+        return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
                         "params.fit_inverse_transform: true; inverse is not "
                         "available", km_model_name(m));
     size_t nc = km_model_n_outputs(m), nf = km_model_n_features(m);
@@ -312,7 +392,7 @@ int api_project(const km_model *m, api_body *body, api_text *out,
     if (bad)
         return -1;
     if (st == KM_ENOMEM && kerr.status != KM_ENOMEM)
-        return api_fail(e, 413, "payload_too_large",
+        return api_raise(e, API_PAYLOAD_TOO_LARGE,
                         "not enough memory for %zu projections", n);
     if (st != KM_OK)
         return api_fail_km(e, &kerr);

@@ -1,0 +1,554 @@
+/*
+ * api_schema.c - the parameter tables, their reader and their OpenAPI
+ * form.
+ *
+ * Adding an algorithm's parameters is one table of rows and one entry in
+ * params_schemas; adding a kernel type is one entry in kernel_types (the
+ * rows it takes, in the order metadata shows them) and, for a parameter
+ * no kernel had before, one row in kernel_rows. The static assertions
+ * below fail the build when core has an algorithm or kernel type the
+ * tables do not cover.
+ *
+ * Thread-safety: constant tables; reentrant.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api_json.h"
+#include "api_schema.h"
+
+/* .offset and .size of a field. */
+#define FIELD(type, field) \
+    .offset = offsetof(type, field), .size = sizeof(((type *)0)->field)
+/* x > 0, checked by core. */
+#define POSITIVE .range = API_RANGE_CORE, .min = 0, .max = HUGE_VAL, .min_open = 1
+
+/* ---------------------------------------------------------------- names */
+
+const char *api_algorithm_name(int a)
+{
+    return km_algorithm_name((km_algorithm)a);
+}
+
+const char *api_kernel_type_name(int t)
+{
+    return km_kernel_type_name((km_kernel_type)t);
+}
+
+static const char *kpca_solver_name(int s)
+{
+    return km_kpca_solver_name((km_kpca_solver)s);
+}
+
+void api_name_list(char *buf, size_t len, const char *(*names)(int),
+                   int count)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < count && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+                         names(i));
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+/* ---------------------------------------------------------------- params */
+
+static const api_param krr_rows[] = {
+    {.key = "alpha", .type = API_NUMBER, FIELD(km_krr_params, alpha),
+     POSITIVE, .doc = "ridge added to the kernel matrix's diagonal"},
+    {0},
+};
+
+static const api_param svc_rows[] = {
+    {.key = "C", .type = API_NUMBER, FIELD(km_svm_params, C), POSITIVE,
+     .doc = "penalty of margin errors"},
+    {.key = "tol", .type = API_NUMBER, FIELD(km_svm_params, tol), POSITIVE,
+     .doc = "stopping tolerance of SMO"},
+    {.key = "cache_mb", .type = API_NUMBER, FIELD(km_svm_params, cache_mb),
+     POSITIVE, .doc = "MiB for kernel values"},
+    {.key = "shrinking", .type = API_BOOL,
+     FIELD(km_svm_params, shrinking), .doc = "shrinking heuristic"},
+    {.key = "class_weight", .type = API_LABEL_WEIGHTS,
+     FIELD(km_svm_params, class_weight), .range = API_RANGE_API, .min = 0,
+     .max = HUGE_VAL, .min_open = 1,
+     .doc = "label -> weight multiplying C for that class (default 1)"},
+    {.key = "probability", .type = API_BOOL,
+     FIELD(km_svm_params, probability),
+     .doc = "fit Platt sigmoids so that output probability is available"},
+    {0},
+};
+
+static const api_param svr_rows[] = {
+    {.key = "C", .type = API_NUMBER, FIELD(km_svm_params, C), POSITIVE,
+     .doc = "penalty of errors beyond epsilon"},
+    {.key = "epsilon", .type = API_NUMBER, FIELD(km_svm_params, epsilon),
+     .range = API_RANGE_CORE, .min = 0, .max = HUGE_VAL,
+     .doc = "half-width of the tube without loss"},
+    {.key = "tol", .type = API_NUMBER, FIELD(km_svm_params, tol), POSITIVE,
+     .doc = "stopping tolerance of SMO"},
+    {.key = "cache_mb", .type = API_NUMBER, FIELD(km_svm_params, cache_mb),
+     POSITIVE, .doc = "MiB for kernel values"},
+    {.key = "shrinking", .type = API_BOOL,
+     FIELD(km_svm_params, shrinking), .doc = "shrinking heuristic"},
+    {0},
+};
+
+/* n_components: its type and lower bound here (400); its upper bound,
+ * n_samples, in km_kpca_check (422). */
+static const api_param kpca_rows[] = {
+    {.key = "n_components", .type = API_INTEGER,
+     FIELD(km_kpca_params, n_components), .range = API_RANGE_API, .min = 1,
+     .max = INT_MAX, .required = 1,
+     .data_bound = "the number of rows of X",
+     .doc = "components kept; above n_samples is 422"},
+    {.key = "fit_inverse_transform", .type = API_BOOL,
+     FIELD(km_kpca_params, fit_inverse_transform),
+     .doc = "learn the map back to input space (project with inverse)"},
+    {.key = "alpha", .type = API_NUMBER, FIELD(km_kpca_params, alpha),
+     POSITIVE, .doc = "ridge of the inverse map"},
+    {.key = "eigen_solver", .type = API_ENUM,
+     FIELD(km_kpca_params, solver), .names = kpca_solver_name,
+     .count = KM_KPCA_SOLVER_COUNT,
+     .doc = "auto: restarted block Lanczos when n >= 1000 and "
+            "n_components <= n/50, else LAPACK dsyevr"},
+    {0},
+};
+
+static void krr_defaults(void *p)
+{
+    *(km_krr_params *)p = km_krr_params_default();
+}
+
+static void svm_defaults(void *p)
+{
+    *(km_svm_params *)p = km_svm_params_default();
+}
+
+static void kpca_defaults(void *p)
+{
+    *(km_kpca_params *)p = km_kpca_params_default();
+}
+
+static const api_schema params_schemas[] = {
+    [KM_ALGO_KRR] = {krr_rows, sizeof(km_krr_params), krr_defaults},
+    [KM_ALGO_SVC] = {svc_rows, sizeof(km_svm_params), svm_defaults},
+    [KM_ALGO_SVR] = {svr_rows, sizeof(km_svm_params), svm_defaults},
+    [KM_ALGO_KPCA] = {kpca_rows, sizeof(km_kpca_params), kpca_defaults},
+};
+_Static_assert(sizeof params_schemas / sizeof *params_schemas ==
+               KM_ALGO_COUNT, "one params schema per algorithm");
+_Static_assert(sizeof(km_kpca_solver) == sizeof(int),
+               "API_ENUM fields are int-sized");
+
+const api_schema *api_schema_params(km_algorithm a)
+{
+    return (unsigned)a < KM_ALGO_COUNT ? &params_schemas[a] : NULL;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+/* sigma is gamma = 1/(2 sigma^2), which must itself be a gamma. */
+static int sigma_to_gamma(double s, double *gamma)
+{
+    *gamma = 1.0 / (2.0 * s * s);
+    return isfinite(*gamma) && *gamma != 0 ? 0 : -1;
+}
+
+static const api_param kernel_rows[] = {
+    {.key = "type", .type = API_DISCRIMINATOR, FIELD(km_kernel, type),
+     .required = 1, .names = api_kernel_type_name,
+     .count = KM_KERNEL_TYPE_COUNT},
+    {.key = "gamma", .type = API_NUMBER, FIELD(km_kernel, gamma),
+     .range = API_RANGE_API, .min = 0, .max = HUGE_VAL, .min_open = 1,
+     .data_default = 1, .doc = "default 1/n_features"},
+    {.key = "sigma", .type = API_NUMBER, FIELD(km_kernel, gamma),
+     .range = API_RANGE_API, .min = 0, .max = HUGE_VAL, .min_open = 1,
+     .alias_of = "gamma", .convert = sigma_to_gamma, .data_default = 1,
+     .doc = "gamma = 1/(2 sigma^2); not with gamma"},
+    {.key = "degree", .type = API_INTEGER, FIELD(km_kernel, degree),
+     .range = API_RANGE_API, .min = 0, .max = 64},
+    {.key = "coef0", .type = API_NUMBER, FIELD(km_kernel, coef0),
+     .doc = "polynomial default 1, sigmoid default 0"},
+    {.key = "kernels", .type = API_PARTS, FIELD(km_kernel, parts),
+     .range = API_RANGE_API, .min = 1, .max = KM_KERNEL_MAX_PARTS,
+     .doc = "the parts; nesting at most 4 deep"},
+    {.key = "weights", .type = API_PART_WEIGHTS, FIELD(km_kernel, weights),
+     .range = API_RANGE_API, .min = 0, .max = HUGE_VAL,
+     .doc = "one per part; default all 1; not all 0"},
+    {0},
+};
+
+static void kernel_defaults(void *k)
+{
+    km_kernel_init(k, KM_KERNEL_LINEAR);
+}
+
+static const api_schema kernel_schema = {kernel_rows, sizeof(km_kernel),
+                                         kernel_defaults};
+
+/* The rows each kernel type takes, in the order metadata shows them. */
+static const struct {
+    const char *keys[4];
+} kernel_types[] = {
+    [KM_KERNEL_LINEAR] = {{NULL}},
+    [KM_KERNEL_POLYNOMIAL] = {{"degree", "gamma", "coef0", NULL}},
+    [KM_KERNEL_RBF] = {{"gamma", "sigma", NULL}},
+    [KM_KERNEL_LAPLACIAN] = {{"gamma", NULL}},
+    [KM_KERNEL_SIGMOID] = {{"gamma", "coef0", NULL}},
+    [KM_KERNEL_SUM] = {{"kernels", "weights", NULL}},
+    [KM_KERNEL_PRODUCT] = {{"kernels", NULL}},
+};
+_Static_assert(sizeof kernel_types / sizeof *kernel_types ==
+               KM_KERNEL_TYPE_COUNT, "one entry per kernel type");
+
+const api_schema *api_schema_kernel(void)
+{
+    return &kernel_schema;
+}
+
+const char *const *api_schema_kernel_keys(km_kernel_type t)
+{
+    static const char *const none[] = {NULL};
+    return (unsigned)t < KM_KERNEL_TYPE_COUNT ? kernel_types[t].keys : none;
+}
+
+int api_schema_kernel_takes(km_kernel_type t, const char *key)
+{
+    if (!strcmp(key, "type"))
+        return 1;
+    for (const char *const *k = api_schema_kernel_keys(t); *k; k++)
+        if (!strcmp(*k, key))
+            return 1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- reader */
+
+const api_param *api_schema_find(const api_schema *s, const char *key)
+{
+    for (const api_param *r = s->rows; r->key; r++)
+        if (!strcmp(r->key, key))
+            return r;
+    return NULL;
+}
+
+/* Most rows a table may have. */
+#define MAX_ROWS 32
+
+int api_schema_check_keys(const cJSON *obj, const char *path,
+                          const api_schema *s, api_error *e)
+{
+    const char *keys[MAX_ROWS + 1];
+    size_t n = 0;
+    for (const api_param *r = s->rows; r->key && n < MAX_ROWS; r++)
+        keys[n++] = r->key;
+    keys[n] = NULL;
+    return api_check_keys(obj, path, keys, e);
+}
+
+/* "params.alpha", or "async" at the top. */
+static const char *field(char *buf, size_t len, const char *path,
+                         const char *key)
+{
+    snprintf(buf, len, "%s%s%s", path, *path ? "." : "", key);
+    return buf;
+}
+
+static void store_int(void *at, size_t size, long v)
+{
+    if (size == sizeof(int)) {
+        int i = (int)v;
+        memcpy(at, &i, sizeof i);
+    } else {
+        size_t z = (size_t)v;
+        memcpy(at, &z, sizeof z);
+    }
+}
+
+static long load_int(const void *at, size_t size)
+{
+    if (size == sizeof(int)) {
+        int i;
+        memcpy(&i, at, sizeof i);
+        return i;
+    }
+    size_t z;
+    memcpy(&z, at, sizeof z);
+    return (long)z;
+}
+
+/* A number the reader checks: one message for anything outside. */
+static int read_checked_number(const cJSON *v, const char *name,
+                               const api_param *r, double *out, api_error *e)
+{
+    double x = v->valuedouble;
+    int ok = cJSON_IsNumber(v) && isfinite(x) &&
+             (r->min_open ? x > r->min : x >= r->min) && x <= r->max;
+    if (ok && r->convert)
+        ok = r->convert(x, &x) == 0;
+    if (!ok && r->max < HUGE_VAL)
+        return api_invalid(e, "%s must be a finite number %s %g and <= %g",
+                           name, r->min_open ? ">" : ">=", r->min, r->max);
+    if (!ok)
+        return api_invalid(e, "%s must be a finite number %s %g", name,
+                           r->min_open ? ">" : ">=", r->min);
+    *out = x;
+    return 0;
+}
+
+static int read_row(const cJSON *obj, const char *path, const api_param *r,
+                    const api_schema *s, char *base, api_error *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, r->key);
+    const api_param *target = r->alias_of ? api_schema_find(s, r->alias_of)
+                                          : r;
+    char *at = base + target->offset;
+    char name[160];
+    field(name, sizeof name, path, r->key);
+    switch (r->type) {
+    case API_NUMBER: {
+        double x;
+        if (r->range == API_RANGE_API) {
+            if (read_checked_number(v, name, r, &x, e))
+                return -1;
+        } else if (api_opt_number(obj, path, r->key, &x, e)) {
+            return -1;
+        }
+        memcpy(at, &x, sizeof x);
+        return 0;
+    }
+    case API_INTEGER: {
+        long x = load_int(at, r->size);
+        if (api_opt_integer(obj, path, r->key, (long)r->min, (long)r->max, &x,
+                            e))
+            return -1;
+        store_int(at, r->size, x);
+        return 0;
+    }
+    case API_BOOL: {
+        int b;
+        if (api_opt_bool(obj, path, r->key, &b, e))
+            return -1;
+        memcpy(at, &b, sizeof b);
+        return 0;
+    }
+    case API_ENUM:
+        for (int i = 0; i < r->count && cJSON_IsString(v); i++)
+            if (!strcmp(v->valuestring, r->names(i))) {
+                memcpy(at, &i, sizeof i);
+                return 0;
+            }
+        char list[256];
+        api_name_list(list, sizeof list, r->names, r->count);
+        return api_invalid(e, "%s must be one of %s", name, list);
+    default:
+        return 0; /* the caller's */
+    }
+}
+
+int api_schema_read(const cJSON *obj, const char *path, const api_schema *s,
+                    void *params, size_t data_n, api_error *e)
+{
+    char name[160];
+    for (const api_param *r = s->rows; r->key; r++) {
+        if (!r->required || r->type == API_DISCRIMINATOR ||
+            (obj && cJSON_GetObjectItemCaseSensitive(obj, r->key)))
+            continue;
+        field(name, sizeof name, path, r->key);
+        if (r->data_bound)
+            return api_invalid(e, "%s is required: a whole number from %ld "
+                               "to %s (%zu)", name, (long)r->min,
+                               r->data_bound, data_n);
+        return api_invalid(e, "%s is required", name);
+    }
+    for (const api_param *r = s->rows; obj && r->key; r++)
+        if (cJSON_GetObjectItemCaseSensitive(obj, r->key) &&
+            read_row(obj, path, r, s, params, e))
+            return -1;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- writer */
+
+cJSON *api_schema_value_json(const api_param *r, const void *params)
+{
+    const char *at = (const char *)params + r->offset;
+    switch (r->type) {
+    case API_NUMBER: {
+        double x;
+        memcpy(&x, at, sizeof x);
+        return api_json_number(x);
+    }
+    case API_INTEGER:
+        return api_json_number((double)load_int(at, r->size));
+    case API_BOOL: {
+        int b;
+        memcpy(&b, at, sizeof b);
+        return cJSON_CreateBool(b != 0);
+    }
+    case API_ENUM: {
+        int i;
+        memcpy(&i, at, sizeof i);
+        return cJSON_CreateString(r->names(i));
+    }
+    default:
+        return NULL;
+    }
+}
+
+/* ---------------------------------------------------------------- OpenAPI */
+
+static void add_range(cJSON *o, const api_param *r)
+{
+    if (r->range == API_RANGE_NONE)
+        return;
+    if (r->min > -HUGE_VAL)
+        cJSON_AddItemToObject(o, "minimum", api_json_number(r->min));
+    if (r->min_open)
+        cJSON_AddTrueToObject(o, "exclusiveMinimum");
+    if (r->max < HUGE_VAL && !r->data_bound)
+        cJSON_AddItemToObject(o, "maximum", api_json_number(r->max));
+}
+
+/* member: the schema of the numbers a container row holds. */
+static void add_numbers(cJSON *o, const char *member, const api_param *r)
+{
+    cJSON *w = cJSON_AddObjectToObject(o, member);
+    if (w) {
+        cJSON_AddStringToObject(w, "type", "number");
+        add_range(w, r);
+    }
+}
+
+static cJSON *enum_json(const api_param *r)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < r->count; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(r->names(i)));
+    return a;
+}
+
+/* The default of kernel row r: the one km_kernel_init gives every type
+ * that takes it, or NULL when they differ or the data set it. */
+static cJSON *kernel_default(const api_param *r)
+{
+    cJSON *def = NULL;
+    if (r->data_default || r->alias_of ||
+        (r->type != API_NUMBER && r->type != API_INTEGER))
+        return NULL;
+    for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++) {
+        if (!api_schema_kernel_takes((km_kernel_type)t, r->key))
+            continue;
+        km_kernel k;
+        km_kernel_init(&k, (km_kernel_type)t);
+        cJSON *v = api_schema_value_json(r, &k);
+        if (def && !cJSON_Compare(def, v, 1)) {
+            cJSON_Delete(v);
+            cJSON_Delete(def);
+            return NULL;
+        }
+        cJSON_Delete(def);
+        def = v;
+    }
+    return def;
+}
+
+static cJSON *property_json(const api_schema *s, const api_param *r,
+                            const void *defaults)
+{
+    static const char *const types[] = {
+        [API_NUMBER] = "number", [API_INTEGER] = "integer",
+        [API_BOOL] = "boolean", [API_ENUM] = "string",
+        [API_DISCRIMINATOR] = "string", [API_LABEL_WEIGHTS] = "object",
+        [API_PARTS] = "array", [API_PART_WEIGHTS] = "array"};
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "type", types[r->type]);
+    switch (r->type) {
+    case API_ENUM:
+    case API_DISCRIMINATOR:
+        cJSON_AddItemToObject(o, "enum", enum_json(r));
+        break;
+    case API_LABEL_WEIGHTS:
+        add_numbers(o, "additionalProperties", r);
+        break;
+    case API_PARTS: {
+        cJSON_AddItemToObject(o, "minItems", api_json_number(r->min));
+        cJSON_AddItemToObject(o, "maxItems", api_json_number(r->max));
+        cJSON *items = cJSON_AddObjectToObject(o, "items");
+        if (items)
+            cJSON_AddStringToObject(items, "$ref",
+                                    "#/components/schemas/Kernel");
+        break;
+    }
+    case API_PART_WEIGHTS:
+        add_numbers(o, "items", r);
+        break;
+    default:
+        add_range(o, r);
+        break;
+    }
+    if (r->doc)
+        cJSON_AddStringToObject(o, "description", r->doc);
+    cJSON *def = NULL;
+    if (s == &kernel_schema)
+        def = kernel_default(r);
+    else if (!r->required && !r->data_default)
+        def = api_schema_value_json(r, defaults);
+    if (def)
+        cJSON_AddItemToObject(o, "default", def);
+    return o;
+}
+
+static cJSON *schema_json(const api_schema *s, const char *algorithm)
+{
+    _Alignas(max_align_t) unsigned char defaults[256];
+    if (s->size > sizeof defaults)
+        return NULL;
+    s->defaults(defaults);
+    cJSON *o = cJSON_CreateObject();
+    cJSON *props = cJSON_CreateObject(), *req = cJSON_CreateArray();
+    if (!o || !props || !req) {
+        cJSON_Delete(o);
+        cJSON_Delete(props);
+        cJSON_Delete(req);
+        return NULL;
+    }
+    cJSON_AddStringToObject(o, "type", "object");
+    if (algorithm) {
+        cJSON_AddFalseToObject(o, "additionalProperties");
+        cJSON_AddStringToObject(o, "x-algorithm", algorithm);
+    }
+    for (const api_param *r = s->rows; r->key; r++) {
+        cJSON_AddItemToObject(props, r->key, property_json(s, r, defaults));
+        if (r->required)
+            cJSON_AddItemToArray(req, cJSON_CreateString(r->key));
+    }
+    if (cJSON_GetArraySize(req))
+        cJSON_AddItemToObject(o, "required", req);
+    else
+        cJSON_Delete(req);
+    cJSON_AddItemToObject(o, "properties", props);
+    return o;
+}
+
+cJSON *api_schema_openapi(void)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddItemToObject(o, "Kernel", schema_json(&kernel_schema, NULL));
+    for (int a = 0; a < KM_ALGO_COUNT; a++) {
+        const char *name = km_algorithm_name((km_algorithm)a);
+        char title[64];
+        snprintf(title, sizeof title, "%c%sParams",
+                 name[0] - 'a' + 'A', name + 1);
+        cJSON_AddItemToObject(o, title, schema_json(&params_schemas[a], name));
+    }
+    return o;
+}

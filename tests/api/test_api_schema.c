@@ -1,0 +1,315 @@
+/*
+ * test_api_schema.c - the parameter tables against what they describe:
+ * api/openapi.yaml (every key, type, minimum/maximum, enum and default of
+ * the Kernel and <Algo>Params schemas, so the spec cannot drift), core's
+ * check functions (a range the table states is the range core enforces),
+ * and the params a default fit records in metadata (the defaults the
+ * table shows are the ones a model reports).
+ *
+ * The spec is read with python3 and PyYAML (a test dependency: make
+ * deps-test), from the project root, where make runs the tests.
+ */
+#include <float.h>
+
+#include "../check_main.h"
+#include "api_fit.h"
+#include "api_schema.h"
+
+#define SPEC "api/openapi.yaml"
+
+/* api/openapi.yaml as JSON. */
+static cJSON *read_spec(void)
+{
+    FILE *p = popen("python3 -c 'import json, sys, yaml; "
+                    "json.dump(yaml.safe_load(open(\"" SPEC "\")), "
+                    "sys.stdout)'", "r");
+    ck_assert_ptr_nonnull(p);
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - 1 - len, p)) > 0)
+        len += got;
+    buf[len] = '\0';
+    ck_assert_msg(pclose(p) == 0, "python3 could not read " SPEC);
+    cJSON *spec = cJSON_Parse(buf);
+    free(buf);
+    ck_assert_ptr_nonnull(spec);
+    return spec;
+}
+
+/* The tables' fragments with their exact numbers read back as numbers. */
+static cJSON *generated(void)
+{
+    cJSON *raw = api_schema_openapi();
+    ck_assert_ptr_nonnull(raw);
+    char *text = cJSON_PrintUnformatted(raw);
+    cJSON_Delete(raw);
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(o);
+    return o;
+}
+
+/* Descriptions are prose for people: everything else must agree. */
+static void strip_descriptions(cJSON *o)
+{
+    if (!cJSON_IsObject(o))
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "description");
+    for (cJSON *c = o->child; c; c = c->next)
+        if (!strcmp(c->string, "items") ||
+            !strcmp(c->string, "additionalProperties"))
+            strip_descriptions(c);
+}
+
+static void same(const char *what, const cJSON *want, const cJSON *got)
+{
+    if ((!want && !got) || cJSON_Compare(want, got, 1))
+        return;
+    char *w = cJSON_PrintUnformatted(want), *g = cJSON_PrintUnformatted(got);
+    ck_abort_msg("%s: the tables say %s; " SPEC " says %s", what,
+                 w ? w : "nothing", g ? g : "nothing");
+}
+
+START_TEST(spec_matches_tables)
+{
+    cJSON *spec = read_spec(), *gen = generated();
+    cJSON *schemas = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(spec, "components"), "schemas");
+    ck_assert_ptr_nonnull(schemas);
+    int n_schemas = 0;
+    for (const cJSON *g = gen->child; g; g = g->next, n_schemas++) {
+        cJSON *s = cJSON_GetObjectItemCaseSensitive(schemas, g->string);
+        ck_assert_msg(s != NULL, SPEC " has no schema %s", g->string);
+        static const char *const keys[] = {"type", "required",
+                                           "additionalProperties",
+                                           "x-algorithm"};
+        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s.%s", g->string, keys[i]);
+            same(what, cJSON_GetObjectItemCaseSensitive(g, keys[i]),
+                 cJSON_GetObjectItemCaseSensitive(s, keys[i]));
+        }
+        cJSON *gp = cJSON_GetObjectItemCaseSensitive(g, "properties");
+        cJSON *sp = cJSON_GetObjectItemCaseSensitive(s, "properties");
+        ck_assert_int_eq(cJSON_GetArraySize(gp), cJSON_GetArraySize(sp));
+        for (cJSON *p = gp->child; p; p = p->next) {
+            cJSON *q = cJSON_GetObjectItemCaseSensitive(sp, p->string);
+            ck_assert_msg(q != NULL, "%s has no property %s", g->string,
+                          p->string);
+            cJSON *mine = cJSON_Duplicate(p, 1), *theirs = cJSON_Duplicate(q, 1);
+            strip_descriptions(mine);
+            strip_descriptions(theirs);
+            char what[96];
+            snprintf(what, sizeof what, "%s.%s", g->string, p->string);
+            same(what, mine, theirs);
+            cJSON_Delete(mine);
+            cJSON_Delete(theirs);
+        }
+    }
+    /* Every algorithm has its schema, and FitRequest offers exactly them. */
+    ck_assert_int_eq(n_schemas, 1 + KM_ALGO_COUNT);
+    cJSON *fit = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(schemas, "FitRequest"), "properties");
+    cJSON *algos = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(fit, "algorithm"), "enum");
+    cJSON *any = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(fit, "params"), "anyOf");
+    ck_assert_int_eq(cJSON_GetArraySize(algos), KM_ALGO_COUNT);
+    ck_assert_int_eq(cJSON_GetArraySize(any), KM_ALGO_COUNT);
+    for (int a = 0; a < KM_ALGO_COUNT; a++) {
+        const char *name = km_algorithm_name((km_algorithm)a);
+        ck_assert_str_eq(cJSON_GetArrayItem(algos, a)->valuestring, name);
+        const char *ref = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetArrayItem(any, a), "$ref")->valuestring;
+        const char *title = strrchr(ref, '/') + 1;
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(schemas, title),
+            "x-algorithm")->valuestring, name);
+    }
+    cJSON_Delete(gen);
+    cJSON_Delete(spec);
+}
+END_TEST
+
+/* A minimal fit body of algorithm a with params (text of an object). */
+static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
+                     api_error *e)
+{
+    static const char *const y[] = {"[0,1,1,0]", "[0,1,0,1]", "[0,1,2,3]",
+                                    NULL};
+    char json[512];
+    snprintf(json, sizeof json, "{\"algorithm\":\"%s\",\"kernel\":{\"type\":"
+             "\"linear\"},\"X\":[[0],[1],[2],[3]],\"params\":%s%s%s}",
+             km_algorithm_name(a), params, y[a] ? ",\"y\":" : "",
+             y[a] ? y[a] : "");
+    api_body b;
+    ck_assert_int_eq(api_parse_body(json, strlen(json), api_fit_matrix_keys,
+                                    &b, e), 0);
+    int rc = api_fit_parse(&b, req, e);
+    api_body_free(&b);
+    return rc;
+}
+
+/* The params object kpca needs besides the row tried. */
+static const char *required_params(km_algorithm a)
+{
+    return a == KM_ALGO_KPCA ? "\"n_components\":1" : "";
+}
+
+START_TEST(ranges_are_cores)
+{
+    int tried = 0;
+    for (int a = 0; a < KM_ALGO_COUNT; a++) {
+        const api_schema *s = api_schema_params((km_algorithm)a);
+        for (const api_param *r = s->rows; r->key; r++) {
+            if (r->type != API_NUMBER || r->range != API_RANGE_CORE)
+                continue;
+            /* At the bound: refused when open, taken when closed; just
+             * past it, refused; well inside, taken. */
+            const struct { double v; int ok; } at[] = {
+                {r->min, !r->min_open},
+                {r->min - 0.5, 0},
+                {r->min + 0.5, 1},
+            };
+            for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+                char params[128];
+                const char *need = required_params((km_algorithm)a);
+                snprintf(params, sizeof params, "{%s%s\"%s\":%.17g}", need,
+                         *need ? "," : "", r->key, at[i].v);
+                api_fit_request req;
+                api_error e;
+                int rc = parse_fit((km_algorithm)a, params, &req, &e);
+                ck_assert_msg((rc == 0) == at[i].ok, "%s %s: %s",
+                              km_algorithm_name((km_algorithm)a), params,
+                              rc ? e.message : "taken");
+                if (rc) {
+                    char name[64];
+                    snprintf(name, sizeof name, "params.%s", r->key);
+                    ck_assert_int_eq(e.http, 400);
+                    ck_assert_ptr_nonnull(strstr(e.message, name));
+                }
+                api_fit_request_cleanup(&req);
+                tried++;
+            }
+        }
+    }
+    ck_assert_int_ge(tried, 3 * 8);
+}
+END_TEST
+
+START_TEST(metadata_shows_the_defaults)
+{
+    int checked = 0;
+    for (int a = 0; a < KM_ALGO_COUNT; a++) {
+        const api_schema *s = api_schema_params((km_algorithm)a);
+        char params[64];
+        snprintf(params, sizeof params, "{%s}",
+                 required_params((km_algorithm)a));
+        api_fit_request req;
+        api_error e;
+        ck_assert_int_eq(parse_fit((km_algorithm)a, params, &req, &e), 0);
+        km_model *m = NULL;
+        ck_assert_msg(api_fit_run(&req, NULL, &m, &e) == 0, "%s", e.message);
+        _Alignas(max_align_t) unsigned char defaults[API_PARAMS_BYTES];
+        s->defaults(defaults);
+        for (const api_param *r = s->rows; r->key; r++) {
+            if (r->required || (r->type != API_NUMBER &&
+                                r->type != API_BOOL &&
+                                r->type != API_INTEGER))
+                continue;
+            const km_info_entry *fig = km_info_find(km_model_params(m), r->key);
+            ck_assert_msg(fig != NULL, "%s: metadata has no params.%s",
+                          km_algorithm_name((km_algorithm)a), r->key);
+            cJSON *want = api_schema_value_json(r, defaults);
+            double w = cJSON_IsBool(want) ? cJSON_IsTrue(want)
+                                          : want->valuedouble;
+            ck_assert_msg(fig->values[0] == w, "%s: params.%s is %g; the "
+                          "table's default is %g",
+                          km_algorithm_name((km_algorithm)a), r->key,
+                          fig->values[0], w);
+            cJSON_Delete(want);
+            checked++;
+        }
+        km_model_free(m);
+        api_fit_request_cleanup(&req);
+    }
+    ck_assert_int_ge(checked, 12);
+}
+END_TEST
+
+START_TEST(every_kernel_type_has_its_rows)
+{
+    const api_schema *s = api_schema_kernel();
+    for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++)
+        for (const char *const *k = api_schema_kernel_keys((km_kernel_type)t);
+             *k; k++)
+            ck_assert_msg(api_schema_find(s, *k) != NULL, "%s takes %s, "
+                          "which is not a row",
+                          km_kernel_type_name((km_kernel_type)t), *k);
+    ck_assert(api_schema_kernel_takes(KM_KERNEL_POLYNOMIAL, "degree"));
+    ck_assert(!api_schema_kernel_takes(KM_KERNEL_RBF, "degree"));
+    ck_assert(api_schema_kernel_takes(KM_KERNEL_RBF, "sigma"));
+    ck_assert(!api_schema_kernel_takes(KM_KERNEL_LAPLACIAN, "sigma"));
+    ck_assert(api_schema_kernel_takes(KM_KERNEL_SUM, "weights"));
+    ck_assert(!api_schema_kernel_takes(KM_KERNEL_PRODUCT, "weights"));
+}
+END_TEST
+
+START_TEST(name_lists_come_from_core)
+{
+    char buf[128];
+    api_name_list(buf, sizeof buf, api_algorithm_name, KM_ALGO_COUNT);
+    ck_assert_str_eq(buf, "krr, svc, svr, kpca");
+    api_name_list(buf, sizeof buf, api_kernel_type_name, KM_KERNEL_TYPE_COUNT);
+    ck_assert_str_eq(buf, "linear, polynomial, rbf, laplacian, sigmoid, sum, "
+                          "product");
+    for (int a = 0; a < KM_ALGO_COUNT; a++) { /* every entry filled */
+        const api_schema *s = api_schema_params((km_algorithm)a);
+        ck_assert_msg(s->rows != NULL, "%s has no params schema",
+                      km_algorithm_name((km_algorithm)a));
+        ck_assert_uint_le(s->size, API_PARAMS_BYTES);
+    }
+    ck_assert_ptr_null(api_schema_params(KM_ALGO_COUNT));
+    api_name_list(buf, 12, api_algorithm_name, KM_ALGO_COUNT);
+    ck_assert_str_eq(buf, "krr, svc, s"); /* truncated, terminated */
+}
+END_TEST
+
+START_TEST(error_codes_table)
+{
+    ck_assert_int_eq(api_code_status(API_INVALID_ARGUMENT), 400);
+    ck_assert_str_eq(api_code_name(API_CONFLICT), "conflict");
+    ck_assert_int_eq(api_code_status(API_INSUFFICIENT_STORAGE), 507);
+    api_error e;
+    ck_assert_int_eq(api_raise(&e, API_UNPROCESSABLE, "x%d", 1), -1);
+    ck_assert_int_eq(e.http, 422);
+    ck_assert_str_eq(e.code, "unprocessable");
+    ck_assert_str_eq(e.message, "x1");
+    for (int c = 0; c < API_ERROR_COUNT; c++) {
+        ck_assert_int_ge(api_code_status((api_code)c), 400);
+        ck_assert_ptr_nonnull(api_code_meaning((api_code)c));
+        for (int d = 0; d < c; d++) /* codes are distinct */
+            ck_assert_str_ne(api_code_name((api_code)c),
+                             api_code_name((api_code)d));
+    }
+}
+END_TEST
+
+static Suite *schema_suite(void)
+{
+    Suite *s = suite_create("api_schema");
+    TCase *tc = tcase_create("api");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, spec_matches_tables);
+    tcase_add_test(tc, ranges_are_cores);
+    tcase_add_test(tc, metadata_shows_the_defaults);
+    tcase_add_test(tc, every_kernel_type_has_its_rows);
+    tcase_add_test(tc, name_lists_come_from_core);
+    tcase_add_test(tc, error_codes_table);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+KM_TEST_MAIN(schema_suite)
