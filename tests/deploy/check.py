@@ -665,8 +665,7 @@ def main():
     note(f"deploy checks took {time.time() - t0:.0f} s")
     note("not checked here: a real `docker build` (no Docker engine), hadolint (not in "
          "Debian 12 or npm), unknown fields in Kubernetes objects, the unit under a real systemd")
-    print(f"{chroot.passed} passed, {chroot.failed} failed")
-    return 1 if chroot.failed else 0
+    return chroot.tally.summary()
 
 
 if __name__ == "__main__":

@@ -10,8 +10,13 @@ Needs root.
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tally  # noqa: E402,F401  (check, note and the closing line)
+from tally import check, note  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(ROOT, "tests", "deploy")
@@ -21,24 +26,6 @@ BASE_TAR = os.path.join(CACHE, "bookworm-minbase.tar")
 BASE_MAX_AGE = 7 * 86400  # refresh the base (security updates) weekly
 MIRROR = "http://deb.debian.org/debian"
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-passed = failed = 0
-
-
-def check(ok, name, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok - {name}", flush=True)
-    else:
-        failed += 1
-        print(f"FAIL - {name}: {str(detail)[-2000:]}", flush=True)
-    return ok
-
-
-def note(text):
-    print(f"# {text}", flush=True)
-
 
 def sh(argv, **kw):
     kw.setdefault("capture_output", True)

@@ -196,8 +196,7 @@ def main():
         for name in ("fresh-serve", "fresh-test"):
             subprocess.run(["rm", "-rf", os.path.join(CACHE, f"root-{name}")])
     note(f"fresh-machine check took {time.time() - t0:.0f} s")
-    print(f"{chroot.passed} passed, {chroot.failed} failed")
-    return 1 if chroot.failed else 0
+    return chroot.tally.summary()
 
 
 if __name__ == "__main__":

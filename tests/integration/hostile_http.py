@@ -386,13 +386,12 @@ def main():
         if d:
             check(d.stop() == 0, "daemon exits 0 on SIGTERM")
         log = os.path.join(tmp, "http", "daemon.log")
-        if run.failed and os.path.exists(log):
+        if run.tally.failed and os.path.exists(log):
             print("--- daemon log (last lines) ---")
             with open(log, "rb") as f:
                 print(b"".join(f.readlines()[-20:]).decode("utf-8", "replace"))
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{run.passed} passed, {run.failed} failed")
-    return 1 if run.failed else 0
+    return run.tally.summary()
 
 
 if __name__ == "__main__":

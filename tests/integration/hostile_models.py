@@ -524,8 +524,7 @@ def main():
         check(False, "runner", repr(e))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{run.passed} passed, {run.failed} failed")
-    return 1 if run.failed else 0
+    return run.tally.summary()
 
 
 if __name__ == "__main__":

@@ -332,8 +332,7 @@ def main():
                 check(False, f"{s.__name__}: runner", repr(e))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{run.passed} passed, {run.failed} failed")
-    return 1 if run.failed else 0
+    return run.tally.summary()
 
 
 if __name__ == "__main__":

@@ -408,8 +408,7 @@ def main():
         if d is not None:
             d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{run.passed} passed, {run.failed} failed")
-    return 1 if run.failed else 0
+    return run.tally.summary()
 
 
 if __name__ == "__main__":

@@ -530,13 +530,12 @@ def main():
         check(False, "runner", repr(e))
     finally:
         log = os.path.join(tmp, "main", "daemon.log")
-        if run.failed and os.path.exists(log):
+        if run.tally.failed and os.path.exists(log):
             print("--- daemon log (last lines) ---")
             with open(log, "rb") as f:
                 print(b"".join(f.readlines()[-30:]).decode("utf-8", "replace"))
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{run.passed} passed, {run.failed} failed")
-    return 1 if run.failed else 0
+    return run.tally.summary()
 
 
 if __name__ == "__main__":

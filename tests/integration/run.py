@@ -28,27 +28,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+import tally  # noqa: E402  (check and the closing line)
 from kmdata import data_file  # noqa: E402  (the data sets: $KM_DATA or data/)
+from tally import check  # noqa: E402
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 # Rows of the fits that must still be running when the test acts on them
 # (cancel, kill -9, queue full). Smaller under ThreadSanitizer, which is
 # slow: .ci/run sets KM_IT_BIG.
 BIG = int(os.environ.get("KM_IT_BIG", "8000"))
-
-passed = 0
-failed = 0
-
-
-def check(ok, name, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok - {name}")
-    else:
-        failed += 1
-        print(f"FAIL - {name}: {detail}")
-    return ok
-
 
 # ---------------------------------------------------------------- HTTP
 
@@ -1139,13 +1126,12 @@ def main():
         check(False, "runner", repr(e))
     finally:
         log = os.path.join(tmp, "main", "daemon.log")
-        if failed and os.path.exists(log):
+        if tally.failed and os.path.exists(log):
             print("--- daemon log (last lines) ---")
             with open(log, "rb") as f:
                 print(b"".join(f.readlines()[-30:]).decode("utf-8", "replace"))
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return tally.summary()
 
 
 if __name__ == "__main__":

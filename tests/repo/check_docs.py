@@ -16,21 +16,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Spelt in two pieces so that this file does not match itself.
 OUTSIDE = "../" + "shared"
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tally import check, summary  # noqa: E402
+
 SKIP_DIRS = {".git", "build", "build-san", "build-tsan", "build-fuzz", "var", "node_modules"}
-
-passed = failed = 0
-
-
-def check(ok, name, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok - {name}")
-    else:
-        failed += 1
-        print(f"FAIL - {name}: {detail}")
-    return ok
-
 
 def tracked_files():
     p = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], capture_output=True)
@@ -107,8 +96,7 @@ def main():
                 bad.append(f"{rel}:{line}: {target}: no heading #{anchor}")
     check(not bad, f"every Markdown link resolves inside the repository ({count} links)",
           "\n  " + "\n  ".join(bad))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
