@@ -139,38 +139,8 @@ def strict_json(reply):
 
 
 def raw_get(port, path, timeout=10):
-    """GET with the body's bytes kept as they are (run.http decodes)."""
-    import socket
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    try:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  "Connection: close\r\n\r\n".encode())
-        data = b""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        s.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    if b"chunked" in head.lower():
-        out, buf = b"", body
-        while buf:
-            size, _, buf = buf.partition(b"\r\n")
-            n = int(size, 16)
-            if n == 0:
-                break
-            out, buf = out + buf[:n], buf[n + 2:]
-        body = out
-    status = int(head.split()[1]) if head.startswith(b"HTTP/") else 0
-
-    class R:
-        pass
-    r = R()
-    r.status, r.raw = status, body
-    return r
+    """GET with the body's bytes kept as they are (.raw)."""
+    return run.http(port, "GET", path, timeout=timeout)
 
 
 def listed(d):

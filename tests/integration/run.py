@@ -40,8 +40,11 @@ BIG = int(os.environ.get("KM_IT_BIG", "8000"))
 # ---------------------------------------------------------------- HTTP
 
 class Reply:
-    def __init__(self, status, headers, body):
-        self.status, self.headers, self.body = status, headers, body
+    """status, headers (lower-case names), body (text) and raw (the body's
+    bytes as they came, de-chunked)."""
+
+    def __init__(self, status, headers, body, raw=b""):
+        self.status, self.headers, self.body, self.raw = status, headers, body, raw
 
     def json(self):
         try:
@@ -113,7 +116,7 @@ def http(port, method, path, body=None, headers=None, length=True,
                 break
             out, buf = out + buf[:n], buf[n + 2:]
         rest = out
-    return Reply(status, hdrs, rest.decode("utf-8", "replace"))
+    return Reply(status, hdrs, rest.decode("utf-8", "replace"), rest)
 
 
 # ---------------------------------------------------------------- daemon
