@@ -6,9 +6,10 @@
  * a progress callback that records progress and reports cancellation, then
  * commits the model through srv_commit (store, then registry swap), and
  * finally calls the job's done callback (for a synchronous fit, the one
- * that wakes the request parked on it). Finished jobs are kept for the table's TTL, and
- * the table holds at most max_jobs: a new job drops the oldest finished
- * one, and is refused (429) when all kept jobs are unfinished.
+ * that wakes the request parked on it). Finished jobs are kept for the
+ * table's TTL, and the table holds at most max_jobs: a new job drops the
+ * oldest finished one, and is refused (429) when all kept jobs are
+ * unfinished.
  *
  * Thread-safety: all functions are safe from any thread; jobs are
  * reference-counted.
