@@ -27,6 +27,7 @@ COPY Makefile ./
 COPY core/ core/
 COPY api/ api/
 COPY server/ server/
+COPY cli/ cli/
 RUN make -j"$(nproc)" all \
  && strip build/kmserve build/kmctl
 

@@ -73,9 +73,10 @@ LIBS = $(PKG_LIBS) -lpthread -lm
 
 CORE_SRC := $(wildcard core/*.c)
 API_SRC := $(wildcard api/*.c)
-# kmctl (server/kmctl*.c) is a client: it shares no objects with the daemon.
-SRV_SRC := $(filter-out server/kmserve.c server/kmctl%.c,$(wildcard server/*.c))
-CTL_SRC := $(wildcard server/kmctl*.c)
+SRV_SRC := $(filter-out server/kmserve.c,$(wildcard server/*.c))
+# kmctl (cli/) is a client: it shares no objects with the daemon, and of
+# the library it includes only headers.
+CTL_SRC := $(wildcard cli/*.c)
 CTL_OBJ := $(CTL_SRC:%.c=$(B)/%.o)
 CTL_LIBS = $(shell pkg-config --libs libcjson libcurl 2>/dev/null)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)

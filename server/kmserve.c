@@ -98,7 +98,6 @@ int main(int argc, char **argv)
     /* Borrowed by the metrics for main's lifetime. */
     const char *names[SRV_MAX_ROUTES];
     size_t n_routes = srv_route_names(names, SRV_MAX_ROUTES);
-    pthread_mutex_init(&s.commit_lock, NULL);
     atomic_init(&s.phase, SRV_LOADING);
     atomic_init(&s.active_requests, 0);
     s.registry = srv_registry_create();
@@ -117,7 +116,9 @@ int main(int argc, char **argv)
         goto fail;
     }
     s.store = srv_store_open(s.cfg.models_dir, err, sizeof err);
-    if (!s.registry || !s.metrics || !s.store) {
+    if (s.store)
+        s.commit = srv_commit_create(s.registry, s.store, s.metrics);
+    if (!s.registry || !s.metrics || !s.store || !s.commit) {
         srv_log(SRV_ERROR, "start", "%s", s.store ? "out of memory" : err);
         goto fail;
     }
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
                              s.cfg.job_ttl, (size_t)s.cfg.max_jobs,
                              s.cfg.fit_timeout,
                              (size_t)(s.cfg.memory_budget_mb * 1048576.0),
-                             srv_commit_model, &s);
+                             s.commit);
     if (!s.jobs) {
         srv_log(SRV_ERROR, "start", "cannot start the fit workers");
         goto fail;
@@ -136,8 +137,9 @@ int main(int argc, char **argv)
         srv_log(SRV_ERROR, "start", "%s", err);
         goto fail;
     }
-    size_t n = srv_store_sync(s.store, s.registry, &s.commit_lock, NULL);
-    if (srv_store_watch(s.store, s.registry, &s.commit_lock,
+    pthread_mutex_t *commit_lock = srv_commit_lock(s.commit);
+    size_t n = srv_store_sync(s.store, s.registry, commit_lock, NULL);
+    if (srv_store_watch(s.store, s.registry, commit_lock,
                         s.cfg.watch_interval) != 0)
         srv_log(SRV_WARN, "watch", "cannot start the models directory watcher");
     atomic_store(&s.phase, SRV_READY);
@@ -154,7 +156,7 @@ int main(int argc, char **argv)
             continue;
         if (sig == SIGHUP) {
             size_t gone = 0;
-            n = srv_store_sync(s.store, s.registry, &s.commit_lock, &gone);
+            n = srv_store_sync(s.store, s.registry, commit_lock, &gone);
             srv_log(SRV_INFO, "rescan", "loaded %zu model files, unloaded %zu",
                     n, gone);
             continue;
@@ -180,12 +182,12 @@ int main(int argc, char **argv)
 fail:
     srv_jobs_free(s.jobs);
     srv_store_close(s.store);
+    srv_commit_free(s.commit);
     srv_registry_free(s.registry);
     srv_metrics_free(s.metrics);
     srv_auth_free(s.auth);
     free(s.tls_cert);
     free(s.tls_key);
-    pthread_mutex_destroy(&s.commit_lock);
     srv_log_stop();
     return rc;
 }

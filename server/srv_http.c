@@ -1,9 +1,10 @@
 /*
  * srv_http.c - libmicrohttpd integration; see srv_http.h.
  *
- * MHD runs its own thread pool with epoll. Suspend/resume is enabled so a
- * synchronous fit does not hold an HTTP thread: the request is parked on
- * its job and the worker resumes the connection when the job ends.
+ * MHD runs its own thread pool with epoll. Suspend/resume is enabled so
+ * long work (a synchronous fit) does not hold an HTTP thread: the handler
+ * parks the request with a continuation (srv_request.h), and the call
+ * after the resume runs it.
  *
  * What MHD 0.9.75 does not guard against is guarded here: ambiguous
  * request framing (framing_error), a chunked body past the limit (answered
@@ -28,50 +29,13 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include <microhttpd.h>
+
 #include "srv_clock.h"
 #include "srv_http.h"
 #include "srv_log.h"
+#include "srv_request.h"
 #include "srv_routes.h"
-
-const char *srv_header(srv_request *rq, const char *name)
-{
-    return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
-}
-
-void srv_reply_text(srv_reply *rp, int status, char *text, size_t len)
-{
-    static const char oom[] = "{\"error\":{\"code\":\"internal\","
-                              "\"message\":\"out of memory\"}}";
-    free(rp->body);
-    rp->status = text ? status : 500;
-    rp->body = text ? text : strdup(oom);
-    rp->len = text ? len : rp->body ? strlen(rp->body) : 0;
-    rp->content_type = "application/json";
-}
-
-void srv_reply_json(srv_reply *rp, int status, cJSON *obj)
-{
-    char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
-    cJSON_Delete(obj);
-    srv_reply_text(rp, status, text, text ? strlen(text) : 0);
-}
-
-void srv_reply_error(srv_reply *rp, const api_error *e)
-{
-    char *text = api_error_json(e);
-    srv_reply_text(rp, e->http, text, text ? strlen(text) : 0);
-}
-
-void srv_reply_fail(srv_reply *rp, int status, const char *code,
-                    const char *fmt, ...)
-{
-    api_error e = {status, code, ""};
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e.message, sizeof e.message, fmt, ap);
-    va_end(ap);
-    srv_reply_error(rp, &e);
-}
 
 /* ------------------------------------------------------------- connections
  *
@@ -84,7 +48,7 @@ void srv_reply_fail(srv_reply *rp, int status, const char *code,
  *            previous request ended; deadline --header-timeout.
  *   BODY     headers in, body not complete; deadline --body-timeout (or
  *            LINGER seconds once a 413 was written in the middle of it).
- *   BUSY     being handled, parked on a fit, or being answered: no
+ *   BUSY     being handled, parked, or being answered: no
  *            deadline of ours (MHD's idle timeout still applies).
  *   DEAD     shut down by us; MHD notices and closes it.
  *
@@ -324,39 +288,6 @@ static void *sweeper(void *arg)
     return NULL;
 }
 
-/* ------------------------------------------------------------- parking */
-
-void srv_http_job_done(srv_job *job, void *arg)
-{
-    srv_request *rq = arg;
-    (void)job;
-    pthread_mutex_lock(&rq->lock);
-    rq->job_done = 1;
-    struct MHD_Connection *conn = rq->suspended ? rq->conn : NULL;
-    pthread_mutex_unlock(&rq->lock);
-    /* Resume only after unlocking, and touch rq no more: once resumed, an
-     * MHD thread may answer and free the request at any moment. Until
-     * then the suspended connection keeps rq alive. */
-    if (conn)
-        MHD_resume_connection(conn);
-}
-
-void srv_park(srv_request *rq, srv_reply *rp, srv_job *job)
-{
-    rq->job = job;
-    pthread_mutex_lock(&rq->lock);
-    if (!rq->job_done) {
-        MHD_suspend_connection(rq->conn);
-        rq->suspended = 1;
-        rp->status = 0;
-    }
-    pthread_mutex_unlock(&rq->lock);
-    if (rp->status == 0 && rq->suspended)
-        return;
-    srv_fit_finished(rq, rp); /* it finished before we could park */
-}
-
-
 /* ------------------------------------------------------------- requests */
 
 /* Request ids: a per-thread xorshift64* generator seeded once from
@@ -416,8 +347,7 @@ static srv_request *request_new(srv_state *s, struct MHD_Connection *conn,
 
 static void request_free(srv_request *rq)
 {
-    if (rq->job)
-        srv_job_release(rq->job);
+    srv_request_end(rq);
     pthread_mutex_destroy(&rq->lock);
     free(rq->body);
     free(rq);
@@ -709,8 +639,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return MHD_YES;
     }
     conn_step(h, rq->sc, CONN_BUSY, 0); /* the whole body is in */
-    if (rq->job) { /* resumed: the parked fit has finished */
-        srv_fit_finished(rq, &rp);
+    if (rq->cont.answer) { /* resumed: the work it was parked on is done */
+        srv_request_resume(rq, &rp);
         return send_reply(rq, &rp);
     }
     if (rq->too_large) {

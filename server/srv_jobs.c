@@ -61,8 +61,7 @@ struct srv_jobs {
     int stopping;          /* no new jobs; workers exit when idle */
     double ttl;
     double fit_timeout;    /* seconds; 0 = none */
-    srv_commit_fn commit;
-    void *commit_ctx;
+    srv_commit *commit;
     pthread_t *workers;
     int n_workers;
 };
@@ -150,7 +149,7 @@ static void run(srv_jobs *j, srv_job *job)
         km_model_free(model);
         rc = -1;
     } else if (rc == 0) {
-        rc = j->commit(j->commit_ctx, job->name, model, &meta, &e);
+        rc = srv_commit_model(j->commit, job->name, model, &meta, &e);
     }
     api_fit_request_cleanup(&job->req); /* the data are no longer needed */
 
@@ -211,7 +210,7 @@ static void *worker(void *arg)
 
 srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
                           size_t max_jobs, double fit_timeout, size_t budget,
-                          srv_commit_fn commit, void *commit_ctx)
+                          srv_commit *commit)
 {
     srv_jobs *j = calloc(1, sizeof *j);
     if (!j)
@@ -233,7 +232,6 @@ srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
     j->fit_timeout = fit_timeout;
     j->budget = budget;
     j->commit = commit;
-    j->commit_ctx = commit_ctx;
     for (int i = 0; i < workers; i++) {
         if (pthread_create(&j->workers[i], NULL, worker, j) != 0)
             break;

@@ -4,11 +4,12 @@
  *
  * A job owns its parsed request. A worker runs it through api_fit_run with
  * a progress callback that records progress and reports cancellation, then
- * commits the model (store, then registry) via the commit callback, and
- * finally calls the done callback (which resumes a suspended connection
- * for a synchronous fit). Finished jobs are kept for the table's TTL, and
- * the table holds at most max_jobs: a new job drops the oldest finished
- * one, and is refused (429) when all kept jobs are unfinished.
+ * commits the model through srv_commit (store, then registry swap), and
+ * finally calls the job's done callback (for a synchronous fit, the one
+ * that wakes the request parked on it). Finished jobs are kept for the
+ * table's TTL, and the table holds at most max_jobs: a new job drops the
+ * oldest finished one, and is refused (429) when all kept jobs are
+ * unfinished.
  *
  * Thread-safety: all functions are safe from any thread; jobs are
  * reference-counted.
@@ -21,6 +22,7 @@
 
 #include "../api/api_error.h"
 #include "../api/api_fit.h"
+#include "srv_commit.h"
 
 typedef enum {
     SRV_JOB_QUEUED,
@@ -34,21 +36,18 @@ typedef enum {
 typedef struct srv_job srv_job;
 typedef struct srv_jobs srv_jobs;
 
-/* Called by the worker with the fitted model; stores it and makes it
- * served. Takes ownership of model. Returns 0 and the model's metadata in
- * *metadata (owned by the job), or -1 with e filled. */
-typedef int (*srv_commit_fn)(void *ctx, const char *name, km_model *model,
-                             cJSON **metadata, api_error *e);
 /* Called by the worker when the job has finished, whatever its state. */
 typedef void (*srv_done_fn)(srv_job *job, void *arg);
 
 /* max_jobs: most jobs the table keeps (at least 1);
  * budget: bytes that admitted (queued and running) fits may reserve;
  * fit_timeout: seconds a fit may run (0: no limit), after which it stops
- * at its next progress report and fails with 422. */
+ * at its next progress report and fails with 422;
+ * commit: what makes a fitted model served (borrowed for the jobs'
+ * lifetime). */
 srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
                           size_t max_jobs, double fit_timeout, size_t budget,
-                          srv_commit_fn commit, void *commit_ctx);
+                          srv_commit *commit);
 /* Stops taking jobs, lets running and queued ones finish for up to
  * timeout seconds, then cancels the rest and waits for the workers. */
 void srv_jobs_drain(srv_jobs *j, double timeout);

@@ -14,18 +14,14 @@
  * Thread-safety: handlers run on MHD threads concurrently; they share
  * only srv_state, whose members are thread-safe.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
-#include "srv_clock.h"
 #include "../api/api_fit.h"
 #include "../api/api_json.h"
 #include "../api/api_model.h"
 #include "../api/api_predict.h"
-#include "srv_log.h"
 #include "srv_routes.h"
 
 static void h_livez(srv_request *rq, srv_reply *rp);
@@ -307,85 +303,55 @@ static void h_model_get(srv_request *rq, srv_reply *rp)
 
 static void h_model_delete(srv_request *rq, srv_reply *rp)
 {
-    srv_state *s = rq->s;
+    api_error e;
     if (not_ready(rq, rp) || model_name(rq, rp))
         return;
-    pthread_mutex_lock(&s->commit_lock);
-    srv_ref *ref = srv_registry_get(s->registry, rq->param);
-    int rc = ref ? srv_store_delete(s->store, rq->param) : ENOENT;
-    if (ref && (rc == 0 || rc == ENOENT)) {
-        srv_registry_remove(s->registry, rq->param);
-        rc = 0;
-    }
-    pthread_mutex_unlock(&s->commit_lock);
-    if (!ref) {
-        srv_reply_fail(rp, 404, "not_found", "model \"%s\" does not exist",
-                       rq->param);
+    if (srv_commit_delete(rq->s->commit, rq->param, &e)) {
+        srv_reply_error(rp, &e);
         return;
     }
-    srv_ref_release(ref);
-    if (rc) { /* the directory cannot be changed (EACCES, EROFS, EIO) */
-        srv_reply_fail(rp, 507, "insufficient_storage", "could not remove "
-                       "the file of model \"%s\" from %s: %s; it is still "
-                       "served", rq->param, srv_store_dir(s->store),
-                       strerror(rc));
-        return;
-    }
-    srv_log(SRV_INFO, "model_deleted", "%s", rq->param);
     rp->status = 204;
 }
 
 /* ------------------------------------------------------------- fits */
 
-int srv_commit_model(void *state, const char *name, km_model *model,
-                     cJSON **metadata, api_error *e)
-{
-    srv_state *s = state;
-    pthread_mutex_lock(&s->commit_lock);
-    uint64_t version = srv_registry_version(s->registry, name) + 1;
-    if (version > KM_MODEL_MAX_VERSION) { /* a file could not hold it */
-        pthread_mutex_unlock(&s->commit_lock);
-        km_model_free(model);
-        return api_fail(e, 409, "conflict", "model \"%s\" is at version "
-                        "%llu, the last a model file can hold; delete it to "
-                        "fit it again from version 1", name,
-                        (unsigned long long)(version - 1));
-    }
-    km_model_set_identity(model, name, version, srv_now_ms());
-    int rc = srv_store_save(s->store, model);
-    if (rc) {
-        pthread_mutex_unlock(&s->commit_lock);
-        km_model_free(model);
-        srv_log(SRV_ERROR, "model_not_stored", "%s version %llu: %s", name,
-                (unsigned long long)version, strerror(rc));
-        return api_fail(e, 507, "insufficient_storage",
-                        "the model could not be written to %s: %s; the "
-                        "previous version stays", srv_store_dir(s->store),
-                        strerror(rc));
-    }
-    *metadata = api_model_json(model);
-    const km_info_entry *secs = km_info_find(km_model_training(model),
-                                             "seconds");
-    srv_metrics_fit(s->metrics, km_model_algorithm(model),
-                    secs ? secs->values[0] : 0);
-    srv_log(SRV_INFO, "model_fitted", "%s version %llu (%s, %zu samples)",
-            name, (unsigned long long)version,
-            km_algorithm_name(km_model_algorithm(model)),
-            km_model_n_samples(model));
-    if (srv_registry_put(s->registry, model)) {
-        pthread_mutex_unlock(&s->commit_lock);
-        cJSON_Delete(*metadata);
-        *metadata = NULL;
-        return api_fail(e, 500, "internal", "out of memory serving the model");
-    }
-    pthread_mutex_unlock(&s->commit_lock);
-    return 0;
-}
-
 static int wants_async(srv_request *rq, const api_fit_request *req)
 {
     const char *prefer = srv_header(rq, "Prefer");
     return req->async || (prefer && strstr(prefer, "respond-async"));
+}
+
+/* A synchronous fit's request is parked on its job: the worker wakes it
+ * when the job ends (fit_done), and the continuation answers with the
+ * job's outcome (fit_answer), then drops the reference (release_job). */
+static void fit_done(srv_job *job, void *rq)
+{
+    (void)job;
+    srv_wake(rq);
+}
+
+static void fit_answer(srv_request *rq, srv_reply *rp, void *arg)
+{
+    srv_job *job = arg;
+    (void)rq;
+    cJSON *meta = srv_job_state_of(job) == SRV_JOB_SUCCEEDED
+                      ? srv_job_result(job) : NULL;
+    if (meta) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "model", meta);
+        srv_reply_json(rp, 201, o);
+    } else {
+        api_error e;
+        srv_job_error(job, &e);
+        if (!e.code)
+            api_fail(&e, 500, "internal", "the fit ended without a result");
+        srv_reply_error(rp, &e);
+    }
+}
+
+static void release_job(void *job)
+{
+    srv_job_release(job);
 }
 
 static void h_fit(srv_request *rq, srv_reply *rp)
@@ -406,14 +372,14 @@ static void h_fit(srv_request *rq, srv_reply *rp)
     int async = wants_async(rq, &req);
     size_t bytes = api_fit_bytes(&req);
     srv_job *job = srv_jobs_submit(rq->s->jobs, rq->param, &req, bytes,
-                                   async ? NULL : srv_http_job_done,
+                                   async ? NULL : fit_done,
                                    async ? NULL : rq, &e);
     if (!job) {
         srv_reply_error(rp, &e);
         return;
     }
     if (!async) {
-        srv_park(rq, rp, job);
+        srv_park(rq, rp, (srv_continuation){fit_answer, release_job, job});
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -421,26 +387,6 @@ static void h_fit(srv_request *rq, srv_reply *rp)
     snprintf(rp->location, sizeof rp->location, "/v1/jobs/%s", srv_job_id(job));
     srv_job_release(job);
     srv_reply_json(rp, 202, o);
-}
-
-void srv_fit_finished(srv_request *rq, srv_reply *rp)
-{
-    srv_job *job = rq->job;
-    rq->job = NULL;
-    cJSON *meta = srv_job_state_of(job) == SRV_JOB_SUCCEEDED
-                      ? srv_job_result(job) : NULL;
-    if (meta) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "model", meta);
-        srv_reply_json(rp, 201, o);
-    } else {
-        api_error e;
-        srv_job_error(job, &e);
-        if (!e.code)
-            api_fail(&e, 500, "internal", "the fit ended without a result");
-        srv_reply_error(rp, &e);
-    }
-    srv_job_release(job);
 }
 
 /* ------------------------------------------------------------- predict */

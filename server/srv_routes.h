@@ -7,7 +7,7 @@
 #define SRV_ROUTES_H
 
 #include "srv_auth.h"
-#include "srv_http.h"
+#include "srv_request.h"
 
 typedef void (*srv_handler)(srv_request *rq, srv_reply *rp);
 
@@ -38,9 +38,6 @@ void srv_route_allow(const srv_route *r, char *buf, size_t len);
  * names a route holds a NUL. Returns the new length.
  */
 size_t srv_route_unescape(void *cls, struct MHD_Connection *conn, char *s);
-
-/* Called when a parked fit's connection is resumed. */
-void srv_fit_finished(srv_request *rq, srv_reply *rp);
 
 extern const size_t SRV_ROUTE_NONE;
 

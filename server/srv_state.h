@@ -4,20 +4,18 @@
  * Everything the request handlers and workers share lives here, created
  * by main() before the HTTP daemon starts and freed after it stops:
  * configuration (read-only), the registry of served models, the store on
- * disk, the jobs, the metrics, and the lifecycle phase.
+ * disk, the commit policy that changes them, the jobs, the metrics, and
+ * the lifecycle phase.
  *
- * Thread-safety: each member documents its own; phase is atomic;
- * commit_lock serialises what changes a model name (fit commit, delete)
- * so that version numbers and files stay consistent. Predict lookups
- * never take commit_lock.
+ * Thread-safety: each member documents its own; phase is atomic.
  */
 #ifndef SRV_STATE_H
 #define SRV_STATE_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 
 #include "srv_auth.h"
+#include "srv_commit.h"
 #include "srv_config.h"
 #include "srv_jobs.h"
 #include "srv_metrics.h"
@@ -30,20 +28,13 @@ typedef struct srv_state {
     srv_config cfg;
     srv_registry *registry;
     srv_store *store;
+    srv_commit *commit;    /* every change to a name goes through it */
     srv_jobs *jobs;
     srv_metrics *metrics;
     srv_auth *auth;        /* NULL: no tokens, all open */
     char *tls_cert, *tls_key; /* PEM text, or NULL for plain HTTP */
     atomic_int phase;
-    pthread_mutex_t commit_lock;
     atomic_long active_requests;
 } srv_state;
-
-/* Commits a fitted model under name (srv_commit_fn for the jobs):
- * assigns the next version and the creation time, writes the file, swaps
- * it into the registry. 507 when the file cannot be written (the old
- * version stays). */
-int srv_commit_model(void *state, const char *name, km_model *model,
-                     cJSON **metadata, api_error *e);
 
 #endif

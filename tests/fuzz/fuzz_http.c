@@ -128,18 +128,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     srv_log_set_level(state.cfg.log_level);
     static const char *names[SRV_MAX_ROUTES];
     size_t n_routes = srv_route_names(names, SRV_MAX_ROUTES);
-    pthread_mutex_init(&state.commit_lock, NULL);
     atomic_init(&state.phase, SRV_READY);
     atomic_init(&state.active_requests, 0);
     state.registry = srv_registry_create();
     state.metrics = srv_metrics_create(names, n_routes);
     state.store = srv_store_open(state.cfg.models_dir, err, sizeof err);
-    state.jobs = srv_jobs_create(state.cfg.workers, (size_t)state.cfg.queue,
-                                 state.cfg.job_ttl, (size_t)state.cfg.max_jobs,
-                                 state.cfg.fit_timeout,
-                                 (size_t)(state.cfg.memory_budget_mb *
-                                          1048576.0),
-                                 srv_commit_model, &state);
+    if (state.store)
+        state.commit = srv_commit_create(state.registry, state.store,
+                                         state.metrics);
+    if (state.commit)
+        state.jobs = srv_jobs_create(state.cfg.workers,
+                                     (size_t)state.cfg.queue,
+                                     state.cfg.job_ttl,
+                                     (size_t)state.cfg.max_jobs,
+                                     state.cfg.fit_timeout,
+                                     (size_t)(state.cfg.memory_budget_mb *
+                                              1048576.0),
+                                     state.commit);
     if (!state.registry || !state.metrics || !state.store || !state.jobs)
         abort();
     daemon_http = srv_http_start(&state, err, sizeof err);

@@ -9,8 +9,9 @@
  * 2; an unreachable server exits 3; Ctrl-C exits 130 (kmctl_util.h).
  *
  * Column rule (fit): the target is the column named by --target, else the
- * last one; every other column is a feature. kpca has no target: all
- * columns are features, less the one --target names, if any.
+ * last one; every other column is a feature. An algorithm that takes no
+ * target (kpca; kmctl_names.h says which) has none: all columns are
+ * features, less the one --target names, if any.
  * Column rule (predict, project): the model's n_features (n_components for
  * project --inverse) decides. The --target column, if named, is left out;
  * if then exactly one column more than needed remains, the column 'y' (else
@@ -31,6 +32,7 @@
 #include "kmctl_csv.h"
 #include "kmctl_http.h"
 #include "kmctl_job.h"
+#include "kmctl_names.h"
 #include "kmctl_util.h"
 
 /* A fit of more matrix entries than this goes async with a progress bar. */
@@ -81,11 +83,15 @@ static const struct opt {
     {"cacert", "FILE", F_ALL, O_STR, A(cacert), NULL,
      "PEM file of the CA that signed the server's certificate (env "
      "KMSERVE_CACERT)"},
+#define ALGO_NAME(name, target) " " name
+#define KERNEL_NAME(name) " " name
     {"algorithm", "NAME", F_FIT, O_STR, A(algorithm), NULL,
-     "krr, svc, svr or kpca (required)"},
+     "one of" CTL_ALGO_MAP(ALGO_NAME) " (required)"},
     {"kernel", "TYPE", F_FIT, O_STR, A(kernel), NULL,
-     "linear, polynomial, rbf, laplacian or sigmoid, or a kernel as a JSON "
+     "one of" CTL_KERNEL_MAP(KERNEL_NAME) ", or a kernel as a JSON "
      "object ('{\"type\":\"sum\",\"kernels\":[...]}') (required)"},
+#undef ALGO_NAME
+#undef KERNEL_NAME
     {"gamma", "X", F_FIT, O_KERNEL_NUM, 0, "gamma", "kernel gamma"},
     {"sigma", "X", F_FIT, O_KERNEL_NUM, 0, "sigma",
      "rbf width (gamma = 1/(2 sigma^2)); not with --gamma"},
@@ -545,6 +551,18 @@ static void print_fitted(const cJSON *m)
 
 /* ---------------------------------------------------------------- fit */
 
+/* Whether a fit of algorithm takes a target column (an unknown name is
+ * the server's to refuse: sent as if it did). */
+static int fit_takes_target(const char *algorithm)
+{
+#define TARGET_OF(name, target)                                              \
+    if (!strcmp(algorithm, name))                                            \
+        return target;
+    CTL_ALGO_MAP(TARGET_OF)
+#undef TARGET_OF
+    return CTL_TARGET;
+}
+
 static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
 {
     const char *name = a->pos[0];
@@ -562,7 +580,7 @@ static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
                  "kmctl fit --help)");
         goto out;
     }
-    int kpca = !strcmp(a->algorithm, "kpca");
+    int takes_target = fit_takes_target(a->algorithm);
     if (ctl_csv_read(a->pos[1], &csv, e))
         goto out;
     size_t total = ctl_csv_cols(csv), rows = ctl_csv_rows(csv);
@@ -571,7 +589,7 @@ static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
         ctl_fail(e, CTL_EXIT_USAGE, "%s has no column '%s'", a->pos[1], a->target);
         goto out;
     }
-    if (!kpca && target < 0)
+    if (takes_target && target < 0)
         target = (long)total - 1;
     size_t nfeat = total - (target >= 0);
     if (!nfeat || !rows) {
@@ -622,7 +640,7 @@ static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
         cJSON_AddItemToObject(body, "params", cJSON_Duplicate(a->params, 1));
     cJSON_AddRawToObject(body, "X", x.data);
     ctl_buf_cleanup(&x);
-    if (target >= 0 && !kpca) {
+    if (target >= 0 && takes_target) {
         int numeric = ctl_csv_column_numeric(csv, (size_t)target);
         cJSON *y = cJSON_AddArrayToObject(body, "y");
         for (size_t i = 0; y && i < rows; i++) {
@@ -694,7 +712,6 @@ out:
  * row (its width when the metadata does not say). */
 static void print_header(const cJSON *meta, const char *output, const cJSON *row)
 {
-    const char *alg = str_or(meta, "algorithm", "");
     const cJSON *classes = cJSON_GetObjectItemCaseSensitive(meta, "classes");
     int k = cJSON_GetArraySize(classes);
     int width = cJSON_IsArray(row) ? cJSON_GetArraySize(row) : 1;
@@ -719,7 +736,7 @@ static void print_header(const cJSON *meta, const char *output, const cJSON *row
             name[0] = '\0';
         } else if (!strcmp(output, "decision_function") && width == 1) {
             snprintf(name, sizeof name, "decision_function");
-        } else if (!strcmp(alg, "svc") && width == 1) {
+        } else if (k > 0 && width == 1) { /* a classifier: labels */
             snprintf(name, sizeof name, "label");
         } else if (width == 1) {
             snprintf(name, sizeof name, "prediction");

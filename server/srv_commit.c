@@ -1,0 +1,116 @@
+/*
+ * srv_commit.c - store, then swap; see srv_commit.h.
+ *
+ * Thread-safety: every change runs under the commit lock; the registry,
+ * store and metrics are thread-safe on their own.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../api/api_model.h"
+#include "srv_clock.h"
+#include "srv_commit.h"
+#include "srv_log.h"
+
+struct srv_commit {
+    srv_registry *registry;
+    srv_store *store;
+    srv_metrics *metrics;
+    pthread_mutex_t lock;
+};
+
+srv_commit *srv_commit_create(srv_registry *registry, srv_store *store,
+                              srv_metrics *metrics)
+{
+    srv_commit *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->registry = registry;
+    c->store = store;
+    c->metrics = metrics;
+    pthread_mutex_init(&c->lock, NULL);
+    return c;
+}
+
+void srv_commit_free(srv_commit *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+pthread_mutex_t *srv_commit_lock(srv_commit *c)
+{
+    return &c->lock;
+}
+
+int srv_commit_model(srv_commit *c, const char *name, km_model *model,
+                     cJSON **metadata, api_error *e)
+{
+    pthread_mutex_lock(&c->lock);
+    uint64_t version = srv_registry_version(c->registry, name) + 1;
+    if (version > KM_MODEL_MAX_VERSION) { /* a file could not hold it */
+        pthread_mutex_unlock(&c->lock);
+        km_model_free(model);
+        return api_fail(e, 409, "conflict", "model \"%s\" is at version "
+                        "%llu, the last a model file can hold; delete it to "
+                        "fit it again from version 1", name,
+                        (unsigned long long)(version - 1));
+    }
+    km_model_set_identity(model, name, version, srv_now_ms());
+    int rc = srv_store_save(c->store, model);
+    if (rc) {
+        pthread_mutex_unlock(&c->lock);
+        km_model_free(model);
+        srv_log(SRV_ERROR, "model_not_stored", "%s version %llu: %s", name,
+                (unsigned long long)version, strerror(rc));
+        return api_fail(e, 507, "insufficient_storage",
+                        "the model could not be written to %s: %s; the "
+                        "previous version stays", srv_store_dir(c->store),
+                        strerror(rc));
+    }
+    *metadata = api_model_json(model);
+    const km_info_entry *secs = km_info_find(km_model_training(model),
+                                             "seconds");
+    srv_metrics_fit(c->metrics, km_model_algorithm(model),
+                    secs ? secs->values[0] : 0);
+    srv_log(SRV_INFO, "model_fitted", "%s version %llu (%s, %zu samples)",
+            name, (unsigned long long)version,
+            km_algorithm_name(km_model_algorithm(model)),
+            km_model_n_samples(model));
+    if (srv_registry_put(c->registry, model)) {
+        pthread_mutex_unlock(&c->lock);
+        cJSON_Delete(*metadata);
+        *metadata = NULL;
+        return api_fail(e, 500, "internal", "out of memory serving the model");
+    }
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* A file already gone (another replica deleted it) is no failure: the
+ * name is unserved all the same. */
+int srv_commit_delete(srv_commit *c, const char *name, api_error *e)
+{
+    pthread_mutex_lock(&c->lock);
+    srv_ref *ref = srv_registry_get(c->registry, name);
+    int rc = ref ? srv_store_delete(c->store, name) : ENOENT;
+    if (ref && (rc == 0 || rc == ENOENT)) {
+        srv_registry_remove(c->registry, name);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!ref)
+        return api_fail(e, 404, "not_found", "model \"%s\" does not exist",
+                        name);
+    srv_ref_release(ref);
+    if (rc) /* the directory cannot be changed (EACCES, EROFS, EIO) */
+        return api_fail(e, 507, "insufficient_storage", "could not remove "
+                        "the file of model \"%s\" from %s: %s; it is still "
+                        "served", name, srv_store_dir(c->store),
+                        strerror(rc));
+    srv_log(SRV_INFO, "model_deleted", "%s", name);
+    return 0;
+}

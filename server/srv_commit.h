@@ -1,0 +1,56 @@
+/*
+ * srv_commit.h - the commit policy: the one place that changes which model
+ * a name serves.
+ *
+ * A fitted model becomes served in two steps, store then swap: its file
+ * is written (atomically, see srv_store.h) under the next version, and
+ * only then is it put in the registry in place of the previous version.
+ * A model that cannot be written is never served, so what is served is
+ * always what a restart would load. A delete goes the same way round:
+ * the file first, then the registry entry.
+ *
+ * The commit lock serialises every change to a name (commits, deletes,
+ * and the store's syncs, which take it through srv_commit_lock), so
+ * versions and files stay consistent. Predict lookups never take it.
+ *
+ * Thread-safety: all functions may run from any thread.
+ */
+#ifndef SRV_COMMIT_H
+#define SRV_COMMIT_H
+
+#include <cJSON.h>
+#include <pthread.h>
+
+#include "../api/api_error.h"
+#include "../core/km.h"
+#include "srv_metrics.h"
+#include "srv_registry.h"
+#include "srv_store.h"
+
+typedef struct srv_commit srv_commit;
+
+/* Borrows registry, store and metrics for the commit's lifetime. NULL when
+ * out of memory. Caller owns the result; free with srv_commit_free(). */
+srv_commit *srv_commit_create(srv_registry *registry, srv_store *store,
+                              srv_metrics *metrics);
+void srv_commit_free(srv_commit *c);
+
+/* The lock that serialises changes to a name, for srv_store_sync and
+ * srv_store_watch. Borrowed: valid until srv_commit_free. */
+pthread_mutex_t *srv_commit_lock(srv_commit *c);
+
+/* Commits a fitted model under name: assigns the next version and the
+ * creation time, writes the file, swaps it into the registry. Takes
+ * ownership of model. Returns 0 and the model's metadata in *metadata
+ * (caller owns it), or -1 with e set: 409 when the name is at the last
+ * version a file can hold, 507 when the file cannot be written (the
+ * previous version stays served). */
+int srv_commit_model(srv_commit *c, const char *name, km_model *model,
+                     cJSON **metadata, api_error *e);
+
+/* Stops serving name: removes its file, then its registry entry. 0, or -1
+ * with e set: 404 when no such model is served, 507 when the file cannot
+ * be removed (the model stays served). */
+int srv_commit_delete(srv_commit *c, const char *name, api_error *e);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * srv_request.c - headers, replies and parking of a request; see
+ * srv_request.h.
+ *
+ * Parking rests on libmicrohttpd's suspend/resume: a suspended connection
+ * is left alone by MHD (its request stays allocated) until it is resumed,
+ * and is then handed back to its own HTTP thread, which calls the request
+ * callback again and so runs the continuation (srv_http.c).
+ *
+ * Thread-safety: see srv_request.h.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <microhttpd.h>
+
+#include "srv_request.h"
+
+const char *srv_header(srv_request *rq, const char *name)
+{
+    return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+}
+
+void srv_reply_text(srv_reply *rp, int status, char *text, size_t len)
+{
+    static const char oom[] = "{\"error\":{\"code\":\"internal\","
+                              "\"message\":\"out of memory\"}}";
+    free(rp->body);
+    rp->status = text ? status : 500;
+    rp->body = text ? text : strdup(oom);
+    rp->len = text ? len : rp->body ? strlen(rp->body) : 0;
+    rp->content_type = "application/json";
+}
+
+void srv_reply_json(srv_reply *rp, int status, cJSON *obj)
+{
+    char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
+    cJSON_Delete(obj);
+    srv_reply_text(rp, status, text, text ? strlen(text) : 0);
+}
+
+void srv_reply_error(srv_reply *rp, const api_error *e)
+{
+    char *text = api_error_json(e);
+    srv_reply_text(rp, e->http, text, text ? strlen(text) : 0);
+}
+
+void srv_reply_fail(srv_reply *rp, int status, const char *code,
+                    const char *fmt, ...)
+{
+    api_error e = {status, code, ""};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    srv_reply_error(rp, &e);
+}
+
+/* ------------------------------------------------------------- parking */
+
+void srv_wake(srv_request *rq)
+{
+    pthread_mutex_lock(&rq->lock);
+    rq->woken = 1;
+    struct MHD_Connection *conn = rq->suspended ? rq->conn : NULL;
+    pthread_mutex_unlock(&rq->lock);
+    /* Resume only after unlocking, and touch rq no more: once resumed, an
+     * MHD thread may answer and free the request at any moment. Until
+     * then the suspended connection keeps rq alive. */
+    if (conn)
+        MHD_resume_connection(conn);
+}
+
+void srv_park(srv_request *rq, srv_reply *rp, srv_continuation cont)
+{
+    rq->cont = cont;
+    pthread_mutex_lock(&rq->lock);
+    if (!rq->woken) {
+        MHD_suspend_connection(rq->conn);
+        rq->suspended = 1;
+        rp->status = 0;
+    }
+    int suspended = rq->suspended;
+    pthread_mutex_unlock(&rq->lock);
+    if (!suspended)
+        srv_request_resume(rq, rp); /* done before it could park */
+}
+
+void srv_request_resume(srv_request *rq, srv_reply *rp)
+{
+    srv_continuation c = rq->cont;
+    memset(&rq->cont, 0, sizeof rq->cont);
+    if (c.answer)
+        c.answer(rq, rp, c.arg);
+    if (c.release)
+        c.release(c.arg);
+}
+
+void srv_request_end(srv_request *rq)
+{
+    srv_continuation c = rq->cont;
+    memset(&rq->cont, 0, sizeof rq->cont);
+    if (c.release)
+        c.release(c.arg);
+}
