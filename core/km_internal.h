@@ -108,6 +108,41 @@ uint32_t km_crc32(const unsigned char *p, size_t n);
 
 /* ------------------------------------------------------- kernels */
 
+/*
+ * A kernel type's row of the kernel table (km_kernel.c): what it is
+ * (info, public) and its one map, the only place its formula is written.
+ * A leaf has map: it turns a row of len base quantities of its family,
+ * in place, into kernel values k(x, z_j):
+ *   INNER, L2  row[j] = <x, z_j>, xn = |x|^2, zn[j] = |z_j|^2 (norms are
+ *              given to L2 kernels only; INNER ones must not read them)
+ *   L1         row[j] = |x - z_j|_1
+ * A composite has combine: it folds part p's block src (nx x nz) into
+ * its own block dst (rows of lddst), p = 0, 1, ... in order; xs[i] and
+ * zs[j] are the part's self values k_p(x_i, x_i), k_p(z_j, z_j) when
+ * needs_self (else NULL); diag >= 0 says x_i is z_{i + diag}.
+ */
+typedef struct km_kernel_desc {
+    km_kernel_info info;
+    void (*map)(const km_kernel *k, double *row, size_t len, double xn,
+                const double *zn);
+    void (*combine)(const km_kernel *k, int p, double *dst, size_t lddst,
+                    const double *src, size_t nx, size_t nz,
+                    const double *xs, const double *zs, long diag);
+    int needs_self;
+} km_kernel_desc;
+
+/* The row of t; NULL for an invalid type. */
+const km_kernel_desc *km_kernel_desc_of(km_kernel_type t);
+
+/* 1 if k is a leaf whose base quantities are inner products (INNER, L2). */
+int km_kernel_uses_dots(const km_kernel *k);
+
+/* k's map on a row of inner products (or L1 distances) to k(x, z_j);
+ * diag >= 0 is x's own index in the row (an L2 distance exactly 0 there).
+ * k must be a leaf. */
+void km_kernel_map_row(const km_kernel *k, double *row, size_t len,
+                       double xn, const double *zn, long diag);
+
 void km_kernel_write(km_writer *w, const km_kernel *k);
 /* Reads a kernel and checks it as km_kernel_check does, and that every
  * gamma is resolved (> 0), as a fit leaves it: KM_ECORRUPT otherwise. */
@@ -132,23 +167,56 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
 /* ------------------------------------------------------- models */
 
 /*
- * What each algorithm supplies. The payload is the algorithm's own struct,
- * owned by the model. save writes it; load reads it back (r is positioned
- * at it and must be consumed exactly); bytes counts its heap memory (m
- * gives the sizes).
+ * An algorithm's descriptor: its whole life cycle, as Redis's module
+ * types give theirs. Each algorithm's file defines one (the symbol named
+ * in KM_ALGO_MAP); km_model.c dispatches through them and nothing else
+ * switches on the algorithm.
+ *   outputs         KM_OUT_* flags: what its models can answer
+ *   params_size     sizeof its parameter struct (km_krr_params, ...)
+ *   params_default  fills one with the defaults
+ *   check           the parameters against a problem (sizes, classes),
+ *                   before any work: KM_EINVAL / KM_EPROBLEM naming the
+ *                   field
+ *   fit_bytes       peak bytes of a fit (admission control)
+ *   fit             fits a problem; the typed km_*_fit does the work
+ *   values ...      predict, one function per KM_OUT_* answer it gives
+ *                   (NULL where it gives none); each checks the model's
+ *                   algorithm and X
+ *   free_payload, save, load, bytes: the payload (the algorithm's own
+ *                   struct, owned by the model). save writes it; load
+ *                   reads it back (r is positioned at it and must be
+ *                   consumed exactly); bytes counts its heap memory (m
+ *                   gives the sizes).
  */
-typedef struct km_algo_ops {
+typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
+                                   size_t n, double *out, km_error *err);
+
+typedef struct km_algo {
+    unsigned outputs;
+    size_t params_size;
+    void (*params_default)(void *params);
+    km_status (*check)(const void *params, const km_problem *pb,
+                       km_error *err);
+    size_t (*fit_bytes)(const void *params, const km_problem *pb);
+    km_status (*fit)(const km_kernel *k, const void *params,
+                     const km_problem *pb, const km_fit_control *ctl,
+                     km_model **out, km_error *err);
+    km_predict_fn values, scores, probabilities, projections, inverse;
+    km_status (*labels)(const km_model *m, const double *X, size_t n,
+                        int *out, km_error *err);
     void (*free_payload)(void *payload);
     void (*save)(const void *payload, const km_model *m, km_writer *w);
     km_status (*load)(km_reader *r, const km_model *m, void **payload,
                       km_error *err);
     size_t (*bytes)(const void *payload, const km_model *m);
-} km_algo_ops;
+} km_algo;
 
-extern const km_algo_ops km_krr_ops;
-extern const km_algo_ops km_svc_ops;
-extern const km_algo_ops km_svr_ops;
-extern const km_algo_ops km_kpca_ops;
+#define KM_ALGO_EXTERN(e, id, name, desc) extern const km_algo desc;
+KM_ALGO_MAP(KM_ALGO_EXTERN)
+#undef KM_ALGO_EXTERN
+
+/* The descriptor of a; NULL if invalid. */
+const km_algo *km_algo_of(km_algorithm a);
 
 /*
  * Creates a model that takes ownership of payload (freed with the model,

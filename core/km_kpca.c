@@ -341,8 +341,6 @@ static size_t kpca_bytes(const void *payload, const km_model *m)
     return b;
 }
 
-const km_algo_ops km_kpca_ops = {kpca_free, kpca_save, kpca_load,
-                                 kpca_bytes};
 
 /* ------------------------------------------------------------ centering */
 
@@ -1074,3 +1072,43 @@ const double *km_kpca_eigenvalues(const km_model *m)
         return NULL;
     return ((const kpca_payload *)km_model_payload(m))->eigval;
 }
+
+/* ------------------------------------------------------------ descriptor */
+
+static void params_default(void *params)
+{
+    *(km_kpca_params *)params = km_kpca_params_default();
+}
+
+static km_status check(const void *params, const km_problem *pb,
+                       km_error *err)
+{
+    return km_kpca_check(params, pb->n, err);
+}
+
+static size_t fit_bytes(const void *params, const km_problem *pb)
+{
+    return km_kpca_fit_bytes(pb->n, pb->d, params);
+}
+
+static km_status fit(const km_kernel *k, const void *params,
+                     const km_problem *pb, const km_fit_control *ctl,
+                     km_model **out, km_error *err)
+{
+    return km_kpca_fit(k, params, pb->X, pb->n, pb->d, ctl, out, err);
+}
+
+const km_algo km_kpca_algo = {
+    .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
+    .params_size = sizeof(km_kpca_params),
+    .params_default = params_default,
+    .check = check,
+    .fit_bytes = fit_bytes,
+    .fit = fit,
+    .projections = km_kpca_project,
+    .inverse = km_kpca_inverse,
+    .free_payload = kpca_free,
+    .save = kpca_save,
+    .load = kpca_load,
+    .bytes = kpca_bytes,
+};

@@ -109,8 +109,6 @@ static size_t krr_bytes(const void *payload, const km_model *m)
                sizeof(double);
 }
 
-const km_algo_ops km_krr_ops = {krr_free, krr_save, krr_load, krr_bytes};
-
 /* Columns per block of the Cholesky factorisation. */
 #define CHOL_BLOCK 768
 
@@ -288,3 +286,45 @@ const double *km_krr_dual_coef(const km_model *m)
         return NULL;
     return ((const krr_payload *)km_model_payload(m))->coef;
 }
+
+/* ------------------------------------------------------------ descriptor */
+
+static void params_default(void *params)
+{
+    *(km_krr_params *)params = km_krr_params_default();
+}
+
+static km_status check(const void *params, const km_problem *pb,
+                       km_error *err)
+{
+    (void)pb;
+    return km_krr_check(params, err);
+}
+
+static size_t fit_bytes(const void *params, const km_problem *pb)
+{
+    (void)params;
+    return km_krr_fit_bytes(pb->n, pb->d, pb->m);
+}
+
+static km_status fit(const km_kernel *k, const void *params,
+                     const km_problem *pb, const km_fit_control *ctl,
+                     km_model **out, km_error *err)
+{
+    return km_krr_fit(k, params, pb->X, pb->n, pb->d, pb->y, pb->m, ctl, out,
+                      err);
+}
+
+const km_algo km_krr_algo = {
+    .outputs = KM_OUT_VALUES,
+    .params_size = sizeof(km_krr_params),
+    .params_default = params_default,
+    .check = check,
+    .fit_bytes = fit_bytes,
+    .fit = fit,
+    .values = km_krr_predict,
+    .free_payload = krr_free,
+    .save = krr_save,
+    .load = krr_load,
+    .bytes = krr_bytes,
+};

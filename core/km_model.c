@@ -3,7 +3,7 @@
  *
  * A model holds what every algorithm shares (kernel, sizes, identity,
  * parameter and training figures) and an algorithm-specific payload, which
- * it reaches through the algorithm's km_algo_ops. Models are built by a fit
+ * it reaches through the algorithm's descriptor (km_algo). Models are built by a fit
  * or a load and not changed after they are shared.
  *
  * File format (version 1), all integers and doubles little-endian:
@@ -57,8 +57,17 @@ struct km_model {
 /* A label is at most this long (the API checks the same bound). */
 #define MAX_LABEL 256
 
-static const char *const algo_names[KM_ALGO_COUNT] = {"krr", "svc", "svr",
-                                                      "kpca"};
+#define ALGO_NAME(e, id, name, desc) name,
+static const char *const algo_names[KM_ALGO_COUNT] = {KM_ALGO_MAP(ALGO_NAME)};
+#undef ALGO_NAME
+#define ALGO_DESC(e, id, name, desc) &desc,
+static const km_algo *const algos[KM_ALGO_COUNT] = {KM_ALGO_MAP(ALGO_DESC)};
+#undef ALGO_DESC
+/* Stored ids index the tables: they must run 0, 1, 2, ... in list order. */
+#define ID_CHECK(e, id, name, desc)                                          \
+    _Static_assert(KM_ALGO_##e == id, "algorithm ids run 0, 1, ... in order");
+KM_ALGO_MAP(ID_CHECK)
+#undef ID_CHECK
 
 const char *km_algorithm_name(km_algorithm a)
 {
@@ -75,15 +84,54 @@ int km_algorithm_parse(const char *name, km_algorithm *a)
     return -1;
 }
 
-static const km_algo_ops *ops_of(km_algorithm a)
+const km_algo *km_algo_of(km_algorithm a)
 {
-    switch (a) {
-    case KM_ALGO_KRR: return &km_krr_ops;
-    case KM_ALGO_SVC: return &km_svc_ops;
-    case KM_ALGO_SVR: return &km_svr_ops;
-    case KM_ALGO_KPCA: return &km_kpca_ops;
-    default: return NULL;
-    }
+    return (unsigned)a < KM_ALGO_COUNT ? algos[a] : NULL;
+}
+
+unsigned km_algorithm_outputs(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->outputs : 0;
+}
+
+size_t km_algorithm_params_size(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->params_size : 0;
+}
+
+void km_algorithm_params_default(km_algorithm a, void *params)
+{
+    const km_algo *al = km_algo_of(a);
+    if (al)
+        al->params_default(params);
+}
+
+km_status km_algorithm_check(km_algorithm a, const void *params,
+                             const km_problem *pb, km_error *err)
+{
+    const km_algo *al = km_algo_of(a);
+    if (!al)
+        return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
+    return al->check(params, pb, err);
+}
+
+size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
+                              const km_problem *pb)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->fit_bytes(params, pb) : 0;
+}
+
+km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
+                 const km_problem *pb, const km_fit_control *ctl,
+                 km_model **out, km_error *err)
+{
+    const km_algo *al = km_algo_of(a);
+    if (!al)
+        return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
+    return al->fit(k, params, pb, ctl, out, err);
 }
 
 /* ------------------------------------------------------------ info lists */
@@ -218,7 +266,7 @@ km_status km_model_create(km_algorithm algo, const km_kernel *kernel,
                           size_t n_outputs, void *payload, km_model **out,
                           km_error *err)
 {
-    const km_algo_ops *ops = ops_of(algo);
+    const km_algo *ops = km_algo_of(algo);
     km_model *m = calloc(1, sizeof *m);
     if (!m) {
         if (ops && payload)
@@ -320,7 +368,7 @@ void km_model_free(km_model *m)
 {
     if (!m)
         return;
-    const km_algo_ops *ops = ops_of(m->algo);
+    const km_algo *ops = km_algo_of(m->algo);
     if (ops && m->payload)
         ops->free_payload(m->payload);
     km_kernel_cleanup(&m->kernel);
@@ -346,7 +394,7 @@ km_info *km_model_training_mut(km_model *m) { return &m->training; }
 
 size_t km_model_bytes(const km_model *m)
 {
-    const km_algo_ops *ops = ops_of(m->algo);
+    const km_algo *ops = km_algo_of(m->algo);
     size_t b = sizeof *m;
     for (size_t i = 0; i < m->params.count; i++)
         b += sizeof(km_info_entry) + m->params.entries[i].count * 8;
@@ -401,7 +449,7 @@ km_status km_model_check_input(const km_model *m, const double *X, size_t n,
 km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
                                size_t *len, km_error *err)
 {
-    const km_algo_ops *ops = ops_of(m->algo);
+    const km_algo *ops = km_algo_of(m->algo);
     km_writer w;
     km_writer_init(&w);
     km_write_bytes(&w, MAGIC, 4);
@@ -691,7 +739,7 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
     if (st == KM_OK)
         st = read_labels(&r, m, err);
     if (st == KM_OK)
-        st = ops_of(m->algo)->load(&r, m, &m->payload, err);
+        st = km_algo_of(m->algo)->load(&r, m, &m->payload, err);
     if (st == KM_OK && (r.failed || r.left != 0))
         st = km_error_set(err, KM_ECORRUPT,
                           "model file: payload does not match its header");

@@ -311,10 +311,6 @@ static size_t payload_bytes(const void *v, const km_model *m)
            npair * 8 * (p->probA ? 3 : 1);
 }
 
-const km_algo_ops km_svc_ops = {payload_free, payload_save, svc_load,
-                                payload_bytes};
-const km_algo_ops km_svr_ops = {payload_free, payload_save, svr_load,
-                                payload_bytes};
 
 /* ------------------------------------------------------------ helpers */
 
@@ -1152,3 +1148,80 @@ const double *km_svm_rho(const km_model *m)
     const svm_payload *p = svm_of(m);
     return p ? p->rho : NULL;
 }
+
+/* ------------------------------------------------------------ descriptors */
+
+static void params_default(void *params)
+{
+    *(km_svm_params *)params = km_svm_params_default();
+}
+
+static km_status svc_check(const void *params, const km_problem *pb,
+                           km_error *err)
+{
+    return km_svm_check(params, KM_ALGO_SVC, pb->n_classes, err);
+}
+
+static km_status svr_check(const void *params, const km_problem *pb,
+                           km_error *err)
+{
+    (void)pb;
+    return km_svm_check(params, KM_ALGO_SVR, 0, err);
+}
+
+static size_t svc_fit_bytes(const void *params, const km_problem *pb)
+{
+    return km_svc_fit_bytes(pb->n, pb->d, pb->n_classes, params);
+}
+
+static size_t svr_fit_bytes(const void *params, const km_problem *pb)
+{
+    return km_svm_fit_bytes(pb->n, pb->d, params);
+}
+
+static km_status svc_fit_problem(const km_kernel *k, const void *params,
+                                 const km_problem *pb,
+                                 const km_fit_control *ctl, km_model **out,
+                                 km_error *err)
+{
+    return km_svc_fit(k, params, pb->X, pb->n, pb->d, pb->labels,
+                      pb->n_classes, ctl, out, err);
+}
+
+static km_status svr_fit_problem(const km_kernel *k, const void *params,
+                                 const km_problem *pb,
+                                 const km_fit_control *ctl, km_model **out,
+                                 km_error *err)
+{
+    return km_svr_fit(k, params, pb->X, pb->n, pb->d, pb->y, ctl, out, err);
+}
+
+const km_algo km_svc_algo = {
+    .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
+    .params_size = sizeof(km_svm_params),
+    .params_default = params_default,
+    .check = svc_check,
+    .fit_bytes = svc_fit_bytes,
+    .fit = svc_fit_problem,
+    .labels = km_svc_predict,
+    .scores = km_svc_decision,
+    .probabilities = km_svc_probability,
+    .free_payload = payload_free,
+    .save = payload_save,
+    .load = svc_load,
+    .bytes = payload_bytes,
+};
+
+const km_algo km_svr_algo = {
+    .outputs = KM_OUT_VALUES,
+    .params_size = sizeof(km_svm_params),
+    .params_default = params_default,
+    .check = svr_check,
+    .fit_bytes = svr_fit_bytes,
+    .fit = svr_fit_problem,
+    .values = km_svr_predict,
+    .free_payload = payload_free,
+    .save = payload_save,
+    .load = svr_load,
+    .bytes = payload_bytes,
+};
