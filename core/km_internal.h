@@ -55,6 +55,17 @@ double km_now(void);
 /* Calls the progress callback; nonzero means cancel. */
 int km_progress(const km_fit_control *ctl, double fraction);
 
+/* Core's one PRNG (splitmix64), with its state in the caller's hands:
+ * fits are repeatable and touch no global state. Seed s with any value. */
+typedef struct km_rng {
+    uint64_t s;
+} km_rng;
+uint64_t km_rng_next(km_rng *r);
+/* Uniform integer in [0, n), n > 0. */
+size_t km_rng_below(km_rng *r, size_t n);
+/* Uniform double in [-1, 1), a multiple of 2^-52. */
+double km_rng_uniform(km_rng *r);
+
 /* Overflow-checked a*b*c element counts; returns 0 on overflow. */
 size_t km_mul3(size_t a, size_t b, size_t c);
 
@@ -251,6 +262,52 @@ static inline double km_ipow(double b, int e)
     }
     return r;
 }
+
+/* ------------------------------------------------------- fits */
+
+/* What every fit shares (km_fit.c). */
+typedef struct km_fit_frame {
+    km_algorithm algo;
+    double t0;   /* km_now() at the start */
+    km_kernel k; /* the caller's kernel, copied, default gamma resolved */
+} km_fit_frame;
+
+/*
+ * The prologue of every fit: checks the kernel, the problem (sizes within
+ * the same limits for every algorithm and what a model file holds; X, y
+ * finite; labels in range) and, through a's descriptor, params; then
+ * copies and resolves the kernel into f->k and checks X's scale against
+ * it (km_kernel_check_scale). Call km_fit_cleanup(f) afterwards, also on
+ * failure. Borrows kernel, params and pb.
+ */
+km_status km_fit_begin(km_fit_frame *f, km_algorithm a, const km_kernel *kernel,
+                       const void *params, const km_problem *pb,
+                       km_error *err);
+/*
+ * The epilogue: the model of f's algorithm and kernel, taking ownership of
+ * payload (freed also on failure), with the training figure "seconds"
+ * since km_fit_begin first. The caller adds its own figures after it.
+ */
+km_status km_fit_model(km_fit_frame *f, size_t n_features, size_t n_samples,
+                       size_t n_outputs, void *payload, km_model **out,
+                       km_error *err);
+void km_fit_cleanup(km_fit_frame *f);
+
+/* ------------------------------------------------------- solves */
+
+/*
+ * Kernel ridge regression's solve, shared by KRR and KPCA's inverse map:
+ * C = (G + alpha I)^-1 Y. G (n x n, row-major) holds the kernel matrix in
+ * its lower triangle and is destroyed (alpha is added, then the Cholesky
+ * factor replaces it); Y (n x m, row-major) is borrowed; C (n x m,
+ * row-major, caller-allocated) gets the solution. what names G in the
+ * KM_ENOTPD message ("the kernel matrix"). Progress goes from f0 to f1
+ * through ctl (may be NULL), which may cancel (KM_ECANCELLED).
+ */
+km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
+                       size_t m, double *C, const char *what,
+                       const km_fit_control *ctl, double f0, double f1,
+                       km_error *err);
 
 /* ------------------------------------------------------- prediction */
 

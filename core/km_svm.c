@@ -319,24 +319,6 @@ static km_status oom(km_error *err)
     return km_error_set(err, KM_ENOMEM, "out of memory for an SVM fit");
 }
 
-static km_status check_common(const km_kernel *kernel, const double *X,
-                              size_t n, size_t d, km_error *err)
-{
-    km_status st = km_kernel_check(kernel, err);
-    if (st != KM_OK)
-        return st;
-    if (n == 0 || d == 0)
-        return km_error_set(err, KM_EINVAL,
-                            "X and y must have at least one row and column");
-    if (n > 2147483647 / 4 || d > 2147483647 || !km_mul3(n, d, 16))
-        return km_error_set(err, KM_EINVAL, "problem too large");
-    /* What a model file may hold (km.h): a fitted model always loads. */
-    if (d > KM_MODEL_MAX_FEATURES)
-        return km_error_set(err, KM_EINVAL, "X has %zu features; a model "
-                            "holds at most %zu", d, KM_MODEL_MAX_FEATURES);
-    return km_check_matrix("X", X, n, d, err);
-}
-
 static void set_options(smo_options *o, const km_svm_params *p,
                         const km_fit_control *ctl, double lo, double hi)
 {
@@ -376,7 +358,7 @@ static km_status add_params(km_model *m, const km_svm_params *p,
     return st;
 }
 
-static km_status add_training(km_model *m, double seconds, long iterations,
+static km_status add_training(km_model *m, long iterations,
                               const double *obj, size_t n_obj,
                               const int *n_support, size_t k, int capped)
 {
@@ -386,10 +368,8 @@ static km_status add_training(km_model *m, double seconds, long iterations,
         return KM_ENOMEM;
     for (size_t c = 0; c < k; c++)
         ns[c] = n_support[c];
-    km_status st = km_info_add1(in, "seconds", KM_INFO_NUMBER, seconds);
-    if (st == KM_OK)
-        st = km_info_add1(in, "iterations", KM_INFO_INTEGER,
-                          (double)iterations);
+    km_status st = km_info_add1(in, "iterations", KM_INFO_INTEGER,
+                                (double)iterations);
     if (st == KM_OK)
         st = km_info_add(in, "objective", KM_INFO_NUMBER, k > 0, obj, n_obj);
     if (st == KM_OK)
@@ -582,10 +562,9 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
                      size_t n_classes, const km_fit_control *ctl,
                      km_model **out, km_error *err)
 {
-    const double t0 = km_now();
     const size_t K = n_classes;
-    km_status st;
-    km_kernel k;
+    km_problem problem = {X, n, d, NULL, 0, y, n_classes};
+    km_fit_frame fr;
     size_t *count = NULL, *start = NULL, *order = NULL;
     double *Xg = NULL, *Kall = NULL, *coef = NULL, *obj = NULL;
     unsigned char *nz = NULL;
@@ -595,23 +574,9 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
     memset(&b, 0, sizeof b);
     memset(&tmp, 0, sizeof tmp);
 
-    if ((st = check_common(kernel, X, n, d, err)) != KM_OK)
-        return st;
-    if (K < 2)
-        return km_error_set(err, KM_EPROBLEM,
-                            "y has %zu distinct class%s; svc needs at least 2",
-                            K, K == 1 ? "" : "es");
-    if ((st = km_svm_check(params, KM_ALGO_SVC, K, err)) != KM_OK)
-        return st;
-    for (size_t i = 0; i < n; i++)
-        if (y[i] < 0 || (size_t)y[i] >= K)
-            return km_error_set(err, KM_EINVAL,
-                                "y[%zu] = %d is not a class index in [0, %zu)",
-                                i, y[i], K);
-    if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
-        return st;
-    km_kernel_resolve(&k, d);
-    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+    km_status st = km_fit_begin(&fr, KM_ALGO_SVC, kernel, params, &problem,
+                                err);
+    if (st != KM_OK)
         goto out;
 
     count = calloc(K, sizeof *count);
@@ -692,12 +657,12 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
             st = oom(err);
             goto out;
         }
-        if ((st = km_gram_sym(&k, Xg, n, d, Kall, 1, err)) != KM_OK)
+        if ((st = km_gram_sym(&fr.k, Xg, n, d, Kall, 1, err)) != KM_OK)
             goto out;
         budget -= gram;
     }
 
-    svc_fit f = {&k, params, Xg, n, d, Kall, ctl, budget, 0, 0, {PROB_SEED}};
+    svc_fit f = {&fr.k, params, Xg, n, d, Kall, ctl, budget, 0, 0, {PROB_SEED}};
     const size_t np_total = n_pairs(K);
     size_t pi = 0;
     for (size_t a = 0; a < K; a++)
@@ -783,14 +748,14 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
           (st = km_check_solution("probability parameters", pl->probB,
                                   np_total, err)) != KM_OK)))
         goto out;
-    st = km_model_create(KM_ALGO_SVC, &k, d, n, 1, pl, &model, err);
+    st = km_fit_model(&fr, d, n, 1, pl, &model, err);
     pl = NULL; /* the model owns it, also on failure */
     if (st != KM_OK)
         goto out;
     {
         const svm_payload *mp = km_model_payload(model);
         if (add_params(model, params, KM_ALGO_SVC, K) != KM_OK ||
-            add_training(model, km_now() - t0, f.iterations, obj, np_total,
+            add_training(model, f.iterations, obj, np_total,
                          mp->n_support, K, f.capped) != KM_OK) {
             st = oom(err);
             goto out;
@@ -812,7 +777,7 @@ out:
     free(coef);
     free(obj);
     free(nz);
-    km_kernel_cleanup(&k);
+    km_fit_cleanup(&fr);
     return st;
 }
 
@@ -823,23 +788,17 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
                      const km_fit_control *ctl, km_model **out,
                      km_error *err)
 {
-    const double t0 = km_now();
-    km_status st;
-    km_kernel k;
+    km_problem problem = {X, n, d, y, 1, NULL, 0};
+    km_fit_frame fr;
     size_t *row = NULL;
     signed char *sy = NULL;
     double *p = NULL, *C = NULL, *alpha = NULL;
     svm_payload *pl = NULL;
     km_model *model = NULL;
 
-    if ((st = check_common(kernel, X, n, d, err)) != KM_OK ||
-        (st = km_svm_check(params, KM_ALGO_SVR, 0, err)) != KM_OK ||
-        (st = km_check_matrix("y", y, n, 1, err)) != KM_OK)
-        return st;
-    if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
-        return st;
-    km_kernel_resolve(&k, d);
-    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+    km_status st = km_fit_begin(&fr, KM_ALGO_SVR, kernel, params, &problem,
+                                err);
+    if (st != KM_OK)
         goto out;
 
     const size_t nv = 2 * n;
@@ -871,7 +830,7 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
     smo_options o;
     smo_result res;
     set_options(&o, params, ctl, 0.0, 0.99);
-    if ((st = km_smo_solve(&k, &pb, &o, &res, err)) != KM_OK)
+    if ((st = km_smo_solve(&fr.k, &pb, &o, &res, err)) != KM_OK)
         goto out;
 
     for (size_t i = 0; i < n; i++)
@@ -902,12 +861,12 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
                                 err)) != KM_OK ||
         (st = km_check_solution("intercept", pl->rho, 1, err)) != KM_OK)
         goto out;
-    st = km_model_create(KM_ALGO_SVR, &k, d, n, 1, pl, &model, err);
+    st = km_fit_model(&fr, d, n, 1, pl, &model, err);
     pl = NULL;
     if (st != KM_OK)
         goto out;
     if (add_params(model, params, KM_ALGO_SVR, 0) != KM_OK ||
-        add_training(model, km_now() - t0, res.iterations, &res.objective, 1,
+        add_training(model, res.iterations, &res.objective, 1,
                      &nsv, 1, res.capped) != KM_OK) {
         st = oom(err);
         goto out;
@@ -923,7 +882,7 @@ out:
     free(p);
     free(C);
     free(alpha);
-    km_kernel_cleanup(&k);
+    km_fit_cleanup(&fr);
     return st;
 }
 
