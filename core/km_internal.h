@@ -49,6 +49,10 @@ km_status km_kernel_check_scale(const km_kernel *k, const double *X, size_t n,
 km_status km_check_solution(const char *what, const double *v, size_t n,
                             km_error *err);
 
+/* Index of name in names[0..n) (the tables generated from km_maps.h);
+ * -1 if absent. */
+int km_name_index(const char *const *names, int n, const char *name);
+
 /* Monotonic seconds, for training figures. */
 double km_now(void);
 
@@ -86,6 +90,36 @@ void km_write_f64s(km_writer *w, const double *v, size_t n);
 void km_write_i32s(km_writer *w, const int *v, size_t n);
 void km_write_str(km_writer *w, const char *s);
 void km_write_bytes(km_writer *w, const void *p, size_t n);
+
+/* Saturating arithmetic for the sizes a model file's header implies. */
+static inline uint64_t km_add_sat(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+static inline uint64_t km_mul_sat(uint64_t a, uint64_t b)
+{
+    uint64_t p;
+    return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+
+/* Bytes of an f64s array of count values (its count, then the values). */
+static inline uint64_t km_f64s_bytes(uint64_t count)
+{
+    return km_add_sat(8, km_mul_sat(8, count));
+}
+
+static inline uint64_t km_n_pairs(uint64_t k)
+{
+    return k * (k - 1) / 2;
+}
+
+/* Most classes a classifier of ns training rows can have: each class has
+ * at least one row. */
+static inline uint64_t km_max_classes(uint64_t ns)
+{
+    return ns < KM_MODEL_MAX_CLASSES ? ns : KM_MODEL_MAX_CLASSES;
+}
 
 /* ------------------------------------------------------- byte reader */
 
@@ -193,6 +227,11 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *   values ...      predict, one function per KM_OUT_* answer it gives
  *                   (NULL where it gives none); each checks the model's
  *                   algorithm and X
+ *   classes         1 if its models hold class labels (at most one per
+ *                   training row and KM_MODEL_MAX_CLASSES)
+ *   max_outputs     the largest n_outputs a model file may give
+ *   payload_range   the bytes its payload takes in a file whose header
+ *                   gives these sizes, [*lo, *hi] (saturating: km_add_sat)
  *   free_payload, save, load, bytes: the payload (the algorithm's own
  *                   struct, owned by the model). save writes it; load
  *                   reads it back (r is positioned at it and must be
@@ -215,6 +254,10 @@ typedef struct km_algo {
     km_predict_fn values, scores, probabilities, projections, inverse;
     km_status (*labels)(const km_model *m, const double *X, size_t n,
                         int *out, km_error *err);
+    int classes; /* models hold classes: labels, one per class */
+    uint64_t (*max_outputs)(uint64_t n_samples);
+    void (*payload_range)(uint64_t n_samples, uint64_t n_features,
+                          uint64_t n_outputs, uint64_t *lo, uint64_t *hi);
     void (*free_payload)(void *payload);
     void (*save)(const void *payload, const km_model *m, km_writer *w);
     km_status (*load)(km_reader *r, const km_model *m, void **payload,

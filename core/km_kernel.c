@@ -196,20 +196,23 @@ static const km_kernel_desc km_kernel_normalized = {
 #undef PARTS
 #undef W
 
-#define DESC_PTR(e, id, name, desc) &desc,
+/* The tables, from the one list; stored ids index them, so they must run
+ * 0, 1, 2, ... in list order. */
+#define KERNEL_ROW(e, id, name, desc) [id] = &desc,
 static const km_kernel_desc *const descs[KM_KERNEL_TYPE_COUNT] = {
-    KM_KERNEL_MAP(DESC_PTR)};
-#undef DESC_PTR
-#define NAME(e, id, name, desc) name,
+    KM_KERNEL_MAP(KERNEL_ROW)};
+#undef KERNEL_ROW
+#define KERNEL_NAME(e, id, name, desc) [id] = name,
 static const char *const type_names[KM_KERNEL_TYPE_COUNT] = {
-    KM_KERNEL_MAP(NAME)};
-#undef NAME
-
-/* Stored ids index the tables: they must run 0, 1, 2, ... in list order. */
-#define ID_CHECK(e, id, name, desc)                                          \
-    _Static_assert(KM_KERNEL_##e == id, "kernel ids run 0, 1, ... in order");
-KM_KERNEL_MAP(ID_CHECK)
-#undef ID_CHECK
+    KM_KERNEL_MAP(KERNEL_NAME)};
+#undef KERNEL_NAME
+/* As many entries as ids: with the designated initializers above (which
+ * refuse an id out of range, and -Wextra a repeated one) the ids are
+ * 0 .. count - 1. */
+#define KERNEL_ONE(e, id, name, desc) +1
+_Static_assert((0 KM_KERNEL_MAP(KERNEL_ONE)) == KM_KERNEL_TYPE_COUNT,
+               "kernel ids run 0, 1, 2, ... with the last one in the list");
+#undef KERNEL_ONE
 
 const km_kernel_desc *km_kernel_desc_of(km_kernel_type t)
 {
@@ -228,12 +231,10 @@ const char *km_kernel_type_name(km_kernel_type t)
 
 int km_kernel_type_parse(const char *name, km_kernel_type *t)
 {
-    for (int i = 0; i < KM_KERNEL_TYPE_COUNT; i++)
-        if (strcmp(name, type_names[i]) == 0) {
-            *t = (km_kernel_type)i;
-            return 0;
-        }
-    return -1;
+    int i = km_name_index(type_names, KM_KERNEL_TYPE_COUNT, name);
+    if (i >= 0)
+        *t = (km_kernel_type)i;
+    return i >= 0 ? 0 : -1;
 }
 
 static int is_composite(km_kernel_type t)

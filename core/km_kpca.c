@@ -1017,6 +1017,26 @@ static void params_default(void *params)
     *(km_kpca_params *)params = km_kpca_params_default();
 }
 
+static uint64_t max_outputs(uint64_t ns)
+{
+    return ns - 1; /* at most n - 1 positive eigenvalues */
+}
+
+/* eigval, proj, col_mean, grand_mean, X, has_inverse; then maybe the
+ * inverse map (dual and X again, at most). */
+static void payload_range(uint64_t ns, uint64_t nf, uint64_t no, uint64_t *lo,
+                          uint64_t *hi)
+{
+    uint64_t nd = km_mul_sat(ns, nf);
+    *lo = km_add_sat(km_add_sat(km_f64s_bytes(no),
+                                km_f64s_bytes(km_mul_sat(ns, no))),
+                     km_add_sat(km_f64s_bytes(ns),
+                                km_add_sat(8, km_f64s_bytes(nd))));
+    *lo = km_add_sat(*lo, 4);
+    *hi = km_add_sat(*lo, km_add_sat(km_f64s_bytes(km_mul_sat(ns, no)),
+                                     km_f64s_bytes(nd)));
+}
+
 static km_status check(const void *params, const km_problem *pb,
                        km_error *err)
 {
@@ -1044,6 +1064,8 @@ const km_algo km_kpca_algo = {
     .fit = fit,
     .projections = km_kpca_project,
     .inverse = km_kpca_inverse,
+    .max_outputs = max_outputs,
+    .payload_range = payload_range,
     .free_payload = kpca_free,
     .save = kpca_save,
     .load = kpca_load,

@@ -283,6 +283,20 @@ static void params_default(void *params)
     *(km_krr_params *)params = km_krr_params_default();
 }
 
+static uint64_t max_outputs(uint64_t ns)
+{
+    (void)ns;
+    return KM_MODEL_MAX_OUTPUTS;
+}
+
+/* X, coefficients: exactly. */
+static void payload_range(uint64_t ns, uint64_t nf, uint64_t no, uint64_t *lo,
+                          uint64_t *hi)
+{
+    *lo = *hi = km_add_sat(km_f64s_bytes(km_mul_sat(ns, nf)),
+                           km_f64s_bytes(km_mul_sat(ns, no)));
+}
+
 static km_status check(const void *params, const km_problem *pb,
                        km_error *err)
 {
@@ -312,6 +326,8 @@ const km_algo km_krr_algo = {
     .fit_bytes = fit_bytes,
     .fit = fit,
     .values = km_krr_predict,
+    .max_outputs = max_outputs,
+    .payload_range = payload_range,
     .free_payload = krr_free,
     .save = krr_save,
     .load = krr_load,

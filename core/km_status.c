@@ -44,6 +44,14 @@ km_status km_error_set(km_error *err, km_status st, const char *fmt, ...)
     return st;
 }
 
+int km_name_index(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 double km_now(void)
 {
     struct timespec ts;

@@ -1115,6 +1115,40 @@ static void params_default(void *params)
     *(km_svm_params *)params = km_svm_params_default();
 }
 
+static uint64_t one_output(uint64_t ns)
+{
+    (void)ns;
+    return 1;
+}
+
+/* k, nsv, n_support, sv_index, sv, coef, rho, has_prob, probA/B; k
+ * classes (svc) or none (svr, k = 0). */
+static void payload_range(uint64_t k, uint64_t ns, uint64_t nf, uint64_t *lo,
+                          uint64_t *hi)
+{
+    uint64_t pairs = k ? km_n_pairs(k) : 1, ncoef = k ? k - 1 : 1;
+    *lo = 16 + 8 + 4 * (k ? 2 : 0) + 8 + 8 + 8 + 16 + 4 +
+          (k ? 2 * 4 : 0); /* and two labels */
+    *hi = 16 + 8 + 4 * k + 8 + 4 * ns + 4;
+    *hi = km_add_sat(*hi, km_f64s_bytes(km_mul_sat(ns, nf)));
+    *hi = km_add_sat(*hi, km_f64s_bytes(km_mul_sat(ns, ncoef)));
+    *hi = km_add_sat(*hi, km_mul_sat(3, km_f64s_bytes(pairs)));
+}
+
+static void svc_payload_range(uint64_t ns, uint64_t nf, uint64_t no,
+                              uint64_t *lo, uint64_t *hi)
+{
+    (void)no;
+    payload_range(km_max_classes(ns), ns, nf, lo, hi);
+}
+
+static void svr_payload_range(uint64_t ns, uint64_t nf, uint64_t no,
+                              uint64_t *lo, uint64_t *hi)
+{
+    (void)no;
+    payload_range(0, ns, nf, lo, hi);
+}
+
 static km_status svc_check(const void *params, const km_problem *pb,
                            km_error *err)
 {
@@ -1165,6 +1199,9 @@ const km_algo km_svc_algo = {
     .labels = km_svc_predict,
     .scores = km_svc_decision,
     .probabilities = km_svc_probability,
+    .classes = 1,
+    .max_outputs = one_output,
+    .payload_range = svc_payload_range,
     .free_payload = payload_free,
     .save = payload_save,
     .load = svc_load,
@@ -1179,6 +1216,8 @@ const km_algo km_svr_algo = {
     .fit_bytes = svr_fit_bytes,
     .fit = svr_fit_problem,
     .values = km_svr_predict,
+    .max_outputs = one_output,
+    .payload_range = svr_payload_range,
     .free_payload = payload_free,
     .save = payload_save,
     .load = svr_load,

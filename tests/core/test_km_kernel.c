@@ -79,6 +79,37 @@ static double *rand_matrix(size_t n, size_t d, unsigned seed)
     return X;
 }
 
+/* km_gram_sym (full) is symmetric and equals direct evaluation, and so
+ * do km_gram_cross and its one-row path; K and C hold n x n. t names the
+ * kernel in messages. */
+static void check_paths_agree(const km_kernel *k, const double *X, size_t n,
+                              size_t d, double *K, double *C, int t)
+{
+    ck_assert_int_eq(km_kernel_check(k, NULL), KM_OK);
+    ck_assert_int_eq(km_gram_sym(k, X, n, d, K, 1, NULL), KM_OK);
+    ck_assert_int_eq(km_gram_cross(k, X, n, X, n, d, C, n, NULL), KM_OK);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
+            double e1 = fabs(K[i * n + j] - ref), e2 = fabs(C[i * n + j] - ref);
+            ck_assert_msg(K[i * n + j] == K[j * n + i],
+                          "type %d not symmetric at %zu,%zu", t, i, j);
+            worst = fmax(worst, fmax(e1, e2) / fmax(fabs(ref), 1.0));
+        }
+    ck_assert_msg(worst < 1e-13, "kernel %d: worst error %g", t, worst);
+    /* One row at a time (the DGEMV path) agrees too. */
+    for (size_t i = 0; i < n; i += 37) {
+        ck_assert_int_eq(km_gram_cross(k, X + i * d, 1, X, n, d, C, n, NULL),
+                         KM_OK);
+        for (size_t j = 0; j < n; j++) {
+            double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
+            ck_assert_msg(fabs(C[j] - ref) <= 1e-13 * fmax(fabs(ref), 1.0),
+                          "kernel %d, one row %zu: %g vs %g", t, i, C[j], ref);
+        }
+    }
+}
+
 /* Every kernel type: km_gram_sym (full) is symmetric and equals direct
  * evaluation; km_gram_cross equals it too. n = 300 > the 256-row block,
  * so composites and the Laplacian cross a block edge. */
@@ -99,32 +130,9 @@ START_TEST(gram_paths_agree)
     free(kernels[6].weights);
     kernels[6].weights = NULL;
     for (int t = 0; t < 7; t++) {
-        km_kernel *k = &kernels[t];
-        km_kernel_resolve(k, d);
-        ck_assert_int_eq(km_kernel_check(k, NULL), KM_OK);
-        ck_assert_int_eq(km_gram_sym(k, X, n, d, K, 1, NULL), KM_OK);
-        ck_assert_int_eq(km_gram_cross(k, X, n, X, n, d, C, n, NULL), KM_OK);
-        double worst = 0;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < n; j++) {
-                double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
-                double e1 = fabs(K[i * n + j] - ref), e2 = fabs(C[i * n + j] - ref);
-                ck_assert_msg(K[i * n + j] == K[j * n + i],
-                              "type %d not symmetric at %zu,%zu", t, i, j);
-                worst = fmax(worst, fmax(e1, e2) / fmax(fabs(ref), 1.0));
-            }
-        ck_assert_msg(worst < 1e-13, "kernel %d: worst error %g", t, worst);
-        /* One row at a time (the DGEMV path) agrees too. */
-        for (size_t i = 0; i < n; i += 37) {
-            ck_assert_int_eq(km_gram_cross(k, X + i * d, 1, X, n, d, C, n, NULL),
-                             KM_OK);
-            for (size_t j = 0; j < n; j++) {
-                double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
-                ck_assert_msg(fabs(C[j] - ref) <= 1e-13 * fmax(fabs(ref), 1.0),
-                              "kernel %d, one row %zu: %g vs %g", t, i, C[j], ref);
-            }
-        }
-        km_kernel_cleanup(k);
+        km_kernel_resolve(&kernels[t], d);
+        check_paths_agree(&kernels[t], X, n, d, K, C, t);
+        km_kernel_cleanup(&kernels[t]);
     }
     free(X);
     free(K);
@@ -351,32 +359,10 @@ START_TEST(new_kernels_paths_agree)
         km_kernel_set_parts(&ks[3], inner, NULL, 1);
     }
     for (int t = 0; t < 4; t++) {
-        const km_kernel *k = &ks[t];
-        ck_assert_int_eq(km_kernel_check(k, NULL), KM_OK);
-        ck_assert_int_eq(km_gram_sym(k, X, n, d, K, 1, NULL), KM_OK);
-        ck_assert_int_eq(km_gram_cross(k, X, n, X, n, d, C, n, NULL), KM_OK);
-        double worst = 0;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < n; j++) {
-                double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
-                double e = fabs(K[i * n + j] - ref) / fmax(fabs(ref), 1.0);
-                double e2 = fabs(C[i * n + j] - ref) / fmax(fabs(ref), 1.0);
-                worst = fmax(worst, fmax(e, e2));
-                ck_assert(K[i * n + j] == K[j * n + i]);
-            }
-        ck_assert_msg(worst < 1e-13, "kernel %d: worst error %g", t, worst);
+        check_paths_agree(&ks[t], X, n, d, K, C, t);
         if (t != 1) /* exponential's k(x,x) is not 1 */
             for (size_t i = 0; i < n; i++)
                 ck_assert_double_eq(K[i * n + i], 1.0);
-        for (size_t i = 0; i < n; i += 37) {
-            ck_assert_int_eq(km_gram_cross(k, X + i * d, 1, X, n, d, C, n,
-                                           NULL), KM_OK);
-            for (size_t j = 0; j < n; j++) {
-                double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
-                ck_assert_msg(fabs(C[j] - ref) <= 1e-13 * fmax(fabs(ref), 1.0),
-                              "kernel %d row %zu col %zu", t, i, j);
-            }
-        }
     }
     for (int t = 0; t < 4; t++)
         km_kernel_cleanup(&ks[t]);
