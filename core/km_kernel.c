@@ -1,16 +1,24 @@
 /*
- * km_kernel.c - kernel parameters, evaluation, and Gram matrices.
+ * km_kernel.c - the kernel table, kernel parameters, evaluation, and Gram
+ * matrices.
  *
- * Inner-product kernels (linear, polynomial, rbf, sigmoid) get their inner
- * products from BLAS: the training Gram from DSYRK (one triangle), a cross
- * Gram from DGEMM. rbf uses |x-z|^2 = |x|^2 + |z|^2 - 2<x,z>, clamped at 0
- * and exactly 0 on the training diagonal (as scikit-learn does), then the
- * vectorised exp of km_vmath.c. The Laplacian kernel needs L1 distances,
- * which no BLAS routine gives, so it is a direct loop. Sums and products
- * are computed part by part through a bounded block buffer.
+ * Each kernel is one row of the table (its family, the parameters it
+ * takes, their defaults) and one map function, the only place its
+ * formula is written; the paths are generic over families and call it:
+ *   INNER, L2  inner products from BLAS (the training Gram from DSYRK, one
+ *              triangle; a cross Gram from DGEMM; one row from
+ *              km_vdot_rows), L2 kernels with the rows' squared norms, as
+ *              |x-z|^2 = |x|^2 + |z|^2 - 2<x,z> clamped at 0 and exactly 0
+ *              on the training diagonal (as scikit-learn does)
+ *   L1         L1 distances by a direct loop (no BLAS routine gives them)
+ *   COMPOSITE  part by part through a bounded block buffer, folded by the
+ *              kernel's combine
+ * km_kernel_eval computes one pair's base quantity directly and calls the
+ * same map; km_smo.c computes its columns' inner products itself and maps
+ * them here too. Maps use the vectorised exp of km_vmath.c.
  *
  * Invariant: a checked kernel has at most KM_KERNEL_MAX_DEPTH levels and
- * KM_KERNEL_MAX_PARTS parts per level; every gamma is > 0 after resolve.
+ * its type's number of parts per level; every gamma is > 0 after resolve.
  *
  * Thread-safety: reentrant; BLAS may use its own threads inside a call.
  */

@@ -753,7 +753,8 @@ static void flip_signs(double *U, size_t n, size_t k)
 
 /*
  * dual = (K(E, E) + alpha I)^-1 X by KRR's solve (km_krr_solve), in the
- * n x n buffer G that the eigensolver is done with. E is n x k, X n x d; dual n x d row-major.
+ * n x n buffer G that the eigensolver is done with. E is n x k, X n x d;
+ * dual n x d row-major.
  */
 static km_status fit_inverse(const km_kernel *kinv, const double *E,
                              const double *X, size_t n, size_t k, size_t d,

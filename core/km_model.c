@@ -3,8 +3,9 @@
  *
  * A model holds what every algorithm shares (kernel, sizes, identity,
  * parameter and training figures) and an algorithm-specific payload, which
- * it reaches through the algorithm's descriptor (km_algo). Models are built by a fit
- * or a load and not changed after they are shared.
+ * it reaches through the algorithm's descriptor (km_algo, one per entry of
+ * KM_ALGO_MAP). Models are built by a fit or a load and not changed after
+ * they are shared.
  *
  * File format (version 1), all integers and doubles little-endian:
  *   "KMSM"  u32 format version

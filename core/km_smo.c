@@ -197,7 +197,8 @@ static km_status q_init_cached(qmat *q, const smo_problem *pb,
                                 "out of memory for the kernel cache");
         for (size_t t = 0; t < n; t++)
             q->prow[t] = pt(pb, t);
-    } else if (km_kernel_uses_dots(q->k) && !(q->XT = malloc(n * d * sizeof *q->XT)))
+    } else if (km_kernel_uses_dots(q->k) &&
+               !(q->XT = malloc(n * d * sizeof *q->XT)))
         return km_error_set(err, KM_ENOMEM,
                             "out of memory for the kernel cache");
     q->pool = malloc(cap * n * sizeof *q->pool);
