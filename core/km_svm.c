@@ -202,9 +202,9 @@ static void payload_save(const void *v, const km_model *m, km_writer *w)
 static km_status payload_load(km_reader *r, const km_model *m, int svc,
                               void **out, km_error *err)
 {
-    const char *what = svc ? "svc" : "svr";
+    const char *what = km_algorithm_name(km_model_algorithm(m));
     size_t d = km_model_n_features(m), ns = km_model_n_samples(m);
-    size_t kmax = ns < MAX_CLASSES ? ns : MAX_CLASSES;
+    size_t kmax = (size_t)km_max_classes(ns);
     svm_payload *p = calloc(1, sizeof *p);
     if (!p)
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
