@@ -81,6 +81,15 @@ typedef enum {
     KM_KERNEL_TYPE_COUNT
 } km_kernel_type;
 
+/* Ids index core's tables: as many entries as ids, the last id the
+ * largest, so that (no id repeated, none out of range) they run
+ * 0 .. count - 1. */
+#define KM_MAP_ONE(e, id, name, desc) +1
+#ifndef __cplusplus
+_Static_assert((0 KM_KERNEL_MAP(KM_MAP_ONE)) == KM_KERNEL_TYPE_COUNT,
+               "kernel ids run 0, 1, 2, ... with the last one in the list");
+#endif
+
 #define KM_KERNEL_MAX_PARTS 16 /* parts of one sum or product */
 #define KM_KERNEL_MAX_DEPTH 4  /* nesting of sums and products */
 
@@ -206,6 +215,11 @@ typedef enum {
 #undef KM_ALGO_ENUM
     KM_ALGO_COUNT
 } km_algorithm;
+
+#ifndef __cplusplus
+_Static_assert((0 KM_ALGO_MAP(KM_MAP_ONE)) == KM_ALGO_COUNT,
+               "algorithm ids run 0, 1, 2, ... with the last one in the list");
+#endif
 
 /* What an algorithm's predictions answer (km_algorithm_outputs). */
 #define KM_OUT_VALUES 0x01u        /* real values per output (krr, svr) */

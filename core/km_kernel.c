@@ -204,8 +204,8 @@ static const km_kernel_desc km_kernel_normalized = {
 #undef PARTS
 #undef W
 
-/* The tables, from the one list; stored ids index them, so they must run
- * 0, 1, 2, ... in list order. */
+/* The tables, from the one list; stored ids index them (km.h checks that
+ * they run 0 .. count - 1; a repeated id fails -Woverride-init). */
 #define KERNEL_ROW(e, id, name, desc) [id] = &desc,
 static const km_kernel_desc *const descs[KM_KERNEL_TYPE_COUNT] = {
     KM_KERNEL_MAP(KERNEL_ROW)};
@@ -214,13 +214,6 @@ static const km_kernel_desc *const descs[KM_KERNEL_TYPE_COUNT] = {
 static const char *const type_names[KM_KERNEL_TYPE_COUNT] = {
     KM_KERNEL_MAP(KERNEL_NAME)};
 #undef KERNEL_NAME
-/* As many entries as ids: with the designated initializers above (which
- * refuse an id out of range, and -Wextra a repeated one) the ids are
- * 0 .. count - 1. */
-#define KERNEL_ONE(e, id, name, desc) +1
-_Static_assert((0 KM_KERNEL_MAP(KERNEL_ONE)) == KM_KERNEL_TYPE_COUNT,
-               "kernel ids run 0, 1, 2, ... with the last one in the list");
-#undef KERNEL_ONE
 
 const km_kernel_desc *km_kernel_desc_of(km_kernel_type t)
 {
