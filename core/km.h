@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "km_maps.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -70,16 +72,23 @@ typedef struct km_error {
 
 /* ---------------------------------------------------------------- kernels */
 
+/* KM_KERNEL_LINEAR = 0, ... in the order and with the stored ids of
+ * KM_KERNEL_MAP (km_maps.h). */
 typedef enum {
-    KM_KERNEL_LINEAR,
-    KM_KERNEL_POLYNOMIAL,
-    KM_KERNEL_RBF,
-    KM_KERNEL_LAPLACIAN,
-    KM_KERNEL_SIGMOID,
-    KM_KERNEL_SUM,
-    KM_KERNEL_PRODUCT,
+#define KM_KERNEL_ENUM(e, id, name, desc) KM_KERNEL_##e = id,
+    KM_KERNEL_MAP(KM_KERNEL_ENUM)
+#undef KM_KERNEL_ENUM
     KM_KERNEL_TYPE_COUNT
 } km_kernel_type;
+
+/* Ids index core's tables: as many entries as ids, the last id the
+ * largest, so that (no id repeated, none out of range) they run
+ * 0 .. count - 1. */
+#define KM_MAP_ONE(e, id, name, desc) +1
+#ifndef __cplusplus
+_Static_assert((0 KM_KERNEL_MAP(KM_MAP_ONE)) == KM_KERNEL_TYPE_COUNT,
+               "kernel ids run 0, 1, 2, ... with the last one in the list");
+#endif
 
 #define KM_KERNEL_MAX_PARTS 16 /* parts of one sum or product */
 #define KM_KERNEL_MAX_DEPTH 4  /* nesting of sums and products */
@@ -94,6 +103,10 @@ typedef enum {
  *   sigmoid      tanh(gamma <x,z> + coef0)
  *   sum          sum_i weights[i] k_i(x,z)
  *   product      prod_i k_i(x,z)
+ *   laplacian_l2 exp(-gamma |x-z|_2)       (the Euclidean-norm Laplacian)
+ *   exponential  exp(gamma <x,z>)
+ *   normalized   k_0(x,z) / sqrt(k_0(x,x) k_0(z,z)) of its one part k_0
+ *                (cosine normalisation; 0 where k_0(x,x) k_0(z,z) <= 0)
  * gamma == 0 means "default": 1/n_features, filled in by km_kernel_resolve().
  * A sum or product owns its parts and weights (set them with
  * km_kernel_set_parts). Initialise with km_kernel_init, release with
@@ -125,6 +138,33 @@ km_status km_kernel_copy(km_kernel *dst, const km_kernel *src,
 km_status km_kernel_check(const km_kernel *k, km_error *err) KM_MUST_CHECK;
 /* Replaces default (0) gammas by 1/n_features, recursively. */
 void km_kernel_resolve(km_kernel *k, size_t n_features);
+/* What a kernel type is, from its row of the kernel table (km_kernel.c):
+ * the API builds its parameter rules and the client its lists from it. */
+typedef enum {
+    KM_KFAMILY_INNER,    /* a function of <x,z> (and of |x|, |z|) */
+    KM_KFAMILY_L2,       /* a function of |x-z|_2 */
+    KM_KFAMILY_L1,       /* a function of |x-z|_1 */
+    KM_KFAMILY_COMPOSITE /* built from its parts */
+} km_kernel_family;
+
+/* Parameters a kernel type takes (km_kernel_type_info's params). */
+#define KM_KPARAM_GAMMA 0x01u   /* gamma (0 = 1/n_features) */
+#define KM_KPARAM_DEGREE 0x02u  /* degree, 0 .. 64 */
+#define KM_KPARAM_COEF0 0x04u   /* coef0 */
+#define KM_KPARAM_PARTS 0x08u   /* kernels: min_parts .. max_parts parts */
+#define KM_KPARAM_WEIGHTS 0x10u /* weights, one per part, >= 0 */
+
+typedef struct km_kernel_info {
+    km_kernel_family family;
+    unsigned params;         /* KM_KPARAM_* flags */
+    int degree;              /* default degree (where it applies) */
+    double coef0;            /* default coef0 (where it applies) */
+    int min_parts, max_parts;/* 0, 0 unless KM_KPARAM_PARTS */
+} km_kernel_info;
+
+/* The row of type t (static); NULL for an invalid type. */
+const km_kernel_info *km_kernel_type_info(km_kernel_type t);
+
 /* "rbf", "sum", ...; NULL for an invalid type. */
 const char *km_kernel_type_name(km_kernel_type t);
 /* Parses a type name; returns 0 on success, -1 if unknown. */
@@ -168,27 +208,83 @@ typedef struct km_fit_control {
     void *ctx;
 } km_fit_control;
 
+/* KM_ALGO_KRR = 0, ... with the stored ids of KM_ALGO_MAP (km_maps.h). */
 typedef enum {
-    KM_ALGO_KRR,
-    KM_ALGO_SVC,
-    KM_ALGO_SVR,
-    KM_ALGO_KPCA,
+#define KM_ALGO_ENUM(e, id, name, desc) KM_ALGO_##e = id,
+    KM_ALGO_MAP(KM_ALGO_ENUM)
+#undef KM_ALGO_ENUM
     KM_ALGO_COUNT
 } km_algorithm;
+
+#ifndef __cplusplus
+_Static_assert((0 KM_ALGO_MAP(KM_MAP_ONE)) == KM_ALGO_COUNT,
+               "algorithm ids run 0, 1, 2, ... with the last one in the list");
+#endif
+
+/* What an algorithm's predictions answer (km_algorithm_outputs). */
+#define KM_OUT_VALUES 0x01u        /* real values per output (krr, svr) */
+#define KM_OUT_LABELS 0x02u        /* class labels (svc) */
+#define KM_OUT_SCORES 0x04u        /* decision values (svc, svr) */
+#define KM_OUT_PROBABILITIES 0x08u /* class probabilities (svc, when fitted
+                                      with them) */
+#define KM_OUT_PROJECTIONS 0x10u   /* projections on components (kpca) */
+#define KM_OUT_INVERSE 0x20u       /* back to inputs (kpca, when fitted
+                                      with the inverse map) */
+#define KM_OUT_VARIANCES 0x40u     /* predictive variances (none yet) */
+
+/* KM_OUT_* flags of what a's models can answer; 0 for an invalid a. */
+unsigned km_algorithm_outputs(km_algorithm a);
 
 /* "krr", "svc", "svr", "kpca"; NULL if invalid. */
 const char *km_algorithm_name(km_algorithm a);
 /* Returns 0 and sets *a on success, -1 if unknown. */
 int km_algorithm_parse(const char *name, km_algorithm *a);
 
+typedef struct km_model km_model;
+
+/*
+ * One training problem, whatever the algorithm: X (n x d) and what it
+ * learns from. Borrowed by the calls that take it.
+ *   krr   y: n x m targets
+ *   svr   y: n targets, m = 1
+ *   svc   labels: n class indices in [0, n_classes)
+ *   kpca  X only
+ */
+typedef struct km_problem {
+    const double *X;
+    size_t n, d;
+    const double *y;
+    size_t m;
+    const int *labels;
+    size_t n_classes;
+} km_problem;
+
+/* The generic life cycle; params points to a's own struct (km_krr_params
+ * for krr, km_svm_params for svc and svr, km_kpca_params for kpca), of
+ * km_algorithm_params_size(a) bytes (0 if a is invalid). */
+size_t km_algorithm_params_size(km_algorithm a);
+/* Fills params with a's defaults. */
+void km_algorithm_params_default(km_algorithm a, void *params);
+/* a's parameter check against pb's sizes (km_krr_check, ...). */
+km_status km_algorithm_check(km_algorithm a, const void *params,
+                             const km_problem *pb,
+                             km_error *err) KM_MUST_CHECK;
+/* Peak bytes of a fit (km_krr_fit_bytes, ...). */
+size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
+                              const km_problem *pb);
+/* Fits as the typed function does (km_krr_fit, ...); caller owns *out. */
+km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
+                 const km_problem *pb, const km_fit_control *ctl,
+                 km_model **out, km_error *err) KM_MUST_CHECK;
+
 /* ---------------------------------------------------------------- models */
 
 /*
  * A fitted model: algorithm, kernel (with resolved gamma), what prediction
  * needs (deep copies), identity (name, version, creation time) and
- * descriptive figures. Opaque; immutable once shared.
+ * descriptive figures. Opaque (declared above km_problem); immutable once
+ * shared.
  */
-typedef struct km_model km_model;
 
 void km_model_free(km_model *m);
 

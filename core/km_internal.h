@@ -49,11 +49,26 @@ km_status km_kernel_check_scale(const km_kernel *k, const double *X, size_t n,
 km_status km_check_solution(const char *what, const double *v, size_t n,
                             km_error *err);
 
+/* Index of name in names[0..n) (the tables generated from km_maps.h);
+ * -1 if absent. */
+int km_name_index(const char *const *names, int n, const char *name);
+
 /* Monotonic seconds, for training figures. */
 double km_now(void);
 
 /* Calls the progress callback; nonzero means cancel. */
 int km_progress(const km_fit_control *ctl, double fraction);
+
+/* Core's one PRNG (splitmix64), with its state in the caller's hands:
+ * fits are repeatable and touch no global state. Seed s with any value. */
+typedef struct km_rng {
+    uint64_t s;
+} km_rng;
+uint64_t km_rng_next(km_rng *r);
+/* Uniform integer in [0, n), n > 0. */
+size_t km_rng_below(km_rng *r, size_t n);
+/* Uniform double in [-1, 1), a multiple of 2^-52. */
+double km_rng_uniform(km_rng *r);
 
 /* Overflow-checked a*b*c element counts; returns 0 on overflow. */
 size_t km_mul3(size_t a, size_t b, size_t c);
@@ -75,6 +90,36 @@ void km_write_f64s(km_writer *w, const double *v, size_t n);
 void km_write_i32s(km_writer *w, const int *v, size_t n);
 void km_write_str(km_writer *w, const char *s);
 void km_write_bytes(km_writer *w, const void *p, size_t n);
+
+/* Saturating arithmetic for the sizes a model file's header implies. */
+static inline uint64_t km_add_sat(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+static inline uint64_t km_mul_sat(uint64_t a, uint64_t b)
+{
+    uint64_t p;
+    return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+
+/* Bytes of an f64s array of count values (its count, then the values). */
+static inline uint64_t km_f64s_bytes(uint64_t count)
+{
+    return km_add_sat(8, km_mul_sat(8, count));
+}
+
+static inline uint64_t km_n_pairs(uint64_t k)
+{
+    return k * (k - 1) / 2;
+}
+
+/* Most classes a classifier of ns training rows can have: each class has
+ * at least one row. */
+static inline uint64_t km_max_classes(uint64_t ns)
+{
+    return ns < KM_MODEL_MAX_CLASSES ? ns : KM_MODEL_MAX_CLASSES;
+}
 
 /* ------------------------------------------------------- byte reader */
 
@@ -108,6 +153,41 @@ uint32_t km_crc32(const unsigned char *p, size_t n);
 
 /* ------------------------------------------------------- kernels */
 
+/*
+ * A kernel type's row of the kernel table (km_kernel.c): what it is
+ * (info, public) and its one map, the only place its formula is written.
+ * A leaf has map: it turns a row of len base quantities of its family,
+ * in place, into kernel values k(x, z_j):
+ *   INNER, L2  row[j] = <x, z_j>, xn = |x|^2, zn[j] = |z_j|^2 (norms are
+ *              given to L2 kernels only; INNER ones must not read them)
+ *   L1         row[j] = |x - z_j|_1
+ * A composite has combine: it folds part p's block src (nx x nz) into
+ * its own block dst (rows of lddst), p = 0, 1, ... in order; xs[i] and
+ * zs[j] are the part's self values k_p(x_i, x_i), k_p(z_j, z_j) when
+ * needs_self (else NULL); diag >= 0 says x_i is z_{i + diag}.
+ */
+typedef struct km_kernel_desc {
+    km_kernel_info info;
+    void (*map)(const km_kernel *k, double *row, size_t len, double xn,
+                const double *zn);
+    void (*combine)(const km_kernel *k, int p, double *dst, size_t lddst,
+                    const double *src, size_t nx, size_t nz,
+                    const double *xs, const double *zs, long diag);
+    int needs_self;
+} km_kernel_desc;
+
+/* The row of t; NULL for an invalid type. */
+const km_kernel_desc *km_kernel_desc_of(km_kernel_type t);
+
+/* 1 if k is a leaf whose base quantities are inner products (INNER, L2). */
+int km_kernel_uses_dots(const km_kernel *k);
+
+/* k's map on a row of inner products (or L1 distances) to k(x, z_j);
+ * diag >= 0 is x's own index in the row (an L2 distance exactly 0 there).
+ * k must be a leaf. */
+void km_kernel_map_row(const km_kernel *k, double *row, size_t len,
+                       double xn, const double *zn, long diag);
+
 void km_kernel_write(km_writer *w, const km_kernel *k);
 /* Reads a kernel and checks it as km_kernel_check does, and that every
  * gamma is resolved (> 0), as a fit leaves it: KM_ECORRUPT otherwise. */
@@ -132,23 +212,65 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
 /* ------------------------------------------------------- models */
 
 /*
- * What each algorithm supplies. The payload is the algorithm's own struct,
- * owned by the model. save writes it; load reads it back (r is positioned
- * at it and must be consumed exactly); bytes counts its heap memory (m
- * gives the sizes).
+ * An algorithm's descriptor: its whole life cycle, as Redis's module
+ * types give theirs. Each algorithm's file defines one (the symbol named
+ * in KM_ALGO_MAP); km_model.c dispatches through them and nothing else
+ * switches on the algorithm.
+ *   outputs         KM_OUT_* flags: what its models can answer
+ *   params_size     sizeof its parameter struct (km_krr_params, ...)
+ *   params_default  fills one with the defaults
+ *   check           the parameters against a problem (sizes, classes),
+ *                   before any work: KM_EINVAL / KM_EPROBLEM naming the
+ *                   field
+ *   fit_bytes       peak bytes of a fit (admission control)
+ *   fit             fits a problem; the typed km_*_fit does the work
+ *   values ...      predict, one function per KM_OUT_* answer it gives
+ *                   (NULL where it gives none); each checks the model's
+ *                   algorithm and X
+ *   classes         1 if its models hold class labels (at most one per
+ *                   training row and KM_MODEL_MAX_CLASSES)
+ *   max_outputs     the largest n_outputs a model file may give
+ *   payload_range   the bytes its payload takes in a file whose header
+ *                   gives these sizes, [*lo, *hi] (saturating: km_add_sat)
+ *   free_payload, save, load, bytes: the payload (the algorithm's own
+ *                   struct, owned by the model). save writes it; load
+ *                   reads it back (r is positioned at it and must be
+ *                   consumed exactly); bytes counts its heap memory (m
+ *                   gives the sizes).
  */
-typedef struct km_algo_ops {
+typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
+                                   size_t n, double *out, km_error *err);
+
+typedef struct km_algo {
+    unsigned outputs;
+    size_t params_size;
+    void (*params_default)(void *params);
+    km_status (*check)(const void *params, const km_problem *pb,
+                       km_error *err);
+    size_t (*fit_bytes)(const void *params, const km_problem *pb);
+    km_status (*fit)(const km_kernel *k, const void *params,
+                     const km_problem *pb, const km_fit_control *ctl,
+                     km_model **out, km_error *err);
+    km_predict_fn values, scores, probabilities, projections, inverse;
+    km_status (*labels)(const km_model *m, const double *X, size_t n,
+                        int *out, km_error *err);
+    int classes; /* models hold classes: labels, one per class */
+    uint64_t (*max_outputs)(uint64_t n_samples);
+    void (*payload_range)(uint64_t n_samples, uint64_t n_features,
+                          uint64_t n_outputs, uint64_t *lo, uint64_t *hi);
     void (*free_payload)(void *payload);
     void (*save)(const void *payload, const km_model *m, km_writer *w);
     km_status (*load)(km_reader *r, const km_model *m, void **payload,
                       km_error *err);
     size_t (*bytes)(const void *payload, const km_model *m);
-} km_algo_ops;
+} km_algo;
 
-extern const km_algo_ops km_krr_ops;
-extern const km_algo_ops km_svc_ops;
-extern const km_algo_ops km_svr_ops;
-extern const km_algo_ops km_kpca_ops;
+#define KM_ALGO_EXTERN(e, id, name, desc) extern const km_algo desc;
+KM_ALGO_MAP(KM_ALGO_EXTERN)
+#undef KM_ALGO_EXTERN
+
+/* The descriptor of a; NULL if invalid. */
+const km_algo *km_algo_of(km_algorithm a);
 
 /*
  * Creates a model that takes ownership of payload (freed with the model,
@@ -183,6 +305,52 @@ static inline double km_ipow(double b, int e)
     }
     return r;
 }
+
+/* ------------------------------------------------------- fits */
+
+/* What every fit shares (km_fit.c). */
+typedef struct km_fit_frame {
+    km_algorithm algo;
+    double t0;   /* km_now() at the start */
+    km_kernel k; /* the caller's kernel, copied, default gamma resolved */
+} km_fit_frame;
+
+/*
+ * The prologue of every fit: checks the kernel, the problem (sizes within
+ * the same limits for every algorithm and what a model file holds; X, y
+ * finite; labels in range) and, through a's descriptor, params; then
+ * copies and resolves the kernel into f->k and checks X's scale against
+ * it (km_kernel_check_scale). Call km_fit_cleanup(f) afterwards, also on
+ * failure. Borrows kernel, params and pb.
+ */
+km_status km_fit_begin(km_fit_frame *f, km_algorithm a, const km_kernel *kernel,
+                       const void *params, const km_problem *pb,
+                       km_error *err);
+/*
+ * The epilogue: the model of f's algorithm and kernel, taking ownership of
+ * payload (freed also on failure), with the training figure "seconds"
+ * since km_fit_begin first. The caller adds its own figures after it.
+ */
+km_status km_fit_model(km_fit_frame *f, size_t n_features, size_t n_samples,
+                       size_t n_outputs, void *payload, km_model **out,
+                       km_error *err);
+void km_fit_cleanup(km_fit_frame *f);
+
+/* ------------------------------------------------------- solves */
+
+/*
+ * Kernel ridge regression's solve, shared by KRR and KPCA's inverse map:
+ * C = (G + alpha I)^-1 Y. G (n x n, row-major) holds the kernel matrix in
+ * its lower triangle and is destroyed (alpha is added, then the Cholesky
+ * factor replaces it); Y (n x m, row-major) is borrowed; C (n x m,
+ * row-major, caller-allocated) gets the solution. what names G in the
+ * KM_ENOTPD message ("the kernel matrix"). Progress goes from f0 to f1
+ * through ctl (may be NULL), which may cancel (KM_ECANCELLED).
+ */
+km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
+                       size_t m, double *C, const char *what,
+                       const km_fit_control *ctl, double f0, double f1,
+                       km_error *err);
 
 /* ------------------------------------------------------- prediction */
 

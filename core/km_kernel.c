@@ -1,16 +1,24 @@
 /*
- * km_kernel.c - kernel parameters, evaluation, and Gram matrices.
+ * km_kernel.c - the kernel table, kernel parameters, evaluation, and Gram
+ * matrices.
  *
- * Inner-product kernels (linear, polynomial, rbf, sigmoid) get their inner
- * products from BLAS: the training Gram from DSYRK (one triangle), a cross
- * Gram from DGEMM. rbf uses |x-z|^2 = |x|^2 + |z|^2 - 2<x,z>, clamped at 0
- * and exactly 0 on the training diagonal (as scikit-learn does), then the
- * vectorised exp of km_vmath.c. The Laplacian kernel needs L1 distances,
- * which no BLAS routine gives, so it is a direct loop. Sums and products
- * are computed part by part through a bounded block buffer.
+ * Each kernel is one row of the table (its family, the parameters it
+ * takes, their defaults) and one map function, the only place its
+ * formula is written; the paths are generic over families and call it:
+ *   INNER, L2  inner products from BLAS (the training Gram from DSYRK, one
+ *              triangle; a cross Gram from DGEMM; one row from
+ *              km_vdot_rows), L2 kernels with the rows' squared norms, as
+ *              |x-z|^2 = |x|^2 + |z|^2 - 2<x,z> clamped at 0 and exactly 0
+ *              on the training diagonal (as scikit-learn does)
+ *   L1         L1 distances by a direct loop (no BLAS routine gives them)
+ *   COMPOSITE  part by part through a bounded block buffer, folded by the
+ *              kernel's combine
+ * km_kernel_eval computes one pair's base quantity directly and calls the
+ * same map; km_smo.c computes its columns' inner products itself and maps
+ * them here too. Maps use the vectorised exp of km_vmath.c.
  *
  * Invariant: a checked kernel has at most KM_KERNEL_MAX_DEPTH levels and
- * KM_KERNEL_MAX_PARTS parts per level; every gamma is > 0 after resolve.
+ * its type's number of parts per level; every gamma is > 0 after resolve.
  *
  * Thread-safety: reentrant; BLAS may use its own threads inside a call.
  */
@@ -24,9 +32,198 @@
 /* Rows per block when a Gram is built block by block. */
 #define BLOCK_ROWS 256
 
+/* ------------------------------------------------------------ the maps */
+
+/*
+ * One map per kernel: the only place its formula is written. Every path
+ * (km_kernel_eval, Gram, cross Gram, SMO columns, one-row predict) gets
+ * its family's base quantities into a row and calls it; see
+ * km_kernel_desc in km_internal.h for what the row holds.
+ */
+
+static void map_linear(const km_kernel *k, double *row, size_t len,
+                       double xn, const double *zn)
+{
+    (void)k, (void)row, (void)len, (void)xn, (void)zn; /* <x,z> itself */
+}
+
+static void map_polynomial(const km_kernel *k, double *row, size_t len,
+                           double xn, const double *zn)
+{
+    (void)xn, (void)zn;
+    for (size_t j = 0; j < len; j++)
+        row[j] = km_ipow(k->gamma * row[j] + k->coef0, k->degree);
+}
+
+static void map_sigmoid(const km_kernel *k, double *row, size_t len,
+                        double xn, const double *zn)
+{
+    (void)xn, (void)zn;
+    for (size_t j = 0; j < len; j++)
+        row[j] = tanh(k->gamma * row[j] + k->coef0);
+}
+
+static void map_exponential(const km_kernel *k, double *row, size_t len,
+                            double xn, const double *zn)
+{
+    (void)xn, (void)zn;
+    for (size_t j = 0; j < len; j++)
+        row[j] = k->gamma * row[j];
+    km_vexp(row, len);
+}
+
+/* |x-z|^2 = |x|^2 + |z|^2 - 2<x,z>, clamped at 0, and exp in one pass
+ * (km_vmath.c says why). */
+static void map_rbf(const km_kernel *k, double *row, size_t len, double xn,
+                    const double *zn)
+{
+    km_vmap_rbf(row, len, xn, zn, k->gamma);
+}
+
+static void map_laplacian_l2(const km_kernel *k, double *row, size_t len,
+                             double xn, const double *zn)
+{
+    for (size_t j = 0; j < len; j++) {
+        double d2 = xn + zn[j] - 2.0 * row[j];
+        row[j] = -k->gamma * sqrt(d2 > 0 ? d2 : 0.0);
+    }
+    km_vexp(row, len);
+}
+
+static void map_laplacian(const km_kernel *k, double *row, size_t len,
+                          double xn, const double *zn)
+{
+    (void)xn, (void)zn;
+    for (size_t j = 0; j < len; j++)
+        row[j] = -k->gamma * row[j];
+    km_vexp(row, len);
+}
+
+/* Composites: part p's block src (nx x nz) into the composite's block dst
+ * (rows of lddst). */
+
+static void combine_sum(const km_kernel *k, int p, double *dst, size_t lddst,
+                        const double *src, size_t nx, size_t nz,
+                        const double *xs, const double *zs, long diag)
+{
+    (void)xs, (void)zs, (void)diag;
+    double w = k->weights ? k->weights[p] : 1.0;
+    for (size_t i = 0; i < nx; i++) {
+        double *a = dst + i * lddst;
+        const double *b = src + i * nz;
+        if (p == 0)
+            for (size_t j = 0; j < nz; j++)
+                a[j] = w * b[j];
+        else
+            for (size_t j = 0; j < nz; j++)
+                a[j] += w * b[j];
+    }
+}
+
+static void combine_product(const km_kernel *k, int p, double *dst,
+                            size_t lddst, const double *src, size_t nx,
+                            size_t nz, const double *xs, const double *zs,
+                            long diag)
+{
+    (void)k, (void)xs, (void)zs, (void)diag;
+    for (size_t i = 0; i < nx; i++) {
+        double *a = dst + i * lddst;
+        const double *b = src + i * nz;
+        if (p == 0)
+            memcpy(a, b, nz * sizeof *a);
+        else
+            for (size_t j = 0; j < nz; j++)
+                a[j] *= b[j];
+    }
+}
+
+/* k(x,z) / sqrt(k(x,x) k(z,z)); 0 where the cosine is undefined (a self
+ * value <= 0); exactly 1 on the training diagonal. */
+static void combine_normalized(const km_kernel *k, int p, double *dst,
+                               size_t lddst, const double *src, size_t nx,
+                               size_t nz, const double *xs, const double *zs,
+                               long diag)
+{
+    (void)k, (void)p;
+    for (size_t i = 0; i < nx; i++) {
+        double *a = dst + i * lddst;
+        const double *b = src + i * nz;
+        for (size_t j = 0; j < nz; j++) {
+            double s = xs[i] * zs[j];
+            a[j] = s > 0 ? b[j] / sqrt(s) : 0.0;
+        }
+        long dj = diag >= 0 ? (long)i + diag : -1;
+        if (dj >= 0 && (size_t)dj < nz && xs[i] > 0)
+            a[dj] = 1.0;
+    }
+}
+
+/* ------------------------------------------------------------ the table */
+
+#define G KM_KPARAM_GAMMA
+#define DEG KM_KPARAM_DEGREE
+#define C0 KM_KPARAM_COEF0
+#define PARTS KM_KPARAM_PARTS
+#define W KM_KPARAM_WEIGHTS
+
+/* {family, params, degree, coef0, min_parts, max_parts}, map or
+ * combine, whether combine needs the parts' self values. degree 3 and
+ * coef0 0 are what every kernel has always stored where they do not
+ * apply (model files hold them). */
+static const km_kernel_desc km_kernel_linear = {
+    {KM_KFAMILY_INNER, 0, 3, 0.0, 0, 0}, map_linear, NULL, 0};
+static const km_kernel_desc km_kernel_polynomial = {
+    {KM_KFAMILY_INNER, G | DEG | C0, 3, 1.0, 0, 0},
+    map_polynomial, NULL, 0};
+static const km_kernel_desc km_kernel_rbf = {
+    {KM_KFAMILY_L2, G, 3, 0.0, 0, 0}, map_rbf, NULL, 0};
+static const km_kernel_desc km_kernel_laplacian = {
+    {KM_KFAMILY_L1, G, 3, 0.0, 0, 0}, map_laplacian, NULL, 0};
+static const km_kernel_desc km_kernel_sigmoid = {
+    {KM_KFAMILY_INNER, G | C0, 3, 0.0, 0, 0}, map_sigmoid, NULL,
+    0};
+static const km_kernel_desc km_kernel_sum = {
+    {KM_KFAMILY_COMPOSITE, PARTS | W, 3, 0.0, 1, KM_KERNEL_MAX_PARTS},
+    NULL, combine_sum, 0};
+static const km_kernel_desc km_kernel_product = {
+    {KM_KFAMILY_COMPOSITE, PARTS, 3, 0.0, 1, KM_KERNEL_MAX_PARTS},
+    NULL, combine_product, 0};
+static const km_kernel_desc km_kernel_laplacian_l2 = {
+    {KM_KFAMILY_L2, G, 3, 0.0, 0, 0}, map_laplacian_l2, NULL,
+    0};
+static const km_kernel_desc km_kernel_exponential = {
+    {KM_KFAMILY_INNER, G, 3, 0.0, 0, 0}, map_exponential, NULL,
+    0};
+static const km_kernel_desc km_kernel_normalized = {
+    {KM_KFAMILY_COMPOSITE, PARTS, 3, 0.0, 1, 1}, NULL,
+    combine_normalized, 1};
+
+#undef G
+#undef DEG
+#undef C0
+#undef PARTS
+#undef W
+
+/* The tables, from the one list; stored ids index them (km.h checks that
+ * they run 0 .. count - 1; a repeated id fails -Woverride-init). */
+#define KERNEL_ROW(e, id, name, desc) [id] = &desc,
+static const km_kernel_desc *const descs[KM_KERNEL_TYPE_COUNT] = {
+    KM_KERNEL_MAP(KERNEL_ROW)};
+#undef KERNEL_ROW
+#define KERNEL_NAME(e, id, name, desc) [id] = name,
 static const char *const type_names[KM_KERNEL_TYPE_COUNT] = {
-    "linear", "polynomial", "rbf", "laplacian", "sigmoid", "sum", "product",
-};
+    KM_KERNEL_MAP(KERNEL_NAME)};
+#undef KERNEL_NAME
+
+const km_kernel_desc *km_kernel_desc_of(km_kernel_type t)
+{
+    return (unsigned)t < KM_KERNEL_TYPE_COUNT ? descs[t] : NULL;
+}
+
+const km_kernel_info *km_kernel_type_info(km_kernel_type t)
+{
+    return (unsigned)t < KM_KERNEL_TYPE_COUNT ? &descs[t]->info : NULL;
+}
 
 const char *km_kernel_type_name(km_kernel_type t)
 {
@@ -35,17 +232,15 @@ const char *km_kernel_type_name(km_kernel_type t)
 
 int km_kernel_type_parse(const char *name, km_kernel_type *t)
 {
-    for (int i = 0; i < KM_KERNEL_TYPE_COUNT; i++)
-        if (strcmp(name, type_names[i]) == 0) {
-            *t = (km_kernel_type)i;
-            return 0;
-        }
-    return -1;
+    int i = km_name_index(type_names, KM_KERNEL_TYPE_COUNT, name);
+    if (i >= 0)
+        *t = (km_kernel_type)i;
+    return i >= 0 ? 0 : -1;
 }
 
 static int is_composite(km_kernel_type t)
 {
-    return t == KM_KERNEL_SUM || t == KM_KERNEL_PRODUCT;
+    return descs[t]->info.family == KM_KFAMILY_COMPOSITE;
 }
 
 void km_kernel_init(km_kernel *k, km_kernel_type type)
@@ -53,7 +248,11 @@ void km_kernel_init(km_kernel *k, km_kernel_type type)
     memset(k, 0, sizeof *k);
     k->type = type;
     k->degree = 3;
-    k->coef0 = type == KM_KERNEL_POLYNOMIAL ? 1.0 : 0.0;
+    k->coef0 = 0.0;
+    if ((unsigned)type < KM_KERNEL_TYPE_COUNT) {
+        k->degree = descs[type]->info.degree;
+        k->coef0 = descs[type]->info.coef0;
+    }
 }
 
 void km_kernel_cleanup(km_kernel *k)
@@ -115,7 +314,8 @@ static km_status check(const km_kernel *k, const char *path, int depth,
     if (!isfinite(k->coef0))
         return km_error_set(err, KM_EINVAL,
                             "%s.coef0 must be a finite number", path);
-    if (k->type == KM_KERNEL_POLYNOMIAL && (k->degree < 0 || k->degree > 64))
+    const km_kernel_info *info = &descs[k->type]->info;
+    if ((info->params & KM_KPARAM_DEGREE) && (k->degree < 0 || k->degree > 64))
         return km_error_set(err, KM_EINVAL,
                             "%s.degree must be an integer from 0 to 64", path);
     if (!is_composite(k->type)) {
@@ -129,12 +329,19 @@ static km_status check(const km_kernel *k, const char *path, int depth,
         return km_error_set(err, KM_EINVAL,
                             "%s: sums and products nest at most %d deep", path,
                             KM_KERNEL_MAX_DEPTH);
-    if (k->n_parts < 1 || k->n_parts > KM_KERNEL_MAX_PARTS || !k->parts)
+    if (k->n_parts < info->min_parts || k->n_parts > info->max_parts ||
+        !k->parts) {
+        if (info->min_parts == info->max_parts)
+            return km_error_set(err, KM_EINVAL,
+                                "%s.kernels must list exactly %d kernel%s",
+                                path, info->min_parts,
+                                info->min_parts == 1 ? "" : "s");
         return km_error_set(err, KM_EINVAL,
-                            "%s.kernels must list 1 to %d kernels", path,
-                            KM_KERNEL_MAX_PARTS);
+                            "%s.kernels must list %d to %d kernels", path,
+                            info->min_parts, info->max_parts);
+    }
     if (k->weights) {
-        if (k->type != KM_KERNEL_SUM)
+        if (!(info->params & KM_KPARAM_WEIGHTS))
             return km_error_set(err, KM_EINVAL,
                                 "%s.weights apply only to a sum kernel", path);
         int any = 0;
@@ -174,56 +381,90 @@ void km_kernel_resolve(km_kernel *k, size_t n_features)
 
 /* ------------------------------------------------------------ evaluation */
 
+static void row_sqnorms(const double *X, size_t n, size_t d, double *out);
 
-double km_kernel_eval(const km_kernel *k, const double *x, const double *z,
-                      size_t d)
+/* Whether k is a leaf computed from inner products (BLAS): its family is
+ * INNER or L2. */
+int km_kernel_uses_dots(const km_kernel *k)
 {
-    double s = 0, v;
-    switch (k->type) {
-    case KM_KERNEL_LINEAR:
-    case KM_KERNEL_POLYNOMIAL:
-    case KM_KERNEL_SIGMOID:
-        for (size_t j = 0; j < d; j++)
-            s += x[j] * z[j];
-        if (k->type == KM_KERNEL_LINEAR)
-            return s;
-        if (k->type == KM_KERNEL_POLYNOMIAL)
-            return km_ipow(k->gamma * s + k->coef0, k->degree);
-        return tanh(k->gamma * s + k->coef0);
-    case KM_KERNEL_RBF:
-        for (size_t j = 0; j < d; j++)
-            s += (x[j] - z[j]) * (x[j] - z[j]);
-        return exp(-k->gamma * s);
-    case KM_KERNEL_LAPLACIAN:
-        for (size_t j = 0; j < d; j++)
-            s += fabs(x[j] - z[j]);
-        return exp(-k->gamma * s);
-    case KM_KERNEL_SUM:
-        for (int i = 0; i < k->n_parts; i++)
-            s += (k->weights ? k->weights[i] : 1.0) *
-                 km_kernel_eval(&k->parts[i], x, z, d);
-        return s;
-    case KM_KERNEL_PRODUCT:
-        v = 1.0;
-        for (int i = 0; i < k->n_parts; i++)
-            v *= km_kernel_eval(&k->parts[i], x, z, d);
-        return v;
-    default:
-        return NAN;
+    km_kernel_family f = descs[k->type]->info.family;
+    return f == KM_KFAMILY_INNER || f == KM_KFAMILY_L2;
+}
+
+/*
+ * Applies k's map to a row of its family's base quantities (see
+ * km_kernel_desc). diag, when >= 0, is the index of x itself in the row:
+ * an L2 kernel's distance there is exactly 0, as scikit-learn makes it.
+ */
+void km_kernel_map_row(const km_kernel *k, double *row, size_t len,
+                       double xn, const double *zn, long diag)
+{
+    const km_kernel_desc *kd = descs[k->type];
+    kd->map(k, row, len, xn, zn);
+    if (kd->info.family == KM_KFAMILY_L2 && diag >= 0 && (size_t)diag < len) {
+        double zero = 0.0, v = 0.0;
+        kd->map(k, &v, 1, 0.0, &zero);
+        row[diag] = v;
     }
 }
 
-/* Whether k's value is built from inner products of the rows. */
+/*
+ * Direct evaluation through the same maps: the base quantity is computed
+ * exactly for one pair (an L2 distance from the differences, handed to
+ * the map as |x|^2 with |z|^2 = <x,z> = 0, which it then reads back
+ * unchanged).
+ */
+double km_kernel_eval(const km_kernel *k, const double *x, const double *z,
+                      size_t d)
+{
+    if ((unsigned)k->type >= KM_KERNEL_TYPE_COUNT)
+        return NAN;
+    const km_kernel_desc *kd = descs[k->type];
+    double s = 0, zero = 0, v;
+    switch (kd->info.family) {
+    case KM_KFAMILY_INNER:
+        for (size_t j = 0; j < d; j++)
+            s += x[j] * z[j];
+        kd->map(k, &s, 1, 0.0, &zero);
+        return s;
+    case KM_KFAMILY_L2:
+        for (size_t j = 0; j < d; j++)
+            s += (x[j] - z[j]) * (x[j] - z[j]);
+        v = 0.0;
+        kd->map(k, &v, 1, s, &zero);
+        return v;
+    case KM_KFAMILY_L1:
+        for (size_t j = 0; j < d; j++)
+            s += fabs(x[j] - z[j]);
+        kd->map(k, &s, 1, 0.0, &zero);
+        return s;
+    case KM_KFAMILY_COMPOSITE:
+        v = 0.0;
+        for (int i = 0; i < k->n_parts; i++) {
+            const km_kernel *part = &k->parts[i];
+            double b = km_kernel_eval(part, x, z, d), xs = 0, zs = 0;
+            if (kd->needs_self) {
+                xs = km_kernel_eval(part, x, x, d);
+                zs = km_kernel_eval(part, z, z, d);
+            }
+            kd->combine(k, i, &v, 1, &b, 1, 1, &xs, &zs, -1);
+        }
+        return v;
+    }
+    return NAN;
+}
+
+/* Whether k's value is built from inner products of the rows (so the
+ * squared norms must be finite too). */
 static int uses_dot(const km_kernel *k)
 {
-    if (k->type == KM_KERNEL_SUM || k->type == KM_KERNEL_PRODUCT) {
+    if (is_composite(k->type)) {
         for (int i = 0; i < k->n_parts; i++)
             if (uses_dot(&k->parts[i]))
                 return 1;
         return 0;
     }
-    return k->type == KM_KERNEL_LINEAR || k->type == KM_KERNEL_POLYNOMIAL ||
-           k->type == KM_KERNEL_SIGMOID;
+    return descs[k->type]->info.family == KM_KFAMILY_INNER;
 }
 
 km_status km_kernel_check_scale(const km_kernel *k, const double *X, size_t n,
@@ -248,8 +489,6 @@ km_status km_kernel_check_scale(const km_kernel *k, const double *X, size_t n,
 
 /* ------------------------------------------------------------ Gram maps */
 
-static void row_sqnorms(const double *X, size_t n, size_t d, double *out);
-
 double *km_sqnorms(const double *X, size_t n, size_t d)
 {
     double *v = malloc((n ? n : 1) * sizeof *v);
@@ -269,38 +508,10 @@ static void row_sqnorms(const double *X, size_t n, size_t d, double *out)
     }
 }
 
-/*
- * Turns a row of inner products <x, z_j> (j < len) into kernel values.
- * xn is |x|^2, zn[j] = |z_j|^2 (rbf only). diag, when >= 0, is the index of
- * x itself in the row, whose squared distance is exactly 0.
- */
-static void map_row(const km_kernel *k, double *row, size_t len, double xn,
-                    const double *zn, long diag)
-{
-    const double g = k->gamma, c = k->coef0;
-    switch (k->type) {
-    case KM_KERNEL_POLYNOMIAL:
-        for (size_t j = 0; j < len; j++)
-            row[j] = km_ipow(g * row[j] + c, k->degree);
-        break;
-    case KM_KERNEL_SIGMOID:
-        for (size_t j = 0; j < len; j++)
-            row[j] = tanh(g * row[j] + c);
-        break;
-    case KM_KERNEL_RBF:
-        km_vmap_rbf(row, len, xn, zn, g);
-        if (diag >= 0 && (size_t)diag < len)
-            row[diag] = 1.0; /* distance exactly 0, as scikit-learn */
-        break;
-    default: /* linear: the inner products are the values */
-        break;
-    }
-}
-
-/* L1 distances, then exp(-gamma d). out has rows of ldk. */
-static void laplacian_block(const km_kernel *k, const double *X, size_t nx,
-                            const double *Z, size_t nz, size_t d, double *out,
-                            size_t ldk)
+/* L1 distances into out (rows of ldk): the base quantity of the L1
+ * family, which no BLAS routine gives. */
+static void l1_block(const double *X, size_t nx, const double *Z, size_t nz,
+                     size_t d, double *out, size_t ldk)
 {
     for (size_t i = 0; i < nx; i++) {
         const double *x = X + i * d;
@@ -310,29 +521,61 @@ static void laplacian_block(const km_kernel *k, const double *X, size_t nx,
             double s = 0;
             for (size_t f = 0; f < d; f++)
                 s += fabs(x[f] - z[f]);
-            row[j] = -k->gamma * s;
+            row[j] = s;
         }
-        km_vexp(row, nz);
     }
 }
 
-/* Combines a part's block into the composite's block. */
-static void combine(km_kernel_type type, double w, int first, double *dst,
-                    size_t lddst, const double *src, size_t nx, size_t nz)
+static km_status cross(const km_kernel *k, const double *X, size_t nx,
+                       const double *xn, const double *Z, size_t nz,
+                       const double *zn, size_t d, double *K, size_t ldk,
+                       long diag_offset, km_error *err);
+
+/* k(x_i, x_i) for the n rows of X, each as the Gram's diagonal makes it. */
+static km_status self_values(const km_kernel *k, const double *X, size_t n,
+                             const double *xn, size_t d, double *out,
+                             km_error *err)
 {
-    for (size_t i = 0; i < nx; i++) {
-        double *a = dst + i * lddst;
-        const double *b = src + i * nz;
-        if (first)
-            for (size_t j = 0; j < nz; j++)
-                a[j] = type == KM_KERNEL_SUM ? w * b[j] : b[j];
-        else if (type == KM_KERNEL_SUM)
-            for (size_t j = 0; j < nz; j++)
-                a[j] += w * b[j];
-        else
-            for (size_t j = 0; j < nz; j++)
-                a[j] *= b[j];
+    for (size_t i = 0; i < n; i++) {
+        km_status st = cross(k, X + i * d, 1, xn ? xn + i : NULL, X + i * d,
+                             1, xn ? xn + i : NULL, d, out + i, 1, 0, err);
+        if (st != KM_OK)
+            return st;
     }
+    return KM_OK;
+}
+
+/* A composite, part by part through a block buffer (and, when its
+ * combine needs them, the parts' self values of X's and Z's rows). */
+static km_status cross_composite(const km_kernel *k, const double *X,
+                                 size_t nx, const double *xn, const double *Z,
+                                 size_t nz, const double *zn, size_t d,
+                                 double *K, size_t ldk, long diag_offset,
+                                 km_error *err)
+{
+    const km_kernel_desc *kd = descs[k->type];
+    km_status st = KM_OK;
+    double *tmp = malloc(nx * nz * sizeof *tmp);
+    double *xs = kd->needs_self ? malloc((nx + nz) * sizeof *xs) : NULL;
+    if (!tmp || (kd->needs_self && !xs)) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for a kernel block");
+        goto out;
+    }
+    double *zs = xs ? xs + nx : NULL;
+    for (int p = 0; p < k->n_parts && st == KM_OK; p++) {
+        const km_kernel *part = &k->parts[p];
+        st = cross(part, X, nx, xn, Z, nz, zn, d, tmp, nz, diag_offset, err);
+        if (st == KM_OK && xs)
+            st = self_values(part, X, nx, xn, d, xs, err);
+        if (st == KM_OK && xs)
+            st = self_values(part, Z, nz, zn, d, zs, err);
+        if (st == KM_OK)
+            kd->combine(k, p, K, ldk, tmp, nx, nz, xs, zs, diag_offset);
+    }
+out:
+    free(tmp);
+    free(xs);
+    return st;
 }
 
 /*
@@ -346,43 +589,31 @@ static km_status cross(const km_kernel *k, const double *X, size_t nx,
 {
     if (nx == 0 || nz == 0)
         return KM_OK;
-    if (k->type == KM_KERNEL_LAPLACIAN) {
-        laplacian_block(k, X, nx, Z, nz, d, K, ldk);
-        return KM_OK;
+    switch (descs[k->type]->info.family) {
+    case KM_KFAMILY_COMPOSITE:
+        return cross_composite(k, X, nx, xn, Z, nz, zn, d, K, ldk,
+                               diag_offset, err);
+    case KM_KFAMILY_L1:
+        l1_block(X, nx, Z, nz, d, K, ldk);
+        break;
+    default: /* inner products */
+        if (nx == 1) /* one row: see km_vdot_rows */
+            km_vdot_rows(X, Z, nz, d, K);
+        else
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nx,
+                        (int)nz, (int)d, 1.0, X, (int)d, Z, (int)d, 0.0, K,
+                        (int)ldk);
     }
-    if (is_composite(k->type)) {
-        double *tmp = malloc(nx * nz * sizeof *tmp);
-        if (!tmp)
-            return km_error_set(err, KM_ENOMEM,
-                                "out of memory for a kernel block");
-        for (int p = 0; p < k->n_parts; p++) {
-            km_status st = cross(&k->parts[p], X, nx, xn, Z, nz, zn, d, tmp,
-                                 nz, diag_offset, err);
-            if (st != KM_OK) {
-                free(tmp);
-                return st;
-            }
-            combine(k->type, k->weights ? k->weights[p] : 1.0, p == 0, K, ldk,
-                    tmp, nx, nz);
-        }
-        free(tmp);
-        return KM_OK;
-    }
-    if (nx == 1) /* one row: see km_vdot_rows */
-        km_vdot_rows(X, Z, nz, d, K);
-    else
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nx, (int)nz,
-                    (int)d, 1.0, X, (int)d, Z, (int)d, 0.0, K, (int)ldk);
     for (size_t i = 0; i < nx; i++)
-        map_row(k, K + i * ldk, nz, xn ? xn[i] : 0, zn,
-                diag_offset >= 0 ? (long)i + diag_offset : -1);
+        km_kernel_map_row(k, K + i * ldk, nz, xn ? xn[i] : 0, zn,
+                          diag_offset >= 0 ? (long)i + diag_offset : -1);
     return KM_OK;
 }
 
 /* Whether a kernel (or a part of it) needs squared norms. */
 static int needs_norms(const km_kernel *k)
 {
-    if (k->type == KM_KERNEL_RBF)
+    if (descs[k->type]->info.family == KM_KFAMILY_L2)
         return 1;
     for (int i = 0; i < k->n_parts; i++)
         if (needs_norms(&k->parts[i]))
@@ -451,7 +682,7 @@ km_status km_gram_sym(const km_kernel *k, const double *X, size_t n,
         row_sqnorms(X, n, d, xn);
     }
     km_status st = KM_OK;
-    if (k->type == KM_KERNEL_LAPLACIAN || is_composite(k->type)) {
+    if (!km_kernel_uses_dots(k)) {
         /* Row blocks against the rows up to the block's end: the lower
          * triangle and a little of the upper, in bounded memory. */
         for (size_t i0 = 0; i0 < n && st == KM_OK; i0 += BLOCK_ROWS) {
@@ -463,7 +694,8 @@ km_status km_gram_sym(const km_kernel *k, const double *X, size_t n,
         cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)n, (int)d,
                     1.0, X, (int)d, 0.0, K, (int)n);
         for (size_t i = 0; i < n; i++)
-            map_row(k, K + i * n, i + 1, xn ? xn[i] : 0, xn, (long)i);
+            km_kernel_map_row(k, K + i * n, i + 1, xn ? xn[i] : 0, xn,
+                              (long)i);
     }
     free(xn);
     if (st == KM_OK && full)

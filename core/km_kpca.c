@@ -341,8 +341,6 @@ static size_t kpca_bytes(const void *payload, const km_model *m)
     return b;
 }
 
-const km_algo_ops km_kpca_ops = {kpca_free, kpca_save, kpca_load,
-                                 kpca_bytes};
 
 /* ------------------------------------------------------------ centering */
 
@@ -384,21 +382,6 @@ static void center(double *K, size_t n, double *col_mean, double *grand,
 }
 
 /* ------------------------------------------------------------ solvers */
-
-/* A small deterministic generator (xorshift64*) for start vectors, so that
- * fits are reproducible and no global state is touched. */
-typedef struct rng {
-    uint64_t s;
-} rng;
-
-static double rng_uniform(rng *g)
-{
-    g->s ^= g->s >> 12;
-    g->s ^= g->s << 25;
-    g->s ^= g->s >> 27;
-    uint64_t v = g->s * 0x2545F4914F6CDD1DULL;
-    return (double)(v >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
 
 /* Dense: the top k eigenpairs by dsyevr; lambda descending, U (n x k,
  * column-major: vector j is contiguous) in the same order. Destroys K. */
@@ -456,7 +439,7 @@ typedef struct lanczos {
     double *C;         /* m x b projection coefficients */
     double *tau;       /* b Householder scalars */
     double *rdiag;     /* b |diagonal of R| of the last QR */
-    rng g;
+    km_rng g;            /* start and replacement vectors */
     double norm;             /* estimate of |Kc| from the Ritz values */
     size_t products, budget; /* K times a block: done, allowed */
 } lanczos;
@@ -536,7 +519,7 @@ static km_status orthonormalize(lanczos *L, size_t mq, double *W,
                 double *w = W + j * n, s = 0;
                 junk = 1;
                 for (size_t i = 0; i < n; i++) {
-                    w[i] = rng_uniform(&L->g);
+                    w[i] = km_rng_uniform(&L->g);
                     s += w[i] * w[i];
                 }
                 cblas_dscal((int)n, 1.0 / sqrt(s), w, 1);
@@ -649,7 +632,7 @@ static km_status solve_iterative(lanczos *L, const km_fit_control *ctl,
     int drift = 0; /* restarts since AY was a true product */
 
     for (size_t i = 0; i < n * b; i++)
-        L->Y[i] = rng_uniform(&L->g);
+        L->Y[i] = km_rng_uniform(&L->g);
     if ((st = orthonormalize(L, 0, L->Y, err)) != KM_OK)
         return st;
     product(L, L->Y, L->AY);
@@ -728,7 +711,7 @@ static km_status lanczos_init(lanczos *L, const double *K, size_t n,
     L->budget = n / ITER_PRODUCTS_PER_N;
     if (L->budget < ITER_MIN_PRODUCTS)
         L->budget = ITER_MIN_PRODUCTS;
-    L->g.s = 0x9E3779B97F4A7C15ULL; /* any fixed nonzero seed */
+    L->g.s = 0; /* a fixed seed: fits are repeatable */
     size_t b = L->b, m = L->m;
     L->Q = malloc(n * m * sizeof *L->Q);
     L->AQ = malloc(n * m * sizeof *L->AQ);
@@ -769,8 +752,9 @@ static void flip_signs(double *U, size_t n, size_t k)
 /* ------------------------------------------------------------ inverse map */
 
 /*
- * dual = (K(E, E) + alpha I)^-1 X by Cholesky, in the n x n buffer G that
- * the eigensolver is done with. E is n x k, X n x d; dual n x d row-major.
+ * dual = (K(E, E) + alpha I)^-1 X by KRR's solve (km_krr_solve), in the
+ * n x n buffer G that the eigensolver is done with. E is n x k, X n x d;
+ * dual n x d row-major.
  */
 static km_status fit_inverse(const km_kernel *kinv, const double *E,
                              const double *X, size_t n, size_t k, size_t d,
@@ -780,38 +764,8 @@ static km_status fit_inverse(const km_kernel *kinv, const double *E,
     km_status st = km_gram_sym(kinv, E, n, k, G, 0, err);
     if (st != KM_OK)
         return st;
-    for (size_t i = 0; i < n; i++)
-        G[i * n + i] += alpha;
-    /* Row-major lower triangle == column-major upper triangle. */
-    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)n, G,
-                                     (lapack_int)n);
-    if (info != 0)
-        return info > 0
-                   ? km_error_set(err, KM_ENOTPD,
-                                  "the inverse map's kernel matrix plus "
-                                  "alpha*I is not positive definite "
-                                  "(Cholesky failed at row %d); use a larger "
-                                  "params.alpha", (int)info)
-                   : km_error_set(err, KM_EINTERNAL, "dpotrf argument %d",
-                                  (int)-info);
-    /* The right-hand sides column-major in a scratch copy, then back. */
-    double *B = malloc(n * d * sizeof *B);
-    if (!B)
-        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < d; j++)
-            B[j * n + i] = X[i * d + j];
-    info = LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'U', (lapack_int)n,
-                          (lapack_int)d, G, (lapack_int)n, B, (lapack_int)n);
-    if (info == 0)
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < d; j++)
-                dual[i * d + j] = B[j * n + i];
-    free(B);
-    if (info != 0)
-        return km_error_set(err, KM_EINTERNAL, "dpotrs argument %d",
-                            (int)-info);
-    return KM_OK;
+    return km_krr_solve(G, n, alpha, X, d, dual,
+                        "the inverse map's kernel matrix", NULL, 0, 0, err);
 }
 
 /* ------------------------------------------------------------ fit */
@@ -826,9 +780,8 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
                       const km_fit_control *ctl, km_model **out,
                       km_error *err)
 {
-    double t0 = km_now();
-    km_status st;
-    km_kernel k;
+    km_problem problem = {X, n, d, NULL, 0, NULL, 0};
+    km_fit_frame fr;
     double *K = NULL, *U = NULL, *lambda = NULL, *ratio = NULL;
     kpca_payload *p = NULL;
     km_model *model = NULL;
@@ -838,27 +791,11 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     double trace = 0;
 
     memset(&L, 0, sizeof L);
-    if ((st = km_kernel_check(kernel, err)) != KM_OK)
-        return st;
-    if (n == 0 || d == 0)
-        return km_error_set(err, KM_EINVAL,
-                            "X must have at least one row and column");
-    if ((st = km_kpca_check(params, n, err)) != KM_OK)
-        return st;
-    if (n > 2147483647 / 2 || !km_mul3(n, n, sizeof(double)) ||
-        !km_mul3(n, d, sizeof(double)) || !km_mul3(n, nc + 1, sizeof(double)))
-        return km_error_set(err, KM_EINVAL, "problem too large");
-    /* What a model file may hold (km.h): a fitted model always loads. */
-    if (d > KM_MODEL_MAX_FEATURES)
-        return km_error_set(err, KM_EINVAL, "X has %zu features; a model "
-                            "holds at most %zu", d, KM_MODEL_MAX_FEATURES);
-    if ((st = km_check_matrix("X", X, n, d, err)) != KM_OK)
-        return st;
-    if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
-        return st;
-    km_kernel_resolve(&k, d);
-    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+    km_status st = km_fit_begin(&fr, KM_ALGO_KPCA, kernel, params, &problem,
+                                err);
+    if (st != KM_OK)
         goto out;
+    const km_kernel *k = &fr.k;
 
     K = malloc(n * n * sizeof *K);
     U = malloc(n * nc * sizeof *U);
@@ -890,7 +827,7 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
         goto out;
     }
 
-    if ((st = km_gram_sym(&k, X, n, d, K, 0, err)) != KM_OK)
+    if ((st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
         goto out;
     center(K, n, p->col_mean, &p->grand_mean, &trace);
     if (!isfinite(p->grand_mean) || !isfinite(trace)) {
@@ -978,7 +915,7 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     free(K);
     K = NULL;
 
-    st = km_model_create(KM_ALGO_KPCA, &k, d, n, nc, p, &model, err);
+    st = km_fit_model(&fr, d, n, nc, p, &model, err);
     p = NULL; /* owned by the model now, also on failure */
     if (st != KM_OK)
         goto out;
@@ -987,7 +924,6 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
         km_info_add1(pi, "fit_inverse_transform", KM_INFO_BOOLEAN,
                      params->fit_inverse_transform ? 1 : 0) ||
         km_info_add1(pi, "alpha", KM_INFO_NUMBER, params->alpha) ||
-        km_info_add1(ti, "seconds", KM_INFO_NUMBER, km_now() - t0) ||
         km_info_add(ti, "eigenvalues", KM_INFO_NUMBER, 1, lambda, nc) ||
         km_info_add(ti, "explained_variance_ratio", KM_INFO_NUMBER, 1, ratio,
                     nc) ||
@@ -1007,7 +943,7 @@ out:
     free(lambda);
     free(U);
     free(K);
-    km_kernel_cleanup(&k);
+    km_fit_cleanup(&fr);
     return st;
 }
 
@@ -1074,3 +1010,65 @@ const double *km_kpca_eigenvalues(const km_model *m)
         return NULL;
     return ((const kpca_payload *)km_model_payload(m))->eigval;
 }
+
+/* ------------------------------------------------------------ descriptor */
+
+static void params_default(void *params)
+{
+    *(km_kpca_params *)params = km_kpca_params_default();
+}
+
+static uint64_t max_outputs(uint64_t ns)
+{
+    return ns - 1; /* at most n - 1 positive eigenvalues */
+}
+
+/* eigval, proj, col_mean, grand_mean, X, has_inverse; then maybe the
+ * inverse map (dual and X again, at most). */
+static void payload_range(uint64_t ns, uint64_t nf, uint64_t no, uint64_t *lo,
+                          uint64_t *hi)
+{
+    uint64_t nd = km_mul_sat(ns, nf);
+    *lo = km_add_sat(km_add_sat(km_f64s_bytes(no),
+                                km_f64s_bytes(km_mul_sat(ns, no))),
+                     km_add_sat(km_f64s_bytes(ns),
+                                km_add_sat(8, km_f64s_bytes(nd))));
+    *lo = km_add_sat(*lo, 4);
+    *hi = km_add_sat(*lo, km_add_sat(km_f64s_bytes(km_mul_sat(ns, no)),
+                                     km_f64s_bytes(nd)));
+}
+
+static km_status check(const void *params, const km_problem *pb,
+                       km_error *err)
+{
+    return km_kpca_check(params, pb->n, err);
+}
+
+static size_t fit_bytes(const void *params, const km_problem *pb)
+{
+    return km_kpca_fit_bytes(pb->n, pb->d, params);
+}
+
+static km_status fit(const km_kernel *k, const void *params,
+                     const km_problem *pb, const km_fit_control *ctl,
+                     km_model **out, km_error *err)
+{
+    return km_kpca_fit(k, params, pb->X, pb->n, pb->d, ctl, out, err);
+}
+
+const km_algo km_kpca_algo = {
+    .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
+    .params_size = sizeof(km_kpca_params),
+    .params_default = params_default,
+    .check = check,
+    .fit_bytes = fit_bytes,
+    .fit = fit,
+    .projections = km_kpca_project,
+    .inverse = km_kpca_inverse,
+    .max_outputs = max_outputs,
+    .payload_range = payload_range,
+    .free_payload = kpca_free,
+    .save = kpca_save,
+    .load = kpca_load,
+    .bytes = kpca_bytes,
+};

@@ -2,8 +2,9 @@
  * km_krr.c - kernel ridge regression: solve (K + alpha I) C = Y.
  *
  * The fit allocates one n x n buffer, fills its lower triangle with the
- * Gram matrix (DSYRK + vectorised map), adds alpha to the diagonal, and
- * factors it in place with Cholesky. LAPACKE's row-major interface would
+ * Gram matrix (DSYRK + vectorised map), and hands it to km_krr_solve
+ * (also KPCA's inverse map), which adds alpha to the diagonal and factors
+ * it in place with Cholesky. LAPACKE's row-major interface would
  * transpose into a second n x n copy, so the buffer is handed to the
  * column-major interface as what it also is: the upper triangle of the
  * same symmetric matrix. All outputs are solved with one DPOTRS.
@@ -109,8 +110,6 @@ static size_t krr_bytes(const void *payload, const km_model *m)
                sizeof(double);
 }
 
-const km_algo_ops km_krr_ops = {krr_free, krr_save, krr_load, krr_bytes};
-
 /* Columns per block of the Cholesky factorisation. */
 #define CHOL_BLOCK 768
 
@@ -118,8 +117,9 @@ const km_algo_ops km_krr_ops = {krr_free, krr_save, krr_load, krr_bytes};
  * Cholesky A = L L^T in place on the lower triangle of the row-major n x n
  * A, reporting progress from f0 to f1 by the share of flops done.
  */
-static km_status cholesky(double *A, size_t n, const km_fit_control *ctl,
-                          double f0, double f1, km_error *err)
+static km_status cholesky(double *A, size_t n, const char *what,
+                          const km_fit_control *ctl, double f0, double f1,
+                          km_error *err)
 {
     for (size_t k = 0; k < n; k += CHOL_BLOCK) {
         size_t kb = n - k < CHOL_BLOCK ? n - k : CHOL_BLOCK, m = n - k - kb;
@@ -128,10 +128,10 @@ static km_status cholesky(double *A, size_t n, const km_fit_control *ctl,
                                          (lapack_int)kb, A11, (lapack_int)n);
         if (info > 0)
             return km_error_set(err, KM_ENOTPD,
-                                "the kernel matrix plus alpha*I is not positive "
-                                "definite (Cholesky failed at row %zu); use a "
-                                "larger params.alpha or a positive definite "
-                                "kernel", k + (size_t)info);
+                                "%s plus alpha*I is not positive definite "
+                                "(Cholesky failed at row %zu); use a larger "
+                                "params.alpha or a positive definite kernel",
+                                what, k + (size_t)info);
         if (info < 0)
             return km_error_set(err, KM_EINTERNAL, "dpotrf argument %d",
                                 (int)-info);
@@ -149,46 +149,56 @@ static km_status cholesky(double *A, size_t n, const km_fit_control *ctl,
     return KM_OK;
 }
 
+km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
+                       size_t m, double *C, const char *what,
+                       const km_fit_control *ctl, double f0, double f1,
+                       km_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        G[i * n + i] += alpha;
+    km_status st = cholesky(G, n, what, ctl, f0, f1, err);
+    if (st != KM_OK)
+        return st;
+    /* B is column-major n x m: output j is contiguous. */
+    double *B = malloc(n * m * sizeof *B);
+    if (!B)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a solve");
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < m; j++)
+            B[j * n + i] = Y[i * m + j];
+    /* Row-major lower triangle == column-major upper triangle. */
+    lapack_int info = LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'U', (lapack_int)n,
+                                     (lapack_int)m, G, (lapack_int)n, B,
+                                     (lapack_int)n);
+    if (info == 0)
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < m; j++)
+                C[i * m + j] = B[j * n + i];
+    free(B);
+    if (info != 0)
+        return km_error_set(err, KM_EINTERNAL, "dpotrs argument %d",
+                            (int)-info);
+    return KM_OK;
+}
+
 km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
                      const double *X, size_t n, size_t d, const double *Y,
                      size_t m, const km_fit_control *ctl, km_model **out,
                      km_error *err)
 {
-    double t0 = km_now();
-    km_status st;
-    km_kernel k;
-    double *K = NULL, *B = NULL;
+    km_problem pb = {X, n, d, Y, m, NULL, 0};
+    km_fit_frame f;
+    double *K = NULL;
     krr_payload *p = NULL;
     km_model *model = NULL;
-
-    if ((st = km_kernel_check(kernel, err)) != KM_OK ||
-        (st = km_krr_check(params, err)) != KM_OK)
-        return st;
-    if (n == 0 || d == 0 || m == 0)
-        return km_error_set(err, KM_EINVAL,
-                            "X and y must have at least one row and column");
-    if (n > 2147483647 / 2 || !km_mul3(n, n, sizeof(double)) ||
-        !km_mul3(n, d, sizeof(double)) || !km_mul3(n, m, sizeof(double)))
-        return km_error_set(err, KM_EINVAL, "problem too large");
-    /* What a model file may hold (km.h): a fitted model always loads. */
-    if (d > KM_MODEL_MAX_FEATURES || m > KM_MODEL_MAX_OUTPUTS)
-        return km_error_set(err, KM_EINVAL, "X has %zu features and y %zu "
-                            "outputs; a model holds at most %zu of each", d,
-                            m, KM_MODEL_MAX_FEATURES);
-    if ((st = km_check_matrix("X", X, n, d, err)) != KM_OK)
-        return st;
-    if ((st = km_check_matrix("y", Y, n, m, err)) != KM_OK)
-        return st;
-    if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
-        return st;
-    km_kernel_resolve(&k, d);
-    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+    km_status st = km_fit_begin(&f, KM_ALGO_KRR, kernel, params, &pb, err);
+    if (st != KM_OK)
         goto out;
+    const km_kernel *k = &f.k;
 
     K = malloc(n * n * sizeof *K);
-    B = malloc(n * m * sizeof *B);
     p = calloc(1, sizeof *p);
-    if (!K || !B || !p) {
+    if (!K || !p) {
         st = km_error_set(err, KM_ENOMEM,
                           "out of memory for a %zu x %zu kernel matrix", n, n);
         goto out;
@@ -197,63 +207,41 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
-    if ((st = km_gram_sym(&k, X, n, d, K, 0, err)) != KM_OK)
+    if ((st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
         goto out;
-    for (size_t i = 0; i < n; i++)
-        K[i * n + i] += params->alpha;
     if (km_progress(ctl, 0.1)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
-
-    if ((st = cholesky(K, n, ctl, 0.1, 0.9, err)) != KM_OK)
-        goto out;
-    /* B is column-major n x m: output j is contiguous. */
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < m; j++)
-            B[j * n + i] = Y[i * m + j];
-    /* Row-major lower triangle == column-major upper triangle. */
-    lapack_int info = LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'U', (lapack_int)n,
-                          (lapack_int)m, K, (lapack_int)n, B, (lapack_int)n);
-    free(K);
-    K = NULL;
-    if (info != 0) {
-        st = km_error_set(err, KM_EINTERNAL, "dpotrs argument %d", (int)-info);
+    if (!(p->coef = malloc(n * m * sizeof *p->coef))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
     }
-
-    p->X = malloc(n * d * sizeof *p->X);
-    p->coef = malloc(n * m * sizeof *p->coef);
-    if (!p->X || !p->coef) {
+    if ((st = km_krr_solve(K, n, params->alpha, Y, m, p->coef,
+                           "the kernel matrix", ctl, 0.1, 0.9, err)) != KM_OK)
+        goto out;
+    free(K);
+    K = NULL;
+    if (!(p->X = malloc(n * d * sizeof *p->X)) ||
+        !(p->xn = km_sqnorms(X, n, d))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
     }
     memcpy(p->X, X, n * d * sizeof *X);
-    if (!(p->xn = km_sqnorms(X, n, d))) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    if (!km_all_finite(p->coef, n * m)) {
+        st = km_error_set(err, KM_ENOTPD,
+                          "the solve gave non-finite coefficients: the "
+                          "kernel matrix is numerically singular; use "
+                          "a larger params.alpha");
         goto out;
     }
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < m; j++) {
-            double c = B[j * n + i];
-            if (!isfinite(c)) {
-                st = km_error_set(err, KM_ENOTPD,
-                                  "the solve gave non-finite coefficients: the "
-                                  "kernel matrix is numerically singular; use "
-                                  "a larger params.alpha");
-                goto out;
-            }
-            p->coef[i * m + j] = c;
-        }
 
-    st = km_model_create(KM_ALGO_KRR, &k, d, n, m, p, &model, err);
+    st = km_fit_model(&f, d, n, m, p, &model, err);
     p = NULL; /* owned by the model now, also on failure */
     if (st != KM_OK)
         goto out;
     if (km_info_add1(km_model_params_mut(model), "alpha", KM_INFO_NUMBER,
-                     params->alpha) != KM_OK ||
-        km_info_add1(km_model_training_mut(model), "seconds", KM_INFO_NUMBER,
-                     km_now() - t0) != KM_OK) {
+                     params->alpha) != KM_OK) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
     }
@@ -263,9 +251,8 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
 out:
     km_model_free(model);
     krr_free(p);
-    free(B);
     free(K);
-    km_kernel_cleanup(&k);
+    km_fit_cleanup(&f);
     return st;
 }
 
@@ -288,3 +275,61 @@ const double *km_krr_dual_coef(const km_model *m)
         return NULL;
     return ((const krr_payload *)km_model_payload(m))->coef;
 }
+
+/* ------------------------------------------------------------ descriptor */
+
+static void params_default(void *params)
+{
+    *(km_krr_params *)params = km_krr_params_default();
+}
+
+static uint64_t max_outputs(uint64_t ns)
+{
+    (void)ns;
+    return KM_MODEL_MAX_OUTPUTS;
+}
+
+/* X, coefficients: exactly. */
+static void payload_range(uint64_t ns, uint64_t nf, uint64_t no, uint64_t *lo,
+                          uint64_t *hi)
+{
+    *lo = *hi = km_add_sat(km_f64s_bytes(km_mul_sat(ns, nf)),
+                           km_f64s_bytes(km_mul_sat(ns, no)));
+}
+
+static km_status check(const void *params, const km_problem *pb,
+                       km_error *err)
+{
+    (void)pb;
+    return km_krr_check(params, err);
+}
+
+static size_t fit_bytes(const void *params, const km_problem *pb)
+{
+    (void)params;
+    return km_krr_fit_bytes(pb->n, pb->d, pb->m);
+}
+
+static km_status fit(const km_kernel *k, const void *params,
+                     const km_problem *pb, const km_fit_control *ctl,
+                     km_model **out, km_error *err)
+{
+    return km_krr_fit(k, params, pb->X, pb->n, pb->d, pb->y, pb->m, ctl, out,
+                      err);
+}
+
+const km_algo km_krr_algo = {
+    .outputs = KM_OUT_VALUES,
+    .params_size = sizeof(km_krr_params),
+    .params_default = params_default,
+    .check = check,
+    .fit_bytes = fit_bytes,
+    .fit = fit,
+    .values = km_krr_predict,
+    .max_outputs = max_outputs,
+    .payload_range = payload_range,
+    .free_payload = krr_free,
+    .save = krr_save,
+    .load = krr_load,
+    .bytes = krr_bytes,
+};

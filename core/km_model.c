@@ -3,8 +3,9 @@
  *
  * A model holds what every algorithm shares (kernel, sizes, identity,
  * parameter and training figures) and an algorithm-specific payload, which
- * it reaches through the algorithm's km_algo_ops. Models are built by a fit
- * or a load and not changed after they are shared.
+ * it reaches through the algorithm's descriptor (km_algo, one per entry of
+ * KM_ALGO_MAP). Models are built by a fit or a load and not changed after
+ * they are shared.
  *
  * File format (version 1), all integers and doubles little-endian:
  *   "KMSM"  u32 format version
@@ -57,8 +58,14 @@ struct km_model {
 /* A label is at most this long (the API checks the same bound). */
 #define MAX_LABEL 256
 
-static const char *const algo_names[KM_ALGO_COUNT] = {"krr", "svc", "svr",
-                                                      "kpca"};
+/* The tables, from the one list (km_maps.h): names and descriptors by
+ * stored id. */
+#define ALGO_NAME(e, id, name, desc) [id] = name,
+static const char *const algo_names[KM_ALGO_COUNT] = {KM_ALGO_MAP(ALGO_NAME)};
+#undef ALGO_NAME
+#define ALGO_DESC(e, id, name, desc) [id] = &desc,
+static const km_algo *const algos[KM_ALGO_COUNT] = {KM_ALGO_MAP(ALGO_DESC)};
+#undef ALGO_DESC
 
 const char *km_algorithm_name(km_algorithm a)
 {
@@ -67,23 +74,60 @@ const char *km_algorithm_name(km_algorithm a)
 
 int km_algorithm_parse(const char *name, km_algorithm *a)
 {
-    for (int i = 0; i < KM_ALGO_COUNT; i++)
-        if (strcmp(name, algo_names[i]) == 0) {
-            *a = (km_algorithm)i;
-            return 0;
-        }
-    return -1;
+    int i = km_name_index(algo_names, KM_ALGO_COUNT, name);
+    if (i >= 0)
+        *a = (km_algorithm)i;
+    return i >= 0 ? 0 : -1;
 }
 
-static const km_algo_ops *ops_of(km_algorithm a)
+const km_algo *km_algo_of(km_algorithm a)
 {
-    switch (a) {
-    case KM_ALGO_KRR: return &km_krr_ops;
-    case KM_ALGO_SVC: return &km_svc_ops;
-    case KM_ALGO_SVR: return &km_svr_ops;
-    case KM_ALGO_KPCA: return &km_kpca_ops;
-    default: return NULL;
-    }
+    return (unsigned)a < KM_ALGO_COUNT ? algos[a] : NULL;
+}
+
+unsigned km_algorithm_outputs(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->outputs : 0;
+}
+
+size_t km_algorithm_params_size(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->params_size : 0;
+}
+
+void km_algorithm_params_default(km_algorithm a, void *params)
+{
+    const km_algo *al = km_algo_of(a);
+    if (al)
+        al->params_default(params);
+}
+
+km_status km_algorithm_check(km_algorithm a, const void *params,
+                             const km_problem *pb, km_error *err)
+{
+    const km_algo *al = km_algo_of(a);
+    if (!al)
+        return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
+    return al->check(params, pb, err);
+}
+
+size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
+                              const km_problem *pb)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->fit_bytes(params, pb) : 0;
+}
+
+km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
+                 const km_problem *pb, const km_fit_control *ctl,
+                 km_model **out, km_error *err)
+{
+    const km_algo *al = km_algo_of(a);
+    if (!al)
+        return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
+    return al->fit(k, params, pb, ctl, out, err);
 }
 
 /* ------------------------------------------------------------ info lists */
@@ -218,7 +262,7 @@ km_status km_model_create(km_algorithm algo, const km_kernel *kernel,
                           size_t n_outputs, void *payload, km_model **out,
                           km_error *err)
 {
-    const km_algo_ops *ops = ops_of(algo);
+    const km_algo *ops = km_algo_of(algo);
     km_model *m = calloc(1, sizeof *m);
     if (!m) {
         if (ops && payload)
@@ -320,7 +364,7 @@ void km_model_free(km_model *m)
 {
     if (!m)
         return;
-    const km_algo_ops *ops = ops_of(m->algo);
+    const km_algo *ops = km_algo_of(m->algo);
     if (ops && m->payload)
         ops->free_payload(m->payload);
     km_kernel_cleanup(&m->kernel);
@@ -346,7 +390,7 @@ km_info *km_model_training_mut(km_model *m) { return &m->training; }
 
 size_t km_model_bytes(const km_model *m)
 {
-    const km_algo_ops *ops = ops_of(m->algo);
+    const km_algo *ops = km_algo_of(m->algo);
     size_t b = sizeof *m;
     for (size_t i = 0; i < m->params.count; i++)
         b += sizeof(km_info_entry) + m->params.entries[i].count * 8;
@@ -401,7 +445,7 @@ km_status km_model_check_input(const km_model *m, const double *X, size_t n,
 km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
                                size_t *len, km_error *err)
 {
-    const km_algo_ops *ops = ops_of(m->algo);
+    const km_algo *ops = km_algo_of(m->algo);
     km_writer w;
     km_writer_init(&w);
     km_write_bytes(&w, MAGIC, 4);
@@ -433,41 +477,21 @@ km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
 
 /* ------------------------------------------------------------ loading */
 
-/* Saturating arithmetic for sizes implied by a header. */
-static uint64_t add_sat(uint64_t a, uint64_t b)
+/* Most classes a model of ns training rows can have: a classifier's
+ * classes each have a row; other models keep no labels beyond the bound
+ * of km.h. */
+static uint64_t max_labels(km_algorithm algo, uint64_t ns)
 {
-    return a + b < a ? UINT64_MAX : a + b;
-}
-
-static uint64_t mul_sat(uint64_t a, uint64_t b)
-{
-    uint64_t p;
-    return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
-}
-
-/* Bytes of an f64s array of count values (its count, then the values). */
-static uint64_t f64s_bytes(uint64_t count)
-{
-    return add_sat(8, mul_sat(8, count));
-}
-
-static uint64_t n_pairs(uint64_t k)
-{
-    return k * (k - 1) / 2;
-}
-
-/* Most classes an svc model of ns training rows can have: each class has
- * at least one row. */
-static uint64_t max_classes(uint64_t ns)
-{
-    return ns < KM_MODEL_MAX_CLASSES ? ns : KM_MODEL_MAX_CLASSES;
+    return km_algo_of(algo)->classes ? km_max_classes(ns)
+                                     : KM_MODEL_MAX_CLASSES;
 }
 
 /* Most values of one figure: one per training row (svc "n_support" per
  * class, kpca's eigenvalues...), or per class pair (svc "objective"). */
 static uint64_t max_figure_values(km_algorithm algo, uint64_t ns)
 {
-    return algo == KM_ALGO_SVC ? ns + n_pairs(max_classes(ns)) : ns;
+    return km_algo_of(algo)->classes ? ns + km_n_pairs(km_max_classes(ns))
+                                     : ns;
 }
 
 /* The fixed header, as read. */
@@ -478,9 +502,8 @@ typedef struct file_header {
 
 /*
  * Parses and checks the fixed header, and gives the range of file sizes
- * it implies: [*lo, *hi]. The payloads' sizes follow from the header
- * (krr exactly; svc and svr up to nsv <= n_samples and the class count;
- * kpca up to the inverse map), the rest is text and figures with the
+ * it implies: [*lo, *hi]. The payload's range comes from the algorithm's
+ * descriptor (payload_range), the rest is text and figures with the
  * bounds of km.h.
  */
 static km_status parse_header(const unsigned char *buf, size_t len,
@@ -516,9 +539,8 @@ static km_status parse_header(const unsigned char *buf, size_t len,
         return km_error_set(err, KM_ECORRUPT, "model file: n_samples %llu "
                             "is outside 1..%zu", (unsigned long long)ns,
                             KM_MODEL_MAX_SAMPLES);
-    uint64_t no_max = h->algo == KM_ALGO_KRR    ? KM_MODEL_MAX_OUTPUTS
-                      : h->algo == KM_ALGO_KPCA ? ns - 1
-                                                : 1;
+    const km_algo *al = km_algo_of(h->algo);
+    uint64_t no_max = al->max_outputs(ns);
     if (no < 1 || no > no_max)
         return km_error_set(err, KM_ECORRUPT, "model file: n_outputs %llu "
                             "is outside 1..%llu for %s",
@@ -528,44 +550,17 @@ static km_status parse_header(const unsigned char *buf, size_t len,
     /* Everything but the payload: header, name, identity, kernel, two
      * figure lists, labels, checksum. */
     uint64_t common_lo = KM_MODEL_HEADER_BYTES + 4 + 16 + 32 + 8 + 8 + 12 + 4;
-    uint64_t kmax = h->algo == KM_ALGO_SVC ? max_classes(ns) : 0;
-    uint64_t figure = add_sat(4 + 31 + 8 + 8,
-                              mul_sat(8, max_figure_values(h->algo, ns)));
-    uint64_t labels = mul_sat(4 + MAX_LABEL, h->algo == KM_ALGO_SVC
-                                                 ? kmax
-                                                 : KM_MODEL_MAX_CLASSES);
-    uint64_t common_hi = add_sat(add_sat(TEXT_SLACK, labels),
-                                 mul_sat(2 * KM_MODEL_MAX_FIGURES, figure));
-    uint64_t nd = mul_sat(ns, nf), p_lo = 0, p_hi = 0;
-    switch (h->algo) {
-    case KM_ALGO_KRR: /* X, coefficients */
-        p_lo = p_hi = add_sat(f64s_bytes(nd), f64s_bytes(mul_sat(ns, no)));
-        break;
-    case KM_ALGO_SVC:
-    case KM_ALGO_SVR: {
-        /* k, nsv, n_support, sv_index, sv, coef, rho, has_prob, probA/B */
-        uint64_t k = h->algo == KM_ALGO_SVC ? kmax : 0;
-        uint64_t pairs = k ? n_pairs(k) : 1, ncoef = k ? k - 1 : 1;
-        p_lo = 16 + 8 + 4 * (k ? 2 : 0) + 8 + 8 + 8 + 16 + 4 +
-               (k ? 2 * 4 : 0); /* and two labels */
-        p_hi = 16 + 8 + 4 * k + 8 + 4 * ns + 4;
-        p_hi = add_sat(p_hi, f64s_bytes(nd));
-        p_hi = add_sat(p_hi, f64s_bytes(mul_sat(ns, ncoef)));
-        p_hi = add_sat(p_hi, mul_sat(3, f64s_bytes(pairs)));
-        break;
-    }
-    case KM_ALGO_KPCA: /* eigval, proj, col_mean, grand_mean, X, inverse */
-        p_lo = add_sat(add_sat(f64s_bytes(no), f64s_bytes(mul_sat(ns, no))),
-                       add_sat(f64s_bytes(ns), add_sat(8, f64s_bytes(nd))));
-        p_lo = add_sat(p_lo, 4);
-        p_hi = add_sat(p_lo, add_sat(f64s_bytes(mul_sat(ns, no)),
-                                     f64s_bytes(nd)));
-        break;
-    default:
-        break;
-    }
-    *lo = add_sat(common_lo, p_lo);
-    *hi = add_sat(add_sat(common_lo, common_hi), p_hi);
+    uint64_t figure = km_add_sat(4 + 31 + 8 + 8,
+                                 km_mul_sat(8, max_figure_values(h->algo,
+                                                                 ns)));
+    uint64_t labels = km_mul_sat(4 + MAX_LABEL, max_labels(h->algo, ns));
+    uint64_t common_hi = km_add_sat(km_add_sat(TEXT_SLACK, labels),
+                                    km_mul_sat(2 * KM_MODEL_MAX_FIGURES,
+                                               figure));
+    uint64_t p_lo, p_hi;
+    al->payload_range(ns, nf, no, &p_lo, &p_hi);
+    *lo = km_add_sat(common_lo, p_lo);
+    *hi = km_add_sat(km_add_sat(common_lo, common_hi), p_hi);
     return KM_OK;
 }
 
@@ -603,8 +598,7 @@ static km_status read_labels(km_reader *r, km_model *m, km_error *err)
 {
     size_t n = km_read_count(r, 4); /* each label takes at least 4 bytes */
     uint32_t numeric = km_read_u32(r);
-    size_t most = m->algo == KM_ALGO_SVC ? (size_t)max_classes(m->n_samples)
-                                         : KM_MODEL_MAX_CLASSES;
+    size_t most = (size_t)max_labels(m->algo, m->n_samples);
     if (r->failed || numeric > 1 || n > most)
         return km_error_set(err, KM_ECORRUPT, "model file: bad labels");
     m->labels = calloc(n ? n : 1, sizeof *m->labels);
@@ -691,7 +685,7 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
     if (st == KM_OK)
         st = read_labels(&r, m, err);
     if (st == KM_OK)
-        st = ops_of(m->algo)->load(&r, m, &m->payload, err);
+        st = km_algo_of(m->algo)->load(&r, m, &m->payload, err);
     if (st == KM_OK && (r.failed || r.left != 0))
         st = km_error_set(err, KM_ECORRUPT,
                           "model file: payload does not match its header");

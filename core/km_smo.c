@@ -176,13 +176,6 @@ static km_status q_init_dense(qmat *q, const smo_problem *pb, km_error *err)
     return KM_OK;
 }
 
-/* Kernels that are a function of <x, z> (and the norms). */
-static int inner_product(const km_kernel *k)
-{
-    return k->type == KM_KERNEL_LINEAR || k->type == KM_KERNEL_POLYNOMIAL ||
-           k->type == KM_KERNEL_RBF || k->type == KM_KERNEL_SIGMOID;
-}
-
 static km_status q_init_cached(qmat *q, const smo_problem *pb,
                                size_t budget, km_error *err)
 {
@@ -204,7 +197,8 @@ static km_status q_init_cached(qmat *q, const smo_problem *pb,
                                 "out of memory for the kernel cache");
         for (size_t t = 0; t < n; t++)
             q->prow[t] = pt(pb, t);
-    } else if (inner_product(q->k) && !(q->XT = malloc(n * d * sizeof *q->XT)))
+    } else if (km_kernel_uses_dots(q->k) &&
+               !(q->XT = malloc(n * d * sizeof *q->XT)))
         return km_error_set(err, KM_ENOMEM,
                             "out of memory for the kernel cache");
     q->pool = malloc(cap * n * sizeof *q->pool);
@@ -319,7 +313,6 @@ static km_status kernel_column(qmat *q, size_t i, double *col, size_t a,
     const km_kernel *k = q->k;
     const size_t d = q->d, m = len - a;
     double *c = col + a;
-    const double g = k->gamma, c0 = k->coef0;
     if (q->K) {
         /* A Gram shared by several solves: gather, nothing to compute. */
         const double *kr = q->K + q->prow[i] * q->np;
@@ -331,40 +324,14 @@ static km_status kernel_column(qmat *q, size_t i, double *col, size_t a,
             col[i] = q->QD[i];
         return KM_OK;
     }
-    switch (k->type) {
-    case KM_KERNEL_LINEAR:
-    case KM_KERNEL_POLYNOMIAL:
-    case KM_KERNEL_RBF:
-    case KM_KERNEL_SIGMOID:
+    if (km_kernel_uses_dots(k)) {
         dots(c, q->XT + a, q->n, m, d, q->X + i * d);
-        break;
-    default: {
+        km_kernel_map_row(k, c, m, q->xn[i], q->xn + a, -1);
+    } else {
         km_status st = km_gram_cross(k, q->X + i * d, 1, q->X + a * d, m, d,
                                      c, m, q->err);
         if (st != KM_OK)
             return st;
-    }
-    }
-    switch (k->type) {
-    case KM_KERNEL_POLYNOMIAL:
-        for (size_t t = 0; t < m; t++)
-            c[t] = km_ipow(g * c[t] + c0, k->degree);
-        break;
-    case KM_KERNEL_RBF: {
-        const double xi = q->xn[i], *xn = q->xn + a;
-        for (size_t t = 0; t < m; t++) {
-            double d2 = xi + xn[t] - 2.0 * c[t];
-            c[t] = -g * (d2 > 0 ? d2 : 0.0);
-        }
-        km_vexp(c, m);
-        break;
-    }
-    case KM_KERNEL_SIGMOID:
-        for (size_t t = 0; t < m; t++)
-            c[t] = tanh(g * c[t] + c0);
-        break;
-    default:
-        break;
     }
     scale_signs(c, q->sgn + a, q->sgn[i], m);
     if (i >= a && i < len)

@@ -1,6 +1,7 @@
 /*
  * km_status.c - status names and messages (from the one KM_STATUS_MAP
- * table), the caller-owned error helper, and small shared utilities.
+ * table), the caller-owned error helper, and small shared utilities
+ * (clock, progress, overflow-checked sizes, the one PRNG).
  *
  * Thread-safety: all functions are reentrant.
  */
@@ -43,6 +44,14 @@ km_status km_error_set(km_error *err, km_status st, const char *fmt, ...)
     return st;
 }
 
+int km_name_index(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 double km_now(void)
 {
     struct timespec ts;
@@ -57,6 +66,27 @@ int km_progress(const km_fit_control *ctl, double fraction)
     if (fraction < 0) fraction = 0;
     if (fraction > 1) fraction = 1;
     return ctl->progress(ctl->ctx, fraction);
+}
+
+uint64_t km_rng_next(km_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+size_t km_rng_below(km_rng *r, size_t n)
+{
+    /* The modulo bias is below 2^-40 for any n a fit can have. */
+    return (size_t)(km_rng_next(r) % (uint64_t)n);
+}
+
+double km_rng_uniform(km_rng *r)
+{
+    /* 53 random bits, times 2^-52, shifted down by 1 */
+    return (double)(km_rng_next(r) >> 11) * (2.0 / 9007199254740992.0) -
+           1.0;
 }
 
 size_t km_mul3(size_t a, size_t b, size_t c)

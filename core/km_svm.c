@@ -202,9 +202,9 @@ static void payload_save(const void *v, const km_model *m, km_writer *w)
 static km_status payload_load(km_reader *r, const km_model *m, int svc,
                               void **out, km_error *err)
 {
-    const char *what = svc ? "svc" : "svr";
+    const char *what = km_algorithm_name(km_model_algorithm(m));
     size_t d = km_model_n_features(m), ns = km_model_n_samples(m);
-    size_t kmax = ns < MAX_CLASSES ? ns : MAX_CLASSES;
+    size_t kmax = (size_t)km_max_classes(ns);
     svm_payload *p = calloc(1, sizeof *p);
     if (!p)
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
@@ -311,34 +311,12 @@ static size_t payload_bytes(const void *v, const km_model *m)
            npair * 8 * (p->probA ? 3 : 1);
 }
 
-const km_algo_ops km_svc_ops = {payload_free, payload_save, svc_load,
-                                payload_bytes};
-const km_algo_ops km_svr_ops = {payload_free, payload_save, svr_load,
-                                payload_bytes};
 
 /* ------------------------------------------------------------ helpers */
 
 static km_status oom(km_error *err)
 {
     return km_error_set(err, KM_ENOMEM, "out of memory for an SVM fit");
-}
-
-static km_status check_common(const km_kernel *kernel, const double *X,
-                              size_t n, size_t d, km_error *err)
-{
-    km_status st = km_kernel_check(kernel, err);
-    if (st != KM_OK)
-        return st;
-    if (n == 0 || d == 0)
-        return km_error_set(err, KM_EINVAL,
-                            "X and y must have at least one row and column");
-    if (n > 2147483647 / 4 || d > 2147483647 || !km_mul3(n, d, 16))
-        return km_error_set(err, KM_EINVAL, "problem too large");
-    /* What a model file may hold (km.h): a fitted model always loads. */
-    if (d > KM_MODEL_MAX_FEATURES)
-        return km_error_set(err, KM_EINVAL, "X has %zu features; a model "
-                            "holds at most %zu", d, KM_MODEL_MAX_FEATURES);
-    return km_check_matrix("X", X, n, d, err);
 }
 
 static void set_options(smo_options *o, const km_svm_params *p,
@@ -380,7 +358,7 @@ static km_status add_params(km_model *m, const km_svm_params *p,
     return st;
 }
 
-static km_status add_training(km_model *m, double seconds, long iterations,
+static km_status add_training(km_model *m, long iterations,
                               const double *obj, size_t n_obj,
                               const int *n_support, size_t k, int capped)
 {
@@ -390,10 +368,8 @@ static km_status add_training(km_model *m, double seconds, long iterations,
         return KM_ENOMEM;
     for (size_t c = 0; c < k; c++)
         ns[c] = n_support[c];
-    km_status st = km_info_add1(in, "seconds", KM_INFO_NUMBER, seconds);
-    if (st == KM_OK)
-        st = km_info_add1(in, "iterations", KM_INFO_INTEGER,
-                          (double)iterations);
+    km_status st = km_info_add1(in, "iterations", KM_INFO_INTEGER,
+                                (double)iterations);
     if (st == KM_OK)
         st = km_info_add(in, "objective", KM_INFO_NUMBER, k > 0, obj, n_obj);
     if (st == KM_OK)
@@ -586,10 +562,9 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
                      size_t n_classes, const km_fit_control *ctl,
                      km_model **out, km_error *err)
 {
-    const double t0 = km_now();
     const size_t K = n_classes;
-    km_status st;
-    km_kernel k;
+    km_problem problem = {X, n, d, NULL, 0, y, n_classes};
+    km_fit_frame fr;
     size_t *count = NULL, *start = NULL, *order = NULL;
     double *Xg = NULL, *Kall = NULL, *coef = NULL, *obj = NULL;
     unsigned char *nz = NULL;
@@ -599,23 +574,9 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
     memset(&b, 0, sizeof b);
     memset(&tmp, 0, sizeof tmp);
 
-    if ((st = check_common(kernel, X, n, d, err)) != KM_OK)
-        return st;
-    if (K < 2)
-        return km_error_set(err, KM_EPROBLEM,
-                            "y has %zu distinct class%s; svc needs at least 2",
-                            K, K == 1 ? "" : "es");
-    if ((st = km_svm_check(params, KM_ALGO_SVC, K, err)) != KM_OK)
-        return st;
-    for (size_t i = 0; i < n; i++)
-        if (y[i] < 0 || (size_t)y[i] >= K)
-            return km_error_set(err, KM_EINVAL,
-                                "y[%zu] = %d is not a class index in [0, %zu)",
-                                i, y[i], K);
-    if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
-        return st;
-    km_kernel_resolve(&k, d);
-    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+    km_status st = km_fit_begin(&fr, KM_ALGO_SVC, kernel, params, &problem,
+                                err);
+    if (st != KM_OK)
         goto out;
 
     count = calloc(K, sizeof *count);
@@ -696,12 +657,12 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
             st = oom(err);
             goto out;
         }
-        if ((st = km_gram_sym(&k, Xg, n, d, Kall, 1, err)) != KM_OK)
+        if ((st = km_gram_sym(&fr.k, Xg, n, d, Kall, 1, err)) != KM_OK)
             goto out;
         budget -= gram;
     }
 
-    svc_fit f = {&k, params, Xg, n, d, Kall, ctl, budget, 0, 0, {PROB_SEED}};
+    svc_fit f = {&fr.k, params, Xg, n, d, Kall, ctl, budget, 0, 0, {PROB_SEED}};
     const size_t np_total = n_pairs(K);
     size_t pi = 0;
     for (size_t a = 0; a < K; a++)
@@ -787,14 +748,14 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
           (st = km_check_solution("probability parameters", pl->probB,
                                   np_total, err)) != KM_OK)))
         goto out;
-    st = km_model_create(KM_ALGO_SVC, &k, d, n, 1, pl, &model, err);
+    st = km_fit_model(&fr, d, n, 1, pl, &model, err);
     pl = NULL; /* the model owns it, also on failure */
     if (st != KM_OK)
         goto out;
     {
         const svm_payload *mp = km_model_payload(model);
         if (add_params(model, params, KM_ALGO_SVC, K) != KM_OK ||
-            add_training(model, km_now() - t0, f.iterations, obj, np_total,
+            add_training(model, f.iterations, obj, np_total,
                          mp->n_support, K, f.capped) != KM_OK) {
             st = oom(err);
             goto out;
@@ -816,7 +777,7 @@ out:
     free(coef);
     free(obj);
     free(nz);
-    km_kernel_cleanup(&k);
+    km_fit_cleanup(&fr);
     return st;
 }
 
@@ -827,23 +788,17 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
                      const km_fit_control *ctl, km_model **out,
                      km_error *err)
 {
-    const double t0 = km_now();
-    km_status st;
-    km_kernel k;
+    km_problem problem = {X, n, d, y, 1, NULL, 0};
+    km_fit_frame fr;
     size_t *row = NULL;
     signed char *sy = NULL;
     double *p = NULL, *C = NULL, *alpha = NULL;
     svm_payload *pl = NULL;
     km_model *model = NULL;
 
-    if ((st = check_common(kernel, X, n, d, err)) != KM_OK ||
-        (st = km_svm_check(params, KM_ALGO_SVR, 0, err)) != KM_OK ||
-        (st = km_check_matrix("y", y, n, 1, err)) != KM_OK)
-        return st;
-    if ((st = km_kernel_copy(&k, kernel, err)) != KM_OK)
-        return st;
-    km_kernel_resolve(&k, d);
-    if ((st = km_kernel_check_scale(&k, X, n, d, err)) != KM_OK)
+    km_status st = km_fit_begin(&fr, KM_ALGO_SVR, kernel, params, &problem,
+                                err);
+    if (st != KM_OK)
         goto out;
 
     const size_t nv = 2 * n;
@@ -875,7 +830,7 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
     smo_options o;
     smo_result res;
     set_options(&o, params, ctl, 0.0, 0.99);
-    if ((st = km_smo_solve(&k, &pb, &o, &res, err)) != KM_OK)
+    if ((st = km_smo_solve(&fr.k, &pb, &o, &res, err)) != KM_OK)
         goto out;
 
     for (size_t i = 0; i < n; i++)
@@ -906,12 +861,12 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
                                 err)) != KM_OK ||
         (st = km_check_solution("intercept", pl->rho, 1, err)) != KM_OK)
         goto out;
-    st = km_model_create(KM_ALGO_SVR, &k, d, n, 1, pl, &model, err);
+    st = km_fit_model(&fr, d, n, 1, pl, &model, err);
     pl = NULL;
     if (st != KM_OK)
         goto out;
     if (add_params(model, params, KM_ALGO_SVR, 0) != KM_OK ||
-        add_training(model, km_now() - t0, res.iterations, &res.objective, 1,
+        add_training(model, res.iterations, &res.objective, 1,
                      &nsv, 1, res.capped) != KM_OK) {
         st = oom(err);
         goto out;
@@ -927,7 +882,7 @@ out:
     free(p);
     free(C);
     free(alpha);
-    km_kernel_cleanup(&k);
+    km_fit_cleanup(&fr);
     return st;
 }
 
@@ -1152,3 +1107,119 @@ const double *km_svm_rho(const km_model *m)
     const svm_payload *p = svm_of(m);
     return p ? p->rho : NULL;
 }
+
+/* ------------------------------------------------------------ descriptors */
+
+static void params_default(void *params)
+{
+    *(km_svm_params *)params = km_svm_params_default();
+}
+
+static uint64_t one_output(uint64_t ns)
+{
+    (void)ns;
+    return 1;
+}
+
+/* k, nsv, n_support, sv_index, sv, coef, rho, has_prob, probA/B; k
+ * classes (svc) or none (svr, k = 0). */
+static void payload_range(uint64_t k, uint64_t ns, uint64_t nf, uint64_t *lo,
+                          uint64_t *hi)
+{
+    uint64_t pairs = k ? km_n_pairs(k) : 1, ncoef = k ? k - 1 : 1;
+    *lo = 16 + 8 + 4 * (k ? 2 : 0) + 8 + 8 + 8 + 16 + 4 +
+          (k ? 2 * 4 : 0); /* and two labels */
+    *hi = 16 + 8 + 4 * k + 8 + 4 * ns + 4;
+    *hi = km_add_sat(*hi, km_f64s_bytes(km_mul_sat(ns, nf)));
+    *hi = km_add_sat(*hi, km_f64s_bytes(km_mul_sat(ns, ncoef)));
+    *hi = km_add_sat(*hi, km_mul_sat(3, km_f64s_bytes(pairs)));
+}
+
+static void svc_payload_range(uint64_t ns, uint64_t nf, uint64_t no,
+                              uint64_t *lo, uint64_t *hi)
+{
+    (void)no;
+    payload_range(km_max_classes(ns), ns, nf, lo, hi);
+}
+
+static void svr_payload_range(uint64_t ns, uint64_t nf, uint64_t no,
+                              uint64_t *lo, uint64_t *hi)
+{
+    (void)no;
+    payload_range(0, ns, nf, lo, hi);
+}
+
+static km_status svc_check(const void *params, const km_problem *pb,
+                           km_error *err)
+{
+    return km_svm_check(params, KM_ALGO_SVC, pb->n_classes, err);
+}
+
+static km_status svr_check(const void *params, const km_problem *pb,
+                           km_error *err)
+{
+    (void)pb;
+    return km_svm_check(params, KM_ALGO_SVR, 0, err);
+}
+
+static size_t svc_fit_bytes(const void *params, const km_problem *pb)
+{
+    return km_svc_fit_bytes(pb->n, pb->d, pb->n_classes, params);
+}
+
+static size_t svr_fit_bytes(const void *params, const km_problem *pb)
+{
+    return km_svm_fit_bytes(pb->n, pb->d, params);
+}
+
+static km_status svc_fit_problem(const km_kernel *k, const void *params,
+                                 const km_problem *pb,
+                                 const km_fit_control *ctl, km_model **out,
+                                 km_error *err)
+{
+    return km_svc_fit(k, params, pb->X, pb->n, pb->d, pb->labels,
+                      pb->n_classes, ctl, out, err);
+}
+
+static km_status svr_fit_problem(const km_kernel *k, const void *params,
+                                 const km_problem *pb,
+                                 const km_fit_control *ctl, km_model **out,
+                                 km_error *err)
+{
+    return km_svr_fit(k, params, pb->X, pb->n, pb->d, pb->y, ctl, out, err);
+}
+
+const km_algo km_svc_algo = {
+    .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
+    .params_size = sizeof(km_svm_params),
+    .params_default = params_default,
+    .check = svc_check,
+    .fit_bytes = svc_fit_bytes,
+    .fit = svc_fit_problem,
+    .labels = km_svc_predict,
+    .scores = km_svc_decision,
+    .probabilities = km_svc_probability,
+    .classes = 1,
+    .max_outputs = one_output,
+    .payload_range = svc_payload_range,
+    .free_payload = payload_free,
+    .save = payload_save,
+    .load = svc_load,
+    .bytes = payload_bytes,
+};
+
+const km_algo km_svr_algo = {
+    .outputs = KM_OUT_VALUES,
+    .params_size = sizeof(km_svm_params),
+    .params_default = params_default,
+    .check = svr_check,
+    .fit_bytes = svr_fit_bytes,
+    .fit = svr_fit_problem,
+    .values = km_svr_predict,
+    .max_outputs = one_output,
+    .payload_range = svr_payload_range,
+    .free_payload = payload_free,
+    .save = payload_save,
+    .load = svr_load,
+    .bytes = payload_bytes,
+};

@@ -65,14 +65,6 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
 
 /* ------------------------------------------------ probability (Platt) */
 
-/* A small local PRNG (splitmix64): fits are repeatable, no global rand. */
-typedef struct km_rng {
-    uint64_t s;
-} km_rng;
-uint64_t km_rng_next(km_rng *r);
-/* Uniform integer in [0, n), n > 0. */
-size_t km_rng_below(km_rng *r, size_t n);
-
 /* Fits P(y=1|f) = 1 / (1 + exp(A f + B)) to decision values dec[0..n)
  * with labels y (+1/-1): Platt's method with Lin, Lin and Weng's Newton
  * iteration and targets. */

@@ -1,8 +1,7 @@
 /*
  * km_svm_prob.c - the numerical pieces of SVC probability estimates:
  * Platt's sigmoid fitted to decision values, pairwise coupling of the
- * one-vs-one sigmoids into class probabilities, and the small PRNG that
- * shuffles the cross-validation folds.
+ * one-vs-one sigmoids into class probabilities.
  *
  * Sigmoid: minimises the cross-entropy of P(y=1|f) = 1/(1+exp(Af+B))
  * against Platt's regularised targets (N+ + 1)/(N+ + 2) and 1/(N- + 2),
@@ -13,26 +12,12 @@
  * with Q_tt = sum_j r_jt^2, Q_tj = -r_jt r_tj, by the fixed-point
  * iteration of their paper, to a stopping error of 0.005/k.
  *
- * Thread-safety: reentrant; the PRNG state belongs to the caller.
+ * Thread-safety: reentrant.
  */
 #include <math.h>
 #include <string.h>
 
 #include "km_svm_internal.h"
-
-uint64_t km_rng_next(km_rng *r)
-{
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-size_t km_rng_below(km_rng *r, size_t n)
-{
-    /* The modulo bias is below 2^-40 for any n a fit can have. */
-    return (size_t)(km_rng_next(r) % (uint64_t)n);
-}
 
 /* Cross-entropy term of one point, in a form that cannot overflow. */
 static double loss(double f, double t)

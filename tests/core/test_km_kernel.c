@@ -1,7 +1,9 @@
 /*
  * test_km_kernel.c - kernels against closed forms; Gram matrices: symmetry,
  * agreement of the BLAS paths with direct evaluation, blocked composites;
- * validation messages; the vectorised exp against libm.
+ * validation messages; the vectorised exp against libm; the kernels added
+ * through the kernel table (laplacian_l2, exponential, normalized) against
+ * closed forms and numpy (tests/fixtures/gen_kernel_refs.py).
  */
 #include "../check_main.h"
 #include "km.h"
@@ -75,6 +77,38 @@ static double *rand_matrix(size_t n, size_t d, unsigned seed)
         X[i] = ((seed >> 8) & 0xFFFF) / 32768.0 - 1.0;
     }
     return X;
+}
+
+/* For the kernels added later, gram_paths_agree's checks as a function:
+ * km_gram_sym (full) is symmetric and equals direct evaluation, and so do
+ * km_gram_cross and its one-row path; K and C hold n x n. t names the
+ * kernel in messages. */
+static void check_paths_agree(const km_kernel *k, const double *X, size_t n,
+                              size_t d, double *K, double *C, int t)
+{
+    ck_assert_int_eq(km_kernel_check(k, NULL), KM_OK);
+    ck_assert_int_eq(km_gram_sym(k, X, n, d, K, 1, NULL), KM_OK);
+    ck_assert_int_eq(km_gram_cross(k, X, n, X, n, d, C, n, NULL), KM_OK);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
+            double e1 = fabs(K[i * n + j] - ref), e2 = fabs(C[i * n + j] - ref);
+            ck_assert_msg(K[i * n + j] == K[j * n + i],
+                          "type %d not symmetric at %zu,%zu", t, i, j);
+            worst = fmax(worst, fmax(e1, e2) / fmax(fabs(ref), 1.0));
+        }
+    ck_assert_msg(worst < 1e-13, "kernel %d: worst error %g", t, worst);
+    /* One row at a time (the DGEMV path) agrees too. */
+    for (size_t i = 0; i < n; i += 37) {
+        ck_assert_int_eq(km_gram_cross(k, X + i * d, 1, X, n, d, C, n, NULL),
+                         KM_OK);
+        for (size_t j = 0; j < n; j++) {
+            double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
+            ck_assert_msg(fabs(C[j] - ref) <= 1e-13 * fmax(fabs(ref), 1.0),
+                          "kernel %d, one row %zu: %g vs %g", t, i, C[j], ref);
+        }
+    }
 }
 
 /* Every kernel type: km_gram_sym (full) is symmetric and equals direct
@@ -268,6 +302,236 @@ START_TEST(vexp_accuracy)
 }
 END_TEST
 
+/* ------------------------------------------------- kernels of the table
+ * added after the first seven: laplacian_l2, exponential, normalized. */
+
+/* A normalized kernel over one part of type t (parameters set after). */
+static void make_normalized(km_kernel *k, km_kernel_type t)
+{
+    km_kernel *part = malloc(sizeof *part);
+    km_kernel_init(part, t);
+    km_kernel_init(k, KM_KERNEL_NORMALIZED);
+    km_kernel_set_parts(k, part, NULL, 1);
+}
+
+/* Hand-computed with x3 and z3: |x-z|_2 = sqrt(13.25), <x,z> = -2.25,
+ * |x|^2 = 5.25, |z|^2 = 3.5. */
+START_TEST(new_kernels_closed_forms)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LAPLACIAN_L2);
+    k.gamma = 0.2;
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3),
+                            exp(-0.2 * sqrt(13.25)), 1e-16);
+    ck_assert_double_eq(km_kernel_eval(&k, x3, x3, 3), 1.0);
+
+    km_kernel_init(&k, KM_KERNEL_EXPONENTIAL);
+    k.gamma = 0.5;
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3), exp(-1.125),
+                            1e-16);
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, x3, 3), exp(2.625),
+                            1e-14);
+
+    /* normalized linear: the cosine of the angle */
+    make_normalized(&k, KM_KERNEL_LINEAR);
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3),
+                            -2.25 / sqrt(5.25 * 3.5), 1e-16);
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, x3, 3), 1.0, 1e-16);
+    /* k(x,x) = 0 (a zero row): the cosine is undefined, the value 0 */
+    static const double zero3[3] = {0, 0, 0};
+    ck_assert_double_eq(km_kernel_eval(&k, x3, zero3, 3), 0.0);
+    km_kernel_cleanup(&k);
+
+    /* normalized exponential: exp(g<x,z>) / exp(g(|x|^2+|z|^2)/2)
+     * = exp(-g |x-z|^2 / 2), an rbf of gamma g/2 */
+    make_normalized(&k, KM_KERNEL_EXPONENTIAL);
+    k.parts[0].gamma = 0.5;
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3),
+                            exp(-0.25 * 13.25), 1e-15);
+    km_kernel_cleanup(&k);
+
+    /* normalized rbf is the rbf itself (k(x,x) = 1) */
+    make_normalized(&k, KM_KERNEL_RBF);
+    k.parts[0].gamma = 0.1;
+    ck_assert_double_eq_tol(km_kernel_eval(&k, x3, z3, 3), exp(-1.325),
+                            1e-16);
+    km_kernel_cleanup(&k);
+}
+END_TEST
+
+/* Gram (blocked past 256 rows), cross Gram, one-row cross and direct
+ * evaluation agree for the new kernels, including normalized around a
+ * sum; the training diagonal of laplacian_l2 and normalized is exactly 1. */
+START_TEST(new_kernels_paths_agree)
+{
+    const size_t n = 300, d = 5;
+    double *X = rand_matrix(n, d, 11);
+    double *K = malloc(n * n * sizeof *K), *C = malloc(n * n * sizeof *C);
+    km_kernel ks[4];
+    km_kernel_init(&ks[0], KM_KERNEL_LAPLACIAN_L2);
+    ks[0].gamma = 0.3;
+    km_kernel_init(&ks[1], KM_KERNEL_EXPONENTIAL);
+    ks[1].gamma = 0.2;
+    make_normalized(&ks[2], KM_KERNEL_POLYNOMIAL);
+    ks[2].parts[0].gamma = 0.5;
+    ks[2].parts[0].degree = 2;
+    make_sum(&ks[3], 1.0, 0.5); /* rbf + linear, then normalized */
+    {
+        km_kernel *inner = malloc(sizeof *inner);
+        *inner = ks[3];
+        km_kernel_init(&ks[3], KM_KERNEL_NORMALIZED);
+        km_kernel_set_parts(&ks[3], inner, NULL, 1);
+    }
+    for (int t = 0; t < 4; t++) {
+        check_paths_agree(&ks[t], X, n, d, K, C, t);
+        if (t != 1) /* exponential's k(x,x) is not 1 */
+            for (size_t i = 0; i < n; i++)
+                ck_assert_double_eq(K[i * n + i], 1.0);
+    }
+    for (int t = 0; t < 4; t++)
+        km_kernel_cleanup(&ks[t]);
+    free(X);
+    free(K);
+    free(C);
+}
+END_TEST
+
+/* The kernels as tests/fixtures/gen_kernel_refs.py defines its cases. */
+static void make_ref_kernel(const char *name, km_kernel *k)
+{
+    if (strcmp(name, "laplacian_l2") == 0) {
+        km_kernel_init(k, KM_KERNEL_LAPLACIAN_L2);
+        k->gamma = 0.7;
+    } else if (strcmp(name, "exponential") == 0) {
+        km_kernel_init(k, KM_KERNEL_EXPONENTIAL);
+        k->gamma = 0.3;
+    } else if (strcmp(name, "normalized_poly") == 0) {
+        make_normalized(k, KM_KERNEL_POLYNOMIAL);
+        k->parts[0].gamma = 0.5;
+        k->parts[0].coef0 = 1.0;
+        k->parts[0].degree = 3;
+    } else if (strcmp(name, "normalized_exponential") == 0) {
+        make_normalized(k, KM_KERNEL_EXPONENTIAL);
+        k->parts[0].gamma = 0.3;
+    } else {
+        make_normalized(k, KM_KERNEL_RBF);
+        k->parts[0].gamma = 0.4;
+    }
+}
+
+/* Against numpy (gen_kernel_refs.py): the cross Gram K(T, X) to 1e-13;
+ * a kernel ridge fit (alpha 0.5) to numpy's solve of (K + alpha I) a = y
+ * to 1e-10 relative (the system's condition number is below 1e3 and the
+ * two Choleskys round differently), and its predictions on T. */
+START_TEST(new_kernels_against_numpy)
+{
+    static const char *const cases[] = {"laplacian_l2", "exponential",
+                                        "normalized_poly",
+                                        "normalized_exponential",
+                                        "normalized_rbf"};
+    const size_t d = 4;
+    size_t nx, nt, ny;
+    double *X = km_read_fixture("kref_X.txt", &nx);
+    double *T = km_read_fixture("kref_T.txt", &nt);
+    double *y = km_read_fixture("kref_y.txt", &ny);
+    size_t n = nx / d, t = nt / d;
+    ck_assert_uint_eq(ny, n);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char file[96];
+        size_t len;
+        km_kernel k;
+        make_ref_kernel(cases[c], &k);
+        snprintf(file, sizeof file, "kref_%s_cross.txt", cases[c]);
+        double *cross = km_read_fixture(file, &len);
+        ck_assert_uint_eq(len, t * n);
+        double *K = malloc(t * n * sizeof *K);
+        ck_assert_int_eq(km_gram_cross(&k, T, t, X, n, d, K, n, NULL), KM_OK);
+        double e = km_max_rel_err(K, cross, t * n, 1.0);
+        ck_assert_msg(e < 1e-13, "%s: cross Gram error %g", cases[c], e);
+
+        km_krr_params p = {0.5};
+        km_model *m = NULL;
+        km_error err;
+        ck_assert_int_eq(km_krr_fit(&k, &p, X, n, d, y, 1, NULL, &m, &err),
+                         KM_OK);
+        snprintf(file, sizeof file, "kref_%s_coef.txt", cases[c]);
+        double *coef = km_read_fixture(file, &len);
+        ck_assert_uint_eq(len, n);
+        e = km_max_rel_err(km_krr_dual_coef(m), coef, n, 1e-3);
+        ck_assert_msg(e < 1e-10, "%s: coefficient error %g", cases[c], e);
+        snprintf(file, sizeof file, "kref_%s_pred.txt", cases[c]);
+        double *pred = km_read_fixture(file, &len);
+        double *out = malloc(t * sizeof *out);
+        ck_assert_int_eq(km_krr_predict(m, T, t, out, NULL), KM_OK);
+        e = km_max_rel_err(out, pred, t, 1e-3);
+        ck_assert_msg(e < 1e-10, "%s: prediction error %g", cases[c], e);
+        /* a one-row predict is the same path's value */
+        for (size_t i = 0; i < t; i++) {
+            double one;
+            ck_assert_int_eq(km_krr_predict(m, T + i * d, 1, &one, NULL),
+                             KM_OK);
+            ck_assert(fabs(one - out[i]) <= 1e-13 * fmax(fabs(out[i]), 1));
+        }
+        free(out);
+        free(pred);
+        free(coef);
+        km_model_free(m);
+        free(K);
+        free(cross);
+        km_kernel_cleanup(&k);
+    }
+    free(X);
+    free(T);
+    free(y);
+}
+END_TEST
+
+/* The table's rows as the API reads them, and the checks they drive. */
+START_TEST(new_kernels_table_and_checks)
+{
+    const km_kernel_info *i = km_kernel_type_info(KM_KERNEL_LAPLACIAN_L2);
+    ck_assert_int_eq(i->family, KM_KFAMILY_L2);
+    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA);
+    i = km_kernel_type_info(KM_KERNEL_EXPONENTIAL);
+    ck_assert_int_eq(i->family, KM_KFAMILY_INNER);
+    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA);
+    i = km_kernel_type_info(KM_KERNEL_NORMALIZED);
+    ck_assert_int_eq(i->family, KM_KFAMILY_COMPOSITE);
+    ck_assert_uint_eq(i->params, KM_KPARAM_PARTS);
+    ck_assert_int_eq(i->min_parts, 1);
+    ck_assert_int_eq(i->max_parts, 1);
+    i = km_kernel_type_info(KM_KERNEL_POLYNOMIAL);
+    ck_assert_uint_eq(i->params,
+                      KM_KPARAM_GAMMA | KM_KPARAM_DEGREE | KM_KPARAM_COEF0);
+    ck_assert_double_eq(i->coef0, 1.0);
+    ck_assert_ptr_null(km_kernel_type_info(KM_KERNEL_TYPE_COUNT));
+    /* the stored ids of km_maps.h */
+    ck_assert_int_eq(KM_KERNEL_PRODUCT, 6);
+    ck_assert_int_eq(KM_KERNEL_LAPLACIAN_L2, 7);
+    ck_assert_int_eq(KM_KERNEL_EXPONENTIAL, 8);
+    ck_assert_int_eq(KM_KERNEL_NORMALIZED, 9);
+    ck_assert_str_eq(km_kernel_type_name(KM_KERNEL_LAPLACIAN_L2),
+                     "laplacian_l2");
+
+    km_kernel k;
+    km_error err;
+    km_kernel_init(&k, KM_KERNEL_NORMALIZED);
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "kernel.kernels must list exactly 1 kernel");
+    make_sum(&k, 1.0, 1.0);
+    k.type = KM_KERNEL_NORMALIZED;
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "kernel.kernels must list exactly 1 kernel");
+    km_kernel_cleanup(&k);
+    make_normalized(&k, KM_KERNEL_LINEAR);
+    k.weights = malloc(sizeof *k.weights);
+    k.weights[0] = 1.0;
+    ck_assert_int_eq(km_kernel_check(&k, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "kernel.weights apply only to a sum kernel");
+    km_kernel_cleanup(&k);
+}
+END_TEST
+
 static Suite *kernel_suite(void)
 {
     Suite *s = suite_create("km_kernel");
@@ -280,6 +544,10 @@ static Suite *kernel_suite(void)
     tcase_add_test(tc, validation_names_field);
     tcase_add_test(tc, type_names_round_trip);
     tcase_add_test(tc, vexp_accuracy);
+    tcase_add_test(tc, new_kernels_closed_forms);
+    tcase_add_test(tc, new_kernels_paths_agree);
+    tcase_add_test(tc, new_kernels_against_numpy);
+    tcase_add_test(tc, new_kernels_table_and_checks);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -2,7 +2,8 @@
  * test_km_model.c - the model object and its file format: identity and
  * figures survive a round trip (buffer and FILE*); every truncation and
  * a bit flip anywhere are rejected as KM_ECORRUPT; an unknown format
- * version is KM_EFORMAT; statuses have names and messages.
+ * version is KM_EFORMAT; statuses have names and messages; the lists of
+ * km_maps.h and the algorithm descriptors' generic life cycle.
  */
 #include "../check_main.h"
 #include "km.h"
@@ -159,6 +160,100 @@ START_TEST(status_table)
 }
 END_TEST
 
+/* km_maps.h alone gives the names (what kmctl may include without libkm),
+ * in the order and with the ids core uses. */
+START_TEST(maps_generate_names)
+{
+#define NAME(e, id, name, desc) name,
+    static const char *const algos[] = {KM_ALGO_MAP(NAME)};
+    static const char *const kernels[] = {KM_KERNEL_MAP(NAME)};
+#undef NAME
+#define ID(e, id, name, desc) id,
+    static const int algo_ids[] = {KM_ALGO_MAP(ID)};
+#undef ID
+    ck_assert_uint_eq(sizeof algos / sizeof *algos, KM_ALGO_COUNT);
+    ck_assert_uint_eq(sizeof kernels / sizeof *kernels, KM_KERNEL_TYPE_COUNT);
+    for (int i = 0; i < KM_ALGO_COUNT; i++) {
+        ck_assert_str_eq(km_algorithm_name(algo_ids[i]), algos[i]);
+        km_algorithm a;
+        ck_assert_int_eq(km_algorithm_parse(algos[i], &a), 0);
+        ck_assert_int_eq(a, algo_ids[i]);
+    }
+    for (int i = 0; i < KM_KERNEL_TYPE_COUNT; i++)
+        ck_assert_str_eq(km_kernel_type_name(i), kernels[i]);
+    /* the ids model files hold */
+    ck_assert_int_eq(KM_ALGO_KRR, 0);
+    ck_assert_int_eq(KM_ALGO_SVC, 1);
+    ck_assert_int_eq(KM_ALGO_SVR, 2);
+    ck_assert_int_eq(KM_ALGO_KPCA, 3);
+}
+END_TEST
+
+/* The descriptors: what each algorithm answers; the generic life cycle
+ * (params, check, fit_bytes, fit) gives what the typed functions give,
+ * to the bit. */
+START_TEST(descriptor_life_cycle)
+{
+    ck_assert_uint_eq(km_algorithm_outputs(KM_ALGO_KRR), KM_OUT_VALUES);
+    ck_assert_uint_eq(km_algorithm_outputs(KM_ALGO_SVR), KM_OUT_VALUES);
+    ck_assert_uint_eq(km_algorithm_outputs(KM_ALGO_SVC),
+                      KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES);
+    ck_assert_uint_eq(km_algorithm_outputs(KM_ALGO_KPCA),
+                      KM_OUT_PROJECTIONS | KM_OUT_INVERSE);
+    ck_assert_uint_eq(km_algorithm_outputs(KM_ALGO_COUNT), 0);
+    ck_assert_uint_eq(km_algorithm_params_size(KM_ALGO_KRR),
+                      sizeof(km_krr_params));
+    ck_assert_uint_eq(km_algorithm_params_size(KM_ALGO_SVC),
+                      sizeof(km_svm_params));
+
+    double X[10] = {0, 1, 1, 0, 2, 2, -1, 3, 0.5, 0.5};
+    double Y[5] = {1, 2, 3, 4, 5};
+    int labels[5] = {0, 1, 0, 1, 1};
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_krr_params kp;
+    km_algorithm_params_default(KM_ALGO_KRR, &kp);
+    ck_assert_double_eq(kp.alpha, 1.0);
+    km_problem pb = {X, 5, 2, Y, 1, NULL, 0};
+    km_error err;
+    ck_assert_uint_eq(km_algorithm_fit_bytes(KM_ALGO_KRR, &kp, &pb),
+                      km_krr_fit_bytes(5, 2, 1));
+    kp.alpha = -1;
+    ck_assert_int_eq(km_algorithm_check(KM_ALGO_KRR, &kp, &pb, &err),
+                     KM_EINVAL);
+    ck_assert_str_eq(err.message, "params.alpha must be a finite number > 0");
+    kp.alpha = 0.5;
+    km_model *a = NULL, *b = NULL;
+    ck_assert_int_eq(km_fit(KM_ALGO_KRR, &k, &kp, &pb, NULL, &a, NULL), KM_OK);
+    ck_assert_int_eq(km_krr_fit(&k, &kp, X, 5, 2, Y, 1, NULL, &b, NULL),
+                     KM_OK);
+    ck_assert_mem_eq(km_krr_dual_coef(a), km_krr_dual_coef(b),
+                     5 * sizeof(double));
+    km_model_free(a);
+    km_model_free(b);
+
+    km_svm_params sp;
+    km_algorithm_params_default(KM_ALGO_SVC, &sp);
+    km_problem pc = {X, 5, 2, NULL, 0, labels, 2};
+    ck_assert_int_eq(km_fit(KM_ALGO_SVC, &k, &sp, &pc, NULL, &a, NULL), KM_OK);
+    ck_assert_int_eq(km_svc_fit(&k, &sp, X, 5, 2, labels, 2, NULL, &b, NULL),
+                     KM_OK);
+    double da[5], db[5];
+    ck_assert_int_eq(km_svc_decision(a, X, 5, da, NULL), KM_OK);
+    ck_assert_int_eq(km_svc_decision(b, X, 5, db, NULL), KM_OK);
+    ck_assert_mem_eq(da, db, sizeof da);
+    km_model_free(a);
+    km_model_free(b);
+    /* one class is a problem the prologue names for every classifier */
+    pc.n_classes = 1;
+    ck_assert_int_eq(km_fit(KM_ALGO_SVC, &k, &sp, &pc, NULL, &a, &err),
+                     KM_EPROBLEM);
+    ck_assert_str_eq(err.message, "y has 1 distinct class; svc needs at "
+                     "least 2");
+    km_kernel_cleanup(&k);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("km_model");
@@ -168,6 +263,8 @@ static Suite *model_suite(void)
     tcase_add_test(tc, bit_flips_rejected);
     tcase_add_test(tc, format_version);
     tcase_add_test(tc, status_table);
+    tcase_add_test(tc, maps_generate_names);
+    tcase_add_test(tc, descriptor_life_cycle);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
