@@ -74,10 +74,17 @@ static int parse_parts(const cJSON *item, const char *path, km_kernel *k,
     if (depth + 1 >= KM_KERNEL_MAX_DEPTH)
         return api_invalid(e, "%s: sums and products nest at most %d deep",
                            path, KM_KERNEL_MAX_DEPTH);
-    if (!cJSON_IsArray(parts) || cJSON_GetArraySize(parts) < pr->min ||
-        cJSON_GetArraySize(parts) > pr->max)
+    const km_kernel_info *info = km_kernel_type_info(k->type);
+    if (!cJSON_IsArray(parts) ||
+        cJSON_GetArraySize(parts) < info->min_parts ||
+        cJSON_GetArraySize(parts) > info->max_parts) {
+        if (info->min_parts == info->max_parts)
+            return api_invalid(e, "%s.%s must be an array of %d kernel%s",
+                               path, pr->key, info->min_parts,
+                               info->min_parts == 1 ? "" : "s");
         return api_invalid(e, "%s.%s must be an array of %d to %d kernels",
-                           path, pr->key, (int)pr->min, (int)pr->max);
+                           path, pr->key, info->min_parts, info->max_parts);
+    }
     int n = cJSON_GetArraySize(parts);
     if (weights && (!cJSON_IsArray(weights) ||
                     cJSON_GetArraySize(weights) != n))

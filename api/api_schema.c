@@ -13,6 +13,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -190,20 +191,39 @@ static void kernel_defaults(void *k)
 static const api_schema kernel_schema = {kernel_rows, sizeof(km_kernel),
                                          kernel_defaults};
 
-/* The rows each kernel type takes, in the order metadata shows them. */
-static const struct {
-    const char *keys[4];
-} kernel_types[] = {
-    [KM_KERNEL_LINEAR] = {{NULL}},
-    [KM_KERNEL_POLYNOMIAL] = {{"degree", "gamma", "coef0", NULL}},
-    [KM_KERNEL_RBF] = {{"gamma", "sigma", NULL}},
-    [KM_KERNEL_LAPLACIAN] = {{"gamma", NULL}},
-    [KM_KERNEL_SIGMOID] = {{"gamma", "coef0", NULL}},
-    [KM_KERNEL_SUM] = {{"kernels", "weights", NULL}},
-    [KM_KERNEL_PRODUCT] = {{"kernels", NULL}},
-};
-_Static_assert(sizeof kernel_types / sizeof *kernel_types ==
-               KM_KERNEL_TYPE_COUNT, "one entry per kernel type");
+/*
+ * The rows each kernel type takes, in the order metadata shows them, come
+ * from core's kernel table (km_kernel_type_info: which parameters apply),
+ * so a kernel added to core needs no row here. "sigma" is the API's own
+ * way to give an rbf kernel's gamma (gamma = 1/(2 sigma^2)): rbf only.
+ */
+#define KERNEL_KEYS_MAX 8
+
+static const char *kernel_keys[KM_KERNEL_TYPE_COUNT][KERNEL_KEYS_MAX];
+static pthread_once_t kernel_keys_once = PTHREAD_ONCE_INIT;
+
+static void kernel_keys_init(void)
+{
+    static const struct {
+        unsigned flag;
+        const char *key;
+    } order[] = {
+        {KM_KPARAM_DEGREE, "degree"}, {KM_KPARAM_GAMMA, "gamma"},
+        {KM_KPARAM_GAMMA, "sigma"},   {KM_KPARAM_COEF0, "coef0"},
+        {KM_KPARAM_PARTS, "kernels"}, {KM_KPARAM_WEIGHTS, "weights"},
+    };
+    for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++) {
+        unsigned params = km_kernel_type_info((km_kernel_type)t)->params;
+        size_t n = 0;
+        for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+            if (!(params & order[i].flag) ||
+                (!strcmp(order[i].key, "sigma") && t != KM_KERNEL_RBF))
+                continue;
+            kernel_keys[t][n++] = order[i].key;
+        }
+        kernel_keys[t][n] = NULL;
+    }
+}
 
 const api_schema *api_schema_kernel(void)
 {
@@ -213,7 +233,8 @@ const api_schema *api_schema_kernel(void)
 const char *const *api_schema_kernel_keys(km_kernel_type t)
 {
     static const char *const none[] = {NULL};
-    return (unsigned)t < KM_KERNEL_TYPE_COUNT ? kernel_types[t].keys : none;
+    pthread_once(&kernel_keys_once, kernel_keys_init);
+    return (unsigned)t < KM_KERNEL_TYPE_COUNT ? kernel_keys[t] : none;
 }
 
 int api_schema_kernel_takes(km_kernel_type t, const char *key)

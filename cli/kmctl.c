@@ -83,15 +83,11 @@ static const struct opt {
     {"cacert", "FILE", F_ALL, O_STR, A(cacert), NULL,
      "PEM file of the CA that signed the server's certificate (env "
      "KMSERVE_CACERT)"},
-#define ALGO_NAME(name, target) " " name
-#define KERNEL_NAME(name) " " name
     {"algorithm", "NAME", F_FIT, O_STR, A(algorithm), NULL,
-     "one of" CTL_ALGO_MAP(ALGO_NAME) " (required)"},
+     "one of" CTL_ALGO_NAMES " (required)"},
     {"kernel", "TYPE", F_FIT, O_STR, A(kernel), NULL,
-     "one of" CTL_KERNEL_MAP(KERNEL_NAME) ", or a kernel as a JSON "
+     "one of" CTL_KERNEL_NAMES ", or a kernel as a JSON "
      "object ('{\"type\":\"sum\",\"kernels\":[...]}') (required)"},
-#undef ALGO_NAME
-#undef KERNEL_NAME
     {"gamma", "X", F_FIT, O_KERNEL_NUM, 0, "gamma", "kernel gamma"},
     {"sigma", "X", F_FIT, O_KERNEL_NUM, 0, "sigma",
      "rbf width (gamma = 1/(2 sigma^2)); not with --gamma"},
@@ -555,12 +551,12 @@ static void print_fitted(const cJSON *m)
  * the server's to refuse: sent as if it did). */
 static int fit_takes_target(const char *algorithm)
 {
-#define TARGET_OF(name, target)                                              \
+#define NO_TARGET(name)                                                      \
     if (!strcmp(algorithm, name))                                            \
-        return target;
-    CTL_ALGO_MAP(TARGET_OF)
-#undef TARGET_OF
-    return CTL_TARGET;
+        return 0;
+    CTL_NO_TARGET_MAP(NO_TARGET)
+#undef NO_TARGET
+    return 1;
 }
 
 static int cmd_fit(ctl_client *c, args *a, ctl_err *e)

@@ -53,10 +53,11 @@ START_TEST(kernels_in)
     struct { const char *json, *msg; } bad[] = {
         {"[]", "kernel must be an object, not an array"},
         {"{}", "kernel.type is required: one of linear, polynomial, rbf, "
-               "laplacian, sigmoid, sum, product"},
+               "laplacian, sigmoid, sum, product, laplacian_l2, exponential, "
+               "normalized"},
         {"{\"type\":\"cosine\"}", "kernel.type \"cosine\" is not a known "
                "kernel; expected one of linear, polynomial, rbf, laplacian, "
-               "sigmoid, sum, product"},
+               "sigmoid, sum, product, laplacian_l2, exponential, normalized"},
         {"{\"type\":\"rbf\",\"degree\":2}", "kernel.degree does not apply to a "
                "rbf kernel"},
         {"{\"type\":\"linear\",\"gamma\":2}", "kernel.gamma does not apply to a "

@@ -264,7 +264,7 @@ START_TEST(name_lists_come_from_core)
     ck_assert_str_eq(buf, "krr, svc, svr, kpca");
     api_name_list(buf, sizeof buf, api_kernel_type_name, KM_KERNEL_TYPE_COUNT);
     ck_assert_str_eq(buf, "linear, polynomial, rbf, laplacian, sigmoid, sum, "
-                          "product");
+                          "product, laplacian_l2, exponential, normalized");
     for (int a = 0; a < KM_ALGO_COUNT; a++) { /* every entry filled */
         const api_schema *s = api_schema_params((km_algorithm)a);
         ck_assert_msg(s->rows != NULL, "%s has no params schema",
