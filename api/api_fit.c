@@ -207,9 +207,10 @@ static int parse_label_weights(const cJSON *cw, const api_param *r,
 
 /* ------------------------------------------------------------ algorithms
  *
- * What api needs of each algorithm beyond its params schema: what y is,
- * when core's check can run (svc's needs the classes of y), and the typed
- * core functions. (Core's algorithm descriptor will carry these.) */
+ * What api needs of each algorithm beyond its params schema and core's
+ * descriptor (check, memory estimate and fit: km_algorithm_check,
+ * km_algorithm_fit_bytes, km_fit): what y is, and whether core's check
+ * needs the classes of y first (svc's does). */
 
 typedef enum {
     TARGETS_NONE,   /* y must be absent */
@@ -221,87 +222,24 @@ typedef enum {
 typedef struct fit_algo {
     targets_kind targets;
     int check_after_targets;
-    km_status (*check)(const api_fit_request *req, km_error *err);
-    size_t (*bytes)(const api_fit_request *req);
-    km_status (*fit)(const api_fit_request *req, const km_fit_control *ctl,
-                     km_model **out, km_error *err);
 } fit_algo;
 
-static km_status krr_check(const api_fit_request *req, km_error *err)
-{
-    return km_krr_check(&req->krr, err);
-}
-
-static km_status svm_check(const api_fit_request *req, km_error *err)
-{
-    return km_svm_check(&req->svm, req->algo, req->n_labels, err);
-}
-
-static km_status kpca_check(const api_fit_request *req, km_error *err)
-{
-    return km_kpca_check(&req->kpca, req->n, err);
-}
-
-static size_t krr_bytes(const api_fit_request *req)
-{
-    return km_krr_fit_bytes(req->n, req->d, req->m);
-}
-
-static size_t svc_bytes(const api_fit_request *req)
-{
-    return km_svc_fit_bytes(req->n, req->d, req->n_labels, &req->svm);
-}
-
-static size_t svr_bytes(const api_fit_request *req)
-{
-    return km_svm_fit_bytes(req->n, req->d, &req->svm);
-}
-
-static size_t kpca_bytes(const api_fit_request *req)
-{
-    return km_kpca_fit_bytes(req->n, req->d, &req->kpca);
-}
-
-static km_status krr_fit(const api_fit_request *req,
-                         const km_fit_control *ctl, km_model **out,
-                         km_error *err)
-{
-    return km_krr_fit(&req->kernel, &req->krr, req->X, req->n, req->d,
-                      req->Y, req->m, ctl, out, err);
-}
-
-static km_status svc_fit(const api_fit_request *req,
-                         const km_fit_control *ctl, km_model **out,
-                         km_error *err)
-{
-    return km_svc_fit(&req->kernel, &req->svm, req->X, req->n, req->d,
-                      req->classes, req->n_labels, ctl, out, err);
-}
-
-static km_status svr_fit(const api_fit_request *req,
-                         const km_fit_control *ctl, km_model **out,
-                         km_error *err)
-{
-    return km_svr_fit(&req->kernel, &req->svm, req->X, req->n, req->d,
-                      req->Y, ctl, out, err);
-}
-
-static km_status kpca_fit(const api_fit_request *req,
-                          const km_fit_control *ctl, km_model **out,
-                          km_error *err)
-{
-    return km_kpca_fit(&req->kernel, &req->kpca, req->X, req->n, req->d, ctl,
-                       out, err);
-}
-
 static const fit_algo fit_algos[] = {
-    [KM_ALGO_KRR] = {TARGETS_ROWS, 0, krr_check, krr_bytes, krr_fit},
-    [KM_ALGO_SVC] = {TARGETS_LABELS, 1, svm_check, svc_bytes, svc_fit},
-    [KM_ALGO_SVR] = {TARGETS_VALUES, 1, svm_check, svr_bytes, svr_fit},
-    [KM_ALGO_KPCA] = {TARGETS_NONE, 0, kpca_check, kpca_bytes, kpca_fit},
+    [KM_ALGO_KRR] = {TARGETS_ROWS, 0},
+    [KM_ALGO_SVC] = {TARGETS_LABELS, 1},
+    [KM_ALGO_SVR] = {TARGETS_VALUES, 1},
+    [KM_ALGO_KPCA] = {TARGETS_NONE, 0},
 };
 _Static_assert(sizeof fit_algos / sizeof *fit_algos == KM_ALGO_COUNT,
                "one entry per algorithm");
+
+/* The request's data as core's one problem shape. */
+static km_problem problem_of(const api_fit_request *req)
+{
+    km_problem pb = {req->X, req->n, req->d, req->Y, req->m, req->classes,
+                     req->n_labels};
+    return pb;
+}
 
 static int parse_y(const cJSON *y, const fit_algo *fa, api_fit_request *req,
                    api_error *e)
@@ -318,11 +256,12 @@ static int parse_y(const cJSON *y, const fit_algo *fa, api_fit_request *req,
     }
 }
 
-static int run_check(const fit_algo *fa, const api_fit_request *req,
-                     api_error *e)
+static int run_check(const api_fit_request *req, api_error *e)
 {
     km_error kerr;
-    return fa->check(req, &kerr) == KM_OK ? 0 : api_fail_km(e, &kerr);
+    km_problem pb = problem_of(req);
+    return km_algorithm_check(req->algo, req->params, &pb, &kerr) == KM_OK
+               ? 0 : api_fail_km(e, &kerr);
 }
 
 /* params and y, as the algorithm's schema and targets say. */
@@ -342,7 +281,7 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
     if (api_schema_check_keys(params, "params", s, e) ||
         api_schema_read(params, "params", s, req->params, req->n, e))
         return -1;
-    if (!fa->check_after_targets && run_check(fa, req, e))
+    if (!fa->check_after_targets && run_check(req, e))
         return -1;
     if (parse_y(y, fa, req, e))
         return -1;
@@ -352,7 +291,7 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
                                              params, r->key) : NULL,
                                 r, req, e))
             return -1;
-    return fa->check_after_targets ? run_check(fa, req, e) : 0;
+    return fa->check_after_targets ? run_check(req, e) : 0;
 }
 
 const char *const api_fit_matrix_keys[] = {"X", NULL};
@@ -392,14 +331,17 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
 
 size_t api_fit_bytes(const api_fit_request *req)
 {
-    return fit_algos[req->algo].bytes(req);
+    km_problem pb = problem_of(req);
+    return km_algorithm_fit_bytes(req->algo, req->params, &pb);
 }
 
 int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
                 km_model **out, api_error *e)
 {
     km_error kerr = {KM_OK, ""};
-    km_status st = fit_algos[req->algo].fit(req, ctl, out, &kerr);
+    km_problem pb = problem_of(req);
+    km_status st = km_fit(req->algo, &req->kernel, req->params, &pb, ctl, out,
+                          &kerr);
     if (st == KM_OK && fit_algos[req->algo].targets == TARGETS_LABELS &&
         (st = km_model_set_labels(*out, (const char *const *)req->labels,
                                   req->n_labels, req->labels_numeric,
