@@ -27,55 +27,31 @@ const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
 
 /* ------------------------------------------------------------ answers
  *
- * What each algorithm answers, so that routes, "output" and their
- * messages follow from a table rather than from tests of the algorithm.
- * (Core's algorithm descriptor will carry these flags.) */
+ * What a model answers comes from its algorithm's descriptor in core
+ * (km_algorithm_outputs: KM_OUT_* flags), so routes, "output" and their
+ * messages follow from it rather than from tests of the algorithm. */
 
-enum {
-    ANSWERS_VALUES = 1 << 0,      /* n_outputs numbers per row (predict) */
-    ANSWERS_LABELS = 1 << 1,      /* a class label per row (predict) */
-    ANSWERS_DECISION = 1 << 2,    /* decision values per row (predict) */
-    ANSWERS_PROBABILITY = 1 << 3, /* class probabilities per row (predict) */
-    ANSWERS_PROJECTIONS = 1 << 4  /* components per row (project) */
-};
-#define ANSWERS_CLASSES (ANSWERS_LABELS | ANSWERS_DECISION | ANSWERS_PROBABILITY)
-#define ANSWERS_PREDICT (ANSWERS_VALUES | ANSWERS_CLASSES)
-
-typedef km_status (*values_fn)(const km_model *m, const double *X, size_t n,
-                               double *out, km_error *err);
-
-/* values: the predict of ANSWERS_VALUES. */
-static const struct algo_answers {
-    unsigned answers;
-    values_fn values;
-} algo_answers[] = {
-    [KM_ALGO_KRR] = {ANSWERS_VALUES, km_krr_predict},
-    [KM_ALGO_SVC] = {ANSWERS_CLASSES, NULL},
-    [KM_ALGO_SVR] = {ANSWERS_VALUES, km_svr_predict},
-    [KM_ALGO_KPCA] = {ANSWERS_PROJECTIONS, NULL},
-};
-_Static_assert(sizeof algo_answers / sizeof *algo_answers == KM_ALGO_COUNT,
-               "one entry per algorithm");
+#define ANSWERS_CLASSES (KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES)
+#define ANSWERS_PREDICT (KM_OUT_VALUES | ANSWERS_CLASSES)
 
 /* The choices of "output", the first the default. needs: the fit
  * parameter without which a model cannot answer it (available says). */
 static const struct output {
-    unsigned answer;
+    unsigned answer; /* a KM_OUT_* flag */
     const char *name;
-    values_fn values;
     int (*available)(const km_model *m);
     const char *needs;
 } outputs[] = {
-    {ANSWERS_LABELS, "label", NULL, NULL, NULL},
-    {ANSWERS_DECISION, "decision_function", km_svc_decision, NULL, NULL},
-    {ANSWERS_PROBABILITY, "probability", km_svc_probability,
-     km_svc_has_probability, "params.probability: true"},
+    {KM_OUT_LABELS, "label", NULL, NULL},
+    {KM_OUT_SCORES, "decision_function", NULL, NULL},
+    {KM_OUT_PROBABILITIES, "probability", km_svc_has_probability,
+     "params.probability: true"},
 };
 #define N_OUTPUTS (sizeof outputs / sizeof *outputs)
 
 static unsigned answers_of(const km_model *m)
 {
-    return algo_answers[km_model_algorithm(m)].answers;
+    return km_algorithm_outputs(km_model_algorithm(m));
 }
 
 /* Whether a model of algorithm a chooses among outputs. */
@@ -95,7 +71,7 @@ static void algorithms_answering(char *buf, size_t len, unsigned mask,
     size_t used = 0;
     buf[0] = '\0';
     for (int a = 0; a < KM_ALGO_COUNT && used < len; a++) {
-        unsigned ans = algo_answers[a].answers;
+        unsigned ans = km_algorithm_outputs((km_algorithm)a);
         if (!(ans & mask) || (choosing && !has_outputs(ans)))
             continue;
         int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
@@ -122,9 +98,9 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
     size_t nf = km_model_n_features(m), no = km_model_n_outputs(m);
     size_t d = nf, width = no ? no : 1;
     if (answers_of(m) & ANSWERS_CLASSES) {
-        size_t k = km_svc_n_classes(m), pairs = k * (k - 1) / 2;
+        size_t k = km_model_n_labels(m), pairs = k * (k - 1) / 2;
         width = k > pairs ? k : pairs;
-    } else if (answers_of(m) & ANSWERS_PROJECTIONS) {
+    } else if (answers_of(m) & KM_OUT_PROJECTIONS) {
         /* project, or inverse: rows of no in, nf out */
         d = no < nf ? no : nf;
         width = no > nf ? no : nf;
@@ -222,14 +198,14 @@ static km_status class_answer(const km_model *m, const double *X, size_t n,
                               const struct output *out, api_text *t,
                               km_error *kerr, api_error *e, int *bad)
 {
-    size_t k = km_svc_n_classes(m), pairs = k * (k - 1) / 2;
-    size_t width = out->answer == ANSWERS_PROBABILITY ? k : pairs;
+    size_t k = km_model_n_labels(m), pairs = k * (k - 1) / 2;
+    size_t width = out->answer == KM_OUT_PROBABILITIES ? k : pairs;
     double *v = NULL;
     int *idx = NULL;
     km_status st;
-    if (out->answer == ANSWERS_LABELS) {
+    if (out->answer == KM_OUT_LABELS) {
         idx = malloc(n * sizeof *idx);
-        st = idx ? km_svc_predict(m, X, n, idx, kerr) : KM_ENOMEM;
+        st = idx ? km_predict_labels(m, X, n, idx, kerr) : KM_ENOMEM;
         if (st == KM_OK) {
             api_text_raw(t, "[");
             for (size_t i = 0; i < n; i++) {
@@ -242,8 +218,8 @@ static km_status class_answer(const km_model *m, const double *X, size_t n,
         free(idx);
     } else {
         v = malloc(n * width * sizeof *v);
-        st = v ? out->values(m, X, n, v, kerr) : KM_ENOMEM;
-        if (st == KM_OK && width == 1 && out->answer == ANSWERS_DECISION)
+        st = v ? km_predict(m, out->answer, X, n, v, kerr) : KM_ENOMEM;
+        if (st == KM_OK && width == 1 && out->answer == KM_OUT_SCORES)
             for (size_t i = 0; i < n; i++)
                 v[i] = -v[i]; /* scikit-learn's binary sign */
         if (st == KM_OK && check_finite(v, n, width, "predictions", e))
@@ -303,7 +279,7 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
 {
     const cJSON *root = body->root;
     static const char *const keys[] = {"X", "instances", "output", NULL};
-    const struct algo_answers *aa = &algo_answers[km_model_algorithm(m)];
+    unsigned answers = answers_of(m);
     const struct output *chosen;
     double *X = NULL, *Y = NULL;
     size_t n = 0;
@@ -312,7 +288,7 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     api_text t = {0};
     int bad = 0; /* e says why */
 
-    if (!(aa->answers & ANSWERS_PREDICT))
+    if (!(answers & ANSWERS_PREDICT))
         return api_raise(e, API_CONFLICT, "model \"%s\" is %s: use "
                          "/v1/models/%s/project", km_model_name(m),
                          km_algorithm_name(km_model_algorithm(m)),
@@ -330,8 +306,8 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
                          "not enough memory for %zu predictions", n);
     }
     begin_answer(&t, m, "predictions");
-    if (aa->answers & ANSWERS_VALUES) {
-        st = aa->values(m, X, n, Y, &kerr);
+    if (answers & KM_OUT_VALUES) {
+        st = km_predict(m, KM_OUT_VALUES, X, n, Y, &kerr);
         if (st == KM_OK && !(bad = check_finite(Y, n, k, "predictions", e)))
             put_matrix(&t, Y, n, k, k == 1);
     } else {
@@ -357,8 +333,8 @@ int api_project(const km_model *m, api_body *body, api_text *out,
     static const char *const keys[] = {"X", "instances", "inverse", NULL};
     int inverse = 0;
     char list[128];
-    algorithms_answering(list, sizeof list, ANSWERS_PROJECTIONS, 0);
-    if (!(answers_of(m) & ANSWERS_PROJECTIONS))
+    algorithms_answering(list, sizeof list, KM_OUT_PROJECTIONS, 0);
+    if (!(answers_of(m) & KM_OUT_PROJECTIONS))
         return api_raise(e, API_CONFLICT, "project applies to %s models; "
                          "model \"%s\" is %s: use /v1/models/%s/predict",
                          list, km_model_name(m),
@@ -379,8 +355,8 @@ int api_project(const km_model *m, api_body *body, api_text *out,
         return -1;
     P = malloc(n * out_d * sizeof *P);
     km_status st = !P ? KM_ENOMEM
-                   : inverse ? km_kpca_inverse(m, X, n, P, &kerr)
-                             : km_kpca_project(m, X, n, P, &kerr);
+                   : km_predict(m, inverse ? KM_OUT_INVERSE : KM_OUT_PROJECTIONS,
+                                X, n, P, &kerr);
     api_text t = {0};
     int bad = st == KM_OK && check_finite(P, n, out_d, "projections", e);
     if (st == KM_OK && !bad) {

@@ -235,12 +235,25 @@ _Static_assert((0 KM_ALGO_MAP(KM_MAP_ONE)) == KM_ALGO_COUNT,
 /* KM_OUT_* flags of what a's models can answer; 0 for an invalid a. */
 unsigned km_algorithm_outputs(km_algorithm a);
 
+
 /* "krr", "svc", "svr", "kpca"; NULL if invalid. */
 const char *km_algorithm_name(km_algorithm a);
 /* Returns 0 and sets *a on success, -1 if unknown. */
 int km_algorithm_parse(const char *name, km_algorithm *a);
 
 typedef struct km_model km_model;
+
+/*
+ * The generic predict: answer is one KM_OUT_* flag other than LABELS
+ * (VALUES, SCORES, PROBABILITIES, PROJECTIONS, INVERSE); out gets n rows
+ * of what the typed function writes (km_krr_predict, km_svc_decision,
+ * ...). KM_EINVAL when the model's algorithm does not answer it.
+ * km_predict_labels: class indices into the model's labels.
+ */
+km_status km_predict(const km_model *m, unsigned answer, const double *X,
+                     size_t n, double *out, km_error *err) KM_MUST_CHECK;
+km_status km_predict_labels(const km_model *m, const double *X, size_t n,
+                            int *out, km_error *err) KM_MUST_CHECK;
 
 /*
  * One training problem, whatever the algorithm: X (n x d) and what it

@@ -130,6 +130,34 @@ km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
     return al->fit(k, params, pb, ctl, out, err);
 }
 
+km_status km_predict(const km_model *m, unsigned answer, const double *X,
+                     size_t n, double *out, km_error *err)
+{
+    const km_algo *al = km_algo_of(m->algo);
+    km_predict_fn fn = !al ? NULL
+                       : answer == KM_OUT_VALUES        ? al->values
+                       : answer == KM_OUT_SCORES        ? al->scores
+                       : answer == KM_OUT_PROBABILITIES ? al->probabilities
+                       : answer == KM_OUT_PROJECTIONS   ? al->projections
+                       : answer == KM_OUT_INVERSE       ? al->inverse
+                                                        : NULL;
+    if (!fn)
+        return km_error_set(err, KM_EINVAL, "a %s model does not answer "
+                            "that (outputs 0x%x)",
+                            km_algorithm_name(m->algo), al ? al->outputs : 0);
+    return fn(m, X, n, out, err);
+}
+
+km_status km_predict_labels(const km_model *m, const double *X, size_t n,
+                            int *out, km_error *err)
+{
+    const km_algo *al = km_algo_of(m->algo);
+    if (!al || !al->labels)
+        return km_error_set(err, KM_EINVAL, "a %s model answers no labels",
+                            km_algorithm_name(m->algo));
+    return al->labels(m, X, n, out, err);
+}
+
 /* ------------------------------------------------------------ info lists */
 
 void km_info_cleanup(km_info *info)
