@@ -40,7 +40,7 @@ int api_raise(api_error *e, api_code c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    set(e, codes[c].status, codes[c].code, fmt, ap);
+    api_vraise(e, c, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -55,12 +55,9 @@ int api_invalid(api_error *e, const char *fmt, ...)
     return -1;
 }
 
-int api_fail(api_error *e, int http, const char *code, const char *fmt, ...)
+int api_vraise(api_error *e, api_code c, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    set(e, http, code, fmt, ap);
-    va_end(ap);
+    set(e, codes[c].status, codes[c].code, fmt, ap);
     return -1;
 }
 

@@ -8,6 +8,8 @@
 #ifndef API_ERROR_H
 #define API_ERROR_H
 
+#include <stdarg.h>
+
 #include "../core/km.h"
 
 /*
@@ -75,11 +77,8 @@ int api_raise(api_error *e, api_code c, const char *fmt, ...)
 /* Shorthand for api_raise(e, API_INVALID_ARGUMENT, ...). */
 int api_invalid(api_error *e, const char *fmt, ...) API_PRINTF(2, 3);
 
-/* Compatibility for server/ until its call sites name rows: the same as
- * api_raise with the row given as its status and code, which must be a
- * pair of the table. */
-int api_fail(api_error *e, int http, const char *code, const char *fmt, ...)
-    API_PRINTF(4, 5);
+/* As api_raise, with a va_list. */
+int api_vraise(api_error *e, api_code c, const char *fmt, va_list ap);
 
 /* Maps a core status and its message to an API error; returns -1. */
 int api_fail_km(api_error *e, const km_error *kerr);

@@ -117,7 +117,7 @@ int srv_auth_check(const srv_auth *a, const char *authorization,
             memcpy(given, t, len);
     }
     if (len < MIN_TOKEN || len > MAX_TOKEN)
-        return api_fail(e, 401, "unauthenticated",
+        return api_raise(e, API_UNAUTHENTICATED,
                         "a bearer token is required (Authorization: Bearer "
                         "TOKEN)");
     srv_scope granted = SRV_SCOPE_OPEN;
@@ -132,10 +132,10 @@ int srv_auth_check(const srv_auth *a, const char *authorization,
     }
     memset(given, 0, sizeof given);
     if (granted == SRV_SCOPE_OPEN)
-        return api_fail(e, 401, "unauthenticated", "the bearer token is not "
+        return api_raise(e, API_UNAUTHENTICATED, "the bearer token is not "
                         "valid");
     if (granted < need)
-        return api_fail(e, 403, "permission_denied",
+        return api_raise(e, API_PERMISSION_DENIED,
                         "this token's scope is read; the operation needs "
                         "admin");
     return 0;

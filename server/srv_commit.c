@@ -54,7 +54,7 @@ int srv_commit_model(srv_commit *c, const char *name, km_model *model,
     if (version > KM_MODEL_MAX_VERSION) { /* a file could not hold it */
         pthread_mutex_unlock(&c->lock);
         km_model_free(model);
-        return api_fail(e, 409, "conflict", "model \"%s\" is at version "
+        return api_raise(e, API_CONFLICT, "model \"%s\" is at version "
                         "%llu, the last a model file can hold; delete it to "
                         "fit it again from version 1", name,
                         (unsigned long long)(version - 1));
@@ -66,7 +66,7 @@ int srv_commit_model(srv_commit *c, const char *name, km_model *model,
         km_model_free(model);
         srv_log(SRV_ERROR, "model_not_stored", "%s version %llu: %s", name,
                 (unsigned long long)version, strerror(rc));
-        return api_fail(e, 507, "insufficient_storage",
+        return api_raise(e, API_INSUFFICIENT_STORAGE,
                         "the model could not be written to %s: %s; the "
                         "previous version stays", srv_store_dir(c->store),
                         strerror(rc));
@@ -84,7 +84,7 @@ int srv_commit_model(srv_commit *c, const char *name, km_model *model,
         pthread_mutex_unlock(&c->lock);
         cJSON_Delete(*metadata);
         *metadata = NULL;
-        return api_fail(e, 500, "internal", "out of memory serving the model");
+        return api_raise(e, API_INTERNAL, "out of memory serving the model");
     }
     pthread_mutex_unlock(&c->lock);
     return 0;
@@ -103,11 +103,11 @@ int srv_commit_delete(srv_commit *c, const char *name, api_error *e)
     }
     pthread_mutex_unlock(&c->lock);
     if (!ref)
-        return api_fail(e, 404, "not_found", "model \"%s\" does not exist",
+        return api_raise(e, API_NOT_FOUND, "model \"%s\" does not exist",
                         name);
     srv_ref_release(ref);
     if (rc) /* the directory cannot be changed (EACCES, EROFS, EIO) */
-        return api_fail(e, 507, "insufficient_storage", "could not remove "
+        return api_raise(e, API_INSUFFICIENT_STORAGE, "could not remove "
                         "the file of model \"%s\" from %s: %s; it is still "
                         "served", name, srv_store_dir(c->store),
                         strerror(rc));

@@ -449,7 +449,7 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
     srv_handler h = NULL;
     int is_get = !strcmp(rq->method, "GET") || !strcmp(rq->method, "HEAD");
     if (!route) {
-        srv_reply_fail(rp, 404, "not_found", "no route for %s %s; see GET /v1",
+        srv_reply_fail(rp, API_NOT_FOUND, "no route for %s %s; see GET /v1",
                        rq->method, rq->path);
         return 1;
     }
@@ -461,7 +461,7 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
         h = route->del;
     if (!h) {
         srv_route_allow(route, rp->allow, sizeof rp->allow);
-        srv_reply_fail(rp, 405, "method_not_allowed",
+        srv_reply_fail(rp, API_METHOD_NOT_ALLOWED,
                        "%s is not allowed on %s; allowed: %s", rq->method,
                        route->pattern, rp->allow);
         return 1;
@@ -486,7 +486,7 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
     size_t n = strlen("application/json");
     if (!ct || strncasecmp(ct, "application/json", n) ||
         (ct[n] && ct[n] != ';' && ct[n] != ' ')) {
-        srv_reply_fail(rp, 415, "unsupported_media_type",
+        srv_reply_fail(rp, API_UNSUPPORTED_MEDIA_TYPE,
                        "Content-Type must be application/json, not %s",
                        ct ? ct : "missing");
         return 1;
@@ -497,7 +497,7 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
     const char *te = srv_header(rq, "Transfer-Encoding");
     double limit = rq->s->cfg.max_body_mb * 1048576.0;
     if (!cl && !te) {
-        srv_reply_fail(rp, 411, "length_required",
+        srv_reply_fail(rp, API_LENGTH_REQUIRED,
                        "a POST needs a Content-Length or chunked encoding");
         return 1;
     }
@@ -506,7 +506,7 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
         errno = 0;
         unsigned long long v = strtoull(cl, &end, 10);
         if (end == cl || *end || errno || (double)v > limit) {
-            srv_reply_fail(rp, 413, "payload_too_large",
+            srv_reply_fail(rp, API_PAYLOAD_TOO_LARGE,
                            "the body (Content-Length %.40s) is over the limit "
                            "of %.0f bytes (--max-body-mb)", cl, limit);
             return 1;
@@ -537,7 +537,7 @@ static int refuse_mid_body(srv_http *h, srv_request *rq)
     if (h->s->tls_cert || !ci)
         return -1;
     srv_reply rp = {0};
-    srv_reply_fail(&rp, 413, "payload_too_large", "the body is over the "
+    srv_reply_fail(&rp, API_PAYLOAD_TOO_LARGE, "the body is over the "
                    "limit of %.0f bytes (--max-body-mb)", limit);
     char head[512];
     int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n"
@@ -581,7 +581,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         *con_cls = rq;
         rq->sc = conn_of(conn);
         if (framing_error(conn, version, why, sizeof why)) {
-            srv_reply_fail(&rp, 400, "bad_request", "%s", why);
+            srv_reply_fail(&rp, API_BAD_REQUEST, "%s", why);
             rp.close = 1;
         } else {
             refuse_early(rq, srv_route_at(rq->route), &rp);
@@ -644,7 +644,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return send_reply(rq, &rp);
     }
     if (rq->too_large) {
-        srv_reply_fail(&rp, 413, "payload_too_large",
+        srv_reply_fail(&rp, API_PAYLOAD_TOO_LARGE,
                        "the body is over the limit of %.0f bytes "
                        "(--max-body-mb)", s->cfg.max_body_mb * 1048576.0);
         return send_reply(rq, &rp);

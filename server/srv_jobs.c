@@ -158,13 +158,13 @@ static void run(srv_jobs *j, srv_job *job)
         job->result = meta;
         finish(j, job, SRV_JOB_SUCCEEDED);
     } else if (atomic_load(&job->timed_out) && !atomic_load(&job->cancel)) {
-        api_fail(&job->error, 422, "unprocessable",
+        api_raise(&job->error, API_UNPROCESSABLE,
                  "the fit of \"%s\" did not finish within --fit-timeout "
                  "(%g s); the previous version stays", job->name,
                  j->fit_timeout);
         finish(j, job, SRV_JOB_FAILED);
     } else if (atomic_load(&job->cancel)) {
-        api_fail(&job->error, 409, "conflict",
+        api_raise(&job->error, API_CONFLICT,
                  "the fit of \"%s\" was cancelled; the previous version "
                  "stays", job->name);
         finish(j, job, SRV_JOB_CANCELLED);
@@ -262,7 +262,7 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
     srv_job *job = calloc(1, sizeof *job);
     if (!job) {
         api_fit_request_cleanup(req);
-        api_fail(e, 500, "internal", "out of memory for a job");
+        api_raise(e, API_INTERNAL, "out of memory for a job");
         return NULL;
     }
     atomic_init(&job->refs, 3); /* the caller, the table, the queue */
@@ -315,22 +315,22 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
 
     const double mib = 1048576.0;
     if (!strcmp(why, "draining"))
-        api_fail(e, 503, "unavailable", "the server is shutting down");
+        api_raise(e, API_UNAVAILABLE, "the server is shutting down");
     else if (!strcmp(why, "budget"))
-        api_fail(e, 413, "payload_too_large",
+        api_raise(e, API_PAYLOAD_TOO_LARGE,
                  "the fit needs an estimated %.1f MiB; the memory budget is "
                  "%.1f MiB, of which %.1f MiB are held by admitted fits and "
                  "predicts",
                  bytes / mib, budget / mib, reserved / mib);
     else if (!strcmp(why, "full"))
-        api_fail(e, 429, "too_many_requests",
+        api_raise(e, API_TOO_MANY_REQUESTS,
                  "the fit queue is full (%zu jobs waiting); retry later", cap);
     else if (!strcmp(why, "table"))
-        api_fail(e, 429, "too_many_requests",
+        api_raise(e, API_TOO_MANY_REQUESTS,
                  "the job table is full: all %zu jobs kept (--max-jobs) are "
                  "queued or running; retry later", kept);
     else
-        api_fail(e, 500, "internal", "out of memory for the job table");
+        api_raise(e, API_INTERNAL, "out of memory for the job table");
     atomic_store(&job->refs, 1);
     srv_job_release(job);
     return NULL;
@@ -358,7 +358,7 @@ int srv_job_cancel(srv_job *job)
     was_open = job->state <= SRV_JOB_RUNNING;
     atomic_store(&job->cancel, 1);
     if (job->state == SRV_JOB_QUEUED) {
-        api_fail(&job->error, 409, "conflict",
+        api_raise(&job->error, API_CONFLICT,
                  "the fit of \"%s\" was cancelled before it ran; the previous "
                  "version stays", job->name);
         finish(j, job, SRV_JOB_CANCELLED);
@@ -477,7 +477,7 @@ int srv_jobs_reserve(srv_jobs *j, size_t bytes, const char *what,
     if (ok)
         return 0;
     const double mib = 1048576.0;
-    return api_fail(e, 413, "payload_too_large",
+    return api_raise(e, API_PAYLOAD_TOO_LARGE,
                     "the %s needs an estimated %.1f MiB of working memory; "
                     "the memory budget is %.1f MiB, of which %.1f MiB are "
                     "held by admitted fits and predicts; send fewer rows "
@@ -530,7 +530,7 @@ void srv_jobs_drain(srv_jobs *j, double timeout)
             srv_job *job = j->table[i];
             atomic_store(&job->cancel, 1);
             if (job->state == SRV_JOB_QUEUED) {
-                api_fail(&job->error, 503, "unavailable",
+                api_raise(&job->error, API_UNAVAILABLE,
                          "the server shut down before the fit of \"%s\" ran",
                          job->name);
                 finish(j, job, SRV_JOB_CANCELLED);

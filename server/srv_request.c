@@ -47,13 +47,12 @@ void srv_reply_error(srv_reply *rp, const api_error *e)
     srv_reply_text(rp, e->http, text, text ? strlen(text) : 0);
 }
 
-void srv_reply_fail(srv_reply *rp, int status, const char *code,
-                    const char *fmt, ...)
+void srv_reply_fail(srv_reply *rp, api_code c, const char *fmt, ...)
 {
-    api_error e = {status, code, ""};
+    api_error e;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    api_vraise(&e, c, fmt, ap);
     va_end(ap);
     srv_reply_error(rp, &e);
 }

@@ -86,9 +86,9 @@ void srv_reply_error(srv_reply *rp, const api_error *e);
 /* Fills rp with JSON text already written (takes ownership of text; NULL
  * answers 500 "out of memory"). */
 void srv_reply_text(srv_reply *rp, int status, char *text, size_t len);
-/* Plain API error in one call. */
-void srv_reply_fail(srv_reply *rp, int status, const char *code,
-                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Plain API error in one call: row c of api_error.h's table. */
+void srv_reply_fail(srv_reply *rp, api_code c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Parks rq until srv_wake(rq): its connection is suspended and rp is left
  * without a reply; when resumed, cont.answer fills the reply. If srv_wake

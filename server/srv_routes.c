@@ -165,7 +165,7 @@ static int not_ready(srv_request *rq, srv_reply *rp)
     int phase = atomic_load(&rq->s->phase);
     if (phase == SRV_READY)
         return 0;
-    srv_reply_fail(rp, 503, "unavailable", "the server is %s",
+    srv_reply_fail(rp, API_UNAVAILABLE, "the server is %s",
                    phase == SRV_LOADING ? "loading its models"
                                         : "shutting down");
     return 1;
@@ -202,7 +202,7 @@ static srv_ref *find_model(srv_request *rq, srv_reply *rp)
         return NULL;
     srv_ref *ref = srv_registry_get(rq->s->registry, rq->param);
     if (!ref)
-        srv_reply_fail(rp, 404, "not_found", "model \"%s\" does not exist",
+        srv_reply_fail(rp, API_NOT_FOUND, "model \"%s\" does not exist",
                        rq->param);
     return ref;
 }
@@ -250,7 +250,7 @@ static void h_metrics(srv_request *rq, srv_reply *rp)
     }
     rp->body = srv_metrics_render(rq->s->metrics, &g, &rp->len);
     if (!rp->body) {
-        srv_reply_fail(rp, 500, "internal", "out of memory rendering metrics");
+        srv_reply_fail(rp, API_INTERNAL, "out of memory rendering metrics");
         return;
     }
     rp->status = 200;
@@ -279,7 +279,7 @@ static void h_models(srv_request *rq, srv_reply *rp)
     srv_ref **refs;
     size_t n;
     if (srv_registry_list(rq->s->registry, &refs, &n)) {
-        srv_reply_fail(rp, 500, "internal", "out of memory listing models");
+        srv_reply_fail(rp, API_INTERNAL, "out of memory listing models");
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -344,7 +344,7 @@ static void fit_answer(srv_request *rq, srv_reply *rp, void *arg)
         api_error e;
         srv_job_error(job, &e);
         if (!e.code)
-            api_fail(&e, 500, "internal", "the fit ended without a result");
+            api_raise(&e, API_INTERNAL, "the fit ended without a result");
         srv_reply_error(rp, &e);
     }
 }
@@ -451,7 +451,7 @@ static srv_job *find_job(srv_request *rq, srv_reply *rp)
 {
     srv_job *job = rq->s->jobs ? srv_jobs_get(rq->s->jobs, rq->param) : NULL;
     if (!job)
-        srv_reply_fail(rp, 404, "not_found", "job \"%.64s\" does not exist "
+        srv_reply_fail(rp, API_NOT_FOUND, "job \"%.64s\" does not exist "
                        "(finished jobs are kept for --job-ttl)", rq->param);
     return job;
 }
@@ -473,7 +473,7 @@ static void h_job_delete(srv_request *rq, srv_reply *rp)
     if (srv_job_cancel(job) == 0)
         srv_reply_json(rp, 202, srv_job_json(job));
     else
-        srv_reply_fail(rp, 409, "conflict", "job %s has already finished",
+        srv_reply_fail(rp, API_CONFLICT, "job %s has already finished",
                        srv_job_id(job));
     srv_job_release(job);
 }

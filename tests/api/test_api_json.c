@@ -368,13 +368,13 @@ END_TEST
 START_TEST(error_json)
 {
     api_error e;
-    api_fail(&e, 404, "not_found", "model \"%s\" does not exist", "q\"x");
+    api_raise(&e, API_NOT_FOUND, "model \"%s\" does not exist", "q\"x");
     char *s = api_error_json(&e);
     ck_assert_str_eq(s, "{\"error\":{\"code\":\"not_found\",\"message\":"
                         "\"model \\\"q\\\"x\\\" does not exist\"}}");
     free(s);
     /* whatever bytes a message quotes, the answer is UTF-8 */
-    api_fail(&e, 404, "not_found", "no route for G\xffT /\xc3");
+    api_raise(&e, API_NOT_FOUND, "no route for G\xffT /\xc3");
     s = api_error_json(&e);
     ck_assert_str_eq(s, "{\"error\":{\"code\":\"not_found\",\"message\":"
                         "\"no route for G\\ufffdT /\\ufffd\"}}");
