@@ -3,13 +3,14 @@
  * form.
  *
  * Adding an algorithm's parameters is one table of rows and one entry in
- * params_schemas; adding a kernel type is one entry in kernel_types (the
- * rows it takes, in the order metadata shows them) and, for a parameter
- * no kernel had before, one row in kernel_rows. The static assertions
- * below fail the build when core has an algorithm or kernel type the
- * tables do not cover.
+ * params_schemas (a static assertion fails the build when core has an
+ * algorithm the table does not cover). A kernel type needs nothing here:
+ * the keys it takes, in the order metadata shows them, come from core's
+ * kernel table (kernel_keys_init); only a parameter no kernel had before
+ * needs a row in kernel_rows.
  *
- * Thread-safety: constant tables; reentrant.
+ * Thread-safety: constant tables and one table built once under
+ * pthread_once; reentrant.
  */
 #include <limits.h>
 #include <math.h>

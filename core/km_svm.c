@@ -11,7 +11,7 @@
  * the Gram of all rows takes at most half of cache_mb, it is computed
  * once (km_gram_sym) and every solve's column cache gathers from it;
  * otherwise each solve's cache computes its columns. With probability, each pair first runs LIBSVM's 5-fold
- * cross-validation (folds shuffled by a fixed-seed local PRNG) and fits
+ * cross-validation (folds shuffled by core's one PRNG, km_rng, with a fixed seed) and fits
  * Platt's sigmoid to the held-out decision values.
  *
  * epsilon-SVR: 2n variables a+ (y = +1, p = eps - y_i) and a- (y = -1,
