@@ -27,11 +27,13 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-from kmdata import data_file  # noqa: E402  ($KM_DATA or data/)
+from kmdata import DIR as DATA, data_file  # noqa: E402  ($KM_DATA or data/)
 
 
 def run_json(cmd):
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    # bench_svm reads its CSV by name from $KM_DATA (tests/testdata.h)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env=dict(os.environ, KM_DATA=DATA)).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -50,9 +52,9 @@ def cases(tmp):
         out.append((f"krr rbf n={n}", ("fit", "predict"), "bench_krr",
                     [*paths, str(n), str(d), str(nt), repr(1.0 / d), "1.0", "3"]))
     out.append(("svc rbf satellite 4435/2000", ("fit_s", "predict_s"), "bench_svm",
-                [data_file("satellite.csv"), "4435", "2000", "10", "0.5", "3"]))
+                [os.path.basename(data_file("satellite.csv")), "4435", "2000", "10", "0.5", "3"]))
     out.append(("svc rbf letter 15000/5000", ("fit_s", "predict_s"), "bench_svm",
-                [data_file("letter.csv"), "15000", "5000", "10", "1.0", "1"]))
+                [os.path.basename(data_file("letter.csv")), "15000", "5000", "10", "1.0", "1"]))
     n, np_, d = 3000, 1000, 20
     X = rng.standard_normal((n, d))
     T = rng.standard_normal((np_, d))
