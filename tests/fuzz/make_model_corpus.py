@@ -31,6 +31,10 @@ KERNELS = {
     "product": {"type": "product", "kernels": [{"type": "rbf"},
                                                {"type": "polynomial",
                                                 "degree": 2}]},
+    "laplacian_l2": {"type": "laplacian_l2", "gamma": 0.5},
+    "exponential": {"type": "exponential", "gamma": 0.1},
+    "normalized": {"type": "normalized", "kernels": [{"type": "polynomial",
+                                                      "degree": 2}]},
 }
 X = [[0, 0], [0, 1], [3, 3], [3, 4], [-3, 3], [-3, 4]]
 FITS = {

@@ -3,7 +3,9 @@
 each of laplacian_l2, exponential and normalized (of polynomial,
 exponential and rbf) predicts what numpy computes from the kernels'
 definitions (tests/fixtures/gen_kernel_refs.py, kref_*.txt), to 1e-9
-relative; metadata shows each kernel as given; the new kernels' rules
+relative; an svc fit with each (the SMO solver's kernel columns) gives the
+decision values of scikit-learn's SVC on numpy's Gram matrices
+(gen_kernel_svc_refs.py), to 1e-6 relative; metadata shows each kernel as given; the new kernels' rules
 (normalized takes exactly one part, no gamma on normalized) are 400s.
 Usage, from the project root:
     /usr/bin/python3 tests/integration/kernels.py --server build/kmserve
@@ -60,6 +62,17 @@ def main():
             want = run.read_fixture(f"kref_{case}_pred.txt")
             run.check(len(got) == len(want) and run.max_rel(got, want, 1e-12) <= 1e-9,
                       f"{case}: predictions equal numpy's to 1e-9", (got[:3], want[:3]))
+            r = d.req("POST", f"/v1/models/s-{case}/fit", {
+                "algorithm": "svc", "kernel": kernel, "params": {"C": 1.0, "tol": 1e-8},
+                "X": X, "y": [int(v > 0) for v in y]})
+            run.check(r.status == 201, f"{case}: svc fit 201", r)
+            r = d.req("POST", f"/v1/models/s-{case}/predict",
+                      {"X": T, "output": "decision_function"})
+            got = (r.json() or {}).get("predictions", [])
+            want = run.read_fixture(f"kref_svc_{case}_decision.txt")
+            run.check(len(got) == len(want) and run.max_rel(got, want, 1e-3) <= 1e-6,
+                      f"{case}: svc decision values equal scikit-learn's to 1e-6",
+                      (got[:3], want[:3]))
         for body, what, text in (
                 ({"type": "normalized", "kernels": [{"type": "rbf"}, {"type": "linear"}]},
                  "normalized with two parts", "kernel.kernels must be an array of 1 kernel"),
