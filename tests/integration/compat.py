@@ -6,9 +6,14 @@ tests/fixtures/models/ holds model files of every algorithm and kernel and
 the answers the server that wrote them gave (gen_model_files.py made them).
 They are copied into a fresh models directory, the daemon starts on it, and
 each model must be listed with its algorithm and answer the same request
-with the same numbers (every double equal: the answers' numbers round-trip
-exactly) and labels. Usage, from the project root:
-    /usr/bin/python3 tests/integration/compat.py --server build/kmserve
+with the same labels and numbers: within 1e-12 relative (floor 1e-12) of
+the recorded ones. On the machine and BLAS that wrote the fixtures the
+numbers are the same doubles, bit for bit; another OpenBLAS core kernel
+(a CPU, or OPENBLAS_CORETYPE) rounds its sums differently in the last
+bits, which is not a change of the model. The runner says how many answers
+were bit-identical; --exact makes any other a failure. Usage, from the
+project root:
+    /usr/bin/python3 tests/integration/compat.py --server build/kmserve [--exact]
 Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
@@ -25,23 +30,26 @@ import run  # noqa: E402
 FIXTURES = os.path.join(run.ROOT, "tests", "fixtures", "models")
 
 
-def same(a, b):
-    """Equal structure, every number the same double (so -0.0 != 0.0 is
-    not asked, but 1 ulp is a difference)."""
+def same(a, b, rel=0.0):
+    """Equal structure and labels, every number within rel of the other
+    (relative, floor 1e-12; rel = 0: the same double)."""
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y, rel) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(same(a[k], b[k], rel) for k in a)
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
             not isinstance(a, bool) and not isinstance(b, bool):
-        return float(a) == float(b)
+        return abs(float(a) - float(b)) <= rel * max(abs(float(b)), 1e-12)
     return a == b
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
+    ap.add_argument("--exact", action="store_true",
+                    help="every number must be the same double")
     args = ap.parse_args()
+    exact = 0
     with open(os.path.join(FIXTURES, "expected.json")) as f:
         expected = json.load(f)
     tmp = tempfile.mkdtemp(prefix="kmserve-compat-")
@@ -58,12 +66,16 @@ def main():
         for name, case in sorted(expected.items()):
             r = d.req("POST", f"/v1/models/{name}/{case['route']}", case["body"])
             want = json.loads(case["answer"])
-            run.check(r.status == 200 and same(r.json(), want),
+            bits = r.status == 200 and same(r.json(), want)
+            exact += bits
+            run.check(bits or (not args.exact and r.status == 200 and
+                               same(r.json(), want, 1e-12)),
                       f"{name}: {case['route']} answers as the server that wrote it",
                       f"{r.status} {r.body[:300]} != {case['answer'][:300]}")
             alg = name.split("-")[0]
             run.check(listed.get(name, {}).get("algorithm") == alg,
                       f"{name}: metadata says {alg}", listed.get(name))
+        run.tally.note(f"bit-identical answers: {exact} of {len(expected)}")
     except Exception as e:  # a crash of the runner is a failure, not a pass
         run.check(False, "runner", repr(e))
     finally:
