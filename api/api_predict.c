@@ -39,13 +39,11 @@ const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
 static const struct output {
     unsigned answer; /* a KM_OUT_* flag */
     const char *name;
-    int (*available)(const km_model *m);
-    const char *needs;
+    const char *needs; /* the fit parameter a model may lack it without */
 } outputs[] = {
-    {KM_OUT_LABELS, "label", NULL, NULL},
-    {KM_OUT_SCORES, "decision_function", NULL, NULL},
-    {KM_OUT_PROBABILITIES, "probability", km_svc_has_probability,
-     "params.probability: true"},
+    {KM_OUT_LABELS, "label", NULL},
+    {KM_OUT_SCORES, "decision_function", NULL},
+    {KM_OUT_PROBABILITIES, "probability", "params.probability: true"},
 };
 #define N_OUTPUTS (sizeof outputs / sizeof *outputs)
 
@@ -267,10 +265,11 @@ static int choose_output(const km_model *m, const cJSON *output,
     }
     if (!*out)
         return api_invalid(e, "output must be one of %s", list);
-    if ((*out)->available && !(*out)->available(m))
+    if (!(km_model_outputs(m) & (*out)->answer))
         return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
                          "%s; %s is not available", km_model_name(m),
-                         (*out)->needs, (*out)->name);
+                         (*out)->needs ? (*out)->needs : "what it needs",
+                         (*out)->name);
     return 0;
 }
 
@@ -342,7 +341,7 @@ int api_project(const km_model *m, api_body *body, api_text *out,
                          km_model_name(m));
     if (api_opt_bool(root, "", "inverse", &inverse, e))
         return -1;
-    if (inverse && !km_kpca_has_inverse(m))
+    if (inverse && !(km_model_outputs(m) & KM_OUT_INVERSE))
         return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
                         "params.fit_inverse_transform: true; inverse is not "
                         "available", km_model_name(m));

@@ -250,6 +250,10 @@ typedef struct km_model km_model;
  * ...). KM_EINVAL when the model's algorithm does not answer it.
  * km_predict_labels: class indices into the model's labels.
  */
+/* KM_OUT_* flags of what m can answer: its algorithm's outputs less those
+ * its fit did not prepare (an svc fitted without probability, a kpca
+ * without the inverse map). */
+unsigned km_model_outputs(const km_model *m);
 km_status km_predict(const km_model *m, unsigned answer, const double *X,
                      size_t n, double *out, km_error *err) KM_MUST_CHECK;
 km_status km_predict_labels(const km_model *m, const double *X, size_t n,

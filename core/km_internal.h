@@ -217,6 +217,10 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  * in KM_ALGO_MAP); km_model.c dispatches through them and nothing else
  * switches on the algorithm.
  *   outputs         KM_OUT_* flags: what its models can answer
+ *   model_outputs   what one model can answer, when that depends on how
+ *                   it was fitted (svc: probabilities only with
+ *                   probability; kpca: inverse only with the inverse map);
+ *                   NULL: outputs
  *   params_size     sizeof its parameter struct (km_krr_params, ...)
  *   params_default  fills one with the defaults
  *   check           the parameters against a problem (sizes, classes),
@@ -243,6 +247,7 @@ typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
 
 typedef struct km_algo {
     unsigned outputs;
+    unsigned (*model_outputs)(const km_model *m);
     size_t params_size;
     void (*params_default)(void *params);
     km_status (*check)(const void *params, const km_problem *pb,

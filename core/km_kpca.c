@@ -1056,8 +1056,14 @@ static km_status fit(const km_kernel *k, const void *params,
     return km_kpca_fit(k, params, pb->X, pb->n, pb->d, ctl, out, err);
 }
 
+static unsigned model_outputs(const km_model *m)
+{
+    return KM_OUT_PROJECTIONS | (km_kpca_has_inverse(m) ? KM_OUT_INVERSE : 0);
+}
+
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
+    .model_outputs = model_outputs,
     .params_size = sizeof(km_kpca_params),
     .params_default = params_default,
     .check = check,

@@ -130,6 +130,12 @@ km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
     return al->fit(k, params, pb, ctl, out, err);
 }
 
+unsigned km_model_outputs(const km_model *m)
+{
+    const km_algo *al = km_algo_of(m->algo);
+    return !al ? 0 : al->model_outputs ? al->model_outputs(m) : al->outputs;
+}
+
 km_status km_predict(const km_model *m, unsigned answer, const double *X,
                      size_t n, double *out, km_error *err)
 {

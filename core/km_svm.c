@@ -1189,8 +1189,15 @@ static km_status svr_fit_problem(const km_kernel *k, const void *params,
     return km_svr_fit(k, params, pb->X, pb->n, pb->d, pb->y, ctl, out, err);
 }
 
+static unsigned svc_model_outputs(const km_model *m)
+{
+    return KM_OUT_LABELS | KM_OUT_SCORES |
+           (km_svc_has_probability(m) ? KM_OUT_PROBABILITIES : 0);
+}
+
 const km_algo km_svc_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
+    .model_outputs = svc_model_outputs,
     .params_size = sizeof(km_svm_params),
     .params_default = params_default,
     .check = svc_check,
