@@ -23,11 +23,13 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "srv_http.h"
@@ -68,12 +70,22 @@ static long exchange(const uint8_t *data, size_t size, char *out, size_t cap)
     src.sin_addr.s_addr = htonl(INADDR_LOOPBACK + 1 + next_source++ % 250);
     if (bind(fd, (struct sockaddr *)&src, sizeof src) != 0)
         abort();
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        fprintf(stderr, "fuzz_http: connect: %s\n", strerror(errno));
-        abort();
+    /* libFuzzer's timer (SIGALRM, once a second) interrupts system calls:
+     * EINTR is a retry everywhere below, never a verdict. An interrupted
+     * connect goes on in the background: wait until it is done. */
+    while (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 &&
+           errno != EISCONN) {
+        if (errno != EINTR && errno != EALREADY) {
+            fprintf(stderr, "fuzz_http: connect: %s\n", strerror(errno));
+            abort();
+        }
+        struct pollfd pw = {fd, POLLOUT, 0};
+        poll(&pw, 1, 100);
     }
     for (size_t off = 0; off < size;) {
         ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break; /* the daemon closed first: read what it said */
         off += (size_t)n;
@@ -86,8 +98,11 @@ static long exchange(const uint8_t *data, size_t size, char *out, size_t cap)
     size_t kept = 0;
     long result = -1;
     char buf[4096];
+    time_t deadline = time(NULL) + 9; /* EINTR restarts SO_RCVTIMEO */
     for (;;) {
         ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR && time(NULL) < deadline)
+            continue;
         if (n == 0 || (n < 0 && errno == ECONNRESET)) {
             result = (long)kept;
             break;
