@@ -79,7 +79,7 @@ static double *rand_matrix(size_t n, size_t d, unsigned seed)
     return X;
 }
 
-/* For the kernels added later, gram_paths_agree's checks as a function:
+/* The checks of gram_paths_agree and of the kernels added later:
  * km_gram_sym (full) is symmetric and equals direct evaluation, and so do
  * km_gram_cross and its one-row path; K and C hold n x n. t names the
  * kernel in messages. */
@@ -133,29 +133,7 @@ START_TEST(gram_paths_agree)
     for (int t = 0; t < 7; t++) {
         km_kernel *k = &kernels[t];
         km_kernel_resolve(k, d);
-        ck_assert_int_eq(km_kernel_check(k, NULL), KM_OK);
-        ck_assert_int_eq(km_gram_sym(k, X, n, d, K, 1, NULL), KM_OK);
-        ck_assert_int_eq(km_gram_cross(k, X, n, X, n, d, C, n, NULL), KM_OK);
-        double worst = 0;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < n; j++) {
-                double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
-                double e1 = fabs(K[i * n + j] - ref), e2 = fabs(C[i * n + j] - ref);
-                ck_assert_msg(K[i * n + j] == K[j * n + i],
-                              "type %d not symmetric at %zu,%zu", t, i, j);
-                worst = fmax(worst, fmax(e1, e2) / fmax(fabs(ref), 1.0));
-            }
-        ck_assert_msg(worst < 1e-13, "kernel %d: worst error %g", t, worst);
-        /* One row at a time (the DGEMV path) agrees too. */
-        for (size_t i = 0; i < n; i += 37) {
-            ck_assert_int_eq(km_gram_cross(k, X + i * d, 1, X, n, d, C, n, NULL),
-                             KM_OK);
-            for (size_t j = 0; j < n; j++) {
-                double ref = km_kernel_eval(k, X + i * d, X + j * d, d);
-                ck_assert_msg(fabs(C[j] - ref) <= 1e-13 * fmax(fabs(ref), 1.0),
-                              "kernel %d, one row %zu: %g vs %g", t, i, C[j], ref);
-            }
-        }
+        check_paths_agree(k, X, n, d, K, C, t);
         km_kernel_cleanup(k);
     }
     free(X);

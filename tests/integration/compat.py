@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -49,17 +48,15 @@ def main():
     ap.add_argument("--exact", action="store_true",
                     help="every number must be the same double")
     args = ap.parse_args()
-    exact = 0
     with open(os.path.join(FIXTURES, "expected.json")) as f:
         expected = json.load(f)
-    tmp = tempfile.mkdtemp(prefix="kmserve-compat-")
-    models = os.path.join(tmp, "models")
-    os.makedirs(models)
-    for name in expected:
-        shutil.copy(os.path.join(FIXTURES, f"{name}.kmm"), models)
-    d = run.Daemon(os.path.abspath(args.server), models)
-    try:
-        d.start()
+
+    def setup(models):
+        for name in expected:
+            shutil.copy(os.path.join(FIXTURES, f"{name}.kmm"), models)
+
+    def body(d):
+        exact = 0
         listed = {m["name"]: m for m in d.req("GET", "/v1/models").json()["models"]}
         run.check(sorted(listed) == sorted(expected),
                   f"all {len(expected)} fixture model files load", sorted(listed))
@@ -76,12 +73,8 @@ def main():
             run.check(listed.get(name, {}).get("algorithm") == alg,
                       f"{name}: metadata says {alg}", listed.get(name))
         run.tally.note(f"bit-identical answers: {exact} of {len(expected)}")
-    except Exception as e:  # a crash of the runner is a failure, not a pass
-        run.check(False, "runner", repr(e))
-    finally:
-        d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-    return run.tally.summary()
+
+    return run.with_daemon(args.server, "kmserve-compat-", body, setup=setup)
 
 
 if __name__ == "__main__":

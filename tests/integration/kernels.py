@@ -13,9 +13,7 @@ Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -43,12 +41,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="kmserve-kernels-")
-    models = os.path.join(tmp, "models")
-    os.makedirs(models)
-    d = run.Daemon(os.path.abspath(args.server), models)
-    try:
-        d.start()
+
+    def body(d):
         X, T, y = rows("kref_X.txt"), rows("kref_T.txt"), run.read_fixture("kref_y.txt")
         for case, kernel in KERNELS.items():
             r = d.req("POST", f"/v1/models/k-{case}/fit", {
@@ -87,12 +81,8 @@ def main():
         kernels = d.req("GET", "/v1").json().get("kernels", [])
         run.check({"laplacian_l2", "exponential", "normalized"} <= set(kernels),
                   "GET /v1 lists the new kernels", kernels)
-    except Exception as e:  # a crash of the runner is a failure, not a pass
-        run.check(False, "runner", repr(e))
-    finally:
-        d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-    return run.tally.summary()
+
+    return run.with_daemon(args.server, "kmserve-kernels-", body)
 
 
 if __name__ == "__main__":

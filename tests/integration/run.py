@@ -749,6 +749,29 @@ def scenario_restart(binary, tmp):
     check(d.stop() == 0, "SIGTERM again: exit 0")
 
 
+def with_daemon(server, prefix, body, *flags, setup=None):
+    """The frame of a runner that needs one daemon: a fresh models
+    directory in a temporary folder (setup(models) fills it first, if
+    given), the daemon started on it with flags, body(d) run, a crash of
+    body counted as a failure, the daemon stopped and the folder removed.
+    Returns the exit status of the tally's closing line."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    d = Daemon(os.path.abspath(server), models, *flags)
+    try:
+        if setup:
+            setup(models)
+        d.start()
+        body(d)
+    except Exception as e:  # a crash of the runner is a failure, not a pass
+        check(False, "runner", repr(e))
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tally.summary()
+
+
 def wait_status(d, path, status, timeout=10):
     deadline = time.time() + timeout
     while time.time() < deadline:
