@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "srv_daemon.h"
 #include "srv_http.h"
 #include "srv_log.h"
-#include "srv_routes.h"
 #include "srv_state.h"
 
 /* OpenBLAS's own setter; declared here as Debian's cblas.h may lack it. */
@@ -95,13 +95,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "kmserve: cannot start the log writer; access lines "
                 "are written one by one\n");
 
-    /* Borrowed by the metrics for main's lifetime. */
-    const char *names[SRV_MAX_ROUTES];
-    size_t n_routes = srv_route_names(names, SRV_MAX_ROUTES);
-    atomic_init(&s.phase, SRV_LOADING);
-    atomic_init(&s.active_requests, 0);
-    s.registry = srv_registry_create();
-    s.metrics = srv_metrics_create(names, n_routes);
     if (s.cfg.token_file[0]) {
         s.auth = srv_auth_load(s.cfg.token_file, err, sizeof err);
         if (!s.auth) {
@@ -115,20 +108,8 @@ int main(int argc, char **argv)
         srv_log(SRV_ERROR, "start", "%s", err);
         goto fail;
     }
-    s.store = srv_store_open(s.cfg.models_dir, err, sizeof err);
-    if (s.store)
-        s.commit = srv_commit_create(s.registry, s.store, s.metrics);
-    if (!s.registry || !s.metrics || !s.store || !s.commit) {
-        srv_log(SRV_ERROR, "start", "%s", s.store ? "out of memory" : err);
-        goto fail;
-    }
-    s.jobs = srv_jobs_create(s.cfg.workers, (size_t)s.cfg.queue,
-                             s.cfg.job_ttl, (size_t)s.cfg.max_jobs,
-                             s.cfg.fit_timeout,
-                             (size_t)(s.cfg.memory_budget_mb * 1048576.0),
-                             s.commit);
-    if (!s.jobs) {
-        srv_log(SRV_ERROR, "start", "cannot start the fit workers");
+    if (srv_daemon_open(&s, err, sizeof err) != 0) {
+        srv_log(SRV_ERROR, "start", "%s", err);
         goto fail;
     }
     /* HTTP first, so probes see "loading" while models load. */
@@ -180,14 +161,7 @@ int main(int argc, char **argv)
     srv_log(SRV_INFO, "stopped", "bye");
     rc = 0;
 fail:
-    srv_jobs_free(s.jobs);
-    srv_store_close(s.store);
-    srv_commit_free(s.commit);
-    srv_registry_free(s.registry);
-    srv_metrics_free(s.metrics);
-    srv_auth_free(s.auth);
-    free(s.tls_cert);
-    free(s.tls_key);
+    srv_daemon_close(&s);
     srv_log_stop();
     return rc;
 }

@@ -32,9 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "srv_daemon.h"
 #include "srv_http.h"
 #include "srv_log.h"
-#include "srv_routes.h"
 #include "srv_state.h"
 
 void openblas_set_num_threads(int n);
@@ -154,27 +154,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
                          args) != 0)
         abort();
     srv_log_set_level(state.cfg.log_level);
-    static const char *names[SRV_MAX_ROUTES];
-    size_t n_routes = srv_route_names(names, SRV_MAX_ROUTES);
-    atomic_init(&state.phase, SRV_READY);
-    atomic_init(&state.active_requests, 0);
-    state.registry = srv_registry_create();
-    state.metrics = srv_metrics_create(names, n_routes);
-    state.store = srv_store_open(state.cfg.models_dir, err, sizeof err);
-    if (state.store)
-        state.commit = srv_commit_create(state.registry, state.store,
-                                         state.metrics);
-    if (state.commit)
-        state.jobs = srv_jobs_create(state.cfg.workers,
-                                     (size_t)state.cfg.queue,
-                                     state.cfg.job_ttl,
-                                     (size_t)state.cfg.max_jobs,
-                                     state.cfg.fit_timeout,
-                                     (size_t)(state.cfg.memory_budget_mb *
-                                              1048576.0),
-                                     state.commit);
-    if (!state.registry || !state.metrics || !state.store || !state.jobs)
+    if (srv_daemon_open(&state, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_http: %s\n", err);
         abort();
+    }
+    atomic_store(&state.phase, SRV_READY);
     daemon_http = srv_http_start(&state, err, sizeof err);
     if (!daemon_http) {
         fprintf(stderr, "fuzz_http: %s\n", err);

@@ -1,0 +1,68 @@
+/*
+ * srv_daemon.c - the daemon's parts, made and freed in one order (see
+ * srv_daemon.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "srv_auth.h"
+#include "srv_commit.h"
+#include "srv_daemon.h"
+#include "srv_jobs.h"
+#include "srv_metrics.h"
+#include "srv_registry.h"
+#include "srv_routes.h"
+#include "srv_store.h"
+
+/* The metrics' route labels: borrowed for the process's lifetime. */
+static const char *route_names[SRV_MAX_ROUTES];
+
+int srv_daemon_open(srv_state *s, char *err, size_t errlen)
+{
+    size_t n_routes = srv_route_names(route_names, SRV_MAX_ROUTES);
+    atomic_init(&s->phase, SRV_LOADING);
+    atomic_init(&s->active_requests, 0);
+    s->registry = srv_registry_create();
+    s->metrics = srv_metrics_create(route_names, n_routes);
+    if (!s->registry || !s->metrics) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->store = srv_store_open(s->cfg.models_dir, err, errlen);
+    if (!s->store)
+        return -1;
+    s->commit = srv_commit_create(s->registry, s->store, s->metrics);
+    if (!s->commit) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->jobs = srv_jobs_create(s->cfg.workers, (size_t)s->cfg.queue,
+                              s->cfg.job_ttl, (size_t)s->cfg.max_jobs,
+                              s->cfg.fit_timeout,
+                              (size_t)(s->cfg.memory_budget_mb * 1048576.0),
+                              s->commit);
+    if (!s->jobs) {
+        snprintf(err, errlen, "cannot start the fit workers");
+        return -1;
+    }
+    return 0;
+}
+
+void srv_daemon_close(srv_state *s)
+{
+    srv_jobs_free(s->jobs);
+    srv_store_close(s->store);
+    srv_commit_free(s->commit);
+    srv_registry_free(s->registry);
+    srv_metrics_free(s->metrics);
+    srv_auth_free(s->auth);
+    free(s->tls_cert);
+    free(s->tls_key);
+    s->jobs = NULL;
+    s->store = NULL;
+    s->commit = NULL;
+    s->registry = NULL;
+    s->metrics = NULL;
+    s->auth = NULL;
+    s->tls_cert = s->tls_key = NULL;
+}
