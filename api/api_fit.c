@@ -340,7 +340,7 @@ int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
 {
     km_error kerr = {KM_OK, ""};
     km_problem pb = problem_of(req);
-    km_status st = km_fit(req->algo, &req->kernel, req->params, &pb, ctl, out,
+    km_status st = km_fit(req->algo, &req->kernel, req->params, NULL, &pb, ctl, out,
                           &kerr);
     if (st == KM_OK && fit_algos[req->algo].targets == TARGETS_LABELS &&
         (st = km_model_set_labels(*out, (const char *const *)req->labels,

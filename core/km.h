@@ -290,9 +290,13 @@ km_status km_algorithm_check(km_algorithm a, const void *params,
 size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
                               const km_problem *pb);
 /* Fits as the typed function does (km_krr_fit, ...); caller owns *out. */
+/* pre (may be NULL: none) is the preprocessing, learnt from pb and kept
+ * in the model (see km_preprocess below); the typed fits do none. */
+typedef struct km_preprocess km_preprocess;
 km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
-                 const km_problem *pb, const km_fit_control *ctl,
-                 km_model **out, km_error *err) KM_MUST_CHECK;
+                 const km_preprocess *pre, const km_problem *pb,
+                 const km_fit_control *ctl, km_model **out,
+                 km_error *err) KM_MUST_CHECK;
 
 /* ---------------------------------------------------------------- models */
 
@@ -433,6 +437,235 @@ km_status km_model_check_input(const km_model *m, const double *X, size_t n,
 /* Checks that X is n x d with every entry finite. */
 km_status km_check_matrix(const char *what, const double *X, size_t n,
                           size_t d, km_error *err) KM_MUST_CHECK;
+
+/* ---------------------------------------------------- model selection */
+
+/*
+ * Preprocessing: what a fit does to its data before the algorithm sees
+ * them. The statistics are learnt from the training rows and kept in the
+ * model, so that km_predict, km_predict_labels and km_model_score apply
+ * them to every input exactly as at fit time (the typed predicts,
+ * km_krr_predict and the rest, work in the model's own space and do not).
+ *   x         KM_SCALE_STANDARDIZE: (x - mean) / std per feature, std
+ *             the population one (ddof 0), 1 for a constant feature (as
+ *             scikit-learn's StandardScaler);
+ *             KM_SCALE_MINMAX: to [-1, 1] per feature, as
+ *             scikit-learn's MinMaxScaler(feature_range=(-1, 1)) (a
+ *             constant feature maps to -1) and LIBSVM's svm-scale.
+ *   center_y  regression only (models that answer KM_OUT_VALUES): the
+ *             fit sees y - mean(y) (per output); predictions add the
+ *             mean back: an unpenalised intercept.
+ * A kpca model's inverse map answers in the original units.
+ */
+typedef enum {
+    KM_SCALE_NONE = 0,
+    KM_SCALE_STANDARDIZE = 1,
+    KM_SCALE_MINMAX = 2,
+    KM_SCALE_COUNT
+} km_scale;
+
+typedef struct km_preprocess {
+    km_scale x;
+    int center_y;
+} km_preprocess;
+
+/* "none", "standardize", "minmax"; NULL if invalid. */
+const char *km_scale_name(km_scale s);
+/* Returns 0 and sets *s on success, -1 if unknown. */
+int km_scale_parse(const char *name, km_scale *s);
+
+/*
+ * What a model learnt of its preprocessing (borrowed views, valid while
+ * the model lives). spec is what was asked ({KM_SCALE_NONE, 0} for a
+ * model fitted without, and for every model of format version 1).
+ * x' = (x - x_shift) / x_scale per feature (n_features each; NULL when
+ * spec.x is NONE); prediction = model value + y_mean (n_outputs; NULL
+ * without center_y).
+ */
+typedef struct km_preprocess_view {
+    km_preprocess spec;
+    const double *x_shift, *x_scale;
+    const double *y_mean;
+} km_preprocess_view;
+km_preprocess_view km_model_preprocess(const km_model *m);
+
+/*
+ * Scoring: what a search maximises, named as scikit-learn's scorers.
+ * Errors are negated so that higher is better throughout.
+ *   r2, neg_mean_squared_error, neg_mean_absolute_error
+ *            regression (krr, svr); several outputs are averaged
+ *            (multioutput='uniform_average')
+ *   accuracy, balanced_accuracy, neg_log_loss
+ *            classification (svc); neg_log_loss needs probabilities
+ *   neg_reconstruction_error
+ *            kpca with the inverse map: minus the mean over rows and
+ *            features of (x - inverse(project(x)))^2, in input units
+ */
+#define KM_SCORING_MAP(X)                                                    \
+    X(R2, "r2")                                                              \
+    X(NEG_MSE, "neg_mean_squared_error")                                     \
+    X(NEG_MAE, "neg_mean_absolute_error")                                    \
+    X(ACCURACY, "accuracy")                                                  \
+    X(BALANCED_ACCURACY, "balanced_accuracy")                                \
+    X(NEG_LOG_LOSS, "neg_log_loss")                                          \
+    X(NEG_RECONSTRUCTION, "neg_reconstruction_error")
+
+typedef enum {
+#define KM_SCORING_ENUM(e, name) KM_SCORING_##e,
+    KM_SCORING_MAP(KM_SCORING_ENUM)
+#undef KM_SCORING_ENUM
+    KM_SCORING_COUNT
+} km_scoring;
+
+const char *km_scoring_name(km_scoring s);
+int km_scoring_parse(const char *name, km_scoring *s);
+/* The scoring a search of a uses when none is named: r2 (krr, svr),
+ * accuracy (svc), neg_reconstruction_error (kpca). */
+km_scoring km_scoring_default(km_algorithm a);
+/* KM_EINVAL naming the scoring when it does not apply to a with params
+ * ("scoring neg_log_loss needs params.probability"; "scoring accuracy
+ * applies to svc, not krr"). */
+km_status km_scoring_check(km_scoring s, km_algorithm a, const void *params,
+                           km_error *err) KM_MUST_CHECK;
+
+/* Regression figures of predictions P against targets Y (n x m, n >= 1),
+ * as sklearn.metrics r2_score (1 when y is constant and predicted
+ * exactly, else 0 for a constant y), mean_squared_error and
+ * mean_absolute_error, each averaged over the m outputs. */
+typedef struct km_regression_scores {
+    double r2, mse, mae;
+} km_regression_scores;
+km_status km_score_regression(const double *Y, const double *P, size_t n,
+                              size_t m, km_regression_scores *out,
+                              km_error *err) KM_MUST_CHECK;
+
+/* Classification figures of predicted class indices pred against truth
+ * (n each, indices in [0, k)), as sklearn.metrics: accuracy_score,
+ * balanced_accuracy_score (mean recall over the classes present in
+ * truth), precision and recall per class (0 where undefined, sklearn's
+ * zero_division), confusion_matrix (row: true class, column: predicted);
+ * log_loss from proba (n x k rows, or NULL: log_loss is NAN) with
+ * probabilities clipped to [eps, 1 - eps], eps = DBL_EPSILON, and rows
+ * renormalised, as sklearn's log_loss(eps="auto"). Caller owns the arrays:
+ * km_class_scores_cleanup. */
+typedef struct km_class_scores {
+    size_t k;
+    double accuracy, balanced_accuracy, log_loss;
+    double *precision, *recall; /* k each */
+    uint64_t *confusion;        /* k x k, row-major */
+} km_class_scores;
+km_status km_score_classes(const int *truth, const int *pred,
+                           const double *proba, size_t n, size_t k,
+                           km_class_scores *out, km_error *err) KM_MUST_CHECK;
+void km_class_scores_cleanup(km_class_scores *s);
+
+/* The score s of model m on the problem pb (its X and its y or labels,
+ * in the model's classes; kpca: X only), through the model's
+ * preprocessing. */
+km_status km_model_score(const km_model *m, km_scoring s,
+                         const km_problem *pb, double *out,
+                         km_error *err) KM_MUST_CHECK;
+
+/*
+ * Cross-validation: how the rows are split into train and test folds.
+ *   KFOLD       folds parts of consecutive rows (sizes differ by at most
+ *               one, larger first), as scikit-learn's KFold; with
+ *               shuffle, the rows are permuted first by core's PRNG
+ *               seeded with seed (not numpy's: the same seed does not
+ *               give sklearn's folds; pass test_fold for those); with
+ *               stratified (classification), each class is spread over
+ *               the folds in turn, as StratifiedKFold
+ *   LOO         leave one out: n folds of one row
+ *   GCV         krr only: generalised cross-validation, one number per
+ *               alpha from the whole fit (no folds)
+ *   PREDEFINED  test_fold[i] is the fold of row i (0 .. folds-1), or -1
+ *               for a row always trained on, as PredefinedSplit
+ * A search of krr over LOO or GCV is closed-form: one eigendecomposition
+ * of K per kernel setting serves every alpha and output (the scores of
+ * LOO pooled over all n left-out predictions).
+ */
+typedef enum {
+    KM_CV_KFOLD,
+    KM_CV_LOO,
+    KM_CV_GCV,
+    KM_CV_PREDEFINED
+} km_cv_kind;
+
+typedef struct km_cv {
+    km_cv_kind kind;
+    size_t folds;         /* KFOLD: 2 .. n; PREDEFINED: set by the caller
+                             as 1 + the largest test_fold */
+    int shuffle;          /* KFOLD */
+    uint64_t seed;        /* KFOLD with shuffle */
+    int stratified;       /* KFOLD, classification only */
+    const int *test_fold; /* PREDEFINED: n entries, borrowed */
+} km_cv;
+
+/*
+ * A search: n_points candidates of one algorithm, each a kernel and a
+ * params struct (params: n_points structs of km_algorithm_params_size(a)
+ * bytes, one after the other), all scored by cross-validation with the
+ * same folds and preprocessing (fitted on each fold's training rows
+ * only, as a scikit-learn Pipeline inside GridSearchCV).
+ */
+typedef struct km_search_spec {
+    km_algorithm algo;
+    km_preprocess pre;
+    km_scoring scoring;
+    km_cv cv;
+    size_t n_points;
+    const km_kernel *kernels;
+    const void *params;
+} km_search_spec;
+
+/* Per point: the mean and (population) standard deviation of its fold
+ * scores, as GridSearchCV's mean_test_score and std_test_score (LOO
+ * and GCV: the pooled score, std 0), and the seconds its fits took
+ * (mean per fold; closed-form sweeps share theirs among the points).
+ * best: the first point of highest mean. */
+typedef struct km_search_result {
+    size_t n_points, n_splits;
+    double *mean, *std, *fit_seconds;
+    size_t best;
+} km_search_result;
+
+/* Checks the spec against pb (KM_EINVAL naming the field: no points,
+ * a point's kernel or params, the scoring; KM_EPROBLEM: more folds than
+ * rows, a stratified fold count above the smallest class's size, GCV
+ * for another algorithm than krr), then runs it. Progress goes over
+ * every (point, fold) fit; ctl may cancel. Caller owns out's arrays
+ * (km_search_result_cleanup, also on failure). */
+km_status km_search(const km_search_spec *s, const km_problem *pb,
+                    const km_fit_control *ctl, km_search_result *out,
+                    km_error *err) KM_MUST_CHECK;
+void km_search_result_cleanup(km_search_result *r);
+/* Peak bytes of km_search (admission control). */
+size_t km_search_bytes(const km_search_spec *s, const km_problem *pb);
+
+/*
+ * The record of a search kept in the model it chose (format version 2):
+ * which parameters varied (names as the API writes them: "alpha",
+ * "kernel.gamma"; at most 31 bytes of [A-Za-z0-9_.]), their values per
+ * point, and the result.
+ */
+#define KM_SEARCH_MAX_POINTS 10000
+#define KM_SEARCH_MAX_PARAMS 16
+typedef struct km_search_table {
+    km_scoring scoring;
+    km_cv_kind cv;
+    size_t n_splits;
+    size_t n_params;
+    char names[KM_SEARCH_MAX_PARAMS][32];
+    size_t n_points;      /* 1 .. KM_SEARCH_MAX_POINTS */
+    const double *values; /* n_points x n_params */
+    const double *mean, *std, *fit_seconds; /* n_points each */
+    size_t best;
+} km_search_table;
+/* Copies t into m (set before sharing); KM_EINVAL for bad sizes or names. */
+km_status km_model_set_search(km_model *m, const km_search_table *t,
+                              km_error *err) KM_MUST_CHECK;
+/* The model's search record (borrowed), or NULL. */
+const km_search_table *km_model_search(const km_model *m);
 
 /* ---------------------------------------------------------------- KRR */
 

@@ -121,12 +121,14 @@ size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
 }
 
 km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
-                 const km_problem *pb, const km_fit_control *ctl,
-                 km_model **out, km_error *err)
+                 const km_preprocess *pre, const km_problem *pb,
+                 const km_fit_control *ctl, km_model **out, km_error *err)
 {
     const km_algo *al = km_algo_of(a);
     if (!al)
         return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
+    if (pre && (pre->x != KM_SCALE_NONE || pre->center_y)) /* next commit */
+        return km_error_set(err, KM_EINVAL, "preprocess is not built yet");
     return al->fit(k, params, pb, ctl, out, err);
 }
 

@@ -224,7 +224,7 @@ START_TEST(descriptor_life_cycle)
     ck_assert_str_eq(err.message, "params.alpha must be a finite number > 0");
     kp.alpha = 0.5;
     km_model *a = NULL, *b = NULL;
-    ck_assert_int_eq(km_fit(KM_ALGO_KRR, &k, &kp, &pb, NULL, &a, NULL), KM_OK);
+    ck_assert_int_eq(km_fit(KM_ALGO_KRR, &k, &kp, NULL, &pb, NULL, &a, NULL), KM_OK);
     ck_assert_int_eq(km_krr_fit(&k, &kp, X, 5, 2, Y, 1, NULL, &b, NULL),
                      KM_OK);
     ck_assert_mem_eq(km_krr_dual_coef(a), km_krr_dual_coef(b),
@@ -235,7 +235,7 @@ START_TEST(descriptor_life_cycle)
     km_svm_params sp;
     km_algorithm_params_default(KM_ALGO_SVC, &sp);
     km_problem pc = {X, 5, 2, NULL, 0, labels, 2};
-    ck_assert_int_eq(km_fit(KM_ALGO_SVC, &k, &sp, &pc, NULL, &a, NULL), KM_OK);
+    ck_assert_int_eq(km_fit(KM_ALGO_SVC, &k, &sp, NULL, &pc, NULL, &a, NULL), KM_OK);
     ck_assert_int_eq(km_svc_fit(&k, &sp, X, 5, 2, labels, 2, NULL, &b, NULL),
                      KM_OK);
     double da[5], db[5];
@@ -246,7 +246,7 @@ START_TEST(descriptor_life_cycle)
     km_model_free(b);
     /* one class is a problem the prologue names for every classifier */
     pc.n_classes = 1;
-    ck_assert_int_eq(km_fit(KM_ALGO_SVC, &k, &sp, &pc, NULL, &a, &err),
+    ck_assert_int_eq(km_fit(KM_ALGO_SVC, &k, &sp, NULL, &pc, NULL, &a, &err),
                      KM_EPROBLEM);
     ck_assert_str_eq(err.message, "y has 1 distinct class; svc needs at "
                      "least 2");
