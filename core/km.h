@@ -70,6 +70,20 @@ typedef struct km_error {
     char message[256];
 } km_error;
 
+/* ---------------------------------------------------------------- random */
+
+/* Core's one PRNG (splitmix64), with its state in the caller's hands:
+ * fits and searches are repeatable and touch no global state. Seed s
+ * with any value. */
+typedef struct km_rng {
+    uint64_t s;
+} km_rng;
+uint64_t km_rng_next(km_rng *r);
+/* Uniform integer in [0, n), n > 0. */
+size_t km_rng_below(km_rng *r, size_t n);
+/* Uniform double in [-1, 1), a multiple of 2^-52. */
+double km_rng_uniform(km_rng *r);
+
 /* ---------------------------------------------------------------- kernels */
 
 /* KM_KERNEL_LINEAR = 0, ... in the order and with the stored ids of

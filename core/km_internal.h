@@ -59,17 +59,6 @@ double km_now(void);
 /* Calls the progress callback; nonzero means cancel. */
 int km_progress(const km_fit_control *ctl, double fraction);
 
-/* Core's one PRNG (splitmix64), with its state in the caller's hands:
- * fits are repeatable and touch no global state. Seed s with any value. */
-typedef struct km_rng {
-    uint64_t s;
-} km_rng;
-uint64_t km_rng_next(km_rng *r);
-/* Uniform integer in [0, n), n > 0. */
-size_t km_rng_below(km_rng *r, size_t n);
-/* Uniform double in [-1, 1), a multiple of 2^-52. */
-double km_rng_uniform(km_rng *r);
-
 /* Overflow-checked a*b*c element counts; returns 0 on overflow. */
 size_t km_mul3(size_t a, size_t b, size_t c);
 
