@@ -474,6 +474,12 @@ const char *km_scale_name(km_scale s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scale_parse(const char *name, km_scale *s);
 
+/* Bytes a fit's preprocessing adds to the algorithm's own peak
+ * (km_algorithm_fit_bytes): the scaled copy of X, the centered copy of y
+ * and the statistics; 0 for none (pre NULL or nothing asked). */
+size_t km_preprocess_fit_bytes(const km_preprocess *pre,
+                               const km_problem *pb);
+
 /*
  * What a model learnt of its preprocessing (borrowed views, valid while
  * the model lives). spec is what was asked ({KM_SCALE_NONE, 0} for a
