@@ -671,20 +671,24 @@ static km_status read_search(km_reader *r, km_model *m, km_error *err)
     if (r->failed)
         return km_error_set(err, KM_ECORRUPT, "model file: truncated search "
                             "record");
-    /* Bounded before anything is read into them or allocated. */
-    t.scoring = scoring < KM_SCORING_COUNT ? (km_scoring)scoring
-                                           : KM_SCORING_COUNT;
-    t.cv = cv <= KM_CV_PREDEFINED ? (km_cv_kind)cv : (km_cv_kind)(KM_CV_PREDEFINED + 1);
-    t.n_splits = n_splits > KM_MODEL_MAX_SAMPLES ? (size_t)KM_MODEL_MAX_SAMPLES + 1
-                                                 : (size_t)n_splits;
-    t.n_params = n_params > KM_SEARCH_MAX_PARAMS ? KM_SEARCH_MAX_PARAMS + 1
-                                                 : (size_t)n_params;
-    t.n_points = 1;
-    km_search_table head = t; /* the names are not read yet */
-    head.n_params = t.n_params > KM_SEARCH_MAX_PARAMS ? t.n_params : 0;
-    km_status st = check_search_head(&head, KM_ECORRUPT, "model file: ", err);
-    if (st != KM_OK)
-        return st;
+    if (scoring >= KM_SCORING_COUNT)
+        return km_error_set(err, KM_ECORRUPT, "model file: search scoring %u "
+                            "is not known", scoring);
+    if (cv > KM_CV_PREDEFINED)
+        return km_error_set(err, KM_ECORRUPT, "model file: search cv kind %u "
+                            "is not known", cv);
+    if (n_splits > KM_MODEL_MAX_SAMPLES)
+        return km_error_set(err, KM_ECORRUPT, "model file: search n_splits "
+                            "%llu is above %zu", (unsigned long long)n_splits,
+                            KM_MODEL_MAX_SAMPLES);
+    if (n_params > KM_SEARCH_MAX_PARAMS)
+        return km_error_set(err, KM_ECORRUPT, "model file: search has %llu "
+                            "parameters (at most %d)",
+                            (unsigned long long)n_params, KM_SEARCH_MAX_PARAMS);
+    t.scoring = (km_scoring)scoring;
+    t.cv = (km_cv_kind)cv;
+    t.n_splits = (size_t)n_splits;
+    t.n_params = (size_t)n_params;
     for (size_t i = 0; i < t.n_params; i++) {
         km_read_str(r, t.names[i], 31);
         if (r->failed)
@@ -696,7 +700,12 @@ static km_status read_search(km_reader *r, km_model *m, km_error *err)
     if (r->failed)
         return km_error_set(err, KM_ECORRUPT, "model file: truncated search "
                             "record");
-    t.n_points = n_points > KM_SEARCH_MAX_POINTS ? 0 : (size_t)n_points;
+    if (n_points > KM_SEARCH_MAX_POINTS)
+        return km_error_set(err, KM_ECORRUPT, "model file: search n_points "
+                            "%llu is outside 1..%d",
+                            (unsigned long long)n_points, KM_SEARCH_MAX_POINTS);
+    t.n_points = (size_t)n_points;
+    km_status st;
     if ((st = check_search_head(&t, KM_ECORRUPT, "model file: ", err)) != KM_OK)
         return st;
     size_t np = t.n_points, nv = np * t.n_params;
@@ -727,7 +736,13 @@ static km_status read_search(km_reader *r, km_model *m, km_error *err)
     t.mean = data + nv;
     t.std = data + nv + np;
     t.fit_seconds = data + nv + 2 * np;
-    t.best = best >= np ? np : (size_t)best;
+    if (best >= np) {
+        free(data);
+        return km_error_set(err, KM_ECORRUPT, "model file: search best %llu "
+                            "is not a point (n_points %zu)",
+                            (unsigned long long)best, np);
+    }
+    t.best = (size_t)best;
     if ((st = check_search_values(&t, KM_ECORRUPT, "model file: ", err)) !=
         KM_OK) {
         free(data);
