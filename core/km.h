@@ -248,7 +248,8 @@ typedef struct km_model km_model;
  * (VALUES, SCORES, PROBABILITIES, PROJECTIONS, INVERSE); out gets n rows
  * of what the typed function writes (km_krr_predict, km_svc_decision,
  * ...). KM_EINVAL when the model's algorithm does not answer it.
- * km_predict_labels: class indices into the model's labels.
+ * km_predict_labels: class indices into the model's labels. Both apply
+ * the model's preprocessing (km_model_preprocess) to X first.
  */
 /* KM_OUT_* flags of what m can answer: its algorithm's outputs less those
  * its fit did not prepare (an svc fitted without probability, a kpca
@@ -455,7 +456,9 @@ km_status km_check_matrix(const char *what, const double *X, size_t n,
  *   center_y  regression only (models that answer KM_OUT_VALUES): the
  *             fit sees y - mean(y) (per output); predictions add the
  *             mean back: an unpenalised intercept.
- * A kpca model's inverse map answers in the original units.
+ * A kpca model's inverse map answers in the original units. y_mean is
+ * added to KM_OUT_VALUES answers only: scores (svr's decision values)
+ * stay in the model's space.
  */
 typedef enum {
     KM_SCALE_NONE = 0,
