@@ -328,7 +328,8 @@ static size_t block_rows(size_t d)
     return r ? r : 1;
 }
 
-/* Values per row of answer (what the typed functions write, km.h). */
+/* Values per row of answer (what the typed functions write, km.h); 0
+ * when unknown. */
 static size_t answer_width(const km_model *m, unsigned answer)
 {
     size_t k = km_model_n_labels(m);
@@ -365,7 +366,9 @@ km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
     if (s->x_shift) {
         if ((st = km_model_check_input(m, X, n, d, err)) != KM_OK)
             return st;
-        size_t b = block_rows(d);
+        /* Without the row width (a classifier whose labels were not set:
+         * its class count is the payload's) the rows go in one block. */
+        size_t b = w ? block_rows(d) : n;
         double *T = malloc(km_mul3(b < n ? b : n, d, sizeof *T));
         if (!T)
             return km_error_set(err, KM_ENOMEM, "out of memory for X's "
