@@ -442,6 +442,61 @@ START_TEST(typed_predict_model_space)
 }
 END_TEST
 
+/* More rows than one block of the scaled copy (km_pre.c: 2^17 values,
+ * 4228 rows of 31 features): every block's answers land in their rows.
+ * The test rows repeated 200 times answer as the 50 rows do (to 1e-12:
+ * BLAS may round another batch shape differently). */
+START_TEST(many_rows_in_blocks)
+{
+    static const size_t cases[] = {4, 2}; /* svc_std; krr_std_cy (2 outputs) */
+    for (size_t c_i = 0; c_i < 2; c_i++) {
+        const pre_case *c = &CASES[cases[c_i]];
+        data dt = make_data(c->data);
+        km_error err;
+        km_status st;
+        km_model *m = fit_case(c, &dt, &err, &st);
+        ck_assert_int_eq(st, KM_OK);
+        if (c->algo == KM_ALGO_SVC) {
+            const char *labels[2] = {"0", "1"};
+            ck_assert_int_eq(km_model_set_labels(m, labels, 2, 1, NULL), KM_OK);
+        }
+        size_t d = dt.d, reps = 200, n = N_TEST * reps, w = dt.m ? dt.m : 1;
+        double *X = malloc(n * d * sizeof *X);
+        for (size_t r = 0; r < reps; r++)
+            memcpy(X + r * N_TEST * d, dt.X + N_TRAIN * d,
+                   N_TEST * d * sizeof *X);
+        unsigned answer = c->algo == KM_ALGO_SVC ? KM_OUT_SCORES : KM_OUT_VALUES;
+        double *big = malloc(n * w * sizeof *big), one[N_TEST * 2];
+        ck_assert_int_eq(km_predict(m, answer, X, n, big, &err), KM_OK);
+        ck_assert_int_eq(km_predict(m, answer, X, N_TEST, one, &err), KM_OK);
+        for (size_t i = 0; i < n * w; i++)
+            ck_assert_msg(fabs(big[i] - one[i % (N_TEST * w)]) <=
+                          1e-12 * fmax(1, fabs(one[i % (N_TEST * w)])),
+                          "%s: value %zu", c->name, i);
+        if (c->algo == KM_ALGO_SVC) {
+            int *lab = malloc(n * sizeof *lab), l1[N_TEST];
+            ck_assert_int_eq(km_predict_labels(m, X, n, lab, &err), KM_OK);
+            ck_assert_int_eq(km_predict_labels(m, X, N_TEST, l1, &err), KM_OK);
+            for (size_t i = 0; i < n; i++)
+                ck_assert_int_eq(lab[i], l1[i % N_TEST]);
+            free(lab);
+        }
+        /* an entry far outside the scaling (mean smoothness, std about
+         * 0.014: 1e308 scales past the doubles) is named */
+        size_t j = c->data == D_CLS ? 4 : 3;
+        X[(n - 1) * d + j] = 1e308;
+        ck_assert_int_eq(km_predict(m, answer, X, n, big, &err), KM_EINVAL);
+        char want[64];
+        snprintf(want, sizeof want, "X[%zu][%zu]", n - 1, j);
+        ck_assert_msg(strstr(err.message, want), "%s", err.message);
+        free(big);
+        free(X);
+        km_model_free(m);
+        free_data(&dt);
+    }
+}
+END_TEST
+
 /* What km_fit refuses, and the generic sizes. */
 START_TEST(checks_and_sizes)
 {
@@ -977,6 +1032,7 @@ static Suite *pre_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, against_sklearn, 0, (int)N_CASES);
     tcase_add_test(tc, typed_predict_model_space);
+    tcase_add_test(tc, many_rows_in_blocks);
     tcase_add_test(tc, checks_and_sizes);
     tcase_add_test(tc, search_record_round_trip);
     tcase_add_test(tc, version_1_loads);
