@@ -1,7 +1,8 @@
 /*
  * api_fit.c - fit requests.
  *
- * A fit body is {"algorithm", "kernel", "params", "X", "y", "async"}.
+ * A fit body is {"algorithm", "kernel", "params", "preprocess", "X", "y",
+ * "async"}.
  * Unknown fields are refused, so a misspelt parameter is an error rather
  * than a silently ignored default. params are read by the algorithm's
  * schema (api_schema.c); ranges are checked by core's own check functions
@@ -294,13 +295,44 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
     return fa->check_after_targets ? run_check(req, e) : 0;
 }
 
+/* "preprocess": {"scale", "center_y"}, read by its schema; center_y only
+ * for an algorithm that predicts values (core's KM_OUT_VALUES). */
+static int parse_preprocess(const cJSON *pre, api_fit_request *req,
+                            api_error *e)
+{
+    const api_schema *s = api_schema_preprocess();
+    memset(&req->pre, 0, sizeof req->pre);
+    if (!pre)
+        return 0;
+    if (!cJSON_IsObject(pre))
+        return api_invalid(e, "preprocess must be an object, not %s",
+                           api_type_name(pre));
+    if (api_schema_check_keys(pre, "preprocess", s, e) ||
+        api_schema_read(pre, "preprocess", s, &req->pre, req->n, e))
+        return -1;
+    if (req->pre.center_y &&
+        !(km_algorithm_outputs(req->algo) & KM_OUT_VALUES)) {
+        char list[64] = "";
+        for (int a = 0; a < KM_ALGO_COUNT; a++)
+            if (km_algorithm_outputs((km_algorithm)a) & KM_OUT_VALUES)
+                snprintf(list + strlen(list), sizeof list - strlen(list),
+                         "%s%s", list[0] ? ", " : "",
+                         km_algorithm_name((km_algorithm)a));
+        return api_invalid(e, "preprocess.center_y applies to algorithms "
+                           "that predict values (%s), not %s", list,
+                           km_algorithm_name(req->algo));
+    }
+    return 0;
+}
+
 const char *const api_fit_matrix_keys[] = {"X", NULL};
 
 int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
 {
     const cJSON *root = body->root;
-    static const char *const keys[] = {"algorithm", "kernel", "params", "X",
-                                       "y", "async", NULL};
+    static const char *const keys[] = {"algorithm", "kernel", "params",
+                                       "preprocess", "X", "y", "async",
+                                       NULL};
     char algos[128];
     memset(req, 0, sizeof *req);
     km_kernel_init(&req->kernel, KM_KERNEL_LINEAR);
@@ -321,7 +353,9 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
     if (params && !cJSON_IsObject(params))
         return api_invalid(e, "params must be an object, not %s",
                            api_type_name(params));
-    if (api_opt_bool(root, "", "async", &req->async, e))
+    if (api_opt_bool(root, "", "async", &req->async, e) ||
+        parse_preprocess(cJSON_GetObjectItemCaseSensitive(root, "preprocess"),
+                         req, e))
         return -1;
     if (api_body_matrix(body, "X", 0, &req->X, &req->n, &req->d, e))
         return -1;
@@ -332,7 +366,8 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
 size_t api_fit_bytes(const api_fit_request *req)
 {
     km_problem pb = problem_of(req);
-    return km_algorithm_fit_bytes(req->algo, req->params, &pb);
+    return km_algorithm_fit_bytes(req->algo, req->params, &pb) +
+           km_preprocess_fit_bytes(&req->pre, &pb);
 }
 
 int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
@@ -340,8 +375,8 @@ int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
 {
     km_error kerr = {KM_OK, ""};
     km_problem pb = problem_of(req);
-    km_status st = km_fit(req->algo, &req->kernel, req->params, NULL, &pb, ctl, out,
-                          &kerr);
+    km_status st = km_fit(req->algo, &req->kernel, req->params, &req->pre, &pb, ctl,
+                          out, &kerr);
     if (st == KM_OK && fit_algos[req->algo].targets == TARGETS_LABELS &&
         (st = km_model_set_labels(*out, (const char *const *)req->labels,
                                   req->n_labels, req->labels_numeric,

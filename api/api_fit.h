@@ -38,6 +38,7 @@ typedef struct api_fit_request {
     size_t n_labels;
     int labels_numeric;
     double *class_weight; /* svc: one weight per label, or NULL */
+    km_preprocess pre;    /* "preprocess"; none when absent */
     int async;
 } api_fit_request;
 

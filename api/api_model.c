@@ -212,6 +212,39 @@ static cJSON *info_json(const km_info *info)
     return o;
 }
 
+static cJSON *numbers_json(const double *v, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, api_json_number(v[i]));
+    return a;
+}
+
+/* {"scale", "center_y"} through the preprocess schema, and the
+ * statistics (read-only rows) where they apply. */
+cJSON *api_preprocess_json(const km_model *m)
+{
+    const api_schema *s = api_schema_preprocess();
+    km_preprocess_view v = km_model_preprocess(m);
+    size_t nf = km_model_n_features(m), no = km_model_n_outputs(m);
+    cJSON *o = cJSON_CreateObject();
+    for (const api_param *r = s->rows; o && r->key; r++) {
+        if (r->type != API_READ_ONLY) {
+            cJSON_AddItemToObject(o, r->key, api_schema_value_json(r, &v.spec));
+            continue;
+        }
+        const double *vals = !strcmp(r->key, "x_shift")   ? v.x_shift
+                             : !strcmp(r->key, "x_scale") ? v.x_scale
+                             : !strcmp(r->key, "y_mean")  ? v.y_mean
+                                                          : NULL;
+        if (vals)
+            cJSON_AddItemToObject(o, r->key, numbers_json(
+                                      vals, !strcmp(r->key, "y_mean") ? no
+                                                                      : nf));
+    }
+    return o;
+}
+
 void api_format_time(long long unix_ms, char *buf, size_t len)
 {
     time_t s = (time_t)(unix_ms / 1000);
@@ -261,6 +294,7 @@ cJSON *api_model_json(const km_model *m)
                             km_algorithm_name(km_model_algorithm(m)));
     cJSON_AddItemToObject(o, "kernel", api_kernel_json(km_model_kernel(m)));
     cJSON_AddItemToObject(o, "params", info_json(km_model_params(m)));
+    cJSON_AddItemToObject(o, "preprocess", api_preprocess_json(m));
     cJSON_AddItemToObject(o, "n_features",
                           api_json_number((double)km_model_n_features(m)));
     cJSON_AddItemToObject(o, "n_samples",

@@ -24,6 +24,11 @@ cJSON *api_kernel_json(const km_kernel *k);
 /* The <metadata> object of API.md; NULL on OOM. */
 cJSON *api_model_json(const km_model *m);
 
+/* The model's preprocessing as metadata shows it: {"scale", "center_y"}
+ * and, where they apply, "x_shift", "x_scale" (n_features each) and
+ * "y_mean" (n_outputs), numbers exact. NULL on OOM. */
+cJSON *api_preprocess_json(const km_model *m);
+
 /* {"name":..,"version":..} for predict answers. */
 cJSON *api_model_ref_json(const km_model *m);
 

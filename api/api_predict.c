@@ -109,9 +109,16 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
                                                    : KERNEL_BLOCK_VALUES;
     if (block < ns)
         block = ns;
+    /* the scaled copy of X's rows, one block at a time (km_pre.c: about
+     * 2^17 values, at least one row) */
+    size_t scaled = 0;
+    if (km_model_preprocess(m).x_shift) {
+        size_t per = ((size_t)1 << 17) / nf ? ((size_t)1 << 17) / nf : 1;
+        scaled = (rows < per ? rows : per) * nf * sizeof(double);
+    }
     return len + numbers * sizeof(double) +
            rows * width * (sizeof(double) + TEXT_PER_VALUE) +
-           rows * sizeof(int) + block * sizeof(double);
+           rows * sizeof(int) + block * sizeof(double) + scaled;
 }
 
 /* Reads X or instances (not both), of expect_d columns. */

@@ -40,6 +40,11 @@ const char *api_kernel_type_name(int t)
     return km_kernel_type_name((km_kernel_type)t);
 }
 
+static const char *scale_name(int s)
+{
+    return km_scale_name((km_scale)s);
+}
+
 static const char *kpca_solver_name(int s)
 {
     return km_kpca_solver_name((km_kpca_solver)s);
@@ -145,6 +150,39 @@ _Static_assert(sizeof params_schemas / sizeof *params_schemas ==
                KM_ALGO_COUNT, "one params schema per algorithm");
 _Static_assert(sizeof(km_kpca_solver) == sizeof(int),
                "API_ENUM fields are int-sized");
+
+/* ---------------------------------------------------------------- preprocess */
+
+static const api_param preprocess_rows[] = {
+    {.key = "scale", .type = API_ENUM, FIELD(km_preprocess, x),
+     .names = scale_name, .count = KM_SCALE_COUNT,
+     .doc = "per feature, learnt from the training rows: standardize "
+            "(x - mean) / std (population std; 1 for a constant feature), "
+            "minmax to [-1, 1] (a constant feature to -1)"},
+    {.key = "center_y", .type = API_BOOL, FIELD(km_preprocess, center_y),
+     .doc = "krr, svr: fit y - mean(y), add the mean to predictions"},
+    {.key = "x_shift", .type = API_READ_ONLY,
+     .doc = "metadata only, with a scale: x' = (x - x_shift) / x_scale"},
+    {.key = "x_scale", .type = API_READ_ONLY,
+     .doc = "metadata only, with a scale; every value > 0"},
+    {.key = "y_mean", .type = API_READ_ONLY,
+     .doc = "metadata only, with center_y: one per output"},
+    {0},
+};
+
+static void preprocess_defaults(void *p)
+{
+    memset(p, 0, sizeof(km_preprocess));
+}
+
+static const api_schema preprocess_schema = {
+    preprocess_rows, sizeof(km_preprocess), preprocess_defaults};
+_Static_assert(sizeof(km_scale) == sizeof(int), "API_ENUM fields are int-sized");
+
+const api_schema *api_schema_preprocess(void)
+{
+    return &preprocess_schema;
+}
 
 const api_schema *api_schema_params(km_algorithm a)
 {
@@ -267,7 +305,8 @@ int api_schema_check_keys(const cJSON *obj, const char *path,
     const char *keys[MAX_ROWS + 1];
     size_t n = 0;
     for (const api_param *r = s->rows; r->key && n < MAX_ROWS; r++)
-        keys[n++] = r->key;
+        if (r->type != API_READ_ONLY)
+            keys[n++] = r->key;
     keys[n] = NULL;
     return api_check_keys(obj, path, keys, e);
 }
@@ -486,7 +525,8 @@ static cJSON *property_json(const api_schema *s, const api_param *r,
         [API_NUMBER] = "number", [API_INTEGER] = "integer",
         [API_BOOL] = "boolean", [API_ENUM] = "string",
         [API_DISCRIMINATOR] = "string", [API_LABEL_WEIGHTS] = "object",
-        [API_PARTS] = "array", [API_PART_WEIGHTS] = "array"};
+        [API_PARTS] = "array", [API_PART_WEIGHTS] = "array",
+        [API_READ_ONLY] = "array"};
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
@@ -511,6 +551,10 @@ static cJSON *property_json(const api_schema *s, const api_param *r,
     case API_PART_WEIGHTS:
         add_numbers(o, "items", r);
         break;
+    case API_READ_ONLY:
+        add_numbers(o, "items", r);
+        cJSON_AddTrueToObject(o, "readOnly");
+        break;
     default:
         add_range(o, r);
         break;
@@ -520,14 +564,15 @@ static cJSON *property_json(const api_schema *s, const api_param *r,
     cJSON *def = NULL;
     if (s == &kernel_schema)
         def = kernel_default(r);
-    else if (!r->required && !r->data_default)
+    else if (!r->required && !r->data_default && r->type != API_READ_ONLY)
         def = api_schema_value_json(r, defaults);
     if (def)
         cJSON_AddItemToObject(o, "default", def);
     return o;
 }
 
-static cJSON *schema_json(const api_schema *s, const char *algorithm)
+static cJSON *schema_json(const api_schema *s, const char *algorithm,
+                          int closed)
 {
     _Alignas(max_align_t) unsigned char defaults[256];
     if (s->size > sizeof defaults)
@@ -542,10 +587,10 @@ static cJSON *schema_json(const api_schema *s, const char *algorithm)
         return NULL;
     }
     cJSON_AddStringToObject(o, "type", "object");
-    if (algorithm) {
+    if (algorithm || closed)
         cJSON_AddFalseToObject(o, "additionalProperties");
+    if (algorithm)
         cJSON_AddStringToObject(o, "x-algorithm", algorithm);
-    }
     for (const api_param *r = s->rows; r->key; r++) {
         cJSON_AddItemToObject(props, r->key, property_json(s, r, defaults));
         if (r->required)
@@ -564,13 +609,16 @@ cJSON *api_schema_openapi(void)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON_AddItemToObject(o, "Kernel", schema_json(&kernel_schema, NULL));
+    cJSON_AddItemToObject(o, "Kernel", schema_json(&kernel_schema, NULL, 0));
+    cJSON_AddItemToObject(o, "Preprocess",
+                          schema_json(&preprocess_schema, NULL, 1));
     for (int a = 0; a < KM_ALGO_COUNT; a++) {
         const char *name = km_algorithm_name((km_algorithm)a);
         char title[64];
         snprintf(title, sizeof title, "%c%sParams",
                  name[0] - 'a' + 'A', name + 1);
-        cJSON_AddItemToObject(o, title, schema_json(&params_schemas[a], name));
+        cJSON_AddItemToObject(o, title,
+                              schema_json(&params_schemas[a], name, 1));
     }
     return o;
 }

@@ -38,7 +38,10 @@ typedef enum {
     API_LABEL_WEIGHTS, /* svc class_weight: an object of label to weight,
                           read after y (api_fit.c); a const double * */
     API_PARTS,         /* a composite kernel's parts ("kernels") */
-    API_PART_WEIGHTS   /* one number per part ("weights"); NULL: all 1 */
+    API_PART_WEIGHTS,  /* one number per part ("weights"); NULL: all 1 */
+    API_READ_ONLY      /* an array of numbers metadata shows and a request
+                          may not give (preprocess.x_shift); the writer's
+                          caller fills it */
 } api_param_type;
 
 typedef enum {
@@ -81,6 +84,10 @@ typedef struct api_schema {
     void (*defaults)(void *params);
 } api_schema;
 
+/* The schema of a fit's "preprocess" object (a km_preprocess: scale,
+ * center_y) and of the statistics metadata adds to it (read-only rows). */
+const api_schema *api_schema_preprocess(void);
+
 /* The schema of an algorithm's params; NULL for a value out of range. */
 const api_schema *api_schema_params(km_algorithm a);
 /* The schema of kernel objects; api_schema_kernel_keys says which rows a
@@ -94,7 +101,8 @@ int api_schema_kernel_takes(km_kernel_type t, const char *key);
 const api_param *api_schema_find(const api_schema *s, const char *key);
 
 /* Refuses members of obj that are not rows of s ("params.alhpa is not a
- * known field; expected one of: alpha"). */
+ * known field; expected one of: alpha"); read-only rows are not fields a
+ * request may give. */
 int api_schema_check_keys(const cJSON *obj, const char *path,
                           const api_schema *s, api_error *e);
 
@@ -124,7 +132,8 @@ const char *api_kernel_type_name(int t);
 
 /*
  * The OpenAPI 3.0 schema objects of the tables: {"Kernel": {...},
- * "KrrParams": {...}, ...}, each with type, properties (type, minimum,
+ * "Preprocess": {...}, "KrrParams": {...}, ...}, each with type,
+ * properties (type, minimum,
  * maximum, exclusiveMinimum, enum, default, items, and the row's doc as
  * description), required, and "x-algorithm" on params. Caller owns the
  * result (cJSON_Delete); NULL when out of memory.

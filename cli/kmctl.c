@@ -55,8 +55,8 @@ enum {
 
 typedef struct args {
     const char *server, *token, *cacert;
-    const char *algorithm, *kernel, *target, *output;
-    int async, inverse, json;
+    const char *algorithm, *kernel, *target, *output, *scale;
+    int async, inverse, json, center_y;
     long batch;
     cJSON *kernel_params; /* from --gamma, --sigma, --degree, --coef0 */
     cJSON *params;        /* from --C, --alpha, ..., --param */
@@ -106,6 +106,12 @@ static const struct opt {
     {"param", "KEY=VALUE", F_FIT, O_PARAM_KV, 0, NULL,
      "any other parameter; VALUE is JSON if it parses, else a string "
      "(--param shrinking=false --param 'class_weight={\"1\":2}'); repeatable"},
+    {"scale", "NAME", F_FIT, O_STR, A(scale), NULL,
+     "standardize (each feature to mean 0, std 1) or minmax (to [-1, 1]), "
+     "learnt from the training rows and kept in the model: predictions "
+     "scale their input the same way"},
+    {"center-y", NULL, F_FIT, O_FLAG, A(center_y), NULL,
+     "krr, svr: fit y less its mean, and add the mean to predictions"},
     {"target", "COLUMN", F_FIT | F_PREDICT | F_PROJECT, O_STR, A(target), NULL,
      "fit: the target column (default: the last); predict, project: a "
      "column to leave out"},
@@ -634,6 +640,13 @@ static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
     }
     if (cJSON_GetArraySize(a->params))
         cJSON_AddItemToObject(body, "params", cJSON_Duplicate(a->params, 1));
+    if (a->scale || a->center_y) { /* the server checks the name */
+        cJSON *pre = cJSON_AddObjectToObject(body, "preprocess");
+        if (pre && a->scale)
+            cJSON_AddStringToObject(pre, "scale", a->scale);
+        if (pre && a->center_y)
+            cJSON_AddTrueToObject(pre, "center_y");
+    }
     cJSON_AddRawToObject(body, "X", x.data);
     ctl_buf_cleanup(&x);
     if (target >= 0 && takes_target) {

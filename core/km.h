@@ -262,7 +262,8 @@ typedef struct km_model km_model;
  * (VALUES, SCORES, PROBABILITIES, PROJECTIONS, INVERSE); out gets n rows
  * of what the typed function writes (km_krr_predict, km_svc_decision,
  * ...). KM_EINVAL when the model's algorithm does not answer it.
- * km_predict_labels: class indices into the model's labels.
+ * km_predict_labels: class indices into the model's labels. Both apply
+ * the model's preprocessing (km_model_preprocess) to X first.
  */
 /* KM_OUT_* flags of what m can answer: its algorithm's outputs less those
  * its fit did not prepare (an svc fitted without probability, a kpca
@@ -469,7 +470,9 @@ km_status km_check_matrix(const char *what, const double *X, size_t n,
  *   center_y  regression only (models that answer KM_OUT_VALUES): the
  *             fit sees y - mean(y) (per output); predictions add the
  *             mean back: an unpenalised intercept.
- * A kpca model's inverse map answers in the original units.
+ * A kpca model's inverse map answers in the original units. y_mean is
+ * added to KM_OUT_VALUES answers only: scores (svr's decision values)
+ * stay in the model's space.
  */
 typedef enum {
     KM_SCALE_NONE = 0,
@@ -487,6 +490,12 @@ typedef struct km_preprocess {
 const char *km_scale_name(km_scale s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scale_parse(const char *name, km_scale *s);
+
+/* Bytes a fit's preprocessing adds to the algorithm's own peak
+ * (km_algorithm_fit_bytes): the scaled copy of X, the centered copy of y
+ * and the statistics; 0 for none (pre NULL or nothing asked). */
+size_t km_preprocess_fit_bytes(const km_preprocess *pre,
+                               const km_problem *pb);
 
 /*
  * What a model learnt of its preprocessing (borrowed views, valid while

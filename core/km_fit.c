@@ -50,16 +50,12 @@ static km_status check_data(const km_problem *pb, km_error *err)
     return st;
 }
 
-km_status km_fit_begin(km_fit_frame *f, km_algorithm a, const km_kernel *kernel,
-                       const void *params, const km_problem *pb,
-                       km_error *err)
+km_status km_fit_validate(km_algorithm a, const km_kernel *kernel,
+                          const void *params, const km_problem *pb,
+                          km_error *err)
 {
     const km_algo *al = km_algo_of(a);
     km_status st;
-    memset(f, 0, sizeof *f);
-    f->t0 = km_now();
-    f->algo = a;
-    km_kernel_init(&f->k, KM_KERNEL_LINEAR);
     if (!al)
         return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
     if ((st = km_kernel_check(kernel, err)) != KM_OK)
@@ -74,8 +70,21 @@ km_status km_fit_begin(km_fit_frame *f, km_algorithm a, const km_kernel *kernel,
                             pb->n_classes == 1 ? "" : "es",
                             km_algorithm_name(a));
     if ((st = al->check(params, pb, err)) != KM_OK ||
-        (st = check_sizes(pb, err)) != KM_OK ||
-        (st = check_data(pb, err)) != KM_OK)
+        (st = check_sizes(pb, err)) != KM_OK)
+        return st;
+    return check_data(pb, err);
+}
+
+km_status km_fit_begin(km_fit_frame *f, km_algorithm a, const km_kernel *kernel,
+                       const void *params, const km_problem *pb,
+                       km_error *err)
+{
+    km_status st;
+    memset(f, 0, sizeof *f);
+    f->t0 = km_now();
+    f->algo = a;
+    km_kernel_init(&f->k, KM_KERNEL_LINEAR);
+    if ((st = km_fit_validate(a, kernel, params, pb, err)) != KM_OK)
         return st;
     if ((st = km_kernel_copy(&f->k, kernel, err)) != KM_OK) {
         km_kernel_init(&f->k, KM_KERNEL_LINEAR);

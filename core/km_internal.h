@@ -287,6 +287,54 @@ km_status km_model_expect_input(const km_model *m, km_algorithm a,
                                 const char *op, const double *X, size_t n,
                                 km_error *err);
 
+/*
+ * What a model keeps of its preprocessing (km_pre.c): what was asked and
+ * the statistics learnt from the training rows, owned (NULL where they do
+ * not apply). x' = (x - x_shift) / x_scale; value = model value + y_mean.
+ */
+typedef struct km_pre_stats {
+    km_preprocess spec;
+    double *x_shift, *x_scale; /* n_features each, when spec.x != NONE */
+    double *y_mean;            /* n_outputs, when spec.center_y */
+} km_pre_stats;
+
+/* The model's own (km_model.c); a fit sets it before sharing. */
+const km_pre_stats *km_model_pre(const km_model *m);
+km_pre_stats *km_model_pre_mut(km_model *m);
+
+void km_pre_stats_cleanup(km_pre_stats *s);
+/* Heap bytes of s for a model of nf features and no outputs. */
+size_t km_pre_stats_bytes(const km_pre_stats *s, size_t nf, size_t no);
+/* The file's preprocessing section (format version 2): u32 scale, u32
+ * center_y, then f64s shift and scale (nf each) when scale is not none,
+ * f64s y_mean (no) with center_y. */
+void km_pre_write(km_writer *w, const km_pre_stats *s, size_t nf, size_t no);
+/* Reads and checks it (known scale, center_y 0 or 1 and only for an
+ * algorithm that answers values, every number finite, every scale > 0):
+ * KM_ECORRUPT naming what is wrong. s is filled also on failure (the
+ * caller cleans it up). */
+km_status km_pre_read(km_reader *r, km_pre_stats *s, km_algorithm a,
+                      size_t nf, size_t no, km_error *err);
+/* Bytes the section takes in a file with these sizes: [*lo, *hi]. */
+void km_pre_file_range(uint64_t nf, uint64_t no, uint64_t *lo, uint64_t *hi);
+
+/* km_fit with a preprocessing that does something (km_pre.c). */
+km_status km_pre_fit(km_algorithm a, const km_kernel *k, const void *params,
+                     const km_preprocess *pre, const km_problem *pb,
+                     const km_fit_control *ctl, km_model **out,
+                     km_error *err);
+/* km_predict and km_predict_labels through a model's preprocessing: fn
+ * (or labels) is the descriptor's function for answer. */
+km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
+                         const double *X, size_t n, double *out,
+                         km_error *err);
+km_status km_pre_predict_labels(const km_model *m,
+                                km_status (*labels)(const km_model *,
+                                                    const double *, size_t,
+                                                    int *, km_error *),
+                                const double *X, size_t n, int *out,
+                                km_error *err);
+
 /* b^e for a whole e >= 0, by squaring. */
 static inline double km_ipow(double b, int e)
 {
@@ -308,6 +356,13 @@ typedef struct km_fit_frame {
     double t0;   /* km_now() at the start */
     km_kernel k; /* the caller's kernel, copied, default gamma resolved */
 } km_fit_frame;
+
+/* The checks of km_fit_begin, in its order, without the kernel's copy and
+ * the scale check: what km_fit runs before it computes a preprocessing's
+ * statistics from pb (so never from data that are not finite). */
+km_status km_fit_validate(km_algorithm a, const km_kernel *kernel,
+                          const void *params, const km_problem *pb,
+                          km_error *err);
 
 /*
  * The prologue of every fit: checks the kernel, the problem (sizes within

@@ -7,14 +7,23 @@
  * KM_ALGO_MAP). Models are built by a fit or a load and not changed after
  * they are shared.
  *
- * File format (version 1), all integers and doubles little-endian:
+ * File format (version 2), all integers and doubles little-endian:
  *   "KMSM"  u32 format version
  *   u32 algorithm  u64 n_features  u64 n_samples  u64 n_outputs
  *   str name  u64 version  u64 created_at_ms
  *   kernel (recursive)  info params  info training
  *   u64 n_labels  u32 numeric  str label...
+ *   preprocessing (km_pre.c): u32 scale  u32 center_y
+ *     [f64s shift  f64s scale: n_features each, when scale is not none]
+ *     [f64s y_mean: n_outputs, with center_y]
+ *   search record: u32 present; if 1: u32 scoring  u32 cv kind
+ *     u64 n_splits  u64 n_params  str name * n_params  u64 n_points
+ *     f64s values (n_points * n_params)  f64s mean  f64s std
+ *     f64s fit_seconds (n_points each)  u64 best
  *   payload (the algorithm's own)
  *   u32 CRC-32 of every byte before it
+ * Version 1 is the same without the preprocessing and search sections;
+ * this build reads both and writes 2.
  * A file is input like any other (a replica, an operator or an attacker
  * may have written it), so loading checks, in this order: the fixed
  * header (magic, format version, algorithm, sizes within the bounds of
@@ -34,7 +43,9 @@
 #include "km_internal.h"
 
 #define MAGIC "KMSM"
-#define FORMAT_VERSION 1u
+#define FORMAT_VERSION 2u
+/* The oldest version this build reads. */
+#define FORMAT_OLDEST 1u
 /* Bytes of a file whose size the header does not fix, beyond the labels
  * and figures counted apart: the name (64), a kernel tree (at most 16^4
  * leaves under three levels of sums: under 12 MiB) and kpca's inverse
@@ -52,6 +63,12 @@ struct km_model {
     char **labels; /* n_labels strings, owned */
     size_t n_labels;
     int labels_numeric;
+    km_pre_stats pre;
+    /* The search record (km_model_set_search): search.values, mean, std
+     * and fit_seconds point into search_data, which the model owns. */
+    int has_search;
+    km_search_table search;
+    double *search_data;
     void *payload;
 };
 
@@ -127,8 +144,8 @@ km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
     const km_algo *al = km_algo_of(a);
     if (!al)
         return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
-    if (pre && (pre->x != KM_SCALE_NONE || pre->center_y)) /* next commit */
-        return km_error_set(err, KM_EINVAL, "preprocess is not built yet");
+    if (pre && (pre->x != KM_SCALE_NONE || pre->center_y))
+        return km_pre_fit(a, k, params, pre, pb, ctl, out, err);
     return al->fit(k, params, pb, ctl, out, err);
 }
 
@@ -153,6 +170,8 @@ km_status km_predict(const km_model *m, unsigned answer, const double *X,
         return km_error_set(err, KM_EINVAL, "a %s model does not answer "
                             "that (outputs 0x%x)",
                             km_algorithm_name(m->algo), al ? al->outputs : 0);
+    if (m->pre.x_shift || m->pre.y_mean)
+        return km_pre_predict(m, answer, fn, X, n, out, err);
     return fn(m, X, n, out, err);
 }
 
@@ -163,6 +182,8 @@ km_status km_predict_labels(const km_model *m, const double *X, size_t n,
     if (!al || !al->labels)
         return km_error_set(err, KM_EINVAL, "a %s model answers no labels",
                             km_algorithm_name(m->algo));
+    if (m->pre.x_shift)
+        return km_pre_predict_labels(m, al->labels, X, n, out, err);
     return al->labels(m, X, n, out, err);
 }
 
@@ -407,6 +428,8 @@ void km_model_free(km_model *m)
     km_info_cleanup(&m->params);
     km_info_cleanup(&m->training);
     free_labels(m);
+    km_pre_stats_cleanup(&m->pre);
+    free(m->search_data);
     free(m);
 }
 
@@ -421,6 +444,8 @@ int64_t km_model_created_at_ms(const km_model *m) { return m->created_at_ms; }
 const km_info *km_model_params(const km_model *m) { return &m->params; }
 const km_info *km_model_training(const km_model *m) { return &m->training; }
 void *km_model_payload(const km_model *m) { return m->payload; }
+const km_pre_stats *km_model_pre(const km_model *m) { return &m->pre; }
+km_pre_stats *km_model_pre_mut(km_model *m) { return &m->pre; }
 km_info *km_model_params_mut(km_model *m) { return &m->params; }
 km_info *km_model_training_mut(km_model *m) { return &m->training; }
 
@@ -434,6 +459,9 @@ size_t km_model_bytes(const km_model *m)
         b += sizeof(km_info_entry) + m->training.entries[i].count * 8;
     for (size_t i = 0; i < m->n_labels; i++)
         b += sizeof(char *) + strlen(m->labels[i]) + 1;
+    b += km_pre_stats_bytes(&m->pre, m->n_features, m->n_outputs);
+    if (m->has_search)
+        b += (m->search.n_points * (m->search.n_params + 3)) * sizeof(double);
     return b + (ops && m->payload ? ops->bytes(m->payload, m) : 0);
 }
 
@@ -476,6 +504,254 @@ km_status km_model_check_input(const km_model *m, const double *X, size_t n,
     return km_check_matrix("X", X, n, d, err);
 }
 
+
+/* ------------------------------------------------------------ search record */
+
+/* A parameter name as the API writes it: 1 to 31 of [A-Za-z0-9_.]. */
+static int valid_param_name(const char *s)
+{
+    size_t n = strnlen(s, 32);
+    if (n < 1 || n > 31)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (*p >= '0' && *p <= '9') || *p == '_' || *p == '.'))
+            return 0;
+    return 1;
+}
+
+/* The sizes and enums of a search record (bad: KM_EINVAL from a caller,
+ * KM_ECORRUPT from a file, whose messages start with prefix). */
+static km_status check_search_head(const km_search_table *t, km_status bad,
+                                   const char *prefix, km_error *err)
+{
+    if ((unsigned)t->scoring >= KM_SCORING_COUNT)
+        return km_error_set(err, bad, "%ssearch scoring %d is not known",
+                            prefix, (int)t->scoring);
+    if ((unsigned)t->cv > KM_CV_PREDEFINED)
+        return km_error_set(err, bad, "%ssearch cv kind %d is not known",
+                            prefix, (int)t->cv);
+    if (t->n_splits > KM_MODEL_MAX_SAMPLES)
+        return km_error_set(err, bad, "%ssearch n_splits %zu is above %zu",
+                            prefix, t->n_splits, KM_MODEL_MAX_SAMPLES);
+    if (t->n_params > KM_SEARCH_MAX_PARAMS)
+        return km_error_set(err, bad, "%ssearch has %zu parameters (at most "
+                            "%d)", prefix, t->n_params, KM_SEARCH_MAX_PARAMS);
+    for (size_t i = 0; i < t->n_params; i++)
+        if (!valid_param_name(t->names[i]))
+            return km_error_set(err, bad, "%ssearch parameter name %zu is "
+                                "not 1 to 31 bytes of [A-Za-z0-9_.]", prefix,
+                                i);
+    if (t->n_points < 1 || t->n_points > KM_SEARCH_MAX_POINTS)
+        return km_error_set(err, bad, "%ssearch n_points %zu is outside "
+                            "1..%d", prefix, t->n_points,
+                            KM_SEARCH_MAX_POINTS);
+    return KM_OK;
+}
+
+/* The numbers of a search record: finite, std and seconds >= 0, best a
+ * point. */
+static km_status check_search_values(const km_search_table *t, km_status bad,
+                                     const char *prefix, km_error *err)
+{
+    size_t np = t->n_points;
+    if (!km_all_finite(t->values, np * t->n_params))
+        return km_error_set(err, bad, "%ssearch values are not all finite",
+                            prefix);
+    if (!km_all_finite(t->mean, np))
+        return km_error_set(err, bad, "%ssearch mean scores are not all "
+                            "finite", prefix);
+    for (size_t i = 0; i < np; i++) {
+        if (!isfinite(t->std[i]) || t->std[i] < 0)
+            return km_error_set(err, bad, "%ssearch std[%zu] is not a finite "
+                                "number >= 0", prefix, i);
+        if (!isfinite(t->fit_seconds[i]) || t->fit_seconds[i] < 0)
+            return km_error_set(err, bad, "%ssearch fit_seconds[%zu] is not "
+                                "a finite number >= 0", prefix, i);
+    }
+    if (t->best >= np)
+        return km_error_set(err, bad, "%ssearch best %zu is not a point "
+                            "(n_points %zu)", prefix, t->best, np);
+    return KM_OK;
+}
+
+/* Copies t's header and arrays into m, which owns them (data: n_points x
+ * (n_params + 3) doubles, allocated by the caller and taken). */
+static void adopt_search(km_model *m, const km_search_table *t, double *data)
+{
+    size_t np = t->n_points, nv = np * t->n_params;
+    free(m->search_data);
+    m->search = *t;
+    m->search_data = data;
+    m->search.values = data;
+    m->search.mean = data + nv;
+    m->search.std = data + nv + np;
+    m->search.fit_seconds = data + nv + 2 * np;
+    m->has_search = 1;
+}
+
+km_status km_model_set_search(km_model *m, const km_search_table *t,
+                              km_error *err)
+{
+    km_status st = check_search_head(t, KM_EINVAL, "", err);
+    if (st == KM_OK && ((t->n_params && !t->values) || !t->mean || !t->std ||
+                        !t->fit_seconds))
+        st = km_error_set(err, KM_EINVAL, "search record without its arrays");
+    if (st == KM_OK)
+        st = check_search_values(t, KM_EINVAL, "", err);
+    if (st != KM_OK)
+        return st;
+    size_t np = t->n_points, nv = np * t->n_params;
+    double *data = malloc((nv + 3 * np) * sizeof *data);
+    if (!data)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the search "
+                            "record");
+    if (nv)
+        memcpy(data, t->values, nv * sizeof *data);
+    memcpy(data + nv, t->mean, np * sizeof *data);
+    memcpy(data + nv + np, t->std, np * sizeof *data);
+    memcpy(data + nv + 2 * np, t->fit_seconds, np * sizeof *data);
+    km_search_table copy = *t;
+    for (size_t i = 0; i < KM_SEARCH_MAX_PARAMS; i++)
+        if (i >= t->n_params)
+            memset(copy.names[i], 0, sizeof copy.names[i]);
+    adopt_search(m, &copy, data);
+    return KM_OK;
+}
+
+const km_search_table *km_model_search(const km_model *m)
+{
+    return m->has_search ? &m->search : NULL;
+}
+
+static void write_search(km_writer *w, const km_model *m)
+{
+    const km_search_table *t = &m->search;
+    km_write_u32(w, m->has_search ? 1u : 0u);
+    if (!m->has_search)
+        return;
+    km_write_u32(w, (uint32_t)t->scoring);
+    km_write_u32(w, (uint32_t)t->cv);
+    km_write_u64(w, t->n_splits);
+    km_write_u64(w, t->n_params);
+    for (size_t i = 0; i < t->n_params; i++)
+        km_write_str(w, t->names[i]);
+    km_write_u64(w, t->n_points);
+    km_write_f64s(w, t->values, t->n_points * t->n_params);
+    km_write_f64s(w, t->mean, t->n_points);
+    km_write_f64s(w, t->std, t->n_points);
+    km_write_f64s(w, t->fit_seconds, t->n_points);
+    km_write_u64(w, t->best);
+}
+
+/* Bytes the search section takes in a file: [*lo, *hi]. */
+static void search_file_range(uint64_t *lo, uint64_t *hi)
+{
+    uint64_t p = KM_SEARCH_MAX_POINTS;
+    *lo = 4;
+    *hi = 4 + 4 + 4 + 8 + 8 + KM_SEARCH_MAX_PARAMS * (4 + 31) + 8 +
+          km_f64s_bytes(p * KM_SEARCH_MAX_PARAMS) + 3 * km_f64s_bytes(p) + 8;
+}
+
+static km_status read_search(km_reader *r, km_model *m, km_error *err)
+{
+    uint32_t present = km_read_u32(r);
+    if (r->failed)
+        return km_error_set(err, KM_ECORRUPT, "model file: truncated search "
+                            "record");
+    if (present > 1)
+        return km_error_set(err, KM_ECORRUPT, "model file: search record "
+                            "flag %u is not 0 or 1", present);
+    if (!present)
+        return KM_OK;
+    km_search_table t;
+    memset(&t, 0, sizeof t);
+    uint32_t scoring = km_read_u32(r), cv = km_read_u32(r);
+    uint64_t n_splits = km_read_u64(r), n_params = km_read_u64(r);
+    if (r->failed)
+        return km_error_set(err, KM_ECORRUPT, "model file: truncated search "
+                            "record");
+    if (scoring >= KM_SCORING_COUNT)
+        return km_error_set(err, KM_ECORRUPT, "model file: search scoring %u "
+                            "is not known", scoring);
+    if (cv > KM_CV_PREDEFINED)
+        return km_error_set(err, KM_ECORRUPT, "model file: search cv kind %u "
+                            "is not known", cv);
+    if (n_splits > KM_MODEL_MAX_SAMPLES)
+        return km_error_set(err, KM_ECORRUPT, "model file: search n_splits "
+                            "%llu is above %zu", (unsigned long long)n_splits,
+                            KM_MODEL_MAX_SAMPLES);
+    if (n_params > KM_SEARCH_MAX_PARAMS)
+        return km_error_set(err, KM_ECORRUPT, "model file: search has %llu "
+                            "parameters (at most %d)",
+                            (unsigned long long)n_params, KM_SEARCH_MAX_PARAMS);
+    t.scoring = (km_scoring)scoring;
+    t.cv = (km_cv_kind)cv;
+    t.n_splits = (size_t)n_splits;
+    t.n_params = (size_t)n_params;
+    for (size_t i = 0; i < t.n_params; i++) {
+        km_read_str(r, t.names[i], 31);
+        if (r->failed)
+            return km_error_set(err, KM_ECORRUPT, "model file: search "
+                                "parameter name %zu is truncated or longer "
+                                "than 31 bytes", i);
+    }
+    uint64_t n_points = km_read_u64(r);
+    if (r->failed)
+        return km_error_set(err, KM_ECORRUPT, "model file: truncated search "
+                            "record");
+    if (n_points > KM_SEARCH_MAX_POINTS)
+        return km_error_set(err, KM_ECORRUPT, "model file: search n_points "
+                            "%llu is outside 1..%d",
+                            (unsigned long long)n_points, KM_SEARCH_MAX_POINTS);
+    t.n_points = (size_t)n_points;
+    km_status st;
+    if ((st = check_search_head(&t, KM_ECORRUPT, "model file: ", err)) != KM_OK)
+        return st;
+    size_t np = t.n_points, nv = np * t.n_params;
+    double *values = km_read_f64s(r, nv);
+    double *mean = values ? km_read_f64s(r, np) : NULL;
+    double *sd = mean ? km_read_f64s(r, np) : NULL;
+    double *secs = sd ? km_read_f64s(r, np) : NULL;
+    uint64_t best = km_read_u64(r);
+    double *data = secs ? malloc((nv + 3 * np) * sizeof *data) : NULL;
+    if (data) {
+        memcpy(data, values, nv * sizeof *data);
+        memcpy(data + nv, mean, np * sizeof *data);
+        memcpy(data + nv + np, sd, np * sizeof *data);
+        memcpy(data + nv + 2 * np, secs, np * sizeof *data);
+    }
+    free(values);
+    free(mean);
+    free(sd);
+    free(secs);
+    if (r->failed) {
+        free(data);
+        return km_error_set(err, KM_ECORRUPT, "model file: search record's "
+                            "arrays do not match its n_points and n_params");
+    }
+    if (!data)
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    t.values = data;
+    t.mean = data + nv;
+    t.std = data + nv + np;
+    t.fit_seconds = data + nv + 2 * np;
+    if (best >= np) {
+        free(data);
+        return km_error_set(err, KM_ECORRUPT, "model file: search best %llu "
+                            "is not a point (n_points %zu)",
+                            (unsigned long long)best, np);
+    }
+    t.best = (size_t)best;
+    if ((st = check_search_values(&t, KM_ECORRUPT, "model file: ", err)) !=
+        KM_OK) {
+        free(data);
+        return st;
+    }
+    adopt_search(m, &t, data);
+    return KM_OK;
+}
+
 /* ------------------------------------------------------------ file format */
 
 km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
@@ -500,6 +776,8 @@ km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
     km_write_u32(&w, (uint32_t)m->labels_numeric);
     for (size_t i = 0; i < m->n_labels; i++)
         km_write_str(&w, m->labels[i]);
+    km_pre_write(&w, &m->pre, m->n_features, m->n_outputs);
+    write_search(&w, m);
     ops->save(m->payload, m, &w);
     km_write_u32(&w, w.failed ? 0 : km_crc32(w.buf, w.len));
     if (w.failed) {
@@ -532,6 +810,7 @@ static uint64_t max_figure_values(km_algorithm algo, uint64_t ns)
 
 /* The fixed header, as read. */
 typedef struct file_header {
+    uint32_t format;
     km_algorithm algo;
     uint64_t nf, ns, no;
 } file_header;
@@ -551,10 +830,11 @@ static km_status parse_header(const unsigned char *buf, size_t len,
                             "not a kmserve model (bad magic or too short)");
     km_reader r = {buf + 4, len - 4, 0};
     uint32_t fv = km_read_u32(&r);
-    if (fv != FORMAT_VERSION)
+    if (fv < FORMAT_OLDEST || fv > FORMAT_VERSION)
         return km_error_set(err, KM_EFORMAT,
-                            "model format version %u; this build reads %u",
-                            fv, FORMAT_VERSION);
+                            "model format version %u; this build reads %u "
+                            "to %u", fv, FORMAT_OLDEST, FORMAT_VERSION);
+    h->format = fv;
     if (len < KM_MODEL_HEADER_BYTES)
         return km_error_set(err, KM_ECORRUPT, "model file is %zu bytes, "
                             "shorter than its header", len);
@@ -593,6 +873,13 @@ static km_status parse_header(const unsigned char *buf, size_t len,
     uint64_t common_hi = km_add_sat(km_add_sat(TEXT_SLACK, labels),
                                     km_mul_sat(2 * KM_MODEL_MAX_FIGURES,
                                                figure));
+    if (fv >= 2) { /* the preprocessing and search sections */
+        uint64_t pre_lo, pre_hi, s_lo, s_hi;
+        km_pre_file_range(nf, no, &pre_lo, &pre_hi);
+        search_file_range(&s_lo, &s_hi);
+        common_lo = km_add_sat(common_lo, pre_lo + s_lo);
+        common_hi = km_add_sat(common_hi, km_add_sat(pre_hi, s_hi));
+    }
     uint64_t p_lo, p_hi;
     al->payload_range(ns, nf, no, &p_lo, &p_hi);
     *lo = km_add_sat(common_lo, p_lo);
@@ -720,6 +1007,11 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
         st = km_info_read(&r, &m->training, figures, err);
     if (st == KM_OK)
         st = read_labels(&r, m, err);
+    if (st == KM_OK && h.format >= 2)
+        st = km_pre_read(&r, &m->pre, m->algo, m->n_features, m->n_outputs,
+                         err);
+    if (st == KM_OK && h.format >= 2)
+        st = read_search(&r, m, err);
     if (st == KM_OK)
         st = km_algo_of(m->algo)->load(&r, m, &m->payload, err);
     if (st == KM_OK && (r.failed || r.left != 0))

@@ -70,6 +70,32 @@ START_TEST(numeric_class_weight_keys)
 }
 END_TEST
 
+START_TEST(preprocess_member)
+{
+    api_fit_request req;
+    api_error e;
+    ck_assert_int_eq(parse("{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},"
+                           "\"X\":[[1],[2]],\"y\":[0,1]}", &req, &e), 0);
+    ck_assert_int_eq(req.pre.x, KM_SCALE_NONE);
+    ck_assert_int_eq(req.pre.center_y, 0);
+    size_t plain = api_fit_bytes(&req);
+    api_fit_request_cleanup(&req);
+    ck_assert_int_eq(parse("{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},"
+                           "\"preprocess\":{\"scale\":\"minmax\",\"center_y\":true},"
+                           "\"X\":[[1],[2]],\"y\":[0,1]}", &req, &e), 0);
+    ck_assert_int_eq(req.pre.x, KM_SCALE_MINMAX);
+    ck_assert_int_eq(req.pre.center_y, 1);
+    /* the scaled and centered copies count in the admission estimate */
+    ck_assert_uint_ge(api_fit_bytes(&req), plain + 4 * sizeof(double));
+    km_model *m = NULL;
+    ck_assert_int_eq(api_fit_run(&req, NULL, &m, &e), 0);
+    ck_assert_int_eq(km_model_preprocess(m).spec.x, KM_SCALE_MINMAX);
+    ck_assert_double_eq(km_model_preprocess(m).y_mean[0], 0.5);
+    km_model_free(m);
+    api_fit_request_cleanup(&req);
+}
+END_TEST
+
 START_TEST(errors_name_the_field)
 {
     static const struct { const char *json, *msg; } bad[] = {
@@ -93,7 +119,27 @@ START_TEST(errors_name_the_field)
         {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
          "\"y\":[1],\"extra\":1}",
          "extra is not a known field; expected one of: algorithm, kernel, "
-         "params, X, y, async"},
+         "params, preprocess, X, y, async"},
+        {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
+         "\"y\":[1],\"preprocess\":\"standardize\"}",
+         "preprocess must be an object, not a string"},
+        {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
+         "\"y\":[1],\"preprocess\":{\"scale\":\"zscore\"}}",
+         "preprocess.scale must be one of none, standardize, minmax"},
+        {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
+         "\"y\":[1],\"preprocess\":{\"scale\":1}}",
+         "preprocess.scale must be one of none, standardize, minmax"},
+        {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
+         "\"y\":[1],\"preprocess\":{\"center_y\":1}}",
+         "preprocess.center_y must be true or false, not a number"},
+        {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
+         "\"y\":[1],\"preprocess\":{\"x_shift\":[0]}}",
+         "preprocess.x_shift is not a known field; expected one of: scale, "
+         "center_y"},
+        {"{\"algorithm\":\"svc\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
+         "\"y\":[1,2],\"preprocess\":{\"center_y\":true}}",
+         "preprocess.center_y applies to algorithms that predict values "
+         "(krr, svr), not svc"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         api_fit_request req;
@@ -158,6 +204,7 @@ static Suite *fit_suite(void)
     tcase_add_test(tc, string_labels_by_byte_order);
     tcase_add_test(tc, numeric_class_weight_keys);
     tcase_add_test(tc, errors_name_the_field);
+    tcase_add_test(tc, preprocess_member);
     tcase_add_test(tc, single_class_is_unprocessable);
     tcase_add_test(tc, krr_run_keeps_outputs);
     suite_add_tcase(s, tc);

@@ -108,14 +108,25 @@ START_TEST(spec_matches_tables)
             cJSON_Delete(theirs);
         }
     }
-    /* Every algorithm has its schema, and FitRequest offers exactly them. */
-    ck_assert_int_eq(n_schemas, 1 + KM_ALGO_COUNT);
+    /* Kernel, Preprocess, and every algorithm's schema; FitRequest offers
+     * exactly those of the algorithms, and takes Preprocess, which
+     * metadata shows too. */
+    ck_assert_int_eq(n_schemas, 2 + KM_ALGO_COUNT);
     cJSON *fit = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(schemas, "FitRequest"), "properties");
     cJSON *algos = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(fit, "algorithm"), "enum");
     cJSON *any = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(fit, "params"), "anyOf");
+    const char *pre_ref = "#/components/schemas/Preprocess";
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(schemas, "Metadata"), "properties");
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(fit, "preprocess"), "$ref")
+        ->valuestring, pre_ref);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(meta, "preprocess"), "$ref")
+        ->valuestring, pre_ref);
     ck_assert_int_eq(cJSON_GetArraySize(algos), KM_ALGO_COUNT);
     ck_assert_int_eq(cJSON_GetArraySize(any), KM_ALGO_COUNT);
     for (int a = 0; a < KM_ALGO_COUNT; a++) {

@@ -136,11 +136,14 @@ START_TEST(format_version)
     unsigned char *buf;
     size_t len;
     ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
-    buf[4] = 2;
+    buf[4] = 3;
     km_model *b;
     km_error err;
     ck_assert_int_eq(km_model_load_buffer(buf, len, &b, &err), KM_EFORMAT);
-    ck_assert_str_eq(err.message, "model format version 2; this build reads 1");
+    ck_assert_str_eq(err.message,
+                     "model format version 3; this build reads 1 to 2");
+    buf[4] = 0;
+    ck_assert_int_eq(km_model_load_buffer(buf, len, &b, &err), KM_EFORMAT);
     free(buf);
     km_model_free(m);
 }

@@ -57,7 +57,7 @@ static void fix_crc(unsigned char *buf, size_t len)
 
 /* Where the fields of a file are (the layout of km_model.c). */
 typedef struct layout {
-    size_t version, created_at, kernel, params, labels, payload;
+    size_t version, created_at, kernel, params, labels, pre, search, payload;
 } layout;
 
 static size_t skip_kernel(const unsigned char *b, size_t p)
@@ -93,6 +93,28 @@ static layout layout_of(const unsigned char *b)
     p = l.labels + 12;
     for (uint64_t i = 0; i < n; i++)
         p += 4 + get32(b + p);
+    l.pre = l.search = p;
+    if (get32(b + 4) >= 2) { /* the preprocessing and search sections */
+        uint32_t scale = get32(b + p), center = get32(b + p + 4);
+        p += 8;
+        for (int i = 0; scale && i < 2; i++)
+            p += 8 + 8 * get64(b + p);
+        if (center)
+            p += 8 + 8 * get64(b + p);
+        l.search = p;
+        if (get32(b + p)) {
+            uint64_t np = get64(b + p + 20);
+            p += 28;
+            for (uint64_t i = 0; i < np; i++)
+                p += 4 + get32(b + p);
+            p += 8;
+            for (int i = 0; i < 4; i++)
+                p += 8 + 8 * get64(b + p);
+            p += 8;
+        } else {
+            p += 4;
+        }
+    }
     l.payload = p;
     return l;
 }
@@ -154,7 +176,7 @@ static void set_labels(file *f, const char *const *labels, size_t n,
         memcpy(sec + p + 4, labels[i], k);
         p += 4 + k;
     }
-    splice(f, f->at.labels, f->at.payload - f->at.labels, sec, p);
+    splice(f, f->at.labels, f->at.pre - f->at.labels, sec, p);
 }
 
 /* Expects the file refused with st and a message containing what. */

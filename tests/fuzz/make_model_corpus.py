@@ -3,7 +3,11 @@
 every algorithm (krr, svc, svc with probability, svr, kpca, kpca with the
 inverse map) and every kernel type, without their last four bytes (the
 checksum, which the fuzz target appends). The files are made by a real
-daemon, so they are what a fit writes.
+daemon, so they are what a fit writes (format version 2). Fits with each
+preprocessing (the "pre" entries of FITS) give seeds of the preprocessing
+section; one of them is also written with a search record added
+(krrsearch_rbf: the daemon does not write one yet, so it is spliced in
+here, as core/km_model.c lays it out).
 
 Usage (from the project root, after make):
     /usr/bin/python3 tests/fuzz/make_model_corpus.py --server build/kmserve
@@ -11,6 +15,7 @@ Usage (from the project root, after make):
 import argparse
 import os
 import shutil
+import struct
 import sys
 import tempfile
 
@@ -48,7 +53,70 @@ FITS = {
     "kpca": {"algorithm": "kpca", "params": {"n_components": 2}, "X": X},
     "kpcainv": {"algorithm": "kpca", "X": X,
                 "params": {"n_components": 2, "fit_inverse_transform": True}},
+    "krrpre": {"algorithm": "krr", "X": X, "y": [0, 1, 1, 0, 2, 2],
+               "preprocess": {"scale": "standardize", "center_y": True}},
+    "krr2pre": {"algorithm": "krr", "X": X[:4],
+                "y": [[0, 1], [1, 0], [1, 1], [0, 0]],
+                "preprocess": {"scale": "minmax", "center_y": True}},
+    "svcpre": {"algorithm": "svc", "X": X, "y": ["a", "a", "b", "b", "c", "c"],
+               "preprocess": {"scale": "minmax"}},
+    "svrpre": {"algorithm": "svr", "X": X, "y": [0, 1, 2, 3, 4, 5],
+               "preprocess": {"scale": "standardize", "center_y": True}},
+    "kpcainvpre": {"algorithm": "kpca", "X": X,
+                   "params": {"n_components": 2, "fit_inverse_transform": True},
+                   "preprocess": {"scale": "standardize"}},
 }
+
+
+def search_section(b):
+    """Offset of the search record's u32 flag in a version-2 file b."""
+    u32 = lambda p: struct.unpack_from("<I", b, p)[0]  # noqa: E731
+    u64 = lambda p: struct.unpack_from("<Q", b, p)[0]  # noqa: E731
+
+    def kernel(p):
+        parts, weights = u32(p + 24), u32(p + 28)
+        p += 32
+        for _ in range(parts):
+            p = kernel(p)
+        return p + 8 + 8 * u64(p) if weights else p
+
+    def info(p):
+        n = u64(p)
+        p += 8
+        for _ in range(n):
+            p += 4 + u32(p) + 8
+            p += 8 + 8 * u64(p)
+        return p
+
+    p = info(info(kernel(36 + 4 + u32(36) + 16)))
+    n = u64(p)
+    p += 12
+    for _ in range(n):
+        p += 4 + u32(p)
+    scale, center = u32(p), u32(p + 4)
+    p += 8
+    for _ in range(2 if scale else 0):
+        p += 8 + 8 * u64(p)
+    if center:
+        p += 8 + 8 * u64(p)
+    return p
+
+
+def with_search(b):
+    """b (without its checksum) with a search record of 3 points over
+    alpha and kernel.gamma, 5-fold, scoring 0, best point 1."""
+    at = search_section(b)
+    assert struct.unpack_from("<I", b, at)[0] == 0
+    names = [b"alpha", b"kernel.gamma"]
+    rec = struct.pack("<IIIQQ", 1, 0, 0, 5, len(names))
+    for name in names:
+        rec += struct.pack("<I", len(name)) + name
+    values = [0.1, 0.5, 1.0, 0.5, 10.0, 0.25]
+    rec += struct.pack("<Q", 3) + struct.pack("<Q6d", 6, *values)
+    for arr in ([0.5, 0.75, -0.25], [0.1, 0.0, 0.2], [0.01, 0.02, 0.03]):
+        rec += struct.pack("<Q3d", 3, *arr)
+    rec += struct.pack("<Q", 1)
+    return b[:at] + rec + b[at + 4:]
 
 
 def main():
@@ -83,6 +151,10 @@ def main():
                 with open(os.path.join(args.out, name), "wb") as f:
                     f.write(data[:-4])
                 made += 1
+                if name == "krrpre_rbf":
+                    with open(os.path.join(args.out, "krrsearch_rbf"), "wb") as f:
+                        f.write(with_search(data[:-4]))
+                    made += 1
     finally:
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -76,6 +76,26 @@ def layout(b):
     q = p + 12
     for _ in range(n):
         q += 4 + u32(b, q)
+    o["pre"] = q  # version 2: the preprocessing and search sections
+    if u32(b, 4) >= 2:
+        scale, center = u32(b, q), u32(b, q + 4)
+        q += 8
+        for _ in range(2 if scale else 0):
+            q += 8 + 8 * u64(b, q)
+        if center:
+            q += 8 + 8 * u64(b, q)
+        o["search"] = q
+        if u32(b, q):
+            n_params = u64(b, q + 20)
+            q += 28
+            for _ in range(n_params):
+                q += 4 + u32(b, q)
+            q += 8
+            for _ in range(4):
+                q += 8 + 8 * u64(b, q)
+            q += 8
+        else:
+            q += 4
     o["payload"] = q
     return o
 
@@ -96,7 +116,7 @@ def set_labels(b, labels, numeric=0):
     sec = struct.pack("<QI", len(labels), numeric)
     for label in labels:
         sec += struct.pack("<I", len(label)) + label
-    return with_crc(b[:o["labels"]] + sec + b[o["payload"]:])
+    return with_crc(b[:o["labels"]] + sec + b[o["pre"]:])
 
 
 def set_f64_at(b, offset, value):

@@ -311,6 +311,50 @@ def scenario_errors(d, tmp):
           "probability from a model without it: 409 from the server", p.stderr)
 
 
+def scenario_preprocess(d, tmp):
+    """--scale and --center-y: the fit's preprocess member; predictions of
+    the raw rows equal scikit-learn's pipeline (tests/fixtures/
+    gen_pre_refs.py, cases krr_std and krr_none_cy of pre_cases.py) to
+    1e-10."""
+    sys.path.insert(0, run.FIXTURES)
+    from pre_cases import CASES, N_TEST, N_TRAIN, dataset, read_rows
+    feats, labels = read_rows(run.data_file("breast_cancer.csv"))
+    X, y = dataset("reg", feats, labels)
+    head = [f"x{j}" for j in range(len(X[0]))]
+    train = write_csv(os.path.join(tmp, "pre-train.csv"), head + ["y"],
+                      [[repr(v) for v in r] + [repr(t)] for r, t in
+                       zip(X[:N_TRAIN], y[:N_TRAIN])])
+    test = write_csv(os.path.join(tmp, "pre-test.csv"), head,
+                     [[repr(v) for v in r] for r in X[N_TRAIN:N_TRAIN + N_TEST]])
+    for name, flags in (("krr_std", ["--scale", "standardize"]),
+                        ("krr_none_cy", ["--center-y"])):
+        case = CASES[name]
+        p = kmctl(d, "fit", f"k{name}", train, "--algorithm", "krr", "--kernel", "rbf",
+                  "--gamma", case["kernel"]["gamma"], "--alpha", case["params"]["alpha"],
+                  *flags)
+        m = d.req("GET", f"/v1/models/k{name}").json() or {}
+        pre = m.get("preprocess", {})
+        check(p.returncode == 0 and pre.get("scale") == case["scale"] and
+              pre.get("center_y") == case["center_y"],
+              f"fit {' '.join(flags)}: metadata shows the preprocessing", (p, pre))
+        p = kmctl(d, "predict", f"k{name}", test)
+        got = [float(r[0]) for r in read_out(p.stdout)[1]]
+        want = run.read_fixture(f"pre_{name}_pred.txt")
+        check(p.returncode == 0 and len(got) == len(want) and
+              run.max_rel(got, want, 1e-3 * max(map(abs, want))) <= 1e-10,
+              f"predict after fit {' '.join(flags)}: scikit-learn's pipeline to 1e-10",
+              p.stderr or (got[:3], want[:3]))
+    p = kmctl(d, "fit", "kbad", train, "--algorithm", "krr", "--kernel", "rbf",
+              "--scale", "zscore")
+    check(p.returncode == 1 and "400 invalid_argument" in p.stderr and
+          "preprocess.scale must be one of none, standardize, minmax" in p.stderr,
+          "--scale with an unknown name: the server's 400, exit 1", p.stderr)
+    p = kmctl(d, "fit", "--help")
+    check(p.returncode == 0 and "--scale NAME" in p.stdout and "--center-y" in p.stdout
+          and "standardize" in p.stdout and "minmax" in p.stdout,
+          "fit --help shows --scale and --center-y", p.stdout[-600:])
+
+
 def scenario_async_progress(d, tmp):
     X, y = synthetic(200, 3, 14)
     path = write_csv(os.path.join(tmp, "async.csv"), ["a", "b", "c", "y"],
@@ -518,6 +562,7 @@ def main():
             scenario_svc_strings(d, tmp)
             scenario_crud(d, tmp)
             scenario_errors(d, tmp)
+            scenario_preprocess(d, tmp)
             scenario_async_progress(d, tmp)
             scenario_ctrl_c(d, tmp)
             scenario_kpca(d, tmp)
