@@ -170,8 +170,10 @@ unit: $(UNIT_BIN)
 # run.py: the cases and scenarios; kmctl_test.py: the client; compat.py:
 # model files of earlier servers (tests/fixtures/models); kernels.py: the
 # kernels added through the kernel table against numpy; preprocess.py:
-# preprocessing kept in the model against scikit-learn's pipelines; each
-# hostile_*.py: hostile input and faults of one kind. Each ends with
+# preprocessing kept in the model against scikit-learn's pipelines;
+# search.py: hyperparameter search against scikit-learn's GridSearchCV
+# and brute-force leave-one-out; each hostile_*.py: hostile input and
+# faults of one kind. Each ends with
 # "N passed, N failed".
 integration: $(B)/kmserve $(B)/kmctl
 	@fail=0; \
@@ -180,6 +182,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/compat.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kernels.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/preprocess.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/search.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

@@ -20,6 +20,7 @@
 #include "api_json.h"
 #include "api_model.h"
 #include "api_schema.h"
+#include "api_search.h"
 
 void api_fit_request_cleanup(api_fit_request *req)
 {
@@ -31,6 +32,7 @@ void api_fit_request_cleanup(api_fit_request *req)
         free(req->labels[i]);
     free(req->labels);
     free(req->class_weight);
+    api_search_free(req->search);
     memset(req, 0, sizeof *req);
 }
 
@@ -234,8 +236,7 @@ static const fit_algo fit_algos[] = {
 _Static_assert(sizeof fit_algos / sizeof *fit_algos == KM_ALGO_COUNT,
                "one entry per algorithm");
 
-/* The request's data as core's one problem shape. */
-static km_problem problem_of(const api_fit_request *req)
+km_problem api_fit_problem(const api_fit_request *req)
 {
     km_problem pb = {req->X, req->n, req->d, req->Y, req->m, req->classes,
                      req->n_labels};
@@ -260,7 +261,7 @@ static int parse_y(const cJSON *y, const fit_algo *fa, api_fit_request *req,
 static int run_check(const api_fit_request *req, api_error *e)
 {
     km_error kerr;
-    km_problem pb = problem_of(req);
+    km_problem pb = api_fit_problem(req);
     return km_algorithm_check(req->algo, req->params, &pb, &kerr) == KM_OK
                ? 0 : api_fail_km(e, &kerr);
 }
@@ -331,8 +332,8 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
 {
     const cJSON *root = body->root;
     static const char *const keys[] = {"algorithm", "kernel", "params",
-                                       "preprocess", "X", "y", "async",
-                                       NULL};
+                                       "preprocess", "X", "y", "search",
+                                       "async", NULL};
     char algos[128];
     memset(req, 0, sizeof *req);
     km_kernel_init(&req->kernel, KM_KERNEL_LINEAR);
@@ -359,24 +360,38 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
         return -1;
     if (api_body_matrix(body, "X", 0, &req->X, &req->n, &req->d, e))
         return -1;
-    return parse_algorithm(params, cJSON_GetObjectItemCaseSensitive(root, "y"),
-                           req, e);
+    if (parse_algorithm(params, cJSON_GetObjectItemCaseSensitive(root, "y"),
+                        req, e))
+        return -1;
+    return api_search_parse(cJSON_GetObjectItemCaseSensitive(root, "search"),
+                            req, &req->search, e);
 }
 
 size_t api_fit_bytes(const api_fit_request *req)
 {
-    km_problem pb = problem_of(req);
-    return km_algorithm_fit_bytes(req->algo, req->params, &pb) +
-           km_preprocess_fit_bytes(&req->pre, &pb);
+    km_problem pb = api_fit_problem(req);
+    size_t fit = req->search ? api_search_bytes(req->search, req)
+                             : km_algorithm_fit_bytes(req->algo, req->params,
+                                                      &pb);
+    return fit + km_preprocess_fit_bytes(&req->pre, &pb);
 }
 
 int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
                 km_model **out, api_error *e)
 {
     km_error kerr = {KM_OK, ""};
-    km_problem pb = problem_of(req);
-    km_status st = km_fit(req->algo, &req->kernel, req->params, &req->pre, &pb, ctl,
-                          out, &kerr);
+    km_problem pb = api_fit_problem(req);
+    const km_kernel *kernel = &req->kernel;
+    const void *params = req->params;
+    km_fit_control refit;
+    if (req->search) {
+        if (api_search_select(req->search, req, ctl, &kernel, &params, &refit,
+                              e))
+            return -1;
+        ctl = ctl ? &refit : NULL;
+    }
+    km_status st = km_fit(req->algo, kernel, params, &req->pre, &pb, ctl, out,
+                          &kerr);
     if (st == KM_OK && fit_algos[req->algo].targets == TARGETS_LABELS &&
         (st = km_model_set_labels(*out, (const char *const *)req->labels,
                                   req->n_labels, req->labels_numeric,
@@ -384,5 +399,12 @@ int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
         km_model_free(*out);
         *out = NULL;
     }
-    return st == KM_OK ? 0 : api_fail_km(e, &kerr);
+    if (st != KM_OK)
+        return api_fail_km(e, &kerr);
+    if (req->search && api_search_record(req->search, *out, e)) {
+        km_model_free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
 }

@@ -18,6 +18,8 @@
  * test_api_schema checks each, api_fit_parse refuses a bigger one). */
 #define API_PARAMS_BYTES 128
 
+typedef struct api_search api_search; /* api_search.h */
+
 typedef struct api_fit_request {
     km_algorithm algo;
     km_kernel kernel;
@@ -39,6 +41,7 @@ typedef struct api_fit_request {
     int labels_numeric;
     double *class_weight; /* svc: one weight per label, or NULL */
     km_preprocess pre;    /* "preprocess"; none when absent */
+    api_search *search;   /* the "search" member, or NULL */
     int async;
 } api_fit_request;
 
@@ -51,10 +54,15 @@ extern const char *const api_fit_matrix_keys[];
 int api_fit_parse(api_body *body, api_fit_request *req, api_error *e);
 void api_fit_request_cleanup(api_fit_request *req);
 
-/* Peak bytes the fit will use (admission control). */
+/* The request's data as core's one problem shape (borrowed views). */
+km_problem api_fit_problem(const api_fit_request *req);
+
+/* Peak bytes the fit will use, its search's included (admission
+ * control). */
 size_t api_fit_bytes(const api_fit_request *req);
 
-/* Runs the fit. Caller owns *out. */
+/* Runs the fit (with a search: the search, then the fit of its best
+ * point, which keeps the search's record). Caller owns *out. */
 int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
                 km_model **out, api_error *e);
 

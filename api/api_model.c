@@ -19,6 +19,7 @@
 
 #include "api_json.h"
 #include "api_model.h"
+#include "api_search.h"
 #include "api_schema.h"
 
 int api_check_name(const char *name, api_error *e)
@@ -309,6 +310,9 @@ cJSON *api_model_json(const km_model *m)
     }
     cJSON_AddStringToObject(o, "created_at", when);
     cJSON_AddItemToObject(o, "training", info_json(km_model_training(m)));
+    cJSON *search = api_search_json(m);
+    if (search)
+        cJSON_AddItemToObject(o, "search", search);
     cJSON_AddItemToObject(o, "size_bytes",
                           api_json_number((double)km_model_bytes(m)));
     return o;

@@ -50,7 +50,9 @@ enum {
     F_DELETE = 1 << 5,
     F_JOBS = 1 << 6,
     F_HEALTH = 1 << 7,
-    F_ALL = 0xff
+    F_SEARCH = 1 << 8,
+    F_ALL = 0x1ff,
+    F_FITS = F_FIT | F_SEARCH /* the options of a fit also shape a search */
 };
 
 typedef struct args {
@@ -60,12 +62,16 @@ typedef struct args {
     long batch;
     cJSON *kernel_params; /* from --gamma, --sigma, --degree, --coef0 */
     cJSON *params;        /* from --C, --alpha, ..., --param */
+    cJSON *search;        /* search.params, from --grid and --range */
+    long n_iter;
+    const char *seed, *cv, *scoring;
+    int shuffle;
     const char *pos[4];
     int npos;
 } args;
 
 typedef enum { O_STR, O_FLAG, O_INT, O_KERNEL_NUM, O_PARAM_NUM, O_PARAM_TRUE,
-               O_PARAM_KV } opt_kind;
+               O_PARAM_KV, O_SEARCH_LIST, O_SEARCH_RANGE } opt_kind;
 
 static const struct opt {
     const char *flag, *metavar;
@@ -83,39 +89,39 @@ static const struct opt {
     {"cacert", "FILE", F_ALL, O_STR, A(cacert), NULL,
      "PEM file of the CA that signed the server's certificate (env "
      "KMSERVE_CACERT)"},
-    {"algorithm", "NAME", F_FIT, O_STR, A(algorithm), NULL,
+    {"algorithm", "NAME", F_FITS, O_STR, A(algorithm), NULL,
      "one of" CTL_ALGO_NAMES " (required)"},
-    {"kernel", "TYPE", F_FIT, O_STR, A(kernel), NULL,
+    {"kernel", "TYPE", F_FITS, O_STR, A(kernel), NULL,
      "one of" CTL_KERNEL_NAMES ", or a kernel as a JSON "
      "object ('{\"type\":\"sum\",\"kernels\":[...]}') (required)"},
-    {"gamma", "X", F_FIT, O_KERNEL_NUM, 0, "gamma", "kernel gamma"},
-    {"sigma", "X", F_FIT, O_KERNEL_NUM, 0, "sigma",
+    {"gamma", "X", F_FITS, O_KERNEL_NUM, 0, "gamma", "kernel gamma"},
+    {"sigma", "X", F_FITS, O_KERNEL_NUM, 0, "sigma",
      "rbf width (gamma = 1/(2 sigma^2)); not with --gamma"},
-    {"degree", "N", F_FIT, O_KERNEL_NUM, 0, "degree", "polynomial degree"},
-    {"coef0", "X", F_FIT, O_KERNEL_NUM, 0, "coef0",
+    {"degree", "N", F_FITS, O_KERNEL_NUM, 0, "degree", "polynomial degree"},
+    {"coef0", "X", F_FITS, O_KERNEL_NUM, 0, "coef0",
      "polynomial and sigmoid coef0"},
-    {"C", "X", F_FIT, O_PARAM_NUM, 0, "C", "svc, svr: regularisation C"},
-    {"alpha", "X", F_FIT, O_PARAM_NUM, 0, "alpha",
+    {"C", "X", F_FITS, O_PARAM_NUM, 0, "C", "svc, svr: regularisation C"},
+    {"alpha", "X", F_FITS, O_PARAM_NUM, 0, "alpha",
      "krr: ridge alpha; kpca: alpha of the inverse map"},
-    {"epsilon", "X", F_FIT, O_PARAM_NUM, 0, "epsilon", "svr: epsilon"},
-    {"tol", "X", F_FIT, O_PARAM_NUM, 0, "tol", "svc, svr: stopping tolerance"},
-    {"n-components", "N", F_FIT, O_PARAM_NUM, 0, "n_components",
+    {"epsilon", "X", F_FITS, O_PARAM_NUM, 0, "epsilon", "svr: epsilon"},
+    {"tol", "X", F_FITS, O_PARAM_NUM, 0, "tol", "svc, svr: stopping tolerance"},
+    {"n-components", "N", F_FITS, O_PARAM_NUM, 0, "n_components",
      "kpca: number of components (required for kpca)"},
-    {"probability", NULL, F_FIT, O_PARAM_TRUE, 0, "probability",
+    {"probability", NULL, F_FITS, O_PARAM_TRUE, 0, "probability",
      "svc: fit Platt scaling, for --output probability"},
-    {"param", "KEY=VALUE", F_FIT, O_PARAM_KV, 0, NULL,
+    {"param", "KEY=VALUE", F_FITS, O_PARAM_KV, 0, NULL,
      "any other parameter; VALUE is JSON if it parses, else a string "
      "(--param shrinking=false --param 'class_weight={\"1\":2}'); repeatable"},
-    {"scale", "NAME", F_FIT, O_STR, A(scale), NULL,
+    {"scale", "NAME", F_FITS, O_STR, A(scale), NULL,
      "standardize (each feature to mean 0, std 1) or minmax (to [-1, 1]), "
      "learnt from the training rows and kept in the model: predictions "
      "scale their input the same way"},
-    {"center-y", NULL, F_FIT, O_FLAG, A(center_y), NULL,
+    {"center-y", NULL, F_FITS, O_FLAG, A(center_y), NULL,
      "krr, svr: fit y less its mean, and add the mean to predictions"},
-    {"target", "COLUMN", F_FIT | F_PREDICT | F_PROJECT, O_STR, A(target), NULL,
+    {"target", "COLUMN", F_FITS | F_PREDICT | F_PROJECT, O_STR, A(target), NULL,
      "fit: the target column (default: the last); predict, project: a "
      "column to leave out"},
-    {"async", NULL, F_FIT, O_FLAG, A(async), NULL,
+    {"async", NULL, F_FITS, O_FLAG, A(async), NULL,
      "run as a job with progress even when small (fits of more than 20000 "
      "values always do)"},
     {"output", "KIND", F_PREDICT, O_STR, A(output), NULL,
@@ -124,14 +130,35 @@ static const struct opt {
      "map projections (the CSV's columns) back to input space"},
     {"batch", "ROWS", F_PREDICT | F_PROJECT, O_INT, A(batch), NULL,
      "rows per request (default 10000)"},
-    {"json", NULL, F_FIT | F_MODELS | F_JOBS, O_FLAG, A(json), NULL,
+    {"json", NULL, F_FITS | F_MODELS | F_JOBS, O_FLAG, A(json), NULL,
      "print the server's JSON instead of a summary or a table"},
+    {"grid", "NAME=V1,V2,...", F_SEARCH, O_SEARCH_LIST, 0, NULL,
+     "search: values of a parameter (C, alpha, epsilon, ...; gamma, degree "
+     "and coef0 are the kernel's); repeatable: the grid is every combination"},
+    {"range", "NAME=LOW:HIGH", F_SEARCH, O_SEARCH_RANGE, 0, NULL,
+     "search: draw a parameter log-uniformly from [LOW, HIGH] (needs "
+     "--n-iter); repeatable"},
+    {"n-iter", "N", F_SEARCH, O_INT, A(n_iter), NULL,
+     "search: random points to draw (from --grid lists and --range ranges) "
+     "instead of the whole grid"},
+    {"seed", "N", F_SEARCH, O_STR, A(seed), NULL,
+     "search: seed of the random draws and of --shuffle (default 0)"},
+    {"cv", "K|loo|gcv", F_SEARCH, O_STR, A(cv), NULL,
+     "search: K folds (default 5, stratified for svc), leave-one-out, or "
+     "krr's generalised cross-validation"},
+    {"shuffle", NULL, F_SEARCH, O_FLAG, A(shuffle), NULL,
+     "search: shuffle the rows before cutting K folds"},
+    {"scoring", "NAME", F_SEARCH, O_STR, A(scoring), NULL,
+     "search: what to maximise: r2, neg_mean_squared_error, "
+     "neg_mean_absolute_error (krr, svr), accuracy, balanced_accuracy, "
+     "neg_log_loss (svc), neg_reconstruction_error (kpca)"},
 #undef A
 };
 #define N_OPTS (sizeof opts / sizeof *opts)
 
 typedef int (*command_fn)(ctl_client *c, args *a, ctl_err *e);
 static int cmd_fit(ctl_client *c, args *a, ctl_err *e);
+static int cmd_search(ctl_client *c, args *a, ctl_err *e);
 static int cmd_predict(ctl_client *c, args *a, ctl_err *e);
 static int cmd_project(ctl_client *c, args *a, ctl_err *e);
 static int cmd_models(ctl_client *c, args *a, ctl_err *e);
@@ -157,6 +184,18 @@ static const struct command {
      "terminal (plain lines otherwise); Ctrl-C offers to cancel the job.\n"
      "\nexample:\n  kmctl fit cancer --algorithm svc --kernel rbf --gamma 0.5 --C 10 "
      "cancer.csv\n"},
+    {"search", F_SEARCH, 2, cmd_search, "search NAME DATA.csv --algorithm ALG "
+     "--kernel TYPE --grid NAME=V1,V2,... [--cv K|loo|gcv] [options]",
+     "choose parameters by cross-validation, then fit the best",
+     "Scores every point of the grid (every combination of the --grid lists),\n"
+     "or --n-iter random draws from the lists and --range ranges, by\n"
+     "cross-validation on DATA.csv (read as for fit), then fits the best point\n"
+     "on all rows as model NAME. Runs as a job with a progress bar; Ctrl-C\n"
+     "offers to cancel it. Prints each point's mean and standard deviation of\n"
+     "the score over the folds, best marked with *.\n"
+     "\nexample:\n  kmctl search cancer cancer.csv --algorithm svc --kernel rbf "
+     "--scale standardize \\\n      --grid gamma=1e-3,1e-2,1e-1 --grid C=1,10,100 "
+     "--cv 5\n"},
     {"predict", F_PREDICT, 2, cmd_predict,
      "predict NAME DATA.csv [--output label|decision_function|probability]",
      "predictions as CSV on stdout",
@@ -249,6 +288,60 @@ static void usage_command(FILE *f, const struct command *cmd)
 
 /* ---------------------------------------------------------------- args */
 
+/* --grid NAME=V1,V2,... and --range NAME=LOW:HIGH into search.params.
+ * A kernel parameter's name (gamma, degree, coef0: the options that set
+ * the kernel) is the API's "kernel.NAME". */
+static int add_search_param(args *a, const struct opt *o, const char *value,
+                            ctl_err *e)
+{
+    const char *eq = strchr(value, '=');
+    int range = o->kind == O_SEARCH_RANGE;
+    if (!eq || eq == value || !eq[1])
+        return ctl_fail(e, CTL_EXIT_USAGE, "--%s: expected %s, not '%s'",
+                        o->flag, o->metavar, value);
+    char name[80];
+    int kernel = 0;
+    for (size_t k = 0; k < N_OPTS; k++)
+        if (opts[k].kind == O_KERNEL_NUM &&
+            strlen(opts[k].key) == (size_t)(eq - value) &&
+            !strncmp(opts[k].key, value, (size_t)(eq - value)))
+            kernel = 1;
+    snprintf(name, sizeof name, "%s%.*s", kernel ? "kernel." : "",
+             (int)(eq - value > 60 ? 60 : eq - value), value);
+    cJSON *values = range ? cJSON_CreateObject() : cJSON_CreateArray();
+    cJSON *list = range ? cJSON_AddArrayToObject(values, "log_uniform") : values;
+    if (!values || !list) {
+        cJSON_Delete(values);
+        return ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+    }
+    const char *sep = range ? ":" : ",";
+    size_t count = 0;
+    for (const char *p = eq + 1;; p++) {
+        size_t len = strcspn(p, sep);
+        char cell[64];
+        double v;
+        snprintf(cell, sizeof cell, "%.*s", (int)(len < 63 ? len : 63), p);
+        if (len >= 64 || ctl_parse_number(cell, &v)) {
+            cJSON_Delete(values);
+            return ctl_fail(e, CTL_EXIT_USAGE, "--%s %s: '%.*s' is not a "
+                            "number", o->flag, name, (int)len, p);
+        }
+        cJSON_AddItemToArray(list, cJSON_CreateNumber(v));
+        count++;
+        p += len;
+        if (!*p)
+            break;
+    }
+    if (range && count != 2) {
+        cJSON_Delete(values);
+        return ctl_fail(e, CTL_EXIT_USAGE, "--range %s: expected LOW:HIGH",
+                        name);
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(a->search, name);
+    cJSON_AddItemToObject(a->search, name, values);
+    return 0;
+}
+
 static int set_option(args *a, const struct opt *o, const char *value,
                       ctl_err *e)
 {
@@ -297,6 +390,9 @@ static int set_option(args *a, const struct opt *o, const char *value,
         cJSON_AddItemToObject(a->params, key, item);
         return 0;
     }
+    case O_SEARCH_LIST:
+    case O_SEARCH_RANGE:
+        return add_search_param(a, o, value, e);
     }
     if (!item)
         return ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
@@ -565,7 +661,125 @@ static int fit_takes_target(const char *algorithm)
     return 1;
 }
 
+/* The "search" member from --grid, --range, --n-iter, --seed, --cv,
+ * --shuffle and --scoring. */
+static cJSON *search_json(const args *a, ctl_err *e)
+{
+    cJSON *s = cJSON_CreateObject();
+    if (!s) {
+        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+        return NULL;
+    }
+    cJSON_AddItemToObject(s, "params", cJSON_Duplicate(a->search, 1));
+    if (a->n_iter)
+        cJSON_AddNumberToObject(s, "n_iter", (double)a->n_iter);
+    double seed = 0;
+    if (a->seed && (ctl_parse_number(a->seed, &seed) || seed < 0 ||
+                    seed != (double)(long)seed)) {
+        cJSON_Delete(s);
+        ctl_fail(e, CTL_EXIT_USAGE, "--seed: expected a whole number >= 0, "
+                 "not '%s'", a->seed);
+        return NULL;
+    }
+    if (a->seed && a->n_iter)
+        cJSON_AddNumberToObject(s, "seed", seed);
+    if (a->cv && (!strcmp(a->cv, "loo") || !strcmp(a->cv, "gcv"))) {
+        cJSON_AddStringToObject(s, "cv", a->cv);
+    } else if (a->cv || a->shuffle) {
+        double k = 5;
+        if (a->cv && (ctl_parse_number(a->cv, &k) || k < 2 ||
+                      k != (double)(long)k)) {
+            cJSON_Delete(s);
+            ctl_fail(e, CTL_EXIT_USAGE, "--cv: expected a number of folds "
+                     ">= 2, loo or gcv, not '%s'", a->cv);
+            return NULL;
+        }
+        if (a->shuffle) {
+            cJSON *cv = cJSON_AddObjectToObject(s, "cv");
+            cJSON_AddNumberToObject(cv, "folds", k);
+            cJSON_AddTrueToObject(cv, "shuffle");
+            cJSON_AddNumberToObject(cv, "seed", seed);
+        } else {
+            cJSON_AddNumberToObject(s, "cv", k);
+        }
+    }
+    if (a->scoring)
+        cJSON_AddStringToObject(s, "scoring", a->scoring);
+    return s;
+}
+
+/* The search's table from a model's metadata: one row per point. */
+static void print_search(const cJSON *m)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(m, "search");
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(s, "results");
+    const cJSON *first = cJSON_GetArrayItem(rows, 0);
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(first, "params");
+    size_t np = (size_t)cJSON_GetArraySize(names), n = (size_t)cJSON_GetArraySize(rows);
+    size_t ncols = np + 4, best = (size_t)num_or(s, "best_index", 0);
+    if (!first || np > 12)
+        return;
+    const char *head[16];
+    char **cells = calloc(n * ncols, sizeof *cells);
+    if (!cells)
+        return;
+    const cJSON *nm = names->child;
+    for (size_t k = 0; k < np; k++, nm = nm->next)
+        head[k] = nm->string;
+    head[np] = "mean";
+    head[np + 1] = "std";
+    head[np + 2] = "fit s";
+    head[np + 3] = "";
+    size_t r = 0;
+    for (const cJSON *row = rows->child; row && r < n; row = row->next, r++) {
+        char buf[64];
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(row, "params");
+        size_t k = 0;
+        for (const cJSON *v = p ? p->child : NULL; v && k < np; v = v->next, k++) {
+            snprintf(buf, sizeof buf, "%.6g", v->valuedouble);
+            cells[r * ncols + k] = strdup(buf);
+        }
+        for (; k < np; k++)
+            cells[r * ncols + k] = strdup("");
+        snprintf(buf, sizeof buf, "%.6f", num_or(row, "mean_score", NAN));
+        cells[r * ncols + np] = strdup(buf);
+        snprintf(buf, sizeof buf, "%.6f", num_or(row, "std_score", NAN));
+        cells[r * ncols + np + 1] = strdup(buf);
+        snprintf(buf, sizeof buf, "%.3f", num_or(row, "fit_seconds", NAN));
+        cells[r * ncols + np + 2] = strdup(buf);
+        cells[r * ncols + np + 3] = strdup(r == best ? "*" : "");
+    }
+    int ok = 1;
+    for (size_t i = 0; i < n * ncols; i++)
+        ok &= cells[i] != NULL;
+    printf("search: %s, cv %s (%.0f splits), %zu points; best %s %.6g\n",
+           str_or(s, "scoring", "?"), str_or(s, "cv", "?"),
+           num_or(s, "n_splits", 0), n, str_or(s, "scoring", "?"),
+           num_or(s, "best_score", NAN));
+    if (ok)
+        print_table(head, ncols, cells, n);
+    for (size_t i = 0; i < n * ncols; i++)
+        free(cells[i]);
+    free(cells);
+}
+
+static int fit_or_search(ctl_client *c, args *a, int search, ctl_err *e);
+
 static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
+{
+    return fit_or_search(c, a, 0, e);
+}
+
+static int cmd_search(ctl_client *c, args *a, ctl_err *e)
+{
+    if (!cJSON_GetArraySize(a->search))
+        return ctl_fail(e, CTL_EXIT_USAGE, "search needs at least one --grid "
+                        "or --range (see kmctl search --help)");
+    return fit_or_search(c, a, 1, e);
+}
+
+/* A fit, or with search a search and the fit of its best point. */
+static int fit_or_search(ctl_client *c, args *a, int search, ctl_err *e)
 {
     const char *name = a->pos[0];
     ctl_csv *csv = NULL;
@@ -578,8 +792,9 @@ static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
     ctl_buf_init(&x, MAX_BODY);
 
     if (!a->algorithm || !a->kernel) {
-        ctl_fail(e, CTL_EXIT_USAGE, "fit needs --algorithm and --kernel (see "
-                 "kmctl fit --help)");
+        ctl_fail(e, CTL_EXIT_USAGE, "%s needs --algorithm and --kernel (see "
+                 "kmctl %s --help)", search ? "search" : "fit",
+                 search ? "search" : "fit");
         goto out;
     }
     int takes_target = fit_takes_target(a->algorithm);
@@ -661,7 +876,13 @@ static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
                                             : cJSON_CreateString(cell));
         }
     }
-    int async = a->async || rows * nfeat > ASYNC_ENTRIES;
+    if (search) {
+        cJSON *sj = search_json(a, e);
+        if (!sj)
+            goto out;
+        cJSON_AddItemToObject(body, "search", sj);
+    }
+    int async = search || a->async || rows * nfeat > ASYNC_ENTRIES;
     if (async)
         cJSON_AddTrueToObject(body, "async");
     if (!(text = cJSON_PrintUnformatted(body)) ||
@@ -696,10 +917,13 @@ static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
         ctl_fail(e, CTL_EXIT_SERVER, "the fit answer holds no model");
         goto out;
     }
-    if (a->json)
+    if (a->json) {
         print_json(result);
-    else
+    } else {
         print_fitted(result);
+        if (search)
+            print_search(result);
+    }
     rc = 0;
 out:
     if (caught)
@@ -1062,7 +1286,8 @@ int main(int argc, char **argv)
 
     a.kernel_params = cJSON_CreateObject();
     a.params = cJSON_CreateObject();
-    if (!a.kernel_params || !a.params) {
+    a.search = cJSON_CreateObject();
+    if (!a.kernel_params || !a.params || !a.search) {
         ctl_fail(&e, CTL_EXIT_USAGE, "out of memory");
         goto fail;
     }
@@ -1091,5 +1316,6 @@ out:
     ctl_client_free(client);
     cJSON_Delete(a.params);
     cJSON_Delete(a.kernel_params);
+    cJSON_Delete(a.search);
     return status;
 }
