@@ -381,4 +381,12 @@ km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
 /* Squared norms of X's n rows, malloc'd; NULL on OOM. */
 double *km_sqnorms(const double *X, size_t n, size_t d);
 
+/* ------------------------------------------------------- search */
+
+/* km_search's checks of s against pb, and its folds: fold[i] (n entries,
+ * caller-allocated) gets row i's test fold, -1 for a row always trained
+ * on; *n_splits the number of splits. For tests (km_search.c). */
+km_status km_search_folds(const km_search_spec *s, const km_problem *pb,
+                          int *fold, size_t *n_splits, km_error *err);
+
 #endif /* KM_INTERNAL_H */

@@ -554,6 +554,12 @@ static km_status check_spec(const km_search_spec *s, const km_problem *pb,
     return KM_OK;
 }
 
+km_status km_search_folds(const km_search_spec *s, const km_problem *pb,
+                          int *fold, size_t *n_splits, km_error *err)
+{
+    return check_spec(s, pb, fold, n_splits, err);
+}
+
 /* ------------------------------------------------------------ state */
 
 /* Per point: Welford's running mean and sum of squared deviations of its
