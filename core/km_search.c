@@ -1132,13 +1132,31 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
     km_status st = split_alloc(&sp, pb, 0, err);
     if (st != KM_OK)
         return st;
-    double *Kall = NULL, *Ktr = malloc(n * n * sizeof *Ktr);
-    double *Kte = malloc(n * n * sizeof *Kte), *w = malloc(n * sizeof *w);
+    /* the largest training block and test-by-training block */
+    size_t max_tr = 0, max_x = 0;
+    {
+        size_t *cnt = calloc(r->n_splits, sizeof *cnt);
+        if (!cnt) {
+            split_free(&sp);
+            return km_error_set(err, KM_ENOMEM, "out of memory for the folds");
+        }
+        for (size_t i = 0; i < n; i++)
+            if (r->fold[i] >= 0)
+                cnt[r->fold[i]]++;
+        for (size_t f = 0; f < r->n_splits; f++) {
+            size_t ntr = n - cnt[f];
+            max_tr = ntr > max_tr ? ntr : max_tr;
+            max_x = cnt[f] * ntr > max_x ? cnt[f] * ntr : max_x;
+        }
+        free(cnt);
+    }
+    double *Kall = NULL, *Ktr = malloc(max_tr * max_tr * sizeof *Ktr);
+    double *Kte = malloc(max_x * sizeof *Kte), *w = malloc(n * sizeof *w);
     double *Ytr = malloc(n * m * sizeof *Ytr), *Yte = malloc(n * m * sizeof *Yte);
     double *mu = malloc(m * sizeof *mu), *Q = malloc(n * m * sizeof *Q);
     double *B = malloc(n * cb * m * sizeof *B), *C = malloc(n * cb * m * sizeof *C);
     double *Pb = malloc(n * cb * m * sizeof *Pb), *P = malloc(n * m * sizeof *P);
-    double *Kc = use_eig ? NULL : malloc(n * n * sizeof *Kc);
+    double *Kc = use_eig ? NULL : malloc(max_tr * max_tr * sizeof *Kc);
     double *Xtr = NULL, *Xte = NULL, *shift = NULL, *scl = NULL;
     km_error e = {0};
     int ok = Ktr && Kte && w && Ytr && Yte && mu && Q && B && C && Pb && P &&
@@ -1539,9 +1557,11 @@ size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
             /* the Gram of all rows (or the scaled rows), the training
              * and test blocks, and either dsyevd's workspace or the
              * Cholesky copy, plus vectors */
+            /* (bounds: a training block of at most n rows, a test block
+             * nte x (n - nte) of at most n^2 / 4) */
             int eig = P >= KRR_EIG_CHOLESKYS;
-            size_t blocks = eig ? 4 : 3; /* Kall|X copies, Ktr, Kte, work|Kc */
-            b = add_sat(b, mul_sat(D, mul_sat(blocks + (eig ? 1 : 0), nn)));
+            b = add_sat(b, mul_sat(D, mul_sat(eig ? 4 : 3, nn)));
+            b = add_sat(b, mul_sat(D, nn / 4));
             b = add_sat(b, mul_sat(D, mul_sat(n, 4 * m + 3 * cb * m + 2 * d +
                                               8)));
         }
