@@ -574,7 +574,12 @@ km_status km_model_score(const km_model *m, km_scoring s,
  *               seeded with seed (not numpy's: the same seed does not
  *               give sklearn's folds; pass test_fold for those); with
  *               stratified (classification), each class is spread over
- *               the folds in turn, as StratifiedKFold
+ *               the folds in turn, as StratifiedKFold: the rows, sorted
+ *               by class (stably, so shuffled within each class when
+ *               shuffle), are dealt round-robin, row p of that order to
+ *               fold p % folds; a class of n_c rows has floor or
+ *               ceil(n_c / folds) in every fold (not sklearn's exact
+ *               assignment)
  *   LOO         leave one out: n folds of one row
  *   GCV         krr only: generalised cross-validation, one number per
  *               alpha from the whole fit (no folds)
@@ -661,7 +666,9 @@ typedef struct km_search_result {
  * a point's kernel or params, the scoring; KM_EPROBLEM: more folds than
  * rows, a stratified fold count above the smallest class's size, GCV
  * for another algorithm than krr), then runs it. Progress goes over
- * every (point, fold) fit; ctl may cancel. Caller owns out's arrays
+ * every (point, fold) fit; ctl may cancel (between fits, and inside
+ * them as their own progress allows; krr's eigendecompositions cannot be
+ * interrupted: a cancel is honoured after one). Caller owns out's arrays
  * (km_search_result_cleanup, also on failure). */
 km_status km_search(const km_search_spec *s, const km_problem *pb,
                     const km_fit_control *ctl, km_search_result *out,
