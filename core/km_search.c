@@ -745,11 +745,58 @@ static void split_take(split *sp, const km_problem *pb, const int *fold,
 
 /* ------------------------------------------------------------ generic */
 
+static int kernel_equal(const km_kernel *a, const km_kernel *b);
+
+/* svc and svr without preprocessing: the points in groups of equal
+ * resolved kernel (order[]: the points group by group, groups in the
+ * order of their first point; leader[p]: p's group's first point), so
+ * that one Gram of all rows serves every fit of a group. Otherwise the
+ * points in their order, each its own group. */
+static km_status group_points(const search_run *r, int share, size_t *order,
+                              size_t *leader, km_error *err)
+{
+    const km_search_spec *s = r->s;
+    size_t P = s->n_points, nk = 0, o = 0;
+    km_status st = KM_OK;
+    km_kernel *rk = share ? calloc(P, sizeof *rk) : NULL;
+    if (share && !rk)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the search");
+    for (size_t p = 0; p < P; p++)
+        leader[p] = p;
+    for (; share && nk < P; nk++) {
+        if ((st = km_kernel_copy(&rk[nk], &s->kernels[nk], err)) != KM_OK)
+            goto out;
+        km_kernel_resolve(&rk[nk], r->pb->d);
+        for (size_t q = 0; q < nk; q++)
+            if (leader[q] == q && kernel_equal(&rk[nk], &rk[q])) {
+                leader[nk] = q;
+                break;
+            }
+    }
+    for (size_t p = 0; p < P; p++)
+        if (leader[p] == p)
+            for (size_t q = p; q < P; q++)
+                if (leader[q] == p)
+                    order[o++] = q;
+out:
+    for (size_t i = 0; i < nk; i++)
+        km_kernel_cleanup(&rk[i]);
+    free(rk);
+    return st;
+}
+
 /*
  * Every point on every split through km_fit. LOO pools the n left-out
  * predictions of a point and scores them once. svc's fold fits learn the
  * classes their rows hold, renumbered (with class_weight renumbered
  * alike); their answers are mapped back to the original classes.
+ *
+ * svc and svr without preprocessing: the points of one resolved kernel
+ * share one Gram of all rows (km_gram_sym) when it takes at most half
+ * of every one of their params.cache_mb (the rule of an svc fit's own
+ * Gram), and each fit gathers its kernel columns from it
+ * (km_svm_fit_shared, the same fit as km_fit's) instead of computing
+ * them; its time is shared among the group's fits.
  */
 static km_status run_generic(search_run *r, km_error *err)
 {
@@ -768,12 +815,17 @@ static km_status run_generic(search_run *r, km_error *err)
     double *proj = NULL, *cw = NULL;
     int *lab = NULL, *labpool = NULL;
     unsigned char *pbuf = malloc(ps);
+    size_t *order = malloc(s->n_points * sizeof *order);
+    size_t *leader = malloc(s->n_points * sizeof *leader);
+    double *Kall = NULL;
+    int share = (s->algo == KM_ALGO_SVC || s->algo == KM_ALGO_SVR) &&
+                s->pre.x == KM_SCALE_NONE && !s->pre.center_y;
     size_t pcols = 0; /* columns of P */
     if (need & KM_OUT_VALUES)
         pcols = m;
     else if (need & KM_OUT_INVERSE)
         pcols = d;
-    int ok = pbuf != NULL;
+    int ok = pbuf && order && leader;
     if (ok && pcols)
         ok = (P = malloc(n * pcols * sizeof *P)) &&
              (!loo || (Pool = malloc(n * pcols * sizeof *Pool)));
@@ -790,11 +842,52 @@ static km_status run_generic(search_run *r, km_error *err)
         goto out;
     }
 
-    for (size_t p = 0; p < s->n_points && st == KM_OK; p++) {
+    if ((st = group_points(r, share, order, leader, err)) != KM_OK)
+        goto out;
+    double units = 0;
+    for (size_t oi = 0; oi < s->n_points && st == KM_OK; oi++) {
+        size_t p = order[oi];
         const void *params = (const char *)s->params + p * ps;
         point_acc *acc = &r->acc[p];
+        if (share && leader[p] == p) { /* a new group: its Gram */
+            free(Kall);
+            Kall = NULL;
+            size_t g = 0;
+            double budget = HUGE_VAL;
+            for (size_t q = p; q < s->n_points; q++)
+                if (leader[q] == p) {
+                    double b = ((const km_svm_params *)((const char *)s->params +
+                                                        q * ps))->cache_mb *
+                               1048576.0;
+                    budget = b < budget ? b : budget;
+                    g++;
+                }
+            double gram = (double)n * (double)n * sizeof(double);
+            if (g * r->n_splits > 1 && gram <= budget / 2) {
+                double t0 = km_now();
+                km_error e = {0};
+                km_kernel kr;
+                if ((Kall = malloc(n * n * sizeof *Kall)) &&
+                    km_kernel_copy(&kr, &s->kernels[p], &e) == KM_OK) {
+                    km_kernel_resolve(&kr, d);
+                    if (km_gram_sym(&kr, pb->X, n, d, Kall, 1, &e) != KM_OK) {
+                        free(Kall); /* the fits compute their own */
+                        Kall = NULL;
+                    }
+                    km_kernel_cleanup(&kr);
+                } else {
+                    free(Kall);
+                    Kall = NULL;
+                }
+                double each = (km_now() - t0) / (double)g;
+                for (size_t q = p; Kall && q < s->n_points; q++)
+                    if (leader[q] == p)
+                        r->acc[q].seconds += each;
+            }
+        }
         for (size_t f = 0; f < r->n_splits && st == KM_OK; f++) {
-            double base = (double)(p * r->n_splits + f);
+            double base = units;
+            units += 1;
             if ((st = progress(r, base, err)) != KM_OK)
                 break;
             if (acc->failed)
@@ -816,8 +909,15 @@ static km_status run_generic(search_run *r, km_error *err)
             km_model *model = NULL;
             km_error e = {0};
             double t0 = km_now();
-            st = km_fit(s->algo, &s->kernels[p], pbuf, &s->pre, &tp,
-                        r->ctl ? &sub : NULL, &model, &e);
+            if (Kall) {
+                km_shared_gram sg = {Kall, pb->X, n, sp.tr};
+                st = km_svm_fit_shared(s->algo, &s->kernels[p], (void *)pbuf,
+                                       &tp, &sg, r->ctl ? &sub : NULL, &model,
+                                       &e);
+            } else {
+                st = km_fit(s->algo, &s->kernels[p], pbuf, &s->pre, &tp,
+                            r->ctl ? &sub : NULL, &model, &e);
+            }
             acc->seconds += km_now() - t0;
             if (st == KM_OK) {
                 size_t nte = sp.nte;
@@ -904,6 +1004,9 @@ out:
     free(lab);
     free(labpool);
     free(pbuf);
+    free(order);
+    free(leader);
+    free(Kall);
     return st;
 }
 
@@ -1567,7 +1670,20 @@ size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
         }
         return b;
     }
-    /* generic: the subset copies, the largest fold fit, the answers */
+    /* generic: svc's and svr's shared Gram of all rows (when it takes at
+     * most half of the smallest cache_mb), the subset copies, the
+     * largest fold fit, the answers */
+    if ((s->algo == KM_ALGO_SVC || s->algo == KM_ALGO_SVR) && s->params &&
+        s->pre.x == KM_SCALE_NONE && !s->pre.center_y) {
+        double budget = HUGE_VAL, gram = (double)n * (double)n * (double)D;
+        for (size_t p = 0; p < P; p++) {
+            double c = ((const km_svm_params *)s->params)[p].cache_mb *
+                       1048576.0;
+            budget = c < budget ? c : budget;
+        }
+        if (gram <= budget / 2)
+            b = add_sat(b, mul_sat(D, mul_sat(n, n)));
+    }
     b = add_sat(b, mul_sat(D, mul_sat(n, 2 * (d + (pb->y ? m : 0)))));
     b = add_sat(b, mul_sat(n, 2 * sizeof(int)));
     size_t ps = km_algorithm_params_size(s->algo), most = 0;
