@@ -8,11 +8,20 @@
  * usage: bench_search [n [d [n_alphas [reps]]]]   (default 5000 20 20 1)
  * Prints one JSON line: seconds of each (medians over reps) and the
  * ratios to the fit, and the process's peak memory.
+ *
+ *        bench_search --svc FILE ROWS [CACHE_MB]
+ * svc on the first ROWS rows of data/FILE (features scaled to [-1, 1]),
+ * a 5 x 5 grid of C x gamma, 5 folds, accuracy: km_search (the points of
+ * one gamma share one Gram of all rows when it takes at most half of
+ * cache_mb) against the same fits one by one through km_fit (each fit
+ * its own kernel columns or Gram), with the scores compared.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "../tests/testdata.h"
 #include "bench_util.h"
 #include "km.h"
 
@@ -26,8 +35,121 @@ static double uniform(void) /* xorshift64*, in [-1, 1) */
     return (double)((state * 2685821657736338717ull) >> 11) * 0x1p-52 - 1.0;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int svc_grid(const char *file, size_t rows, double cache_mb)
+{
+    km_dataset ds;
+    if (km_dataset_load(file, rows, &ds) != 0)
+        return 1;
+    km_dataset_scale(&ds, ds.n);
+    size_t n = ds.n, d = ds.d, k = 0;
+    char **names = malloc(n * sizeof *names);
+    int *lab = malloc(n * sizeof *lab);
+    for (size_t i = 0; i < n; i++)
+        names[i] = ds.label[i];
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || strcmp(names[i], names[k - 1]) != 0)
+            names[k++] = names[i];
+    for (size_t i = 0; i < n; i++)
+        lab[i] = (int)((char **)bsearch(&ds.label[i], names, k, sizeof *names,
+                                        cmp_str) - names);
+    enum { G = 5, F = 5 };
+    static const double Cs[G] = {0.1, 1, 10, 100, 1000};
+    static const double gammas[G] = {0.01, 0.03, 0.1, 0.3, 1};
+    km_kernel ks[G * G];
+    km_svm_params ps[G * G];
+    for (int a = 0; a < G; a++)
+        for (int b = 0; b < G; b++) {
+            km_kernel_init(&ks[a * G + b], KM_KERNEL_RBF);
+            ks[a * G + b].gamma = gammas[b];
+            ps[a * G + b] = km_svm_params_default();
+            ps[a * G + b].C = Cs[a];
+            ps[a * G + b].cache_mb = cache_mb;
+        }
+    km_problem pb = {ds.X, n, d, NULL, 0, lab, k};
+    km_search_spec s = {KM_ALGO_SVC, {KM_SCALE_NONE, 0}, KM_SCORING_ACCURACY,
+                        {KM_CV_KFOLD, F, 0, 0, 0, NULL}, G * G, ks, ps};
+    km_search_result res;
+    km_error err;
+    double t0 = bench_now();
+    if (km_search(&s, &pb, NULL, &res, &err) != KM_OK) {
+        fprintf(stderr, "search: %s\n", err.message);
+        return 1;
+    }
+    double t_search = bench_now() - t0;
+
+    /* the same fits one by one: KFold's contiguous parts */
+    double *Xtr = malloc(n * d * sizeof *Xtr), *Xte = malloc(n * d * sizeof *Xte);
+    int *ltr = malloc(n * sizeof *ltr), *lte = malloc(n * sizeof *lte);
+    int *pred = malloc(n * sizeof *pred);
+    double worst = 0;
+    t0 = bench_now();
+    for (size_t p = 0; p < G * G; p++) {
+        double mean = 0;
+        for (size_t f = 0, pos = 0; f < F; f++) {
+            size_t size = n / F + (f < n % F), ntr = 0, nte = 0;
+            for (size_t i = 0; i < n; i++) {
+                int test = i >= pos && i < pos + size;
+                memcpy((test ? Xte + nte * d : Xtr + ntr * d), ds.X + i * d,
+                       d * sizeof *Xtr);
+                if (test)
+                    lte[nte++] = lab[i];
+                else
+                    ltr[ntr++] = lab[i];
+            }
+            pos += size;
+            km_problem fp = {Xtr, ntr, d, NULL, 0, ltr, k};
+            km_model *m = NULL;
+            if (km_fit(KM_ALGO_SVC, &ks[p], &ps[p], NULL, &fp, NULL, &m,
+                       &err) != KM_OK ||
+                km_predict_labels(m, Xte, nte, pred, &err) != KM_OK) {
+                fprintf(stderr, "fit: %s\n", err.message);
+                return 1;
+            }
+            size_t hit = 0;
+            for (size_t i = 0; i < nte; i++)
+                hit += pred[i] == lte[i];
+            mean += (double)hit / (double)nte / F;
+            km_model_free(m);
+        }
+        double e = fabs(mean - res.mean[p]);
+        worst = e > worst ? e : worst;
+    }
+    double t_fits = bench_now() - t0;
+    printf("{\"file\": \"%s\", \"n\": %zu, \"classes\": %zu, "
+           "\"points\": %d, \"folds\": %d, \"cache_mb\": %g, "
+           "\"search_s\": %.2f, \"fits_one_by_one_s\": %.2f, "
+           "\"ratio\": %.2f, \"max_mean_accuracy_diff\": %g, "
+           "\"best_accuracy\": %.4f, \"peak_mib\": %.0f}\n",
+           file, n, k, G * G, F, cache_mb, t_search, t_fits,
+           t_search / t_fits, worst, res.mean[res.best], bench_peak_mib());
+    km_search_result_cleanup(&res);
+    free(Xtr);
+    free(Xte);
+    free(ltr);
+    free(lte);
+    free(pred);
+    free(names);
+    free(lab);
+    km_dataset_free(&ds);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--svc") == 0) {
+        if (argc < 4) {
+            fprintf(stderr, "usage: %s --svc FILE ROWS [CACHE_MB]\n", argv[0]);
+            return 2;
+        }
+        return svc_grid(argv[2], strtoul(argv[3], NULL, 10),
+                        argc > 4 ? atof(argv[4]) : 200);
+    }
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 5000;
     size_t d = argc > 2 ? strtoul(argv[2], NULL, 10) : 20;
     size_t na = argc > 3 ? strtoul(argv[3], NULL, 10) : 20;
