@@ -11,7 +11,9 @@
  *     predictions as SVC), svr 1e-6 absolute on r2 (both sides solve to
  *     tol 1e-6; at the default 1e-3 the stopping rule leaves means 6e-6
  *     apart; a std of 4 fold scores, about 0.03, then differs by 1e-7,
- *     2e-6 of itself);
+ *     2e-6 of itself), kpca's reconstruction error 1e-7 relative;
+ *   - svc and svr folds sharing one Gram agree with fits of their own;
+ *     neg_log_loss;
  *   - the two krr engines agree (closed-form LOO and n predefined folds);
  *   - folds: KFOLD sizes, order and shuffle, stratified balance,
  *     PREDEFINED validation, more folds than rows;
@@ -247,7 +249,7 @@ static void gs_compare(const char *name, const km_search_result *res,
         ck_assert_msg(e <= tol, "%s: stds off by %g relative", name, e);
     }
     ck_assert_uint_eq(res->best, (size_t)best[0]);
-    ck_assert_uint_eq(res->n_splits, 4);
+    ck_assert_uint_eq(res->n_splits, 4); /* test_fold's folds 0 .. 3 */
     free(mean);
     free(sd);
     free(best);
@@ -364,6 +366,83 @@ END_TEST
 START_TEST(gridsearch_svr)
 {
     svm_grid("svr", KM_ALGO_SVR, SVR_TOL);
+}
+END_TEST
+
+/* kpca through the generic engine: minus the mean squared
+ * reconstruction error of the test rows, against GridSearchCV with that
+ * scorer; 1e-7 relative (an eigendecomposition and a ridge solve per fold,
+ * each at the kpca fits' parity with KernelPCA). */
+START_TEST(gridsearch_kpca)
+{
+    gs_data G;
+    gs_load(&G);
+    size_t np2;
+    double *pts = km_read_fixture("search_gs_kpca_points.txt", &np2);
+    size_t np = np2 / 2;
+    km_kernel *ks = malloc(np * sizeof *ks);
+    km_kpca_params *ps = malloc(np * sizeof *ps);
+    for (size_t i = 0; i < np; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ks[i].gamma = pts[2 * i + 1];
+        ps[i] = km_kpca_params_default();
+        ps[i].n_components = (size_t)pts[2 * i];
+        ps[i].fit_inverse_transform = 1;
+        ps[i].alpha = 0.1;
+        ps[i].solver = KM_KPCA_SOLVER_DENSE;
+    }
+    km_problem pb = {G.X, G.n, G.d, NULL, 0, NULL, 0};
+    km_search_spec s = {KM_ALGO_KPCA, {KM_SCALE_NONE, 0},
+                        KM_SCORING_NEG_RECONSTRUCTION,
+                        {KM_CV_PREDEFINED, G.folds, 0, 0, 0, G.tf}, np, ks,
+                        ps};
+    km_search_result res;
+    km_error err = {0};
+    ck_assert_msg(km_search(&s, &pb, NULL, &res, &err) == KM_OK, "%s",
+                  err.message);
+    gs_compare("kpca", &res, 1e-7);
+    km_search_result_cleanup(&res);
+    /* the scoring needs the inverse map */
+    ps[1].fit_inverse_transform = 0;
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "points[1]: scoring neg_reconstruction_error "
+                     "needs params.fit_inverse_transform");
+    km_search_result_cleanup(&res);
+    free(ks);
+    free(ps);
+    free(pts);
+    gs_free(&G);
+}
+END_TEST
+
+/* svc with probabilities scored by neg_log_loss: a finite loss, better
+ * than the uniform guess; without probability the scoring is refused. */
+START_TEST(svc_log_loss)
+{
+    gs_data G;
+    gs_load(&G);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.05;
+    km_svm_params p = km_svm_params_default();
+    p.probability = 1;
+    km_problem pb = {G.X, G.n, G.d, NULL, 0, G.labels, 2};
+    km_search_spec s = {KM_ALGO_SVC, {KM_SCALE_NONE, 0},
+                        KM_SCORING_NEG_LOG_LOSS,
+                        {KM_CV_KFOLD, 4, 1, 5, 1, NULL}, 1, &k, &p};
+    km_search_result res;
+    km_error err = {0};
+    ck_assert_msg(km_search(&s, &pb, NULL, &res, &err) == KM_OK, "%s",
+                  err.message);
+    ck_assert_msg(res.mean[0] < 0 && res.mean[0] > -log(2.0), "%g",
+                  res.mean[0]);
+    km_search_result_cleanup(&res);
+    p.probability = 0;
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "points[0]: scoring neg_log_loss needs "
+                     "params.probability");
+    km_search_result_cleanup(&res);
+    gs_free(&G);
 }
 END_TEST
 
@@ -810,6 +889,8 @@ static Suite *search_suite(void)
     tcase_add_test(tc, gridsearch_krr_preprocessed);
     tcase_add_test(tc, gridsearch_svc);
     tcase_add_test(tc, gridsearch_svr);
+    tcase_add_test(tc, gridsearch_kpca);
+    tcase_add_test(tc, svc_log_loss);
     tcase_add_test(tc, shared_gram_same_results);
     tcase_add_test(tc, svc_loo_pooled);
     tcase_add_test(tc, kfold_sizes_and_order);
