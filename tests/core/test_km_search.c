@@ -150,6 +150,61 @@ START_TEST(loo_against_ridgecv)
 }
 END_TEST
 
+/* The closed form's preprocessing is learnt once on all rows: LOO with
+ * standardized X (population std) and centered y scores as LOO without
+ * preprocessing on X standardized and y centered beforehand (here, by
+ * the test's own arithmetic); a minmax search differs from both. */
+START_TEST(closed_form_preprocessing)
+{
+    loo_data L;
+    loo_load(&L);
+    size_t n = L.n, d = L.d, m = L.m;
+    double *Xs = malloc(n * d * sizeof *Xs), *Yc = malloc(n * m * sizeof *Yc);
+    for (size_t j = 0; j < d; j++) {
+        double mean = 0, var = 0;
+        for (size_t i = 0; i < n; i++)
+            mean += L.X[i * d + j] / n;
+        for (size_t i = 0; i < n; i++)
+            var += (L.X[i * d + j] - mean) * (L.X[i * d + j] - mean) / n;
+        for (size_t i = 0; i < n; i++)
+            Xs[i * d + j] = (L.X[i * d + j] - mean) / sqrt(var);
+    }
+    for (size_t o = 0; o < m; o++) {
+        double mean = 0;
+        for (size_t i = 0; i < n; i++)
+            mean += L.Y[i * m + o] / n;
+        for (size_t i = 0; i < n; i++)
+            Yc[i * m + o] = L.Y[i * m + o] - mean;
+    }
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.02;
+    km_krr_params ps[3] = {{0.01}, {0.1}, {1}};
+    km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_STANDARDIZE, 1},
+                        KM_SCORING_NEG_MSE, {KM_CV_LOO, 0, 0, 0, 0, NULL}, 3,
+                        (km_kernel[]){k, k, k}, ps};
+    km_problem raw = {L.X, n, d, L.Y, m, NULL, 0};
+    km_problem pre = {Xs, n, d, Yc, m, NULL, 0};
+    km_search_result a, b, c;
+    km_error err = {0};
+    ck_assert_msg(km_search(&s, &raw, NULL, &a, &err) == KM_OK, "%s",
+                  err.message);
+    s.pre = (km_preprocess){KM_SCALE_NONE, 0};
+    ck_assert_int_eq(km_search(&s, &pre, NULL, &b, &err), KM_OK);
+    double e = km_max_rel_err(a.mean, b.mean, 3, 1e-3);
+    ck_assert_msg(e <= 1e-10, "preprocessed on all rows: off by %g", e);
+    s.pre = (km_preprocess){KM_SCALE_MINMAX, 1};
+    ck_assert_int_eq(km_search(&s, &raw, NULL, &c, &err), KM_OK);
+    ck_assert(fabs(c.mean[0] - a.mean[0]) > 1e-6 * fabs(a.mean[0]));
+    km_search_result_cleanup(&a);
+    km_search_result_cleanup(&b);
+    km_search_result_cleanup(&c);
+    free(Xs);
+    free(Yc);
+    loo_free(&L);
+}
+END_TEST
+
 /* The closed form and n one-row predefined folds (the shared-Gram fold
  * engine, one Cholesky per alpha) give the same MSE. */
 START_TEST(engines_agree)
@@ -884,6 +939,7 @@ static Suite *search_suite(void)
     tcase_add_test(tc, gcv_against_formula);
     tcase_add_test(tc, loo_against_ridgecv);
     tcase_add_test(tc, engines_agree);
+    tcase_add_test(tc, closed_form_preprocessing);
     tcase_add_test(tc, gridsearch_krr_cholesky);
     tcase_add_test(tc, gridsearch_krr_eigen);
     tcase_add_test(tc, gridsearch_krr_preprocessed);
