@@ -597,7 +597,12 @@ km_status km_model_score(const km_model *m, km_scoring s,
  *               seeded with seed (not numpy's: the same seed does not
  *               give sklearn's folds; pass test_fold for those); with
  *               stratified (classification), each class is spread over
- *               the folds in turn, as StratifiedKFold
+ *               the folds in turn, as StratifiedKFold: the rows, sorted
+ *               by class (stably, so shuffled within each class when
+ *               shuffle), are dealt round-robin, row p of that order to
+ *               fold p % folds; a class of n_c rows has floor or
+ *               ceil(n_c / folds) in every fold (not sklearn's exact
+ *               assignment)
  *   LOO         leave one out: n folds of one row
  *   GCV         krr only: generalised cross-validation, one number per
  *               alpha from the whole fit (no folds)
@@ -644,8 +649,36 @@ typedef struct km_search_spec {
 /* Per point: the mean and (population) standard deviation of its fold
  * scores, as GridSearchCV's mean_test_score and std_test_score (LOO
  * and GCV: the pooled score, std 0), and the seconds its fits took
- * (mean per fold; closed-form sweeps share theirs among the points).
- * best: the first point of highest mean. */
+ * (mean per fold; closed-form sweeps share theirs among the points:
+ * a krr LOO or GCV point gets its equal share of its kernel's whole
+ * sweep). best: the first point of highest mean. n_splits: KFOLD and
+ * PREDEFINED folds, LOO n, GCV 1 (the one fit on all rows).
+ *
+ * A point whose fit fails on a fold because of its data or parameters
+ * (KM_EPROBLEM, KM_ENOTPD, KM_ENOCONV: say a tiny alpha on a kernel that
+ * is not positive definite), or whose score is not a finite number,
+ * fails alone, as scikit-learn's error_score=nan makes it lose: its mean
+ * is KM_SEARCH_FAILED_SCORE (-DBL_MAX, finite so that the record and
+ * JSON hold it; no real score is that low) and its std 0, and it is
+ * never best while another point succeeds. When every point fails the
+ * search fails with the first failure's status, its message naming the
+ * point and fold ("points[3], cv fold 1: ..."). Other statuses
+ * (KM_ENOMEM, KM_ECANCELLED, ...) end the search.
+ *
+ * krr's closed forms (LOO, GCV; K = V diag(s) V^T, one dsyevd per
+ * kernel setting): with G = diag(alpha / (s + alpha)), the residuals
+ * y - Hy = V G V^T y of H = K (K + alpha I)^-1, the LOO residual
+ * (y - Hy)_i / (1 - H_ii) and the GCV residual (y - Hy)_i / (1 - tr H / n)
+ * (H_ii replaced by its mean), so that GCV's neg_mean_squared_error is
+ * minus n |y - Hy|^2 / (n - tr H)^2 (Golub, Heath and Wahba; averaged
+ * over outputs; scikit-learn's RidgeCV "gcv" mode is the LOO one). The
+ * scoring is applied to the n predictions y_i - residual_i. The closed
+ * form needs one K: with preprocessing its statistics (x scaling, and
+ * center_y's mean) are learnt once on all rows, not per left-out row, so
+ * LOO with center_y means "y centered on all rows", not refits that each
+ * center on n - 1 rows. KFOLD and PREDEFINED learn them per fold as
+ * scikit-learn's Pipeline does. */
+#define KM_SEARCH_FAILED_SCORE (-1.7976931348623157e308)
 typedef struct km_search_result {
     size_t n_points, n_splits;
     double *mean, *std, *fit_seconds;
@@ -656,7 +689,9 @@ typedef struct km_search_result {
  * a point's kernel or params, the scoring; KM_EPROBLEM: more folds than
  * rows, a stratified fold count above the smallest class's size, GCV
  * for another algorithm than krr), then runs it. Progress goes over
- * every (point, fold) fit; ctl may cancel. Caller owns out's arrays
+ * every (point, fold) fit; ctl may cancel (between fits, and inside
+ * them as their own progress allows; krr's eigendecompositions cannot be
+ * interrupted: a cancel is honoured after one). Caller owns out's arrays
  * (km_search_result_cleanup, also on failure). */
 km_status km_search(const km_search_spec *s, const km_problem *pb,
                     const km_fit_control *ctl, km_search_result *out,

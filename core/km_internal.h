@@ -425,4 +425,34 @@ km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
 /* Squared norms of X's n rows, malloc'd; NULL on OOM. */
 double *km_sqnorms(const double *X, size_t n, size_t d);
 
+/* ------------------------------------------------------- search */
+
+/*
+ * A Gram matrix of a superset of a fit's rows, for svc and svr fits of
+ * several folds of one kernel setting: K (n_all x n_all, full) of the
+ * points X_all, computed by the caller with km_gram_sym and the fit's
+ * kernel resolved for the same d; row i of the fit's problem is point
+ * index[i]. The solves gather their kernel columns from K instead of
+ * computing them (as an svc fit does from its own Gram of all its rows).
+ */
+typedef struct km_shared_gram {
+    const double *K;
+    const double *X_all;
+    size_t n_all;
+    const size_t *index;
+} km_shared_gram;
+/* km_svc_fit or km_svr_fit (a) of pb with its columns from sg (km_svm.c).
+ * pb's rows must be X_all's rows index[i]. */
+km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
+                            const km_svm_params *p, const km_problem *pb,
+                            const km_shared_gram *sg,
+                            const km_fit_control *ctl, km_model **out,
+                            km_error *err);
+
+/* km_search's checks of s against pb, and its folds: fold[i] (n entries,
+ * caller-allocated) gets row i's test fold, -1 for a row always trained
+ * on; *n_splits the number of splits. For tests (km_search.c). */
+km_status km_search_folds(const km_search_spec *s, const km_problem *pb,
+                          int *fold, size_t *n_splits, km_error *err);
+
 #endif /* KM_INTERNAL_H */

@@ -10,7 +10,13 @@
  * are many solves (several pairs, or probability's cross-validation) and
  * the Gram of all rows takes at most half of cache_mb, it is computed
  * once (km_gram_sym) and every solve's column cache gathers from it;
- * otherwise each solve's cache computes its columns. With probability, each pair first runs LIBSVM's 5-fold
+ * otherwise each solve's cache computes its columns. A caller may hand
+ * a fit the Gram of a superset of its rows (km_svm_fit_shared: km_search's
+ * folds of one kernel share one Gram of all rows); the solves, svc's and
+ * svr's, then gather from it through an index map. Such a Gram (DSYRK)
+ * rounds differently from the columns a solve computes, so a fit agrees
+ * with one without it to the solver's tolerance, as with svc's own Gram.
+ * With probability, each pair first runs LIBSVM's 5-fold
  * cross-validation (folds shuffled by core's one PRNG, km_rng, with a fixed seed) and fits
  * Platt's sigmoid to the held-out decision values.
  *
@@ -392,6 +398,7 @@ typedef struct binary {
     signed char *y;
     double *C, *p, *alpha;
     double *Xp;           /* the rows' copy when there is no shared K */
+    size_t *prow;         /* rows mapped to a superset Gram's points */
 } binary;
 
 typedef struct svc_fit {
@@ -400,6 +407,10 @@ typedef struct svc_fit {
     const double *Xg;     /* grouped rows */
     size_t n, d;
     const double *K;      /* shared Gram of Xg, or NULL */
+    const double *Kpts;   /* the points K is the Gram of: Xg, or a
+                             caller's superset of the rows */
+    size_t np;            /* their count */
+    const size_t *kmap;   /* grouped row -> point of K; NULL: itself */
     const km_fit_control *ctl;
     size_t budget;        /* for each solve's kernel storage */
     long iterations;
@@ -420,10 +431,15 @@ static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
     pb.C = b->C;
     pb.alpha = b->alpha;
     if (f->K) {
-        pb.X = f->Xg;
-        pb.n_points = f->n;
+        pb.X = f->Kpts;
+        pb.n_points = f->np;
         pb.row = b->rows;
         pb.K = f->K;
+        if (f->kmap) {
+            for (size_t t = 0; t < b->n; t++)
+                b->prow[t] = f->kmap[b->rows[t]];
+            pb.row = b->prow;
+        }
     } else {
         for (size_t t = 0; t < b->n; t++)
             memcpy(b->Xp + t * f->d, f->Xg + b->rows[t] * f->d,
@@ -543,6 +559,7 @@ static void binary_free(binary *b)
     free(b->p);
     free(b->alpha);
     free(b->Xp);
+    free(b->prow);
 }
 
 static int binary_alloc(binary *b, size_t n, size_t d)
@@ -554,19 +571,25 @@ static int binary_alloc(binary *b, size_t n, size_t d)
     b->p = malloc(n * sizeof *b->p);
     b->alpha = malloc(n * sizeof *b->alpha);
     b->Xp = malloc(n * d * sizeof *b->Xp);
-    return b->rows && b->y && b->C && b->p && b->alpha && b->Xp;
+    b->prow = malloc(n * sizeof *b->prow);
+    return b->rows && b->y && b->C && b->p && b->alpha && b->Xp && b->prow;
 }
 
-km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
-                     const double *X, size_t n, size_t d, const int *y,
-                     size_t n_classes, const km_fit_control *ctl,
-                     km_model **out, km_error *err)
+/* km_svc_fit, with sg (may be NULL) a Gram of a superset of the rows
+ * that the solves gather their columns from (km_svm_fit_shared). */
+static km_status svc_fit_rows(const km_kernel *kernel,
+                              const km_svm_params *params, const double *X,
+                              size_t n, size_t d, const int *y,
+                              size_t n_classes, const km_shared_gram *sg,
+                              const km_fit_control *ctl, km_model **out,
+                              km_error *err)
 {
     const size_t K = n_classes;
     km_problem problem = {X, n, d, NULL, 0, y, n_classes};
     km_fit_frame fr;
     size_t *count = NULL, *start = NULL, *order = NULL;
     double *Xg = NULL, *Kall = NULL, *coef = NULL, *obj = NULL;
+    size_t *kmap = NULL;
     unsigned char *nz = NULL;
     binary b, tmp;
     svm_payload *pl = NULL;
@@ -651,7 +674,18 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
      * share the other half. */
     size_t budget = budget_bytes(params);
     size_t gram = km_mul3(n, n, sizeof(double));
-    if ((K > 2 || params->probability) && gram && gram <= budget / 2) {
+    if (sg) {
+        /* The caller's Gram: its size is the caller's; the caches keep
+         * at least half the budget. */
+        size_t ga = km_mul3(sg->n_all, sg->n_all, sizeof(double));
+        budget -= ga && ga <= budget / 2 ? ga : budget / 2;
+        if (!(kmap = malloc(n * sizeof *kmap))) {
+            st = oom(err);
+            goto out;
+        }
+        for (size_t g = 0; g < n; g++)
+            kmap[g] = sg->index[order[g]];
+    } else if ((K > 2 || params->probability) && gram && gram <= budget / 2) {
         Kall = malloc(gram);
         if (!Kall) {
             st = oom(err);
@@ -662,7 +696,9 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
         budget -= gram;
     }
 
-    svc_fit f = {&fr.k, params, Xg, n, d, Kall, ctl, budget, 0, 0, {PROB_SEED}};
+    svc_fit f = {&fr.k, params, Xg, n, d, sg ? sg->K : Kall,
+                 sg ? sg->X_all : Xg, sg ? sg->n_all : n, kmap, ctl, budget,
+                 0, 0, {PROB_SEED}};
     const size_t np_total = n_pairs(K);
     size_t pi = 0;
     for (size_t a = 0; a < K; a++)
@@ -774,6 +810,7 @@ out:
     free(order);
     free(Xg);
     free(Kall);
+    free(kmap);
     free(coef);
     free(obj);
     free(nz);
@@ -781,12 +818,24 @@ out:
     return st;
 }
 
+km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
+                     const double *X, size_t n, size_t d, const int *y,
+                     size_t n_classes, const km_fit_control *ctl,
+                     km_model **out, km_error *err)
+{
+    return svc_fit_rows(kernel, params, X, n, d, y, n_classes, NULL, ctl,
+                        out, err);
+}
+
 /* ------------------------------------------------------------ SVR */
 
-km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
-                     const double *X, size_t n, size_t d, const double *y,
-                     const km_fit_control *ctl, km_model **out,
-                     km_error *err)
+/* km_svr_fit, with sg as svc_fit_rows's. */
+static km_status svr_fit_rows(const km_kernel *kernel,
+                              const km_svm_params *params, const double *X,
+                              size_t n, size_t d, const double *y,
+                              const km_shared_gram *sg,
+                              const km_fit_control *ctl, km_model **out,
+                              km_error *err)
 {
     km_problem problem = {X, n, d, y, 1, NULL, 0};
     km_fit_frame fr;
@@ -815,7 +864,7 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
     }
     pl->d = d;
     for (size_t i = 0; i < n; i++) {
-        row[i] = row[n + i] = i;
+        row[i] = row[n + i] = sg ? sg->index[i] : i;
         sy[i] = 1;
         sy[n + i] = -1;
         p[i] = params->epsilon - y[i];
@@ -826,7 +875,8 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
-    smo_problem pb = {nv, d, X, n, row, NULL, sy, p, C, alpha};
+    smo_problem pb = {nv, d, sg ? sg->X_all : X, sg ? sg->n_all : n, row,
+                      sg ? sg->K : NULL, sy, p, C, alpha};
     smo_options o;
     smo_result res;
     set_options(&o, params, ctl, 0.0, 0.99);
@@ -884,6 +934,30 @@ out:
     free(alpha);
     km_fit_cleanup(&fr);
     return st;
+}
+
+km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
+                     const double *X, size_t n, size_t d, const double *y,
+                     const km_fit_control *ctl, km_model **out,
+                     km_error *err)
+{
+    return svr_fit_rows(kernel, params, X, n, d, y, NULL, ctl, out, err);
+}
+
+km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
+                            const km_svm_params *p, const km_problem *pb,
+                            const km_shared_gram *sg,
+                            const km_fit_control *ctl, km_model **out,
+                            km_error *err)
+{
+    if (a == KM_ALGO_SVC)
+        return svc_fit_rows(k, p, pb->X, pb->n, pb->d, pb->labels,
+                            pb->n_classes, sg, ctl, out, err);
+    if (a == KM_ALGO_SVR)
+        return svr_fit_rows(k, p, pb->X, pb->n, pb->d, pb->y, sg, ctl, out,
+                            err);
+    return km_error_set(err, KM_EINVAL, "a shared Gram serves svc and svr "
+                        "fits, not %s", km_algorithm_name(a));
 }
 
 /* ------------------------------------------------------------ prediction */

@@ -1,0 +1,963 @@
+/*
+ * test_km_search.c - km_search against independent references
+ * (tests/fixtures/search_*.txt, from gen_search_refs.py):
+ *   - krr's closed-form LOO against brute-force refits in numpy (r2, MSE,
+ *     MAE of the pooled predictions per alpha), GCV against its formula
+ *     from a direct solve, LOO MSE against RidgeCV on a linear kernel:
+ *     all to 1e-9 relative;
+ *   - GridSearchCV with PredefinedSplit: per point mean_test_score and
+ *     std_test_score, and best_index_. Tolerances: krr 1e-8 relative (the
+ *     fits' parity with KernelRidge), svc accuracy exactly (the same
+ *     predictions as SVC), svr 1e-6 absolute on r2 (both sides solve to
+ *     tol 1e-6; at the default 1e-3 the stopping rule leaves means 6e-6
+ *     apart; a std of 4 fold scores, about 0.03, then differs by 1e-7,
+ *     2e-6 of itself), kpca's reconstruction error 1e-7 relative;
+ *   - svc and svr folds sharing one Gram agree with fits of their own;
+ *     neg_log_loss;
+ *   - the two krr engines agree (closed-form LOO and n predefined folds);
+ *   - folds: KFOLD sizes, order and shuffle, stratified balance,
+ *     PREDEFINED validation, more folds than rows;
+ *   - a failed point loses, all failed fails; cancel; km_search_bytes.
+ */
+#include "../check_main.h"
+#include "km.h"
+#include "km_internal.h"
+
+#define KRR_TOL 1e-8
+#define CLOSED_TOL 1e-9
+#define SVR_TOL 1e-6
+
+static double *fixture(const char *name, size_t expect)
+{
+    size_t n;
+    double *v = km_read_fixture(name, &n);
+    ck_assert_msg(expect == 0 || n == expect, "%s: %zu values, expected %zu",
+                  name, n, expect);
+    return v;
+}
+
+/* A krr search over one kernel and the given alphas. */
+static km_status krr_search(const km_kernel *k, const double *alphas,
+                            size_t na, const km_problem *pb, km_cv cv,
+                            km_scoring sc, km_search_result *res,
+                            km_error *err)
+{
+    km_kernel *ks = malloc(na * sizeof *ks);
+    km_krr_params *ps = malloc(na * sizeof *ps);
+    for (size_t i = 0; i < na; i++) {
+        ks[i] = *k; /* leaves only: shared, not owned */
+        ps[i].alpha = alphas[i];
+    }
+    km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, sc, cv, na, ks, ps};
+    km_status st = km_search(&s, pb, NULL, res, err);
+    free(ks);
+    free(ps);
+    return st;
+}
+
+/* ------------------------------------------------------------ closed form */
+
+typedef struct loo_data {
+    double *X, *Y, *alphas;
+    size_t n, d, m, na;
+} loo_data;
+
+static void loo_load(loo_data *L)
+{
+    L->n = 80, L->d = 28, L->m = 2;
+    L->X = fixture("search_loo_X.txt", L->n * L->d);
+    L->Y = fixture("search_loo_Y.txt", L->n * L->m);
+    L->alphas = km_read_fixture("search_loo_alphas.txt", &L->na);
+}
+
+static void loo_free(loo_data *L)
+{
+    free(L->X);
+    free(L->Y);
+    free(L->alphas);
+}
+
+static void check_closed(km_cv_kind kind, km_scoring sc, const char *file,
+                         double sign)
+{
+    loo_data L;
+    loo_load(&L);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.05;
+    km_problem pb = {L.X, L.n, L.d, L.Y, L.m, NULL, 0};
+    km_cv cv = {kind, 0, 0, 0, 0, NULL};
+    km_search_result res;
+    km_error err = {0};
+    ck_assert_msg(krr_search(&k, L.alphas, L.na, &pb, cv, sc, &res, &err) ==
+                      KM_OK, "%s", err.message);
+    double *ref = fixture(file, L.na);
+    for (size_t i = 0; i < L.na; i++)
+        ref[i] *= sign;
+    double e = km_max_rel_err(res.mean, ref, L.na, 1e-3);
+    ck_assert_msg(e <= CLOSED_TOL, "%s: off by %g relative", file, e);
+    ck_assert_uint_eq(res.n_splits, kind == KM_CV_LOO ? L.n : 1);
+    for (size_t i = 0; i < L.na; i++)
+        ck_assert(res.std[i] == 0);
+    /* the best is the first highest */
+    size_t best = 0;
+    for (size_t i = 1; i < L.na; i++)
+        if (ref[i] > ref[best])
+            best = i;
+    ck_assert_uint_eq(res.best, best);
+    free(ref);
+    km_search_result_cleanup(&res);
+    loo_free(&L);
+}
+
+START_TEST(loo_against_brute_force)
+{
+    check_closed(KM_CV_LOO, KM_SCORING_R2, "search_loo_r2.txt", 1);
+    check_closed(KM_CV_LOO, KM_SCORING_NEG_MSE, "search_loo_mse.txt", -1);
+    check_closed(KM_CV_LOO, KM_SCORING_NEG_MAE, "search_loo_mae.txt", -1);
+}
+END_TEST
+
+START_TEST(gcv_against_formula)
+{
+    check_closed(KM_CV_GCV, KM_SCORING_NEG_MSE, "search_gcv_mse.txt", -1);
+}
+END_TEST
+
+START_TEST(loo_against_ridgecv)
+{
+    loo_data L;
+    loo_load(&L);
+    size_t na;
+    double *alphas = km_read_fixture("search_ridgecv_alphas.txt", &na);
+    double *ref = fixture("search_ridgecv_mse.txt", na);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    km_problem pb = {L.X, L.n, L.d, L.Y, L.m, NULL, 0};
+    km_cv cv = {KM_CV_LOO, 0, 0, 0, 0, NULL};
+    km_search_result res;
+    km_error err = {0};
+    ck_assert_msg(krr_search(&k, alphas, na, &pb, cv, KM_SCORING_NEG_MSE, &res,
+                             &err) == KM_OK, "%s", err.message);
+    for (size_t i = 0; i < na; i++)
+        res.mean[i] = -res.mean[i];
+    double e = km_max_rel_err(res.mean, ref, na, 1e-3);
+    ck_assert_msg(e <= CLOSED_TOL, "RidgeCV: off by %g relative", e);
+    free(alphas);
+    free(ref);
+    km_search_result_cleanup(&res);
+    loo_free(&L);
+}
+END_TEST
+
+/* The closed form's preprocessing is learnt once on all rows: LOO with
+ * standardized X (population std) and centered y scores as LOO without
+ * preprocessing on X standardized and y centered beforehand (here, by
+ * the test's own arithmetic); a minmax search differs from both. */
+START_TEST(closed_form_preprocessing)
+{
+    loo_data L;
+    loo_load(&L);
+    size_t n = L.n, d = L.d, m = L.m;
+    double *Xs = malloc(n * d * sizeof *Xs), *Yc = malloc(n * m * sizeof *Yc);
+    for (size_t j = 0; j < d; j++) {
+        double mean = 0, var = 0;
+        for (size_t i = 0; i < n; i++)
+            mean += L.X[i * d + j] / n;
+        for (size_t i = 0; i < n; i++)
+            var += (L.X[i * d + j] - mean) * (L.X[i * d + j] - mean) / n;
+        for (size_t i = 0; i < n; i++)
+            Xs[i * d + j] = (L.X[i * d + j] - mean) / sqrt(var);
+    }
+    for (size_t o = 0; o < m; o++) {
+        double mean = 0;
+        for (size_t i = 0; i < n; i++)
+            mean += L.Y[i * m + o] / n;
+        for (size_t i = 0; i < n; i++)
+            Yc[i * m + o] = L.Y[i * m + o] - mean;
+    }
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.02;
+    km_krr_params ps[3] = {{0.01}, {0.1}, {1}};
+    km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_STANDARDIZE, 1},
+                        KM_SCORING_NEG_MSE, {KM_CV_LOO, 0, 0, 0, 0, NULL}, 3,
+                        (km_kernel[]){k, k, k}, ps};
+    km_problem raw = {L.X, n, d, L.Y, m, NULL, 0};
+    km_problem pre = {Xs, n, d, Yc, m, NULL, 0};
+    km_search_result a, b, c;
+    km_error err = {0};
+    ck_assert_msg(km_search(&s, &raw, NULL, &a, &err) == KM_OK, "%s",
+                  err.message);
+    s.pre = (km_preprocess){KM_SCALE_NONE, 0};
+    ck_assert_int_eq(km_search(&s, &pre, NULL, &b, &err), KM_OK);
+    double e = km_max_rel_err(a.mean, b.mean, 3, 1e-3);
+    ck_assert_msg(e <= 1e-10, "preprocessed on all rows: off by %g", e);
+    s.pre = (km_preprocess){KM_SCALE_MINMAX, 1};
+    ck_assert_int_eq(km_search(&s, &raw, NULL, &c, &err), KM_OK);
+    ck_assert(fabs(c.mean[0] - a.mean[0]) > 1e-6 * fabs(a.mean[0]));
+    km_search_result_cleanup(&a);
+    km_search_result_cleanup(&b);
+    km_search_result_cleanup(&c);
+    free(Xs);
+    free(Yc);
+    loo_free(&L);
+}
+END_TEST
+
+/* The closed form and n one-row predefined folds (the shared-Gram fold
+ * engine, one Cholesky per alpha) give the same MSE. */
+START_TEST(engines_agree)
+{
+    loo_data L;
+    loo_load(&L);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.05;
+    km_problem pb = {L.X, L.n, L.d, L.Y, L.m, NULL, 0};
+    int *tf = malloc(L.n * sizeof *tf);
+    for (size_t i = 0; i < L.n; i++)
+        tf[i] = (int)i;
+    km_cv loo = {KM_CV_LOO, 0, 0, 0, 0, NULL};
+    km_cv pre = {KM_CV_PREDEFINED, L.n, 0, 0, 0, tf};
+    km_search_result a, b;
+    km_error err = {0};
+    ck_assert_int_eq(krr_search(&k, L.alphas, L.na, &pb, loo,
+                                KM_SCORING_NEG_MSE, &a, &err), KM_OK);
+    ck_assert_msg(krr_search(&k, L.alphas, L.na, &pb, pre, KM_SCORING_NEG_MSE,
+                             &b, &err) == KM_OK, "%s", err.message);
+    ck_assert_uint_eq(b.n_splits, L.n);
+    double e = km_max_rel_err(b.mean, a.mean, L.na, 1e-3);
+    ck_assert_msg(e <= 1e-9, "engines differ by %g relative", e);
+    ck_assert(b.std[0] > 0);
+    km_search_result_cleanup(&a);
+    km_search_result_cleanup(&b);
+    free(tf);
+    loo_free(&L);
+}
+END_TEST
+
+/* ------------------------------------------------------------ grids */
+
+typedef struct gs_data {
+    double *X, *Y, *lab;
+    int *labels, *tf;
+    size_t n, d, folds;
+} gs_data;
+
+static void gs_load(gs_data *G)
+{
+    G->n = 200, G->d = 28;
+    G->X = fixture("search_gs_X.txt", G->n * G->d);
+    G->Y = fixture("search_gs_Y.txt", G->n * 2);
+    G->lab = fixture("search_gs_labels.txt", G->n);
+    double *tf = fixture("search_gs_test_fold.txt", G->n);
+    G->labels = malloc(G->n * sizeof(int));
+    G->tf = malloc(G->n * sizeof(int));
+    G->folds = 0;
+    for (size_t i = 0; i < G->n; i++) {
+        G->labels[i] = (int)G->lab[i];
+        G->tf[i] = (int)tf[i];
+        if (G->tf[i] + 1 > (int)G->folds)
+            G->folds = (size_t)G->tf[i] + 1;
+    }
+    free(tf);
+}
+
+static void gs_free(gs_data *G)
+{
+    free(G->X);
+    free(G->Y);
+    free(G->lab);
+    free(G->labels);
+    free(G->tf);
+}
+
+/* Compares res with search_gs_NAME_{mean,std,best}.txt. tol < 0: exact. */
+static void gs_compare(const char *name, const km_search_result *res,
+                       double tol)
+{
+    char f[128];
+    size_t np = res->n_points;
+    snprintf(f, sizeof f, "search_gs_%s_mean.txt", name);
+    double *mean = fixture(f, np);
+    snprintf(f, sizeof f, "search_gs_%s_std.txt", name);
+    double *sd = fixture(f, np);
+    snprintf(f, sizeof f, "search_gs_%s_best.txt", name);
+    double *best = fixture(f, 1);
+    if (tol < 0) {
+        for (size_t i = 0; i < np; i++) {
+            ck_assert_msg(fabs(res->mean[i] - mean[i]) < 1e-12,
+                          "%s point %zu: mean %.17g, sklearn %.17g", name, i,
+                          res->mean[i], mean[i]);
+            ck_assert_msg(fabs(res->std[i] - sd[i]) < 1e-12,
+                          "%s point %zu: std %.17g, sklearn %.17g", name, i,
+                          res->std[i], sd[i]);
+        }
+    } else {
+        /* floor: krr relative to 1e-3; svr's r2 (0.2 .. 0.9, stds 0.02 ..
+         * 0.05) absolute: floor 1 */
+        double floor = tol >= SVR_TOL ? 1.0 : 1e-3;
+        double e = km_max_rel_err(res->mean, mean, np, floor);
+        ck_assert_msg(e <= tol, "%s: means off by %g relative", name, e);
+        e = km_max_rel_err(res->std, sd, np, floor);
+        ck_assert_msg(e <= tol, "%s: stds off by %g relative", name, e);
+    }
+    ck_assert_uint_eq(res->best, (size_t)best[0]);
+    ck_assert_uint_eq(res->n_splits, 4); /* test_fold's folds 0 .. 3 */
+    free(mean);
+    free(sd);
+    free(best);
+}
+
+static void krr_grid(const char *name, km_scoring sc, km_preprocess pre)
+{
+    gs_data G;
+    gs_load(&G);
+    char f[128];
+    size_t np2;
+    snprintf(f, sizeof f, "search_gs_%s_points.txt", name);
+    double *pts = km_read_fixture(f, &np2);
+    size_t np = np2 / 2;
+    km_kernel *ks = malloc(np * sizeof *ks);
+    km_krr_params *ps = malloc(np * sizeof *ps);
+    for (size_t i = 0; i < np; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ks[i].gamma = pts[2 * i + 1];
+        ps[i].alpha = pts[2 * i];
+    }
+    km_problem pb = {G.X, G.n, G.d, G.Y, 2, NULL, 0};
+    km_search_spec s = {KM_ALGO_KRR, pre, sc,
+                        {KM_CV_PREDEFINED, G.folds, 0, 0, 0, G.tf},
+                        np, ks, ps};
+    km_search_result res;
+    km_error err = {0};
+    ck_assert_msg(km_search(&s, &pb, NULL, &res, &err) == KM_OK, "%s: %s",
+                  name, err.message);
+    gs_compare(name, &res, KRR_TOL);
+    for (size_t i = 0; i < np; i++)
+        ck_assert(res.fit_seconds[i] >= 0);
+    km_search_result_cleanup(&res);
+    free(ks);
+    free(ps);
+    free(pts);
+    gs_free(&G);
+}
+
+/* 3 alphas per kernel: one Cholesky per alpha per fold. */
+START_TEST(gridsearch_krr_cholesky)
+{
+    krr_grid("krr3", KM_SCORING_R2, (km_preprocess){KM_SCALE_NONE, 0});
+}
+END_TEST
+
+/* 20 alphas per kernel: one eigendecomposition per fold. */
+START_TEST(gridsearch_krr_eigen)
+{
+    krr_grid("krr20", KM_SCORING_NEG_MSE, (km_preprocess){KM_SCALE_NONE, 0});
+}
+END_TEST
+
+/* Standardized X and centered y, learnt per fold. */
+START_TEST(gridsearch_krr_preprocessed)
+{
+    krr_grid("krrpre", KM_SCORING_R2,
+             (km_preprocess){KM_SCALE_STANDARDIZE, 1});
+}
+END_TEST
+
+static void svm_grid(const char *name, km_algorithm a, double tol)
+{
+    gs_data G;
+    gs_load(&G);
+    char f[128];
+    size_t np2;
+    snprintf(f, sizeof f, "search_gs_%s_points.txt", name);
+    double *pts = km_read_fixture(f, &np2);
+    size_t np = np2 / 2;
+    km_kernel *ks = malloc(np * sizeof *ks);
+    km_svm_params *ps = malloc(np * sizeof *ps);
+    double *y0 = malloc(G.n * sizeof *y0);
+    for (size_t i = 0; i < G.n; i++)
+        y0[i] = G.Y[2 * i];
+    for (size_t i = 0; i < np; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ps[i] = km_svm_params_default();
+        ps[i].C = pts[2 * i];
+        if (a == KM_ALGO_SVC) {
+            ks[i].gamma = pts[2 * i + 1];
+        } else {
+            ks[i].gamma = 0.05;
+            ps[i].epsilon = pts[2 * i + 1];
+            ps[i].tol = 1e-6; /* as the reference's */
+        }
+    }
+    km_problem pb = a == KM_ALGO_SVC
+                        ? (km_problem){G.X, G.n, G.d, NULL, 0, G.labels, 2}
+                        : (km_problem){G.X, G.n, G.d, y0, 1, NULL, 0};
+    km_search_spec s = {a, {KM_SCALE_NONE, 0},
+                        a == KM_ALGO_SVC ? KM_SCORING_ACCURACY : KM_SCORING_R2,
+                        {KM_CV_PREDEFINED, G.folds, 0, 0, 0, G.tf},
+                        np, ks, ps};
+    km_search_result res;
+    km_error err = {0};
+    ck_assert_msg(km_search(&s, &pb, NULL, &res, &err) == KM_OK, "%s: %s",
+                  name, err.message);
+    gs_compare(name, &res, tol);
+    km_search_result_cleanup(&res);
+    free(ks);
+    free(ps);
+    free(pts);
+    free(y0);
+    gs_free(&G);
+}
+
+START_TEST(gridsearch_svc)
+{
+    svm_grid("svc", KM_ALGO_SVC, -1);
+}
+END_TEST
+
+START_TEST(gridsearch_svr)
+{
+    svm_grid("svr", KM_ALGO_SVR, SVR_TOL);
+}
+END_TEST
+
+/* kpca through the generic engine: minus the mean squared
+ * reconstruction error of the test rows, against GridSearchCV with that
+ * scorer; 1e-7 relative (an eigendecomposition and a ridge solve per fold,
+ * each at the kpca fits' parity with KernelPCA). */
+START_TEST(gridsearch_kpca)
+{
+    gs_data G;
+    gs_load(&G);
+    size_t np2;
+    double *pts = km_read_fixture("search_gs_kpca_points.txt", &np2);
+    size_t np = np2 / 2;
+    km_kernel *ks = malloc(np * sizeof *ks);
+    km_kpca_params *ps = malloc(np * sizeof *ps);
+    for (size_t i = 0; i < np; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ks[i].gamma = pts[2 * i + 1];
+        ps[i] = km_kpca_params_default();
+        ps[i].n_components = (size_t)pts[2 * i];
+        ps[i].fit_inverse_transform = 1;
+        ps[i].alpha = 0.1;
+        ps[i].solver = KM_KPCA_SOLVER_DENSE;
+    }
+    km_problem pb = {G.X, G.n, G.d, NULL, 0, NULL, 0};
+    km_search_spec s = {KM_ALGO_KPCA, {KM_SCALE_NONE, 0},
+                        KM_SCORING_NEG_RECONSTRUCTION,
+                        {KM_CV_PREDEFINED, G.folds, 0, 0, 0, G.tf}, np, ks,
+                        ps};
+    km_search_result res;
+    km_error err = {0};
+    ck_assert_msg(km_search(&s, &pb, NULL, &res, &err) == KM_OK, "%s",
+                  err.message);
+    gs_compare("kpca", &res, 1e-7);
+    km_search_result_cleanup(&res);
+    /* the scoring needs the inverse map */
+    ps[1].fit_inverse_transform = 0;
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "points[1]: scoring neg_reconstruction_error "
+                     "needs params.fit_inverse_transform");
+    km_search_result_cleanup(&res);
+    free(ks);
+    free(ps);
+    free(pts);
+    gs_free(&G);
+}
+END_TEST
+
+/* svc with probabilities scored by neg_log_loss: a finite loss, better
+ * than the uniform guess; without probability the scoring is refused. */
+START_TEST(svc_log_loss)
+{
+    gs_data G;
+    gs_load(&G);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.05;
+    km_svm_params p = km_svm_params_default();
+    p.probability = 1;
+    km_problem pb = {G.X, G.n, G.d, NULL, 0, G.labels, 2};
+    km_search_spec s = {KM_ALGO_SVC, {KM_SCALE_NONE, 0},
+                        KM_SCORING_NEG_LOG_LOSS,
+                        {KM_CV_KFOLD, 4, 1, 5, 1, NULL}, 1, &k, &p};
+    km_search_result res;
+    km_error err = {0};
+    ck_assert_msg(km_search(&s, &pb, NULL, &res, &err) == KM_OK, "%s",
+                  err.message);
+    ck_assert_msg(res.mean[0] < 0 && res.mean[0] > -log(2.0), "%g",
+                  res.mean[0]);
+    km_search_result_cleanup(&res);
+    p.probability = 0;
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "points[0]: scoring neg_log_loss needs "
+                     "params.probability");
+    km_search_result_cleanup(&res);
+    gs_free(&G);
+}
+END_TEST
+
+/* svc and svr folds gathering their columns from one Gram of all rows
+ * (the default cache_mb holds it) answer as fits computing their own
+ * (cache_mb too small to share) to the solver's tolerance: svc the same
+ * accuracies, svr r2 within 1e-5 (measured 2e-6: a gathered entry is
+ * the Gram's DSYRK value, a computed one a dot product in feature order;
+ * they differ in the last bits, which moves SMO's path within tol 1e-3,
+ * as an svc fit's own Gram of its rows does). */
+START_TEST(shared_gram_same_results)
+{
+    gs_data G;
+    gs_load(&G);
+    double *y0 = malloc(G.n * sizeof *y0);
+    for (size_t i = 0; i < G.n; i++)
+        y0[i] = G.Y[2 * i];
+    km_kernel ks[4];
+    km_svm_params ps[4];
+    for (int i = 0; i < 4; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ks[i].gamma = i < 2 ? 0.05 : 0.2;
+        ps[i] = km_svm_params_default();
+        ps[i].C = i % 2 ? 10 : 1;
+    }
+    for (int a = 0; a < 2; a++) {
+        km_problem pb = a ? (km_problem){G.X, G.n, G.d, y0, 1, NULL, 0}
+                          : (km_problem){G.X, G.n, G.d, NULL, 0, G.labels, 2};
+        km_search_spec s = {a ? KM_ALGO_SVR : KM_ALGO_SVC, {KM_SCALE_NONE, 0},
+                            a ? KM_SCORING_R2 : KM_SCORING_ACCURACY,
+                            {KM_CV_KFOLD, 5, 1, 3, 0, NULL}, 4, ks, ps};
+        km_search_result shared, own;
+        km_error err = {0};
+        ck_assert_msg(km_search(&s, &pb, NULL, &shared, &err) == KM_OK, "%s",
+                      err.message);
+        for (int i = 0; i < 4; i++)
+            ps[i].cache_mb = 0.25; /* 200^2 doubles are 0.3 MB */
+        ck_assert_msg(km_search(&s, &pb, NULL, &own, &err) == KM_OK, "%s",
+                      err.message);
+        for (int i = 0; i < 4; i++) {
+            ps[i].cache_mb = 200;
+            if (a)
+                ck_assert_double_eq_tol(shared.mean[i], own.mean[i], 1e-5);
+            else
+                ck_assert_double_eq(shared.mean[i], own.mean[i]);
+        }
+        ck_assert_uint_eq(shared.best, own.best);
+        km_search_result_cleanup(&shared);
+        km_search_result_cleanup(&own);
+    }
+    free(y0);
+    gs_free(&G);
+}
+END_TEST
+
+/* svc's pooled LOO accuracy equals the mean over n one-row folds. */
+START_TEST(svc_loo_pooled)
+{
+    gs_data G;
+    gs_load(&G);
+    size_t n = 40;
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.1;
+    km_svm_params p = km_svm_params_default();
+    km_problem pb = {G.X, n, G.d, NULL, 0, G.labels, 2};
+    int *tf = malloc(n * sizeof *tf);
+    for (size_t i = 0; i < n; i++)
+        tf[i] = (int)i;
+    km_search_spec s = {KM_ALGO_SVC, {KM_SCALE_NONE, 0}, KM_SCORING_ACCURACY,
+                        {KM_CV_LOO, 0, 0, 0, 0, NULL}, 1, &k, &p};
+    km_search_result a, b;
+    km_error err = {0};
+    ck_assert_msg(km_search(&s, &pb, NULL, &a, &err) == KM_OK, "%s",
+                  err.message);
+    s.cv = (km_cv){KM_CV_PREDEFINED, n, 0, 0, 0, tf};
+    ck_assert_msg(km_search(&s, &pb, NULL, &b, &err) == KM_OK, "%s",
+                  err.message);
+    ck_assert_double_eq_tol(a.mean[0], b.mean[0], 1e-12);
+    ck_assert(a.mean[0] > 0.5);
+    km_search_result_cleanup(&a);
+    km_search_result_cleanup(&b);
+    free(tf);
+    gs_free(&G);
+}
+END_TEST
+
+/* ------------------------------------------------------------ folds */
+
+static km_status folds_of(km_cv cv, km_algorithm a, size_t n, const int *labels,
+                          size_t k, int *fold, size_t *ns, km_error *err)
+{
+    double *X = calloc(n, sizeof *X), *y = calloc(n, sizeof *y);
+    for (size_t i = 0; i < n; i++)
+        X[i] = y[i] = (double)i / (double)n;
+    km_kernel kr;
+    km_kernel_init(&kr, KM_KERNEL_RBF);
+    km_svm_params sp = km_svm_params_default();
+    km_krr_params kp = km_krr_params_default();
+    km_problem pb = {X, n, 1, labels ? NULL : y, labels ? 0 : 1, labels, k};
+    km_search_spec s = {a, {KM_SCALE_NONE, 0},
+                        labels ? KM_SCORING_ACCURACY : KM_SCORING_R2, cv, 1,
+                        &kr, a == KM_ALGO_KRR ? (void *)&kp : (void *)&sp};
+    km_status st = km_search_folds(&s, &pb, fold, ns, err);
+    free(X);
+    free(y);
+    return st;
+}
+
+START_TEST(kfold_sizes_and_order)
+{
+    int fold[23];
+    size_t ns, size[5] = {0};
+    km_cv cv = {KM_CV_KFOLD, 5, 0, 0, 0, NULL};
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 23, NULL, 0, fold, &ns, NULL),
+                     KM_OK);
+    ck_assert_uint_eq(ns, 5);
+    for (size_t i = 0; i < 23; i++) {
+        ck_assert(fold[i] >= 0 && fold[i] < 5);
+        size[fold[i]]++;
+        if (i)
+            ck_assert(fold[i] >= fold[i - 1]); /* contiguous parts */
+    }
+    /* 23 = 5 + 5 + 5 + 4 + 4: the first 23 % 5 folds one larger */
+    ck_assert_uint_eq(size[0], 5);
+    ck_assert_uint_eq(size[2], 5);
+    ck_assert_uint_eq(size[3], 4);
+    ck_assert_uint_eq(size[4], 4);
+
+    /* shuffled: the same sizes, repeatable, another order */
+    int f1[23], f2[23], f3[23];
+    cv.shuffle = 1;
+    cv.seed = 42;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 23, NULL, 0, f1, &ns, NULL),
+                     KM_OK);
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 23, NULL, 0, f2, &ns, NULL),
+                     KM_OK);
+    cv.seed = 43;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 23, NULL, 0, f3, &ns, NULL),
+                     KM_OK);
+    ck_assert_mem_eq(f1, f2, sizeof f1);
+    ck_assert(memcmp(f1, f3, sizeof f1) != 0);
+    ck_assert(memcmp(f1, fold, sizeof f1) != 0);
+    size_t s1[5] = {0};
+    for (size_t i = 0; i < 23; i++)
+        s1[f1[i]]++;
+    ck_assert_mem_eq(s1, size, sizeof s1);
+
+    /* more folds than rows */
+    km_error err = {0};
+    cv = (km_cv){KM_CV_KFOLD, 7, 0, 0, 0, NULL};
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 5, NULL, 0, fold, &ns, &err),
+                     KM_EPROBLEM);
+    ck_assert_str_eq(err.message, "cv.folds 7 is more than the 5 rows");
+    cv.folds = 1;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 5, NULL, 0, fold, &ns, &err),
+                     KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "cv.folds"));
+}
+END_TEST
+
+START_TEST(kfold_stratified)
+{
+    /* classes of 12, 7 and 4 rows, in blocks */
+    int lab[23], fold[23];
+    for (size_t i = 0; i < 23; i++)
+        lab[i] = i < 12 ? 0 : i < 19 ? 1 : 2;
+    size_t ns, cnt[4][3] = {{0}}, size[4] = {0};
+    km_cv cv = {KM_CV_KFOLD, 4, 1, 9, 1, NULL};
+    km_error err = {0};
+    ck_assert_msg(folds_of(cv, KM_ALGO_SVC, 23, lab, 3, fold, &ns, &err) ==
+                      KM_OK, "%s", err.message);
+    for (size_t i = 0; i < 23; i++) {
+        cnt[fold[i]][lab[i]]++;
+        size[fold[i]]++;
+    }
+    static const size_t per[3] = {12, 7, 4};
+    for (size_t f = 0; f < 4; f++) {
+        for (size_t c = 0; c < 3; c++)
+            ck_assert_msg(cnt[f][c] == per[c] / 4 || cnt[f][c] == per[c] / 4 + 1,
+                          "fold %zu has %zu rows of class %zu", f, cnt[f][c],
+                          c);
+        ck_assert(size[f] == 5 || size[f] == 6);
+    }
+    /* a class of 4 rows cannot be in 5 folds */
+    cv.folds = 5;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_SVC, 23, lab, 3, fold, &ns, &err),
+                     KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "class 2"));
+    /* regression cannot be stratified */
+    cv.folds = 3;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 23, NULL, 0, fold, &ns, &err),
+                     KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "cv.stratified"));
+}
+END_TEST
+
+START_TEST(predefined_validation)
+{
+    int fold[6];
+    size_t ns;
+    km_error err = {0};
+    int ok[6] = {0, 1, -1, 1, 0, 2};
+    km_cv cv = {KM_CV_PREDEFINED, 3, 0, 0, 0, ok};
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 6, NULL, 0, fold, &ns, &err),
+                     KM_OK);
+    ck_assert_uint_eq(ns, 3);
+    ck_assert_mem_eq(fold, ok, sizeof ok);
+
+    int bad[6] = {0, 1, -2, 1, 0, 2};
+    cv.test_fold = bad;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 6, NULL, 0, fold, &ns, &err),
+                     KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "cv.test_fold[2] = -2"));
+    int high[6] = {0, 1, 3, 1, 0, 2};
+    cv.test_fold = high;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 6, NULL, 0, fold, &ns, &err),
+                     KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "cv.test_fold[2] = 3"));
+    int gap[6] = {0, 2, -1, 2, 0, 2};
+    cv.test_fold = gap;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 6, NULL, 0, fold, &ns, &err),
+                     KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "cv fold 1 has no rows"));
+    int all[6] = {0, 0, 0, 0, 0, 0};
+    cv.test_fold = all;
+    cv.folds = 1;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 6, NULL, 0, fold, &ns, &err),
+                     KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "nothing is left to train"));
+    cv.test_fold = NULL;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 6, NULL, 0, fold, &ns, &err),
+                     KM_EINVAL);
+    cv.test_fold = ok;
+    cv.folds = 7;
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_KRR, 6, NULL, 0, fold, &ns, &err),
+                     KM_EPROBLEM);
+    ck_assert_str_eq(err.message, "cv.folds 7 is more than the 6 rows");
+
+    /* svc: a fold whose training rows hold one class */
+    int lab[6] = {0, 0, 0, 0, 1, 1};
+    int tf[6] = {0, 0, 0, 0, 1, 1};
+    cv = (km_cv){KM_CV_PREDEFINED, 2, 0, 0, 0, tf};
+    ck_assert_int_eq(folds_of(cv, KM_ALGO_SVC, 6, lab, 2, fold, &ns, &err),
+                     KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "cv fold 0 leaves 1 class"));
+}
+END_TEST
+
+START_TEST(spec_validation)
+{
+    loo_data L;
+    loo_load(&L);
+    km_problem pb = {L.X, L.n, L.d, L.Y, L.m, NULL, 0};
+    km_kernel ks[2];
+    km_kernel_init(&ks[0], KM_KERNEL_RBF);
+    km_kernel_init(&ks[1], KM_KERNEL_RBF);
+    ks[1].gamma = -1;
+    km_krr_params ps[2] = {{1.0}, {1.0}};
+    km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, KM_SCORING_R2,
+                        {KM_CV_KFOLD, 5, 0, 0, 0, NULL}, 2, ks, ps};
+    km_search_result res;
+    km_error err = {0};
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "points[1]: kernel.gamma"));
+    km_search_result_cleanup(&res);
+    ks[1].gamma = 0;
+    ps[0].alpha = 0;
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "points[0]: params.alpha"));
+    ps[0].alpha = 1;
+    s.scoring = KM_SCORING_ACCURACY;
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "scoring accuracy applies to svc, not krr");
+    s.scoring = KM_SCORING_R2;
+    s.n_points = 0;
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
+    s.n_points = 2;
+    s.algo = KM_ALGO_SVR;
+    km_svm_params sp[2] = {km_svm_params_default(), km_svm_params_default()};
+    s.params = sp;
+    s.cv.kind = KM_CV_GCV;
+    pb.m = 1;
+    double *y1 = malloc(L.n * sizeof *y1);
+    for (size_t i = 0; i < L.n; i++)
+        y1[i] = L.Y[2 * i];
+    pb.y = y1;
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "gcv"));
+    s.cv.kind = KM_CV_KFOLD;
+    s.pre.x = KM_SCALE_COUNT;
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "pre.x"));
+    km_search_result_cleanup(&res);
+    free(y1);
+    loo_free(&L);
+}
+END_TEST
+
+/* ------------------------------------------------------------ failures */
+
+/* A sigmoid kernel's Gram has negative eigenvalues: a tiny alpha fails
+ * (not positive definite), a large one succeeds and is best. */
+START_TEST(failed_point_loses)
+{
+    loo_data L;
+    loo_load(&L);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_SIGMOID);
+    k.gamma = 0.5;
+    k.coef0 = -1;
+    km_problem pb = {L.X, L.n, L.d, L.Y, L.m, NULL, 0};
+    double alphas[2] = {1e-8, 1e3};
+    km_cv kinds[3] = {{KM_CV_LOO, 0, 0, 0, 0, NULL},
+                      {KM_CV_KFOLD, 4, 0, 0, 0, NULL},
+                      {KM_CV_GCV, 0, 0, 0, 0, NULL}};
+    for (int c = 0; c < 3; c++) {
+        km_search_result res;
+        km_error err = {0};
+        ck_assert_msg(krr_search(&k, alphas, 2, &pb, kinds[c],
+                                 KM_SCORING_NEG_MSE, &res, &err) == KM_OK,
+                      "cv %d: %s", c, err.message);
+        ck_assert_msg(res.mean[0] == KM_SEARCH_FAILED_SCORE,
+                      "cv %d: mean %g", c, res.mean[0]);
+        ck_assert(res.std[0] == 0);
+        ck_assert(isfinite(res.mean[1]) && res.mean[1] > -1e300);
+        ck_assert_uint_eq(res.best, 1);
+        km_search_result_cleanup(&res);
+        /* all points fail: the search fails, naming the first */
+        ck_assert_int_eq(krr_search(&k, alphas, 1, &pb, kinds[c],
+                                    KM_SCORING_NEG_MSE, &res, &err),
+                         KM_ENOTPD);
+        ck_assert_msg(strstr(err.message, "points[0]") != NULL, "%s",
+                      err.message);
+        km_search_result_cleanup(&res);
+    }
+    loo_free(&L);
+}
+END_TEST
+
+/* ------------------------------------------------------------ cancel */
+
+typedef struct counter {
+    int calls, stop_at;
+    double last;
+    int decreasing;
+} counter;
+
+static int count_progress(void *ctx, double f)
+{
+    counter *c = ctx;
+    if (f < c->last)
+        c->decreasing = 1;
+    c->last = f;
+    return ++c->calls >= c->stop_at;
+}
+
+START_TEST(cancel_and_progress)
+{
+    gs_data G;
+    gs_load(&G);
+    km_kernel ks[3];
+    km_svm_params ps[3];
+    km_krr_params kp[3] = {{0.1}, {1}, {10}};
+    for (int i = 0; i < 3; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ks[i].gamma = 0.05 * (i + 1);
+        ps[i] = km_svm_params_default();
+    }
+    km_problem svc = {G.X, G.n, G.d, NULL, 0, G.labels, 2};
+    km_problem krr = {G.X, G.n, G.d, G.Y, 2, NULL, 0};
+    km_search_spec specs[3] = {
+        {KM_ALGO_SVC, {KM_SCALE_NONE, 0}, KM_SCORING_ACCURACY,
+         {KM_CV_KFOLD, 3, 0, 0, 0, NULL}, 3, ks, ps},
+        {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, KM_SCORING_R2,
+         {KM_CV_KFOLD, 3, 0, 0, 0, NULL}, 3, ks, kp},
+        {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, KM_SCORING_R2,
+         {KM_CV_LOO, 0, 0, 0, 0, NULL}, 3, ks, kp}};
+    const km_problem *pbs[3] = {&svc, &krr, &krr};
+    for (int i = 0; i < 3; i++) {
+        /* runs to the end: fractions rise to 1 */
+        counter c = {0, 1 << 30, 0, 0};
+        km_fit_control ctl = {count_progress, &c};
+        km_search_result res;
+        km_error err = {0};
+        ck_assert_msg(km_search(&specs[i], pbs[i], &ctl, &res, &err) == KM_OK,
+                      "%d: %s", i, err.message);
+        ck_assert(!c.decreasing);
+        ck_assert_double_eq(c.last, 1.0);
+        km_search_result_cleanup(&res);
+        /* stopped at the second call */
+        c = (counter){0, 2, 0, 0};
+        ck_assert_int_eq(km_search(&specs[i], pbs[i], &ctl, &res, &err),
+                         KM_ECANCELLED);
+        ck_assert_int_eq(c.calls, 2);
+        km_search_result_cleanup(&res);
+    }
+    gs_free(&G);
+}
+END_TEST
+
+START_TEST(bytes_grow_with_n)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_krr_params kp = {1};
+    km_svm_params sp = km_svm_params_default();
+    sp.cache_mb = 1e6; /* every Gram below shared: counted */
+    static const km_cv_kind kinds[3] = {KM_CV_LOO, KM_CV_KFOLD, KM_CV_GCV};
+    for (int a = 0; a < 2; a++)
+        for (int c = 0; c < 3; c++) {
+            if (a == 1 && kinds[c] == KM_CV_GCV)
+                continue;
+            km_search_spec s = {a ? KM_ALGO_SVR : KM_ALGO_KRR,
+                                {KM_SCALE_NONE, 0}, KM_SCORING_R2,
+                                {kinds[c], 5, 0, 0, 0, NULL}, 1, &k,
+                                a ? (void *)&sp : (void *)&kp};
+            size_t last = 0;
+            for (size_t n = 100; n <= 6400; n *= 2) {
+                km_problem pb = {NULL, n, 10, NULL, 1, NULL, 0};
+                size_t b = km_search_bytes(&s, &pb);
+                ck_assert_msg(b > last, "algo %d cv %d n %zu: %zu bytes", a,
+                              c, n, b);
+                /* krr, and svr with a large cache_mb, hold at least the
+                 * Gram of all rows */
+                ck_assert(b >= n * n * 8);
+                last = b;
+            }
+        }
+}
+END_TEST
+
+static Suite *search_suite(void)
+{
+    Suite *s = suite_create("km_search");
+    TCase *tc = tcase_create("search");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, loo_against_brute_force);
+    tcase_add_test(tc, gcv_against_formula);
+    tcase_add_test(tc, loo_against_ridgecv);
+    tcase_add_test(tc, engines_agree);
+    tcase_add_test(tc, closed_form_preprocessing);
+    tcase_add_test(tc, gridsearch_krr_cholesky);
+    tcase_add_test(tc, gridsearch_krr_eigen);
+    tcase_add_test(tc, gridsearch_krr_preprocessed);
+    tcase_add_test(tc, gridsearch_svc);
+    tcase_add_test(tc, gridsearch_svr);
+    tcase_add_test(tc, gridsearch_kpca);
+    tcase_add_test(tc, svc_log_loss);
+    tcase_add_test(tc, shared_gram_same_results);
+    tcase_add_test(tc, svc_loo_pooled);
+    tcase_add_test(tc, kfold_sizes_and_order);
+    tcase_add_test(tc, kfold_stratified);
+    tcase_add_test(tc, predefined_validation);
+    tcase_add_test(tc, spec_validation);
+    tcase_add_test(tc, failed_point_loses);
+    tcase_add_test(tc, cancel_and_progress);
+    tcase_add_test(tc, bytes_grow_with_n);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+KM_TEST_MAIN(search_suite)
