@@ -129,7 +129,12 @@ km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
         return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
     if (pre && (pre->x != KM_SCALE_NONE || pre->center_y)) /* next commit */
         return km_error_set(err, KM_EINVAL, "preprocess is not built yet");
-    return al->fit(k, params, pb, ctl, out, err);
+    km_status st = al->fit(k, params, pb, ctl, out, err);
+    if (st == KM_OK && (st = km_training_score(*out, pb, err)) != KM_OK) {
+        km_model_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 unsigned km_model_outputs(const km_model *m)
