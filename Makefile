@@ -169,7 +169,8 @@ unit: $(UNIT_BIN)
 
 # run.py: the cases and scenarios; kmctl_test.py: the client; compat.py:
 # model files of earlier servers (tests/fixtures/models); kernels.py: the
-# kernels added through the kernel table against numpy; each
+# kernels added through the kernel table against numpy; score.py: the
+# score endpoint against metrics computed in the runner; each
 # hostile_*.py: hostile input and faults of one kind. Each ends with
 # "N passed, N failed".
 integration: $(B)/kmserve $(B)/kmctl
@@ -178,6 +179,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
 	$(PYTHON) tests/integration/compat.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kernels.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/score.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \
