@@ -171,6 +171,7 @@ unit: $(UNIT_BIN)
 # model files of earlier servers (tests/fixtures/models); kernels.py: the
 # kernels added through the kernel table against numpy; preprocess.py:
 # preprocessing kept in the model against scikit-learn's pipelines;
+# score.py: the score endpoint against metrics computed in the runner;
 # search.py: hyperparameter search against scikit-learn's GridSearchCV
 # and brute-force leave-one-out; each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
@@ -181,6 +182,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
 	$(PYTHON) tests/integration/compat.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kernels.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/score.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/preprocess.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/search.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
 	for t in tests/integration/hostile_*.py; do \

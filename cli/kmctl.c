@@ -1,7 +1,7 @@
 /*
  * kmctl.c - the command-line client of kmserve (as redis-cli is Redis's):
- * fit models from CSV files, predict and project to CSV, list, inspect and
- * delete models, watch jobs, and check health.
+ * fit models from CSV files, predict and project to CSV, score a model
+ * on a CSV, list, inspect and delete models, watch jobs, and check health.
  *
  * Options and commands come from two tables, which also write --help (as
  * srv_config.c does for the daemon). Every server error is printed as
@@ -51,7 +51,8 @@ enum {
     F_JOBS = 1 << 6,
     F_HEALTH = 1 << 7,
     F_SEARCH = 1 << 8,
-    F_ALL = 0x1ff,
+    F_SCORE = 1 << 9,
+    F_ALL = 0x3ff,
     F_FITS = F_FIT | F_SEARCH /* the options of a fit also shape a search */
 };
 
@@ -118,8 +119,9 @@ static const struct opt {
      "scale their input the same way"},
     {"center-y", NULL, F_FITS, O_FLAG, A(center_y), NULL,
      "krr, svr: fit y less its mean, and add the mean to predictions"},
-    {"target", "COLUMN", F_FITS | F_PREDICT | F_PROJECT, O_STR, A(target), NULL,
-     "fit: the target column (default: the last); predict, project: a "
+    {"target", "COLUMN", F_FITS | F_PREDICT | F_PROJECT | F_SCORE, O_STR,
+     A(target), NULL,
+     "fit, score: the target column (default: the last); predict, project: a "
      "column to leave out"},
     {"async", NULL, F_FITS, O_FLAG, A(async), NULL,
      "run as a job with progress even when small (fits of more than 20000 "
@@ -130,7 +132,7 @@ static const struct opt {
      "map projections (the CSV's columns) back to input space"},
     {"batch", "ROWS", F_PREDICT | F_PROJECT, O_INT, A(batch), NULL,
      "rows per request (default 10000)"},
-    {"json", NULL, F_FITS | F_MODELS | F_JOBS, O_FLAG, A(json), NULL,
+    {"json", NULL, F_FITS | F_MODELS | F_JOBS | F_SCORE, O_FLAG, A(json), NULL,
      "print the server's JSON instead of a summary or a table"},
     {"grid", "NAME=V1,V2,...", F_SEARCH, O_SEARCH_LIST, 0, NULL,
      "search: values of a parameter (C, alpha, epsilon, ...; gamma, degree "
@@ -161,6 +163,7 @@ static int cmd_fit(ctl_client *c, args *a, ctl_err *e);
 static int cmd_search(ctl_client *c, args *a, ctl_err *e);
 static int cmd_predict(ctl_client *c, args *a, ctl_err *e);
 static int cmd_project(ctl_client *c, args *a, ctl_err *e);
+static int cmd_score(ctl_client *c, args *a, ctl_err *e);
 static int cmd_models(ctl_client *c, args *a, ctl_err *e);
 static int cmd_get(ctl_client *c, args *a, ctl_err *e);
 static int cmd_delete(ctl_client *c, args *a, ctl_err *e);
@@ -210,6 +213,16 @@ static const struct command {
      "Writes pc1..pcK per input row; with --inverse the CSV holds projections\n"
      "(n_components columns) and the output is x1..xD in input space. Columns\n"
      "are chosen as for predict.\n"},
+    {"score", F_SCORE, 2, cmd_score, "score NAME DATA.csv [--target COLUMN]",
+     "how good the model's answers are on a CSV with known answers",
+     "DATA.csv is laid out as for fit: the target is the column --target\n"
+     "names, else the last (a krr model of m outputs: the last m columns);\n"
+     "every other column is a feature. kpca has no target: it scores its\n"
+     "reconstruction (a model fitted with the inverse map). Prints r2, mse\n"
+     "and mae (krr, svr); accuracy, balanced_accuracy, log_loss (with\n"
+     "probabilities), precision and recall per label and the confusion\n"
+     "matrix (svc); reconstruction_error (kpca). --json prints the server's\n"
+     "answer.\n"},
     {"models", F_MODELS, 0, cmd_models, "models [--json]", "list the models", ""},
     {"get", F_GET, 1, cmd_get, "get NAME", "a model's metadata as JSON", ""},
     {"delete", F_DELETE, 1, cmd_delete, "delete NAME",
@@ -495,6 +508,11 @@ static double num_or(const cJSON *o, const char *key, double dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static double num_or_item(const cJSON *v)
+{
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
 /* "/v1/models/NAME" + suffix, with NAME escaped. Caller frees. */
@@ -1133,6 +1151,214 @@ static int cmd_predict(ctl_client *c, args *a, ctl_err *e)
 static int cmd_project(ctl_client *c, args *a, ctl_err *e)
 {
     return run_rows(c, a, "/project", "projections", e);
+}
+
+/* ---------------------------------------------------------------- score */
+
+/* A label (number or string) as text. */
+static void label_text(const cJSON *l, char *out, size_t n)
+{
+    if (cJSON_IsString(l))
+        snprintf(out, n, "%s", l->valuestring);
+    else if (cJSON_IsNumber(l) && n >= 32)
+        ctl_fmt_double(out, l->valuedouble);
+    else
+        snprintf(out, n, "?");
+}
+
+/* The figures of a score answer, one a line; svc's per-label lists as a
+ * table and its confusion matrix (rows: true label). */
+static void print_scores(const cJSON *ans)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(ans, "scoring"), *it;
+    char num[32];
+    printf("model %s version %.0f, %.0f rows\n", str_or(ans, "model", "?"),
+           num_or(ans, "version", 0), num_or(ans, "n", 0));
+    cJSON_ArrayForEach(it, s) {
+        if (cJSON_IsNumber(it)) {
+            ctl_fmt_double(num, it->valuedouble);
+            printf("%-22s %s\n", it->string, num);
+        } else if (cJSON_IsNull(it)) {
+            printf("%-22s %s\n", it->string, "undefined");
+        }
+    }
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(s, "labels");
+    const cJSON *prec = cJSON_GetObjectItemCaseSensitive(s, "precision");
+    const cJSON *rec = cJSON_GetObjectItemCaseSensitive(s, "recall");
+    const cJSON *cm = cJSON_GetObjectItemCaseSensitive(s, "confusion_matrix");
+    int k = cJSON_GetArraySize(labels);
+    if (!k)
+        return;
+    printf("\n%-16s %-22s %s\n", "label", "precision", "recall");
+    for (int c = 0; c < k; c++) {
+        char l[64], p[32], r[32];
+        label_text(cJSON_GetArrayItem(labels, c), l, sizeof l);
+        ctl_fmt_double(p, num_or_item(cJSON_GetArrayItem(prec, c)));
+        ctl_fmt_double(r, num_or_item(cJSON_GetArrayItem(rec, c)));
+        printf("%-16s %-22s %s\n", l, p, r);
+    }
+    printf("\nconfusion matrix (rows: true label, columns: predicted)\n%-16s",
+           "");
+    for (int c = 0; c < k; c++) {
+        char l[64];
+        label_text(cJSON_GetArrayItem(labels, c), l, sizeof l);
+        printf(" %10.10s", l);
+    }
+    putchar('\n');
+    for (int t = 0; t < k; t++) {
+        char l[64];
+        label_text(cJSON_GetArrayItem(labels, t), l, sizeof l);
+        printf("%-16.16s", l);
+        const cJSON *row = cJSON_GetArrayItem(cm, t);
+        for (int c = 0; c < k; c++)
+            printf(" %10.0f", num_or_item(cJSON_GetArrayItem(row, c)));
+        putchar('\n');
+    }
+}
+
+/* y of rows [0, rows) from the columns ycols[0..ny) of csv, as JSON text:
+ * strings when the model's labels are strings, else numbers (rows of ny
+ * numbers when ny > 1). Caller frees *out. */
+static int score_targets(const ctl_csv *csv, const size_t *ycols, size_t ny,
+                         int strings, char **out, ctl_err *e)
+{
+    size_t rows = ctl_csv_rows(csv);
+    cJSON *y = cJSON_CreateArray();
+    for (size_t i = 0; y && i < rows; i++) {
+        cJSON *row = ny > 1 ? cJSON_CreateArray() : NULL;
+        for (size_t k = 0; k < ny; k++) {
+            const char *cell = ctl_csv_cell(csv, i, ycols[k]);
+            double v = 0;
+            cJSON *item;
+            if (strings) {
+                item = cJSON_CreateString(cell);
+            } else if (ctl_parse_number(cell, &v) == 0) {
+                item = cJSON_CreateNumber(v);
+            } else {
+                cJSON_Delete(row);
+                cJSON_Delete(y);
+                return ctl_fail(e, CTL_EXIT_USAGE, "%s line %zu, column '%s': "
+                                "'%.40s' is not a number", ctl_csv_path(csv),
+                                ctl_csv_line(csv, i),
+                                ctl_csv_name(csv, ycols[k]), cell);
+            }
+            cJSON_AddItemToArray(row ? row : y, item);
+        }
+        if (row)
+            cJSON_AddItemToArray(y, row);
+    }
+    /* exact numbers, as fit's answers are read back */
+    *out = NULL;
+    if (y) {
+        exact_numbers(y);
+        *out = cJSON_PrintUnformatted(y);
+    }
+    cJSON_Delete(y);
+    return *out ? 0 : ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+}
+
+static int cmd_score(ctl_client *c, args *a, ctl_err *e)
+{
+    const char *name = a->pos[0];
+    ctl_csv *csv = NULL;
+    size_t *cols = NULL, ncols = 0, *ycols = NULL, ny = 0;
+    char *mpath = NULL, *path = NULL, *ytext = NULL;
+    ctl_reply meta = {0}, r = {0};
+    ctl_buf body;
+    int rc = -1;
+    ctl_buf_init(&body, MAX_BODY);
+
+    if (!(mpath = model_path(c, name, "", e)) ||
+        !(path = model_path(c, name, "/score", e)))
+        goto out;
+    if (call_expect(c, "GET", mpath, NULL, 0, 200, &meta, e))
+        goto out;
+    double need = num_or(meta.json, "n_features", -1);
+    const char *algo = str_or(meta.json, "algorithm", "");
+    const cJSON *classes = cJSON_GetObjectItemCaseSensitive(meta.json, "classes");
+    if (need < 1) {
+        ctl_fail(e, CTL_EXIT_SERVER, "model %s's metadata does not say how "
+                 "many features it takes", name);
+        goto out;
+    }
+    if (ctl_csv_read(a->pos[1], &csv, e))
+        goto out;
+    size_t total = ctl_csv_cols(csv), rows = ctl_csv_rows(csv);
+    if (!rows) {
+        ctl_fail(e, CTL_EXIT_USAGE, "%s has no data rows", a->pos[1]);
+        goto out;
+    }
+    if (!fit_takes_target(algo)) {
+        /* kpca: every column a feature, less --target's */
+        if (select_columns(csv, a->target, (size_t)need, name, &cols, &ncols, e))
+            goto out;
+    } else {
+        /* the target: --target's column, else the last n_outputs */
+        double no = num_or(meta.json, "n_outputs", 1);
+        ny = a->target ? 1 : (size_t)(no >= 1 ? no : 1);
+        long t = a->target ? ctl_csv_find(csv, a->target)
+                           : (long)total - (long)ny;
+        if (a->target && t < 0) {
+            ctl_fail(e, CTL_EXIT_USAGE, "%s has no column '%s'", a->pos[1],
+                     a->target);
+            goto out;
+        }
+        if (total < ny || total - ny != (size_t)need) {
+            ctl_fail(e, CTL_EXIT_USAGE, "%s has %zu columns; model %s takes "
+                     "%.0f features and %zu target column%s", a->pos[1], total,
+                     name, need, ny, ny == 1 ? "" : "s");
+            goto out;
+        }
+        cols = malloc(total * sizeof *cols);
+        ycols = malloc(ny * sizeof *ycols);
+        if (!cols || !ycols) {
+            ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+            goto out;
+        }
+        for (size_t j = 0; j < total; j++) {
+            if (j >= (size_t)t && j < (size_t)t + ny)
+                ycols[j - (size_t)t] = j;
+            else
+                cols[ncols++] = j;
+        }
+        /* labels go in the model's type; targets as numbers */
+        if (score_targets(csv, ycols, ny,
+                          cJSON_IsString(cJSON_GetArrayItem(classes, 0)),
+                          &ytext, e))
+            goto out;
+    }
+    if (ctl_buf_append(&body, "{\"X\":", 5) ||
+        ctl_csv_matrix_json(csv, 0, rows, cols, ncols, &body, e) ||
+        (ytext && (ctl_buf_append(&body, ",\"y\":", 5) ||
+                   ctl_buf_append(&body, ytext, strlen(ytext)))) ||
+        ctl_buf_append(&body, "}", 1)) {
+        if (!e->msg[0])
+            ctl_fail(e, CTL_EXIT_USAGE, "the request would exceed %zu MiB",
+                     MAX_BODY >> 20);
+        goto out;
+    }
+    if (call_expect(c, "POST", path, body.data, body.len, 200, &r, e))
+        goto out;
+    if (a->json)
+        print_json(r.json);
+    else
+        print_scores(r.json);
+    if (fflush(stdout) || ferror(stdout)) {
+        ctl_fail(e, CTL_EXIT_USAGE, "cannot write the output");
+        goto out;
+    }
+    rc = 0;
+out:
+    ctl_reply_cleanup(&r);
+    ctl_reply_cleanup(&meta);
+    ctl_buf_cleanup(&body);
+    ctl_csv_free(csv);
+    free(cols);
+    free(ycols);
+    free(ytext);
+    free(path);
+    free(mpath);
+    return rc;
 }
 
 /* ---------------------------------------------------------------- the rest */

@@ -306,7 +306,14 @@ size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
                               const km_problem *pb);
 /* Fits as the typed function does (km_krr_fit, ...); caller owns *out. */
 /* pre (may be NULL: none) is the preprocessing, learnt from pb and kept
- * in the model (see km_preprocess below); the typed fits do none. */
+ * in the model (see km_preprocess below); the typed fits do none.
+ * km_fit adds the training figure "training_score": the algorithm's
+ * default scoring (km_scoring_default) of the fitted model on pb, as
+ * km_model_score computes it. It costs one predict over the training
+ * rows (kpca: one projection and one inverse map of them), O(n n_sv d)
+ * for svc and svr, O(n^2 d) for krr and kpca: small beside the fit.
+ * No figure for a kpca model without the inverse map, nor when the
+ * score is not a number (r2 of one row). */
 typedef struct km_preprocess km_preprocess;
 km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
                  const km_preprocess *pre, const km_problem *pb,
@@ -540,21 +547,28 @@ typedef enum {
     KM_SCORING_COUNT
 } km_scoring;
 
+/* The name ("r2", ...); NULL if invalid. */
 const char *km_scoring_name(km_scoring s);
+/* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scoring_parse(const char *name, km_scoring *s);
 /* The scoring a search of a uses when none is named: r2 (krr, svr),
- * accuracy (svc), neg_reconstruction_error (kpca). */
+ * accuracy (svc), neg_reconstruction_error (kpca); KM_SCORING_COUNT for
+ * an invalid a. */
 km_scoring km_scoring_default(km_algorithm a);
 /* KM_EINVAL naming the scoring when it does not apply to a with params
  * ("scoring neg_log_loss needs params.probability"; "scoring accuracy
- * applies to svc, not krr"). */
+ * applies to svc, not krr"). params (a's own struct) may be NULL: then
+ * only the algorithm is checked. */
 km_status km_scoring_check(km_scoring s, km_algorithm a, const void *params,
                            km_error *err) KM_MUST_CHECK;
 
 /* Regression figures of predictions P against targets Y (n x m, n >= 1),
  * as sklearn.metrics r2_score (1 when y is constant and predicted
  * exactly, else 0 for a constant y), mean_squared_error and
- * mean_absolute_error, each averaged over the m outputs. */
+ * mean_absolute_error, each averaged over the m outputs. r2 is NAN for
+ * n = 1, as sklearn's (not defined with fewer than two samples). y
+ * counts as constant when all its values are equal. KM_EINVAL for a
+ * y that is not finite, KM_EPROBLEM for a prediction that is not. */
 typedef struct km_regression_scores {
     double r2, mse, mae;
 } km_regression_scores;
@@ -584,7 +598,12 @@ void km_class_scores_cleanup(km_class_scores *s);
 
 /* The score s of model m on the problem pb (its X and its y or labels,
  * in the model's classes; kpca: X only), through the model's
- * preprocessing. */
+ * preprocessing: km_predict (krr, svr), km_predict_labels and, for
+ * neg_log_loss, probabilities (svc), projection then KM_OUT_INVERSE
+ * (kpca). KM_EINVAL as km_scoring_check, for X of another feature
+ * count, y of another output count or labels out of range;
+ * KM_ECONFLICT when m was fitted without what s needs (probabilities,
+ * the inverse map). */
 km_status km_model_score(const km_model *m, km_scoring s,
                          const km_problem *pb, double *out,
                          km_error *err) KM_MUST_CHECK;
@@ -737,7 +756,10 @@ km_status km_krr_check(const km_krr_params *p, km_error *err) KM_MUST_CHECK;
 /*
  * Solves (K + alpha I) C = Y by Cholesky in place on one n x n buffer.
  * X: n x d; Y: n x m (m outputs). Borrows all inputs; caller owns *out.
- * KM_ENOTPD when K + alpha I is not positive definite.
+ * KM_ENOTPD when K + alpha I is not positive definite. Training figures:
+ * "seconds" and "rkhs_norm_sq", per output (a list when m > 1): the
+ * squared RKHS norm of the fitted function, a^T K a for the output's
+ * dual coefficients a, computed without K as a^T y - alpha a^T a.
  *
  * Every fit (krr, svc, svr, kpca) answers KM_EPROBLEM, naming the row,
  * when the data overflow the kernel in double precision (k(x, x), or for
@@ -798,9 +820,13 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
  * (KM_EPROBLEM for fewer than 2 or a class without rows; KM_EINVAL for an
  * index out of range). Borrows all inputs; caller owns *out. The
  * training figures are "seconds", "iterations" (all solves), "objective"
- * (per pair), "n_support" (per class), and "iterations_capped" (solves
- * stopped by the iteration cap) when any was. KM_ECANCELLED when the
- * progress callback asks. */
+ * (per pair), "n_support" (per class), "margin" (per pair, in the order
+ * of "objective": 1/|w|, with |w|^2 = a^T Q a = 2 (objective + sum of
+ * the pair's alphas) from LIBSVM's dual objective a^T Q a / 2 - sum a;
+ * left out when some |w|^2 is not > 0, as a kernel that is not positive
+ * semi-definite can give), and "iterations_capped" (solves stopped by
+ * the iteration cap) when any was. KM_ECANCELLED when the progress
+ * callback asks. */
 km_status km_svc_fit(const km_kernel *k, const km_svm_params *p,
                      const double *X, size_t n, size_t d, const int *y,
                      size_t n_classes, const km_fit_control *ctl,

@@ -59,6 +59,28 @@ double km_now(void);
 /* Calls the progress callback; nonzero means cancel. */
 int km_progress(const km_fit_control *ctl, double fraction);
 
+/* Neumaier's compensated sum: km_ksum s = {0, 0}; km_ksum_add(&s, x);
+ * ...; km_ksum_get(&s). Within a few ulps of the exact sum of its terms
+ * in any order (scores, training figures). Needs <math.h>. */
+typedef struct km_ksum {
+    double s, c;
+} km_ksum;
+
+static inline void km_ksum_add(km_ksum *k, double x)
+{
+    double t = k->s + x;
+    if (__builtin_fabs(k->s) >= __builtin_fabs(x))
+        k->c += (k->s - t) + x;
+    else
+        k->c += (x - t) + k->s;
+    k->s = t;
+}
+
+static inline double km_ksum_get(const km_ksum *k)
+{
+    return k->s + k->c;
+}
+
 /* Overflow-checked a*b*c element counts; returns 0 on overflow. */
 size_t km_mul3(size_t a, size_t b, size_t c);
 
@@ -384,6 +406,16 @@ km_status km_fit_model(km_fit_frame *f, size_t n_features, size_t n_samples,
                        size_t n_outputs, void *payload, km_model **out,
                        km_error *err);
 void km_fit_cleanup(km_fit_frame *f);
+
+/*
+ * The training figure "training_score": the algorithm's default scoring
+ * (km_scoring_default) of m on its own training problem pb, through the
+ * fitted model (km_model_score: one predict over the training rows),
+ * appended to m's training figures. None for a kpca model without the
+ * inverse map, nor when the score is not a number (r2 of one row).
+ * km_fit calls it after the descriptor's fit.
+ */
+km_status km_training_score(km_model *m, const km_problem *pb, km_error *err);
 
 /* ------------------------------------------------------- solves */
 

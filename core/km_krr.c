@@ -181,6 +181,33 @@ km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
     return KM_OK;
 }
 
+/*
+ * The training figure "rkhs_norm_sq", per output: |f|_H^2 = a^T K a of
+ * the output's dual coefficients a, without K: (K + alpha I) a = y gives
+ * a^T K a = a^T y - alpha a^T a.
+ */
+static km_status add_rkhs_norm(km_model *model, const double *Y, double alpha)
+{
+    size_t n = km_model_n_samples(model), m = km_model_n_outputs(model);
+    const double *C = ((const krr_payload *)km_model_payload(model))->coef;
+    double *v = malloc(m * sizeof *v);
+    if (!v)
+        return KM_ENOMEM;
+    for (size_t j = 0; j < m; j++) {
+        km_ksum s = {0, 0};
+        for (size_t i = 0; i < n; i++) {
+            double a = C[i * m + j];
+            km_ksum_add(&s, a * Y[i * m + j]);
+            km_ksum_add(&s, -alpha * (a * a));
+        }
+        v[j] = km_ksum_get(&s);
+    }
+    km_status st = km_info_add(km_model_training_mut(model), "rkhs_norm_sq",
+                               KM_INFO_NUMBER, m > 1, v, m);
+    free(v);
+    return st;
+}
+
 km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
                      const double *X, size_t n, size_t d, const double *Y,
                      size_t m, const km_fit_control *ctl, km_model **out,
@@ -241,7 +268,8 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
     if (st != KM_OK)
         goto out;
     if (km_info_add1(km_model_params_mut(model), "alpha", KM_INFO_NUMBER,
-                     params->alpha) != KM_OK) {
+                     params->alpha) != KM_OK ||
+        add_rkhs_norm(model, Y, params->alpha) != KM_OK) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
     }

@@ -144,9 +144,14 @@ km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
     const km_algo *al = km_algo_of(a);
     if (!al)
         return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
-    if (pre && (pre->x != KM_SCALE_NONE || pre->center_y))
-        return km_pre_fit(a, k, params, pre, pb, ctl, out, err);
-    return al->fit(k, params, pb, ctl, out, err);
+    km_status st = pre && (pre->x != KM_SCALE_NONE || pre->center_y)
+                       ? km_pre_fit(a, k, params, pre, pb, ctl, out, err)
+                       : al->fit(k, params, pb, ctl, out, err);
+    if (st == KM_OK && (st = km_training_score(*out, pb, err)) != KM_OK) {
+        km_model_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 unsigned km_model_outputs(const km_model *m)

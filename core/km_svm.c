@@ -388,6 +388,20 @@ static km_status add_training(km_model *m, long iterations,
 
 /* ------------------------------------------------------------ C-SVC */
 
+/* The training figure "margin", per pair: 1/|w| from each pair's |w|^2.
+ * Left out when some |w|^2 is not > 0 (a kernel that is not positive
+ * semi-definite, as sigmoid can be, has no margin). */
+static km_status add_margins(km_model *m, double *wsq, size_t n_pairs)
+{
+    for (size_t p = 0; p < n_pairs; p++) {
+        if (!(wsq[p] > 0) || !isfinite(wsq[p]))
+            return KM_OK;
+        wsq[p] = 1.0 / sqrt(wsq[p]);
+    }
+    return km_info_add(km_model_training_mut(m), "margin", KM_INFO_NUMBER, 1,
+                       wsq, n_pairs);
+}
+
 /*
  * A binary problem over some of the grouped rows: rows[t] indexes Xg (and
  * the shared Gram K when there is one). Positives come first.
@@ -588,7 +602,7 @@ static km_status svc_fit_rows(const km_kernel *kernel,
     km_problem problem = {X, n, d, NULL, 0, y, n_classes};
     km_fit_frame fr;
     size_t *count = NULL, *start = NULL, *order = NULL;
-    double *Xg = NULL, *Kall = NULL, *coef = NULL, *obj = NULL;
+    double *Xg = NULL, *Kall = NULL, *coef = NULL, *obj = NULL, *wsq = NULL;
     size_t *kmap = NULL;
     unsigned char *nz = NULL;
     binary b, tmp;
@@ -620,8 +634,9 @@ static km_status svc_fit_rows(const km_kernel *kernel,
         }
     }
     obj = malloc(n_pairs(K) * sizeof *obj);
+    wsq = malloc(n_pairs(K) * sizeof *wsq);
     if (!count || !start || !order || !Xg || !coef || !nz || !pl ||
-        !pl->rho || !pl->n_support || !obj ||
+        !pl->rho || !pl->n_support || !obj || !wsq ||
         (params->probability && (!pl->probA || !pl->probB))) {
         st = oom(err);
         goto out;
@@ -732,6 +747,13 @@ static km_status svc_fit_rows(const km_kernel *kernel,
                 goto out;
             pl->rho[pi] = res.rho;
             obj[pi] = res.objective;
+            /* LIBSVM's dual objective is a^T Q a / 2 - sum a, so
+             * |w|^2 = a^T Q a = 2 (objective + sum a) */
+            km_ksum sa = {0, 0};
+            km_ksum_add(&sa, res.objective);
+            for (size_t t = 0; t < b.n; t++)
+                km_ksum_add(&sa, b.alpha[t]);
+            wsq[pi] = 2 * km_ksum_get(&sa);
             for (size_t t = 0; t < b.n; t++) {
                 if (b.alpha[t] <= 0)
                     continue;
@@ -792,7 +814,8 @@ static km_status svc_fit_rows(const km_kernel *kernel,
         const svm_payload *mp = km_model_payload(model);
         if (add_params(model, params, KM_ALGO_SVC, K) != KM_OK ||
             add_training(model, f.iterations, obj, np_total,
-                         mp->n_support, K, f.capped) != KM_OK) {
+                         mp->n_support, K, f.capped) != KM_OK ||
+            add_margins(model, wsq, np_total) != KM_OK) {
             st = oom(err);
             goto out;
         }
@@ -813,6 +836,7 @@ out:
     free(kmap);
     free(coef);
     free(obj);
+    free(wsq);
     free(nz);
     km_fit_cleanup(&fr);
     return st;

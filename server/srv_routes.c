@@ -4,7 +4,7 @@
  * Statuses: a path no route has is 404; a route's path with a bad model
  * name is 400 (the handler's name check); 405 only for a route that
  * exists, with a wrong method. Model routes are matched on the last
- * segment: /v1/models/{name}/fit, /predict, /project take everything
+ * segment: /v1/models/{name}/fit, /predict, /project, /score take everything
  * between /v1/models/ and that segment as the name, so a name such as
  * "../x" (percent-encoded by the client, decoded by MHD) reaches the name
  * check and is answered 400, as is an empty one (/v1/models//fit). Any
@@ -22,6 +22,7 @@
 #include "../api/api_json.h"
 #include "../api/api_model.h"
 #include "../api/api_predict.h"
+#include "../api/api_score.h"
 #include "srv_routes.h"
 
 static void h_livez(srv_request *rq, srv_reply *rp);
@@ -34,13 +35,14 @@ static void h_model_delete(srv_request *rq, srv_reply *rp);
 static void h_fit(srv_request *rq, srv_reply *rp);
 static void h_predict(srv_request *rq, srv_reply *rp);
 static void h_project(srv_request *rq, srv_reply *rp);
+static void h_score(srv_request *rq, srv_reply *rp);
 static void h_jobs(srv_request *rq, srv_reply *rp);
 static void h_job_get(srv_request *rq, srv_reply *rp);
 static void h_job_delete(srv_request *rq, srv_reply *rp);
 
 enum {
     R_LIVEZ, R_READYZ, R_HEALTHZ, R_METRICS, R_V1, R_MODELS, R_MODEL,
-    R_FIT, R_PREDICT, R_PROJECT, R_JOBS, R_JOB, R_COUNT
+    R_FIT, R_PREDICT, R_PROJECT, R_SCORE, R_JOBS, R_JOB, R_COUNT
 };
 
 #define OPEN SRV_SCOPE_OPEN
@@ -62,6 +64,8 @@ static const srv_route routes[R_COUNT] = {
                    OPEN, READ, OPEN},
     [R_PROJECT] = {"/v1/models/{name}/project", NULL, h_project, NULL, 1,
                    OPEN, READ, OPEN},
+    [R_SCORE] = {"/v1/models/{name}/score", NULL, h_score, NULL, 1, OPEN,
+                 READ, OPEN},
     [R_JOBS] = {"/v1/jobs", h_jobs, NULL, NULL, 0, ADMIN, OPEN, OPEN},
     [R_JOB] = {"/v1/jobs/{id}", h_job_get, NULL, h_job_delete, 0, ADMIN,
                OPEN, ADMIN},
@@ -138,12 +142,13 @@ size_t srv_route_match(const char *path, char *param, size_t len)
         const char *rest = path + sizeof models - 1;
         const char *last = strrchr(rest, '/');
         static const struct { const char *action; size_t route; } acts[] = {
-            {"fit", R_FIT}, {"predict", R_PREDICT}, {"project", R_PROJECT}};
+            {"fit", R_FIT}, {"predict", R_PREDICT}, {"project", R_PROJECT},
+            {"score", R_SCORE}};
         if (!last) {
             snprintf(param, len, "%s", rest);
             return R_MODEL;
         }
-        for (size_t a = 0; a < 3; a++)
+        for (size_t a = 0; a < sizeof acts / sizeof *acts; a++)
             if (!strcmp(last + 1, acts[a].action)) {
                 snprintf(param, len, "%.*s", (int)(last - rest), rest);
                 return acts[a].route;
@@ -394,9 +399,26 @@ static void h_fit(srv_request *rq, srv_reply *rp)
 typedef int (*answer_fn)(const km_model *, api_body *, api_text *, size_t *,
                          api_error *);
 
+/* What a route that answers from a model reads and reserves: its body's
+ * matrix keys, the bound on its working memory, and its name in the 413
+ * message. */
+typedef struct answer_route {
+    answer_fn fn;
+    const char *const *matrix_keys;
+    size_t (*bytes)(const km_model *, const char *, size_t);
+    const char *what;
+} answer_route;
+
+static const answer_route predict_route = {
+    api_predict, api_predict_matrix_keys, api_predict_bytes, "predict"};
+static const answer_route project_route = {
+    api_project, api_predict_matrix_keys, api_predict_bytes, "project"};
+static const answer_route score_route = {
+    api_score, api_score_matrix_keys, api_score_bytes, "score"};
+
 /* The working memory of a predict is admitted against the fits' memory
  * budget (413 when it cannot be held) before the body is parsed. */
-static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
+static void answer(srv_request *rq, srv_reply *rp, const answer_route *ar)
 {
     api_body body;
     api_text out = {0};
@@ -405,17 +427,15 @@ static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
     srv_ref *ref = find_model(rq, rp);
     if (!ref)
         return;
-    size_t need = api_predict_bytes(srv_ref_model(ref),
-                                    rq->body ? rq->body : "", rq->len);
-    if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need,
-                                        fn == api_project ? "project"
-                                                          : "predict", &e)) {
+    size_t need = ar->bytes(srv_ref_model(ref), rq->body ? rq->body : "",
+                            rq->len);
+    if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need, ar->what, &e)) {
         srv_reply_error(rp, &e);
         srv_ref_release(ref);
         return;
     }
-    if (read_body(rq, rp, api_predict_matrix_keys, &body) == 0) {
-        if (fn(srv_ref_model(ref), &body, &out, &rows, &e) == 0) {
+    if (read_body(rq, rp, ar->matrix_keys, &body) == 0) {
+        if (ar->fn(srv_ref_model(ref), &body, &out, &rows, &e) == 0) {
             srv_metrics_predicted_rows(rq->s->metrics, rows);
             srv_reply_text(rp, 200, out.buf, out.len);
         } else {
@@ -430,12 +450,17 @@ static void answer(srv_request *rq, srv_reply *rp, answer_fn fn)
 
 static void h_predict(srv_request *rq, srv_reply *rp)
 {
-    answer(rq, rp, api_predict);
+    answer(rq, rp, &predict_route);
 }
 
 static void h_project(srv_request *rq, srv_reply *rp)
 {
-    answer(rq, rp, api_project);
+    answer(rq, rp, &project_route);
+}
+
+static void h_score(srv_request *rq, srv_reply *rp)
+{
+    answer(rq, rp, &score_route);
 }
 
 /* ------------------------------------------------------------- jobs */

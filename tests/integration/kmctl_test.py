@@ -100,7 +100,7 @@ def load(path):
 def scenario_usage(d, tmp):
     p = kmctl(d, "--help")
     check(p.returncode == 0 and all(c in p.stdout for c in
-          ("fit", "predict", "project", "models", "get", "delete", "jobs", "health",
+          ("fit", "predict", "project", "score", "models", "get", "delete", "jobs", "health",
            "KMSERVE_URL", "KMSERVE_TOKEN")), "--help lists commands and environment", p)
     p = kmctl(d, "predict", "--help")
     check(p.returncode == 0 and "--output" in p.stdout and "--target" in p.stdout
@@ -489,6 +489,59 @@ def scenario_kpca(d, tmp):
     check(p.returncode == 1 and "409 conflict" in p.stderr, "predict on kpca: 409", p.stderr)
 
 
+def figures(text):
+    """kmctl score's "NAME VALUE" lines, up to the first blank line."""
+    out = {}
+    for line in text.splitlines()[1:]:
+        if not line.strip():
+            break
+        k, _, v = line.partition(" ")
+        out[k] = v.strip()
+    return out
+
+
+def scenario_score(d, tmp):
+    """kmctl score prints the figures the HTTP API's /score answers, for
+    the models the scenarios above fitted (krr with --target in the
+    middle, svc with string labels, kpca with the inverse map)."""
+    _, rows = load(os.path.join(tmp, "reg.csv"))
+    X = [[float(r[0]), float(r[2]), float(r[3])] for r in rows]
+    want = d.req("POST", "/v1/models/reg/score",
+                 {"X": X, "y": [float(r[1]) for r in rows]}).json() or {}
+    p = kmctl(d, "score", "reg", os.path.join(tmp, "reg.csv"), "--target", "target")
+    got, sc = figures(p.stdout), want.get("scoring", {})
+    check(p.returncode == 0 and set(got) == {"r2", "mse", "mae"} and
+          all(float(got[k]) == sc[k] for k in got) and "120 rows" in p.stdout,
+          "score krr: the figures the HTTP API answers", (p.stdout, want))
+    _, rows = load(os.path.join(tmp, "colors.csv"))
+    want = d.req("POST", "/v1/models/colors/score",
+                 {"X": [[float(r[0]), float(r[1])] for r in rows],
+                  "y": [r[2] for r in rows]}).json() or {}
+    p = kmctl(d, "score", "colors", os.path.join(tmp, "colors.csv"))
+    got, sc = figures(p.stdout), want.get("scoring", {})
+    cm = [line.split()[-3:] for line in p.stdout.splitlines()[-3:]]
+    check(p.returncode == 0 and set(got) == {"accuracy", "balanced_accuracy"} and
+          all(float(got[k]) == sc[k] for k in got) and
+          [[int(v) for v in r] for r in cm] == sc.get("confusion_matrix"),
+          "score svc with string labels: figures and confusion matrix", (p.stdout, want))
+    p = kmctl(d, "score", "colors", os.path.join(tmp, "colors.csv"), "--json")
+    check(p.returncode == 0 and json.loads(p.stdout) == want,
+          "score --json prints the server's answer", p.stdout[:300])
+    kp = os.path.join(tmp, "kp.csv")
+    if os.path.exists(kp):
+        _, rows = load(kp)
+        want = d.req("POST", "/v1/models/kp/score",
+                     {"X": [[float(v) for v in r] for r in rows]}).json() or {}
+        p = kmctl(d, "score", "kp", kp)
+        got = figures(p.stdout)
+        check(p.returncode == 0 and float(got.get("reconstruction_error", "nan")) ==
+              want.get("scoring", {}).get("reconstruction_error"),
+              "score kpca: the reconstruction error", (p.stdout, want))
+    p = kmctl(d, "score", "reg", os.path.join(tmp, "colors.csv"))
+    check(p.returncode == 2 and "model reg takes 3 features" in p.stderr,
+          "score with the wrong columns: usage error naming the counts", p.stderr)
+
+
 def scenario_tokens_tls(binary, tmp):
     base = os.path.join(tmp, "sec")
     models = os.path.join(base, "models")
@@ -566,6 +619,7 @@ def main():
             scenario_async_progress(d, tmp)
             scenario_ctrl_c(d, tmp)
             scenario_kpca(d, tmp)
+            scenario_score(d, tmp)
         finally:
             check(d.stop() == 0, "daemon exits 0 on SIGTERM")
         scenario_tokens_tls(binary, tmp)

@@ -689,6 +689,10 @@ def scenario_openapi(d):
     pred = paths["/v1/models/{name}/predict"]["post"]["requestBody"]["content"]["application/json"]["example"]
     r = d.req("POST", "/v1/models/spec-example/predict", pred)
     check(r.status == 200, "openapi: the predict example succeeds", r)
+    score = paths["/v1/models/{name}/score"]["post"]["requestBody"]["content"]["application/json"]["example"]
+    r = d.req("POST", "/v1/models/spec-example/score", score)
+    check(r.status == 200 and set((r.json() or {}).get("scoring", {})) == {"r2", "mse", "mae"},
+          "openapi: the score example succeeds", r)
 
 
 def scenario_restart(binary, tmp):
