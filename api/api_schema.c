@@ -411,6 +411,13 @@ static int read_row(const cJSON *obj, const char *path, const api_param *r,
     }
 }
 
+int api_schema_read_row(const cJSON *obj, const char *path,
+                        const api_schema *s, const api_param *r, void *params,
+                        api_error *e)
+{
+    return read_row(obj, path, r, s, params, e);
+}
+
 int api_schema_read(const cJSON *obj, const char *path, const api_schema *s,
                     void *params, size_t data_n, api_error *e)
 {

@@ -119,6 +119,12 @@ int api_schema_check_keys(const cJSON *obj, const char *path,
 int api_schema_read(const cJSON *obj, const char *path, const api_schema *s,
                     void *params, size_t data_n, api_error *e);
 
+/* The one scalar row r of s from obj into params, as api_schema_read
+ * reads each (no required rows checked): a search sets one value. */
+int api_schema_read_row(const cJSON *obj, const char *path,
+                        const api_schema *s, const api_param *r, void *params,
+                        api_error *e);
+
 /* The scalar row r of params as JSON (api_json_number: exact). NULL for
  * other types. */
 cJSON *api_schema_value_json(const api_param *r, const void *params);

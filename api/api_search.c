@@ -339,17 +339,15 @@ static int set_value(const search_param *p, double v, km_algorithm algo,
                      km_kernel *k, void *params, api_error *e)
 {
     cJSON *obj = cJSON_CreateObject();
-    cJSON *num = api_json_number(v);
-    if (!obj || !num) {
+    if (!obj || !cJSON_AddNumberToObject(obj, p->row->key, v)) {
         cJSON_Delete(obj);
-        cJSON_Delete(num);
         return api_raise(e, API_INTERNAL, "out of memory");
     }
-    cJSON_AddItemToObject(obj, p->row->key, num);
     int rc = p->in_kernel
-                 ? api_schema_read(obj, "kernel", api_schema_kernel(), k, 0, e)
-                 : api_schema_read(obj, "params", api_schema_params(algo),
-                                   params, 0, e);
+                 ? api_schema_read_row(obj, "kernel", api_schema_kernel(),
+                                       p->row, k, e)
+                 : api_schema_read_row(obj, "params", api_schema_params(algo),
+                                       p->row, params, e);
     cJSON_Delete(obj);
     return rc;
 }

@@ -63,7 +63,8 @@ def table(meta):
 
 
 def check_grid(d, name, case, tol, floor):
-    body = search_body(case, params=grid_of(case), cv={"test_fold": case["test_fold"]})
+    body = search_body(case, params=grid_of(case), cv={"test_fold": case["test_fold"]},
+                       scoring=case["scoring"])
     r = d.req("POST", f"/v1/models/{name}/fit", body)
     meta = (r.json() or {}).get("model")
     t = table(meta)
