@@ -10,7 +10,7 @@
  * model's own type (svc; a label the model does not know is 422 naming
  * y[i]); kpca takes no y and scores its reconstruction, which needs the
  * inverse map (409 otherwise, as project's inverse). The answer is
- *   {"model": name, "version": v, "n": rows, "scoring": {...}}
+ *   {"model": {"name", "version"}, "n": rows, "scoring": {...}}
  * with r2, mse, mae (regression); accuracy, balanced_accuracy,
  * log_loss (with probabilities), labels, precision, recall,
  * confusion_matrix (svc); reconstruction_error (kpca). Numbers are
@@ -327,9 +327,7 @@ int api_score(const km_model *m, api_body *body, api_text *out, size_t *rows,
     free(X);
     char *text = NULL;
     if (!rc) {
-        cJSON_AddStringToObject(o, "model", km_model_name(m));
-        cJSON_AddItemToObject(o, "version",
-                              api_json_number((double)km_model_version(m)));
+        cJSON_AddItemToObject(o, "model", api_model_ref_json(m));
         cJSON_AddItemToObject(o, "n", api_json_number((double)n));
         cJSON_AddItemToObject(o, "scoring", s);
         s = NULL;

@@ -589,14 +589,21 @@ static void print_table(const char *const *head, size_t ncols, char **cells,
             if (strlen(cells[r * ncols + k]) > width[k])
                 width[k] = strlen(cells[r * ncols + k]);
     }
-    for (size_t r = 0; r <= nrows; r++)
-        for (size_t k = 0; k < ncols; k++) {
+    for (size_t r = 0; r <= nrows; r++) {
+        /* Cells after the last non-empty one are not padded: no trailing
+         * blanks. */
+        size_t last = 0;
+        for (size_t k = 0; k < ncols; k++)
+            if (*(r ? cells[(r - 1) * ncols + k] : head[k]))
+                last = k;
+        for (size_t k = 0; k <= last; k++) {
             const char *s = r ? cells[(r - 1) * ncols + k] : head[k];
-            if (k + 1 < ncols)
+            if (k < last)
                 printf("%-*s  ", (int)width[k], s);
             else
                 printf("%s\n", s);
         }
+    }
 }
 
 /* A short description of a kernel object: "rbf(gamma=0.5)". */
@@ -1172,8 +1179,9 @@ static void print_scores(const cJSON *ans)
 {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(ans, "scoring"), *it;
     char num[32];
-    printf("model %s version %.0f, %.0f rows\n", str_or(ans, "model", "?"),
-           num_or(ans, "version", 0), num_or(ans, "n", 0));
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(ans, "model");
+    printf("model %s version %.0f, %.0f rows\n", str_or(ref, "name", "?"),
+           num_or(ref, "version", 0), num_or(ans, "n", 0));
     cJSON_ArrayForEach(it, s) {
         if (cJSON_IsNumber(it)) {
             ctl_fmt_double(num, it->valuedouble);

@@ -145,7 +145,7 @@ def main():
                                "params": {"alpha": 0.7}, "X": X, "y": Y})
         r, a = score(d, "krr2", {"X": X, "y": Y})
         want = regression(Y, predict(d, "krr2", X))
-        check(a.get("model") == "krr2" and a.get("version") == 1 and a.get("n") == n and
+        check(a.get("model") == {"name": "krr2", "version": 1} and a.get("n") == n and
               same_figures(a.get("scoring", {}), want),
               "krr, 2 outputs: r2, mse, mae equal the metrics of /predict to 1e-12",
               (a, want))
