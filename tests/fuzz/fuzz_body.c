@@ -6,9 +6,11 @@
  *     matrix reader and the cJSON fallback), which must agree: both
  *     succeed or both fail with the same status, code and message, and
  *     when both succeed X reads to the same doubles either way;
- *   - api_fit_parse and api_fit_bytes (no fit is run);
+ *   - api_fit_parse and api_fit_bytes (no fit is run), preprocess and
+ *     search members included;
  *   - api_predict on a small krr and a small svc model (labels), and
- *     api_project on a small kpca model, with the predict keys.
+ *     api_project on a small kpca model, with the predict keys; api_score
+ *     on all three.
  * Every answer and error must be UTF-8 JSON text with no inf or nan in
  * it. A disagreement or a bad answer aborts, so libFuzzer reports it.
  *
@@ -24,6 +26,7 @@
 #include "api_fit.h"
 #include "api_json.h"
 #include "api_predict.h"
+#include "api_score.h"
 #include "api_text.h"
 #include "km.h"
 
@@ -143,13 +146,13 @@ typedef int (*answer_fn)(const km_model *, api_body *, api_text *, size_t *,
                          api_error *);
 
 static void answer(const char *body, size_t len, const km_model *m,
-                   answer_fn fn)
+                   answer_fn fn, const char *const *keys)
 {
     api_body b;
     api_error e;
     api_text out = {0};
     size_t rows = 0;
-    if (api_parse_body(body, len, api_predict_matrix_keys, &b, &e) == 0) {
+    if (api_parse_body(body, len, keys, &b, &e) == 0) {
         if (fn(m, &b, &out, &rows, &e) == 0) {
             check_text(out.buf, out.len, "answer", 1);
             free(out.buf);
@@ -171,9 +174,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(body, data, size);
     same_either_way(body, size);
     fit_parse(body, size);
-    answer(body, size, krr, api_predict);
-    answer(body, size, svc, api_predict);
-    answer(body, size, kpca, api_project);
+    answer(body, size, krr, api_predict, api_predict_matrix_keys);
+    answer(body, size, svc, api_predict, api_predict_matrix_keys);
+    answer(body, size, kpca, api_project, api_predict_matrix_keys);
+    answer(body, size, krr, api_score, api_score_matrix_keys);
+    answer(body, size, svc, api_score, api_score_matrix_keys);
+    answer(body, size, kpca, api_score, api_score_matrix_keys);
     free(body);
     return 0;
 }
