@@ -686,6 +686,15 @@ static int fit_takes_target(const char *algorithm)
     return 1;
 }
 
+/* 0 if text is a whole number >= min (into *out), else -1. */
+static int parse_whole(const char *text, double min, double *out)
+{
+    return ctl_parse_number(text, out) || *out < min ||
+                   *out != (double)(long)*out
+               ? -1
+               : 0;
+}
+
 /* The "search" member from --grid, --range, --n-iter, --seed, --cv,
  * --shuffle and --scoring. */
 static cJSON *search_json(const args *a, ctl_err *e)
@@ -699,8 +708,7 @@ static cJSON *search_json(const args *a, ctl_err *e)
     if (a->n_iter)
         cJSON_AddNumberToObject(s, "n_iter", (double)a->n_iter);
     double seed = 0;
-    if (a->seed && (ctl_parse_number(a->seed, &seed) || seed < 0 ||
-                    seed != (double)(long)seed)) {
+    if (a->seed && parse_whole(a->seed, 0, &seed)) {
         cJSON_Delete(s);
         ctl_fail(e, CTL_EXIT_USAGE, "--seed: expected a whole number >= 0, "
                  "not '%s'", a->seed);
@@ -712,8 +720,7 @@ static cJSON *search_json(const args *a, ctl_err *e)
         cJSON_AddStringToObject(s, "cv", a->cv);
     } else if (a->cv || a->shuffle) {
         double k = 5;
-        if (a->cv && (ctl_parse_number(a->cv, &k) || k < 2 ||
-                      k != (double)(long)k)) {
+        if (a->cv && parse_whole(a->cv, 2, &k)) {
             cJSON_Delete(s);
             ctl_fail(e, CTL_EXIT_USAGE, "--cv: expected a number of folds "
                      ">= 2, loo or gcv, not '%s'", a->cv);

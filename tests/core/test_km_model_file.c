@@ -8,47 +8,11 @@
  * and the label rules of km_model_set_labels.
  */
 #include "../check_main.h"
+#include "model_bytes.h"
 #include "km.h"
 
 /* ------------------------------------------------------------ crafting */
 
-/* CRC-32 (IEEE, reflected), bit by bit: independent of km_io.c's table. */
-static uint32_t crc32_ref(const unsigned char *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int b = 0; b < 8; b++)
-            c = c & 1 ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-    }
-    return c ^ 0xFFFFFFFFu;
-}
-
-static uint64_t get64(const unsigned char *b)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | b[i];
-    return v;
-}
-
-static uint32_t get32(const unsigned char *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-           (uint32_t)b[3] << 24;
-}
-
-static void put64(unsigned char *b, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put32(unsigned char *b, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-}
 
 static void fix_crc(unsigned char *buf, size_t len)
 {

@@ -1,0 +1,51 @@
+/*
+ * model_bytes.h - reading and writing a model file's bytes by hand, for
+ * the tests that craft or alter files (test_km_model_file.c,
+ * test_km_pre.c): little-endian integers and a CRC-32 written
+ * independently of core's own (km_io.c's table).
+ */
+#ifndef TESTS_MODEL_BYTES_H
+#define TESTS_MODEL_BYTES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* CRC-32 (IEEE, reflected), bit by bit. */
+static inline uint32_t crc32_ref(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int b = 0; b < 8; b++)
+            c = c & 1 ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+static inline uint64_t get64(const unsigned char *b)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+static inline uint32_t get32(const unsigned char *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+           (uint32_t)b[3] << 24;
+}
+
+static inline void put64(unsigned char *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline void put32(unsigned char *b, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+#endif
