@@ -184,8 +184,7 @@ static void minmax(const double *X, size_t n, size_t d, size_t j,
     }
 }
 
-/* The statistics of pre learnt from pb into s (allocated here). */
-static km_status learn(const km_preprocess *pre, const km_problem *pb,
+km_status km_pre_learn(const km_preprocess *pre, const km_problem *pb,
                        km_pre_stats *s, km_error *err)
 {
     size_t n = pb->n, d = pb->d;
@@ -230,9 +229,7 @@ static km_status learn(const km_preprocess *pre, const km_problem *pb,
     return KM_OK;
 }
 
-/* Rows [0, n) of X (d features) into out through s. KM_EINVAL naming the
- * entry when one leaves the doubles (x far outside the training range). */
-static km_status transform(const km_pre_stats *s, const double *X, size_t n,
+km_status km_pre_transform(const km_pre_stats *s, const double *X, size_t n,
                            size_t d, size_t row0, double *out, km_error *err)
 {
     for (size_t i = 0; i < n; i++)
@@ -280,12 +277,12 @@ km_status km_pre_fit(km_algorithm a, const km_kernel *k, const void *params,
     km_pre_stats s;
     double *Xt = NULL, *Yt = NULL;
     km_problem tp = *pb;
-    st = learn(pre, pb, &s, err);
+    st = km_pre_learn(pre, pb, &s, err);
     if (st == KM_OK && pre->x != KM_SCALE_NONE) {
         Xt = malloc(km_mul3(pb->n, pb->d, sizeof *Xt));
         st = !Xt ? km_error_set(err, KM_ENOMEM, "out of memory for X's "
                                 "scaled copy")
-                 : transform(&s, pb->X, pb->n, pb->d, 0, Xt, err);
+                 : km_pre_transform(&s, pb->X, pb->n, pb->d, 0, Xt, err);
         tp.X = Xt;
     }
     if (st == KM_OK && pre->center_y) {
@@ -375,7 +372,7 @@ km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
                                 "scaled copy");
         for (size_t r = 0; r < n && st == KM_OK; r += b) {
             size_t len = n - r < b ? n - r : b;
-            st = transform(s, X + r * d, len, d, r, T, err);
+            st = km_pre_transform(s, X + r * d, len, d, r, T, err);
             if (st == KM_OK)
                 st = fn(m, T, len, out + r * w, err);
         }
@@ -411,7 +408,7 @@ km_status km_pre_predict_labels(const km_model *m,
                             "copy");
     for (size_t r = 0; r < n && st == KM_OK; r += b) {
         size_t len = n - r < b ? n - r : b;
-        st = transform(s, X + r * d, len, d, r, T, err);
+        st = km_pre_transform(s, X + r * d, len, d, r, T, err);
         if (st == KM_OK)
             st = labels(m, T, len, out + r, err);
     }
