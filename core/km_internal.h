@@ -420,12 +420,23 @@ km_status km_fit_model(km_fit_frame *f, size_t n_features, size_t n_samples,
 void km_fit_cleanup(km_fit_frame *f);
 
 /*
+ * km_fit, with the figures that only a model kept needs when figures is
+ * nonzero: the training score (km_training_score, one predict over the
+ * training rows). km_fit passes 1; a search's fold fits, whose models
+ * only answer their test rows and are freed, pass 0.
+ */
+km_status km_fit_inner(km_algorithm a, const km_kernel *k,
+                       const void *params, const km_preprocess *pre,
+                       const km_problem *pb, const km_fit_control *ctl,
+                       int figures, km_model **out, km_error *err);
+
+/*
  * The training figure "training_score": the algorithm's default scoring
  * (km_scoring_default) of m on its own training problem pb, through the
  * fitted model (km_model_score: one predict over the training rows),
  * appended to m's training figures. None for a kpca model without the
  * inverse map, nor when the score is not a number (r2 of one row).
- * km_fit calls it after the descriptor's fit.
+ * km_fit calls it after the descriptor's fit (km_fit_inner with figures).
  */
 km_status km_training_score(km_model *m, const km_problem *pb, km_error *err);
 

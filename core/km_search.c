@@ -6,9 +6,12 @@
  * Two engines:
  *
  *   generic   every algorithm: for each point and fold, the fold's rows
- *             are copied out, km_fit fits them with the spec's
- *             preprocessing, the model predicts the test rows through
- *             the generic km_predict (so its preprocessing applies) and
+ *             are copied out, km_fit_inner fits them with the spec's
+ *             preprocessing (without the training score, which only a
+ *             kept model needs; with the descriptor's cv_params applied
+ *             to the point's params), the model predicts the test rows
+ *             through the generic km_predict (so its preprocessing
+ *             applies) and
  *             the fold is scored; the model is freed.
  *
  *   krr       kernel ridge regression never refits per alpha. Points are
@@ -37,8 +40,9 @@
  * Scores are those km.h gives for km_scoring, computed on the test rows
  * by km_score.c's km_score_answers (as km_model_score's), the krr
  * engine's preprocessing by km_pre.c's km_pre_learn and km_pre_transform
- * (as km_fit's); a fold's scores combine into a mean and a population standard
- * deviation (Welford's update), LOO and GCV into one pooled score.
+ * (as km_fit's); a fold's scores combine into a mean and a population
+ * standard deviation (Welford's update), LOO and GCV into one pooled
+ * score.
  *
  * A fit that fails on its data (KM_EPROBLEM, KM_ENOTPD, KM_ENOCONV), or
  * a fold score that is not a finite number, fails the point only: its
@@ -622,7 +626,7 @@ out:
 }
 
 /*
- * Every point on every split through km_fit. LOO pools the n left-out
+ * Every point on every split through km_fit_inner. LOO pools the n left-out
  * predictions of a point and scores them once. svc's fold fits learn the
  * classes their rows hold, renumbered (with class_weight renumbered
  * alike); their answers are mapped back to the original classes.
@@ -750,8 +754,8 @@ static km_status run_generic(search_run *r, km_error *err)
                                        &tp, &sg, r->ctl ? &sub : NULL, &model,
                                        &e);
             } else {
-                st = km_fit(s->algo, &s->kernels[p], pbuf, &s->pre, &tp,
-                            r->ctl ? &sub : NULL, &model, &e);
+                st = km_fit_inner(s->algo, &s->kernels[p], pbuf, &s->pre,
+                                  &tp, r->ctl ? &sub : NULL, 0, &model, &e);
             }
             acc->seconds += km_now() - t0;
             if (st == KM_OK) {
