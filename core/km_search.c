@@ -11,8 +11,7 @@
  *             kept model needs; with the descriptor's cv_params applied
  *             to the point's params), the model predicts the test rows
  *             through the generic km_predict (so its preprocessing
- *             applies) and
- *             the fold is scored; the model is freed.
+ *             applies) and the fold is scored; the model is freed.
  *
  *   krr       kernel ridge regression never refits per alpha. Points are
  *             grouped by equal resolved kernel (kernel_equal below; the
@@ -644,6 +643,7 @@ static km_status run_generic(search_run *r, km_error *err)
     const km_problem *pb = r->pb;
     size_t n = pb->n, d = pb->d, m = pb->y ? pb->m : 1, k = pb->n_classes;
     size_t ps = km_algorithm_params_size(s->algo);
+    const km_algo *al = km_algo_of(s->algo);
     int loo = s->cv.kind == KM_CV_LOO;
     unsigned need = km_scoring_needs(s->scoring);
     split sp;
@@ -735,6 +735,8 @@ static km_status run_generic(search_run *r, km_error *err)
             km_problem tp = {sp.Xtr, sp.ntr, d, sp.ytr, pb->y ? pb->m : 0,
                              sp.ltr, sp.ktr};
             memcpy(pbuf, params, ps);
+            if (al->cv_params)
+                al->cv_params(pbuf, s->scoring);
             if (s->algo == KM_ALGO_SVC) {
                 km_svm_params *sv = (km_svm_params *)pbuf;
                 if (sv->class_weight) {
@@ -1522,10 +1524,21 @@ size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
     }
     b = add_sat(b, mul_sat(D, mul_sat(n, 2 * (d + (pb->y ? m : 0)))));
     b = add_sat(b, mul_sat(n, 2 * sizeof(int)));
+    /* the largest fold fit, of params as the fold fits take them */
     size_t ps = km_algorithm_params_size(s->algo), most = 0;
+    const km_algo *al = km_algo_of(s->algo);
+    union {
+        max_align_t align;
+        unsigned char b[256];
+    } fp;
     for (size_t p = 0; p < P && s->params; p++) {
-        size_t f = km_algorithm_fit_bytes(s->algo,
-                                          (const char *)s->params + p * ps, pb);
+        const void *pp = (const char *)s->params + p * ps;
+        if (al && al->cv_params && ps <= sizeof fp.b) {
+            memcpy(fp.b, pp, ps);
+            al->cv_params(fp.b, s->scoring);
+            pp = fp.b;
+        }
+        size_t f = km_algorithm_fit_bytes(s->algo, pp, pb);
         most = f > most ? f : most;
     }
     b = add_sat(b, most);
