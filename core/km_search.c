@@ -433,6 +433,20 @@ static void fail_point(search_run *r, size_t p, long f, km_status st,
     }
 }
 
+/* A failure st (message msg) of point p's fit on fold f: a failure of
+ * its data or parameters (is_point_failure) fails the point and the
+ * search goes on (KM_OK); any other status ends it, returned with err
+ * naming the point and fold. */
+static km_status point_failed(search_run *r, size_t p, long f, km_status st,
+                              const char *msg, km_error *err)
+{
+    if (!is_point_failure(st))
+        return km_error_set(err, st, "points[%zu], cv fold %ld: %s", p, f,
+                            msg);
+    fail_point(r, p, f, st, msg);
+    return KM_OK;
+}
+
 /* A fold's (or the pooled) score of point p; a score that is not a
  * finite number fails the point. */
 static void record(search_run *r, size_t p, long f, double v)
@@ -792,13 +806,9 @@ static km_status run_generic(search_run *r, km_error *err)
             }
             km_model_free(model);
             if (st != KM_OK) {
-                if (!is_point_failure(st)) {
-                    km_error_set(err, st, "points[%zu], cv fold %zu: %s", p,
-                                 f, e.message);
+                if ((st = point_failed(r, p, (long)f, st, e.message, err)) !=
+                    KM_OK)
                     goto out;
-                }
-                fail_point(r, p, (long)f, st, e.message);
-                st = KM_OK;
                 continue;
             }
             if (loo) { /* one test row: pool it */
@@ -897,6 +907,19 @@ typedef struct krr_group {
     size_t g;
 } krr_group;
 
+/* A failure st (message msg) of work that group gr's points share on
+ * fold f (f < 0: on all rows): a point failure fails every one of them
+ * and the search goes on (KM_OK); any other status ends it. */
+static km_status group_failed(search_run *r, const krr_group *gr, long f,
+                              km_status st, const char *msg, km_error *err)
+{
+    if (!is_point_failure(st))
+        return km_error_set(err, st, "%s", msg);
+    for (size_t a = 0; a < gr->g; a++)
+        fail_point(r, gr->pts[a], f, st, msg);
+    return KM_OK;
+}
+
 static double point_alpha(const km_search_spec *s, size_t p)
 {
     return ((const km_krr_params *)s->params)[p].alpha;
@@ -958,13 +981,7 @@ static km_status krr_closed_form(search_run *r, const krr_group *gr,
     if ((st = km_kernel_check_scale(gr->k, Xs, n, d, &e)) != KM_OK ||
         (st = km_gram_sym(gr->k, Xs, n, d, K, 0, &e)) != KM_OK ||
         (st = eigen(K, n, w, &e)) != KM_OK) {
-        if (!is_point_failure(st)) {
-            km_error_set(err, st, "%s", e.message);
-            goto out;
-        }
-        for (size_t a = 0; a < gr->g; a++)
-            fail_point(r, gr->pts[a], -1, st, e.message);
-        st = KM_OK;
+        st = group_failed(r, gr, -1, st, e.message, err);
         goto out;
     }
     if ((st = progress(r, r->done + 0.9 * (double)(gr->g * r->n_splits),
@@ -1115,14 +1132,8 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
         double t0 = km_now();
         if ((st = km_kernel_check_scale(gr->k, pb->X, n, d, &e)) != KM_OK ||
             (st = km_gram_sym(gr->k, pb->X, n, d, Kall, 1, &e)) != KM_OK) {
-            if (!is_point_failure(st)) {
-                km_error_set(err, st, "%s", e.message);
-                goto out;
-            }
-            for (size_t a = 0; a < gr->g; a++)
-                fail_point(r, gr->pts[a], -1, st, e.message);
-            st = KM_OK;
-            r->done += (double)(gr->g * r->n_splits);
+            if ((st = group_failed(r, gr, -1, st, e.message, err)) == KM_OK)
+                r->done += (double)(gr->g * r->n_splits);
             goto out;
         }
         t_shared = km_now() - t0;
@@ -1165,13 +1176,9 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
             (st = km_gram_sym(gr->k, Xtr, ntr, d, Ktr, 0, &e)) == KM_OK)
             st = km_gram_cross(gr->k, Xte, nte, Xtr, ntr, d, Kte, ntr, &e);
         if (st != KM_OK) {
-            if (!is_point_failure(st)) {
-                km_error_set(err, st, "%s", e.message);
+            if ((st = group_failed(r, gr, (long)f, st, e.message, err)) !=
+                KM_OK)
                 break;
-            }
-            for (size_t a = 0; a < gr->g; a++)
-                fail_point(r, gr->pts[a], (long)f, st, e.message);
-            st = KM_OK;
             r->done += (double)gr->g;
             continue;
         }
@@ -1193,13 +1200,9 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
 
         if (use_eig) {
             if ((st = eigen(Ktr, ntr, w, &e)) != KM_OK) {
-                if (!is_point_failure(st)) {
-                    km_error_set(err, st, "%s", e.message);
+                if ((st = group_failed(r, gr, (long)f, st, e.message, err)) !=
+                    KM_OK)
                     break;
-                }
-                for (size_t a = 0; a < gr->g; a++)
-                    fail_point(r, gr->pts[a], (long)f, st, e.message);
-                st = KM_OK;
                 r->done += (double)gr->g;
                 continue;
             }
@@ -1256,13 +1259,9 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
                                       "larger params.alpha");
                 r->done += 1;
                 if (st != KM_OK) {
-                    if (!is_point_failure(st)) {
-                        km_error_set(err, st, "points[%zu], cv fold %zu: %s",
-                                     p, f, e.message);
+                    if ((st = point_failed(r, p, (long)f, st, e.message,
+                                           err)) != KM_OK)
                         break;
-                    }
-                    fail_point(r, p, (long)f, st, e.message);
-                    st = KM_OK;
                     continue;
                 }
                 cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
