@@ -534,10 +534,10 @@ START_TEST(svc_probability_not_in_folds)
     double *X = malloc(n * d * sizeof *X);
     int *labels = malloc(n * sizeof *labels);
     km_rng rng = {12345};
-    for (size_t i = 0; i < n * d; i++)
-        X[i] = 2 * km_rng_uniform(&rng) - 1;
-    for (size_t i = 0; i < n; i++)
-        labels[i] = X[i * d] + 0.8 * (km_rng_uniform(&rng) - 0.5) > 0;
+    for (size_t i = 0; i < n * d; i++) /* uniform in [-1, 1) */
+        X[i] = km_rng_uniform(&rng);
+    for (size_t i = 0; i < n; i++) /* by the first feature, with noise */
+        labels[i] = X[i * d] + 0.4 * km_rng_uniform(&rng) > 0;
     km_kernel ks[2];
     km_svm_params ps[2];
     for (int i = 0; i < 2; i++) {
