@@ -455,7 +455,7 @@ static void record(search_run *r, size_t p, long f, double v)
         return;
     if (!isfinite(v)) {
         fail_point(r, p, f, KM_EPROBLEM, "the score is not a finite number "
-                   "(the predictions overflow, or r2 of one test row)");
+                   "(the predictions overflow)");
         return;
     }
     add_score(&r->acc[p], v);
@@ -475,6 +475,10 @@ static km_status score(search_run *r, size_t p, long f, const km_answers *a,
         return km_error_set(err, st, "%s", e.message);
     if (st != KM_OK)
         fail_point(r, p, f, KM_EPROBLEM, e.message);
+    else if (isnan(v) && a->n < 2) /* r2 of one row, NAN as sklearn's */
+        fail_point(r, p, f, KM_EPROBLEM, "r2 is not defined on a fold of "
+                   "one test row; use fewer folds, or cv loo (scored on all "
+                   "its predictions together)");
     else
         record(r, p, f, v);
     return KM_OK;

@@ -601,6 +601,34 @@ START_TEST(svc_probability_not_in_folds)
 }
 END_TEST
 
+/* r2 is not defined on one row (km_score_regression: NAN, as sklearn's):
+ * kfold with a fold per row fails every point, naming why; loo pools
+ * the n predictions and scores them. */
+START_TEST(r2_of_one_test_row)
+{
+    double X[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    double y[6] = {0.1, 1.2, 1.9, 3.2, 4.1, 4.8};
+    km_problem pb = {X, 6, 2, y, 1, NULL, 0};
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    km_krr_params p = {1.0};
+    km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, KM_SCORING_R2,
+                        {KM_CV_KFOLD, 6, 0, 0, 0, NULL}, 1, &k, &p};
+    km_search_result r;
+    km_error err = {0};
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &r, &err), KM_EPROBLEM);
+    ck_assert_msg(strstr(err.message, "points[0], cv fold 0: r2 is not "
+                         "defined on a fold of one test row") != NULL,
+                  "%s", err.message);
+    km_search_result_cleanup(&r);
+    s.cv = (km_cv){KM_CV_LOO, 0, 0, 0, 0, NULL};
+    ck_assert_msg(km_search(&s, &pb, NULL, &r, &err) == KM_OK, "%s",
+                  err.message);
+    ck_assert(isfinite(r.mean[0]) && r.mean[0] > 0.5);
+    km_search_result_cleanup(&r);
+}
+END_TEST
+
 /* svc and svr folds gathering their columns from one Gram of all rows
  * (the default cache_mb holds it) answer as fits computing their own
  * (cache_mb too small to share) to the solver's tolerance: svc the same
@@ -1048,6 +1076,7 @@ static Suite *search_suite(void)
     tcase_add_test(tc, gridsearch_kpca);
     tcase_add_test(tc, svc_log_loss);
     tcase_add_test(tc, svc_probability_not_in_folds);
+    tcase_add_test(tc, r2_of_one_test_row);
     tcase_add_test(tc, shared_gram_same_results);
     tcase_add_test(tc, svc_loo_pooled);
     tcase_add_test(tc, kfold_sizes_and_order);
