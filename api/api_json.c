@@ -629,3 +629,20 @@ cJSON *api_json_number(double v)
     }
     return n;
 }
+
+cJSON *api_json_numbers(const double *v, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, api_json_number(v[i]));
+    return a;
+}
+
+size_t api_json_max_numbers(const char *body, size_t len)
+{
+    size_t numbers = 1;
+    for (const char *p = body, *end = body + len;
+         p && (p = memchr(p, ',', (size_t)(end - p))) != NULL; p++)
+        numbers++;
+    return numbers;
+}

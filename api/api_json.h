@@ -34,6 +34,13 @@ int api_parse_object(const char *body, size_t len, cJSON **out, api_error *e);
  * The node is cJSON_Raw with valuedouble and valueint set as a number's
  * would be. NULL when out of memory. */
 cJSON *api_json_number(double v);
+/* An array of api_json_number nodes of v[0..n); NULL when out of
+ * memory (an element that could not be made is left out). */
+cJSON *api_json_numbers(const double *v, size_t n);
+/* The most numbers a JSON body of len bytes can hold: every number but
+ * the last of its array is followed by a comma, and rows are separated
+ * by one, so numbers <= commas + 1 (for memory estimates). */
+size_t api_json_max_numbers(const char *body, size_t len);
 
 /*
  * A request body with its matrix read straight into doubles. Predict and

@@ -213,14 +213,6 @@ static cJSON *info_json(const km_info *info)
     return o;
 }
 
-static cJSON *numbers_json(const double *v, size_t n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && i < n; i++)
-        cJSON_AddItemToArray(a, api_json_number(v[i]));
-    return a;
-}
-
 /* {"scale", "center_y"} through the preprocess schema, and the
  * statistics (read-only rows) where they apply. */
 cJSON *api_preprocess_json(const km_model *m)
@@ -239,7 +231,7 @@ cJSON *api_preprocess_json(const km_model *m)
                              : !strcmp(r->key, "y_mean")  ? v.y_mean
                                                           : NULL;
         if (vals)
-            cJSON_AddItemToObject(o, r->key, numbers_json(
+            cJSON_AddItemToObject(o, r->key, api_json_numbers(
                                       vals, !strcmp(r->key, "y_mean") ? no
                                                                       : nf));
     }

@@ -87,12 +87,7 @@ static void algorithms_answering(char *buf, size_t len, unsigned mask,
 
 size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
 {
-    /* Every number but the last of its array is followed by a comma, and
-     * rows are separated by one: numbers <= commas + 1. */
-    size_t numbers = 1;
-    for (const char *p = body, *end = body + len;
-         p && (p = memchr(p, ',', (size_t)(end - p))) != NULL; p++)
-        numbers++;
+    size_t numbers = api_json_max_numbers(body, len);
     size_t nf = km_model_n_features(m), no = km_model_n_outputs(m);
     size_t d = nf, width = no ? no : 1;
     if (answers_of(m) & ANSWERS_CLASSES) {

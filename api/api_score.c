@@ -36,10 +36,7 @@ const char *const api_score_matrix_keys[] = {"X", NULL};
 
 size_t api_score_bytes(const km_model *m, const char *body, size_t len)
 {
-    size_t numbers = 1;
-    for (const char *p = body, *end = body + len;
-         p && (p = memchr(p, ',', (size_t)(end - p))) != NULL; p++)
-        numbers++;
+    size_t numbers = api_json_max_numbers(body, len);
     /* each row has n_features numbers of X and at most w values of y */
     size_t d = km_model_n_features(m), w = km_model_n_outputs(m);
     if (!w || km_model_n_labels(m))
@@ -181,14 +178,6 @@ static int check_finite(const double *v, size_t rows, size_t cols,
     return 0;
 }
 
-static cJSON *numbers(const double *v, size_t n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && i < n; i++)
-        cJSON_AddItemToArray(a, api_json_number(v[i]));
-    return a;
-}
-
 static int score_values(const km_model *m, const cJSON *y, const double *X,
                         size_t n, cJSON *out, api_error *e)
 {
@@ -248,8 +237,8 @@ static int score_classes(const km_model *m, const cJSON *y, const double *X,
         cJSON *labels = cJSON_AddArrayToObject(out, "labels");
         for (size_t c = 0; labels && c < k; c++)
             cJSON_AddItemToArray(labels, api_model_label_json(m, c));
-        cJSON_AddItemToObject(out, "precision", numbers(cs.precision, k));
-        cJSON_AddItemToObject(out, "recall", numbers(cs.recall, k));
+        cJSON_AddItemToObject(out, "precision", api_json_numbers(cs.precision, k));
+        cJSON_AddItemToObject(out, "recall", api_json_numbers(cs.recall, k));
         cJSON *cm = cJSON_AddArrayToObject(out, "confusion_matrix");
         for (size_t t = 0; cm && t < k; t++) {
             cJSON *row = cJSON_CreateArray();

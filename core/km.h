@@ -653,7 +653,10 @@ typedef struct km_cv {
  * params struct (params: n_points structs of km_algorithm_params_size(a)
  * bytes, one after the other), all scored by cross-validation with the
  * same folds and preprocessing (fitted on each fold's training rows
- * only, as a scikit-learn Pipeline inside GridSearchCV).
+ * only, as a scikit-learn Pipeline inside GridSearchCV). The fold fits
+ * leave out what only a kept model needs: the training score, and svc's
+ * params.probability (Platt scaling's internal cross-validation) unless
+ * the scoring reads probabilities (neg_log_loss); the scores are the same.
  */
 typedef struct km_search_spec {
     km_algorithm algo;
@@ -675,7 +678,8 @@ typedef struct km_search_spec {
  *
  * A point whose fit fails on a fold because of its data or parameters
  * (KM_EPROBLEM, KM_ENOTPD, KM_ENOCONV: say a tiny alpha on a kernel that
- * is not positive definite), or whose score is not a finite number,
+ * is not positive definite), or whose score is not a finite number (r2
+ * of a fold of one test row is not defined, as km_score_regression's),
  * fails alone, as scikit-learn's error_score=nan makes it lose: its mean
  * is KM_SEARCH_FAILED_SCORE (-DBL_MAX, finite so that the record and
  * JSON hold it; no real score is that low) and its std 0, and it is

@@ -239,6 +239,10 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   field
  *   fit_bytes       peak bytes of a fit (admission control)
  *   fit             fits a problem; the typed km_*_fit does the work
+ *   cv_params       adjusts a fold fit's copy of params for scoring s: a
+ *                   search's fold fits drop what only the model kept
+ *                   needs (svc: probability, unless s needs
+ *                   probabilities); NULL: none
  *   values ...      predict, one function per KM_OUT_* answer it gives
  *                   (NULL where it gives none); each checks the model's
  *                   algorithm and X
@@ -267,6 +271,7 @@ typedef struct km_algo {
     km_status (*fit)(const km_kernel *k, const void *params,
                      const km_problem *pb, const km_fit_control *ctl,
                      km_model **out, km_error *err);
+    void (*cv_params)(void *params, km_scoring s);
     km_predict_fn values, scores, probabilities, projections, inverse;
     km_status (*labels)(const km_model *m, const double *X, size_t n,
                         int *out, km_error *err);
@@ -340,6 +345,18 @@ km_status km_pre_read(km_reader *r, km_pre_stats *s, km_algorithm a,
 /* Bytes the section takes in a file with these sizes: [*lo, *hi]. */
 void km_pre_file_range(uint64_t nf, uint64_t no, uint64_t *lo, uint64_t *hi);
 
+/* The statistics of pre learnt from pb's rows into s (allocated here;
+ * filled also on failure: the caller cleans it up): x's shift and scale
+ * when pre->x is not none (from pb->X), y's mean with center_y (from
+ * pb->y, which must then be given). KM_EPROBLEM for a feature too large to
+ * standardize, KM_ENOMEM. km_pre_fit's, and the krr search's per fold. */
+km_status km_pre_learn(const km_preprocess *pre, const km_problem *pb,
+                       km_pre_stats *s, km_error *err);
+/* Rows [0, n) of X (d features) into out through s's x statistics (out
+ * may be X: in place). KM_EINVAL naming the entry X[row0 + i][j] when one
+ * leaves the doubles (x far outside the training range). */
+km_status km_pre_transform(const km_pre_stats *s, const double *X, size_t n,
+                           size_t d, size_t row0, double *out, km_error *err);
 /* km_fit with a preprocessing that does something (km_pre.c). */
 km_status km_pre_fit(km_algorithm a, const km_kernel *k, const void *params,
                      const km_preprocess *pre, const km_problem *pb,
@@ -408,14 +425,56 @@ km_status km_fit_model(km_fit_frame *f, size_t n_features, size_t n_samples,
 void km_fit_cleanup(km_fit_frame *f);
 
 /*
+ * km_fit, with the figures that only a model kept needs when figures is
+ * nonzero: the training score (km_training_score, one predict over the
+ * training rows). km_fit passes 1; a search's fold fits, whose models
+ * only answer their test rows and are freed, pass 0.
+ */
+km_status km_fit_inner(km_algorithm a, const km_kernel *k,
+                       const void *params, const km_preprocess *pre,
+                       const km_problem *pb, const km_fit_control *ctl,
+                       int figures, km_model **out, km_error *err);
+
+/*
  * The training figure "training_score": the algorithm's default scoring
  * (km_scoring_default) of m on its own training problem pb, through the
  * fitted model (km_model_score: one predict over the training rows),
  * appended to m's training figures. None for a kpca model without the
  * inverse map, nor when the score is not a number (r2 of one row).
- * km_fit calls it after the descriptor's fit.
+ * km_fit calls it after the descriptor's fit (km_fit_inner with figures).
  */
 km_status km_training_score(km_model *m, const km_problem *pb, km_error *err);
+
+/* ------------------------------------------------------- scores */
+
+/* The KM_OUT_* answers scoring s needs of a model (km_score.c): values,
+ * labels (and probabilities), projections and the inverse map; 0 for an
+ * unknown s. */
+unsigned km_scoring_needs(km_scoring s);
+
+/*
+ * Answers to n rows and what they are scored against (borrowed), for
+ * km_score_answers:
+ *   values          Y (truth) and P (predictions), n x m
+ *   labels          truth and pred (n class indices in [0, k)), proba
+ *                   (n x k; read by neg_log_loss only)
+ *   reconstruction  Y (the rows X) and P (their reconstructions), n x m
+ *                   (m features)
+ */
+typedef struct km_answers {
+    size_t n, m, k;
+    const double *Y, *P;
+    const int *truth, *pred;
+    const double *proba;
+} km_answers;
+
+/* The score s of a (higher is better): km_score_regression's or
+ * km_score_classes' figure (errors negated), or minus the mean over rows
+ * and features of (Y - P)^2 (compensated sums). Their statuses, and
+ * KM_EPROBLEM when the reconstruction error is not a finite number. The
+ * one place a scoring is computed: km_model_score and km_search. */
+km_status km_score_answers(km_scoring s, const km_answers *a, double *out,
+                           km_error *err);
 
 /* ------------------------------------------------------- solves */
 

@@ -137,9 +137,10 @@ size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
     return al ? al->fit_bytes(params, pb) : 0;
 }
 
-km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
-                 const km_preprocess *pre, const km_problem *pb,
-                 const km_fit_control *ctl, km_model **out, km_error *err)
+km_status km_fit_inner(km_algorithm a, const km_kernel *k,
+                       const void *params, const km_preprocess *pre,
+                       const km_problem *pb, const km_fit_control *ctl,
+                       int figures, km_model **out, km_error *err)
 {
     const km_algo *al = km_algo_of(a);
     if (!al)
@@ -147,11 +148,19 @@ km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
     km_status st = pre && (pre->x != KM_SCALE_NONE || pre->center_y)
                        ? km_pre_fit(a, k, params, pre, pb, ctl, out, err)
                        : al->fit(k, params, pb, ctl, out, err);
-    if (st == KM_OK && (st = km_training_score(*out, pb, err)) != KM_OK) {
+    if (st == KM_OK && figures &&
+        (st = km_training_score(*out, pb, err)) != KM_OK) {
         km_model_free(*out);
         *out = NULL;
     }
     return st;
+}
+
+km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
+                 const km_preprocess *pre, const km_problem *pb,
+                 const km_fit_control *ctl, km_model **out, km_error *err)
+{
+    return km_fit_inner(a, k, params, pre, pb, ctl, 1, out, err);
 }
 
 unsigned km_model_outputs(const km_model *m)

@@ -184,8 +184,7 @@ static void minmax(const double *X, size_t n, size_t d, size_t j,
     }
 }
 
-/* The statistics of pre learnt from pb into s (allocated here). */
-static km_status learn(const km_preprocess *pre, const km_problem *pb,
+km_status km_pre_learn(const km_preprocess *pre, const km_problem *pb,
                        km_pre_stats *s, km_error *err)
 {
     size_t n = pb->n, d = pb->d;
@@ -230,9 +229,7 @@ static km_status learn(const km_preprocess *pre, const km_problem *pb,
     return KM_OK;
 }
 
-/* Rows [0, n) of X (d features) into out through s. KM_EINVAL naming the
- * entry when one leaves the doubles (x far outside the training range). */
-static km_status transform(const km_pre_stats *s, const double *X, size_t n,
+km_status km_pre_transform(const km_pre_stats *s, const double *X, size_t n,
                            size_t d, size_t row0, double *out, km_error *err)
 {
     for (size_t i = 0; i < n; i++)
@@ -280,12 +277,12 @@ km_status km_pre_fit(km_algorithm a, const km_kernel *k, const void *params,
     km_pre_stats s;
     double *Xt = NULL, *Yt = NULL;
     km_problem tp = *pb;
-    st = learn(pre, pb, &s, err);
+    st = km_pre_learn(pre, pb, &s, err);
     if (st == KM_OK && pre->x != KM_SCALE_NONE) {
         Xt = malloc(km_mul3(pb->n, pb->d, sizeof *Xt));
         st = !Xt ? km_error_set(err, KM_ENOMEM, "out of memory for X's "
                                 "scaled copy")
-                 : transform(&s, pb->X, pb->n, pb->d, 0, Xt, err);
+                 : km_pre_transform(&s, pb->X, pb->n, pb->d, 0, Xt, err);
         tp.X = Xt;
     }
     if (st == KM_OK && pre->center_y) {
@@ -346,6 +343,36 @@ static size_t answer_width(const km_model *m, unsigned answer)
     }
 }
 
+typedef km_status (*labels_fn)(const km_model *, const double *, size_t,
+                               int *, km_error *);
+
+/* fn (out: w doubles a row) or, when fn is NULL, labels (out: one int a
+ * row) of m on X's n rows scaled by s, through a scaled copy of b rows at
+ * a time: what km_pre_predict and km_pre_predict_labels share. */
+static km_status scaled_blocks(const km_model *m, const km_pre_stats *s,
+                               const double *X, size_t n, size_t b,
+                               km_predict_fn fn, size_t w, labels_fn labels,
+                               void *out, km_error *err)
+{
+    size_t d = km_model_n_features(m);
+    km_status st = km_model_check_input(m, X, n, d, err);
+    if (st != KM_OK)
+        return st;
+    double *T = malloc(km_mul3(b < n ? b : n, d, sizeof *T));
+    if (!T)
+        return km_error_set(err, KM_ENOMEM, "out of memory for X's scaled "
+                            "copy");
+    for (size_t r = 0; r < n && st == KM_OK; r += b) {
+        size_t len = n - r < b ? n - r : b;
+        st = km_pre_transform(s, X + r * d, len, d, r, T, err);
+        if (st == KM_OK)
+            st = fn ? fn(m, T, len, (double *)out + r * w, err)
+                    : labels(m, T, len, (int *)out + r, err);
+    }
+    free(T);
+    return st;
+}
+
 km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
                          const double *X, size_t n, double *out,
                          km_error *err)
@@ -363,26 +390,11 @@ km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
                                  s->x_shift[j];
         return KM_OK;
     }
-    if (s->x_shift) {
-        if ((st = km_model_check_input(m, X, n, d, err)) != KM_OK)
-            return st;
-        /* Without the row width (a classifier whose labels were not set:
-         * its class count is the payload's) the rows go in one block. */
-        size_t b = w ? block_rows(d) : n;
-        double *T = malloc(km_mul3(b < n ? b : n, d, sizeof *T));
-        if (!T)
-            return km_error_set(err, KM_ENOMEM, "out of memory for X's "
-                                "scaled copy");
-        for (size_t r = 0; r < n && st == KM_OK; r += b) {
-            size_t len = n - r < b ? n - r : b;
-            st = transform(s, X + r * d, len, d, r, T, err);
-            if (st == KM_OK)
-                st = fn(m, T, len, out + r * w, err);
-        }
-        free(T);
-    } else {
-        st = fn(m, X, n, out, err);
-    }
+    /* Without the row width (a classifier whose labels were not set: its
+     * class count is the payload's) the rows go in one block. */
+    st = s->x_shift ? scaled_blocks(m, s, X, n, w ? block_rows(d) : n, fn,
+                                    w, NULL, out, err)
+                    : fn(m, X, n, out, err);
     if (st == KM_OK && answer == KM_OUT_VALUES && s->y_mean)
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j < w; j++)
@@ -390,33 +402,15 @@ km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
     return st;
 }
 
-km_status km_pre_predict_labels(const km_model *m,
-                                km_status (*labels)(const km_model *,
-                                                    const double *, size_t,
-                                                    int *, km_error *),
+km_status km_pre_predict_labels(const km_model *m, labels_fn labels,
                                 const double *X, size_t n, int *out,
                                 km_error *err)
 {
     const km_pre_stats *s = km_model_pre(m);
-    size_t d = km_model_n_features(m);
     if (!s->x_shift)
         return labels(m, X, n, out, err);
-    km_status st = km_model_check_input(m, X, n, d, err);
-    if (st != KM_OK)
-        return st;
-    size_t b = block_rows(d);
-    double *T = malloc(km_mul3(b < n ? b : n, d, sizeof *T));
-    if (!T)
-        return km_error_set(err, KM_ENOMEM, "out of memory for X's scaled "
-                            "copy");
-    for (size_t r = 0; r < n && st == KM_OK; r += b) {
-        size_t len = n - r < b ? n - r : b;
-        st = transform(s, X + r * d, len, d, r, T, err);
-        if (st == KM_OK)
-            st = labels(m, T, len, out + r, err);
-    }
-    free(T);
-    return st;
+    return scaled_blocks(m, s, X, n, block_rows(km_model_n_features(m)),
+                         NULL, 0, labels, out, err);
 }
 
 /* ------------------------------------------------------------ file */

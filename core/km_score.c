@@ -270,6 +270,57 @@ km_status km_score_classes(const int *truth, const int *pred,
     return KM_OK;
 }
 
+/* ------------------------------------------------------------ answers */
+
+unsigned km_scoring_needs(km_scoring s)
+{
+    return (unsigned)s < KM_SCORING_COUNT ? needs[s].kind | needs[s].extra
+                                          : 0;
+}
+
+km_status km_score_answers(km_scoring s, const km_answers *a, double *out,
+                           km_error *err)
+{
+    if ((unsigned)s >= KM_SCORING_COUNT)
+        return km_error_set(err, KM_EINVAL, "scoring %d is not known",
+                            (int)s);
+    km_status st;
+    if (needs[s].kind == KM_OUT_VALUES) {
+        km_regression_scores r;
+        if ((st = km_score_regression(a->Y, a->P, a->n, a->m, &r, err)) ==
+            KM_OK)
+            *out = s == KM_SCORING_R2        ? r.r2
+                   : s == KM_SCORING_NEG_MSE ? -r.mse
+                                             : -r.mae;
+        return st;
+    }
+    if (needs[s].kind == KM_OUT_LABELS) {
+        km_class_scores cs;
+        st = km_score_classes(a->truth, a->pred,
+                              s == KM_SCORING_NEG_LOG_LOSS ? a->proba : NULL,
+                              a->n, a->k, &cs, err);
+        if (st == KM_OK)
+            *out = s == KM_SCORING_ACCURACY            ? cs.accuracy
+                   : s == KM_SCORING_BALANCED_ACCURACY ? cs.balanced_accuracy
+                                                       : -cs.log_loss;
+        km_class_scores_cleanup(&cs);
+        return st;
+    }
+    /* neg_reconstruction_error */
+    km_ksum e = {0, 0};
+    for (size_t i = 0; i < a->n * a->m; i++) {
+        double r = a->Y[i] - a->P[i];
+        km_ksum_add(&e, r * r);
+    }
+    double v = km_ksum_get(&e) / (double)a->n / (double)a->m;
+    if (!isfinite(v))
+        return km_error_set(err, KM_EPROBLEM, "the reconstruction error is "
+                            "not a finite number: the input overflows the "
+                            "model's arithmetic in double precision");
+    *out = -v;
+    return KM_OK;
+}
+
 /* ------------------------------------------------------------ models */
 
 /* Classes of a classifier: its labels once they are set, before that
@@ -300,15 +351,12 @@ static km_status score_values(const km_model *m, km_scoring s,
     double *P = malloc(km_mul3(n, mo, sizeof *P) ? n * mo * sizeof *P : 1);
     if (!P)
         return oom(err, n);
-    km_regression_scores r;
     km_status st = km_predict(m, KM_OUT_VALUES, pb->X, n, P, err);
-    if (st == KM_OK)
-        st = km_score_regression(pb->y, P, n, mo, &r, err);
+    if (st == KM_OK) {
+        km_answers a = {.n = n, .m = mo, .Y = pb->y, .P = P};
+        st = km_score_answers(s, &a, out, err);
+    }
     free(P);
-    if (st == KM_OK)
-        *out = s == KM_SCORING_R2        ? r.r2
-               : s == KM_SCORING_NEG_MSE ? -r.mse
-                                         : -r.mae;
     return st;
 }
 
@@ -332,18 +380,14 @@ static km_status score_classes(const km_model *m, km_scoring s,
         free(pred);
         return oom(err, n);
     }
-    km_class_scores cs;
-    memset(&cs, 0, sizeof cs);
     km_status st = km_predict_labels(m, pb->X, n, pred, err);
     if (st == KM_OK && proba)
         st = km_predict(m, KM_OUT_PROBABILITIES, pb->X, n, proba, err);
-    if (st == KM_OK)
-        st = km_score_classes(pb->labels, pred, proba, n, k, &cs, err);
-    if (st == KM_OK)
-        *out = s == KM_SCORING_ACCURACY            ? cs.accuracy
-               : s == KM_SCORING_BALANCED_ACCURACY ? cs.balanced_accuracy
-                                                   : -cs.log_loss;
-    km_class_scores_cleanup(&cs);
+    if (st == KM_OK) {
+        km_answers a = {.n = n, .k = k, .truth = pb->labels, .pred = pred,
+                        .proba = proba};
+        st = km_score_answers(s, &a, out, err);
+    }
     free(pred);
     free(proba);
     return st;
@@ -362,18 +406,8 @@ static km_status score_reconstruction(const km_model *m, const km_problem *pb,
     if (st == KM_OK)
         st = km_predict(m, KM_OUT_INVERSE, P, n, R, err);
     if (st == KM_OK) {
-        km_ksum e = {0, 0};
-        for (size_t i = 0; i < n * d; i++) {
-            double r = pb->X[i] - R[i];
-            km_ksum_add(&e, r * r);
-        }
-        double v = km_ksum_get(&e) / (double)n / (double)d;
-        if (!isfinite(v))
-            st = km_error_set(err, KM_EPROBLEM, "the reconstruction error "
-                              "is not a finite number: the input overflows "
-                              "the model's arithmetic in double precision");
-        else
-            *out = -v;
+        km_answers a = {.n = n, .m = d, .Y = pb->X, .P = R};
+        st = km_score_answers(KM_SCORING_NEG_RECONSTRUCTION, &a, out, err);
     }
     free(P);
     free(R);

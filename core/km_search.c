@@ -6,10 +6,12 @@
  * Two engines:
  *
  *   generic   every algorithm: for each point and fold, the fold's rows
- *             are copied out, km_fit fits them with the spec's
- *             preprocessing, the model predicts the test rows through
- *             the generic km_predict (so its preprocessing applies) and
- *             the fold is scored; the model is freed.
+ *             are copied out, km_fit_inner fits them with the spec's
+ *             preprocessing (without the training score, which only a
+ *             kept model needs; with the descriptor's cv_params applied
+ *             to the point's params), the model predicts the test rows
+ *             through the generic km_predict (so its preprocessing
+ *             applies) and the fold is scored; the model is freed.
  *
  *   krr       kernel ridge regression never refits per alpha. Points are
  *             grouped by equal resolved kernel (kernel_equal below; the
@@ -34,10 +36,12 @@
  * over the folds in turn, so a class has floor or ceil(n_c / k) rows in
  * every fold and fold sizes still differ by at most one.
  *
- * Scores are those km.h gives for km_scoring, computed here on the
- * test rows by static helpers (score_values, score_labels, score_recon);
- * a fold's scores combine into a mean and a population standard
- * deviation (Welford's update), LOO and GCV into one pooled score.
+ * Scores are those km.h gives for km_scoring, computed on the test rows
+ * by km_score.c's km_score_answers (as km_model_score's), the krr
+ * engine's preprocessing by km_pre.c's km_pre_learn and km_pre_transform
+ * (as km_fit's); a fold's scores combine into a mean and a population
+ * standard deviation (Welford's update), LOO and GCV into one pooled
+ * score.
  *
  * A fit that fails on its data (KM_EPROBLEM, KM_ENOTPD, KM_ENOCONV), or
  * a fold score that is not a finite number, fails the point only: its
@@ -78,206 +82,6 @@
  * buffers); rows of V squared per block for diag(H). */
 #define ALPHA_BATCH 32
 #define SQ_BLOCK 256
-
-/* ------------------------------------------------------------ scorings */
-
-static const char *const scoring_names[KM_SCORING_COUNT] = {
-#define SC_NAME(e, name) name,
-    KM_SCORING_MAP(SC_NAME)
-#undef SC_NAME
-};
-
-static const char *sc_name(km_scoring s)
-{
-    return (unsigned)s < KM_SCORING_COUNT ? scoring_names[s] : "?";
-}
-
-/* The KM_OUT_* answers a scoring needs of the algorithm. */
-static unsigned scoring_needs(km_scoring s)
-{
-    switch (s) {
-    case KM_SCORING_R2:
-    case KM_SCORING_NEG_MSE:
-    case KM_SCORING_NEG_MAE: return KM_OUT_VALUES;
-    case KM_SCORING_ACCURACY:
-    case KM_SCORING_BALANCED_ACCURACY: return KM_OUT_LABELS;
-    case KM_SCORING_NEG_LOG_LOSS: return KM_OUT_LABELS | KM_OUT_PROBABILITIES;
-    case KM_SCORING_NEG_RECONSTRUCTION: return KM_OUT_PROJECTIONS | KM_OUT_INVERSE;
-    default: return 0;
-    }
-}
-
-/*
- * The rule of km_scoring_check (km_score.c, built on another branch),
- * kept here so that the search stands on its own: the scoring must be
- * known and apply to the algorithm; neg_log_loss needs every point's
- * params.probability, neg_reconstruction_error every point's
- * params.fit_inverse_transform.
- */
-static km_status scoring_check(const km_search_spec *s, km_error *err)
-{
-    if ((unsigned)s->scoring >= KM_SCORING_COUNT)
-        return km_error_set(err, KM_EINVAL, "scoring %d is not known",
-                            (int)s->scoring);
-    unsigned need = scoring_needs(s->scoring);
-    if ((km_algorithm_outputs(s->algo) & need) != need) {
-        char list[128] = "";
-        size_t len = 0;
-        for (int a = 0; a < KM_ALGO_COUNT; a++)
-            if ((km_algorithm_outputs((km_algorithm)a) & need) == need)
-                len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
-                                        len ? ", " : "",
-                                        km_algorithm_name((km_algorithm)a));
-        return km_error_set(err, KM_EINVAL, "scoring %s applies to %s, not %s",
-                            sc_name(s->scoring), list,
-                            km_algorithm_name(s->algo));
-    }
-    size_t ps = km_algorithm_params_size(s->algo);
-    for (size_t i = 0; i < s->n_points; i++) {
-        const void *p = (const char *)s->params + i * ps;
-        if (s->scoring == KM_SCORING_NEG_LOG_LOSS && s->algo == KM_ALGO_SVC &&
-            !((const km_svm_params *)p)->probability)
-            return km_error_set(err, KM_EINVAL, "points[%zu]: scoring %s "
-                                "needs params.probability", i,
-                                sc_name(s->scoring));
-        if (s->scoring == KM_SCORING_NEG_RECONSTRUCTION &&
-            s->algo == KM_ALGO_KPCA &&
-            !((const km_kpca_params *)p)->fit_inverse_transform)
-            return km_error_set(err, KM_EINVAL, "points[%zu]: scoring %s "
-                                "needs params.fit_inverse_transform", i,
-                                sc_name(s->scoring));
-    }
-    return KM_OK;
-}
-
-/* r2 (1 for a constant y predicted exactly, else 0 for a constant y),
- * -mse or -mae of P against Y (n x m), averaged over the outputs. */
-static double score_values(km_scoring s, const double *Y, const double *P,
-                           size_t n, size_t m)
-{
-    double total = 0;
-    for (size_t o = 0; o < m; o++) {
-        double mean = 0, tot = 0, res = 0, abs_ = 0;
-        for (size_t i = 0; i < n; i++)
-            mean += Y[i * m + o];
-        mean /= (double)n;
-        for (size_t i = 0; i < n; i++) {
-            double y = Y[i * m + o], e = y - P[i * m + o];
-            tot += (y - mean) * (y - mean);
-            res += e * e;
-            abs_ += fabs(e);
-        }
-        switch (s) {
-        case KM_SCORING_R2:
-            total += tot > 0 ? 1.0 - res / tot : res == 0 ? 1.0 : 0.0;
-            break;
-        case KM_SCORING_NEG_MSE: total -= res / (double)n; break;
-        default: total -= abs_ / (double)n; break;
-        }
-    }
-    return total / (double)m;
-}
-
-/* accuracy, balanced accuracy (mean recall over the classes present in
- * truth) or -log loss (proba: n x k, clipped to [eps, 1 - eps], rows
- * renormalised). work: 2k doubles. */
-static double score_labels(km_scoring s, const int *truth, const int *pred,
-                           const double *proba, size_t n, size_t k,
-                           double *work)
-{
-    if (s == KM_SCORING_ACCURACY) {
-        size_t hit = 0;
-        for (size_t i = 0; i < n; i++)
-            hit += truth[i] == pred[i];
-        return (double)hit / (double)n;
-    }
-    if (s == KM_SCORING_BALANCED_ACCURACY) {
-        double *cnt = work, *hit = work + k, sum = 0;
-        size_t present = 0;
-        memset(work, 0, 2 * k * sizeof *work);
-        for (size_t i = 0; i < n; i++) {
-            cnt[truth[i]] += 1;
-            hit[truth[i]] += truth[i] == pred[i];
-        }
-        for (size_t c = 0; c < k; c++)
-            if (cnt[c] > 0) {
-                sum += hit[c] / cnt[c];
-                present++;
-            }
-        return sum / (double)present;
-    }
-    /* neg_log_loss */
-    const double eps = DBL_EPSILON;
-    double loss = 0;
-    for (size_t i = 0; i < n; i++) {
-        const double *r = proba + i * k;
-        double sum = 0, pt = 0;
-        for (size_t c = 0; c < k; c++) {
-            double p = r[c] < eps ? eps : r[c] > 1 - eps ? 1 - eps : r[c];
-            sum += p;
-            if ((int)c == truth[i])
-                pt = p;
-        }
-        loss -= log(pt / sum);
-    }
-    return -loss / (double)n;
-}
-
-/* Minus the mean over rows and features of (x - r)^2. */
-static double score_recon(const double *X, const double *R, size_t n,
-                          size_t d)
-{
-    double sum = 0;
-    for (size_t i = 0; i < n * d; i++)
-        sum += (X[i] - R[i]) * (X[i] - R[i]);
-    return -sum / ((double)n * (double)d);
-}
-
-/* ------------------------------------------------------------ preprocess */
-
-/*
- * The x-preprocessing of km.h's km_preprocess, for the krr engine (the
- * generic engine leaves it to km_fit): x' = (x - shift) / scale with the
- * statistics of rows idx[0..nr) of X (idx NULL: rows 0 .. nr-1).
- */
-static void x_stats(km_scale how, const double *X, const size_t *idx,
-                    size_t nr, size_t d, double *shift, double *scale)
-{
-    for (size_t j = 0; j < d; j++) {
-        if (how == KM_SCALE_STANDARDIZE) {
-            double mean = 0, var = 0;
-            for (size_t a = 0; a < nr; a++)
-                mean += X[(idx ? idx[a] : a) * d + j];
-            mean /= (double)nr;
-            for (size_t a = 0; a < nr; a++) {
-                double v = X[(idx ? idx[a] : a) * d + j] - mean;
-                var += v * v;
-            }
-            double sd = sqrt(var / (double)nr);
-            shift[j] = mean;
-            scale[j] = sd > 0 ? sd : 1.0;
-        } else { /* MINMAX, to [-1, 1]; a constant feature to -1 */
-            double lo = X[(idx ? idx[0] : 0) * d + j], hi = lo;
-            for (size_t a = 0; a < nr; a++) {
-                double v = X[(idx ? idx[a] : a) * d + j];
-                lo = v < lo ? v : lo;
-                hi = v > hi ? v : hi;
-            }
-            double half = (hi - lo) / 2;
-            scale[j] = half > 0 ? half : 1.0;
-            shift[j] = lo + scale[j];
-        }
-    }
-}
-
-static void x_apply(const double *X, const size_t *idx, size_t nr, size_t d,
-                    const double *shift, const double *scale, double *out)
-{
-    for (size_t a = 0; a < nr; a++)
-        for (size_t j = 0; j < d; j++)
-            out[a * d + j] =
-                (X[(idx ? idx[a] : a) * d + j] - shift[j]) / scale[j];
-}
 
 /* ------------------------------------------------------------ folds */
 
@@ -508,6 +312,22 @@ static km_status check_problem(const km_search_spec *s, const km_problem *pb,
     return st;
 }
 
+/* km_scoring_check of the scoring against the algorithm, then against
+ * every point's params (neg_log_loss: params.probability, ...). */
+static km_status check_scoring(const km_search_spec *s, km_error *err)
+{
+    km_status st = km_scoring_check(s->scoring, s->algo, NULL, err);
+    size_t ps = km_algorithm_params_size(s->algo);
+    for (size_t i = 0; st == KM_OK && i < s->n_points; i++) {
+        km_error e = {0};
+        st = km_scoring_check(s->scoring, s->algo,
+                              (const char *)s->params + i * ps, &e);
+        if (st != KM_OK)
+            km_error_set(err, st, "points[%zu]: %s", i, e.message);
+    }
+    return st;
+}
+
 /* Everything about s and pb before any work; fold gets the folds. */
 static km_status check_spec(const km_search_spec *s, const km_problem *pb,
                             int *fold, size_t *n_splits, km_error *err)
@@ -530,7 +350,7 @@ static km_status check_spec(const km_search_spec *s, const km_problem *pb,
         return km_error_set(err, KM_EINVAL, "pre.center_y applies to "
                             "regression (krr, svr), not %s",
                             km_algorithm_name(s->algo));
-    if ((st = scoring_check(s, err)) != KM_OK ||
+    if ((st = check_scoring(s, err)) != KM_OK ||
         (st = check_problem(s, pb, err)) != KM_OK)
         return st;
     size_t min_train = 0;
@@ -613,6 +433,20 @@ static void fail_point(search_run *r, size_t p, long f, km_status st,
     }
 }
 
+/* A failure st (message msg) of point p's fit on fold f: a failure of
+ * its data or parameters (is_point_failure) fails the point and the
+ * search goes on (KM_OK); any other status ends it, returned with err
+ * naming the point and fold. */
+static km_status point_failed(search_run *r, size_t p, long f, km_status st,
+                              const char *msg, km_error *err)
+{
+    if (!is_point_failure(st))
+        return km_error_set(err, st, "points[%zu], cv fold %ld: %s", p, f,
+                            msg);
+    fail_point(r, p, f, st, msg);
+    return KM_OK;
+}
+
 /* A fold's (or the pooled) score of point p; a score that is not a
  * finite number fails the point. */
 static void record(search_run *r, size_t p, long f, double v)
@@ -625,6 +459,29 @@ static void record(search_run *r, size_t p, long f, double v)
         return;
     }
     add_score(&r->acc[p], v);
+}
+
+/* Point p's score of its answers a on fold f (f < 0: the pooled or
+ * closed-form score), by km_score_answers, recorded. Answers it refuses
+ * (a prediction that is not a finite number) fail the point; only
+ * KM_ENOMEM ends the search. */
+static km_status score(search_run *r, size_t p, long f, const km_answers *a,
+                       km_error *err)
+{
+    km_error e = {0};
+    double v;
+    km_status st = km_score_answers(r->s->scoring, a, &v, &e);
+    if (st == KM_ENOMEM)
+        return km_error_set(err, st, "%s", e.message);
+    if (st != KM_OK)
+        fail_point(r, p, f, KM_EPROBLEM, e.message);
+    else if (isnan(v) && a->n < 2) /* r2 of one row, NAN as sklearn's */
+        fail_point(r, p, f, KM_EPROBLEM, "r2 is not defined on a fold of "
+                   "one test row; use fewer folds, or cv loo (scored on all "
+                   "its predictions together)");
+    else
+        record(r, p, f, v);
+    return KM_OK;
 }
 
 static km_status progress(search_run *r, double units, km_error *err)
@@ -786,7 +643,7 @@ out:
 }
 
 /*
- * Every point on every split through km_fit. LOO pools the n left-out
+ * Every point on every split through km_fit_inner. LOO pools the n left-out
  * predictions of a point and scores them once. svc's fold fits learn the
  * classes their rows hold, renumbered (with class_weight renumbered
  * alike); their answers are mapped back to the original classes.
@@ -804,14 +661,15 @@ static km_status run_generic(search_run *r, km_error *err)
     const km_problem *pb = r->pb;
     size_t n = pb->n, d = pb->d, m = pb->y ? pb->m : 1, k = pb->n_classes;
     size_t ps = km_algorithm_params_size(s->algo);
+    const km_algo *al = km_algo_of(s->algo);
     int loo = s->cv.kind == KM_CV_LOO;
-    unsigned need = scoring_needs(s->scoring);
+    unsigned need = km_scoring_needs(s->scoring);
     split sp;
     km_status st = split_alloc(&sp, pb, 1, err);
     if (st != KM_OK)
         return st;
-    /* test answers (n rows at most), pooled LOO answers, work */
-    double *P = NULL, *Pool = NULL, *proba = NULL, *probk = NULL, *work = NULL;
+    /* test answers (n rows at most), pooled LOO answers */
+    double *P = NULL, *Pool = NULL, *proba = NULL, *probk = NULL;
     double *proj = NULL, *cw = NULL;
     int *lab = NULL, *labpool = NULL;
     unsigned char *pbuf = malloc(ps);
@@ -832,7 +690,6 @@ static km_status run_generic(search_run *r, km_error *err)
     if (ok && (need & KM_OUT_LABELS))
         ok = (lab = malloc(n * sizeof *lab)) &&
              (labpool = malloc(n * sizeof *labpool)) &&
-             (work = malloc(2 * k * sizeof *work)) &&
              (cw = malloc(k * sizeof *cw));
     if (ok && (need & KM_OUT_PROBABILITIES))
         ok = (proba = malloc(n * k * sizeof *proba)) &&
@@ -896,6 +753,8 @@ static km_status run_generic(search_run *r, km_error *err)
             km_problem tp = {sp.Xtr, sp.ntr, d, sp.ytr, pb->y ? pb->m : 0,
                              sp.ltr, sp.ktr};
             memcpy(pbuf, params, ps);
+            if (al->cv_params)
+                al->cv_params(pbuf, s->scoring);
             if (s->algo == KM_ALGO_SVC) {
                 km_svm_params *sv = (km_svm_params *)pbuf;
                 if (sv->class_weight) {
@@ -915,8 +774,8 @@ static km_status run_generic(search_run *r, km_error *err)
                                        &tp, &sg, r->ctl ? &sub : NULL, &model,
                                        &e);
             } else {
-                st = km_fit(s->algo, &s->kernels[p], pbuf, &s->pre, &tp,
-                            r->ctl ? &sub : NULL, &model, &e);
+                st = km_fit_inner(s->algo, &s->kernels[p], pbuf, &s->pre,
+                                  &tp, r->ctl ? &sub : NULL, 0, &model, &e);
             }
             acc->seconds += km_now() - t0;
             if (st == KM_OK) {
@@ -951,13 +810,9 @@ static km_status run_generic(search_run *r, km_error *err)
             }
             km_model_free(model);
             if (st != KM_OK) {
-                if (!is_point_failure(st)) {
-                    km_error_set(err, st, "points[%zu], cv fold %zu: %s", p,
-                                 f, e.message);
+                if ((st = point_failed(r, p, (long)f, st, e.message, err)) !=
+                    KM_OK)
                     goto out;
-                }
-                fail_point(r, p, (long)f, st, e.message);
-                st = KM_OK;
                 continue;
             }
             if (loo) { /* one test row: pool it */
@@ -968,26 +823,20 @@ static km_status run_generic(search_run *r, km_error *err)
                     labpool[i] = lab[0];
                 continue;
             }
-            double v;
-            if (need & KM_OUT_VALUES)
-                v = score_values(s->scoring, sp.yte, P, sp.nte, m);
-            else if (need & KM_OUT_INVERSE)
-                v = score_recon(sp.Xte, P, sp.nte, d);
-            else
-                v = score_labels(s->scoring, sp.lte, lab, proba, sp.nte, k,
-                                 work);
-            record(r, p, (long)f, v);
+            km_answers a = {.n = sp.nte, .m = pcols, .k = k,
+                            .Y = need & KM_OUT_VALUES ? sp.yte : sp.Xte,
+                            .P = P, .truth = sp.lte, .pred = lab,
+                            .proba = proba};
+            if ((st = score(r, p, (long)f, &a, err)) != KM_OK)
+                goto out;
         }
         if (st == KM_OK && loo && !acc->failed) {
-            double v;
-            if (need & KM_OUT_VALUES)
-                v = score_values(s->scoring, pb->y, Pool, n, m);
-            else if (need & KM_OUT_INVERSE)
-                v = score_recon(pb->X, Pool, n, d);
-            else
-                v = score_labels(s->scoring, pb->labels, labpool, proba, n, k,
-                                 work);
-            record(r, p, -1, v);
+            km_answers a = {.n = n, .m = pcols, .k = k,
+                            .Y = need & KM_OUT_VALUES ? pb->y : pb->X,
+                            .P = Pool, .truth = pb->labels, .pred = labpool,
+                            .proba = proba};
+            if ((st = score(r, p, -1, &a, err)) != KM_OK)
+                goto out;
         }
     }
     if (st == KM_OK)
@@ -998,7 +847,6 @@ out:
     free(Pool);
     free(proba);
     free(probk);
-    free(work);
     free(proj);
     free(cw);
     free(lab);
@@ -1063,6 +911,19 @@ typedef struct krr_group {
     size_t g;
 } krr_group;
 
+/* A failure st (message msg) of work that group gr's points share on
+ * fold f (f < 0: on all rows): a point failure fails every one of them
+ * and the search goes on (KM_OK); any other status ends it. */
+static km_status group_failed(search_run *r, const krr_group *gr, long f,
+                              km_status st, const char *msg, km_error *err)
+{
+    if (!is_point_failure(st))
+        return km_error_set(err, st, "%s", msg);
+    for (size_t a = 0; a < gr->g; a++)
+        fail_point(r, gr->pts[a], f, st, msg);
+    return KM_OK;
+}
+
 static double point_alpha(const km_search_spec *s, size_t p)
 {
     return ((const km_krr_params *)s->params)[p].alpha;
@@ -1124,13 +985,7 @@ static km_status krr_closed_form(search_run *r, const krr_group *gr,
     if ((st = km_kernel_check_scale(gr->k, Xs, n, d, &e)) != KM_OK ||
         (st = km_gram_sym(gr->k, Xs, n, d, K, 0, &e)) != KM_OK ||
         (st = eigen(K, n, w, &e)) != KM_OK) {
-        if (!is_point_failure(st)) {
-            km_error_set(err, st, "%s", e.message);
-            goto out;
-        }
-        for (size_t a = 0; a < gr->g; a++)
-            fail_point(r, gr->pts[a], -1, st, e.message);
-        st = KM_OK;
+        st = group_failed(r, gr, -1, st, e.message, err);
         goto out;
     }
     if ((st = progress(r, r->done + 0.9 * (double)(gr->g * r->n_splits),
@@ -1190,7 +1045,9 @@ static km_status krr_closed_form(search_run *r, const krr_group *gr,
                            "interpolates; use a larger params.alpha");
                 continue;
             }
-            record(r, p, -1, score_values(s->scoring, pb->y, P, n, m));
+            km_answers a = {.n = n, .m = m, .Y = pb->y, .P = P};
+            if ((st = score(r, p, -1, &a, err)) != KM_OK)
+                goto out;
         }
     }
 out:
@@ -1260,15 +1117,13 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
     double *B = malloc(n * cb * m * sizeof *B), *C = malloc(n * cb * m * sizeof *C);
     double *Pb = malloc(n * cb * m * sizeof *Pb), *P = malloc(n * m * sizeof *P);
     double *Kc = use_eig ? NULL : malloc(max_tr * max_tr * sizeof *Kc);
-    double *Xtr = NULL, *Xte = NULL, *shift = NULL, *scl = NULL;
+    double *Xtr = NULL, *Xte = NULL;
     km_error e = {0};
     int ok = Ktr && Kte && w && Ytr && Yte && mu && Q && B && C && Pb && P &&
              (use_eig || Kc);
     if (ok && scaled)
         ok = (Xtr = malloc(n * d * sizeof *Xtr)) &&
-             (Xte = malloc(n * d * sizeof *Xte)) &&
-             (shift = malloc(d * sizeof *shift)) &&
-             (scl = malloc(d * sizeof *scl));
+             (Xte = malloc(n * d * sizeof *Xte));
     if (ok && !scaled)
         ok = (Kall = malloc(n * n * sizeof *Kall)) != NULL;
     if (!ok) {
@@ -1281,14 +1136,8 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
         double t0 = km_now();
         if ((st = km_kernel_check_scale(gr->k, pb->X, n, d, &e)) != KM_OK ||
             (st = km_gram_sym(gr->k, pb->X, n, d, Kall, 1, &e)) != KM_OK) {
-            if (!is_point_failure(st)) {
-                km_error_set(err, st, "%s", e.message);
-                goto out;
-            }
-            for (size_t a = 0; a < gr->g; a++)
-                fail_point(r, gr->pts[a], -1, st, e.message);
-            st = KM_OK;
-            r->done += (double)(gr->g * r->n_splits);
+            if ((st = group_failed(r, gr, -1, st, e.message, err)) == KM_OK)
+                r->done += (double)(gr->g * r->n_splits);
             goto out;
         }
         t_shared = km_now() - t0;
@@ -1299,26 +1148,45 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
             break;
         split_take(&sp, pb, r->fold, (long)f, 0);
         size_t ntr = sp.ntr, nte = sp.nte;
+        /* the fold's preprocessing, learnt on its training rows as
+         * km_fit's (km_pre_learn): x scaled, y centered on their mean */
+        for (size_t a = 0; a < ntr; a++)
+            memcpy(Ytr + a * m, pb->y + sp.tr[a] * m, m * sizeof *Ytr);
+        for (size_t a = 0; a < nte; a++)
+            memcpy(Yte + a * m, pb->y + sp.te[a] * m, m * sizeof *Yte);
+        for (size_t a = 0; scaled && a < ntr; a++)
+            memcpy(Xtr + a * d, pb->X + sp.tr[a] * d, d * sizeof *Xtr);
+        km_pre_stats ps;
+        memset(&ps, 0, sizeof ps);
+        if (scaled || s->pre.center_y) {
+            km_problem tp = {Xtr, ntr, d, Ytr, m, NULL, 0};
+            st = km_pre_learn(&s->pre, &tp, &ps, &e);
+        }
+        /* row by row, so that a message names the row of X */
+        for (size_t a = 0; st == KM_OK && scaled && a < ntr; a++)
+            st = km_pre_transform(&ps, Xtr + a * d, 1, d, sp.tr[a],
+                                  Xtr + a * d, &e);
+        for (size_t a = 0; st == KM_OK && scaled && a < nte; a++)
+            st = km_pre_transform(&ps, pb->X + sp.te[a] * d, 1, d, sp.te[a],
+                                  Xte + a * d, &e);
+        for (size_t o = 0; o < m; o++)
+            mu[o] = ps.y_mean ? ps.y_mean[o] : 0;
+        km_pre_stats_cleanup(&ps);
+        if (st == KM_EINVAL) /* a row scaled out of the doubles: the data's */
+            st = KM_EPROBLEM;
         /* the blocks */
-        if (scaled) {
-            x_stats(s->pre.x, pb->X, sp.tr, ntr, d, shift, scl);
-            x_apply(pb->X, sp.tr, ntr, d, shift, scl, Xtr);
-            x_apply(pb->X, sp.te, nte, d, shift, scl, Xte);
-            if ((st = km_kernel_check_scale(gr->k, Xtr, ntr, d, &e)) != KM_OK ||
-                (st = km_gram_sym(gr->k, Xtr, ntr, d, Ktr, 0, &e)) != KM_OK ||
-                (st = km_gram_cross(gr->k, Xte, nte, Xtr, ntr, d, Kte, ntr,
-                                    &e)) != KM_OK) {
-                if (!is_point_failure(st)) {
-                    km_error_set(err, st, "%s", e.message);
-                    break;
-                }
-                for (size_t a = 0; a < gr->g; a++)
-                    fail_point(r, gr->pts[a], (long)f, st, e.message);
-                st = KM_OK;
-                r->done += (double)gr->g;
-                continue;
-            }
-        } else {
+        if (st == KM_OK && scaled &&
+            (st = km_kernel_check_scale(gr->k, Xtr, ntr, d, &e)) == KM_OK &&
+            (st = km_gram_sym(gr->k, Xtr, ntr, d, Ktr, 0, &e)) == KM_OK)
+            st = km_gram_cross(gr->k, Xte, nte, Xtr, ntr, d, Kte, ntr, &e);
+        if (st != KM_OK) {
+            if ((st = group_failed(r, gr, (long)f, st, e.message, err)) !=
+                KM_OK)
+                break;
+            r->done += (double)gr->g;
+            continue;
+        }
+        if (!scaled) {
             for (size_t a = 0; a < ntr; a++) {
                 const double *row = Kall + sp.tr[a] * n;
                 for (size_t b = 0; b <= a; b++)
@@ -1330,30 +1198,15 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
                     Kte[a * ntr + b] = row[sp.tr[b]];
             }
         }
-        for (size_t o = 0; o < m; o++)
-            mu[o] = 0;
-        if (s->pre.center_y) {
-            for (size_t a = 0; a < ntr; a++)
-                for (size_t o = 0; o < m; o++)
-                    mu[o] += pb->y[sp.tr[a] * m + o];
-            for (size_t o = 0; o < m; o++)
-                mu[o] /= (double)ntr;
-        }
         for (size_t a = 0; a < ntr; a++)
             for (size_t o = 0; o < m; o++)
-                Ytr[a * m + o] = pb->y[sp.tr[a] * m + o] - mu[o];
-        for (size_t a = 0; a < nte; a++)
-            memcpy(Yte + a * m, pb->y + sp.te[a] * m, m * sizeof *Yte);
+                Ytr[a * m + o] -= mu[o];
 
         if (use_eig) {
             if ((st = eigen(Ktr, ntr, w, &e)) != KM_OK) {
-                if (!is_point_failure(st)) {
-                    km_error_set(err, st, "%s", e.message);
+                if ((st = group_failed(r, gr, (long)f, st, e.message, err)) !=
+                    KM_OK)
                     break;
-                }
-                for (size_t a = 0; a < gr->g; a++)
-                    fail_point(r, gr->pts[a], (long)f, st, e.message);
-                st = KM_OK;
                 r->done += (double)gr->g;
                 continue;
             }
@@ -1384,8 +1237,9 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
                     for (size_t a = 0; a < nte; a++)
                         for (size_t o = 0; o < m; o++)
                             P[a * m + o] = Pb[(a * nb + c) * m + o] + mu[o];
-                    record(r, p, (long)f,
-                           score_values(s->scoring, Yte, P, nte, m));
+                    km_answers an = {.n = nte, .m = m, .Y = Yte, .P = P};
+                    if ((st = score(r, p, (long)f, &an, err)) != KM_OK)
+                        goto out;
                 }
             }
             r->done += (double)gr->g;
@@ -1409,13 +1263,9 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
                                       "larger params.alpha");
                 r->done += 1;
                 if (st != KM_OK) {
-                    if (!is_point_failure(st)) {
-                        km_error_set(err, st, "points[%zu], cv fold %zu: %s",
-                                     p, f, e.message);
+                    if ((st = point_failed(r, p, (long)f, st, e.message,
+                                           err)) != KM_OK)
                         break;
-                    }
-                    fail_point(r, p, (long)f, st, e.message);
-                    st = KM_OK;
                     continue;
                 }
                 cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
@@ -1424,7 +1274,9 @@ static km_status krr_folds(search_run *r, const krr_group *gr, km_error *err)
                 for (size_t a = 0; a < nte; a++)
                     for (size_t o = 0; o < m; o++)
                         P[a * m + o] += mu[o];
-                record(r, p, (long)f, score_values(s->scoring, Yte, P, nte, m));
+                km_answers an = {.n = nte, .m = m, .Y = Yte, .P = P};
+                if ((st = score(r, p, (long)f, &an, err)) != KM_OK)
+                    goto out;
             }
         }
         double each = (km_now() - t0 + t_shared / (double)r->n_splits) /
@@ -1449,8 +1301,6 @@ out:
     free(Kc);
     free(Xtr);
     free(Xte);
-    free(shift);
-    free(scl);
     return st;
 }
 
@@ -1463,7 +1313,7 @@ static km_status run_krr(search_run *r, km_error *err)
     size_t P = s->n_points, n = pb->n, d = pb->d, m = pb->m;
     km_kernel *rk = calloc(P, sizeof *rk);
     size_t *leader = malloc(P * sizeof *leader), *pts = malloc(P * sizeof *pts);
-    double *Xs = NULL, *Yc = NULL, *shift = NULL, *scl = NULL;
+    double *Xs = NULL, *Yc = NULL;
     km_status st = KM_OK;
     size_t nk = 0;
     if (!rk || !leader || !pts) {
@@ -1477,36 +1327,29 @@ static km_status run_krr(search_run *r, km_error *err)
     }
     int closed = s->cv.kind == KM_CV_LOO || s->cv.kind == KM_CV_GCV;
     if (closed) { /* the closed form preprocesses on all rows, once */
-        if (!(Yc = malloc(n * m * sizeof *Yc))) {
+        int scaled = s->pre.x != KM_SCALE_NONE;
+        if (!(Yc = malloc(n * m * sizeof *Yc)) ||
+            (scaled && !(Xs = malloc(n * d * sizeof *Xs)))) {
             st = km_error_set(err, KM_ENOMEM, "out of memory for the search");
             goto out;
         }
-        double *mu = calloc(m, sizeof *mu);
-        if (!mu) {
-            st = km_error_set(err, KM_ENOMEM, "out of memory for the search");
+        km_pre_stats ps;
+        km_error e = {0};
+        st = km_pre_learn(&s->pre, pb, &ps, &e);
+        if (st == KM_OK && scaled)
+            st = km_pre_transform(&ps, pb->X, n, d, 0, Xs, &e);
+        for (size_t i = 0; st == KM_OK && i < n * m; i++)
+            Yc[i] = pb->y[i] - (ps.y_mean ? ps.y_mean[i % m] : 0);
+        km_pre_stats_cleanup(&ps);
+        if (st == KM_ENOMEM) {
+            km_error_set(err, st, "%s", e.message);
             goto out;
         }
-        if (s->pre.center_y) {
-            for (size_t i = 0; i < n; i++)
-                for (size_t o = 0; o < m; o++)
-                    mu[o] += pb->y[i * m + o];
-            for (size_t o = 0; o < m; o++)
-                mu[o] /= (double)n;
-        }
-        for (size_t i = 0; i < n; i++)
-            for (size_t o = 0; o < m; o++)
-                Yc[i * m + o] = pb->y[i * m + o] - mu[o];
-        free(mu);
-        if (s->pre.x != KM_SCALE_NONE) {
-            if (!(Xs = malloc(n * d * sizeof *Xs)) ||
-                !(shift = malloc(d * sizeof *shift)) ||
-                !(scl = malloc(d * sizeof *scl))) {
-                st = km_error_set(err, KM_ENOMEM, "out of memory for the "
-                                  "search");
-                goto out;
-            }
-            x_stats(s->pre.x, pb->X, NULL, n, d, shift, scl);
-            x_apply(pb->X, NULL, n, d, shift, scl, Xs);
+        if (st != KM_OK) { /* the data's: every point fails */
+            for (size_t p = 0; p < P; p++)
+                fail_point(r, p, -1, KM_EPROBLEM, e.message);
+            st = KM_OK;
+            goto out;
         }
     }
     /* groups in the order of their first point */
@@ -1536,8 +1379,6 @@ out:
     free(pts);
     free(Xs);
     free(Yc);
-    free(shift);
-    free(scl);
     return st;
 }
 
@@ -1686,10 +1527,21 @@ size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
     }
     b = add_sat(b, mul_sat(D, mul_sat(n, 2 * (d + (pb->y ? m : 0)))));
     b = add_sat(b, mul_sat(n, 2 * sizeof(int)));
+    /* the largest fold fit, of params as the fold fits take them */
     size_t ps = km_algorithm_params_size(s->algo), most = 0;
+    const km_algo *al = km_algo_of(s->algo);
+    union {
+        max_align_t align;
+        unsigned char b[256];
+    } fp;
     for (size_t p = 0; p < P && s->params; p++) {
-        size_t f = km_algorithm_fit_bytes(s->algo,
-                                          (const char *)s->params + p * ps, pb);
+        const void *pp = (const char *)s->params + p * ps;
+        if (al && al->cv_params && ps <= sizeof fp.b) {
+            memcpy(fp.b, pp, ps);
+            al->cv_params(fp.b, s->scoring);
+            pp = fp.b;
+        }
+        size_t f = km_algorithm_fit_bytes(s->algo, pp, pb);
         most = f > most ? f : most;
     }
     b = add_sat(b, most);

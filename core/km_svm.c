@@ -1293,6 +1293,15 @@ static unsigned svc_model_outputs(const km_model *m)
            (km_svc_has_probability(m) ? KM_OUT_PROBABILITIES : 0);
 }
 
+/* A search's fold fits: Platt scaling's internal 5-fold cross-validation
+ * only for a scoring that reads probabilities (neg_log_loss). */
+static void svc_cv_params(void *params, km_scoring s)
+{
+    km_svm_params *p = params;
+    p->probability = p->probability &&
+                     (km_scoring_needs(s) & KM_OUT_PROBABILITIES);
+}
+
 const km_algo km_svc_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
     .model_outputs = svc_model_outputs,
@@ -1301,6 +1310,7 @@ const km_algo km_svc_algo = {
     .check = svc_check,
     .fit_bytes = svc_fit_bytes,
     .fit = svc_fit_problem,
+    .cv_params = svc_cv_params,
     .labels = km_svc_predict,
     .scores = km_svc_decision,
     .probabilities = km_svc_probability,

@@ -501,6 +501,134 @@ START_TEST(svc_log_loss)
 }
 END_TEST
 
+/* The progress fractions of a search, in order. */
+typedef struct trace {
+    double *f;
+    size_t n, cap;
+} trace;
+
+static int trace_progress(void *ctx, double f)
+{
+    trace *t = ctx;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 256;
+        t->f = realloc(t->f, t->cap * sizeof *t->f);
+        ck_assert_ptr_nonnull(t->f);
+    }
+    t->f[t->n++] = f;
+    return 0;
+}
+
+/* svc with params.probability: unless the scoring needs probabilities,
+ * the fold fits run without Platt scaling's internal cross-validation
+ * (the descriptor's cv_params), so the search is, to the bit and in
+ * every progress report, the one of probability 0, and so is its memory
+ * estimate. With it, the 5 cross-validation solves of each pair would
+ * report progress of their own (1200 overlapping rows, C 100 and a
+ * small kernel cache: the solves run long enough to report) and shift
+ * the final solve's span. neg_log_loss keeps probability in its fold
+ * fits: finite losses (probability 0 is refused for it). */
+START_TEST(svc_probability_not_in_folds)
+{
+    const size_t n = 1200, d = 2;
+    double *X = malloc(n * d * sizeof *X);
+    int *labels = malloc(n * sizeof *labels);
+    km_rng rng = {12345};
+    for (size_t i = 0; i < n * d; i++) /* uniform in [-1, 1) */
+        X[i] = km_rng_uniform(&rng);
+    for (size_t i = 0; i < n; i++) /* by the first feature, with noise */
+        labels[i] = X[i * d] + 0.4 * km_rng_uniform(&rng) > 0;
+    km_kernel ks[2];
+    km_svm_params ps[2];
+    for (int i = 0; i < 2; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ks[i].gamma = 2;
+        ps[i] = km_svm_params_default();
+        ps[i].C = i ? 10 : 100;
+        ps[i].cache_mb = 0.05;
+    }
+    km_problem pb = {X, n, d, NULL, 0, labels, 2};
+    const km_scale scales[2] = {KM_SCALE_NONE, KM_SCALE_STANDARDIZE};
+    for (int sc = 0; sc < 2; sc++) {
+        km_search_spec s = {KM_ALGO_SVC, {scales[sc], 0},
+                            KM_SCORING_ACCURACY,
+                            {KM_CV_KFOLD, 3, 0, 0, 0, NULL}, 2, ks, ps};
+        km_search_result res[2];
+        trace t[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+        size_t bytes[2];
+        for (int prob = 0; prob < 2; prob++) {
+            for (int i = 0; i < 2; i++)
+                ps[i].probability = prob;
+            km_fit_control ctl = {trace_progress, &t[prob]};
+            km_error err = {0};
+            ck_assert_msg(km_search(&s, &pb, &ctl, &res[prob], &err) == KM_OK,
+                          "%s", err.message);
+            bytes[prob] = km_search_bytes(&s, &pb);
+        }
+        for (int i = 0; i < 2; i++)
+            ck_assert_msg(res[1].mean[i] == res[0].mean[i] &&
+                              res[1].std[i] == res[0].std[i],
+                          "scale %d, point %d: %.17g (%.17g) against %.17g "
+                          "(%.17g)", sc, i, res[1].mean[i], res[1].std[i],
+                          res[0].mean[i], res[0].std[i]);
+        ck_assert_uint_eq(res[1].best, res[0].best);
+        ck_assert_msg(t[1].n == t[0].n, "scale %d: %zu progress reports "
+                      "against %zu", sc, t[1].n, t[0].n);
+        for (size_t j = 0; j < t[0].n; j++)
+            ck_assert_msg(t[1].f[j] == t[0].f[j], "scale %d, progress %zu: "
+                          "%.17g against %.17g", sc, j, t[1].f[j], t[0].f[j]);
+        ck_assert_uint_eq(bytes[1], bytes[0]);
+        for (int prob = 0; prob < 2; prob++) {
+            km_search_result_cleanup(&res[prob]);
+            free(t[prob].f);
+        }
+        /* neg_log_loss: the fold fits keep probability */
+        for (int i = 0; i < 2; i++)
+            ps[i].probability = 1;
+        s.scoring = KM_SCORING_NEG_LOG_LOSS;
+        km_search_result r;
+        km_error err = {0};
+        ck_assert_msg(km_search(&s, &pb, NULL, &r, &err) == KM_OK, "%s",
+                      err.message);
+        for (int i = 0; i < 2; i++)
+            ck_assert_msg(isfinite(r.mean[i]) && r.mean[i] < 0 &&
+                              r.mean[i] > -log(2.0),
+                          "point %d: %g", i, r.mean[i]);
+        km_search_result_cleanup(&r);
+    }
+    free(X);
+    free(labels);
+}
+END_TEST
+
+/* r2 is not defined on one row (km_score_regression: NAN, as sklearn's):
+ * kfold with a fold per row fails every point, naming why; loo pools
+ * the n predictions and scores them. */
+START_TEST(r2_of_one_test_row)
+{
+    double X[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    double y[6] = {0.1, 1.2, 1.9, 3.2, 4.1, 4.8};
+    km_problem pb = {X, 6, 2, y, 1, NULL, 0};
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    km_krr_params p = {1.0};
+    km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, KM_SCORING_R2,
+                        {KM_CV_KFOLD, 6, 0, 0, 0, NULL}, 1, &k, &p};
+    km_search_result r;
+    km_error err = {0};
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &r, &err), KM_EPROBLEM);
+    ck_assert_msg(strstr(err.message, "points[0], cv fold 0: r2 is not "
+                         "defined on a fold of one test row") != NULL,
+                  "%s", err.message);
+    km_search_result_cleanup(&r);
+    s.cv = (km_cv){KM_CV_LOO, 0, 0, 0, 0, NULL};
+    ck_assert_msg(km_search(&s, &pb, NULL, &r, &err) == KM_OK, "%s",
+                  err.message);
+    ck_assert(isfinite(r.mean[0]) && r.mean[0] > 0.5);
+    km_search_result_cleanup(&r);
+}
+END_TEST
+
 /* svc and svr folds gathering their columns from one Gram of all rows
  * (the default cache_mb holds it) answer as fits computing their own
  * (cache_mb too small to share) to the solver's tolerance: svc the same
@@ -947,6 +1075,8 @@ static Suite *search_suite(void)
     tcase_add_test(tc, gridsearch_svr);
     tcase_add_test(tc, gridsearch_kpca);
     tcase_add_test(tc, svc_log_loss);
+    tcase_add_test(tc, svc_probability_not_in_folds);
+    tcase_add_test(tc, r2_of_one_test_row);
     tcase_add_test(tc, shared_gram_same_results);
     tcase_add_test(tc, svc_loo_pooled);
     tcase_add_test(tc, kfold_sizes_and_order);
