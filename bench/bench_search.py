@@ -12,7 +12,11 @@ same data, same machine, same run.
    5 x 5 grid of C and gamma, 5 folds: kmserve against GridSearchCV(SVC)
    (StratifiedKFold(5)) and against `svm-train -v 5` per point (LIBSVM's
    grid.py procedure, run in sequence); target at most 0.25x the faster,
-   with the chosen point and its cross-validation accuracy.
+   with the chosen point and its cross-validation accuracy. Every side
+   gets a 700 MB kernel cache (LIBSVM caches floats, kmserve doubles).
+3. In process (build/bench_search, libkm without HTTP): the same krr LOO
+   sweep against one km_fit, and svc on satellite with the points of one
+   gamma sharing one Gram of all rows against the same fits one by one.
 Each side runs in its own process; times are wall clock of the whole
 search (kmserve: POST to answer). Medians of --reps for the plain fit.
 Usage: /usr/bin/python3 bench/bench_search.py --bin build [--only krr|svc]
@@ -38,6 +42,7 @@ from kmdata import data_file  # noqa: E402
 ALPHAS = [float(a) for a in np.logspace(-4, 2, 20)]
 C_GRID = [0.5, 2.0, 8.0, 32.0, 128.0]
 G_GRID = [2.0 ** -7, 2.0 ** -5, 2.0 ** -3, 2.0 ** -1, 2.0]
+CACHE_MB = 700  # kernel cache of every side (svm-train -m, cache_size, cache_mb)
 
 SKLEARN_KRR = r"""
 import json, sys, time
@@ -60,9 +65,9 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import SVC
 X = np.fromfile(sys.argv[1]).reshape(-1, int(sys.argv[3]))
 y = np.array(json.loads(open(sys.argv[2]).read()))
-grid = json.loads(sys.argv[4])
+grid = json.loads(sys.argv[4]); CACHE_MB = float(sys.argv[5])
 t0 = time.perf_counter()
-gs = GridSearchCV(SVC(kernel="rbf"), grid, cv=StratifiedKFold(5), scoring="accuracy",
+gs = GridSearchCV(SVC(kernel="rbf", cache_size=CACHE_MB), grid, cv=StratifiedKFold(5), scoring="accuracy",
                   n_jobs=1).fit(X, y)
 print(json.dumps({"seconds": time.perf_counter() - t0, "C": gs.best_params_["C"],
                   "gamma": gs.best_params_["gamma"], "score": gs.best_score_}))
@@ -144,7 +149,7 @@ def libsvm_grid(X, labels, tmp):
     for c in C_GRID:
         for g in G_GRID:
             out = subprocess.run(["svm-train", "-q", "-v", "5", "-c", repr(c), "-g", repr(g),
-                                  path], check=True, capture_output=True, text=True).stdout
+                                  "-m", str(CACHE_MB), path], check=True, capture_output=True, text=True).stdout
             acc = float(out.strip().split("=")[-1].strip().rstrip("%")) / 100
             if acc > best[0]:
                 best = (acc, c, g)
@@ -160,6 +165,7 @@ def svc(server):
     X = 2 * (X - lo) / np.where(hi > lo, hi - lo, 1) - 1
     t_ours, meta = server.fit("sat", {
         "algorithm": "svc", "kernel": {"type": "rbf"}, "X": X.tolist(), "y": labels,
+        "params": {"cache_mb": CACHE_MB},
         "search": {"params": {"C": C_GRID, "kernel.gamma": G_GRID}, "cv": 5,
                    "scoring": "accuracy"}})
     s = meta["search"]
@@ -169,7 +175,7 @@ def svc(server):
         json.dump(labels, f)
     sk = run_json([sys.executable, "-c", SKLEARN_SVC, os.path.join(tmp, "X"),
                    os.path.join(tmp, "y"), str(X.shape[1]),
-                   json.dumps({"C": C_GRID, "gamma": G_GRID})])
+                   json.dumps({"C": C_GRID, "gamma": G_GRID}), str(CACHE_MB)])
     t_lib, (acc, c, g) = libsvm_grid(X, labels, tmp)
     print("SVC rbf on satellite (6435 x 36, scaled to [-1, 1]), 5 x 5 grid of C and gamma, "
           "5 folds")
@@ -182,6 +188,21 @@ def svc(server):
     print(f"  {'LIBSVM svm-train -v 5 per point':34s} {t_lib:9.2f} {c:6g} {g:9.4g} {acc:9.4f}")
     faster = min(sk["seconds"], t_lib)
     print(f"  ratio kmserve / faster reference: {t_ours / faster:6.3f}x  (target <= 0.25x)")
+
+
+def in_process(bindir):
+    exe = os.path.join(bindir, "bench_search")
+    loo = run_json([exe, "5000", "20", "20", "1"])
+    print("in process (libkm, no HTTP): krr rbf n=5000 d=20, 20 alphas")
+    print(f"  one km_fit {loo['fit_s']:.2f} s; LOO search {loo['loo_search_s']:.2f} s "
+          f"({loo['loo_over_fit']:.1f}x); 5-fold search {loo['kfold5_search_s']:.2f} s "
+          f"({loo['kfold5_over_fit']:.1f}x); peak {loo['peak_mib']:.0f} MiB")
+    sv = run_json([exe, "--svc", "satellite.csv", "6435", str(CACHE_MB)])
+    print("in process: svc on satellite, 5 x 5 grid, 5 folds, shared Gram against fits "
+          "one by one")
+    print(f"  search {sv['search_s']:.2f} s; one by one {sv['fits_one_by_one_s']:.2f} s "
+          f"(ratio {sv['ratio']:.2f}); largest difference of a mean accuracy "
+          f"{sv['max_mean_accuracy_diff']:g}")
 
 
 def main():
@@ -198,6 +219,8 @@ def main():
             svc(server)
     finally:
         server.close()
+    if args.only is None:
+        in_process(args.bin)
 
 
 if __name__ == "__main__":
