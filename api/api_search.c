@@ -456,6 +456,13 @@ static int parse_scoring(const cJSON *item, const api_fit_request *req,
     return 0;
 }
 
+static km_search_spec spec_of(const api_search *s, const api_fit_request *req)
+{
+    km_search_spec spec = {req->algo, req->pre, s->scoring, s->cv,
+                           s->n_points, s->kernels, s->params};
+    return spec;
+}
+
 int api_search_parse(const cJSON *item, const api_fit_request *req,
                      api_search **out, api_error *e)
 {
@@ -491,17 +498,22 @@ int api_search_parse(const cJSON *item, const api_fit_request *req,
     for (size_t t = 0; t < s->n_points; t++)
         if (build_point(s, t, req, &pb, e))
             return -1;
+    /* The rest of core's checks (the folds against the rows and classes)
+     * now, so that a search that cannot run is refused before queueing. */
+    km_search_spec spec = spec_of(s, req);
+    km_error kerr = {KM_OK, ""};
+    if (km_search_check(&spec, &pb, &kerr) != KM_OK) {
+        api_fail_km(e, &kerr);
+        char why[sizeof e->message];
+        snprintf(why, sizeof why, "%s", e->message);
+        snprintf(e->message, sizeof e->message, "search: %.480s", why);
+        return -1;
+    }
     return 0;
 }
 
 /* ------------------------------------------------------------ running */
 
-static km_search_spec spec_of(const api_search *s, const api_fit_request *req)
-{
-    km_search_spec spec = {req->algo, req->pre, s->scoring, s->cv,
-                           s->n_points, s->kernels, s->params};
-    return spec;
-}
 
 size_t api_search_bytes(const api_search *s, const api_fit_request *req)
 {

@@ -720,6 +720,11 @@ km_status km_search(const km_search_spec *s, const km_problem *pb,
                     const km_fit_control *ctl, km_search_result *out,
                     km_error *err) KM_MUST_CHECK;
 void km_search_result_cleanup(km_search_result *r);
+/* The checks km_search makes before any work, alone (the folds are made
+ * and checked, no fit is run): so a caller can refuse a search before
+ * queueing it. */
+km_status km_search_check(const km_search_spec *s, const km_problem *pb,
+                          km_error *err) KM_MUST_CHECK;
 /* Peak bytes of km_search (admission control). */
 size_t km_search_bytes(const km_search_spec *s, const km_problem *pb);
 

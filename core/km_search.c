@@ -1394,6 +1394,20 @@ void km_search_result_cleanup(km_search_result *r)
     memset(r, 0, sizeof *r);
 }
 
+km_status km_search_check(const km_search_spec *s, const km_problem *pb,
+                          km_error *err)
+{
+    if (!s || !pb)
+        return km_error_set(err, KM_EINVAL, "no search or no problem");
+    int *fold = pb->n ? malloc(pb->n * sizeof *fold) : NULL;
+    size_t n_splits = 0;
+    if (pb->n && !fold)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the folds");
+    km_status st = check_spec(s, pb, fold, &n_splits, err);
+    free(fold);
+    return st;
+}
+
 km_status km_search(const km_search_spec *s, const km_problem *pb,
                     const km_fit_control *ctl, km_search_result *out,
                     km_error *err)

@@ -197,6 +197,15 @@ def scenario_errors(d):
         msg = (r.json() or {}).get("error", {}).get("message", "")
         check(r.status == status and text in msg, f"search {json.dumps(search)[:60]}: {status}",
               (r.status, msg))
+    small = {"algorithm": "krr", "kernel": {"type": "linear"}, "X": [[0], [1], [2], [3]],
+             "y": [0, 1, 2, 3], "async": True}
+    for tf, status, text in (([-1, -1, -1, -1], 400, "cv.folds must be at least 1"),
+                             ([0, 2, 0, 2], 422, "cv fold 1 has no rows"),
+                             ([0, 0, 0, 0], 422, "nothing is left to train on")):
+        r = d.req("POST", "/v1/models/s-bad/fit",
+                  dict(small, search={"params": {"alpha": [1]}, "cv": {"test_fold": tf}}))
+        check(r.status == status and text in r.body,
+              f"async search with test_fold {tf}: {status} at once, not a job", r)
     check(d.req("GET", "/v1/models/s-bad").status == 404, "a refused search creates nothing")
     svc = {"algorithm": "svc", "kernel": {"type": "rbf"}, "X": X[:10],
            "y": [0] * 9 + [1], "search": {"params": {"C": [1]}, "cv": 3}}
