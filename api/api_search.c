@@ -395,42 +395,6 @@ named:
     return -1;
 }
 
-/* Folds that cannot be made from these rows: 422 now rather than a job
- * that fails later. */
-static int check_folds(const api_search *s, const api_fit_request *req,
-                       api_error *e)
-{
-    if (s->cv.kind == KM_CV_GCV && req->algo != KM_ALGO_KRR)
-        return api_invalid(e, "search.cv \"gcv\" applies to krr, not %s",
-                           km_algorithm_name(req->algo));
-    if (s->cv.kind == KM_CV_LOO && req->n < 2)
-        return api_raise(e, API_UNPROCESSABLE, "search.cv \"loo\" needs at "
-                         "least 2 rows of X");
-    if (s->cv.kind != KM_CV_KFOLD)
-        return 0;
-    if (s->cv.folds > req->n)
-        return api_raise(e, API_UNPROCESSABLE, "search.cv has %zu folds, "
-                         "more than the %zu rows of X", s->cv.folds, req->n);
-    if (s->cv.stratified) {
-        size_t *count = calloc(req->n_labels, sizeof *count);
-        if (!count)
-            return api_raise(e, API_INTERNAL, "out of memory");
-        for (size_t i = 0; i < req->n; i++)
-            count[req->classes[i]]++;
-        size_t least = req->n, c_least = 0;
-        for (size_t c = 0; c < req->n_labels; c++)
-            if (count[c] < least)
-                least = count[c], c_least = c;
-        free(count);
-        if (s->cv.folds > least)
-            return api_raise(e, API_UNPROCESSABLE, "search.cv has %zu "
-                             "stratified folds, but class \"%.64s\" has only "
-                             "%zu rows", s->cv.folds, req->labels[c_least],
-                             least);
-    }
-    return 0;
-}
-
 static int parse_scoring(const cJSON *item, const api_fit_request *req,
                          api_search *s, api_error *e)
 {
@@ -486,7 +450,7 @@ int api_search_parse(const cJSON *item, const api_fit_request *req,
                         s, e) ||
         make_values(item, s, e) ||
         parse_cv(cJSON_GetObjectItemCaseSensitive(item, "cv"), req, s, e) ||
-        check_folds(s, req, e) || parse_scoring(item, req, s, e))
+        parse_scoring(item, req, s, e))
         return -1;
     s->kernels = calloc(s->n_points, sizeof *s->kernels);
     s->params = calloc(s->n_points, s->params_size ? s->params_size : 1);

@@ -184,7 +184,7 @@ static km_status make_folds(const km_search_spec *s, const km_problem *pb,
         return KM_OK;
     case KM_CV_GCV:
         if (s->algo != KM_ALGO_KRR)
-            return km_error_set(err, KM_EPROBLEM, "cv gcv applies to krr "
+            return km_error_set(err, KM_EINVAL, "cv gcv applies to krr "
                                 "only, not %s", km_algorithm_name(s->algo));
         for (size_t i = 0; i < n; i++)
             fold[i] = -1;

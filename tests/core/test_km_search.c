@@ -913,7 +913,7 @@ START_TEST(spec_validation)
     for (size_t i = 0; i < L.n; i++)
         y1[i] = L.Y[2 * i];
     pb.y = y1;
-    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EPROBLEM);
+    ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "gcv"));
     s.cv.kind = KM_CV_KFOLD;
     s.pre.x = KM_SCALE_COUNT;

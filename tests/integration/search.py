@@ -184,7 +184,7 @@ def scenario_errors(d):
         ({"params": {"alpha": {"log_uniform": [0.1, 1]}}}, 400, "search.n_iter is required"),
         ({"params": {"alpha": list(range(1, 102)), "kernel.gamma": list(range(1, 101))}}, 400,
          "at most 10000"),
-        ({"params": {"alpha": [1]}, "cv": 1000}, 422, "more than the 120 rows"),
+        ({"params": {"alpha": [1]}, "cv": 1000}, 422, "search: cv.folds 1000 is more than the 120 rows"),
         ({"params": {"alpha": [1]}, "cv": {"test_fold": [0, 1]}}, 400, "search.cv.test_fold"),
         ({"params": {"alpha": [1]}, "cv": "nope"}, 400, "search.cv"),
         ({"params": {"alpha": [1]}, "bogus": 1}, 400, "search.bogus"),
@@ -210,7 +210,8 @@ def scenario_errors(d):
     svc = {"algorithm": "svc", "kernel": {"type": "rbf"}, "X": X[:10],
            "y": [0] * 9 + [1], "search": {"params": {"C": [1]}, "cv": 3}}
     r = d.req("POST", "/v1/models/s-bad/fit", svc)
-    check(r.status == 422 and "has only 1 rows" in r.body, "stratified folds above a class's rows: 422", r)
+    check(r.status == 422 and "more than the 1 rows of class" in r.body,
+          "stratified folds above a class's rows: 422", r)
     r = d.req("POST", "/v1/models/s-bad/fit", dict(svc, y=[0, 1] * 5,
                                                   search={"params": {"C": [1]}, "scoring": "neg_log_loss"}))
     check(r.status == 400 and "probability" in r.body, "neg_log_loss without probability: 400", r)
