@@ -709,9 +709,10 @@ typedef struct km_search_result {
 } km_search_result;
 
 /* Checks the spec against pb (KM_EINVAL naming the field: no points,
- * a point's kernel or params, the scoring; KM_EPROBLEM: more folds than
- * rows, a stratified fold count above the smallest class's size, GCV
- * for another algorithm than krr), then runs it. Progress goes over
+ * a point's kernel or params, the scoring, GCV for another algorithm
+ * than krr; KM_EPROBLEM: more folds than rows, a stratified fold count
+ * above the smallest class's size, an empty fold or one that leaves
+ * nothing, or one class, to train on), then runs it. Progress goes over
  * every (point, fold) fit; ctl may cancel (between fits, and inside
  * them as their own progress allows; krr's eigendecompositions cannot be
  * interrupted: a cancel is honoured after one). Caller owns out's arrays
