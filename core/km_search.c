@@ -50,6 +50,13 @@
  * status and message, naming its point and fold. Any other status
  * (KM_ENOMEM, KM_ECANCELLED, ...) ends the search.
  *
+ * Threads: the generic engine runs its points on km_search_threads'
+ * workers (run_generic: the calling thread and those it starts per
+ * batch), each point's folds in order on one of them, so the results do
+ * not depend on how many; search_run.lock serialises the progress
+ * callback and the shared bookkeeping. krr's engine runs on the calling
+ * thread.
+ *
  * Thread-safety: reentrant.
  */
 #include <cblas.h>
@@ -1615,7 +1622,7 @@ void km_search_result_cleanup(km_search_result *r)
 
 /* Workers of the generic engine: min(ctl->threads, s->threads), each
  * at least 1, at most the points (krr: 1). */
-static int search_threads(const km_search_spec *s, const km_fit_control *ctl)
+static int km_search_threads(const km_search_spec *s, const km_fit_control *ctl)
 {
     if (s->algo == KM_ALGO_KRR)
         return 1;
@@ -1661,7 +1668,7 @@ km_status km_search(const km_search_spec *s, const km_problem *pb,
     r.s = s;
     r.pb = pb;
     r.ctl = ctl;
-    r.threads = search_threads(s, ctl);
+    r.threads = km_search_threads(s, ctl);
     pthread_mutex_init(&r.lock, NULL);
     atomic_init(&r.stop, 0);
     r.fold = fold;
