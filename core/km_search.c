@@ -1622,7 +1622,8 @@ void km_search_result_cleanup(km_search_result *r)
 
 /* Workers of the generic engine: min(ctl->threads, s->threads), each
  * at least 1, at most the points (krr: 1). */
-static int km_search_threads(const km_search_spec *s, const km_fit_control *ctl)
+static int km_search_threads(const km_search_spec *s,
+                             const km_fit_control *ctl)
 {
     if (s->algo == KM_ALGO_KRR)
         return 1;
