@@ -43,6 +43,12 @@ typedef struct api_fit_request {
     km_preprocess pre;    /* "preprocess"; none when absent */
     api_search *search;   /* the "search" member, or NULL */
     int async;
+    /* Points a search runs at once (km_search_spec.threads; 0 or 1:
+     * one): not in the body, the caller's (the server's BLAS threads per
+     * fit worker), set after api_fit_parse and before api_fit_bytes,
+     * which counts that many workers; api_fit_run runs
+     * min(threads, ctl->threads) of them. */
+    int threads;
 } api_fit_request;
 
 /* The matrix keys of fit bodies, for api_parse_body. */

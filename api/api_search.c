@@ -423,7 +423,7 @@ static int parse_scoring(const cJSON *item, const api_fit_request *req,
 static km_search_spec spec_of(const api_search *s, const api_fit_request *req)
 {
     km_search_spec spec = {req->algo, req->pre, s->scoring, s->cv,
-                           s->n_points, s->kernels, s->params};
+                           s->n_points, s->kernels, s->params, req->threads};
     return spec;
 }
 
@@ -528,15 +528,17 @@ int api_search_select(api_search *s, const api_fit_request *req,
     s->outer = ctl;
     s->refit_from = fits / (fits + 1);
     span sp = {ctl, 0, s->refit_from};
-    km_fit_control sub = {span_progress, &sp};
+    /* the caller's threads carried over: km_search runs
+     * min(ctl->threads, req->threads) points at once */
+    km_fit_control sub = {span_progress, &sp, ctl ? ctl->threads : 0};
     km_search_result_cleanup(&s->result);
     if (km_search(&spec, &pb, ctl ? &sub : NULL, &s->result, &kerr) != KM_OK)
         return api_fail_km(e, &kerr);
     s->ran = 1;
     *kernel = &s->kernels[s->result.best];
     *params = s->params + s->result.best * s->params_size;
-    *refit = ctl ? (km_fit_control){refit_progress, s}
-                 : (km_fit_control){NULL, NULL};
+    *refit = ctl ? (km_fit_control){refit_progress, s, ctl->threads}
+                 : (km_fit_control){NULL, NULL, 0};
     return 0;
 }
 

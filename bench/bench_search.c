@@ -9,17 +9,19 @@
  * Prints one JSON line: seconds of each (medians over reps) and the
  * ratios to the fit, and the process's peak memory.
  *
- *        bench_search --svc FILE ROWS [CACHE_MB]
+ *        bench_search --svc FILE ROWS [CACHE_MB [THREADS]]
  * svc on the first ROWS rows of data/FILE (features scaled to [-1, 1]),
- * a 5 x 5 grid of C x gamma, 5 folds, accuracy: km_search (the points of
- * one gamma share one Gram of all rows when it takes at most half of
- * cache_mb) against the same fits one by one through km_fit (each fit
- * its own kernel columns or Gram), with the scores compared.
+ * a 5 x 5 grid of C x gamma, 5 folds, accuracy: km_search on THREADS
+ * threads (default: the online CPUs; the points of one gamma share one
+ * Gram of all rows when it takes at most half of cache_mb) against the
+ * same fits one by one through km_fit on one thread (each fit its own
+ * kernel columns or Gram), with the scores compared.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../tests/testdata.h"
 #include "bench_util.h"
@@ -40,7 +42,8 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int svc_grid(const char *file, size_t rows, double cache_mb)
+static int svc_grid(const char *file, size_t rows, double cache_mb,
+                    int threads)
 {
     km_dataset ds;
     if (km_dataset_load(file, rows, &ds) != 0)
@@ -73,11 +76,13 @@ static int svc_grid(const char *file, size_t rows, double cache_mb)
         }
     km_problem pb = {ds.X, n, d, NULL, 0, lab, k};
     km_search_spec s = {KM_ALGO_SVC, {KM_SCALE_NONE, 0}, KM_SCORING_ACCURACY,
-                        {KM_CV_KFOLD, F, 0, 0, 0, NULL}, G * G, ks, ps};
+                        {KM_CV_KFOLD, F, 0, 0, 0, NULL}, G * G, ks, ps,
+                        threads};
+    km_fit_control ctl = {NULL, NULL, threads};
     km_search_result res;
     km_error err;
     double t0 = bench_now();
-    if (km_search(&s, &pb, NULL, &res, &err) != KM_OK) {
+    if (km_search(&s, &pb, &ctl, &res, &err) != KM_OK) {
         fprintf(stderr, "search: %s\n", err.message);
         return 1;
     }
@@ -123,10 +128,11 @@ static int svc_grid(const char *file, size_t rows, double cache_mb)
     double t_fits = bench_now() - t0;
     printf("{\"file\": \"%s\", \"n\": %zu, \"classes\": %zu, "
            "\"points\": %d, \"folds\": %d, \"cache_mb\": %g, "
+           "\"threads\": %d, "
            "\"search_s\": %.2f, \"fits_one_by_one_s\": %.2f, "
            "\"ratio\": %.2f, \"max_mean_accuracy_diff\": %g, "
            "\"best_accuracy\": %.4f, \"peak_mib\": %.0f}\n",
-           file, n, k, G * G, F, cache_mb, t_search, t_fits,
+           file, n, k, G * G, F, cache_mb, threads, t_search, t_fits,
            t_search / t_fits, worst, res.mean[res.best], bench_peak_mib());
     km_search_result_cleanup(&res);
     free(Xtr);
@@ -144,11 +150,18 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--svc") == 0) {
         if (argc < 4) {
-            fprintf(stderr, "usage: %s --svc FILE ROWS [CACHE_MB]\n", argv[0]);
+            fprintf(stderr, "usage: %s --svc FILE ROWS [CACHE_MB [THREADS]]\n",
+                    argv[0]);
+            return 2;
+        }
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        int threads = argc > 5 ? atoi(argv[5]) : cpus > 0 ? (int)cpus : 1;
+        if (threads < 1) {
+            fprintf(stderr, "THREADS must be at least 1\n");
             return 2;
         }
         return svc_grid(argv[2], strtoul(argv[3], NULL, 10),
-                        argc > 4 ? atof(argv[4]) : 200);
+                        argc > 4 ? atof(argv[4]) : 200, threads);
     }
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 5000;
     size_t d = argc > 2 ? strtoul(argv[2], NULL, 10) : 20;

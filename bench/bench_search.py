@@ -198,8 +198,8 @@ def in_process(bindir):
           f"({loo['loo_over_fit']:.1f}x); 5-fold search {loo['kfold5_search_s']:.2f} s "
           f"({loo['kfold5_over_fit']:.1f}x); peak {loo['peak_mib']:.0f} MiB")
     sv = run_json([exe, "--svc", "satellite.csv", "6435", str(CACHE_MB)])
-    print("in process: svc on satellite, 5 x 5 grid, 5 folds, shared Gram against fits "
-          "one by one")
+    print(f"in process: svc on satellite, 5 x 5 grid, 5 folds, shared Gram, "
+          f"{sv['threads']} thread(s), against fits one by one on one")
     print(f"  search {sv['search_s']:.2f} s; one by one {sv['fits_one_by_one_s']:.2f} s "
           f"(ratio {sv['ratio']:.2f}); largest difference of a mean accuracy "
           f"{sv['max_mean_accuracy_diff']:g}")

@@ -213,13 +213,19 @@ void km_vexp(double *v, size_t n);
 
 /*
  * Progress and cancellation for long fits. progress, when not NULL, is
- * called from the fitting thread with a non-decreasing fraction in [0, 1];
- * a nonzero return asks the fit to stop, which it does soon after with
- * KM_ECANCELLED.
+ * called with a non-decreasing fraction in [0, 1], from one thread at a
+ * time (a fit's own, or one of km_search's workers: never two calls at
+ * once); a nonzero return asks the fit to stop, which it does soon after
+ * with KM_ECANCELLED (km_search does not call it again after that).
+ * threads: threads a fit may run beyond BLAS's own; 0 or 1: one.
+ * km_search runs that many points at once (at most its spec's threads:
+ * see km_search_spec); the other fits run on the calling thread alone.
+ * Last, so that {progress, ctx} initialisers leave it 0.
  */
 typedef struct km_fit_control {
     int (*progress)(void *ctx, double fraction);
     void *ctx;
+    int threads;
 } km_fit_control;
 
 /* KM_ALGO_KRR = 0, ... with the stored ids of KM_ALGO_MAP (km_maps.h). */
@@ -666,7 +672,21 @@ typedef struct km_search_spec {
     size_t n_points;
     const km_kernel *kernels;
     const void *params;
+    int threads; /* the most points run at once (0 or 1: one); see below */
 } km_search_spec;
+
+/* Threads of a search. svc, svr and kpca (the generic engine) fit their
+ * points on T = min(ctl->threads, spec->threads) threads (each 0 or 1
+ * meaning one; ctl NULL: one): the calling thread and T - 1 it starts.
+ * svc and svr points that share one Gram of all rows (below) are run
+ * group by group, each group's Gram computed before its points are
+ * handed out, so one Gram is held at a time; each worker runs a point's
+ * folds in order with its own buffers, so the results are the same
+ * (bit for bit) whatever T. spec->threads is there for the memory:
+ * km_search_bytes counts that many workers' buffers and fold fits, so
+ * a caller that admits a search by it passes the same spec to the run,
+ * and ctl->threads can only lower T. krr's engine runs on the calling
+ * thread (its work is LAPACK's and BLAS's, threaded there). */
 
 /* Per point: the mean and (population) standard deviation of its fold
  * scores, as GridSearchCV's mean_test_score and std_test_score (LOO
@@ -715,8 +735,10 @@ typedef struct km_search_result {
  * nothing, or one class, to train on), then runs it. Progress goes over
  * every (point, fold) fit; ctl may cancel (between fits, and inside
  * them as their own progress allows; krr's eigendecompositions cannot be
- * interrupted: a cancel is honoured after one). Caller owns out's arrays
- * (km_search_result_cleanup, also on failure). */
+ * interrupted: a cancel is honoured after one). On several threads a
+ * cancel, or a status that ends the search, stops every worker at its
+ * next fit or progress report; the first such status is returned.
+ * Caller owns out's arrays (km_search_result_cleanup, also on failure). */
 km_status km_search(const km_search_spec *s, const km_problem *pb,
                     const km_fit_control *ctl, km_search_result *out,
                     km_error *err) KM_MUST_CHECK;
@@ -726,7 +748,8 @@ void km_search_result_cleanup(km_search_result *r);
  * queueing it. */
 km_status km_search_check(const km_search_spec *s, const km_problem *pb,
                           km_error *err) KM_MUST_CHECK;
-/* Peak bytes of km_search (admission control). */
+/* Peak bytes of km_search (admission control), for s->threads workers
+ * (see above). */
 size_t km_search_bytes(const km_search_spec *s, const km_problem *pb);
 
 /*

@@ -50,12 +50,21 @@
  * status and message, naming its point and fold. Any other status
  * (KM_ENOMEM, KM_ECANCELLED, ...) ends the search.
  *
+ * Threads: the generic engine runs its points on km_search_threads'
+ * workers (run_generic: the calling thread and those it starts per
+ * batch), each point's folds in order on one of them, so the results do
+ * not depend on how many; search_run.lock serialises the progress
+ * callback and the shared bookkeeping. krr's engine runs on the calling
+ * thread.
+ *
  * Thread-safety: reentrant.
  */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -383,24 +392,60 @@ km_status km_search_folds(const km_search_spec *s, const km_problem *pb,
 /* ------------------------------------------------------------ state */
 
 /* Per point: Welford's running mean and sum of squared deviations of its
- * fold scores, its fit seconds, and whether it failed. */
+ * fold scores, its fit seconds, and whether it failed; touched only by
+ * the thread running the point. rank: its place in the serial order
+ * (the generic engine's; 0 for krr's), which decides the first failure
+ * whatever thread finds it. */
 typedef struct point_acc {
     size_t count;
     double mean, m2, seconds;
     int failed;
+    size_t rank;
 } point_acc;
 
+/*
+ * A run's state. With several workers (the generic engine), lock guards
+ * done, reported, the first failure and the hard status, and serialises
+ * the progress callback; stop is set (under lock) with the first hard
+ * status (a cancel is one), and every worker stops at its next fold or
+ * progress report.
+ */
 typedef struct search_run {
     const km_search_spec *s;
     const km_problem *pb;
     const km_fit_control *ctl;
     const int *fold;
     size_t n_splits;
+    int threads;        /* workers of the generic engine */
     point_acc *acc;
-    double units, done; /* (point, fold) units in all, and done */
+    double units, done; /* (point, fold) units in all, and started */
+    double reported;    /* the last fraction reported */
     km_status first_status; /* the first point failure, for the message */
+    size_t first_rank;
     char first_msg[400];
+    pthread_mutex_t lock;
+    atomic_int stop;
+    km_status hard;     /* what ended the search */
+    char hard_msg[sizeof ((km_error *)0)->message];
 } search_run;
+
+/* Ends the search with st (message msg) unless it has ended already:
+ * the first one wins. Lock held. */
+static void stop_locked(search_run *r, km_status st, const char *msg)
+{
+    if (r->hard == KM_OK) {
+        r->hard = st;
+        snprintf(r->hard_msg, sizeof r->hard_msg, "%s", msg);
+    }
+    atomic_store(&r->stop, 1);
+}
+
+static void stop_search(search_run *r, km_status st, const char *msg)
+{
+    pthread_mutex_lock(&r->lock);
+    stop_locked(r, st, msg);
+    pthread_mutex_unlock(&r->lock);
+}
 
 static void add_score(point_acc *a, double v)
 {
@@ -422,8 +467,10 @@ static void fail_point(search_run *r, size_t p, long f, km_status st,
     if (r->acc[p].failed)
         return;
     r->acc[p].failed = 1;
-    if (r->first_status == KM_OK) {
+    pthread_mutex_lock(&r->lock);
+    if (r->first_status == KM_OK || r->acc[p].rank < r->first_rank) {
         r->first_status = st;
+        r->first_rank = r->acc[p].rank;
         if (f >= 0)
             snprintf(r->first_msg, sizeof r->first_msg,
                      "points[%zu], cv fold %ld: %s", p, f, msg);
@@ -431,6 +478,7 @@ static void fail_point(search_run *r, size_t p, long f, km_status st,
             snprintf(r->first_msg, sizeof r->first_msg, "points[%zu]: %s", p,
                      msg);
     }
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* A failure st (message msg) of point p's fit on fold f: a failure of
@@ -484,14 +532,40 @@ static km_status score(search_run *r, size_t p, long f, const km_answers *a,
     return KM_OK;
 }
 
+/* Reports units of r->units done (or the last report, if more) through
+ * the callback, one thread at a time; 1 when the search has stopped or
+ * the callback asks it to (which stops it: KM_ECANCELLED). */
+static int report(search_run *r, double units)
+{
+    if (atomic_load(&r->stop))
+        return 1;
+    if (!r->ctl || !r->ctl->progress)
+        return 0;
+    pthread_mutex_lock(&r->lock);
+    int stop = atomic_load(&r->stop);
+    if (!stop) {
+        double f = units / r->units;
+        if (f < r->reported)
+            f = r->reported;
+        r->reported = f;
+        if (km_progress(r->ctl, f)) {
+            stop_locked(r, KM_ECANCELLED, "search cancelled");
+            stop = 1;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return stop;
+}
+
 static km_status progress(search_run *r, double units, km_error *err)
 {
-    if (km_progress(r->ctl, units / r->units))
-        return km_error_set(err, KM_ECANCELLED, "search cancelled");
+    if (report(r, units))
+        return km_error_set(err, r->hard ? r->hard : KM_ECANCELLED, "%s",
+                            r->hard ? r->hard_msg : "search cancelled");
     return KM_OK;
 }
 
-/* A fit's progress mapped into [base, base + width] of the search's. */
+/* A fit's progress mapped into [base, base + 1] of the search's units. */
 typedef struct sub_ctx {
     search_run *r;
     double base;
@@ -500,7 +574,7 @@ typedef struct sub_ctx {
 static int sub_progress(void *ctx, double f)
 {
     sub_ctx *c = ctx;
-    return km_progress(c->r->ctl, (c->base + f) / c->r->units);
+    return report(c->r, c->base + f);
 }
 
 /* ------------------------------------------------------------ fold rows */
@@ -642,6 +716,287 @@ out:
     return st;
 }
 
+/* What one worker of the generic engine writes into: a split's indices
+ * and rows, the test and pooled answers, the point's params copy and
+ * svc's class-weight map. */
+typedef struct gen_ws {
+    split sp;
+    double *P, *Pool, *proba, *probk, *proj, *cw;
+    int *lab, *labpool;
+    unsigned char *pbuf;
+} gen_ws;
+
+/* What the workers share, read-only but for next (under r->lock): the
+ * batch's points are order[next .. hi). */
+typedef struct gen_run {
+    search_run *r;
+    const km_algo *al;
+    size_t ps, pcols;
+    unsigned need;
+    int loo;
+    const size_t *order;
+    const double *Kall; /* the batch's shared Gram, or NULL */
+    size_t next, hi;
+} gen_run;
+
+typedef struct gen_worker {
+    gen_run *g;
+    gen_ws *w;
+    pthread_t tid;
+} gen_worker;
+
+static void ws_free(gen_ws *w)
+{
+    split_free(&w->sp);
+    free(w->P);
+    free(w->Pool);
+    free(w->proba);
+    free(w->probk);
+    free(w->proj);
+    free(w->cw);
+    free(w->lab);
+    free(w->labpool);
+    free(w->pbuf);
+    memset(w, 0, sizeof *w);
+}
+
+static km_status ws_alloc(gen_ws *w, const gen_run *g, km_error *err)
+{
+    const km_problem *pb = g->r->pb;
+    size_t n = pb->n, k = pb->n_classes, pcols = g->pcols;
+    memset(w, 0, sizeof *w);
+    km_status st = split_alloc(&w->sp, pb, 1, err);
+    if (st != KM_OK)
+        return st;
+    int ok = (w->pbuf = malloc(g->ps)) != NULL;
+    if (ok && pcols)
+        ok = (w->P = malloc(n * pcols * sizeof *w->P)) &&
+             (!g->loo || (w->Pool = malloc(n * pcols * sizeof *w->Pool)));
+    if (ok && (g->need & KM_OUT_LABELS))
+        ok = (w->lab = malloc(n * sizeof *w->lab)) &&
+             (w->labpool = malloc(n * sizeof *w->labpool)) &&
+             (w->cw = malloc(k * sizeof *w->cw));
+    if (ok && (g->need & KM_OUT_PROBABILITIES))
+        ok = (w->proba = malloc(n * k * sizeof *w->proba)) &&
+             (w->probk = malloc(n * k * sizeof *w->probk));
+    if (!ok) {
+        ws_free(w);
+        return km_error_set(err, KM_ENOMEM, "out of memory for the search");
+    }
+    return KM_OK;
+}
+
+/* Claims the next fold's unit (*base: the units started before it) and
+ * reports them; 1 when the search has stopped. */
+static int fold_start(search_run *r, double *base)
+{
+    pthread_mutex_lock(&r->lock);
+    *base = r->done;
+    r->done += 1;
+    pthread_mutex_unlock(&r->lock);
+    return report(r, *base);
+}
+
+/* Point p on every split, with w's buffers; a status that ends the
+ * search is returned with err set (KM_ECANCELLED when it has stopped). */
+static km_status gen_point(const gen_run *g, gen_ws *w, size_t p,
+                           km_error *err)
+{
+    search_run *r = g->r;
+    const km_search_spec *s = r->s;
+    const km_problem *pb = r->pb;
+    size_t n = pb->n, d = pb->d, k = pb->n_classes, pcols = g->pcols;
+    unsigned need = g->need;
+    int loo = g->loo;
+    const void *params = (const char *)s->params + p * g->ps;
+    point_acc *acc = &r->acc[p];
+    split *sp = &w->sp;
+    km_status st = KM_OK;
+    for (size_t f = 0; f < r->n_splits; f++) {
+        double base;
+        if (fold_start(r, &base))
+            return km_error_set(err, KM_ECANCELLED, "search stopped");
+        if (acc->failed)
+            continue;
+        split_take(sp, pb, r->fold, (long)f, 1);
+        km_problem tp = {sp->Xtr, sp->ntr, d, sp->ytr, pb->y ? pb->m : 0,
+                         sp->ltr, sp->ktr};
+        memcpy(w->pbuf, params, g->ps);
+        if (g->al->cv_params)
+            g->al->cv_params(w->pbuf, s->scoring);
+        if (s->algo == KM_ALGO_SVC) {
+            km_svm_params *sv = (km_svm_params *)w->pbuf;
+            if (sv->class_weight) {
+                for (size_t c = 0; c < sp->ktr; c++)
+                    w->cw[c] = sv->class_weight[sp->cls[c]];
+                sv->class_weight = w->cw;
+            }
+        }
+        /* several workers: the fits see the stop flag through it */
+        sub_ctx sc = {r, base};
+        km_fit_control sub = {sub_progress, &sc, 0};
+        const km_fit_control *fc = r->ctl || r->threads > 1 ? &sub : NULL;
+        km_model *model = NULL;
+        km_error e = {0};
+        double t0 = km_now();
+        if (g->Kall) {
+            km_shared_gram sg = {g->Kall, pb->X, n, sp->tr};
+            st = km_svm_fit_shared(s->algo, &s->kernels[p],
+                                   (void *)w->pbuf, &tp, &sg, fc, &model, &e);
+        } else {
+            st = km_fit_inner(s->algo, &s->kernels[p], w->pbuf, &s->pre, &tp,
+                              fc, 0, &model, &e);
+        }
+        acc->seconds += km_now() - t0;
+        if (st == KM_OK) {
+            size_t nte = sp->nte;
+            if (need & KM_OUT_VALUES) {
+                st = km_predict(model, KM_OUT_VALUES, sp->Xte, nte, w->P, &e);
+            } else if (need & KM_OUT_INVERSE) {
+                size_t nc = km_model_n_outputs(model);
+                double *pj = realloc(w->proj, nte * nc * sizeof *pj);
+                if (pj)
+                    w->proj = pj;
+                st = !pj ? km_error_set(&e, KM_ENOMEM, "out of memory")
+                     : km_predict(model, KM_OUT_PROJECTIONS, sp->Xte, nte,
+                                  w->proj, &e);
+                if (st == KM_OK)
+                    st = km_predict(model, KM_OUT_INVERSE, w->proj, nte, w->P,
+                                    &e);
+            } else {
+                st = km_predict_labels(model, sp->Xte, nte, w->lab, &e);
+                for (size_t a = 0; st == KM_OK && a < nte; a++)
+                    w->lab[a] = sp->cls[w->lab[a]];
+                if (st == KM_OK && (need & KM_OUT_PROBABILITIES)) {
+                    st = km_predict(model, KM_OUT_PROBABILITIES, sp->Xte,
+                                    nte, w->probk, &e);
+                    for (size_t a = 0; st == KM_OK && a < nte; a++) {
+                        double *row = (loo ? w->proba + sp->te[a] * k
+                                           : w->proba + a * k);
+                        memset(row, 0, k * sizeof *row);
+                        for (size_t c = 0; c < sp->ktr; c++)
+                            row[sp->cls[c]] = w->probk[a * sp->ktr + c];
+                    }
+                }
+            }
+        }
+        km_model_free(model);
+        if (st != KM_OK) {
+            if ((st = point_failed(r, p, (long)f, st, e.message, err)) !=
+                KM_OK)
+                return st;
+            continue;
+        }
+        if (loo) { /* one test row: pool it */
+            size_t i = sp->te[0];
+            if (pcols)
+                memcpy(w->Pool + i * pcols, w->P, pcols * sizeof *w->P);
+            if (w->lab)
+                w->labpool[i] = w->lab[0];
+            continue;
+        }
+        km_answers a = {.n = sp->nte, .m = pcols, .k = k,
+                        .Y = need & KM_OUT_VALUES ? sp->yte : sp->Xte,
+                        .P = w->P, .truth = sp->lte, .pred = w->lab,
+                        .proba = w->proba};
+        if ((st = score(r, p, (long)f, &a, err)) != KM_OK)
+            return st;
+    }
+    if (loo && !acc->failed) {
+        km_answers a = {.n = n, .m = pcols, .k = k,
+                        .Y = need & KM_OUT_VALUES ? pb->y : pb->X,
+                        .P = w->Pool, .truth = pb->labels, .pred = w->labpool,
+                        .proba = w->proba};
+        if ((st = score(r, p, -1, &a, err)) != KM_OK)
+            return st;
+    }
+    return KM_OK;
+}
+
+/* A worker: the batch's next point until there is none or the search
+ * has stopped; a status that ends the search stops it (the first wins). */
+static void *gen_work(void *arg)
+{
+    gen_worker *wk = arg;
+    gen_run *g = wk->g;
+    search_run *r = g->r;
+    for (;;) {
+        pthread_mutex_lock(&r->lock);
+        size_t i = g->next < g->hi ? g->next++ : g->hi;
+        pthread_mutex_unlock(&r->lock);
+        if (i >= g->hi || atomic_load(&r->stop))
+            break;
+        km_error e = {0};
+        km_status st = gen_point(g, wk->w, g->order[i], &e);
+        if (st != KM_OK) {
+            stop_search(r, st, e.message);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* The batch order[lo .. hi) on up to nw workers: the calling thread and
+ * the threads it can start. */
+static void run_batch(gen_run *g, gen_worker *wk, size_t nw, size_t lo,
+                      size_t hi)
+{
+    size_t started = 1;
+    g->next = lo;
+    g->hi = hi;
+    if (nw > hi - lo)
+        nw = hi - lo;
+    for (; started < nw; started++)
+        if (pthread_create(&wk[started].tid, NULL, gen_work, &wk[started]))
+            break; /* fewer workers */
+    gen_work(&wk[0]);
+    for (size_t t = 1; t < started; t++)
+        pthread_join(wk[t].tid, NULL);
+}
+
+/* Shares group leader p's Gram of all rows among its points' fits, when
+ * there are several and it takes at most half of every one of their
+ * cache_mb; NULL otherwise (the fits compute their own columns). */
+static double *group_gram(search_run *r, size_t p, const size_t *leader)
+{
+    const km_search_spec *s = r->s;
+    const km_problem *pb = r->pb;
+    size_t n = pb->n, d = pb->d, ps = km_algorithm_params_size(s->algo);
+    size_t g = 0;
+    double budget = HUGE_VAL;
+    for (size_t q = p; q < s->n_points; q++)
+        if (leader[q] == p) {
+            double b = ((const km_svm_params *)((const char *)s->params +
+                                                q * ps))->cache_mb *
+                       1048576.0;
+            budget = b < budget ? b : budget;
+            g++;
+        }
+    double gram = (double)n * (double)n * sizeof(double);
+    if (!(g * r->n_splits > 1 && gram <= budget / 2))
+        return NULL;
+    double t0 = km_now();
+    km_error e = {0};
+    km_kernel kr;
+    double *Kall = malloc(n * n * sizeof *Kall);
+    if (Kall && km_kernel_copy(&kr, &s->kernels[p], &e) == KM_OK) {
+        km_kernel_resolve(&kr, d);
+        if (km_gram_sym(&kr, pb->X, n, d, Kall, 1, &e) != KM_OK) {
+            free(Kall); /* the fits compute their own */
+            Kall = NULL;
+        }
+        km_kernel_cleanup(&kr);
+    } else {
+        free(Kall);
+        Kall = NULL;
+    }
+    double each = (km_now() - t0) / (double)g;
+    for (size_t q = p; Kall && q < s->n_points; q++)
+        if (leader[q] == p)
+            r->acc[q].seconds += each;
+    return Kall;
+}
+
 /*
  * Every point on every split through km_fit_inner. LOO pools the n left-out
  * predictions of a point and scores them once. svc's fold fits learn the
@@ -654,204 +1009,75 @@ out:
  * Gram), and each fit gathers its kernel columns from it
  * (km_svm_fit_shared, the same fit as km_fit's) instead of computing
  * them; its time is shared among the group's fits.
+ *
+ * The points run on r->threads workers (gen_work), each with its own
+ * buffers (gen_ws), taking the next point of a batch: a group of one
+ * kernel (its Gram computed first, freed after) when svc and svr share
+ * them, else all the points. A point's folds run in order on one
+ * worker, which alone touches its accumulator, so the results do not
+ * depend on the number of workers; the first failure is the first in
+ * the serial order (point_acc.rank).
  */
 static km_status run_generic(search_run *r, km_error *err)
 {
     const km_search_spec *s = r->s;
     const km_problem *pb = r->pb;
-    size_t n = pb->n, d = pb->d, m = pb->y ? pb->m : 1, k = pb->n_classes;
-    size_t ps = km_algorithm_params_size(s->algo);
-    const km_algo *al = km_algo_of(s->algo);
-    int loo = s->cv.kind == KM_CV_LOO;
+    size_t m = pb->y ? pb->m : 1, d = pb->d, P = s->n_points;
     unsigned need = km_scoring_needs(s->scoring);
-    split sp;
-    km_status st = split_alloc(&sp, pb, 1, err);
-    if (st != KM_OK)
-        return st;
-    /* test answers (n rows at most), pooled LOO answers */
-    double *P = NULL, *Pool = NULL, *proba = NULL, *probk = NULL;
-    double *proj = NULL, *cw = NULL;
-    int *lab = NULL, *labpool = NULL;
-    unsigned char *pbuf = malloc(ps);
-    size_t *order = malloc(s->n_points * sizeof *order);
-    size_t *leader = malloc(s->n_points * sizeof *leader);
-    double *Kall = NULL;
     int share = (s->algo == KM_ALGO_SVC || s->algo == KM_ALGO_SVR) &&
                 s->pre.x == KM_SCALE_NONE && !s->pre.center_y;
-    size_t pcols = 0; /* columns of P */
+    gen_run g = {.r = r, .al = km_algo_of(s->algo),
+                 .ps = km_algorithm_params_size(s->algo), .need = need,
+                 .loo = s->cv.kind == KM_CV_LOO};
     if (need & KM_OUT_VALUES)
-        pcols = m;
+        g.pcols = m;
     else if (need & KM_OUT_INVERSE)
-        pcols = d;
-    int ok = pbuf && order && leader;
-    if (ok && pcols)
-        ok = (P = malloc(n * pcols * sizeof *P)) &&
-             (!loo || (Pool = malloc(n * pcols * sizeof *Pool)));
-    if (ok && (need & KM_OUT_LABELS))
-        ok = (lab = malloc(n * sizeof *lab)) &&
-             (labpool = malloc(n * sizeof *labpool)) &&
-             (cw = malloc(k * sizeof *cw));
-    if (ok && (need & KM_OUT_PROBABILITIES))
-        ok = (proba = malloc(n * k * sizeof *proba)) &&
-             (probk = malloc(n * k * sizeof *probk));
-    if (!ok) {
+        g.pcols = d;
+    size_t nw = r->threads > 1 ? (size_t)r->threads : 1;
+    nw = nw < P ? nw : P;
+    size_t *order = malloc(P * sizeof *order);
+    size_t *leader = malloc(P * sizeof *leader);
+    gen_ws *ws = calloc(nw, sizeof *ws);
+    gen_worker *wk = calloc(nw, sizeof *wk);
+    double *Kall = NULL;
+    km_status st = KM_OK;
+    if (!order || !leader || !ws || !wk) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the search");
         goto out;
     }
-
-    if ((st = group_points(r, share, order, leader, err)) != KM_OK)
-        goto out;
-    double units = 0;
-    for (size_t oi = 0; oi < s->n_points && st == KM_OK; oi++) {
-        size_t p = order[oi];
-        const void *params = (const char *)s->params + p * ps;
-        point_acc *acc = &r->acc[p];
-        if (share && leader[p] == p) { /* a new group: its Gram */
-            free(Kall);
-            Kall = NULL;
-            size_t g = 0;
-            double budget = HUGE_VAL;
-            for (size_t q = p; q < s->n_points; q++)
-                if (leader[q] == p) {
-                    double b = ((const km_svm_params *)((const char *)s->params +
-                                                        q * ps))->cache_mb *
-                               1048576.0;
-                    budget = b < budget ? b : budget;
-                    g++;
-                }
-            double gram = (double)n * (double)n * sizeof(double);
-            if (g * r->n_splits > 1 && gram <= budget / 2) {
-                double t0 = km_now();
-                km_error e = {0};
-                km_kernel kr;
-                if ((Kall = malloc(n * n * sizeof *Kall)) &&
-                    km_kernel_copy(&kr, &s->kernels[p], &e) == KM_OK) {
-                    km_kernel_resolve(&kr, d);
-                    if (km_gram_sym(&kr, pb->X, n, d, Kall, 1, &e) != KM_OK) {
-                        free(Kall); /* the fits compute their own */
-                        Kall = NULL;
-                    }
-                    km_kernel_cleanup(&kr);
-                } else {
-                    free(Kall);
-                    Kall = NULL;
-                }
-                double each = (km_now() - t0) / (double)g;
-                for (size_t q = p; Kall && q < s->n_points; q++)
-                    if (leader[q] == p)
-                        r->acc[q].seconds += each;
-            }
-        }
-        for (size_t f = 0; f < r->n_splits && st == KM_OK; f++) {
-            double base = units;
-            units += 1;
-            if ((st = progress(r, base, err)) != KM_OK)
-                break;
-            if (acc->failed)
-                continue;
-            split_take(&sp, pb, r->fold, (long)f, 1);
-            km_problem tp = {sp.Xtr, sp.ntr, d, sp.ytr, pb->y ? pb->m : 0,
-                             sp.ltr, sp.ktr};
-            memcpy(pbuf, params, ps);
-            if (al->cv_params)
-                al->cv_params(pbuf, s->scoring);
-            if (s->algo == KM_ALGO_SVC) {
-                km_svm_params *sv = (km_svm_params *)pbuf;
-                if (sv->class_weight) {
-                    for (size_t c = 0; c < sp.ktr; c++)
-                        cw[c] = sv->class_weight[sp.cls[c]];
-                    sv->class_weight = cw;
-                }
-            }
-            sub_ctx sc = {r, base};
-            km_fit_control sub = {sub_progress, &sc};
-            km_model *model = NULL;
-            km_error e = {0};
-            double t0 = km_now();
-            if (Kall) {
-                km_shared_gram sg = {Kall, pb->X, n, sp.tr};
-                st = km_svm_fit_shared(s->algo, &s->kernels[p], (void *)pbuf,
-                                       &tp, &sg, r->ctl ? &sub : NULL, &model,
-                                       &e);
-            } else {
-                st = km_fit_inner(s->algo, &s->kernels[p], pbuf, &s->pre,
-                                  &tp, r->ctl ? &sub : NULL, 0, &model, &e);
-            }
-            acc->seconds += km_now() - t0;
-            if (st == KM_OK) {
-                size_t nte = sp.nte;
-                if (need & KM_OUT_VALUES) {
-                    st = km_predict(model, KM_OUT_VALUES, sp.Xte, nte, P, &e);
-                } else if (need & KM_OUT_INVERSE) {
-                    size_t nc = km_model_n_outputs(model);
-                    proj = realloc(proj, nte * nc * sizeof *proj);
-                    st = !proj ? km_error_set(&e, KM_ENOMEM, "out of memory")
-                         : km_predict(model, KM_OUT_PROJECTIONS, sp.Xte, nte,
-                                      proj, &e);
-                    if (st == KM_OK)
-                        st = km_predict(model, KM_OUT_INVERSE, proj, nte, P,
-                                        &e);
-                } else {
-                    st = km_predict_labels(model, sp.Xte, nte, lab, &e);
-                    for (size_t a = 0; st == KM_OK && a < nte; a++)
-                        lab[a] = sp.cls[lab[a]];
-                    if (st == KM_OK && (need & KM_OUT_PROBABILITIES)) {
-                        st = km_predict(model, KM_OUT_PROBABILITIES, sp.Xte,
-                                        nte, probk, &e);
-                        for (size_t a = 0; st == KM_OK && a < nte; a++) {
-                            double *row = (loo ? proba + sp.te[a] * k
-                                               : proba + a * k);
-                            memset(row, 0, k * sizeof *row);
-                            for (size_t c = 0; c < sp.ktr; c++)
-                                row[sp.cls[c]] = probk[a * sp.ktr + c];
-                        }
-                    }
-                }
-            }
-            km_model_free(model);
-            if (st != KM_OK) {
-                if ((st = point_failed(r, p, (long)f, st, e.message, err)) !=
-                    KM_OK)
-                    goto out;
-                continue;
-            }
-            if (loo) { /* one test row: pool it */
-                size_t i = sp.te[0];
-                if (pcols)
-                    memcpy(Pool + i * pcols, P, pcols * sizeof *P);
-                if (lab)
-                    labpool[i] = lab[0];
-                continue;
-            }
-            km_answers a = {.n = sp.nte, .m = pcols, .k = k,
-                            .Y = need & KM_OUT_VALUES ? sp.yte : sp.Xte,
-                            .P = P, .truth = sp.lte, .pred = lab,
-                            .proba = proba};
-            if ((st = score(r, p, (long)f, &a, err)) != KM_OK)
-                goto out;
-        }
-        if (st == KM_OK && loo && !acc->failed) {
-            km_answers a = {.n = n, .m = pcols, .k = k,
-                            .Y = need & KM_OUT_VALUES ? pb->y : pb->X,
-                            .P = Pool, .truth = pb->labels, .pred = labpool,
-                            .proba = proba};
-            if ((st = score(r, p, -1, &a, err)) != KM_OK)
-                goto out;
-        }
+    for (size_t t = 0; t < nw && st == KM_OK; t++) {
+        st = ws_alloc(&ws[t], &g, err);
+        wk[t] = (gen_worker){&g, &ws[t]};
     }
-    if (st == KM_OK)
+    if (st != KM_OK ||
+        (st = group_points(r, share, order, leader, err)) != KM_OK)
+        goto out;
+    g.order = order;
+    for (size_t oi = 0; oi < P; oi++)
+        r->acc[order[oi]].rank = oi;
+    for (size_t lo = 0, hi; lo < P && !atomic_load(&r->stop); lo = hi) {
+        hi = lo + 1;
+        if (share) { /* a group: its Gram */
+            while (hi < P && leader[order[hi]] == order[lo])
+                hi++;
+            Kall = group_gram(r, order[lo], leader);
+        } else {
+            hi = P;
+        }
+        g.Kall = Kall;
+        run_batch(&g, wk, nw, lo, hi);
+        free(Kall);
+        Kall = NULL;
+    }
+    if (atomic_load(&r->stop))
+        st = km_error_set(err, r->hard, "%s", r->hard_msg);
+    else
         st = progress(r, r->units, err);
 out:
-    split_free(&sp);
-    free(P);
-    free(Pool);
-    free(proba);
-    free(probk);
-    free(proj);
-    free(cw);
-    free(lab);
-    free(labpool);
-    free(pbuf);
+    for (size_t t = 0; ws && t < nw; t++)
+        ws_free(&ws[t]);
+    free(ws);
+    free(wk);
     free(order);
     free(leader);
     free(Kall);
@@ -1408,6 +1634,20 @@ km_status km_search_check(const km_search_spec *s, const km_problem *pb,
     return st;
 }
 
+/* Workers of the generic engine: min(ctl->threads, s->threads), each
+ * at least 1, at most the points (krr: 1). */
+static int km_search_threads(const km_search_spec *s,
+                             const km_fit_control *ctl)
+{
+    if (s->algo == KM_ALGO_KRR)
+        return 1;
+    int t = ctl && ctl->threads > 1 ? ctl->threads : 1;
+    t = s->threads < t ? s->threads : t;
+    if (t < 1)
+        t = 1;
+    return (size_t)t < s->n_points ? t : (int)s->n_points;
+}
+
 km_status km_search(const km_search_spec *s, const km_problem *pb,
                     const km_fit_control *ctl, km_search_result *out,
                     km_error *err)
@@ -1443,6 +1683,9 @@ km_status km_search(const km_search_spec *s, const km_problem *pb,
     r.s = s;
     r.pb = pb;
     r.ctl = ctl;
+    r.threads = km_search_threads(s, ctl);
+    pthread_mutex_init(&r.lock, NULL);
+    atomic_init(&r.stop, 0);
     r.fold = fold;
     r.units = (double)P * (double)r.n_splits;
     st = progress(&r, 0, err);
@@ -1473,6 +1716,7 @@ km_status km_search(const km_search_spec *s, const km_problem *pb,
                           "every point of the search failed; the first: %s",
                           r.first_msg);
     out->best = best == P ? 0 : best;
+    pthread_mutex_destroy(&r.lock);
     free(fold);
     free(r.acc);
     return st;
@@ -1539,8 +1783,13 @@ size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
         if (gram <= budget / 2)
             b = add_sat(b, mul_sat(D, mul_sat(n, n)));
     }
-    b = add_sat(b, mul_sat(D, mul_sat(n, 2 * (d + (pb->y ? m : 0)))));
-    b = add_sat(b, mul_sat(n, 2 * sizeof(int)));
+    /* per worker (s->threads of them, at most the points): a split's
+     * indices (the first worker's are counted above) and copies, the
+     * largest fold fit, the answers */
+    size_t T = s->threads > 1 ? (size_t)s->threads : 1;
+    T = T < P ? T : (P ? P : 1);
+    size_t w = mul_sat(D, mul_sat(n, 2 * (d + (pb->y ? m : 0))));
+    w = add_sat(w, mul_sat(n, 2 * sizeof(int)));
     /* the largest fold fit, of params as the fold fits take them */
     size_t ps = km_algorithm_params_size(s->algo), most = 0;
     const km_algo *al = km_algo_of(s->algo);
@@ -1558,9 +1807,10 @@ size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
         size_t f = km_algorithm_fit_bytes(s->algo, pp, pb);
         most = f > most ? f : most;
     }
-    b = add_sat(b, most);
+    w = add_sat(w, most);
     /* test and pooled answers: values or reconstructions, labels,
      * probabilities twice, projections */
-    b = add_sat(b, mul_sat(D, mul_sat(n, 2 * (m > d ? m : d) + 3 * k + d)));
-    return b;
+    w = add_sat(w, mul_sat(D, mul_sat(n, 2 * (m > d ? m : d) + 3 * k + d)));
+    b = add_sat(b, mul_sat(T, w));
+    return add_sat(b, mul_sat(T - 1, mul_sat(n, 2 * sizeof(size_t))));
 }

@@ -40,7 +40,7 @@ int srv_daemon_open(srv_state *s, char *err, size_t errlen)
                               s->cfg.job_ttl, (size_t)s->cfg.max_jobs,
                               s->cfg.fit_timeout,
                               (size_t)(s->cfg.memory_budget_mb * 1048576.0),
-                              s->commit);
+                              s->cfg.blas_threads, s->commit);
     if (!s->jobs) {
         snprintf(err, errlen, "cannot start the fit workers");
         return -1;

@@ -61,6 +61,7 @@ struct srv_jobs {
     int stopping;          /* no new jobs; workers exit when idle */
     double ttl;
     double fit_timeout;    /* seconds; 0 = none */
+    int fit_threads;       /* km_fit_control.threads of every fit */
     srv_commit *commit;
     pthread_t *workers;
     int n_workers;
@@ -140,7 +141,7 @@ static int on_progress(void *ctx, double fraction)
 
 static void run(srv_jobs *j, srv_job *job)
 {
-    km_fit_control ctl = {on_progress, job};
+    km_fit_control ctl = {on_progress, job, j->fit_threads};
     km_model *model = NULL;
     cJSON *meta = NULL;
     api_error e = {0, NULL, ""};
@@ -210,7 +211,7 @@ static void *worker(void *arg)
 
 srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
                           size_t max_jobs, double fit_timeout, size_t budget,
-                          srv_commit *commit)
+                          int fit_threads, srv_commit *commit)
 {
     srv_jobs *j = calloc(1, sizeof *j);
     if (!j)
@@ -230,6 +231,7 @@ srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
     j->ttl = ttl_seconds;
     j->max_jobs = max_jobs ? max_jobs : 1;
     j->fit_timeout = fit_timeout;
+    j->fit_threads = fit_threads;
     j->budget = budget;
     j->commit = commit;
     for (int i = 0; i < workers; i++) {

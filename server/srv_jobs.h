@@ -43,11 +43,15 @@ typedef void (*srv_done_fn)(srv_job *job, void *arg);
  * budget: bytes that admitted (queued and running) fits may reserve;
  * fit_timeout: seconds a fit may run (0: no limit), after which it stops
  * at its next progress report and fails with 422;
+ * fit_threads: the threads a fit may run beyond BLAS's own
+ * (km_fit_control.threads: the points a search runs at once; the daemon
+ * passes its BLAS threads per worker, as it sets the requests' threads
+ * that their memory estimate counts);
  * commit: what makes a fitted model served (borrowed for the jobs'
  * lifetime). */
 srv_jobs *srv_jobs_create(int workers, size_t queue_cap, double ttl_seconds,
                           size_t max_jobs, double fit_timeout, size_t budget,
-                          srv_commit *commit);
+                          int fit_threads, srv_commit *commit);
 /* Stops taking jobs, lets running and queued ones finish for up to
  * timeout seconds, then cancels the rest and waits for the workers. */
 void srv_jobs_drain(srv_jobs *j, double timeout);

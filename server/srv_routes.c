@@ -375,6 +375,9 @@ static void h_fit(srv_request *rq, srv_reply *rp)
         return;
     }
     int async = wants_async(rq, &req);
+    /* a search runs as many points at once as the job's fit may use
+     * threads (srv_jobs' fit_threads): its estimate counts them */
+    req.threads = rq->s->cfg.blas_threads;
     size_t bytes = api_fit_bytes(&req);
     srv_job *job = srv_jobs_submit(rq->s->jobs, rq->param, &req, bytes,
                                    async ? NULL : fit_done,

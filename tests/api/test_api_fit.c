@@ -1,8 +1,12 @@
 /*
  * test_api_fit.c - fit requests: label sorting (numbers by value, strings
  * by byte order) and mapping, class_weight by label, per-algorithm
- * parameters and their errors, memory estimates.
+ * parameters and their errors, memory estimates; a search's threads.
  */
+#include <math.h>
+#include <pthread.h>
+#include <time.h>
+
 #include "../check_main.h"
 #include "api_fit.h"
 
@@ -196,6 +200,75 @@ START_TEST(krr_run_keeps_outputs)
 }
 END_TEST
 
+/* The threads of a search: req.threads is what api_fit_bytes counts and
+ * the most km_search runs; the control's threads reach core (progress
+ * from more than one thread when both are 2); the record is the same. */
+typedef struct seen_threads {
+    pthread_t ids[4];
+    int n, calls;
+} seen_threads;
+
+static int note_thread(void *ctx, double f)
+{
+    (void)f;
+    seen_threads *s = ctx;
+    pthread_t me = pthread_self();
+    int seen = 0;
+    for (int i = 0; i < s->n; i++)
+        seen |= pthread_equal(s->ids[i], me);
+    if (!seen && s->n < 4)
+        s->ids[s->n++] = me;
+    if (s->n == 1 && ++s->calls <= 20) { /* let the other worker start */
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+
+START_TEST(search_threads)
+{
+    char *body = malloc(1 << 16);
+    size_t len = (size_t)sprintf(body, "{\"algorithm\":\"svc\","
+                                 "\"kernel\":{\"type\":\"rbf\"},"
+                                 "\"search\":{\"params\":{\"C\":[0.5,5,50],"
+                                 "\"kernel.gamma\":[0.1,1]},\"cv\":4},"
+                                 "\"X\":[");
+    for (int i = 0; i < 120; i++)
+        len += (size_t)sprintf(body + len, "%s[%g,%g]", i ? "," : "",
+                               sin(i * 1.7), cos(i * 0.9));
+    len += (size_t)sprintf(body + len, "],\"y\":[");
+    for (int i = 0; i < 120; i++)
+        len += (size_t)sprintf(body + len, "%s%d", i ? "," : "",
+                               sin(i * 1.7) * cos(i * 0.9) > 0.1);
+    sprintf(body + len, "]}");
+    double mean[2][6];
+    size_t bytes[2];
+    for (int t = 0; t < 2; t++) {
+        api_fit_request req;
+        api_error e;
+        ck_assert_msg(parse(body, &req, &e) == 0, "%s", e.message);
+        ck_assert_int_eq(req.threads, 0);
+        req.threads = t + 1;
+        bytes[t] = api_fit_bytes(&req);
+        seen_threads s = {0};
+        km_fit_control ctl = {note_thread, &s, 2};
+        km_model *m = NULL;
+        ck_assert_msg(api_fit_run(&req, &ctl, &m, &e) == 0, "%s", e.message);
+        /* min(req.threads, ctl.threads) */
+        ck_assert_int_eq(s.n, t ? 2 : 1);
+        const km_search_table *st = km_model_search(m);
+        ck_assert_ptr_nonnull(st);
+        ck_assert_uint_eq(st->n_points, 6);
+        memcpy(mean[t], st->mean, sizeof mean[t]);
+        km_model_free(m);
+        api_fit_request_cleanup(&req);
+    }
+    ck_assert_uint_gt(bytes[1], bytes[0]);
+    ck_assert(!memcmp(mean[0], mean[1], sizeof mean[0]));
+    free(body);
+}
+END_TEST
+
 static Suite *fit_suite(void)
 {
     Suite *s = suite_create("api_fit");
@@ -207,6 +280,7 @@ static Suite *fit_suite(void)
     tcase_add_test(tc, preprocess_member);
     tcase_add_test(tc, single_class_is_unprocessable);
     tcase_add_test(tc, krr_run_keeps_outputs);
+    tcase_add_test(tc, search_threads);
     suite_add_tcase(s, tc);
     return s;
 }

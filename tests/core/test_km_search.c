@@ -18,7 +18,15 @@
  *   - folds: KFOLD sizes, order and shuffle, stratified balance,
  *     PREDEFINED validation, more folds than rows;
  *   - a failed point loses, all failed fails; cancel; km_search_bytes.
+ *   - threads: svc, svr and kpca searches on 1 and 3 threads agree bit
+ *     for bit; progress from one thread at a time, non-decreasing, to 1;
+ *     the first failure is the points' order's; a cancel on 3 threads
+ *     stops them all; km_search_bytes counts the workers.
  */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
 #include "../check_main.h"
 #include "km.h"
 #include "km_internal.h"
@@ -1058,6 +1066,277 @@ START_TEST(bytes_grow_with_n)
 }
 END_TEST
 
+/* ------------------------------------------------------------ threads */
+
+/* What a progress callback sees of the threads calling it: the fractions
+ * (non-decreasing), the distinct threads, and whether two calls ever
+ * overlapped (core must call it from one thread at a time). */
+typedef struct thread_trace {
+    atomic_int inside;
+    int overlapped, decreasing, calls;
+    double last;
+    pthread_t ids[8];
+    int n_ids;
+    /* cancel: ask to stop once the fraction reaches stop_at (> 1: never);
+     * calls counts those after the ask */
+    double stop_at, t_ask;
+    int asked, after;
+} thread_trace;
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int trace_threads(void *ctx, double f)
+{
+    thread_trace *t = ctx;
+    if (atomic_fetch_add(&t->inside, 1) != 0)
+        t->overlapped = 1;
+    pthread_t me = pthread_self();
+    int seen = 0;
+    for (int i = 0; i < t->n_ids; i++)
+        seen |= pthread_equal(t->ids[i], me);
+    if (!seen && t->n_ids < 8)
+        t->ids[t->n_ids++] = me;
+    if (f < t->last)
+        t->decreasing = 1;
+    t->last = f;
+    t->calls++;
+    if (t->n_ids == 1 && t->calls <= 20) {
+        /* while only one thread has called: a pause, in which the other
+         * workers start and wait for their turn (calls are serialised) */
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (t->asked)
+        t->after++;
+    else if (f >= t->stop_at) {
+        t->asked = 1;
+        t->t_ask = mono();
+    }
+    int stop = t->asked;
+    atomic_fetch_sub(&t->inside, 1);
+    return stop;
+}
+
+/* The spec s (its points' kernels and params set) on threads 1 and 3:
+ * the same means, stds and best bit for bit; progress from one thread at
+ * a time, non-decreasing, to 1; with 3, from more than one thread. */
+static void same_on_threads(km_search_spec *s, const km_problem *pb,
+                            const char *what)
+{
+    km_search_result res[2];
+    for (int i = 0; i < 2; i++) {
+        int T = i ? 3 : 1;
+        thread_trace t = {.stop_at = 2};
+        km_fit_control ctl = {trace_threads, &t, T};
+        km_error err = {0};
+        s->threads = T;
+        ck_assert_msg(km_search(s, pb, &ctl, &res[i], &err) == KM_OK,
+                      "%s, %d threads: %s", what, T, err.message);
+        ck_assert_msg(!t.overlapped, "%s: progress called concurrently",
+                      what);
+        ck_assert_msg(!t.decreasing, "%s: progress decreased", what);
+        ck_assert_double_eq(t.last, 1.0);
+        if (T == 1)
+            ck_assert_int_eq(t.n_ids, 1);
+        else
+            ck_assert_msg(t.n_ids >= 2, "%s: progress from %d thread(s) on "
+                          "3 threads", what, t.n_ids);
+    }
+    size_t P = s->n_points;
+    ck_assert_uint_eq(res[0].n_points, P);
+    ck_assert_uint_eq(res[1].n_points, P);
+    ck_assert_msg(!memcmp(res[0].mean, res[1].mean, P * sizeof(double)),
+                  "%s: means differ", what);
+    ck_assert_msg(!memcmp(res[0].std, res[1].std, P * sizeof(double)),
+                  "%s: stds differ", what);
+    ck_assert_uint_eq(res[0].best, res[1].best);
+    ck_assert_uint_eq(res[0].n_splits, res[1].n_splits);
+    s->threads = 0;
+    km_search_result_cleanup(&res[0]);
+    km_search_result_cleanup(&res[1]);
+}
+
+/* 12 rbf points (4 gammas x 3 Cs) of svc and svr, shared Grams and not
+ * (standardized), kfold and svc's pooled LOO; kpca's points. */
+START_TEST(threads_same_results)
+{
+    gs_data G;
+    gs_load(&G);
+    enum { NP = 12 };
+    km_kernel ks[NP];
+    km_svm_params ps[NP];
+    for (int i = 0; i < NP; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ks[i].gamma = 0.01 * (1 << (i / 3));
+        ps[i] = km_svm_params_default();
+        ps[i].C = i % 3 == 0 ? 0.5 : i % 3 == 1 ? 5 : 50;
+    }
+    double *y0 = malloc(G.n * sizeof *y0);
+    for (size_t i = 0; i < G.n; i++)
+        y0[i] = G.Y[2 * i];
+    km_problem svc = {G.X, G.n, G.d, NULL, 0, G.labels, 2};
+    km_problem svr = {G.X, G.n, G.d, y0, 1, NULL, 0};
+    km_cv kf = {KM_CV_KFOLD, 5, 1, 7, 0, NULL};
+    km_search_spec s = {KM_ALGO_SVC, {KM_SCALE_NONE, 0}, KM_SCORING_ACCURACY,
+                        kf, NP, ks, ps};
+    same_on_threads(&s, &svc, "svc");
+    s.scoring = KM_SCORING_BALANCED_ACCURACY;
+    s.pre.x = KM_SCALE_STANDARDIZE; /* no shared Gram: one batch */
+    same_on_threads(&s, &svc, "svc standardized");
+    s = (km_search_spec){KM_ALGO_SVR, {KM_SCALE_NONE, 0}, KM_SCORING_R2, kf,
+                         NP, ks, ps};
+    same_on_threads(&s, &svr, "svr");
+    s.scoring = KM_SCORING_NEG_MAE;
+    s.pre = (km_preprocess){KM_SCALE_MINMAX, 1};
+    same_on_threads(&s, &svr, "svr minmax centered");
+    /* pooled LOO answers, per worker */
+    km_problem small = {G.X, 40, G.d, NULL, 0, G.labels, 2};
+    s = (km_search_spec){KM_ALGO_SVC, {KM_SCALE_NONE, 0}, KM_SCORING_ACCURACY,
+                         {KM_CV_LOO, 0, 0, 0, 0, NULL}, NP, ks, ps};
+    same_on_threads(&s, &small, "svc loo");
+    /* kpca: every point its own fits */
+    km_kpca_params kp[6];
+    for (int i = 0; i < 6; i++) {
+        kp[i] = km_kpca_params_default();
+        kp[i].n_components = 2 + (size_t)(i % 3);
+        kp[i].fit_inverse_transform = 1;
+        kp[i].alpha = 0.1;
+        kp[i].solver = KM_KPCA_SOLVER_DENSE;
+    }
+    km_problem kpca = {G.X, G.n, G.d, NULL, 0, NULL, 0};
+    s = (km_search_spec){KM_ALGO_KPCA, {KM_SCALE_NONE, 0},
+                         KM_SCORING_NEG_RECONSTRUCTION,
+                         {KM_CV_PREDEFINED, G.folds, 0, 0, 0, G.tf}, 6, ks,
+                         kp};
+    same_on_threads(&s, &kpca, "kpca");
+    free(y0);
+    gs_free(&G);
+}
+END_TEST
+
+/* With 3 threads the first failure is the first in the points' order, as
+ * on one thread, whichever thread fails first: every point fails on the
+ * last fold (one test row: r2 is not defined), point 0 (a large C: slow
+ * fits) after the others, yet the message names it. */
+START_TEST(threads_first_failure)
+{
+    gs_data G;
+    gs_load(&G);
+    enum { NP = 9 };
+    km_kernel ks[NP];
+    km_svm_params ps[NP];
+    double *y0 = malloc(G.n * sizeof *y0);
+    int *tf = malloc(G.n * sizeof *tf);
+    for (size_t i = 0; i < G.n; i++) {
+        y0[i] = G.Y[2 * i];
+        tf[i] = i + 1 < G.n ? (int)(i % 4) : 4;
+    }
+    for (int i = 0; i < NP; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ks[i].gamma = i ? 0.01 : 1;
+        ps[i] = km_svm_params_default();
+        ps[i].C = i ? 0.01 : 1000;
+        ps[i].tol = i ? 1e-3 : 1e-6;
+    }
+    km_problem pb = {G.X, G.n, G.d, y0, 1, NULL, 0};
+    km_search_spec s = {KM_ALGO_SVR, {KM_SCALE_STANDARDIZE, 0}, KM_SCORING_R2,
+                        {KM_CV_PREDEFINED, 5, 0, 0, 0, tf}, NP, ks, ps, 3};
+    km_fit_control ctl = {NULL, NULL, 3};
+    for (int rep = 0; rep < 3; rep++) {
+        km_search_result res;
+        km_error err = {0};
+        ck_assert_int_eq(km_search(&s, &pb, &ctl, &res, &err), KM_EPROBLEM);
+        ck_assert_msg(strstr(err.message, "the first: points[0], cv fold 4")
+                      != NULL, "%s", err.message);
+        km_search_result_cleanup(&res);
+    }
+    free(y0);
+    free(tf);
+    gs_free(&G);
+}
+END_TEST
+
+/* A cancel on 3 threads: KM_ECANCELLED, no call after the ask, and the
+ * workers stop at once (the rest of the search is not run). */
+START_TEST(threads_cancel)
+{
+    gs_data G;
+    gs_load(&G);
+    enum { NP = 12 };
+    km_kernel ks[NP];
+    km_svm_params ps[NP];
+    for (int i = 0; i < NP; i++) {
+        km_kernel_init(&ks[i], KM_KERNEL_RBF);
+        ks[i].gamma = 0.02;
+        ps[i] = km_svm_params_default();
+        ps[i].C = 1 + i;
+    }
+    km_problem pb = {G.X, G.n, G.d, NULL, 0, G.labels, 2};
+    km_search_spec s = {KM_ALGO_SVC, {KM_SCALE_STANDARDIZE, 0},
+                        KM_SCORING_ACCURACY,
+                        {KM_CV_LOO, 0, 0, 0, 0, NULL}, NP, ks, ps, 3};
+    km_search_result res;
+    km_error err = {0};
+    /* the whole search, for its time */
+    thread_trace full = {.stop_at = 2};
+    km_fit_control ctl = {trace_threads, &full, 3};
+    double t0 = mono();
+    ck_assert_msg(km_search(&s, &pb, &ctl, &res, &err) == KM_OK, "%s",
+                  err.message);
+    double whole = mono() - t0;
+    km_search_result_cleanup(&res);
+    ck_assert_msg(full.n_ids >= 2, "progress from %d thread(s)", full.n_ids);
+    /* asked at a tenth: stops well before the end */
+    thread_trace t = {.stop_at = 0.1};
+    ctl.ctx = &t;
+    ck_assert_int_eq(km_search(&s, &pb, &ctl, &res, &err), KM_ECANCELLED);
+    double rest = mono() - t.t_ask;
+    ck_assert_str_eq(err.message, "search cancelled");
+    ck_assert(t.asked);
+    ck_assert_int_eq(t.after, 0);
+    ck_assert(!t.overlapped);
+    ck_assert_msg(rest < 0.3 * whole, "%.3f s after the ask, %.3f s in all",
+                  rest, whole);
+    km_search_result_cleanup(&res);
+    gs_free(&G);
+}
+END_TEST
+
+/* km_search_bytes counts spec.threads workers (at most the points). */
+START_TEST(bytes_count_threads)
+{
+    km_kernel k[4];
+    km_svm_params sp[4];
+    for (int i = 0; i < 4; i++) {
+        km_kernel_init(&k[i], KM_KERNEL_RBF);
+        sp[i] = km_svm_params_default();
+    }
+    km_problem pb = {NULL, 2000, 10, NULL, 0, NULL, 3};
+    int lab = 0;
+    pb.labels = &lab;
+    km_search_spec s = {KM_ALGO_SVC, {KM_SCALE_NONE, 0}, KM_SCORING_ACCURACY,
+                        {KM_CV_KFOLD, 5, 0, 0, 0, NULL}, 4, k, sp};
+    size_t one = km_search_bytes(&s, &pb);
+    s.threads = 1;
+    ck_assert_uint_eq(km_search_bytes(&s, &pb), one);
+    s.threads = 2;
+    size_t two = km_search_bytes(&s, &pb);
+    s.threads = 3;
+    size_t three = km_search_bytes(&s, &pb);
+    /* each worker holds at least a fold fit's bytes */
+    size_t fit = km_algorithm_fit_bytes(KM_ALGO_SVC, &sp[0], &pb);
+    ck_assert_uint_ge(two, one + fit);
+    ck_assert_uint_eq(three - two, two - one);
+    s.threads = 64; /* as many as the 4 points */
+    ck_assert_uint_eq(km_search_bytes(&s, &pb), one + 3 * (two - one));
+}
+END_TEST
+
 static Suite *search_suite(void)
 {
     Suite *s = suite_create("km_search");
@@ -1086,6 +1365,10 @@ static Suite *search_suite(void)
     tcase_add_test(tc, failed_point_loses);
     tcase_add_test(tc, cancel_and_progress);
     tcase_add_test(tc, bytes_grow_with_n);
+    tcase_add_test(tc, threads_same_results);
+    tcase_add_test(tc, threads_first_failure);
+    tcase_add_test(tc, threads_cancel);
+    tcase_add_test(tc, bytes_count_threads);
     suite_add_tcase(s, tc);
     return s;
 }
