@@ -22,6 +22,7 @@
  */
 #include <cblas.h>
 #include <lapacke.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -607,6 +608,11 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     size_t m = km_krr_centres(params, n), mp = m * p;
     size_t block = nys_block_rows(n, m);
     double alpha = params->alpha;
+    if (m > INT_MAX / p || block > INT_MAX / m) { /* BLAS's int sizes */
+        st = km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times the "
+                          "outputs (%zu) must be below 2^31", m, p);
+        goto out;
+    }
     if (km_progress(ctl, 0.0)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
