@@ -197,11 +197,29 @@ static cJSON *info_value(const km_info_entry *e, size_t i)
     return api_json_number(e->values[i]);
 }
 
-static cJSON *info_json(const km_info *info)
+/* A figure named as an API_ENUM row of the model's params schema (krr's
+ * "solver") holds the value's number: shown by its name, as a request
+ * gives it. */
+static cJSON *enum_figure(const km_info_entry *e, const api_schema *s)
+{
+    const api_param *r = s ? api_schema_find(s, e->key) : NULL;
+    if (!r || r->type != API_ENUM || e->is_array || e->count != 1 ||
+        e->kind != KM_INFO_INTEGER || !(e->values[0] >= 0) ||
+        e->values[0] >= r->count)
+        return NULL;
+    return cJSON_CreateString(r->names((int)e->values[0]));
+}
+
+static cJSON *info_json(const km_info *info, const api_schema *s)
 {
     cJSON *o = cJSON_CreateObject();
     for (size_t i = 0; o && i < info->count; i++) {
         const km_info_entry *e = &info->entries[i];
+        cJSON *name = enum_figure(e, s);
+        if (name) {
+            cJSON_AddItemToObject(o, e->key, name);
+            continue;
+        }
         if (!e->is_array && e->count == 1) {
             cJSON_AddItemToObject(o, e->key, info_value(e, 0));
             continue;
@@ -286,7 +304,8 @@ cJSON *api_model_json(const km_model *m)
     cJSON_AddStringToObject(o, "algorithm",
                             km_algorithm_name(km_model_algorithm(m)));
     cJSON_AddItemToObject(o, "kernel", api_kernel_json(km_model_kernel(m)));
-    cJSON_AddItemToObject(o, "params", info_json(km_model_params(m)));
+    const api_schema *ps = api_schema_params(km_model_algorithm(m));
+    cJSON_AddItemToObject(o, "params", info_json(km_model_params(m), ps));
     cJSON_AddItemToObject(o, "preprocess", api_preprocess_json(m));
     cJSON_AddItemToObject(o, "n_features",
                           api_json_number((double)km_model_n_features(m)));
@@ -301,7 +320,7 @@ cJSON *api_model_json(const km_model *m)
             cJSON_AddItemToArray(classes, api_model_label_json(m, i));
     }
     cJSON_AddStringToObject(o, "created_at", when);
-    cJSON_AddItemToObject(o, "training", info_json(km_model_training(m)));
+    cJSON_AddItemToObject(o, "training", info_json(km_model_training(m), ps));
     cJSON *search = api_search_json(m);
     if (search)
         cJSON_AddItemToObject(o, "search", search);

@@ -13,6 +13,7 @@
  * pthread_once; reentrant.
  */
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -64,11 +65,47 @@ void api_name_list(char *buf, size_t len, const char *(*names)(int),
 
 /* ---------------------------------------------------------------- params */
 
+static const char *krr_solver_name(int s)
+{
+    return km_krr_solver_name((km_krr_solver)s);
+}
+
+/* Only with solver "nystrom". */
+#define NYSTROM .only_if = "solver", .only_value = KM_KRR_SOLVER_NYSTROM
+
+/* n_centres: its type and lower bound here (400); its upper bound,
+ * n_samples, in km_krr_check (422), as kpca's n_components. */
 static const api_param krr_rows[] = {
     {.key = "alpha", .type = API_NUMBER, FIELD(km_krr_params, alpha),
      POSITIVE, .doc = "ridge added to the kernel matrix's diagonal"},
+    {.key = "solver", .type = API_ENUM, FIELD(km_krr_params, solver),
+     .names = krr_solver_name, .count = KM_KRR_SOLVER_COUNT,
+     .doc = "exact: Cholesky of the n x n kernel matrix; nystrom: m "
+            "centres and preconditioned conjugate gradients (Falkon), "
+            "memory O(m^2 + n)"},
+    {.key = "n_centres", .type = API_INTEGER,
+     FIELD(km_krr_params, n_centres), .range = API_RANGE_API, .min = 1,
+     .max = INT_MAX, .data_default = 1,
+     .data_bound = "the number of rows of X", NYSTROM,
+     .doc = "nystrom only: centres, drawn uniformly from the rows; "
+            "default min(n, 1000); above n_samples is 422"},
+    {.key = "seed", .type = API_INTEGER, FIELD(km_krr_params, seed),
+     .range = API_RANGE_API, .min = 0, .max = 2147483647, NYSTROM,
+     .doc = "nystrom only: seed of the centres' draw (core's PRNG)"},
+    {.key = "cg_tol", .type = API_NUMBER, FIELD(km_krr_params, cg_tol),
+     POSITIVE, NYSTROM,
+     .doc = "nystrom only: stop when every output's relative residual is "
+            "at most this"},
+    {.key = "cg_max_iter", .type = API_INTEGER,
+     FIELD(km_krr_params, cg_max_iter), .range = API_RANGE_API, .min = 1,
+     .max = INT_MAX, NYSTROM,
+     .doc = "nystrom only: most conjugate-gradient iterations"},
     {0},
 };
+_Static_assert(sizeof(km_krr_solver) == sizeof(int),
+               "API_ENUM fields are int-sized");
+_Static_assert(sizeof(uint64_t) == sizeof(size_t),
+               "API_INTEGER fields are int or size_t sized");
 
 static const api_param svc_rows[] = {
     {.key = "C", .type = API_NUMBER, FIELD(km_svm_params, C), POSITIVE,
@@ -418,6 +455,23 @@ int api_schema_read_row(const cJSON *obj, const char *path,
     return read_row(obj, path, r, s, params, e);
 }
 
+int api_schema_applies(const api_schema *s, const api_param *r,
+                       const void *params, const char *path, api_error *e)
+{
+    if (!r->only_if)
+        return 0;
+    const api_param *dep = api_schema_find(s, r->only_if);
+    int v;
+    memcpy(&v, (const char *)params + dep->offset, sizeof v);
+    if (v == r->only_value)
+        return 0;
+    char name[160], by[160];
+    field(name, sizeof name, path, r->key);
+    field(by, sizeof by, path, dep->key);
+    return api_invalid(e, "%s applies only with %s \"%s\"", name, by,
+                       dep->names(r->only_value));
+}
+
 int api_schema_read(const cJSON *obj, const char *path, const api_schema *s,
                     void *params, size_t data_n, api_error *e)
 {
@@ -436,6 +490,10 @@ int api_schema_read(const cJSON *obj, const char *path, const api_schema *s,
     for (const api_param *r = s->rows; obj && r->key; r++)
         if (cJSON_GetObjectItemCaseSensitive(obj, r->key) &&
             read_row(obj, path, r, s, params, e))
+            return -1;
+    for (const api_param *r = s->rows; obj && r->key; r++)
+        if (cJSON_GetObjectItemCaseSensitive(obj, r->key) &&
+            api_schema_applies(s, r, params, path, e))
             return -1;
     return 0;
 }

@@ -72,6 +72,11 @@ typedef struct api_param {
     /* An upper bound only the data give, for messages ("the number of
      * rows of X"); the row's max is then a bound of the type only. */
     const char *data_bound;
+    /* The row applies only when the API_ENUM row named only_if holds
+     * only_value (krr's n_centres: solver "nystrom"): given otherwise, it
+     * is refused (400), and metadata shows it only then. */
+    const char *only_if;
+    int only_value;
     const char *doc;      /* one line for the OpenAPI description */
 } api_param;
 
@@ -112,12 +117,18 @@ int api_schema_check_keys(const cJSON *obj, const char *path,
  * first ("params.n_components is required: ..."; data_n is the number a
  * data bound stands for, e.g. the rows of X), then each row of a scalar
  * type (number, integer, bool, enum) that obj has, in table order, is
- * checked and stored (an alias at its target's offset). path names obj
+ * checked and stored (an alias at its target's offset), and a row given
+ * where it does not apply (only_if) is refused. path names obj
  * in messages ("params", "kernel.kernels[0]"). Rows of other types are
  * the caller's to read; keys are not checked (api_schema_check_keys).
  */
 int api_schema_read(const cJSON *obj, const char *path, const api_schema *s,
                     void *params, size_t data_n, api_error *e);
+
+/* 0 when row r of s applies to params (it has no only_if, or the row it
+ * names holds its only_value); else -1 and a 400 naming r under path. */
+int api_schema_applies(const api_schema *s, const api_param *r,
+                       const void *params, const char *path, api_error *e);
 
 /* The one scalar row r of s from obj into params, as api_schema_read
  * reads each (no required rows checked): a search sets one value. */

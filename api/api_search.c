@@ -109,6 +109,11 @@ static int find_row(const char *name, const api_fit_request *req,
                            "(see params) or kernel.gamma, kernel.degree, "
                            "kernel.coef0 where the kernel takes it",
                            name, km_algorithm_name(req->algo));
+    /* a row that applies with another value of an enum (krr's n_centres
+     * with solver nystrom) is refused as params refuses it */
+    if (!p->in_kernel && api_schema_applies(s, p->row, req->params,
+                                            "params", e))
+        return -1;
     return 0;
 }
 

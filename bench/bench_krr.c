@@ -39,7 +39,7 @@ int main(int argc, char **argv)
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
     k.gamma = atof(argv[7]);
-    km_krr_params p = {atof(argv[8])};
+    km_krr_params p = {.alpha = atof(argv[8])};
     double fit[32], pred[32];
     km_model *m = NULL;
     km_error err;

@@ -185,6 +185,7 @@ int main(int argc, char **argv)
     km_krr_params *ps = malloc(na * sizeof *ps);
     for (size_t i = 0; i < na; i++) {
         ks[i] = k;
+        ps[i] = km_krr_params_default();
         ps[i].alpha = pow(10.0, -4.0 + 5.0 * (double)i / (double)(na > 1 ? na - 1 : 1));
     }
     km_problem pb = {X, n, d, y, 1, NULL, 0};

@@ -779,12 +779,43 @@ const km_search_table *km_model_search(const km_model *m);
 
 /* ---------------------------------------------------------------- KRR */
 
+/* The solver of a krr fit. The numbers are those of the params figure
+ * "solver". */
+typedef enum km_krr_solver {
+    KM_KRR_SOLVER_EXACT = 0,   /* Cholesky of the n x n K + alpha I */
+    KM_KRR_SOLVER_NYSTROM = 1, /* m centres, Falkon's preconditioned CG */
+    KM_KRR_SOLVER_COUNT
+} km_krr_solver;
+
+/*
+ * The fields after alpha apply to the nystrom solver only (the exact
+ * solver neither checks nor records them), so that {alpha} alone, the
+ * other fields zero, is an exact fit as before they existed.
+ */
 typedef struct km_krr_params {
-    double alpha; /* ridge, > 0; default 1.0 */
+    double alpha;         /* ridge, > 0; default 1.0 */
+    km_krr_solver solver; /* default EXACT */
+    size_t n_centres;     /* nystrom: m, 1 .. n; 0 (default): min(n, 1000) */
+    uint64_t seed;        /* nystrom: of the centres' draw; default 0 */
+    double cg_tol;        /* nystrom: > 0, default 1e-7 */
+    size_t cg_max_iter;   /* nystrom: >= 1, default 100 */
 } km_krr_params;
 
+/* The default number of centres of the nystrom solver: min(n, this). */
+#define KM_KRR_DEFAULT_CENTRES 1000
+
 km_krr_params km_krr_params_default(void);
-km_status km_krr_check(const km_krr_params *p, km_error *err) KM_MUST_CHECK;
+/* KM_EINVAL naming the field: params.alpha not a finite number > 0,
+ * params.solver unknown; with the nystrom solver, params.cg_tol not a
+ * finite number > 0, params.cg_max_iter 0; KM_EPROBLEM (422 in the API)
+ * for params.n_centres above n_samples. */
+km_status km_krr_check(const km_krr_params *p, size_t n_samples,
+                       km_error *err) KM_MUST_CHECK;
+/* "exact", "nystrom"; NULL if invalid. */
+const char *km_krr_solver_name(km_krr_solver s);
+/* The number of centres a nystrom fit of n rows uses (n_centres, or its
+ * default min(n, KM_KRR_DEFAULT_CENTRES)). */
+size_t km_krr_centres(const km_krr_params *p, size_t n);
 
 /*
  * Solves (K + alpha I) C = Y by Cholesky in place on one n x n buffer.
@@ -799,6 +830,25 @@ km_status km_krr_check(const km_krr_params *p, km_error *err) KM_MUST_CHECK;
  * kernels of inner products |x|^2, not a finite number: X near 1e300 on
  * a linear kernel), and svc and svr when their solution is not finite;
  * so a fitted model never holds or predicts infinities from its own rows.
+ *
+ * With params.solver NYSTROM (Falkon: Rudi, Carratino and Rosasco 2017),
+ * m = km_krr_centres(p, n) centres Z are drawn from X's rows uniformly
+ * without replacement (core's km_rng seeded with params.seed; kept in
+ * the order of X) and the fit solves
+ *     (K_nm^T K_nm + alpha K_mm) C = K_nm^T Y
+ * (K_nm = k(X, Z), K_mm = k(Z, Z)) by conjugate gradients preconditioned
+ * with two m x m Cholesky factors, computing K_nm in row blocks at every
+ * iteration (never whole). With m = n it is exact KRR's solution. It
+ * stops when every output's relative residual is at most params.cg_tol
+ * or after params.cg_max_iter iterations (then the iterate is kept: see
+ * the figure "residual"). The model is an ordinary krr model whose
+ * training rows are the m centres and whose dual coefficients are C, so
+ * n_samples is m and predict costs O(m d) per row. Params figures: alpha
+ * and, for nystrom only, "solver", "n_centres", "seed", "cg_tol",
+ * "cg_max_iter"; training figures: "seconds", "rkhs_norm_sq" (C^T K_mm C
+ * per output) and, for nystrom only, "iterations" and "residual" (the
+ * largest relative residual of the outputs at the end). KM_ENOTPD when
+ * K_mm cannot be factored even with a shift; KM_ECANCELLED as ever.
  */
 km_status km_krr_fit(const km_kernel *k, const km_krr_params *p,
                      const double *X, size_t n, size_t d, const double *Y,
@@ -813,8 +863,11 @@ km_status km_krr_predict(const km_model *m, const double *X, size_t n,
  * while the model lives. NULL if not krr. */
 const double *km_krr_dual_coef(const km_model *m);
 
-/* Bytes a fit of this size needs at its peak (for admission control). */
-size_t km_krr_fit_bytes(size_t n, size_t d, size_t m);
+/* Bytes a fit of this size needs at its peak (for admission control):
+ * the exact solver's n x n matrix, or the nystrom solver's
+ * O(m^2 + block m + n outputs) (km_krr.c). p NULL: the exact solver. */
+size_t km_krr_fit_bytes(size_t n, size_t d, size_t m,
+                        const km_krr_params *p);
 
 /* ---------------------------------------------------------------- SVM */
 

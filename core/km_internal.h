@@ -492,6 +492,25 @@ km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
                        const km_fit_control *ctl, double f0, double f1,
                        km_error *err);
 
+/*
+ * The nystrom solver of km_krr_fit with what tests need (km_krr.c):
+ * centres, when not NULL, are the m sorted, distinct row indices to use
+ * instead of the seeded draw (m = km_krr_centres(p, n)); history, when
+ * not NULL, gets the largest relative residual of the outputs before the
+ * first iteration and after each (at most p->cg_max_iter + 1 values) and
+ * *n_history how many. p->solver must be NYSTROM.
+ */
+km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
+                             const double *X, size_t n, size_t d,
+                             const double *Y, size_t m, const size_t *centres,
+                             double *history, size_t *n_history,
+                             const km_fit_control *ctl, km_model **out,
+                             km_error *err);
+/* The centres' draw of the nystrom solver: m sorted distinct indices of
+ * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by
+ * km_rng seeded with seed, then the first m sorted). */
+void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx);
+
 /* ------------------------------------------------------- prediction */
 
 /*

@@ -22,7 +22,9 @@
  */
 #include <cblas.h>
 #include <lapacke.h>
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,23 +38,101 @@ typedef struct krr_payload {
 
 km_krr_params km_krr_params_default(void)
 {
-    km_krr_params p = {1.0};
+    km_krr_params p = {1.0, KM_KRR_SOLVER_EXACT, 0, 0, 1e-7, 100};
     return p;
 }
 
-km_status km_krr_check(const km_krr_params *p, km_error *err)
+static const char *const solver_names[KM_KRR_SOLVER_COUNT] = {
+    [KM_KRR_SOLVER_EXACT] = "exact",
+    [KM_KRR_SOLVER_NYSTROM] = "nystrom",
+};
+
+const char *km_krr_solver_name(km_krr_solver s)
+{
+    return (unsigned)s < KM_KRR_SOLVER_COUNT ? solver_names[s] : NULL;
+}
+
+size_t km_krr_centres(const km_krr_params *p, size_t n)
+{
+    if (p->n_centres)
+        return p->n_centres;
+    return n < KM_KRR_DEFAULT_CENTRES ? n : KM_KRR_DEFAULT_CENTRES;
+}
+
+km_status km_krr_check(const km_krr_params *p, size_t n_samples,
+                       km_error *err)
 {
     if (!(p->alpha > 0) || !isfinite(p->alpha))
         return km_error_set(err, KM_EINVAL,
                             "params.alpha must be a finite number > 0");
+    if ((unsigned)p->solver >= KM_KRR_SOLVER_COUNT)
+        return km_error_set(err, KM_EINVAL,
+                            "params.solver must be exact or nystrom");
+    if (p->solver != KM_KRR_SOLVER_NYSTROM)
+        return KM_OK;
+    if (!(p->cg_tol > 0) || !isfinite(p->cg_tol))
+        return km_error_set(err, KM_EINVAL,
+                            "params.cg_tol must be a finite number > 0");
+    if (p->cg_max_iter < 1)
+        return km_error_set(err, KM_EINVAL,
+                            "params.cg_max_iter must be at least 1");
+    if (p->seed > ((uint64_t)1 << 53))
+        return km_error_set(err, KM_EINVAL,
+                            "params.seed must be at most 2^53");
+    if (p->n_centres > n_samples)
+        return km_error_set(err, KM_EPROBLEM,
+                            "params.n_centres is %zu but X has %zu rows: "
+                            "at most one centre per row", p->n_centres,
+                            n_samples);
     return KM_OK;
 }
 
-size_t km_krr_fit_bytes(size_t n, size_t d, size_t m)
+/* Values of K_nm a nystrom fit holds at once: rows per block. */
+#define NYS_BLOCK_VALUES ((size_t)1 << 21)
+
+static size_t nys_block_rows(size_t n, size_t m)
 {
-    /* The Gram buffer, the kept X and coefficients, the solve's copy of Y,
-     * and the norms. */
-    return n * n * 8 + n * d * 8 + 3 * n * m * 8 + n * 8;
+    size_t b = NYS_BLOCK_VALUES / (m ? m : 1);
+    b = b < 1 ? 1 : b;
+    return b < n ? b : n;
+}
+
+/* Overflow-saturating size arithmetic for the estimates. */
+static size_t add_sat(size_t a, size_t b)
+{
+    return a + b < a ? SIZE_MAX : a + b;
+}
+
+static size_t mul_sat(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
+{
+    const size_t D = sizeof(double);
+    if (!p || p->solver != KM_KRR_SOLVER_NYSTROM)
+        /* The Gram buffer, the kept X and coefficients, the solve's copy
+         * of Y, and the norms. */
+        return add_sat(mul_sat(D, mul_sat(n, n)),
+                       mul_sat(D, add_sat(mul_sat(n, d),
+                                          add_sat(mul_sat(3 * n, m), n))));
+    /* The nystrom solver (km_krr_fit_nystrom): the draw's n indices; the
+     * two m x m Cholesky factors; a block of K_nm (b x m), its norms and
+     * its product with the directions (b x outputs); the centres, their
+     * norms, and CG's eight m x outputs blocks (solution, residual,
+     * direction, its image, two work blocks, the smoothed solution and
+     * residual); the model's copies of the
+     * centres, norms and coefficients. */
+    size_t c = km_krr_centres(p, n), b = nys_block_rows(n, c);
+    size_t v = mul_sat(n, sizeof(size_t) / D + 1);
+    v = add_sat(v, mul_sat(2, mul_sat(c, c)));
+    v = add_sat(v, add_sat(mul_sat(b, c), mul_sat(b, m + 1)));
+    v = add_sat(v, mul_sat(2, mul_sat(c, d + 1)));
+    v = add_sat(v, mul_sat(9, mul_sat(c, m)));
+    v = add_sat(v, 4 * m);
+    return mul_sat(D, v);
 }
 
 static void krr_free(void *payload)
@@ -213,6 +293,9 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
                      size_t m, const km_fit_control *ctl, km_model **out,
                      km_error *err)
 {
+    if (params && params->solver == KM_KRR_SOLVER_NYSTROM)
+        return km_krr_fit_nystrom(kernel, params, X, n, d, Y, m, NULL, NULL,
+                                  NULL, ctl, out, err);
     km_problem pb = {X, n, d, Y, m, NULL, 0};
     km_fit_frame f;
     double *K = NULL;
@@ -284,6 +367,494 @@ out:
     return st;
 }
 
+/* ------------------------------------------------------------ nystrom */
+
+/*
+ * The nystrom solver (Falkon: Rudi, Carratino and Rosasco, "FALKON: an
+ * optimal large scale kernel method", 2017), in this file's
+ * parameterisation.
+ *
+ * The system. With centres Z (m rows of X), K_nm = k(X, Z) and
+ * K_mm = k(Z, Z), the coefficients C (m x p) solve
+ *     H C = K_nm^T Y,    H = K_nm^T K_nm + alpha K_mm,
+ * the normal equations of min |Y - K_nm C|^2 + alpha C^T K_mm C. With
+ * m = n (Z = X) this is K (K + alpha I) C = K Y, whose solution is the
+ * exact solver's (K + alpha I)^-1 Y, so alpha means the same in both. It
+ * is also what scikit-learn's Nystroem(n_components=m) features
+ * phi(x) = k(x, Z) K_mm^-1/2 followed by Ridge(alpha, fit_intercept=
+ * False) solve: (Phi^T Phi + alpha I) w = Phi^T y with C = K_mm^-1/2 w
+ * (when K_mm is invertible).
+ *
+ * The preconditioner. Falkon's paper writes H = K_nm^T K_nm + lambda n
+ * K_mm; here lambda n = alpha. The centres are a uniform sample of the
+ * rows, so K_nm^T K_nm (a sum over n rows of k_i k_i^T) is approximated
+ * by n/m times the same sum over the m centres, (n/m) K_mm K_mm:
+ *     H ~ P = (n/m) K_mm^2 + alpha K_mm.
+ * Let T be upper triangular with T^T T = K_mm (Cholesky). Then
+ *     P = T^T ((n/m) T T^T + alpha I) T = n T^T (T T^T / m + (alpha/n) I) T,
+ * and with A upper triangular, A^T A = T T^T / m + (alpha/n) I,
+ *     P = n T^T A^T A T,  P^-1 = (1/n) T^-1 A^-1 A^-T T^-T = B B^T
+ * for B = n^-1/2 T^-1 A^-1. CG runs on the well-conditioned
+ *     (B^T H B) V = B^T K_nm^T Y,   C = B V,
+ * (Falkon's lambda' = alpha / n in A). K_mm may be singular (a linear
+ * kernel, repeated rows), so T factors K_mm + s I with the small shift
+ * s = 1e-13 m mean(diag K_mm) (Falkon's eps m), raised 1000-fold while
+ * the factorisation fails; the shift changes only the preconditioner:
+ * the operator applies K_mm itself, as T^T T - s I.
+ *
+ * One application of B^T H B to a block of p directions: U = B V (two
+ * triangular solves), then K_nm^T (K_nm U) over row blocks of X (each
+ * block's kernel values by km_gram_cross_sn against the centres and
+ * their kept norms, then two GEMMs), plus alpha (T^T (T U) - s U), then
+ * B^T (two triangular solves). Memory: T, A (2 m^2), one block of K_nm
+ * (NYS_BLOCK_VALUES), and O(m p) vectors (km_krr_fit_bytes).
+ *
+ * Every output runs its own CG (its own step lengths) on the shared
+ * passes over the data. CG's residual need not fall at every step (it
+ * minimises the error's energy norm, not the residual), so each output
+ * also keeps a minimal-residual smoothing of its iterates (Schoenauer;
+ * Zhou and Walker 1994): after each step, (Vs, Rs) += eta ((V, R) -
+ * (Vs, Rs)) with the eta that minimises |Rs|, which costs no product
+ * with the operator and never lets |Rs| rise. The smoothed iterate is
+ * the answer, and its residual the one reported: an output stops when
+ * |Rs| / |r_0| (of the preconditioned system, r_0 = B^T K_nm^T y) is at
+ * most cg_tol, and the fit when every output has stopped or after
+ * cg_max_iter iterations.
+ */
+typedef struct nys {
+    const km_kernel *k;
+    const double *X;
+    size_t n, d;
+    const double *Z, *zn; /* centres and their squared norms */
+    size_t m, p, block;
+    const double *T, *A; /* column-major upper factors, m x m */
+    double shift, alpha;
+    double *Kb, *tmp; /* block x m row-major; block x p */
+    const km_fit_control *ctl;
+    double frac; /* progress so far */
+} nys;
+
+/* Out (m x p, column-major) = K_nm^T (K_nm U); with Y (n x p row-major)
+ * instead of U (NULL): out = K_nm^T Y. */
+static km_status nys_pass(nys *s, const double *U, const double *Y,
+                          double *out, km_error *err)
+{
+    size_t m = s->m, p = s->p;
+    memset(out, 0, m * p * sizeof *out);
+    for (size_t i0 = 0; i0 < s->n; i0 += s->block) {
+        size_t nb = s->n - i0 < s->block ? s->n - i0 : s->block;
+        km_status st = km_gram_cross_sn(s->k, s->X + i0 * s->d, nb, s->Z, m,
+                                        s->zn, s->d, s->Kb, m, err);
+        if (st != KM_OK)
+            return st;
+        /* Kb row-major nb x m is column-major m x nb (Kb^T). */
+        if (U) {
+            cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)nb,
+                        (int)p, (int)m, 1.0, s->Kb, (int)m, U, (int)m, 0.0,
+                        s->tmp, (int)nb);
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m,
+                        (int)p, (int)nb, 1.0, s->Kb, (int)m, s->tmp, (int)nb,
+                        1.0, out, (int)m);
+        } else {
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)m,
+                        (int)p, (int)nb, 1.0, s->Kb, (int)m, Y + i0 * p,
+                        (int)p, 1.0, out, (int)m);
+        }
+        if (km_progress(s->ctl, s->frac))
+            return km_error_set(err, KM_ECANCELLED, "fit cancelled");
+    }
+    return KM_OK;
+}
+
+/* V (m x p column-major) := B V = n^-1/2 T^-1 A^-1 V. */
+static void nys_apply_b(const nys *s, double *V)
+{
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans,
+                CblasNonUnit, (int)s->m, (int)s->p, 1.0, s->A, (int)s->m, V,
+                (int)s->m);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans,
+                CblasNonUnit, (int)s->m, (int)s->p, 1.0 / sqrt((double)s->n),
+                s->T, (int)s->m, V, (int)s->m);
+}
+
+/* V := B^T V = n^-1/2 A^-T T^-T V. */
+static void nys_apply_bt(const nys *s, double *V)
+{
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans,
+                CblasNonUnit, (int)s->m, (int)s->p, 1.0, s->T, (int)s->m, V,
+                (int)s->m);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans,
+                CblasNonUnit, (int)s->m, (int)s->p, 1.0 / sqrt((double)s->n),
+                s->A, (int)s->m, V, (int)s->m);
+}
+
+/* W := K_mm U = T^T (T U) - shift U (all m x p column-major). */
+static void nys_kmm(const nys *s, const double *U, double *W)
+{
+    memcpy(W, U, s->m * s->p * sizeof *W);
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans,
+                CblasNonUnit, (int)s->m, (int)s->p, 1.0, s->T, (int)s->m, W,
+                (int)s->m);
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans,
+                CblasNonUnit, (int)s->m, (int)s->p, 1.0, s->T, (int)s->m, W,
+                (int)s->m);
+    cblas_daxpy((int)(s->m * s->p), -s->shift, U, 1, W, 1);
+}
+
+/* Q := (B^T H B) D, with work blocks U, W (m x p each). */
+static km_status nys_operator(nys *s, const double *D, double *Q, double *U,
+                              double *W, km_error *err)
+{
+    size_t mp = s->m * s->p;
+    memcpy(U, D, mp * sizeof *U);
+    nys_apply_b(s, U);
+    km_status st = nys_pass(s, U, NULL, Q, err);
+    if (st != KM_OK)
+        return st;
+    nys_kmm(s, U, W);
+    cblas_daxpy((int)mp, s->alpha, W, 1, Q, 1);
+    nys_apply_bt(s, Q);
+    return KM_OK;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx)
+{
+    km_rng r = {seed};
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (size_t i = 0; i < m && i + 1 < n; i++) {
+        size_t j = i + km_rng_below(&r, n - i), t = idx[i];
+        idx[i] = idx[j];
+        idx[j] = t;
+    }
+    qsort(idx, m, sizeof *idx, cmp_size);
+}
+
+/* T := the upper Cholesky factor of K_mm + s I (column-major, strict
+ * lower part zeroed), computing K_mm into T; *shift gets s. */
+static km_status nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
+                                size_t d, double *T, double *shift,
+                                km_error *err)
+{
+    double mean = 0;
+    for (int tries = 0; tries < 5; tries++) {
+        km_status st = km_gram_sym(k, Z, m, d, T, 1, err);
+        if (st != KM_OK)
+            return st;
+        if (tries == 0) {
+            km_ksum tr = {0, 0};
+            for (size_t i = 0; i < m; i++)
+                km_ksum_add(&tr, T[i * m + i]);
+            mean = km_ksum_get(&tr) / (double)m;
+            if (!(mean > 0) || !isfinite(mean))
+                mean = 1.0;
+        }
+        double s = 1e-13 * (double)m * mean;
+        for (int t = 0; t < tries; t++)
+            s *= 1000;
+        for (size_t i = 0; i < m; i++)
+            T[i * m + i] += s;
+        /* Symmetric: the row-major matrix is also its column-major one. */
+        lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)m,
+                                         T, (lapack_int)m);
+        if (info < 0)
+            return km_error_set(err, KM_EINTERNAL, "dpotrf argument %d",
+                                (int)-info);
+        if (info == 0) {
+            for (size_t j = 0; j < m; j++) /* column j below the diagonal */
+                memset(T + j * m + j + 1, 0, (m - j - 1) * sizeof *T);
+            *shift = s;
+            return KM_OK;
+        }
+    }
+    return km_error_set(err, KM_ENOTPD, "the kernel matrix of the centres "
+                        "cannot be factored even with a shift of its "
+                        "diagonal: the kernel is not positive semi-definite "
+                        "on them");
+}
+
+km_status km_krr_fit_nystrom(const km_kernel *kernel,
+                             const km_krr_params *params, const double *X,
+                             size_t n, size_t d, const double *Y, size_t p,
+                             const size_t *centres, double *history,
+                             size_t *n_history, const km_fit_control *ctl,
+                             km_model **out, km_error *err)
+{
+    km_problem pb = {X, n, d, Y, p, NULL, 0};
+    km_fit_frame f;
+    size_t *idx = NULL;
+    double *T = NULL, *A = NULL, *Kb = NULL, *tmp = NULL, *work = NULL;
+    double *rr = NULL, *r0 = NULL, *res = NULL, *v = NULL;
+    int *done = NULL;
+    krr_payload *pl = NULL;
+    km_model *model = NULL;
+    size_t its = 0, nh = 0;
+    if (n_history)
+        *n_history = 0;
+    km_status st = km_fit_begin(&f, KM_ALGO_KRR, kernel, params, &pb, err);
+    if (st != KM_OK)
+        goto out;
+    if (params->solver != KM_KRR_SOLVER_NYSTROM) {
+        st = km_error_set(err, KM_EINVAL, "params.solver is not nystrom");
+        goto out;
+    }
+    const km_kernel *k = &f.k;
+    size_t m = km_krr_centres(params, n), mp = m * p;
+    size_t block = nys_block_rows(n, m);
+    double alpha = params->alpha;
+    if (m > INT_MAX / p || block > INT_MAX / m) { /* BLAS's int sizes */
+        st = km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times the "
+                          "outputs (%zu) must be below 2^31", m, p);
+        goto out;
+    }
+    if (km_progress(ctl, 0.0)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+
+    /* The centres, kept as the model's training rows. */
+    pl = calloc(1, sizeof *pl);
+    idx = malloc(n * sizeof *idx);
+    if (!pl || !idx || !(pl->X = malloc(m * d * sizeof *pl->X))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for %zu centres", m);
+        goto out;
+    }
+    if (centres)
+        memcpy(idx, centres, m * sizeof *idx);
+    else
+        km_krr_draw_centres(params->seed, n, m, idx);
+    for (size_t i = 0; i < m; i++)
+        memcpy(pl->X + i * d, X + idx[i] * d, d * sizeof *X);
+    free(idx);
+    idx = NULL;
+    if (!(pl->xn = km_sqnorms(pl->X, m, d))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the centres");
+        goto out;
+    }
+
+    /* The preconditioner's factors. */
+    T = malloc(m * m * sizeof *T);
+    A = malloc(m * m * sizeof *A);
+    Kb = malloc(block * m * sizeof *Kb);
+    tmp = malloc(block * p * sizeof *tmp);
+    work = malloc(8 * mp * sizeof *work);
+    rr = malloc(p * sizeof *rr);
+    r0 = malloc(p * sizeof *r0);
+    res = malloc(p * sizeof *res);
+    done = calloc(p, sizeof *done);
+    if (!T || !A || !Kb || !tmp || !work || !rr || !r0 || !res || !done) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
+                          "solver of %zu centres", m);
+        goto out;
+    }
+    nys s = {k, X, n, d, pl->X, pl->xn, m, p, block, T, A, 0, alpha, Kb, tmp,
+             ctl, 0.0};
+    if ((st = nys_factor_kmm(k, pl->X, m, d, T, &s.shift, err)) != KM_OK)
+        goto out;
+    /* A^T A = T T^T / m + (alpha / n) I */
+    cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)m,
+                1.0 / (double)m, T, (int)m, 0.0, A, (int)m);
+    for (size_t i = 0; i < m; i++)
+        A[i * m + i] += alpha / (double)n;
+    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)m, A,
+                                     (lapack_int)m);
+    if (info != 0) {
+        st = info > 0 ? km_error_set(err, KM_ENOTPD, "the nystrom "
+                                     "preconditioner is not positive "
+                                     "definite; use a larger params.alpha")
+                      : km_error_set(err, KM_EINTERNAL, "dpotrf argument %d",
+                                     (int)-info);
+        goto out;
+    }
+    if (km_progress(ctl, 0.05)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+    s.frac = 0.05;
+
+    /* CG on (B^T H B) V = B^T K_nm^T Y from V = 0, every output with its
+     * own step lengths; columns of m values, column-major. */
+    double *V = work, *R = V + mp, *Dd = R + mp, *Q = Dd + mp, *U = Q + mp,
+           *W = U + mp, *Vs = W + mp, *Rs = Vs + mp;
+    memset(V, 0, mp * sizeof *V);
+    memset(Vs, 0, mp * sizeof *Vs);
+    if ((st = nys_pass(&s, NULL, Y, R, err)) != KM_OK)
+        goto out;
+    nys_apply_bt(&s, R);
+    memcpy(Dd, R, mp * sizeof *R);
+    memcpy(Rs, R, mp * sizeof *R);
+    double worst = 0;
+    size_t left = p;
+    for (size_t j = 0; j < p; j++) {
+        rr[j] = cblas_ddot((int)m, R + j * m, 1, R + j * m, 1);
+        r0[j] = sqrt(rr[j]);
+        res[j] = r0[j] > 0 ? 1.0 : 0.0;
+        if (!(r0[j] > 0) || !isfinite(r0[j])) { /* y = 0: C = 0 */
+            done[j] = 1;
+            left--;
+            memset(Dd + j * m, 0, m * sizeof *Dd);
+            memset(R + j * m, 0, m * sizeof *R);
+            res[j] = 0;
+        }
+        worst = res[j] > worst ? res[j] : worst;
+    }
+    if (history)
+        history[nh++] = worst;
+    double tol = params->cg_tol, cap = (double)params->cg_max_iter;
+    while (left > 0 && its < params->cg_max_iter) {
+        if ((st = nys_operator(&s, Dd, Q, U, W, err)) != KM_OK)
+            goto out;
+        its++;
+        worst = 0;
+        for (size_t j = 0; j < p; j++) {
+            if (done[j]) {
+                worst = res[j] > worst ? res[j] : worst;
+                continue;
+            }
+            double *dj = Dd + j * m, *qj = Q + j * m, *rj = R + j * m;
+            double dq = cblas_ddot((int)m, dj, 1, qj, 1);
+            if (!(dq > 0) || !isfinite(dq)) {
+                /* no descent left (a singular direction): stop here */
+                done[j] = 1;
+                left--;
+                memset(dj, 0, m * sizeof *dj);
+                worst = res[j] > worst ? res[j] : worst;
+                continue;
+            }
+            double a = rr[j] / dq;
+            double *vj = V + j * m, *vs = Vs + j * m, *rs = Rs + j * m;
+            cblas_daxpy((int)m, a, dj, 1, vj, 1);
+            cblas_daxpy((int)m, -a, qj, 1, rj, 1);
+            double rn = cblas_ddot((int)m, rj, 1, rj, 1);
+            /* minimal residual smoothing: (Vs, Rs) moves towards (V, R)
+             * by the step eta that minimises |Rs|, so |Rs| never rises */
+            double tt = 0, st_ = 0;
+            for (size_t i = 0; i < m; i++) {
+                double t = rj[i] - rs[i];
+                tt += t * t;
+                st_ += rs[i] * t;
+            }
+            if (tt > 0) {
+                double eta = -st_ / tt;
+                for (size_t i = 0; i < m; i++) {
+                    vs[i] += eta * (vj[i] - vs[i]);
+                    rs[i] += eta * (rj[i] - rs[i]);
+                }
+            }
+            double rsn = sqrt(cblas_ddot((int)m, rs, 1, rs, 1)) / r0[j];
+            res[j] = rsn < res[j] ? rsn : res[j];
+            if (res[j] <= tol) {
+                done[j] = 1;
+                left--;
+                memset(dj, 0, m * sizeof *dj);
+            } else {
+                double b = rn / rr[j];
+                for (size_t i = 0; i < m; i++)
+                    dj[i] = rj[i] + b * dj[i];
+                rr[j] = rn;
+            }
+            worst = res[j] > worst ? res[j] : worst;
+        }
+        if (history)
+            history[nh++] = worst;
+        /* progress: iterations against the cap, or the residual's way
+         * down to cg_tol on a log scale, whichever is further */
+        double g = (double)its / cap;
+        if (worst > 0 && worst < 1) {
+            double h = log(worst) / log(tol < 1 ? tol : 0.5);
+            g = h > g ? h : g;
+        } else if (worst == 0) {
+            g = 1;
+        }
+        g = 0.05 + 0.9 * (g < 1 ? g : 1);
+        s.frac = g > s.frac ? g : s.frac;
+        if (km_progress(ctl, s.frac)) {
+            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+            goto out;
+        }
+    }
+    V = Vs;
+    nys_apply_b(&s, V); /* C = B V, of the smoothed iterate */
+
+    /* The model: centres, C row-major, norms; figures. */
+    if (!(pl->coef = malloc(mp * sizeof *pl->coef))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < p; j++)
+            pl->coef[i * p + j] = V[j * m + i];
+    if (!km_all_finite(pl->coef, mp)) {
+        st = km_error_set(err, KM_ENOTPD, "the nystrom solve gave non-finite "
+                          "coefficients; use a larger params.alpha");
+        goto out;
+    }
+    /* rkhs_norm_sq: C^T K_mm C per output */
+    nys_kmm(&s, V, W);
+    if (!(v = malloc(p * sizeof *v))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    for (size_t j = 0; j < p; j++)
+        v[j] = cblas_ddot((int)m, V + j * m, 1, W + j * m, 1);
+    free(T);
+    free(A);
+    free(Kb);
+    free(work);
+    T = A = Kb = work = NULL;
+
+    st = km_fit_model(&f, d, m, p, pl, &model, err);
+    pl = NULL; /* owned by the model now, also on failure */
+    if (st != KM_OK)
+        goto out;
+    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
+    if (km_info_add1(pi, "alpha", KM_INFO_NUMBER, alpha) != KM_OK ||
+        km_info_add1(pi, "solver", KM_INFO_INTEGER, params->solver) != KM_OK ||
+        km_info_add1(pi, "n_centres", KM_INFO_INTEGER, (double)m) != KM_OK ||
+        km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)params->seed) !=
+            KM_OK ||
+        km_info_add1(pi, "cg_tol", KM_INFO_NUMBER, params->cg_tol) != KM_OK ||
+        km_info_add1(pi, "cg_max_iter", KM_INFO_INTEGER,
+                     (double)params->cg_max_iter) != KM_OK ||
+        km_info_add(ti, "rkhs_norm_sq", KM_INFO_NUMBER, p > 1, v, p) !=
+            KM_OK ||
+        km_info_add1(ti, "solver", KM_INFO_INTEGER, params->solver) !=
+            KM_OK ||
+        km_info_add1(ti, "iterations", KM_INFO_INTEGER, (double)its) !=
+            KM_OK ||
+        km_info_add1(ti, "residual", KM_INFO_NUMBER, worst) != KM_OK) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    model = NULL;
+out:
+    if (n_history)
+        *n_history = nh;
+    km_model_free(model);
+    krr_free(pl);
+    free(idx);
+    free(T);
+    free(A);
+    free(Kb);
+    free(tmp);
+    free(work);
+    free(rr);
+    free(r0);
+    free(res);
+    free(done);
+    free(v);
+    km_fit_cleanup(&f);
+    return st;
+}
+
 km_status km_krr_predict(const km_model *m, const double *X, size_t n,
                          double *out, km_error *err)
 {
@@ -328,14 +899,12 @@ static void payload_range(uint64_t ns, uint64_t nf, uint64_t no, uint64_t *lo,
 static km_status check(const void *params, const km_problem *pb,
                        km_error *err)
 {
-    (void)pb;
-    return km_krr_check(params, err);
+    return km_krr_check(params, pb->n, err);
 }
 
 static size_t fit_bytes(const void *params, const km_problem *pb)
 {
-    (void)params;
-    return km_krr_fit_bytes(pb->n, pb->d, pb->m);
+    return km_krr_fit_bytes(pb->n, pb->d, pb->m, params);
 }
 
 static km_status fit(const km_kernel *k, const void *params,

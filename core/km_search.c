@@ -337,6 +337,20 @@ static km_status check_scoring(const km_search_spec *s, km_error *err)
     return st;
 }
 
+/* Whether krr's own engine serves s: every point of the exact solver
+ * (the closed forms and shared Grams are exact KRR's; a nystrom point is
+ * fitted and scored by the generic engine, as any other algorithm). */
+static int krr_engine(const km_search_spec *s)
+{
+    if (s->algo != KM_ALGO_KRR || !s->params)
+        return 0;
+    for (size_t p = 0; p < s->n_points; p++)
+        if (((const km_krr_params *)s->params)[p].solver !=
+            KM_KRR_SOLVER_EXACT)
+            return 0;
+    return 1;
+}
+
 /* Everything about s and pb before any work; fold gets the folds. */
 static km_status check_spec(const km_search_spec *s, const km_problem *pb,
                             int *fold, size_t *n_splits, km_error *err)
@@ -365,6 +379,9 @@ static km_status check_spec(const km_search_spec *s, const km_problem *pb,
     size_t min_train = 0;
     if ((st = make_folds(s, pb, fold, n_splits, &min_train, err)) != KM_OK)
         return st;
+    if (s->cv.kind == KM_CV_GCV && s->algo == KM_ALGO_KRR && !krr_engine(s))
+        return km_error_set(err, KM_EINVAL, "cv gcv needs params.solver "
+                            "exact (its closed form is exact KRR's)");
     if (s->algo == KM_ALGO_SVC && s->cv.kind != KM_CV_GCV &&
         (st = check_fold_classes(pb, fold, *n_splits, err)) != KM_OK)
         return st;
@@ -1690,10 +1707,10 @@ km_status km_search(const km_search_spec *s, const km_problem *pb,
     r.units = (double)P * (double)r.n_splits;
     st = progress(&r, 0, err);
     if (st == KM_OK)
-        st = s->algo == KM_ALGO_KRR ? run_krr(&r, err) : run_generic(&r, err);
+        st = krr_engine(s) ? run_krr(&r, err) : run_generic(&r, err);
     if (st == KM_OK)
         st = progress(&r, r.units, err);
-    int closed = s->algo == KM_ALGO_KRR &&
+    int closed = krr_engine(s) &&
                  (s->cv.kind == KM_CV_LOO || s->cv.kind == KM_CV_GCV);
     size_t best = P;
     for (size_t p = 0; st == KM_OK && p < P; p++) {
@@ -1744,7 +1761,7 @@ size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
     /* result arrays, per-point state, folds and the split's indices */
     size_t b = mul_sat(P, 3 * D + sizeof(point_acc));
     b = add_sat(b, mul_sat(n, sizeof(int) + 2 * sizeof(size_t)));
-    if (s->algo == KM_ALGO_KRR) {
+    if (krr_engine(s)) {
         size_t nn = mul_sat(n, n);
         size_t cb = P < ALPHA_BATCH ? P : ALPHA_BATCH;
         b = add_sat(b, mul_sat(P, sizeof(km_kernel) + 2 * sizeof(size_t)));

@@ -191,7 +191,7 @@ START_TEST(krr_run_keeps_outputs)
                            &req, &e), 0);
     ck_assert_uint_eq(req.m, 2);
     ck_assert_int_eq(req.async, 1);
-    ck_assert_uint_eq(api_fit_bytes(&req), km_krr_fit_bytes(3, 1, 2));
+    ck_assert_uint_eq(api_fit_bytes(&req), km_krr_fit_bytes(3, 1, 2, NULL));
     km_model *m = NULL;
     ck_assert_int_eq(api_fit_run(&req, NULL, &m, &e), 0);
     ck_assert_uint_eq(km_model_n_outputs(m), 2);

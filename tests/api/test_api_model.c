@@ -114,7 +114,7 @@ START_TEST(metadata)
     double X[4] = {0, 1, 2, 3}, y[2] = {1, 2};
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF); /* gamma resolves to 1/2 */
-    km_krr_params p = {2.0};
+    km_krr_params p = {.alpha = 2.0};
     km_model *m;
     ck_assert_int_eq(km_krr_fit(&k, &p, X, 2, 2, y, 1, NULL, &m, NULL), KM_OK);
     km_model_set_identity(m, "m1", 3, 1700000000123LL);
@@ -147,7 +147,7 @@ START_TEST(metadata_exact)
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
     k.gamma = 0.1 + 0.2;
-    km_krr_params p = {2.0};
+    km_krr_params p = {.alpha = 2.0};
     km_model *m;
     ck_assert_int_eq(km_krr_fit(&k, &p, X, 2, 2, y, 1, NULL, &m, NULL), KM_OK);
     km_model_set_identity(m, "m1", (uint64_t)1 << 53, 1700000000123LL);

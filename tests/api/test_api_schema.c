@@ -13,6 +13,7 @@
 
 #include "../check_main.h"
 #include "api_fit.h"
+#include "api_model.h"
 #include "api_schema.h"
 
 #define SPEC "api/openapi.yaml"
@@ -185,10 +186,14 @@ START_TEST(ranges_are_cores)
                 {r->min + 0.5, 1},
             };
             for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
-                char params[128];
+                char params[192], dep[64] = "";
                 const char *need = required_params((km_algorithm)a);
-                snprintf(params, sizeof params, "{%s%s\"%s\":%.17g}", need,
-                         *need ? "," : "", r->key, at[i].v);
+                if (r->only_if) /* where the row applies */
+                    snprintf(dep, sizeof dep, "\"%s\":\"%s\",", r->only_if,
+                             api_schema_find(s, r->only_if)->names(
+                                 r->only_value));
+                snprintf(params, sizeof params, "{%s%s%s\"%s\":%.17g}", need,
+                         *need ? "," : "", dep, r->key, at[i].v);
                 api_fit_request req;
                 api_error e;
                 int rc = parse_fit((km_algorithm)a, params, &req, &e);
@@ -210,43 +215,129 @@ START_TEST(ranges_are_cores)
 }
 END_TEST
 
+/* A default fit of algorithm a (with only_if set to the rows' value of
+ * row dep, when not NULL) records every default of the rows that apply,
+ * and none of those that do not. */
+static int defaults_recorded(km_algorithm a, const api_param *dep, int value)
+{
+    const api_schema *s = api_schema_params(a);
+    char params[128];
+    if (dep)
+        snprintf(params, sizeof params, "{%s%s\"%s\":\"%s\"}",
+                 required_params(a), *required_params(a) ? "," : "",
+                 dep->key, dep->names(value));
+    else
+        snprintf(params, sizeof params, "{%s}", required_params(a));
+    api_fit_request req;
+    api_error e;
+    ck_assert_msg(parse_fit(a, params, &req, &e) == 0, "%s", e.message);
+    km_model *m = NULL;
+    ck_assert_msg(api_fit_run(&req, NULL, &m, &e) == 0, "%s", e.message);
+    _Alignas(max_align_t) unsigned char defaults[API_PARAMS_BYTES];
+    s->defaults(defaults);
+    int checked = 0;
+    for (const api_param *r = s->rows; r->key; r++) {
+        if (r->required || (r->type != API_NUMBER && r->type != API_BOOL &&
+                            r->type != API_INTEGER))
+            continue;
+        const km_info_entry *fig = km_info_find(km_model_params(m), r->key);
+        int applies = !r->only_if ||
+                      (dep && !strcmp(dep->key, r->only_if) &&
+                       value == r->only_value);
+        if (!applies) { /* a fit it does not apply to shows nothing */
+            ck_assert_msg(fig == NULL, "%s %s: metadata shows params.%s",
+                          km_algorithm_name(a), params, r->key);
+            continue;
+        }
+        ck_assert_msg(fig != NULL, "%s %s: metadata has no params.%s",
+                      km_algorithm_name(a), params, r->key);
+        checked++;
+        if (r->data_default) /* set from the data: shown, whatever it is */
+            continue;
+        cJSON *want = api_schema_value_json(r, defaults);
+        double w = cJSON_IsBool(want) ? cJSON_IsTrue(want) : want->valuedouble;
+        ck_assert_msg(fig->values[0] == w, "%s: params.%s is %g; the "
+                      "table's default is %g", km_algorithm_name(a), r->key,
+                      fig->values[0], w);
+        cJSON_Delete(want);
+    }
+    /* an enum row, when recorded, shows its name in metadata */
+    cJSON *meta = api_model_json(m);
+    cJSON *mp = cJSON_GetObjectItemCaseSensitive(meta, "params");
+    if (dep && km_info_find(km_model_params(m), dep->key)) {
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(mp, dep->key);
+        ck_assert(cJSON_IsString(v));
+        ck_assert_str_eq(v->valuestring, dep->names(value));
+    }
+    cJSON_Delete(meta);
+    km_model_free(m);
+    api_fit_request_cleanup(&req);
+    return checked;
+}
+
 START_TEST(metadata_shows_the_defaults)
 {
-    int checked = 0;
+    int checked = 0, dependent = 0;
     for (int a = 0; a < KM_ALGO_COUNT; a++) {
         const api_schema *s = api_schema_params((km_algorithm)a);
-        char params[64];
-        snprintf(params, sizeof params, "{%s}",
-                 required_params((km_algorithm)a));
-        api_fit_request req;
-        api_error e;
-        ck_assert_int_eq(parse_fit((km_algorithm)a, params, &req, &e), 0);
-        km_model *m = NULL;
-        ck_assert_msg(api_fit_run(&req, NULL, &m, &e) == 0, "%s", e.message);
-        _Alignas(max_align_t) unsigned char defaults[API_PARAMS_BYTES];
-        s->defaults(defaults);
+        checked += defaults_recorded((km_algorithm)a, NULL, 0);
+        /* each value another row applies only with */
         for (const api_param *r = s->rows; r->key; r++) {
-            if (r->required || (r->type != API_NUMBER &&
-                                r->type != API_BOOL &&
-                                r->type != API_INTEGER))
+            if (!r->only_if)
                 continue;
-            const km_info_entry *fig = km_info_find(km_model_params(m), r->key);
-            ck_assert_msg(fig != NULL, "%s: metadata has no params.%s",
-                          km_algorithm_name((km_algorithm)a), r->key);
-            cJSON *want = api_schema_value_json(r, defaults);
-            double w = cJSON_IsBool(want) ? cJSON_IsTrue(want)
-                                          : want->valuedouble;
-            ck_assert_msg(fig->values[0] == w, "%s: params.%s is %g; the "
-                          "table's default is %g",
-                          km_algorithm_name((km_algorithm)a), r->key,
-                          fig->values[0], w);
-            cJSON_Delete(want);
-            checked++;
+            const api_param *dep = api_schema_find(s, r->only_if);
+            ck_assert_ptr_nonnull(dep);
+            ck_assert_int_eq(dep->type, API_ENUM);
+            if (r > s->rows && r[-1].only_if &&
+                !strcmp(r[-1].only_if, r->only_if) &&
+                r[-1].only_value == r->only_value)
+                continue; /* that fit was made */
+            dependent += defaults_recorded((km_algorithm)a, dep,
+                                           r->only_value);
         }
-        km_model_free(m);
-        api_fit_request_cleanup(&req);
     }
     ck_assert_int_ge(checked, 12);
+    ck_assert_int_ge(dependent, 5); /* krr nystrom: alpha and four */
+}
+END_TEST
+
+/* A row given where it does not apply is refused, naming it. */
+START_TEST(rows_apply_only_with_their_value)
+{
+    api_fit_request req;
+    api_error e;
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"n_centres\":2}", &req, &e),
+                     0);
+    ck_assert_int_eq(e.http, 400);
+    ck_assert_str_eq(e.message, "params.n_centres applies only with "
+                     "params.solver \"nystrom\"");
+    api_fit_request_cleanup(&req);
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"solver\":\"exact\","
+                               "\"cg_tol\":0.1}", &req, &e), 0);
+    ck_assert_ptr_nonnull(strstr(e.message, "params.cg_tol applies only"));
+    api_fit_request_cleanup(&req);
+    ck_assert_int_eq(parse_fit(KM_ALGO_KRR, "{\"solver\":\"nystrom\","
+                               "\"n_centres\":4,\"seed\":3}", &req, &e), 0);
+    ck_assert_uint_eq(req.krr.n_centres, 4);
+    ck_assert_uint_eq(req.krr.seed, 3);
+    api_fit_request_cleanup(&req);
+    /* n_centres: 0 is the reader's 400, above the rows core's 422 */
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"solver\":\"nystrom\","
+                               "\"n_centres\":0}", &req, &e), 0);
+    ck_assert_int_eq(e.http, 400);
+    ck_assert_ptr_nonnull(strstr(e.message, "params.n_centres"));
+    api_fit_request_cleanup(&req);
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"solver\":\"nystrom\","
+                               "\"n_centres\":5}", &req, &e), 0);
+    ck_assert_int_eq(e.http, 422);
+    ck_assert_ptr_nonnull(strstr(e.message, "params.n_centres"));
+    api_fit_request_cleanup(&req);
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"solver\":\"falkon\"}",
+                               &req, &e), 0);
+    ck_assert_int_eq(e.http, 400);
+    ck_assert_str_eq(e.message, "params.solver must be one of exact, "
+                     "nystrom");
+    api_fit_request_cleanup(&req);
 }
 END_TEST
 
@@ -316,6 +407,7 @@ static Suite *schema_suite(void)
     tcase_add_test(tc, spec_matches_tables);
     tcase_add_test(tc, ranges_are_cores);
     tcase_add_test(tc, metadata_shows_the_defaults);
+    tcase_add_test(tc, rows_apply_only_with_their_value);
     tcase_add_test(tc, every_kernel_type_has_its_rows);
     tcase_add_test(tc, name_lists_come_from_core);
     tcase_add_test(tc, error_codes_table);

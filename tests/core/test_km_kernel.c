@@ -427,7 +427,7 @@ START_TEST(new_kernels_against_numpy)
         double e = km_max_rel_err(K, cross, t * n, 1.0);
         ck_assert_msg(e < 1e-13, "%s: cross Gram error %g", cases[c], e);
 
-        km_krr_params p = {0.5};
+        km_krr_params p = {.alpha = 0.5};
         km_model *m = NULL;
         km_error err;
         ck_assert_int_eq(km_krr_fit(&k, &p, X, n, d, y, 1, NULL, &m, &err),

@@ -18,7 +18,7 @@ static void bc_case(const char *name, km_kernel *k)
     ck_assert_msg(km_dataset_load("breast_cancer.csv", 10000, &ds) == 0,
                   "cannot read breast_cancer.csv");
     km_dataset_scale(&ds, 400);
-    km_krr_params p = {0.5};
+    km_krr_params p = {.alpha = 0.5};
     km_model *m = NULL;
     km_error err = {0};
     ck_assert_msg(km_krr_fit(k, &p, ds.X, 400, ds.d, ds.y, 1, NULL, &m, &err)
@@ -143,7 +143,7 @@ START_TEST(synthetic_two_outputs)
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
     k.gamma = 0.3;
-    km_krr_params p = {0.1};
+    km_krr_params p = {.alpha = 0.1};
     km_model *m;
     ck_assert_int_eq(km_krr_fit(&k, &p, X, 300, 5, Y, 2, NULL, &m, NULL), KM_OK);
     ck_assert_uint_eq(km_model_n_outputs(m), 2);
@@ -189,7 +189,7 @@ START_TEST(not_positive_definite)
     km_kernel_init(&k, KM_KERNEL_SIGMOID);
     k.gamma = 2;
     k.coef0 = -1;
-    km_krr_params p = {1e-9};
+    km_krr_params p = {.alpha = 1e-9};
     km_model *m = NULL;
     km_error err;
     ck_assert_int_eq(km_krr_fit(&k, &p, X, n, 2, y, 1, NULL, &m, &err),
@@ -204,7 +204,7 @@ START_TEST(invalid_inputs)
     double X[4] = {0, 1, 2, NAN}, y[2] = {1, 2};
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
-    km_krr_params p = {1.0};
+    km_krr_params p = {.alpha = 1.0};
     km_model *m = NULL;
     km_error err;
     ck_assert_int_eq(km_krr_fit(&k, &p, X, 2, 2, y, 1, NULL, &m, &err), KM_EINVAL);
@@ -236,7 +236,7 @@ START_TEST(overflowing_data)
     double X[6] = {1, 2, 1e300, 2e300, 3, 4}, y[3] = {1, 2, 3};
     static const km_kernel_type types[] = {
         KM_KERNEL_LINEAR, KM_KERNEL_POLYNOMIAL, KM_KERNEL_SIGMOID};
-    km_krr_params p = {1.0};
+    km_krr_params p = {.alpha = 1.0};
     km_error err;
     for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
         km_kernel k;
@@ -277,7 +277,7 @@ START_TEST(cancelled)
     double X[6] = {0, 1, 2, 3, 4, 5}, y[3] = {1, 2, 3};
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
-    km_krr_params p = {1.0};
+    km_krr_params p = {.alpha = 1.0};
     km_fit_control ctl = {cancel_at_half, NULL};
     km_model *m = NULL;
     ck_assert_int_eq(km_krr_fit(&k, &p, X, 3, 2, y, 1, &ctl, &m, NULL),
@@ -313,7 +313,7 @@ START_TEST(progress_through_cholesky)
         y[i] = cos(0.11 * (double)i);
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
-    km_krr_params p = {1.0};
+    km_krr_params p = {.alpha = 1.0};
     progress_log log = {0, 0, 0, 2.0};
     km_fit_control ctl = {record, &log};
     km_model *m = NULL;

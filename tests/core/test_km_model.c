@@ -18,7 +18,7 @@ static km_model *small_model(void)
     p->gamma = 0.7;
     km_kernel_init(&k, KM_KERNEL_SUM);
     km_kernel_set_parts(&k, p, NULL, 1);
-    km_krr_params prm = {0.25};
+    km_krr_params prm = {.alpha = 0.25};
     km_model *m = NULL;
     ck_assert_int_eq(km_krr_fit(&k, &prm, X, 5, 2, Y, 2, NULL, &m, NULL), KM_OK);
     km_model_set_identity(m, "house-prices_v2", 7, 1763078400123LL);
@@ -220,7 +220,7 @@ START_TEST(descriptor_life_cycle)
     km_problem pb = {X, 5, 2, Y, 1, NULL, 0};
     km_error err;
     ck_assert_uint_eq(km_algorithm_fit_bytes(KM_ALGO_KRR, &kp, &pb),
-                      km_krr_fit_bytes(5, 2, 1));
+                      km_krr_fit_bytes(5, 2, 1, NULL));
     kp.alpha = -1;
     ck_assert_int_eq(km_algorithm_check(KM_ALGO_KRR, &kp, &pb, &err),
                      KM_EINVAL);

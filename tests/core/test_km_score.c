@@ -268,7 +268,7 @@ START_TEST(krr_figures)
     double *ref = fixture("score_krr_ref.txt", 3);
     km_kernel k;
     rbf(&k);
-    km_krr_params p = {0.7};
+    km_krr_params p = {.alpha = 0.7};
     km_problem pb = {X60, N, D, Y, 2, NULL, 0};
     km_model *m = NULL;
     km_error err;

@@ -54,6 +54,7 @@ static km_status krr_search(const km_kernel *k, const double *alphas,
     km_krr_params *ps = malloc(na * sizeof *ps);
     for (size_t i = 0; i < na; i++) {
         ks[i] = *k; /* leaves only: shared, not owned */
+        ps[i] = km_krr_params_default();
         ps[i].alpha = alphas[i];
     }
     km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, sc, cv, na, ks, ps};
@@ -187,7 +188,7 @@ START_TEST(closed_form_preprocessing)
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
     k.gamma = 0.02;
-    km_krr_params ps[3] = {{0.01}, {0.1}, {1}};
+    km_krr_params ps[3] = {{.alpha = 0.01}, {.alpha = 0.1}, {.alpha = 1}};
     km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_STANDARDIZE, 1},
                         KM_SCORING_NEG_MSE, {KM_CV_LOO, 0, 0, 0, 0, NULL}, 3,
                         (km_kernel[]){k, k, k}, ps};
@@ -332,6 +333,7 @@ static void krr_grid(const char *name, km_scoring sc, km_preprocess pre)
     for (size_t i = 0; i < np; i++) {
         km_kernel_init(&ks[i], KM_KERNEL_RBF);
         ks[i].gamma = pts[2 * i + 1];
+        ps[i] = km_krr_params_default();
         ps[i].alpha = pts[2 * i];
     }
     km_problem pb = {G.X, G.n, G.d, G.Y, 2, NULL, 0};
@@ -619,7 +621,7 @@ START_TEST(r2_of_one_test_row)
     km_problem pb = {X, 6, 2, y, 1, NULL, 0};
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_LINEAR);
-    km_krr_params p = {1.0};
+    km_krr_params p = {.alpha = 1.0};
     km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, KM_SCORING_R2,
                         {KM_CV_KFOLD, 6, 0, 0, 0, NULL}, 1, &k, &p};
     km_search_result r;
@@ -892,7 +894,7 @@ START_TEST(spec_validation)
     km_kernel_init(&ks[0], KM_KERNEL_RBF);
     km_kernel_init(&ks[1], KM_KERNEL_RBF);
     ks[1].gamma = -1;
-    km_krr_params ps[2] = {{1.0}, {1.0}};
+    km_krr_params ps[2] = {{.alpha = 1.0}, {.alpha = 1.0}};
     km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, KM_SCORING_R2,
                         {KM_CV_KFOLD, 5, 0, 0, 0, NULL}, 2, ks, ps};
     km_search_result res;
@@ -997,7 +999,7 @@ START_TEST(cancel_and_progress)
     gs_load(&G);
     km_kernel ks[3];
     km_svm_params ps[3];
-    km_krr_params kp[3] = {{0.1}, {1}, {10}};
+    km_krr_params kp[3] = {{.alpha = 0.1}, {.alpha = 1}, {.alpha = 10}};
     for (int i = 0; i < 3; i++) {
         km_kernel_init(&ks[i], KM_KERNEL_RBF);
         ks[i].gamma = 0.05 * (i + 1);
@@ -1039,7 +1041,7 @@ START_TEST(bytes_grow_with_n)
 {
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
-    km_krr_params kp = {1};
+    km_krr_params kp = {.alpha = 1};
     km_svm_params sp = km_svm_params_default();
     sp.cache_mb = 1e6; /* every Gram below shared: counted */
     static const km_cv_kind kinds[3] = {KM_CV_LOO, KM_CV_KFOLD, KM_CV_GCV};
