@@ -1,8 +1,9 @@
 /*
  * model_bytes.h - reading and writing a model file's bytes by hand, for
  * the tests that craft or alter files (test_km_model_file.c,
- * test_km_pre.c): little-endian integers and a CRC-32 written
- * independently of core's own (km_io.c's table).
+ * test_km_pre.c): little-endian integers, a CRC-32 written
+ * independently of core's own (km_io.c's table), and skipping the
+ * variable-length records (the layout of km_model.c).
  */
 #ifndef TESTS_MODEL_BYTES_H
 #define TESTS_MODEL_BYTES_H
@@ -46,6 +47,29 @@ static inline void put32(unsigned char *b, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
         b[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The offset after a kernel record that starts at p (recursive: a
+ * composite's parts follow it, then its weights). */
+static inline size_t skip_kernel(const unsigned char *b, size_t p)
+{
+    uint32_t parts = get32(b + p + 24), weights = get32(b + p + 28);
+    p += 32;
+    for (uint32_t i = 0; i < parts; i++)
+        p = skip_kernel(b, p);
+    return weights ? p + 8 + 8 * get64(b + p) : p;
+}
+
+/* The offset after a figure list that starts at p. */
+static inline size_t skip_info(const unsigned char *b, size_t p)
+{
+    uint64_t n = get64(b + p);
+    p += 8;
+    for (uint64_t i = 0; i < n; i++) {
+        p += 4 + get32(b + p) + 8;
+        p += 8 + 8 * get64(b + p);
+    }
+    return p;
 }
 
 #endif

@@ -24,25 +24,6 @@ typedef struct layout {
     size_t version, created_at, kernel, params, labels, pre, search, payload;
 } layout;
 
-static size_t skip_kernel(const unsigned char *b, size_t p)
-{
-    uint32_t parts = get32(b + p + 24), weights = get32(b + p + 28);
-    p += 32;
-    for (uint32_t i = 0; i < parts; i++)
-        p = skip_kernel(b, p);
-    return weights ? p + 8 + 8 * get64(b + p) : p;
-}
-
-static size_t skip_info(const unsigned char *b, size_t p)
-{
-    uint64_t n = get64(b + p);
-    p += 8;
-    for (uint64_t i = 0; i < n; i++) {
-        p += 4 + get32(b + p) + 8;
-        p += 8 + 8 * get64(b + p);
-    }
-    return p;
-}
 
 static layout layout_of(const unsigned char *b)
 {
