@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api_error.h"
 #include "api_text.h"
@@ -78,6 +79,19 @@ static const struct {
     {KM_EIO, API_INTERNAL},
     {KM_EINTERNAL, API_INTERNAL},
 };
+
+int api_prefix(api_error *e, const char *fmt, ...)
+{
+    char head[256], why[sizeof e->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    snprintf(why, sizeof why, "%s", e->message);
+    snprintf(e->message, sizeof e->message, "%s%.*s", head,
+             (int)(sizeof e->message - 1 - strlen(head)), why);
+    return -1;
+}
 
 int api_fail_km(api_error *e, const km_error *kerr)
 {

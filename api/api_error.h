@@ -80,6 +80,11 @@ int api_invalid(api_error *e, const char *fmt, ...) API_PRINTF(2, 3);
 /* As api_raise, with a va_list. */
 int api_vraise(api_error *e, api_code c, const char *fmt, va_list ap);
 
+/* Puts the formatted text before e's message (a context the message
+ * lacks: "search point 3 (C=-1): "), keeping its status and code;
+ * returns -1. */
+int api_prefix(api_error *e, const char *fmt, ...) API_PRINTF(2, 3);
+
 /* Maps a core status and its message to an API error; returns -1. */
 int api_fail_km(api_error *e, const km_error *kerr);
 

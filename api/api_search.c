@@ -393,11 +393,12 @@ static int build_point(api_search *s, size_t t, const api_fit_request *req,
     api_fail_km(e, &kerr);
 named:
     point_text(s, t, at, sizeof at);
-    char why[sizeof e->message];
-    snprintf(why, sizeof why, "%s", e->message);
-    snprintf(e->message, sizeof e->message, "search point %zu (%s): %.300s", t,
-             at, why);
-    return -1;
+    return api_prefix(e, "search point %zu (%s): ", t, at);
+}
+
+static const char *scoring_name(int s)
+{
+    return km_scoring_name((km_scoring)s);
 }
 
 static int parse_scoring(const cJSON *item, const api_fit_request *req,
@@ -408,13 +409,7 @@ static int parse_scoring(const cJSON *item, const api_fit_request *req,
     s->scoring = km_scoring_default(req->algo);
     if (sc) {
         char names[256];
-        size_t used = 0;
-        names[0] = '\0';
-        for (int i = 0; i < KM_SCORING_COUNT && used < sizeof names; i++) {
-            int w = snprintf(names + used, sizeof names - used, "%s%s",
-                             i ? ", " : "", km_scoring_name((km_scoring)i));
-            used += w > 0 ? (size_t)w : 0;
-        }
+        api_name_list(names, sizeof names, scoring_name, KM_SCORING_COUNT);
         if (!cJSON_IsString(sc) || km_scoring_parse(sc->valuestring,
                                                     &s->scoring))
             return api_invalid(e, "search.scoring must be one of %s", names);
@@ -473,10 +468,7 @@ int api_search_parse(const cJSON *item, const api_fit_request *req,
     km_error kerr = {KM_OK, ""};
     if (km_search_check(&spec, &pb, &kerr) != KM_OK) {
         api_fail_km(e, &kerr);
-        char why[sizeof e->message];
-        snprintf(why, sizeof why, "%s", e->message);
-        snprintf(e->message, sizeof e->message, "search: %.480s", why);
-        return -1;
+        return api_prefix(e, "search: ");
     }
     return 0;
 }
