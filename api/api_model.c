@@ -283,6 +283,14 @@ cJSON *api_model_label_json(const km_model *m, size_t i)
                                       : cJSON_CreateString(l);
 }
 
+cJSON *api_model_brief_json(const km_model *m)
+{
+    cJSON *o = api_model_json(m);
+    cJSON_DeleteItemFromObjectCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(o, "search"), "results");
+    return o;
+}
+
 cJSON *api_model_ref_json(const km_model *m)
 {
     cJSON *o = cJSON_CreateObject();

@@ -23,6 +23,9 @@ cJSON *api_kernel_json(const km_kernel *k);
 
 /* The <metadata> object of API.md; NULL on OOM. */
 cJSON *api_model_json(const km_model *m);
+/* The same for a list of models: a search record without its table of
+ * results (up to 10000 rows a model), which GET of the model shows. */
+cJSON *api_model_brief_json(const km_model *m);
 
 /* The model's preprocessing as metadata shows it: {"scale", "center_y"}
  * and, where they apply, "x_shift", "x_scale" (n_features each) and

@@ -290,7 +290,7 @@ static void h_models(srv_request *rq, srv_reply *rp)
     cJSON *o = cJSON_CreateObject();
     cJSON *a = cJSON_AddArrayToObject(o, "models");
     for (size_t i = 0; i < n; i++) {
-        cJSON_AddItemToArray(a, api_model_json(srv_ref_model(refs[i])));
+        cJSON_AddItemToArray(a, api_model_brief_json(srv_ref_model(refs[i])));
         srv_ref_release(refs[i]);
     }
     free(refs);

@@ -135,6 +135,11 @@ def scenario_record(d, server, models_dir):
           "random search: another seed draws other points", c.get("results", [])[:1])
     d.stop()
     d.start()
+    listed = [m for m in d.req("GET", "/v1/models").json().get("models", [])
+              if m.get("name") == "s-rand"]
+    brief = table(listed[0] if listed else {})
+    check("results" not in brief and brief.get("best_params") == a.get("best_params"),
+          "GET /v1/models lists the search record without its results table", brief)
     again = table(d.req("GET", "/v1/models/s-rand").json())
     check(again == a and again.get("n_points") == 6,
           "the search record survives a restart (model file version 2)", again.get("n_points"))
