@@ -5,9 +5,10 @@
  * values are compared as they are, not up to sign:
  *   eigenvalues, training embedding, projections of new points and the
  *   inverse map within 1e-8 relative (entries below 1e-3 of the largest
- *   compared absolutely at that scale), for both eigen-solvers, on the
+ *   compared absolutely at that scale), for every eigen-solver, on the
  *   first 600 rows of digits.csv (next 200 projected) and a synthetic set.
- * Also: orthonormal, centered components; both solvers agree; errors for
+ * Also: orthonormal, centered components; dense and iterative agree to
+ * 1e-9, dense and randomized to 1e-6 (issue 14's requirement); errors for
  * too many components; the model file round trip; wrong-algorithm calls;
  * cancellation and progress.
  */
@@ -361,7 +362,7 @@ START_TEST(synthetic_rbf_default_gamma)
     p.n_components = 5;
     p.fit_inverse_transform = 1;
     p.alpha = 0.5;
-    for (int solver = KM_KPCA_SOLVER_DENSE; solver <= KM_KPCA_SOLVER_ITERATIVE;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_COUNT;
          solver++) {
         p.solver = (km_kpca_solver)solver;
         km_model *m = syn_case(&s, "syn", &k, &p);
@@ -397,7 +398,7 @@ START_TEST(synthetic_poly)
     k.coef0 = 1;
     km_kpca_params p = km_kpca_params_default();
     p.n_components = 4;
-    for (int solver = KM_KPCA_SOLVER_DENSE; solver <= KM_KPCA_SOLVER_ITERATIVE;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_COUNT;
          solver++) {
         p.solver = (km_kpca_solver)solver;
         km_model *m = syn_case(&s, "poly", &k, &p);
@@ -510,7 +511,7 @@ START_TEST(not_enough_positive_eigenvalues)
     km_kernel_init(&k, KM_KERNEL_LINEAR);
     km_kpca_params p = km_kpca_params_default();
     p.n_components = 3;
-    for (int solver = KM_KPCA_SOLVER_DENSE; solver <= KM_KPCA_SOLVER_ITERATIVE;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_COUNT;
          solver++) {
         km_model *m = NULL;
         km_error err;
