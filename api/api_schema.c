@@ -158,7 +158,8 @@ static const api_param kpca_rows[] = {
      FIELD(km_kpca_params, solver), .names = kpca_solver_name,
      .count = KM_KPCA_SOLVER_COUNT,
      .doc = "auto: restarted block Lanczos when n >= 1000 and "
-            "n_components <= n/50, else LAPACK dsyevr"},
+            "n_components <= n/50, else LAPACK dsyevr; randomized (the "
+            "randomized range finder) only when asked"},
     {0},
 };
 

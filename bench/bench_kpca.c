@@ -5,7 +5,7 @@
  *
  *   bench_kpca X.bin n T.bin n_project d n_components solver repeats [out]
  *
- * solver is auto, dense or iterative; the kernel is rbf with the default
+ * solver is auto, dense, iterative or randomized; the kernel is rbf with the default
  * gamma (1/d). Prints one JSON line: median fit and project seconds, the
  * process's peak RSS (MiB), the solver used, its block products and the
  * eigenvalues. With out, the projections of the last repeat are written
@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 {
     if (argc < 9) {
         fprintf(stderr, "usage: %s X.bin n T.bin n_project d n_components "
-                        "auto|dense|iterative repeats [out.bin]\n", argv[0]);
+                        "auto|dense|iterative|randomized repeats [out.bin]\n", argv[0]);
         return 2;
     }
     size_t n = strtoul(argv[2], NULL, 10), nt = strtoul(argv[4], NULL, 10);
@@ -48,6 +48,8 @@ int main(int argc, char **argv)
         p.solver = KM_KPCA_SOLVER_DENSE;
     else if (strcmp(argv[7], "iterative") == 0)
         p.solver = KM_KPCA_SOLVER_ITERATIVE;
+    else if (strcmp(argv[7], "randomized") == 0)
+        p.solver = KM_KPCA_SOLVER_RANDOMIZED;
     double *X = read_raw(argv[1], n * d), *T = read_raw(argv[3], nt * d);
     double *P = malloc(nt * p.n_components * sizeof *P);
     double *fit = malloc((size_t)repeats * sizeof *fit);

@@ -1000,6 +1000,11 @@ typedef enum km_kpca_solver {
     KM_KPCA_SOLVER_ITERATIVE = 2, /* restarted block Lanczos; dense when it
                                      does not converge, or when n is below
                                      12 block sizes (~24 n_components) */
+    KM_KPCA_SOLVER_RANDOMIZED = 3, /* Halko-Martinsson-Tropp randomized range
+                                      finder with power iterations until
+                                      the top Ritz pairs converge; never
+                                      chosen by AUTO; dense when it does
+                                      not converge */
     KM_KPCA_SOLVER_COUNT
 } km_kpca_solver;
 
@@ -1018,7 +1023,7 @@ km_kpca_params km_kpca_params_default(void);
  * API) for params.n_components above n_samples. */
 km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
                         km_error *err) KM_MUST_CHECK;
-/* "auto", "dense", "iterative"; NULL if invalid. */
+/* "auto", "dense", "iterative", "randomized"; NULL if invalid. */
 const char *km_kpca_solver_name(km_kpca_solver s);
 
 /*
@@ -1046,10 +1051,14 @@ const char *km_kpca_solver_name(km_kpca_solver s);
  * (boolean), "alpha". Training figures: "seconds"; "eigenvalues" (array,
  * descending); "explained_variance_ratio" (array: lambda_j / trace(Kc),
  * i.e. the share of the total variance in feature space, all n
- * eigenvalues counted); "solver" (KM_KPCA_SOLVER_DENSE or _ITERATIVE: the
- * one that produced the result); "fallback" (boolean: the iterative solver
- * did not converge and dense took over); "iterations" (products of Kc with
- * a block of vectors; 0 for dense).
+ * eigenvalues counted); "solver" (KM_KPCA_SOLVER_DENSE, _ITERATIVE or
+ * _RANDOMIZED: the one that produced the result); "fallback" (boolean: the
+ * iterative or randomized solver did not converge and dense took over);
+ * "iterations" (products of Kc with a block of vectors; 0 for dense; q + 2
+ * for the randomized solver's q power iterations).
+ *
+ * Every solver holds the whole n x n centered Gram matrix: the iterative
+ * and randomized ones save time, not memory.
  */
 km_status km_kpca_fit(const km_kernel *k, const km_kpca_params *p,
                       const double *X, size_t n, size_t d,

@@ -5,9 +5,10 @@
  * values are compared as they are, not up to sign:
  *   eigenvalues, training embedding, projections of new points and the
  *   inverse map within 1e-8 relative (entries below 1e-3 of the largest
- *   compared absolutely at that scale), for both eigen-solvers, on the
+ *   compared absolutely at that scale), for every eigen-solver, on the
  *   first 600 rows of digits.csv (next 200 projected) and a synthetic set.
- * Also: orthonormal, centered components; both solvers agree; errors for
+ * Also: orthonormal, centered components; dense and iterative agree to
+ * 1e-9, dense and randomized to 1e-6 (issue 14's requirement); errors for
  * too many components; the model file round trip; wrong-algorithm calls;
  * cancellation and progress.
  */
@@ -149,6 +150,81 @@ START_TEST(digits_iterative)
 }
 END_TEST
 
+/* The randomized solver against scikit-learn's references, as the others
+ * (its residual test puts it well within TOL on this spectrum). */
+START_TEST(digits_randomized)
+{
+    digits t;
+    digits_load(&t);
+    km_model *m = digits_fit(&t, KM_KPCA_SOLVER_RANDOMIZED);
+    digits_check(&t, m, "randomized");
+    /* At least one power iteration: q + 2 products. */
+    ck_assert_int_ge((int)training(m, "iterations")[0], 3);
+    km_model_free(m);
+    digits_free(&t);
+}
+END_TEST
+
+/* Issue 14: on digits, randomized's top eigenvalues within 1e-6 relative
+ * of dense's (each its own), its projections (training and new rows) equal
+ * up to each component's sign to 1e-6 relative of the component's largest
+ * value; at the fixtures' gamma and at a slower-decaying spectrum (gamma
+ * 0.1, more components), where a fixed small number of power iterations
+ * would not reach 1e-6 (measured: q = 5 gives 9e-5 there). */
+START_TEST(randomized_matches_dense)
+{
+    digits t;
+    digits_load(&t);
+    const double gammas[2] = {0.02, 0.1};
+    const size_t comps[2] = {8, 12};
+    for (int c = 0; c < 2; c++) {
+        km_kernel k;
+        km_kernel_init(&k, KM_KERNEL_RBF);
+        k.gamma = gammas[c];
+        km_kpca_params p = km_kpca_params_default();
+        size_t nc = comps[c];
+        p.n_components = nc;
+        km_model *m[2] = {NULL, NULL};
+        double *proj[2];
+        for (int s = 0; s < 2; s++) {
+            km_error err = {0};
+            p.solver = s ? KM_KPCA_SOLVER_RANDOMIZED : KM_KPCA_SOLVER_DENSE;
+            ck_assert_msg(km_kpca_fit(&k, &p, t.ds.X, 600, t.ds.d, NULL,
+                                      &m[s], &err) == KM_OK, "%s",
+                          err.message);
+            ck_assert_int_eq((int)training(m[s], "solver")[0], p.solver);
+            ck_assert_int_eq((int)training(m[s], "fallback")[0], 0);
+            proj[s] = malloc(800 * nc * sizeof *proj[s]);
+            ck_assert_int_eq(km_kpca_project(m[s], t.ds.X, 800, proj[s],
+                                             NULL), KM_OK);
+        }
+        const double *ld = km_kpca_eigenvalues(m[0]);
+        const double *lr = km_kpca_eigenvalues(m[1]);
+        for (size_t j = 0; j < nc; j++)
+            ck_assert_msg(fabs(lr[j] - ld[j]) <= 1e-6 * ld[j],
+                          "gamma %g: eigenvalue %zu: %.17g vs dense %.17g",
+                          gammas[c], j, lr[j], ld[j]);
+        for (size_t j = 0; j < nc; j++) {
+            double big = 0, plus = 0, minus = 0;
+            for (size_t i = 0; i < 800; i++) {
+                double a = proj[1][i * nc + j], b = proj[0][i * nc + j];
+                big = fabs(b) > big ? fabs(b) : big;
+                plus = fmax(plus, fabs(a - b));
+                minus = fmax(minus, fabs(a + b));
+            }
+            double e = fmin(plus, minus) / big;
+            ck_assert_msg(e <= 1e-6, "gamma %g: component %zu: projections "
+                          "differ by %g relative", gammas[c], j, e);
+        }
+        for (int s = 0; s < 2; s++) {
+            free(proj[s]);
+            km_model_free(m[s]);
+        }
+    }
+    digits_free(&t);
+}
+END_TEST
+
 /* The two solvers give the same model, to well below the references'
  * tolerance, and their components are orthonormal and centered. */
 START_TEST(solvers_agree)
@@ -286,7 +362,7 @@ START_TEST(synthetic_rbf_default_gamma)
     p.n_components = 5;
     p.fit_inverse_transform = 1;
     p.alpha = 0.5;
-    for (int solver = KM_KPCA_SOLVER_DENSE; solver <= KM_KPCA_SOLVER_ITERATIVE;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_COUNT;
          solver++) {
         p.solver = (km_kpca_solver)solver;
         km_model *m = syn_case(&s, "syn", &k, &p);
@@ -322,7 +398,7 @@ START_TEST(synthetic_poly)
     k.coef0 = 1;
     km_kpca_params p = km_kpca_params_default();
     p.n_components = 4;
-    for (int solver = KM_KPCA_SOLVER_DENSE; solver <= KM_KPCA_SOLVER_ITERATIVE;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_COUNT;
          solver++) {
         p.solver = (km_kpca_solver)solver;
         km_model *m = syn_case(&s, "poly", &k, &p);
@@ -435,7 +511,7 @@ START_TEST(not_enough_positive_eigenvalues)
     km_kernel_init(&k, KM_KERNEL_LINEAR);
     km_kpca_params p = km_kpca_params_default();
     p.n_components = 3;
-    for (int solver = KM_KPCA_SOLVER_DENSE; solver <= KM_KPCA_SOLVER_ITERATIVE;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_COUNT;
          solver++) {
         km_model *m = NULL;
         km_error err;
@@ -683,6 +759,8 @@ static int on_progress(void *ctx, double f)
     return ++w->calls == w->stop_at;
 }
 
+/* For both solvers that report progress while they iterate (_i: the
+ * iterative, then the randomized). */
 START_TEST(progress_and_cancel)
 {
     syn s;
@@ -691,7 +769,7 @@ START_TEST(progress_and_cancel)
     km_kernel_init(&k, KM_KERNEL_RBF);
     km_kpca_params p = km_kpca_params_default();
     p.n_components = 5;
-    p.solver = KM_KPCA_SOLVER_ITERATIVE;
+    p.solver = _i ? KM_KPCA_SOLVER_RANDOMIZED : KM_KPCA_SOLVER_ITERATIVE;
     km_model *m = NULL;
     km_error err;
 
@@ -703,6 +781,9 @@ START_TEST(progress_and_cancel)
     ck_assert_double_eq(w.last, 1.0);
     int total = w.calls;
     ck_assert_int_ge(total, 4);
+    ck_assert_int_eq((int)training(m, "solver")[0], p.solver);
+    if (p.solver == KM_KPCA_SOLVER_RANDOMIZED) /* one call per iteration */
+        ck_assert_int_ge(total, 4 + (int)training(m, "iterations")[0] - 3);
     km_model_free(m);
 
     /* Cancelled at each call in turn but the last (1.0, when the model is
@@ -732,6 +813,9 @@ START_TEST(fit_bytes)
     p.fit_inverse_transform = 1;
     ck_assert_uint_gt(km_kpca_fit_bytes(n, 20, &p), b);
     ck_assert_str_eq(km_kpca_solver_name(KM_KPCA_SOLVER_ITERATIVE), "iterative");
+    ck_assert_str_eq(km_kpca_solver_name(KM_KPCA_SOLVER_RANDOMIZED),
+                     "randomized");
+    ck_assert_int_eq(KM_KPCA_SOLVER_RANDOMIZED, 3); /* stored figure */
     ck_assert_ptr_null(km_kpca_solver_name(KM_KPCA_SOLVER_COUNT));
 }
 END_TEST
@@ -743,6 +827,8 @@ static Suite *kpca_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, digits_dense);
     tcase_add_test(tc, digits_iterative);
+    tcase_add_test(tc, digits_randomized);
+    tcase_add_test(tc, randomized_matches_dense);
     tcase_add_test(tc, solvers_agree);
     tcase_add_test(tc, synthetic_rbf_default_gamma);
     tcase_add_test(tc, synthetic_poly);
@@ -753,7 +839,7 @@ static Suite *kpca_suite(void)
     tcase_add_test(tc, file_round_trip);
     tcase_add_test(tc, file_round_trip_no_inverse);
     tcase_add_test(tc, wrong_algorithm);
-    tcase_add_test(tc, progress_and_cancel);
+    tcase_add_loop_test(tc, progress_and_cancel, 0, 2);
     tcase_add_test(tc, fit_bytes);
     suite_add_tcase(s, tc);
     return s;

@@ -498,6 +498,30 @@ def scenario_kpca(d):
     check(len(inv) == len(ref_inv) and max_rel(inv, ref_inv) <= 1e-6,
           "kpca: inverse map within 1e-6 of scikit-learn's inverse_transform",
           max_rel(inv, ref_inv) if inv else r)
+    # The randomized eigen-solver: same model, its own solver figure (3,
+    # km_kpca_solver's KM_KPCA_SOLVER_RANDOMIZED), no fallback.
+    r = d.req("POST", "/v1/models/digits-kpca-rand/fit", {
+        "algorithm": "kpca", "kernel": {"type": "rbf", "gamma": 0.02},
+        "params": {"n_components": k, "eigen_solver": "randomized"},
+        "X": X[:600]})
+    tr = (r.json() or {}).get("model", {}).get("training", {})
+    check(r.status == 201 and tr.get("solver") == 3 and tr.get("fallback") is False
+          and tr.get("iterations", 0) >= 3
+          and len(tr.get("eigenvalues", [])) == k
+          and max_rel(tr.get("eigenvalues", []), ref_eig) <= 1e-8,
+          "kpca: eigen_solver randomized fits (201, training.solver 3, "
+          "eigenvalues within 1e-8 of scikit-learn)", r)
+    r = d.req("POST", "/v1/models/digits-kpca-rand/project", {"X": X[600:800]})
+    got = (r.json() or {}).get("projections", [])
+    ok = len(got) == len(ref) and all(len(row) == k for row in got)
+    worst = 0.0
+    if ok:
+        for j in range(k):
+            a, b = [row[j] for row in got], [row[j] for row in ref]
+            sign = 1.0 if sum(x * y for x, y in zip(a, b)) >= 0 else -1.0
+            worst = max(worst, max_rel([sign * x for x in a], b))
+    check(ok and worst <= 1e-6, "kpca: randomized projections within 1e-6 of "
+          "scikit-learn (up to sign)", worst if ok else r)
     r = d.req("POST", "/v1/models/digits-kpca/predict", {"X": X[:1]})
     check(r.status == 409, "kpca: predict on a kpca model is 409", r)
     r = d.req("POST", "/v1/models/digits-kpca/project", {"X": [[1] * 7]})
