@@ -320,7 +320,7 @@ size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
  * for svc and svr, O(n^2 d) for krr and kpca: small beside a krr or kpca
  * fit, but not beside an svc fit of many classes (letter, 20000 rows,
  * 26 classes: 0.75 s on top of a 1.44 s fit), whose solver never sees
- * most rows against most pairs. */
+ * most rows against most pairs.
  * No figure for a kpca model without the inverse map, nor when the
  * score is not a number (r2 of one row). */
 typedef struct km_preprocess km_preprocess;
