@@ -800,8 +800,8 @@ typedef struct km_krr_params {
     uint64_t seed;        /* nystrom, rff: of the draw; default 0 */
     double cg_tol;        /* nystrom: > 0, default 1e-7 */
     size_t cg_max_iter;   /* nystrom: >= 1, default 100 */
-    size_t n_components;  /* rff: D, 1 .. KM_KRR_MAX_COMPONENTS; 0
-                           * (default): KM_KRR_DEFAULT_COMPONENTS */
+    size_t n_components;  /* rff: D, 1 .. KM_KRR_MAX_COMPONENTS; default
+                           * KM_KRR_DEFAULT_COMPONENTS (0 means it too) */
 } km_krr_params;
 
 /* The rff solver's default and largest number of features D. */

@@ -45,7 +45,8 @@ typedef struct krr_payload {
 
 km_krr_params km_krr_params_default(void)
 {
-    km_krr_params p = {1.0, KM_KRR_SOLVER_EXACT, 0, 0, 1e-7, 100, 0};
+    km_krr_params p = {1.0, KM_KRR_SOLVER_EXACT, 0, 0, 1e-7, 100,
+                       KM_KRR_DEFAULT_COMPONENTS};
     return p;
 }
 
