@@ -789,9 +789,9 @@ typedef enum km_krr_solver {
 } km_krr_solver;
 
 /*
- * The fields after alpha apply to the nystrom solver only (the exact
- * solver neither checks nor records them), so that {alpha} alone, the
- * other fields zero, is an exact fit as before they existed.
+ * The fields after alpha apply to the nystrom or the rff solver only (the
+ * exact solver neither checks nor records them), so that {alpha} alone,
+ * the other fields zero, is an exact fit as before they existed.
  */
 typedef struct km_krr_params {
     double alpha;         /* ridge, > 0; default 1.0 */
@@ -814,8 +814,11 @@ typedef struct km_krr_params {
 km_krr_params km_krr_params_default(void);
 /* KM_EINVAL naming the field: params.alpha not a finite number > 0,
  * params.solver unknown; with the nystrom solver, params.cg_tol not a
- * finite number > 0, params.cg_max_iter 0; KM_EPROBLEM (422 in the API)
- * for params.n_centres above n_samples. */
+ * finite number > 0, params.cg_max_iter 0; with nystrom or rff,
+ * params.seed above 2^53; with rff, params.n_components above
+ * KM_KRR_MAX_COMPONENTS; KM_EPROBLEM (422 in the API) for
+ * params.n_centres above n_samples. The kernel is checked apart
+ * (km_krr_check_kernel). */
 km_status km_krr_check(const km_krr_params *p, size_t n_samples,
                        km_error *err) KM_MUST_CHECK;
 /* With the rff solver, KM_EINVAL naming params.solver and the kernel's
@@ -888,8 +891,9 @@ km_status km_krr_predict(const km_model *m, const double *X, size_t n,
 const double *km_krr_dual_coef(const km_model *m);
 
 /* Bytes a fit of this size needs at its peak (for admission control):
- * the exact solver's n x n matrix, or the nystrom solver's
- * O(m^2 + block m + n outputs) (km_krr.c). p NULL: the exact solver. */
+ * the exact solver's n x n matrix, the nystrom solver's
+ * O(m^2 + block m + n outputs), or the rff solver's O(D^2 + block D +
+ * D d) (km_krr.c). p NULL: the exact solver. */
 size_t km_krr_fit_bytes(size_t n, size_t d, size_t m,
                         const km_krr_params *p);
 
