@@ -8,7 +8,8 @@
  * 3-sigma bound of k(x, x') for rbf, laplacian and laplacian_l2, and a
  * wrong density caught by the same bound), the model file's version-3
  * payload (round trip, the dual form in version 3, corrupt payloads
- * refused), and the checks' messages and memory estimate.
+ * refused), the checks' messages and memory estimate, progress and
+ * cancel.
  */
 #include <math.h>
 #include <string.h>
@@ -400,6 +401,51 @@ START_TEST(checks_name_the_field)
 }
 END_TEST
 
+/* A progress callback that counts its calls and cancels at call stop. */
+typedef struct stopper {
+    int calls, stop;
+    double last;
+} stopper;
+
+static int stop_cb(void *ctx, double f)
+{
+    stopper *s = ctx;
+    ck_assert(f >= s->last); /* never backwards */
+    s->last = f;
+    return s->calls++ == s->stop;
+}
+
+START_TEST(progress_and_cancel)
+{
+    /* D 1600 over n 1000: two row blocks of Z, three Cholesky blocks */
+    enum { N = 1000, DIM = 3, D = 1600 };
+    static double X[N * DIM], y[N];
+    synth(61, N, DIM, X, y);
+    km_kernel k = kern(KM_KERNEL_RBF, 0.5);
+    km_krr_params p = rff(D, 0.1, 2);
+    stopper all = {0, 1 << 30, 0};
+    km_fit_control ctl = {stop_cb, &all, 1};
+    km_model *m = NULL;
+    ck_assert_int_eq(km_krr_fit(&k, &p, X, N, DIM, y, 1, &ctl, &m, NULL),
+                     KM_OK);
+    ck_assert_double_eq(all.last, 1.0);
+    int calls = all.calls;
+    ck_assert_int_ge(calls, 5);
+    km_model_free(m);
+    /* a cancel anywhere: at the start, in the blocks of Z, in Cholesky */
+    for (int at = 0; at < calls - 1; at++) {
+        stopper s = {0, at, 0};
+        ctl.ctx = &s;
+        m = NULL;
+        km_error err = {0};
+        ck_assert_int_eq(km_krr_fit(&k, &p, X, N, DIM, y, 1, &ctl, &m, &err),
+                         KM_ECANCELLED);
+        ck_assert_ptr_null(m);
+        ck_assert_str_eq(err.message, "fit cancelled");
+    }
+}
+END_TEST
+
 static Suite *rff_suite(void)
 {
     Suite *s = suite_create("km_rff");
@@ -409,6 +455,7 @@ static Suite *rff_suite(void)
     tcase_add_test(tc, spectral_densities);
     tcase_add_test(tc, model_file_version_3);
     tcase_add_test(tc, checks_name_the_field);
+    tcase_add_test(tc, progress_and_cancel);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;
