@@ -180,7 +180,9 @@ unit: $(UNIT_BIN)
 # search.py: hyperparameter search against scikit-learn's GridSearchCV
 # and brute-force leave-one-out; nystrom.py: krr's nystrom solver
 # against scikit-learn's Nystroem + Ridge, its metadata, its refusals and
-# its admission; each hostile_*.py: hostile input and
+# its admission; rff.py: krr's rff solver against Ridge on core's draws
+# redone in numpy, its model file (format 3) and its refusals; each
+# hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
 integration: $(B)/kmserve $(B)/kmctl
@@ -193,6 +195,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/preprocess.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/search.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
 	$(PYTHON) tests/integration/nystrom.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/rff.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

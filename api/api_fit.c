@@ -293,7 +293,15 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
                                              params, r->key) : NULL,
                                 r, req, e))
             return -1;
-    return fa->check_after_targets ? run_check(req, e) : 0;
+    if (fa->check_after_targets && run_check(req, e))
+        return -1;
+    /* krr's rff solver needs a kernel with a spectral density */
+    km_error kerr;
+    if (req->algo == KM_ALGO_KRR &&
+        km_krr_check_kernel((const km_krr_params *)(const void *)req->params,
+                            &req->kernel, &kerr) != KM_OK)
+        return api_fail_km(e, &kerr);
+    return 0;
 }
 
 /* "preprocess": {"scale", "center_y"}, read by its schema; center_y only

@@ -70,8 +70,10 @@ static const char *krr_solver_name(int s)
     return km_krr_solver_name((km_krr_solver)s);
 }
 
-/* Only with solver "nystrom". */
+/* Only with solver "nystrom"; "rff"; either. */
 #define NYSTROM .only_if = "solver", .only_value = KM_KRR_SOLVER_NYSTROM
+#define RFF .only_if = "solver", .only_value = KM_KRR_SOLVER_RFF
+#define NYSTROM_OR_RFF NYSTROM, .only_also = 1u << KM_KRR_SOLVER_RFF
 
 /* n_centres: its type and lower bound here (400); its upper bound,
  * n_samples, in km_krr_check (422), as kpca's n_components. */
@@ -82,7 +84,9 @@ static const api_param krr_rows[] = {
      .names = krr_solver_name, .count = KM_KRR_SOLVER_COUNT,
      .doc = "exact: Cholesky of the n x n kernel matrix; nystrom: m "
             "centres and preconditioned conjugate gradients (Falkon), "
-            "memory O(m^2 + n)"},
+            "memory O(m^2 + n); rff: D random Fourier features and a "
+            "D x D ridge solve, memory O(D^2), kernels rbf, laplacian "
+            "and laplacian_l2 only"},
     {.key = "n_centres", .type = API_INTEGER,
      FIELD(km_krr_params, n_centres), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, .data_default = 1,
@@ -90,8 +94,9 @@ static const api_param krr_rows[] = {
      .doc = "nystrom only: centres, drawn uniformly from the rows; "
             "default min(n, 1000); above n_samples is 422"},
     {.key = "seed", .type = API_INTEGER, FIELD(km_krr_params, seed),
-     .range = API_RANGE_API, .min = 0, .max = 2147483647, NYSTROM,
-     .doc = "nystrom only: seed of the centres' draw (core's PRNG)"},
+     .range = API_RANGE_API, .min = 0, .max = 2147483647, NYSTROM_OR_RFF,
+     .doc = "nystrom and rff only: seed of the centres' or the random "
+            "features' draw (core's PRNG)"},
     {.key = "cg_tol", .type = API_NUMBER, FIELD(km_krr_params, cg_tol),
      POSITIVE, NYSTROM,
      .doc = "nystrom only: stop when every output's relative residual is "
@@ -100,6 +105,10 @@ static const api_param krr_rows[] = {
      FIELD(km_krr_params, cg_max_iter), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, NYSTROM,
      .doc = "nystrom only: most conjugate-gradient iterations"},
+    {.key = "n_components", .type = API_INTEGER,
+     FIELD(km_krr_params, n_components), .range = API_RANGE_API, .min = 1,
+     .max = KM_KRR_MAX_COMPONENTS, RFF,
+     .doc = "rff only: D, the number of random Fourier features"},
     {0},
 };
 _Static_assert(sizeof(km_krr_solver) == sizeof(int),
@@ -464,13 +473,20 @@ int api_schema_applies(const api_schema *s, const api_param *r,
     const api_param *dep = api_schema_find(s, r->only_if);
     int v;
     memcpy(&v, (const char *)params + dep->offset, sizeof v);
-    if (v == r->only_value)
+    if (v == r->only_value ||
+        (v >= 0 && v < 32 && (r->only_also >> v & 1u)))
         return 0;
-    char name[160], by[160];
+    char name[160], by[160], also[96] = "";
     field(name, sizeof name, path, r->key);
     field(by, sizeof by, path, dep->key);
-    return api_invalid(e, "%s applies only with %s \"%s\"", name, by,
-                       dep->names(r->only_value));
+    for (int i = 0; i < 32 && i < dep->count; i++)
+        if (r->only_also >> i & 1u) {
+            size_t used = strlen(also);
+            snprintf(also + used, sizeof also - used, " or \"%s\"",
+                     dep->names(i));
+        }
+    return api_invalid(e, "%s applies only with %s \"%s\"%s", name, by,
+                       dep->names(r->only_value), also);
 }
 
 int api_schema_read(const cJSON *obj, const char *path, const api_schema *s,

@@ -77,6 +77,9 @@ typedef struct api_param {
      * is refused (400), and metadata shows it only then. */
     const char *only_if;
     int only_value;
+    /* Other values of only_if's row it also applies with, one bit per
+     * value (krr's seed: solver "nystrom" or "rff"); 0: none. */
+    unsigned only_also;
     const char *doc;      /* one line for the OpenAPI description */
 } api_param;
 

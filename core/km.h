@@ -787,22 +787,29 @@ const km_search_table *km_model_search(const km_model *m);
 typedef enum km_krr_solver {
     KM_KRR_SOLVER_EXACT = 0,   /* Cholesky of the n x n K + alpha I */
     KM_KRR_SOLVER_NYSTROM = 1, /* m centres, Falkon's preconditioned CG */
+    KM_KRR_SOLVER_RFF = 2,     /* D random Fourier features, D x D ridge */
     KM_KRR_SOLVER_COUNT
 } km_krr_solver;
 
 /*
- * The fields after alpha apply to the nystrom solver only (the exact
- * solver neither checks nor records them), so that {alpha} alone, the
- * other fields zero, is an exact fit as before they existed.
+ * The fields after alpha apply to the nystrom or the rff solver only (the
+ * exact solver neither checks nor records them), so that {alpha} alone,
+ * the other fields zero, is an exact fit as before they existed.
  */
 typedef struct km_krr_params {
     double alpha;         /* ridge, > 0; default 1.0 */
     km_krr_solver solver; /* default EXACT */
     size_t n_centres;     /* nystrom: m, 1 .. n; 0 (default): min(n, 1000) */
-    uint64_t seed;        /* nystrom: of the centres' draw; default 0 */
+    uint64_t seed;        /* nystrom, rff: of the draw; default 0 */
     double cg_tol;        /* nystrom: > 0, default 1e-7 */
     size_t cg_max_iter;   /* nystrom: >= 1, default 100 */
+    size_t n_components;  /* rff: D, 1 .. KM_KRR_MAX_COMPONENTS; default
+                           * KM_KRR_DEFAULT_COMPONENTS (0 means it too) */
 } km_krr_params;
+
+/* The rff solver's default and largest number of features D. */
+#define KM_KRR_DEFAULT_COMPONENTS 1000
+#define KM_KRR_MAX_COMPONENTS 65536
 
 /* The default number of centres of the nystrom solver: min(n, this). */
 #define KM_KRR_DEFAULT_CENTRES 1000
@@ -810,11 +817,19 @@ typedef struct km_krr_params {
 km_krr_params km_krr_params_default(void);
 /* KM_EINVAL naming the field: params.alpha not a finite number > 0,
  * params.solver unknown; with the nystrom solver, params.cg_tol not a
- * finite number > 0, params.cg_max_iter 0; KM_EPROBLEM (422 in the API)
- * for params.n_centres above n_samples. */
+ * finite number > 0, params.cg_max_iter 0; with nystrom or rff,
+ * params.seed above 2^53; with rff, params.n_components above
+ * KM_KRR_MAX_COMPONENTS; KM_EPROBLEM (422 in the API) for
+ * params.n_centres above n_samples. The kernel is checked apart
+ * (km_krr_check_kernel). */
 km_status km_krr_check(const km_krr_params *p, size_t n_samples,
                        km_error *err) KM_MUST_CHECK;
-/* "exact", "nystrom"; NULL if invalid. */
+/* With the rff solver, KM_EINVAL naming params.solver and the kernel's
+ * type unless the kernel is rbf, laplacian or laplacian_l2 (the
+ * shift-invariant ones with a spectral density); KM_OK otherwise. */
+km_status km_krr_check_kernel(const km_krr_params *p, const km_kernel *k,
+                              km_error *err) KM_MUST_CHECK;
+/* "exact", "nystrom", "rff"; NULL if invalid. */
 const char *km_krr_solver_name(km_krr_solver s);
 /* The number of centres a nystrom fit of n rows uses (n_centres, or its
  * default min(n, KM_KRR_DEFAULT_CENTRES)). */
@@ -852,6 +867,17 @@ size_t km_krr_centres(const km_krr_params *p, size_t n);
  * per output) and, for nystrom only, "iterations" and "residual" (the
  * largest relative residual of the outputs at the end). KM_ENOTPD when
  * K_mm cannot be factored even with a shift; KM_ECANCELLED as ever.
+ *
+ * With params.solver RFF (random Fourier features: Rahimi and Recht
+ * 2007), D = params.n_components frequencies W (D x d) are drawn from the
+ * kernel's spectral density and phases b from U[0, 2 pi) (core's km_rng
+ * seeded with params.seed; km_krr_rff_draw), z(x) = sqrt(2/D) cos(W x + b),
+ * and the fit solves (Z^T Z + alpha I) w = Z^T Y by Cholesky, Z built in
+ * row blocks (never whole): memory O(D^2 + block D). The model keeps W,
+ * b and w (its n_samples is D); predict = z(x) w costs O(D d) per row.
+ * Only rbf, laplacian and laplacian_l2 kernels (km_krr_check_kernel).
+ * Params figures: alpha, "solver" (2), "n_components", "seed"; training
+ * figures "seconds", "rkhs_norm_sq" (|w|^2 per output), "solver".
  */
 km_status km_krr_fit(const km_kernel *k, const km_krr_params *p,
                      const double *X, size_t n, size_t d, const double *Y,
@@ -863,12 +889,14 @@ km_status km_krr_predict(const km_model *m, const double *X, size_t n,
                          double *out, km_error *err) KM_MUST_CHECK;
 
 /* The n_samples x n_outputs dual coefficients, row-major; borrowed, valid
- * while the model lives. NULL if not krr. */
+ * while the model lives. NULL if not krr. For an rff model: the D x
+ * n_outputs primal weights w. */
 const double *km_krr_dual_coef(const km_model *m);
 
 /* Bytes a fit of this size needs at its peak (for admission control):
- * the exact solver's n x n matrix, or the nystrom solver's
- * O(m^2 + block m + n outputs) (km_krr.c). p NULL: the exact solver. */
+ * the exact solver's n x n matrix, the nystrom solver's
+ * O(m^2 + block m + n outputs), or the rff solver's O(D^2 + block D +
+ * D d) (km_krr.c). p NULL: the exact solver. */
 size_t km_krr_fit_bytes(size_t n, size_t d, size_t m,
                         const km_krr_params *p);
 

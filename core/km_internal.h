@@ -249,8 +249,12 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *   classes         1 if its models hold class labels (at most one per
  *                   training row and KM_MODEL_MAX_CLASSES)
  *   max_outputs     the largest n_outputs a model file may give
- *   payload_range   the bytes its payload takes in a file whose header
- *                   gives these sizes, [*lo, *hi] (saturating: km_add_sat)
+ *   payload_range   the bytes its payload takes in a file of this format
+ *                   version whose header gives these sizes, [*lo, *hi]
+ *                   (saturating: km_add_sat)
+ *   file_format     the format version a file of this payload must have
+ *                   (krr's rff form: 3); NULL or 0: the oldest current
+ *                   one, 2
  *   free_payload, save, load, bytes: the payload (the algorithm's own
  *                   struct, owned by the model). save writes it; load
  *                   reads it back (r is positioned at it and must be
@@ -277,8 +281,10 @@ typedef struct km_algo {
                         int *out, km_error *err);
     int classes; /* models hold classes: labels, one per class */
     uint64_t (*max_outputs)(uint64_t n_samples);
-    void (*payload_range)(uint64_t n_samples, uint64_t n_features,
-                          uint64_t n_outputs, uint64_t *lo, uint64_t *hi);
+    void (*payload_range)(uint32_t format, uint64_t n_samples,
+                          uint64_t n_features, uint64_t n_outputs,
+                          uint64_t *lo, uint64_t *hi);
+    uint32_t (*file_format)(const void *payload);
     void (*free_payload)(void *payload);
     void (*save)(const void *payload, const km_model *m, km_writer *w);
     km_status (*load)(km_reader *r, const km_model *m, void **payload,
@@ -302,6 +308,9 @@ km_status km_model_create(km_algorithm algo, const km_kernel *kernel,
                           size_t n_outputs, void *payload, km_model **out,
                           km_error *err);
 void *km_model_payload(const km_model *m);
+/* The format version of the file a model was loaded from (1, 2, 3); 0
+ * for a model fitted here. A payload's load reads it for its layout. */
+uint32_t km_model_file_format(const km_model *m);
 /* Mutable lists, for the fit that builds the model. */
 km_info *km_model_params_mut(km_model *m);
 km_info *km_model_training_mut(km_model *m);
@@ -510,6 +519,31 @@ km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
  * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by
  * km_rng seeded with seed, then the first m sorted). */
 void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx);
+
+/* A standard normal draw: Box-Muller on two km_rng_uniform values,
+ * u1 = (1 - a)/2 in (0, 1], u2 = (1 + b)/2, g = sqrt(-2 ln u1)
+ * cos(2 pi u2) (the sine half is not used). */
+double km_rng_gauss(km_rng *r);
+
+/*
+ * The rff solver's draw: for feature i = 0 .. D-1 in turn, its row of W
+ * (d values) then its phase b[i] = pi (1 + u) from one km_rng_uniform u
+ * (so in [0, 2 pi)), from one km_rng seeded with seed. Rows of W, by the
+ * kernel's type (gamma its resolved gamma):
+ *   rbf           each value sqrt(2 gamma) g, g = km_rng_gauss
+ *   laplacian     each value gamma tan(pi u / 2), u = km_rng_uniform
+ *                 (Cauchy of scale gamma)
+ *   laplacian_l2  gamma g_j / |h|: d gaussians g then one gaussian h
+ *                 (multivariate Cauchy: Student t of one degree)
+ * KM_EINVAL for any other type (km_krr_check_kernel).
+ */
+km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
+                          size_t d, double *W, double *b, km_error *err);
+
+/* An rff model's W (D x d) and b (D), borrowed; KM_OK, or KM_ECONFLICT
+ * if m is not a krr model of the rff form. */
+km_status km_krr_rff_features(const km_model *m, const double **W,
+                              const double **b);
 
 /* ------------------------------------------------------- prediction */
 

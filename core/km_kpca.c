@@ -1234,9 +1234,10 @@ static uint64_t max_outputs(uint64_t ns)
 
 /* eigval, proj, col_mean, grand_mean, X, has_inverse; then maybe the
  * inverse map (dual and X again, at most). */
-static void payload_range(uint64_t ns, uint64_t nf, uint64_t no, uint64_t *lo,
-                          uint64_t *hi)
+static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
+                          uint64_t no, uint64_t *lo, uint64_t *hi)
 {
+    (void)format; /* one layout in every version */
     uint64_t nd = km_mul_sat(ns, nf);
     *lo = km_add_sat(km_add_sat(km_f64s_bytes(no),
                                 km_f64s_bytes(km_mul_sat(ns, no))),

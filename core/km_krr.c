@@ -30,21 +30,30 @@
 
 #include "km_internal.h"
 
+/* Two forms: the dual (exact and nystrom solvers: training rows or
+ * centres and their coefficients) and rff (random Fourier features:
+ * frequencies W, phases b, primal weights w; n_samples is D). */
+enum { KRR_FORM_DUAL = 0, KRR_FORM_RFF = 1, KRR_FORM_COUNT };
+
 typedef struct krr_payload {
-    double *X;    /* n x d training rows */
-    double *coef; /* n x m dual coefficients, row-major */
-    double *xn;   /* n squared norms of X's rows (derived, not stored) */
+    unsigned form; /* KRR_FORM_* */
+    double *X;     /* dual: n x d training rows; rff: W, D x d */
+    double *coef;  /* dual: n x m dual coefficients; rff: w, D x m */
+    double *xn;    /* dual: n squared norms of X's rows (derived) */
+    double *b;     /* rff: D phases */
 } krr_payload;
 
 km_krr_params km_krr_params_default(void)
 {
-    km_krr_params p = {1.0, KM_KRR_SOLVER_EXACT, 0, 0, 1e-7, 100};
+    km_krr_params p = {1.0, KM_KRR_SOLVER_EXACT, 0, 0, 1e-7, 100,
+                       KM_KRR_DEFAULT_COMPONENTS};
     return p;
 }
 
 static const char *const solver_names[KM_KRR_SOLVER_COUNT] = {
     [KM_KRR_SOLVER_EXACT] = "exact",
     [KM_KRR_SOLVER_NYSTROM] = "nystrom",
+    [KM_KRR_SOLVER_RFF] = "rff",
 };
 
 const char *km_krr_solver_name(km_krr_solver s)
@@ -67,7 +76,16 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
                             "params.alpha must be a finite number > 0");
     if ((unsigned)p->solver >= KM_KRR_SOLVER_COUNT)
         return km_error_set(err, KM_EINVAL,
-                            "params.solver must be exact or nystrom");
+                            "params.solver must be exact, nystrom or rff");
+    if (p->solver == KM_KRR_SOLVER_RFF) {
+        if (p->seed > ((uint64_t)1 << 53))
+            return km_error_set(err, KM_EINVAL,
+                                "params.seed must be at most 2^53");
+        if (p->n_components > KM_KRR_MAX_COMPONENTS)
+            return km_error_set(err, KM_EINVAL, "params.n_components must "
+                                "be at most %d", KM_KRR_MAX_COMPONENTS);
+        return KM_OK;
+    }
     if (p->solver != KM_KRR_SOLVER_NYSTROM)
         return KM_OK;
     if (!(p->cg_tol > 0) || !isfinite(p->cg_tol))
@@ -97,6 +115,22 @@ static size_t nys_block_rows(size_t n, size_t m)
     return b < n ? b : n;
 }
 
+/* The rff solver's D. */
+static size_t rff_components(const km_krr_params *p)
+{
+    return p->n_components ? p->n_components : KM_KRR_DEFAULT_COMPONENTS;
+}
+
+/* Values of Z an rff fit or prediction holds at once: rows per block. */
+#define RFF_BLOCK_VALUES ((size_t)1 << 20)
+
+static size_t rff_block_rows(size_t n, size_t D)
+{
+    size_t b = RFF_BLOCK_VALUES / (D ? D : 1);
+    b = b < 1 ? 1 : b;
+    return b < n ? b : n;
+}
+
 /* Overflow-saturating size arithmetic for the estimates. */
 static size_t add_sat(size_t a, size_t b)
 {
@@ -112,6 +146,17 @@ static size_t mul_sat(size_t a, size_t b)
 size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
 {
     const size_t D = sizeof(double);
+    if (p && p->solver == KM_KRR_SOLVER_RFF) {
+        /* km_krr_fit_rff: W, b, Z^T Z (D x D), Z^T Y and w (D x m each),
+         * a block of Z (b x D) and of Y's copy; the model's copies of W,
+         * b and w. */
+        size_t f = rff_components(p), b = rff_block_rows(n, f);
+        size_t v = mul_sat(2, add_sat(mul_sat(f, d), f));
+        v = add_sat(v, mul_sat(f, f));
+        v = add_sat(v, mul_sat(3, mul_sat(f, m)));
+        v = add_sat(v, add_sat(mul_sat(b, f), mul_sat(b, m)));
+        return mul_sat(D, v);
+    }
     if (!p || p->solver != KM_KRR_SOLVER_NYSTROM)
         /* The Gram buffer, the kept X and coefficients, the solve's copy
          * of Y, and the norms. */
@@ -143,13 +188,28 @@ static void krr_free(void *payload)
     free(p->X);
     free(p->coef);
     free(p->xn);
+    free(p->b);
     free(p);
+}
+
+/* The format version a model needs: 3 for the rff form (its payload
+ * starts with the form), else the default. */
+static uint32_t krr_file_format(const void *payload)
+{
+    return ((const krr_payload *)payload)->form == KRR_FORM_RFF ? 3 : 0;
 }
 
 static void krr_save(const void *payload, const km_model *m, km_writer *w)
 {
     const krr_payload *p = payload;
     size_t n = km_model_n_samples(m);
+    if (p->form == KRR_FORM_RFF) { /* version 3: form, W, b, w */
+        km_write_u32(w, KRR_FORM_RFF);
+        km_write_f64s(w, p->X, n * km_model_n_features(m));
+        km_write_f64s(w, p->b, n);
+        km_write_f64s(w, p->coef, n * km_model_n_outputs(m));
+        return;
+    }
     km_write_f64s(w, p->X, n * km_model_n_features(m));
     km_write_f64s(w, p->coef, n * km_model_n_outputs(m));
 }
@@ -159,13 +219,42 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
 {
     size_t n = km_model_n_samples(m), d = km_model_n_features(m);
     size_t nx = km_mul3(n, d, 1), nc = km_mul3(n, km_model_n_outputs(m), 1);
+    unsigned form = KRR_FORM_DUAL;
+    if (km_model_file_format(m) >= 3) { /* the payload starts with its form */
+        uint32_t f = km_read_u32(r);
+        if (r->failed || f >= KRR_FORM_COUNT)
+            return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
+                                "payload form %u is not 0 (dual) or 1 (rff)",
+                                (unsigned)f);
+        form = f;
+    }
+    if (form == KRR_FORM_RFF) {
+        km_kernel_type t = km_model_kernel(m)->type;
+        if (t != KM_KERNEL_RBF && t != KM_KERNEL_LAPLACIAN &&
+            t != KM_KERNEL_LAPLACIAN_L2)
+            return km_error_set(err, KM_ECORRUPT, "model file: random "
+                                "Fourier features of a %s kernel (only rbf, "
+                                "laplacian, laplacian_l2)",
+                                km_kernel_type_name(t));
+        if (n > KM_KRR_MAX_COMPONENTS)
+            return km_error_set(err, KM_ECORRUPT, "model file: %zu random "
+                                "Fourier features is above %d", n,
+                                KM_KRR_MAX_COMPONENTS);
+    }
     krr_payload *p = calloc(1, sizeof *p);
     if (!p)
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    p->form = form;
     p->X = nx ? km_read_f64s(r, nx) : NULL;
-    p->coef = p->X && nc ? km_read_f64s(r, nc) : NULL;
-    p->xn = p->coef ? km_sqnorms(p->X, n, d) : NULL;
-    if (!p->X || !p->coef || !p->xn) {
+    if (form == KRR_FORM_RFF) {
+        p->b = p->X ? km_read_f64s(r, n) : NULL;
+        p->coef = p->b && nc ? km_read_f64s(r, nc) : NULL;
+        p->xn = NULL;
+    } else {
+        p->coef = p->X && nc ? km_read_f64s(r, nc) : NULL;
+        p->xn = p->coef ? km_sqnorms(p->X, n, d) : NULL;
+    }
+    if (!p->X || !p->coef || (form == KRR_FORM_DUAL ? !p->xn : !p->b)) {
         krr_free(p);
         return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                             "model file: bad kernel ridge payload");
@@ -174,21 +263,37 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     if (!km_all_finite(p->X, nx) || !km_all_finite(p->coef, nc)) {
         krr_free(p);
         return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
-                            "training rows or coefficients are not all "
-                            "finite numbers");
+                            "%s are not all finite numbers",
+                            form == KRR_FORM_RFF
+                                ? "random frequencies or weights"
+                                : "training rows or coefficients");
     }
+    if (form == KRR_FORM_RFF)
+        for (size_t i = 0; i < n; i++)
+            if (!(p->b[i] >= 0 && p->b[i] <= 2 * M_PI)) {
+                krr_free(p);
+                return km_error_set(err, KM_ECORRUPT, "model file: random "
+                                    "Fourier phase b[%zu] is not in "
+                                    "[0, 2 pi]", i);
+            }
     *payload = p;
     return KM_OK;
 }
 
 static size_t krr_bytes(const void *payload, const km_model *m)
 {
-    (void)payload;
+    (void)payload; /* rff: b instead of the norms, as many */
     size_t n = km_model_n_samples(m);
     return sizeof(krr_payload) +
            n * (km_model_n_features(m) + km_model_n_outputs(m) + 1) *
                sizeof(double);
 }
+
+static km_status krr_fit_rff(const km_kernel *kernel,
+                             const km_krr_params *params, const double *X,
+                             size_t n, size_t d, const double *Y, size_t p,
+                             const km_fit_control *ctl, km_model **out,
+                             km_error *err);
 
 /* Columns per block of the Cholesky factorisation. */
 #define CHOL_BLOCK 768
@@ -296,6 +401,8 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
     if (params && params->solver == KM_KRR_SOLVER_NYSTROM)
         return km_krr_fit_nystrom(kernel, params, X, n, d, Y, m, NULL, NULL,
                                   NULL, ctl, out, err);
+    if (params && params->solver == KM_KRR_SOLVER_RFF)
+        return krr_fit_rff(kernel, params, X, n, d, Y, m, ctl, out, err);
     km_problem pb = {X, n, d, Y, m, NULL, 0};
     km_fit_frame f;
     double *K = NULL;
@@ -855,6 +962,247 @@ out:
     return st;
 }
 
+/* ------------------------------------------------------------ rff */
+
+/*
+ * The rff solver (Rahimi and Recht, "Random features for large-scale
+ * kernel machines", 2007). By Bochner's theorem a continuous
+ * shift-invariant kernel k(x - x') with k(0) = 1 is the Fourier transform
+ * of a probability density p(w):
+ *     k(x - x') = E_w[cos(w^T (x - x'))] = E_{w,b}[2 cos(w^T x + b)
+ *                                                  cos(w^T x' + b)],
+ * b ~ U[0, 2 pi). With D draws, z(x) = sqrt(2/D) cos(W x + b) gives
+ * z(x)^T z(x') -> k(x, x') at rate 1/sqrt(D). The densities:
+ *   rbf exp(-gamma |d|^2): Gaussian N(0, 2 gamma I);
+ *   laplacian exp(-gamma |d|_1) = prod_j exp(-gamma |d_j|): each
+ *     coordinate Cauchy of scale gamma, density gamma / (pi (gamma^2 +
+ *     w^2));
+ *   laplacian_l2 exp(-gamma |d|_2): the multivariate Cauchy (Student t
+ *     with one degree of freedom) of scale gamma, w = gamma g / |h| with
+ *     g ~ N(0, I_d), h ~ N(0, 1).
+ * The fit is ridge regression on z: (Z^T Z + alpha I) w = Z^T Y, D x D,
+ * with Z^T Z and Z^T Y accumulated over row blocks of Z (DSYRK, DGEMM)
+ * and solved by km_krr_solve (blocked Cholesky). alpha means what it
+ * means for the exact solver: as D grows, z(x)^T z(x') -> k and the
+ * predictions z(x) w = z(x) Z^T (Z Z^T + alpha I)^-1 Y tend to exact
+ * KRR's k(x, X) (K + alpha I)^-1 Y.
+ */
+
+km_status km_krr_check_kernel(const km_krr_params *p, const km_kernel *k,
+                              km_error *err)
+{
+    if (!p || p->solver != KM_KRR_SOLVER_RFF)
+        return KM_OK;
+    if (k->type == KM_KERNEL_RBF || k->type == KM_KERNEL_LAPLACIAN ||
+        k->type == KM_KERNEL_LAPLACIAN_L2)
+        return KM_OK;
+    const char *name = km_kernel_type_name(k->type);
+    return km_error_set(err, KM_EINVAL, "params.solver rff needs a "
+                        "shift-invariant kernel (kernel.type rbf, laplacian "
+                        "or laplacian_l2), not kernel.type %s",
+                        name ? name : "unknown");
+}
+
+km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
+                          size_t d, double *W, double *b, km_error *err)
+{
+    km_krr_params p = km_krr_params_default();
+    p.solver = KM_KRR_SOLVER_RFF;
+    km_status st = km_krr_check_kernel(&p, k, err);
+    if (st != KM_OK)
+        return st;
+    km_rng r = {seed};
+    double g = k->gamma, s = sqrt(2.0 * g);
+    for (size_t i = 0; i < D; i++) {
+        double *w = W + i * d;
+        if (k->type == KM_KERNEL_RBF) {
+            for (size_t j = 0; j < d; j++)
+                w[j] = s * km_rng_gauss(&r);
+        } else if (k->type == KM_KERNEL_LAPLACIAN) {
+            for (size_t j = 0; j < d; j++)
+                w[j] = g * tan(M_PI_2 * km_rng_uniform(&r));
+        } else {
+            for (size_t j = 0; j < d; j++)
+                w[j] = km_rng_gauss(&r);
+            double h = fabs(km_rng_gauss(&r));
+            double c = g / (h > 1e-300 ? h : 1e-300);
+            for (size_t j = 0; j < d; j++)
+                w[j] *= c;
+        }
+        b[i] = M_PI * (1.0 + km_rng_uniform(&r));
+    }
+    return KM_OK;
+}
+
+/* Zb := z of nb rows of X: sqrt(2/D) cos(X W^T + b), nb x D row-major. */
+static void rff_map(const double *W, const double *b, size_t D, size_t d,
+                    const double *X, size_t nb, double *Zb)
+{
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)D,
+                (int)d, 1.0, X, (int)d, W, (int)d, 0.0, Zb, (int)D);
+    double s = sqrt(2.0 / (double)D);
+    for (size_t i = 0; i < nb; i++) {
+        double *z = Zb + i * D;
+        for (size_t j = 0; j < D; j++)
+            z[j] = s * cos(z[j] + b[j]);
+    }
+}
+
+km_status km_krr_rff_features(const km_model *m, const double **W,
+                              const double **b)
+{
+    if (km_model_algorithm(m) != KM_ALGO_KRR)
+        return KM_ECONFLICT;
+    const krr_payload *p = km_model_payload(m);
+    if (p->form != KRR_FORM_RFF)
+        return KM_ECONFLICT;
+    *W = p->X;
+    *b = p->b;
+    return KM_OK;
+}
+
+static km_status krr_fit_rff(const km_kernel *kernel,
+                             const km_krr_params *params, const double *X,
+                             size_t n, size_t d, const double *Y, size_t p,
+                             const km_fit_control *ctl, km_model **out,
+                             km_error *err)
+{
+    km_problem pb = {X, n, d, Y, p, NULL, 0};
+    km_fit_frame f;
+    double *A = NULL, *c = NULL, *Zb = NULL, *v = NULL;
+    krr_payload *pl = NULL;
+    km_model *model = NULL;
+    km_status st = km_fit_begin(&f, KM_ALGO_KRR, kernel, params, &pb, err);
+    if (st != KM_OK)
+        goto out;
+    if ((st = km_krr_check_kernel(params, &f.k, err)) != KM_OK)
+        goto out;
+    size_t D = rff_components(params), block = rff_block_rows(n, D);
+    double alpha = params->alpha;
+    if (d > INT_MAX || p > INT_MAX || !km_mul3(D, d, 1) ||
+        !km_mul3(D, p, 1)) { /* BLAS's int sizes */
+        st = km_error_set(err, KM_EINVAL, "params.n_components (%zu) times "
+                          "the columns (%zu) or outputs (%zu) is too large",
+                          D, d, p);
+        goto out;
+    }
+    if (km_progress(ctl, 0.0)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+    pl = calloc(1, sizeof *pl);
+    if (pl) {
+        pl->form = KRR_FORM_RFF;
+        pl->X = malloc(D * d * sizeof *pl->X);
+        pl->b = malloc(D * sizeof *pl->b);
+        pl->coef = malloc(D * p * sizeof *pl->coef);
+    }
+    A = calloc(D * D, sizeof *A);
+    c = calloc(D * p, sizeof *c);
+    Zb = malloc(block * D * sizeof *Zb);
+    if (!pl || !pl->X || !pl->b || !pl->coef || !A || !c || !Zb) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for %zu random "
+                          "Fourier features", D);
+        goto out;
+    }
+    if ((st = km_krr_rff_draw(&f.k, params->seed, D, d, pl->X, pl->b,
+                              err)) != KM_OK)
+        goto out;
+
+    /* Z^T Z (lower triangle) and Z^T Y, block by block */
+    for (size_t i0 = 0; i0 < n; i0 += block) {
+        size_t nb = n - i0 < block ? n - i0 : block;
+        rff_map(pl->X, pl->b, D, d, X + i0 * d, nb, Zb);
+        cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)D, (int)nb,
+                    1.0, Zb, (int)D, 1.0, A, (int)D);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)D, (int)p,
+                    (int)nb, 1.0, Zb, (int)D, Y + i0 * p, (int)p, 1.0, c,
+                    (int)p);
+        if (km_progress(ctl, 0.6 * (double)(i0 + nb) / (double)n)) {
+            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+            goto out;
+        }
+    }
+    free(Zb);
+    Zb = NULL;
+    if ((st = km_krr_solve(A, D, alpha, c, p, pl->coef,
+                           "Z^T Z of the random features", ctl, 0.6, 0.95,
+                           err)) != KM_OK)
+        goto out;
+    if (!km_all_finite(pl->coef, D * p)) {
+        st = km_error_set(err, KM_ENOTPD, "the rff solve gave non-finite "
+                          "weights; use a larger params.alpha");
+        goto out;
+    }
+    free(A);
+    free(c);
+    A = c = NULL;
+    /* rkhs_norm_sq: |w|^2 per output, the norm in the feature space */
+    if (!(v = malloc(p * sizeof *v))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    for (size_t j = 0; j < p; j++) {
+        km_ksum t = {0, 0};
+        for (size_t i = 0; i < D; i++)
+            km_ksum_add(&t, pl->coef[i * p + j] * pl->coef[i * p + j]);
+        v[j] = km_ksum_get(&t);
+    }
+
+    st = km_fit_model(&f, d, D, p, pl, &model, err);
+    pl = NULL; /* owned by the model now, also on failure */
+    if (st != KM_OK)
+        goto out;
+    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
+    if (km_info_add1(pi, "alpha", KM_INFO_NUMBER, alpha) != KM_OK ||
+        km_info_add1(pi, "solver", KM_INFO_INTEGER, params->solver) != KM_OK ||
+        km_info_add1(pi, "n_components", KM_INFO_INTEGER, (double)D) !=
+            KM_OK ||
+        km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)params->seed) !=
+            KM_OK ||
+        km_info_add(ti, "rkhs_norm_sq", KM_INFO_NUMBER, p > 1, v, p) !=
+            KM_OK ||
+        km_info_add1(ti, "solver", KM_INFO_INTEGER, params->solver) !=
+            KM_OK) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    model = NULL;
+out:
+    km_model_free(model);
+    krr_free(pl);
+    free(A);
+    free(c);
+    free(Zb);
+    free(v);
+    km_fit_cleanup(&f);
+    return st;
+}
+
+static km_status rff_predict(const km_model *m, const krr_payload *p,
+                             const double *X, size_t n, double *out,
+                             km_error *err)
+{
+    size_t D = km_model_n_samples(m), d = km_model_n_features(m);
+    size_t q = km_model_n_outputs(m), block = rff_block_rows(n, D);
+    if (n == 0)
+        return KM_OK;
+    double *Zb = malloc(block * D * sizeof *Zb);
+    if (!Zb)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a prediction");
+    for (size_t i0 = 0; i0 < n; i0 += block) {
+        size_t nb = n - i0 < block ? n - i0 : block;
+        rff_map(p->X, p->b, D, d, X + i0 * d, nb, Zb);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb,
+                    (int)q, (int)D, 1.0, Zb, (int)D, p->coef, (int)q, 0.0,
+                    out + i0 * q, (int)q);
+    }
+    free(Zb);
+    return KM_OK;
+}
+
 km_status km_krr_predict(const km_model *m, const double *X, size_t n,
                          double *out, km_error *err)
 {
@@ -863,6 +1211,8 @@ km_status km_krr_predict(const km_model *m, const double *X, size_t n,
         return st;
     size_t d = km_model_n_features(m);
     const krr_payload *p = km_model_payload(m);
+    if (p->form == KRR_FORM_RFF)
+        return rff_predict(m, p, X, n, out, err);
     return km_kernel_expand(km_model_kernel(m), p->X, km_model_n_samples(m),
                             d, p->xn, p->coef, km_model_n_outputs(m), NULL, X, n,
                             out, err);
@@ -888,12 +1238,18 @@ static uint64_t max_outputs(uint64_t ns)
     return KM_MODEL_MAX_OUTPUTS;
 }
 
-/* X, coefficients: exactly. */
-static void payload_range(uint64_t ns, uint64_t nf, uint64_t no, uint64_t *lo,
-                          uint64_t *hi)
+/* Versions 1 and 2: X, coefficients, exactly. Version 3: the form (4
+ * bytes), then that or W, b, w: the two sizes. */
+static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
+                          uint64_t no, uint64_t *lo, uint64_t *hi)
 {
-    *lo = *hi = km_add_sat(km_f64s_bytes(km_mul_sat(ns, nf)),
-                           km_f64s_bytes(km_mul_sat(ns, no)));
+    uint64_t dual = km_add_sat(km_f64s_bytes(km_mul_sat(ns, nf)),
+                               km_f64s_bytes(km_mul_sat(ns, no)));
+    *lo = *hi = dual;
+    if (format >= 3) {
+        *lo = km_add_sat(4, dual);
+        *hi = km_add_sat(*lo, km_f64s_bytes(ns));
+    }
 }
 
 static km_status check(const void *params, const km_problem *pb,
@@ -928,5 +1284,6 @@ const km_algo km_krr_algo = {
     .free_payload = krr_free,
     .save = krr_save,
     .load = krr_load,
+    .file_format = krr_file_format,
     .bytes = krr_bytes,
 };

@@ -43,7 +43,12 @@
 #include "km_internal.h"
 
 #define MAGIC "KMSM"
-#define FORMAT_VERSION 2u
+/* The newest version this build reads and writes. A model is written in
+ * the oldest current version that holds it: 2, or 3 when its payload
+ * needs it (the descriptor's file_format: krr's rff form), so that files
+ * of every model an older server could fit stay readable by it. */
+#define FORMAT_VERSION 3u
+#define FORMAT_DEFAULT 2u
 /* The oldest version this build reads. */
 #define FORMAT_OLDEST 1u
 /* Bytes of a file whose size the header does not fix, beyond the labels
@@ -68,6 +73,7 @@ struct km_model {
      * and fit_seconds point into search_data, which the model owns. */
     int has_search;
     km_search_table search;
+    uint32_t file_format; /* of the file it was loaded from; 0: fitted */
     double *search_data;
     void *payload;
 };
@@ -458,6 +464,7 @@ int64_t km_model_created_at_ms(const km_model *m) { return m->created_at_ms; }
 const km_info *km_model_params(const km_model *m) { return &m->params; }
 const km_info *km_model_training(const km_model *m) { return &m->training; }
 void *km_model_payload(const km_model *m) { return m->payload; }
+uint32_t km_model_file_format(const km_model *m) { return m->file_format; }
 const km_pre_stats *km_model_pre(const km_model *m) { return &m->pre; }
 km_pre_stats *km_model_pre_mut(km_model *m) { return &m->pre; }
 km_info *km_model_params_mut(km_model *m) { return &m->params; }
@@ -774,8 +781,9 @@ km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
     const km_algo *ops = km_algo_of(m->algo);
     km_writer w;
     km_writer_init(&w);
+    uint32_t fv = ops->file_format ? ops->file_format(m->payload) : 0;
     km_write_bytes(&w, MAGIC, 4);
-    km_write_u32(&w, FORMAT_VERSION);
+    km_write_u32(&w, fv ? fv : FORMAT_DEFAULT);
     km_write_u32(&w, (uint32_t)m->algo);
     km_write_u64(&w, m->n_features);
     km_write_u64(&w, m->n_samples);
@@ -895,7 +903,7 @@ static km_status parse_header(const unsigned char *buf, size_t len,
         common_hi = km_add_sat(common_hi, km_add_sat(pre_hi, s_hi));
     }
     uint64_t p_lo, p_hi;
-    al->payload_range(ns, nf, no, &p_lo, &p_hi);
+    al->payload_range(fv, ns, nf, no, &p_lo, &p_hi);
     *lo = km_add_sat(common_lo, p_lo);
     *hi = km_add_sat(km_add_sat(common_lo, common_hi), p_hi);
     return KM_OK;
@@ -1011,6 +1019,7 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
     m->n_features = (size_t)h.nf;
     m->n_samples = (size_t)h.ns;
     m->n_outputs = (size_t)h.no;
+    m->file_format = h.format;
     size_t figures = (size_t)max_figure_values(h.algo, h.ns);
     st = read_identity(&r, m, err);
     if (st == KM_OK)

@@ -121,3 +121,11 @@ km_status km_check_matrix(const char *what, const double *X, size_t n,
                                     what, i, j);
     return KM_OK;
 }
+
+double km_rng_gauss(km_rng *r)
+{
+    /* u1 in (0, 1], so the logarithm is finite */
+    double u1 = 0.5 * (1.0 - km_rng_uniform(r));
+    double u2 = 0.5 * (1.0 + km_rng_uniform(r));
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}

@@ -1233,16 +1233,18 @@ static void payload_range(uint64_t k, uint64_t ns, uint64_t nf, uint64_t *lo,
     *hi = km_add_sat(*hi, km_mul_sat(3, km_f64s_bytes(pairs)));
 }
 
-static void svc_payload_range(uint64_t ns, uint64_t nf, uint64_t no,
-                              uint64_t *lo, uint64_t *hi)
+static void svc_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
+                              uint64_t no, uint64_t *lo, uint64_t *hi)
 {
+    (void)format; /* one layout in every version */
     (void)no;
     payload_range(km_max_classes(ns), ns, nf, lo, hi);
 }
 
-static void svr_payload_range(uint64_t ns, uint64_t nf, uint64_t no,
-                              uint64_t *lo, uint64_t *hi)
+static void svr_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
+                              uint64_t no, uint64_t *lo, uint64_t *hi)
 {
+    (void)format; /* one layout in every version */
     (void)no;
     payload_range(0, ns, nf, lo, hi);
 }

@@ -152,9 +152,11 @@ static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
     static const char *const y[] = {"[0,1,1,0]", "[0,1,0,1]", "[0,1,2,3]",
                                     NULL};
     char json[512];
+    /* rff needs a shift-invariant kernel */
     snprintf(json, sizeof json, "{\"algorithm\":\"%s\",\"kernel\":{\"type\":"
-             "\"linear\"},\"X\":[[0],[1],[2],[3]],\"params\":%s%s%s}",
-             km_algorithm_name(a), params, y[a] ? ",\"y\":" : "",
+             "\"%s\"},\"X\":[[0],[1],[2],[3]],\"params\":%s%s%s}",
+             km_algorithm_name(a), strstr(params, "\"rff\"") ? "rbf" : "linear",
+             params, y[a] ? ",\"y\":" : "",
              y[a] ? y[a] : "");
     api_body b;
     ck_assert_int_eq(api_parse_body(json, strlen(json), api_fit_matrix_keys,
@@ -243,7 +245,8 @@ static int defaults_recorded(km_algorithm a, const api_param *dep, int value)
         const km_info_entry *fig = km_info_find(km_model_params(m), r->key);
         int applies = !r->only_if ||
                       (dep && !strcmp(dep->key, r->only_if) &&
-                       value == r->only_value);
+                       (value == r->only_value ||
+                        (r->only_also >> value & 1u)));
         if (!applies) { /* a fit it does not apply to shows nothing */
             ck_assert_msg(fig == NULL, "%s %s: metadata shows params.%s",
                           km_algorithm_name(a), params, r->key);
@@ -336,7 +339,39 @@ START_TEST(rows_apply_only_with_their_value)
                                &req, &e), 0);
     ck_assert_int_eq(e.http, 400);
     ck_assert_str_eq(e.message, "params.solver must be one of exact, "
-                     "nystrom");
+                     "nystrom, rff");
+    api_fit_request_cleanup(&req);
+    /* seed applies to nystrom and rff; n_components to rff only */
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"seed\":2}", &req, &e), 0);
+    ck_assert_str_eq(e.message, "params.seed applies only with "
+                     "params.solver \"nystrom\" or \"rff\"");
+    api_fit_request_cleanup(&req);
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"solver\":\"nystrom\","
+                               "\"n_components\":5}", &req, &e), 0);
+    ck_assert_str_eq(e.message, "params.n_components applies only with "
+                     "params.solver \"rff\"");
+    api_fit_request_cleanup(&req);
+    ck_assert_int_eq(parse_fit(KM_ALGO_KRR, "{\"solver\":\"rff\","
+                               "\"n_components\":5,\"seed\":3}", &req, &e),
+                     0);
+    api_fit_request_cleanup(&req);
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"solver\":\"rff\","
+                               "\"n_components\":0}", &req, &e), 0);
+    ck_assert_int_eq(e.http, 400);
+    ck_assert_ptr_nonnull(strstr(e.message, "params.n_components"));
+    api_fit_request_cleanup(&req);
+    /* rff with a kernel without a spectral density: 400 naming both */
+    const char *json = "{\"algorithm\":\"krr\",\"kernel\":{\"type\":"
+                       "\"polynomial\"},\"X\":[[0],[1]],\"y\":[0,1],"
+                       "\"params\":{\"solver\":\"rff\"}}";
+    api_body b;
+    ck_assert_int_eq(api_parse_body(json, strlen(json), api_fit_matrix_keys,
+                                    &b, &e), 0);
+    ck_assert_int_ne(api_fit_parse(&b, &req, &e), 0);
+    api_body_free(&b);
+    ck_assert_int_eq(e.http, 400);
+    ck_assert_ptr_nonnull(strstr(e.message, "params.solver rff"));
+    ck_assert_ptr_nonnull(strstr(e.message, "kernel.type polynomial"));
     api_fit_request_cleanup(&req);
 }
 END_TEST

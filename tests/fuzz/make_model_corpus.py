@@ -3,7 +3,9 @@
 every algorithm (krr, svc, svc with probability, svr, kpca, kpca with the
 inverse map) and every kernel type, without their last four bytes (the
 checksum, which the fuzz target appends). The files are made by a real
-daemon, so they are what a fit writes (format version 2). Fits with each
+daemon, so they are what a fit writes (format version 2; krr's rff
+solver, the "rff" entries of FITS with the rbf and both laplacian
+kernels, version 3). Fits with each
 preprocessing (the "pre" entries of FITS) give seeds of the preprocessing
 section; one of them is also written with a search record added
 (krrsearch_rbf: the daemon does not write one yet, so it is spliced in
@@ -62,6 +64,12 @@ FITS = {
                "preprocess": {"scale": "minmax"}},
     "svrpre": {"algorithm": "svr", "X": X, "y": [0, 1, 2, 3, 4, 5],
                "preprocess": {"scale": "standardize", "center_y": True}},
+    "krrrff": {"algorithm": "krr", "X": X, "y": [0, 1, 1, 0, 2, 2],
+               "params": {"solver": "rff", "n_components": 8, "seed": 1}},
+    "krr2rffpre": {"algorithm": "krr", "X": X[:4],
+                   "y": [[0, 1], [1, 0], [1, 1], [0, 0]],
+                   "params": {"solver": "rff", "n_components": 5},
+                   "preprocess": {"scale": "standardize", "center_y": True}},
     "kpcainvpre": {"algorithm": "kpca", "X": X,
                    "params": {"n_components": 2, "fit_inverse_transform": True},
                    "preprocess": {"scale": "standardize"}},
@@ -137,7 +145,10 @@ def main():
             for fname, fit in FITS.items():
                 # every kernel with krr, svc and svr; the other variants
                 # with rbf (and kpca also with linear and polynomial)
-                if (kname != "rbf" and fname not in ("krr", "svc", "svr") and
+                if "rff" in fname:  # the shift-invariant kernels only
+                    if kname not in ("rbf", "laplacian", "laplacian_l2"):
+                        continue
+                elif (kname != "rbf" and fname not in ("krr", "svc", "svr") and
                         not (fname == "kpca" and kname in ("linear", "poly"))):
                     continue
                 name = f"{fname}_{kname}"
