@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""KRR past the n^2 wall: kmserve's nystrom and rff solvers against
+scikit-learn's Nystroem(n_components=m) + Ridge, same data, same machine,
+same run; and the error as m (or D) grows.
+
+Synthetic regression, d = 20: x ~ N(0, I), target sin(x0) + 0.5 x1 x2 +
+0.3 x3 + 0.1 noise; rbf with gamma = 1/(2d); alpha = 1 for kmserve, the
+same problem as Ridge(alpha=1) on the Nystroem features. Test RMSE is
+against the noise-free target on 10,000 held-out rows. kmserve runs as a
+daemon (one fresh daemon per fit, so its peak RSS is that fit's): times
+are the wall clock of the POST /fit (JSON parsing included), peak memory
+the daemon's VmHWM. scikit-learn runs in its own process (peak RSS).
+Usage: /usr/bin/python3 bench/bench_nystrom.py --bin build [--n 100000] [--ms 500,1000,2000,4000]
+"""
+import argparse
+import json
+import os
+import resource  # noqa: F401  (the sklearn side uses it)
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import numpy as np
+
+from daemon import free_port, stop, wait_ready
+
+SKLEARN_SIDE = r"""
+import json, resource, sys, time
+import numpy as np
+from sklearn.kernel_approximation import Nystroem
+from sklearn.linear_model import Ridge
+d = int(sys.argv[4]); m = int(sys.argv[5]); gamma = float(sys.argv[6])
+X = np.fromfile(sys.argv[1]).reshape(-1, d); y = np.fromfile(sys.argv[2])
+T = np.fromfile(sys.argv[3]).reshape(-1, d)
+t0 = time.perf_counter()
+ny = Nystroem(kernel="rbf", gamma=gamma, n_components=m, random_state=0).fit(X)
+model = Ridge(alpha=1.0, fit_intercept=False).fit(ny.transform(X), y)
+fit = time.perf_counter() - t0
+p = model.predict(ny.transform(T))
+print(json.dumps({"fit": fit, "pred": p.tolist(),
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
+"""
+
+
+def data(n, nt, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n + nt, d))
+    f = np.sin(X[:, 0]) + 0.5 * X[:, 1] * X[:, 2] + 0.3 * X[:, 3]
+    y = f[:n] + 0.1 * rng.standard_normal(n)
+    return X[:n], y, X[n:], f[n:]
+
+
+def peak_mib(pid):
+    with open(f"/proc/{pid}/status") as s:
+        for line in s:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def ours(binary, body, T):
+    tmp = tempfile.mkdtemp(prefix="kmbench-nys-")
+    port = free_port()
+    proc = subprocess.Popen([binary, "--listen", f"127.0.0.1:{port}", "--models-dir",
+                             os.path.join(tmp, "m"), "--access-log", "false",
+                             "--max-body-mb", "1024"], stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(port, proc)
+        url = f"http://127.0.0.1:{port}/v1/models/b"
+        req = urllib.request.Request(url + "/fit", data=body,
+                                     headers={"Content-Type": "application/json"})
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(req, timeout=3600) as r:
+            meta = json.loads(r.read())["model"]
+        fit = time.perf_counter() - t0
+        peak = peak_mib(proc.pid)
+        pred = []
+        for i in range(0, len(T), 5000):
+            q = urllib.request.Request(url + "/predict",
+                                       data=json.dumps({"X": T[i:i + 5000].tolist()}).encode(),
+                                       headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(q, timeout=600) as r:
+                pred += json.loads(r.read())["predictions"]
+        return fit, peak, np.array(pred), meta
+    finally:
+        stop(proc)
+
+
+def rmse(p, f):
+    return float(np.sqrt(np.mean((p - f) ** 2)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="build")
+    ap.add_argument("--n", type=int, default=100000)
+    ap.add_argument("--ms", default="500,1000,2000,4000")
+    ap.add_argument("--sklearn-ms", default="1000,2000,4000")
+    args = ap.parse_args()
+    d, nt = 20, 10000
+    gamma = 1.0 / (2 * d)
+    X, y, T, fT = data(args.n, nt, d)
+    tmp = tempfile.mkdtemp(prefix="kmbench-nys-")
+    for name, a in (("X", X), ("y", y), ("T", T)):
+        a.tofile(os.path.join(tmp, name))
+    base = {"algorithm": "krr", "kernel": {"type": "rbf", "gamma": gamma},
+            "X": X.tolist(), "y": y.tolist()}
+    binary = os.path.join(args.bin, "kmserve")
+    print(f"KRR rbf, synthetic n = {args.n}, d = {d}, alpha = 1, test RMSE on {nt} rows "
+          f"against the noise-free target")
+    print(f"  {'what':34s} {'m/D':>6s} {'fit s':>8s} {'peak MiB':>9s} {'RMSE':>8s} "
+          f"{'iters':>6s}")
+    for m in [int(v) for v in args.ms.split(",")]:
+        for solver, key in (("nystrom", "n_centres"), ("rff", "n_components")):
+            body = json.dumps(dict(base, params={"alpha": 1.0, "solver": solver,
+                                                 key: m})).encode()
+            fit, peak, p, meta = ours(binary, body, T)
+            it = meta["training"].get("iterations", "")
+            print(f"  {'kmserve ' + solver:34s} {m:6d} {fit:8.2f} {peak:9.0f} "
+                  f"{rmse(p, fT):8.4f} {it!s:>6s}", flush=True)
+    for m in [int(v) for v in args.sklearn_ms.split(",") if v]:
+        out = subprocess.run([sys.executable, "-c", SKLEARN_SIDE, *(os.path.join(tmp, s)
+                                                                  for s in "XyT"),
+                              str(d), str(m), str(gamma)],
+                             check=True, capture_output=True, text=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        print(f"  {'sklearn Nystroem + Ridge':34s} {m:6d} {r['fit']:8.2f} "
+              f"{r['peak_mib']:9.0f} {rmse(np.array(r['pred']), fT):8.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
