@@ -219,7 +219,8 @@ void km_vexp(double *v, size_t n);
  * with KM_ECANCELLED (km_search does not call it again after that).
  * threads: threads a fit may run beyond BLAS's own; 0 or 1: one.
  * km_search runs that many points at once (at most its spec's threads:
- * see km_search_spec); the other fits run on the calling thread alone.
+ * see km_search_spec); krr's nystrom solver maps blocks of kernel values
+ * on that many; the other fits run on the calling thread alone.
  * Last, so that {progress, ctx} initialisers leave it 0.
  */
 typedef struct km_fit_control {

@@ -33,6 +33,11 @@ void km_vmap_rbf(double *row, size_t len, double xn, const double *zn,
 void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
                   double *K);
 
+/* sum_j a[j] b[j]; y += a x: vectorised, in the calling thread (BLAS's
+ * level 1 may hand long vectors to its thread pool) (km_vmath.c). */
+double km_vdot(const double *a, const double *b, size_t n);
+void km_vaxpy(double a, const double *x, double *y, size_t n);
+
 /*
  * Whether the data fit this kernel in double precision: KM_EPROBLEM
  * naming the row when k(x, x) of a row x of X (n x d) is not a finite

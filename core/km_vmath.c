@@ -220,3 +220,24 @@ void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
         K[j] = s;
     }
 }
+
+/* sum_j a[j] b[j], vectorised (in the calling thread, unlike BLAS's ddot
+ * which may hand a long vector to its thread pool). */
+KM_CLONES
+double km_vdot(const double *a, const double *b, size_t n)
+{
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (size_t j = 0; j < n; j++)
+        s += a[j] * b[j];
+    return s;
+}
+
+/* y[j] += a x[j], vectorised, in the calling thread. */
+KM_CLONES
+void km_vaxpy(double a, const double *x, double *y, size_t n)
+{
+#pragma omp simd
+    for (size_t j = 0; j < n; j++)
+        y[j] += a * x[j];
+}

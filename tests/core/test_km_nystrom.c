@@ -442,6 +442,46 @@ START_TEST(search_fits_nystrom_points)
 }
 END_TEST
 
+/* The fused pass on three threads (each row block split three ways,
+ * three accumulators summed), with two outputs y and -y: both equal
+ * Nystroem + Ridge on the fixture's centres to 1e-8. */
+START_TEST(threads_and_outputs_same_as_sklearn)
+{
+    data dt;
+    load(&dt);
+    km_kernel k = rbf();
+    km_krr_params p = nystrom(M, 1e-13);
+    double *Y = malloc(2 * N * sizeof *Y);
+    for (size_t i = 0; i < N; i++) {
+        Y[2 * i] = dt.y[i];
+        Y[2 * i + 1] = -dt.y[i];
+    }
+    km_fit_control ctl = {NULL, NULL, 3};
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_krr_fit_nystrom(&k, &p, dt.X, N, DIM, Y, 2, dt.centres,
+                                     NULL, NULL, &ctl, &m, &err) == KM_OK,
+                  "%s", err.message);
+    double *out = malloc(2 * dt.nt * sizeof *out);
+    double *o0 = malloc(dt.nt * sizeof *o0), *o1 = malloc(dt.nt * sizeof *o1);
+    ck_assert_int_eq(km_krr_predict(m, dt.T, dt.nt, out, NULL), KM_OK);
+    for (size_t i = 0; i < dt.nt; i++) {
+        o0[i] = out[2 * i];
+        o1[i] = -out[2 * i + 1];
+    }
+    double e0 = km_max_rel_err(o0, dt.pred, dt.nt, 1e-3);
+    double e1 = km_max_rel_err(o1, dt.pred, dt.nt, 1e-3);
+    ck_assert_msg(e0 <= 1e-8 && e1 <= 1e-8, "predictions off by %g and %g "
+                  "relative", e0, e1);
+    free(o0);
+    free(o1);
+    free(out);
+    free(Y);
+    km_model_free(m);
+    unload(&dt);
+}
+END_TEST
+
 static Suite *nystrom_suite(void)
 {
     Suite *s = suite_create("km_nystrom");
@@ -454,6 +494,7 @@ static Suite *nystrom_suite(void)
     tcase_add_test(tc, checks_name_the_field);
     tcase_add_test(tc, fit_bytes_of_each_solver);
     tcase_add_test(tc, search_fits_nystrom_points);
+    tcase_add_test(tc, threads_and_outputs_same_as_sklearn);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
