@@ -150,6 +150,10 @@ static const api_param svr_rows[] = {
     {0},
 };
 
+/* Only with eigen_solver "nystrom". */
+#define KPCA_NYSTROM .only_if = "eigen_solver", \
+                     .only_value = KM_KPCA_SOLVER_NYSTROM
+
 /* n_components: its type and lower bound here (400); its upper bound,
  * n_samples, in km_kpca_check (422). */
 static const api_param kpca_rows[] = {
@@ -168,7 +172,20 @@ static const api_param kpca_rows[] = {
      .count = KM_KPCA_SOLVER_COUNT,
      .doc = "auto: restarted block Lanczos when n >= 1000 and "
             "n_components <= n/50, else LAPACK dsyevr; randomized (the "
-            "randomized range finder) only when asked"},
+            "randomized range finder) only when asked; nystrom: "
+            "eigenvectors of the centred Nystrom approximation on "
+            "n_centres centres, memory O(m^2), never the n x n matrix, "
+            "no fit_inverse_transform"},
+    {.key = "n_centres", .type = API_INTEGER,
+     FIELD(km_kpca_params, n_centres), .range = API_RANGE_API, .min = 1,
+     .max = INT_MAX, .data_default = 1,
+     .data_bound = "the number of rows of X", KPCA_NYSTROM,
+     .doc = "nystrom only: centres, drawn uniformly from the rows; "
+            "default min(n, 1000); above n_samples, or not above "
+            "n_components, is 422"},
+    {.key = "seed", .type = API_INTEGER, FIELD(km_kpca_params, seed),
+     .range = API_RANGE_API, .min = 0, .max = 2147483647, KPCA_NYSTROM,
+     .doc = "nystrom only: seed of the centres' draw (core's PRNG)"},
     {0},
 };
 

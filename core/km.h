@@ -1034,6 +1034,10 @@ typedef enum km_kpca_solver {
                                       the top Ritz pairs converge; never
                                       chosen by AUTO; dense when it does
                                       not converge */
+    KM_KPCA_SOLVER_NYSTROM = 4, /* eigenvectors of the centred Nystrom
+                                   approximation on n_centres centres:
+                                   memory O(m^2 + block m), never the
+                                   n x n matrix; never chosen by AUTO */
     KM_KPCA_SOLVER_COUNT
 } km_kpca_solver;
 
@@ -1042,17 +1046,25 @@ typedef struct km_kpca_params {
     int fit_inverse_transform; /* default 0 */
     double alpha;              /* ridge of the inverse map, > 0, default 1 */
     km_kpca_solver solver;     /* default AUTO */
+    size_t n_centres;          /* nystrom: m, n_components + 1 .. n; 0
+                                * (default): min(n, KM_KRR_DEFAULT_CENTRES) */
+    uint64_t seed;             /* nystrom: of the centres' draw; default 0 */
 } km_kpca_params;
 
 /* n_components 1 (callers set it: it has no sensible default), no inverse
  * map, alpha 1, solver AUTO. */
 km_kpca_params km_kpca_params_default(void);
 /* KM_EINVAL naming the field: params.n_components below 1, params.alpha
- * not a finite number > 0, params.solver unknown; KM_EPROBLEM (422 in the
- * API) for params.n_components above n_samples. */
+ * not a finite number > 0, params.solver unknown; with the nystrom
+ * solver, params.seed above 2^53 or fit_inverse_transform set (the
+ * inverse map is learned on all n rows: not built for nystrom).
+ * KM_EPROBLEM (422 in the API) for params.n_components above n_samples,
+ * and with nystrom for params.n_centres above n_samples or
+ * params.n_components not below the centres. */
 km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
                         km_error *err) KM_MUST_CHECK;
-/* "auto", "dense", "iterative", "randomized"; NULL if invalid. */
+/* "auto", "dense", "iterative", "randomized", "nystrom"; NULL if
+ * invalid. */
 const char *km_kpca_solver_name(km_kpca_solver s);
 
 /*
@@ -1086,8 +1098,14 @@ const char *km_kpca_solver_name(km_kpca_solver s);
  * "iterations" (products of Kc with a block of vectors; 0 for dense; q + 2
  * for the randomized solver's q power iterations).
  *
- * Every solver holds the whole n x n centered Gram matrix: the iterative
- * and randomized ones save time, not memory.
+ * Every solver but nystrom holds the whole n x n centered Gram matrix:
+ * the iterative and randomized ones save time, not memory. The nystrom
+ * solver finds the eigenpairs of the centred Gram matrix of the Nystrom
+ * features phi(x) = k(x, Z) L^-T of m centres Z (L L^T = k(Z, Z)), from
+ * their m x m covariance accumulated over row blocks of X; its model
+ * keeps the centres (n_samples = m) and projects a new row in O(m d).
+ * Its figures add params "eigen_solver", "n_centres" and "seed";
+ * "iterations" counts its passes over X (3).
  */
 km_status km_kpca_fit(const km_kernel *k, const km_kpca_params *p,
                       const double *X, size_t n, size_t d,

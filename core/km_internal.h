@@ -524,6 +524,16 @@ km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
  * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by
  * km_rng seeded with seed, then the first m sorted). */
 void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx);
+/* T := the upper Cholesky factor of K_mm + s I, K_mm = k(Z, Z) of the m
+ * centres (column-major, strict lower part zeroed), with the smallest
+ * shift s of 1e-13 m mean(diag K_mm) times 1, 1e3, ... 1e12 that lets it
+ * factor (s = 0 first when unshifted_first: kpca, whose answer the shift
+ * would perturb by about s over K_mm's smallest eigenvalue, where krr's
+ * uses T only as a preconditioner); *shift gets s. KM_ENOTPD when none
+ * does. (Nystrom solvers of krr and kpca.) */
+km_status km_nystrom_factor_kmm(const km_kernel *k, const double *Z,
+                                size_t m, size_t d, int unshifted_first,
+                                double *T, double *shift, km_error *err);
 
 /* A standard normal draw: Box-Muller on two km_rng_uniform values,
  * u1 = (1 - a)/2 in (0, 1], u2 = (1 + b)/2, g = sqrt(-2 ln u1)

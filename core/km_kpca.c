@@ -45,6 +45,7 @@
  */
 #include <cblas.h>
 #include <lapacke.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -117,7 +118,16 @@
  * eigenvalue is zero. */
 #define SMALL_POS_RATIO 1e-12
 
+/* Two forms of the model: the dual (dense, iterative, randomized: the
+ * training rows and sklearn's centring) and nystrom (the centres, W and
+ * the features' mean; see kpca_fit_nystrom). One payload struct: in the
+ * nystrom form X is the m centres, proj W with its 1/m column, col_mean
+ * the mean mu of the rows of K_nm, grand_mean 0, sum_proj 0 and bias
+ * -mu^T W, so that km_kpca_project computes k(x, Z) W - mu^T W. */
+enum { KPCA_FORM_DUAL = 0, KPCA_FORM_NYSTROM = 1, KPCA_FORM_COUNT };
+
 typedef struct kpca_payload {
+    unsigned form;    /* KPCA_FORM_* */
     size_t n, d, k;   /* as the model's n_samples, n_features, n_outputs */
     double *X;        /* n x d training rows */
     double *eigval;   /* k eigenvalues, descending */
@@ -134,7 +144,25 @@ typedef struct kpca_payload {
 } kpca_payload;
 
 static const char *const solver_names[KM_KPCA_SOLVER_COUNT] = {
-    "auto", "dense", "iterative", "randomized"};
+    "auto", "dense", "iterative", "randomized", "nystrom"};
+
+/* The nystrom solver's m. */
+static size_t nys_centres(const km_kpca_params *p, size_t n)
+{
+    if (p->n_centres)
+        return p->n_centres;
+    return n < KM_KRR_DEFAULT_CENTRES ? n : KM_KRR_DEFAULT_CENTRES;
+}
+
+/* Values of K_nm the nystrom solver holds at once: rows per block. */
+#define NYS_BLOCK_VALUES ((size_t)1 << 21)
+
+static size_t nys_block_rows(size_t n, size_t m)
+{
+    size_t b = NYS_BLOCK_VALUES / (m ? m : 1);
+    b = b < 1 ? 1 : b;
+    return b < n ? b : n;
+}
 
 km_kpca_params km_kpca_params_default(void)
 {
@@ -166,8 +194,28 @@ km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
                             "params.alpha must be a finite number > 0");
     if ((unsigned)p->solver >= KM_KPCA_SOLVER_COUNT)
         return km_error_set(err, KM_EINVAL,
-                            "params.solver must be auto, dense, iterative "
-                            "or randomized");
+                            "params.solver must be auto, dense, iterative, "
+                            "randomized or nystrom");
+    if (p->solver != KM_KPCA_SOLVER_NYSTROM)
+        return KM_OK;
+    if (p->seed > ((uint64_t)1 << 53))
+        return km_error_set(err, KM_EINVAL,
+                            "params.seed must be at most 2^53");
+    if (p->fit_inverse_transform)
+        return km_error_set(err, KM_EINVAL, "params.fit_inverse_transform "
+                            "is not available with eigen_solver nystrom (the "
+                            "inverse map is a kernel ridge regression on all "
+                            "n rows); use dense, iterative or randomized");
+    if (p->n_centres > n_samples)
+        return km_error_set(err, KM_EPROBLEM,
+                            "params.n_centres is %zu but X has %zu rows: "
+                            "at most one centre per row", p->n_centres,
+                            n_samples);
+    size_t m = nys_centres(p, n_samples);
+    if (p->n_components >= m)
+        return km_error_set(err, KM_EPROBLEM, "params.n_components (%zu) "
+                            "must be below the number of centres (%zu) with "
+                            "eigen_solver nystrom", p->n_components, m);
     return KM_OK;
 }
 
@@ -202,12 +250,29 @@ static int use_iterative(size_t n, size_t k, km_kpca_solver s)
     return n >= ITER_MIN_N && k <= n / ITER_MAX_K_FRACTION;
 }
 
+/* The nystrom solver (kpca_fit_nystrom): the draw's n indices; T and
+ * the covariance (2 m^2); a block of K_nm and of its projections; the
+ * centres, their norms, mu; dsyevr's work (m + 36 m) and vectors (m k);
+ * the model's centres, W, mu, norms. */
+static size_t nystrom_fit_bytes(size_t n, size_t d, const km_kpca_params *p)
+{
+    size_t k = p->n_components, m = nys_centres(p, n);
+    size_t b = nys_block_rows(n, m);
+    if (m > ((size_t)1 << 26) || k > m)
+        return SIZE_MAX;
+    size_t v = n + 2 * m * m + b * (m + k) + 2 * m * (d + 1) + 37 * m +
+               m * k + m * (k + 1) + 2 * m + 2 * k;
+    return v * 8;
+}
+
 size_t km_kpca_fit_bytes(size_t n, size_t d, const km_kpca_params *p)
 {
     size_t k = p->n_components, b = iter_block(k);
     size_t m = ITER_DEPTH * b;
     if (n > ((size_t)1 << 26) || d > ((size_t)1 << 26) || k > n)
         return SIZE_MAX; /* far beyond any budget; avoids overflow */
+    if (p->solver == KM_KPCA_SOLVER_NYSTROM)
+        return nystrom_fit_bytes(n, d, p);
     /* The Gram buffer, the kept X, proj and means; the solver's work: for
      * dense the eigenvalues, vectors and dsyevr's 26n + 10n workspace, for
      * iterative the basis, its product, the Ritz block and its product. */
@@ -264,22 +329,38 @@ static int derive(kpca_payload *p, size_t n, size_t k)
             s += p->proj[i * (k + 1) + j];
             c += p->col_mean[i] * p->proj[i * (k + 1) + j];
         }
+        if (p->form == KPCA_FORM_NYSTROM) { /* k(x, Z) W - mu^T W */
+            p->sum_proj[j] = 0;
+            p->bias[j] = -c;
+            continue;
+        }
         p->sum_proj[j] = s;
         p->bias[j] = p->grand_mean * s - c;
     }
     return 0;
 }
 
+/* The format version a model needs: 4 for the nystrom form (its payload
+ * starts with the form), else the default. */
+static uint32_t kpca_file_format(const void *payload)
+{
+    return ((const kpca_payload *)payload)->form == KPCA_FORM_NYSTROM ? 4 : 0;
+}
+
 /*
- * Payload format: f64s eigval (k); f64s proj without its 1/n column
- * (n x k); f64s col_mean (n); f64 grand_mean; f64s X (n x d);
- * u32 has_inverse; then, if set: kernel, f64s embed (n x k), f64s dual.
+ * Payload format: (version 4: u32 form) f64s eigval (k); f64s proj
+ * without its 1/n column (n x k); f64s col_mean (n); f64 grand_mean;
+ * f64s X (n x d); u32 has_inverse; then, if set: kernel, f64s embed
+ * (n x k), f64s dual. The nystrom form has the same fields (X the
+ * centres, proj W, col_mean mu, grand_mean 0) and no inverse map.
  */
 static void kpca_save(const void *payload, const km_model *m, km_writer *w)
 {
     const kpca_payload *p = payload;
     size_t n = km_model_n_samples(m), k = km_model_n_outputs(m);
     size_t d = km_model_n_features(m);
+    if (p->form == KPCA_FORM_NYSTROM)
+        km_write_u32(w, KPCA_FORM_NYSTROM);
     km_write_f64s(w, p->eigval, k);
     km_write_u64(w, n * k); /* the count km_read_f64s expects */
     for (size_t i = 0; i < n; i++)
@@ -312,6 +393,16 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
     p->n = n;
     p->d = d;
     p->k = k;
+    if (km_model_file_format(m) >= 4) { /* the payload starts with its form */
+        uint32_t f = km_read_u32(r);
+        if (r->failed || f >= KPCA_FORM_COUNT) {
+            st = km_error_set(err, KM_ECORRUPT, "model file: kernel PCA "
+                              "payload form %u is not 0 (dual) or 1 "
+                              "(nystrom)", (unsigned)f);
+            goto out;
+        }
+        p->form = f;
+    }
     p->eigval = km_read_f64s(r, k);
     flat = p->eigval ? km_read_f64s(r, n * k) : NULL;
     p->col_mean = flat ? km_read_f64s(r, n) : NULL;
@@ -337,6 +428,11 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
         st = km_error_set(err, KM_ECORRUPT, "model file: kernel PCA "
                           "projections, means or training rows are not all "
                           "finite numbers");
+        goto out;
+    }
+    if (has_inverse && p->form == KPCA_FORM_NYSTROM) {
+        st = km_error_set(err, KM_ECORRUPT, "model file: a kernel PCA model "
+                          "of the nystrom form has no inverse map");
         goto out;
     }
     if (has_inverse) {
@@ -976,6 +1072,350 @@ static km_status cancelled(km_error *err)
     return km_error_set(err, KM_ECANCELLED, "fit cancelled");
 }
 
+/* KM_EPROBLEM unless the top nc eigenvalues (descending) are positive:
+ * above SMALL_POS_RATIO times the largest. */
+static km_status check_positive(const double *lambda, size_t nc,
+                                km_error *err)
+{
+    size_t positive = 0;
+    while (positive < nc && lambda[positive] > 0 &&
+           lambda[positive] > SMALL_POS_RATIO * lambda[0])
+        positive++;
+    if (positive < nc)
+        return km_error_set(err, KM_EPROBLEM,
+                            "the centered kernel matrix has only %zu "
+                            "positive eigenvalues; params.n_components "
+                            "(%zu) must not exceed that", positive, nc);
+    return KM_OK;
+}
+
+/* The params and training figures of a fitted model (km.h). */
+static km_status add_figures(km_model *model, const km_kpca_params *params,
+                             const double *lambda, const double *ratio,
+                             int solver, int fallback, size_t products,
+                             km_error *err)
+{
+    size_t nc = params->n_components;
+    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
+    int bad = km_info_add1(pi, "n_components", KM_INFO_INTEGER, (double)nc) ||
+              km_info_add1(pi, "fit_inverse_transform", KM_INFO_BOOLEAN,
+                           params->fit_inverse_transform ? 1 : 0) ||
+              km_info_add1(pi, "alpha", KM_INFO_NUMBER, params->alpha);
+    if (!bad && solver == KM_KPCA_SOLVER_NYSTROM)
+        bad = km_info_add1(pi, "eigen_solver", KM_INFO_INTEGER, solver) ||
+              km_info_add1(pi, "n_centres", KM_INFO_INTEGER,
+                           (double)km_model_n_samples(model)) ||
+              km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)params->seed);
+    if (!bad)
+        bad = km_info_add(ti, "eigenvalues", KM_INFO_NUMBER, 1, lambda, nc) ||
+              km_info_add(ti, "explained_variance_ratio", KM_INFO_NUMBER, 1,
+                          ratio, nc) ||
+              km_info_add1(ti, "solver", KM_INFO_INTEGER, solver) ||
+              km_info_add1(ti, "fallback", KM_INFO_BOOLEAN, fallback) ||
+              km_info_add1(ti, "iterations", KM_INFO_INTEGER,
+                           (double)products);
+    return bad ? km_error_set(err, KM_ENOMEM, "out of memory for the model")
+               : KM_OK;
+}
+
+/* ------------------------------------------------------------ nystrom */
+
+/*
+ * The nystrom solver. With m centres Z drawn uniformly from the rows
+ * (krr's draw: km_krr_draw_centres, seeded), K_mm = k(Z, Z) = L L^T
+ * (L = T^T, T the upper factor of km_nystrom_factor_kmm: unshifted, or
+ * with its tiny shift of the diagonal only when K_mm is numerically
+ * singular; measured: the shift 6e-12 at m = 60 moved the projections
+ * 1e-8 relative) and K_nm = k(X, Z), the Nystrom features
+ * Phi = K_nm L^-T have Phi Phi^T = K_nm K_mm^-1 K_mn, the Nystrom
+ * approximation of K (exactly K when m = n). Kernel PCA on that matrix,
+ * centred, is PCA on the centred features: with mu the mean of the rows
+ * of K_nm (so phi's mean is L^-1 mu) and Gc = (K_nm - 1 mu^T)^T (K_nm -
+ * 1 mu^T), the m x m matrix
+ *     C = Phi_c^T Phi_c = T^-T Gc T^-1     (LAPACK dsygst)
+ * has the nonzero eigenvalues of the centred n x n approximation (the
+ * same lambda as the dense solver's when m = n), and its unit
+ * eigenvectors v_j give the projections (phi(x) - phi_mean)^T v_j =
+ * (k(x, Z) - mu)^T W_j with W = T^-1 V: what the dense solver computes
+ * as Kc alpha_j / sqrt(lambda_j) (alpha_j = Phi_c v_j / sqrt(lambda_j)).
+ * scikit-learn's Nystroem(n_components=m) maps with K_mm^-1/2 instead of
+ * L^-T, a rotation of the same features, so PCA on its centred features
+ * gives the same eigenvalues and projections.
+ *
+ * Three passes over X in row blocks (kernel values by km_gram_cross_sn
+ * against the centres, NYS_BLOCK_VALUES at a time): mu; Gc by DSYRK on
+ * the centred block (centring each block, not subtracting n mu mu^T
+ * from the raw sum, keeps the digits a kernel close to constant would
+ * cancel); the training projections, only for their signs (each
+ * component's entry of largest magnitude positive, the other solvers'
+ * rule). Costs: n m d per pass, n m^2 for Gc, m^3 / 3 for T, m^3 for
+ * dsygst, dsyevr on m x m. Memory: T and Gc (2 m^2), a block, and O(m k)
+ * (nystrom_fit_bytes); never the n x n matrix.
+ */
+typedef struct kpca_nys {
+    const km_kernel *k;
+    const double *X, *Z, *zn; /* the data, the centres and their norms */
+    size_t n, d, m, block;
+    double *Kb; /* block x m, row-major */
+    const km_fit_control *ctl;
+} kpca_nys;
+
+/* Kb := k(X[i0 .. i0 + nb), Z). */
+static km_status nys_block(const kpca_nys *s, size_t i0, size_t nb,
+                           km_error *err)
+{
+    return km_gram_cross_sn(s->k, s->X + i0 * s->d, nb, s->Z, s->m, s->zn,
+                            s->d, s->Kb, s->m, err);
+}
+
+/* Progress from f0 to f1 by the rows done; nonzero to cancel. */
+static int nys_progress(const kpca_nys *s, size_t done, double f0, double f1)
+{
+    return km_progress(s->ctl, f0 + (f1 - f0) * (double)done / (double)s->n);
+}
+
+/* Pass 1: mu (m) = the mean of the rows of K_nm. */
+static km_status nys_mean(const kpca_nys *s, double *mu, km_error *err)
+{
+    memset(mu, 0, s->m * sizeof *mu);
+    for (size_t i0 = 0; i0 < s->n; i0 += s->block) {
+        size_t nb = s->n - i0 < s->block ? s->n - i0 : s->block;
+        km_status st = nys_block(s, i0, nb, err);
+        if (st != KM_OK)
+            return st;
+        for (size_t i = 0; i < nb; i++)
+            km_vaxpy(1.0, s->Kb + i * s->m, mu, s->m);
+        if (nys_progress(s, i0 + nb, 0.05, 0.15))
+            return cancelled(err);
+    }
+    for (size_t j = 0; j < s->m; j++)
+        mu[j] /= (double)s->n;
+    return KM_OK;
+}
+
+/* Pass 2: G (m x m, column-major upper) = Gc, the centred K_nm's Gram. */
+static km_status nys_cov(const kpca_nys *s, const double *mu, double *G,
+                         km_error *err)
+{
+    size_t m = s->m;
+    memset(G, 0, m * m * sizeof *G);
+    for (size_t i0 = 0; i0 < s->n; i0 += s->block) {
+        size_t nb = s->n - i0 < s->block ? s->n - i0 : s->block;
+        km_status st = nys_block(s, i0, nb, err);
+        if (st != KM_OK)
+            return st;
+        for (size_t i = 0; i < nb; i++)
+            km_vaxpy(-1.0, mu, s->Kb + i * m, m);
+        /* Kb row-major nb x m is column-major m x nb: G += Kb^T Kb */
+        cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)nb,
+                    1.0, s->Kb, (int)m, 1.0, G, (int)m);
+        if (nys_progress(s, i0 + nb, 0.15, 0.6))
+            return cancelled(err);
+    }
+    return KM_OK;
+}
+
+/* Pass 3: flips W's columns (m x k, column-major) so that each
+ * component's training projection of largest magnitude (the first, on
+ * ties) is positive; P is a block x k work buffer. */
+static km_status nys_signs(const kpca_nys *s, const double *mu, double *W,
+                           size_t k, double *P, km_error *err)
+{
+    size_t m = s->m;
+    double *best = calloc(2 * k, sizeof *best), *bias = best + k;
+    if (!best)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    for (size_t j = 0; j < k; j++)
+        bias[j] = -km_vdot(mu, W + j * m, m);
+    for (size_t i0 = 0; i0 < s->n; i0 += s->block) {
+        size_t nb = s->n - i0 < s->block ? s->n - i0 : s->block;
+        km_status st = nys_block(s, i0, nb, err);
+        if (st != KM_OK) {
+            free(best);
+            return st;
+        }
+        /* P (nb x k, row-major) = Kb W; W column-major is row-major k x m */
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb,
+                    (int)k, (int)m, 1.0, s->Kb, (int)m, W, (int)m, 0.0, P,
+                    (int)k);
+        for (size_t i = 0; i < nb; i++)
+            for (size_t j = 0; j < k; j++) {
+                double v = P[i * k + j] + bias[j];
+                if (fabs(v) > fabs(best[j]))
+                    best[j] = v;
+            }
+        if (nys_progress(s, i0 + nb, 0.85, 0.95)) {
+            free(best);
+            return cancelled(err);
+        }
+    }
+    for (size_t j = 0; j < k; j++)
+        if (best[j] < 0)
+            cblas_dscal((int)m, -1.0, W + j * m, 1);
+    free(best);
+    return KM_OK;
+}
+
+static km_status kpca_fit_nystrom(km_fit_frame *fr, const km_kpca_params *params,
+                                  const double *X, size_t n, size_t d,
+                                  const km_fit_control *ctl, km_model **out,
+                                  km_error *err)
+{
+    size_t nc = params->n_components, m = nys_centres(params, n);
+    size_t block = nys_block_rows(n, m);
+    size_t *idx = NULL;
+    double *T = NULL, *G = NULL, *V = NULL, *lambda = NULL, *ratio = NULL;
+    double *P = NULL, shift = 0, trace = 0;
+    kpca_payload *p = NULL;
+    km_model *model = NULL;
+    km_status st = KM_OK;
+    if (m > INT_MAX || block > INT_MAX / m) { /* BLAS's int sizes */
+        st = km_error_set(err, KM_EINVAL, "params.n_centres (%zu) must be "
+                          "below 2^31", m);
+        goto out;
+    }
+    if (km_progress(ctl, 0.0)) {
+        st = cancelled(err);
+        goto out;
+    }
+    p = payload_new();
+    idx = malloc(n * sizeof *idx);
+    T = malloc(m * m * sizeof *T);
+    G = malloc(m * m * sizeof *G);
+    V = malloc(m * nc * sizeof *V);
+    lambda = malloc(nc * sizeof *lambda);
+    ratio = malloc(nc * sizeof *ratio);
+    P = malloc(block * nc * sizeof *P);
+    if (p) {
+        p->form = KPCA_FORM_NYSTROM;
+        p->X = malloc(m * d * sizeof *p->X);
+        p->col_mean = malloc(m * sizeof *p->col_mean);
+        p->eigval = malloc(nc * sizeof *p->eigval);
+        p->proj = malloc(m * (nc + 1) * sizeof *p->proj);
+        p->sum_proj = malloc(nc * sizeof *p->sum_proj);
+        p->bias = malloc(nc * sizeof *p->bias);
+    }
+    if (!p || !idx || !T || !G || !V || !lambda || !ratio || !P || !p->X ||
+        !p->col_mean || !p->eigval || !p->proj || !p->sum_proj || !p->bias) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
+                          "solver of %zu centres", m);
+        goto out;
+    }
+    p->n = m;
+    p->d = d;
+    p->k = nc;
+    km_krr_draw_centres(params->seed, n, m, idx);
+    for (size_t i = 0; i < m; i++)
+        memcpy(p->X + i * d, X + idx[i] * d, d * sizeof *X);
+    free(idx);
+    idx = NULL;
+    if (!(p->xn = km_sqnorms(p->X, m, d))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the centres");
+        goto out;
+    }
+    if ((st = km_nystrom_factor_kmm(&fr->k, p->X, m, d, 1, T, &shift, err)) !=
+        KM_OK)
+        goto out;
+    if (km_progress(ctl, 0.05)) {
+        st = cancelled(err);
+        goto out;
+    }
+    /* The block buffer: G's room until pass 2 needs it would save little
+     * (a block is at most NYS_BLOCK_VALUES). */
+    double *Kb = malloc(block * m * sizeof *Kb);
+    if (!Kb) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
+                          "solver of %zu centres", m);
+        goto out;
+    }
+    kpca_nys s = {&fr->k, X, p->X, p->xn, n, d, m, block, Kb, ctl};
+    if ((st = nys_mean(&s, p->col_mean, err)) == KM_OK)
+        st = nys_cov(&s, p->col_mean, G, err);
+    if (st != KM_OK) {
+        free(Kb);
+        goto out;
+    }
+    /* C = T^-T Gc T^-1, in place (upper triangle) */
+    lapack_int info = LAPACKE_dsygst(LAPACK_COL_MAJOR, 1, 'U', (lapack_int)m,
+                                     G, (lapack_int)m, T, (lapack_int)m);
+    if (info != 0) {
+        free(Kb);
+        st = km_error_set(err, KM_EINTERNAL, "dsygst failed (info %d)",
+                          (int)info);
+        goto out;
+    }
+    for (size_t j = 0; j < m; j++)
+        trace += G[j * m + j];
+    if (!isfinite(trace)) {
+        free(Kb);
+        st = km_error_set(err, KM_EPROBLEM, "the kernel matrix has values "
+                          "that are not finite numbers (overflow); use a "
+                          "smaller gamma, degree or scale of X");
+        goto out;
+    }
+    /* Column-major upper == what solve_dense reads. */
+    if ((st = solve_dense(G, m, nc, lambda, V, err)) != KM_OK ||
+        (st = check_positive(lambda, nc, err)) != KM_OK) {
+        free(Kb);
+        goto out;
+    }
+    if (km_progress(ctl, 0.85)) {
+        free(Kb);
+        st = cancelled(err);
+        goto out;
+    }
+    /* W = T^-1 V, signed by the training projections */
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans,
+                CblasNonUnit, (int)m, (int)nc, 1.0, T, (int)m, V, (int)m);
+    st = nys_signs(&s, p->col_mean, V, nc, P, err);
+    free(Kb);
+    if (st != KM_OK)
+        goto out;
+    for (size_t j = 0; j < nc; j++) {
+        p->eigval[j] = lambda[j];
+        ratio[j] = trace > 0 ? lambda[j] / trace : 0;
+        for (size_t i = 0; i < m; i++)
+            p->proj[i * (nc + 1) + j] = V[j * m + i];
+    }
+    for (size_t i = 0; i < m; i++)
+        p->proj[i * (nc + 1) + nc] = 1.0 / (double)m;
+    p->grand_mean = 0;
+    if (!km_all_finite(p->proj, m * (nc + 1))) {
+        st = km_error_set(err, KM_EPROBLEM, "the nystrom projections are "
+                          "not all finite numbers");
+        goto out;
+    }
+    if (derive(p, m, nc) != 0) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    free(T);
+    free(G);
+    T = G = NULL;
+
+    st = km_fit_model(fr, d, m, nc, p, &model, err);
+    p = NULL; /* owned by the model now, also on failure */
+    if (st != KM_OK)
+        goto out;
+    if ((st = add_figures(model, params, lambda, ratio,
+                          KM_KPCA_SOLVER_NYSTROM, 0, 3, err)) != KM_OK)
+        goto out;
+    km_progress(ctl, 1.0);
+    *out = model;
+    model = NULL;
+out:
+    km_model_free(model);
+    kpca_free(p);
+    free(idx);
+    free(T);
+    free(G);
+    free(V);
+    free(lambda);
+    free(ratio);
+    free(P);
+    return st;
+}
+
 km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
                       const double *X, size_t n, size_t d,
                       const km_fit_control *ctl, km_model **out,
@@ -996,6 +1436,10 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
                                 err);
     if (st != KM_OK)
         goto out;
+    if (params->solver == KM_KPCA_SOLVER_NYSTROM) {
+        st = kpca_fit_nystrom(&fr, params, X, n, d, ctl, out, err);
+        goto out;
+    }
     const km_kernel *k = &fr.k;
 
     K = malloc(n * n * sizeof *K);
@@ -1072,17 +1516,8 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
         goto out;
     }
 
-    size_t positive = 0;
-    while (positive < nc && lambda[positive] > 0 &&
-           lambda[positive] > SMALL_POS_RATIO * lambda[0])
-        positive++;
-    if (positive < nc) {
-        st = km_error_set(err, KM_EPROBLEM,
-                          "the centered kernel matrix has only %zu positive "
-                          "eigenvalues; params.n_components (%zu) must not "
-                          "exceed that", positive, nc);
+    if ((st = check_positive(lambda, nc, err)) != KM_OK)
         goto out;
-    }
     flip_signs(U, n, nc);
 
     for (size_t j = 0; j < nc; j++) {
@@ -1128,20 +1563,9 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     p = NULL; /* owned by the model now, also on failure */
     if (st != KM_OK)
         goto out;
-    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
-    if (km_info_add1(pi, "n_components", KM_INFO_INTEGER, (double)nc) ||
-        km_info_add1(pi, "fit_inverse_transform", KM_INFO_BOOLEAN,
-                     params->fit_inverse_transform ? 1 : 0) ||
-        km_info_add1(pi, "alpha", KM_INFO_NUMBER, params->alpha) ||
-        km_info_add(ti, "eigenvalues", KM_INFO_NUMBER, 1, lambda, nc) ||
-        km_info_add(ti, "explained_variance_ratio", KM_INFO_NUMBER, 1, ratio,
-                    nc) ||
-        km_info_add1(ti, "solver", KM_INFO_INTEGER, solver) ||
-        km_info_add1(ti, "fallback", KM_INFO_BOOLEAN, fallback) ||
-        km_info_add1(ti, "iterations", KM_INFO_INTEGER, (double)products)) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    if ((st = add_figures(model, params, lambda, ratio, solver, fallback,
+                          products, err)) != KM_OK)
         goto out;
-    }
     km_progress(ctl, 1.0);
     *out = model;
     model = NULL;
@@ -1232,18 +1656,17 @@ static uint64_t max_outputs(uint64_t ns)
     return ns - 1; /* at most n - 1 positive eigenvalues */
 }
 
-/* eigval, proj, col_mean, grand_mean, X, has_inverse; then maybe the
- * inverse map (dual and X again, at most). */
+/* (version 4: the form) eigval, proj, col_mean, grand_mean, X,
+ * has_inverse; then maybe the inverse map (dual and X again, at most). */
 static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                           uint64_t no, uint64_t *lo, uint64_t *hi)
 {
-    (void)format; /* one layout in every version */
     uint64_t nd = km_mul_sat(ns, nf);
     *lo = km_add_sat(km_add_sat(km_f64s_bytes(no),
                                 km_f64s_bytes(km_mul_sat(ns, no))),
                      km_add_sat(km_f64s_bytes(ns),
                                 km_add_sat(8, km_f64s_bytes(nd))));
-    *lo = km_add_sat(*lo, 4);
+    *lo = km_add_sat(*lo, format >= 4 ? 8 : 4); /* the form from version 4 */
     *hi = km_add_sat(*lo, km_add_sat(km_f64s_bytes(km_mul_sat(ns, no)),
                                      km_f64s_bytes(nd)));
 }
@@ -1286,5 +1709,6 @@ const km_algo km_kpca_algo = {
     .free_payload = kpca_free,
     .save = kpca_save,
     .load = kpca_load,
+    .file_format = kpca_file_format,
     .bytes = kpca_bytes,
 };

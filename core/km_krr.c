@@ -735,18 +735,16 @@ void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx)
     qsort(idx, m, sizeof *idx, cmp_size);
 }
 
-/* T := the upper Cholesky factor of K_mm + s I (column-major, strict
- * lower part zeroed), computing K_mm into T; *shift gets s. */
-static km_status nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
-                                size_t d, double *T, double *shift,
-                                km_error *err)
+km_status km_nystrom_factor_kmm(const km_kernel *k, const double *Z,
+                                size_t m, size_t d, int unshifted_first,
+                                double *T, double *shift, km_error *err)
 {
     double mean = 0;
-    for (int tries = 0; tries < 5; tries++) {
+    for (int tries = unshifted_first ? -1 : 0; tries < 5; tries++) {
         km_status st = km_gram_sym(k, Z, m, d, T, 1, err);
         if (st != KM_OK)
             return st;
-        if (tries == 0) {
+        if (tries <= 0 && mean == 0) {
             km_ksum tr = {0, 0};
             for (size_t i = 0; i < m; i++)
                 km_ksum_add(&tr, T[i * m + i]);
@@ -754,7 +752,7 @@ static km_status nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
             if (!(mean > 0) || !isfinite(mean))
                 mean = 1.0;
         }
-        double s = 1e-13 * (double)m * mean;
+        double s = tries < 0 ? 0 : 1e-13 * (double)m * mean;
         for (int t = 0; t < tries; t++)
             s *= 1000;
         for (size_t i = 0; i < m; i++)
@@ -868,7 +866,7 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     }
     nys s = {k, X, xr, n, d, pl->X, pl->xn, m, p, block, T, A, 0, alpha, Kb,
              tmp, acc, nt, ctl, 0.0};
-    if ((st = nys_factor_kmm(k, pl->X, m, d, T, &s.shift, err)) != KM_OK)
+    if ((st = km_nystrom_factor_kmm(k, pl->X, m, d, 0, T, &s.shift, err)) != KM_OK)
         goto out;
     /* A^T A = T T^T / m + (alpha / n) I: T T^T of the triangular T by
      * dlauum (m^3 / 3 flops; DSYRK of the full m x m would take m^3) */

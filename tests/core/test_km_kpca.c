@@ -15,6 +15,7 @@
 #include "../check_main.h"
 #include "../testdata.h"
 #include "km.h"
+#include "km_internal.h"
 
 #define TOL 1e-8
 /* Floor of the relative comparison, as a share of the largest reference
@@ -362,7 +363,7 @@ START_TEST(synthetic_rbf_default_gamma)
     p.n_components = 5;
     p.fit_inverse_transform = 1;
     p.alpha = 0.5;
-    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_COUNT;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_NYSTROM;
          solver++) {
         p.solver = (km_kpca_solver)solver;
         km_model *m = syn_case(&s, "syn", &k, &p);
@@ -398,7 +399,7 @@ START_TEST(synthetic_poly)
     k.coef0 = 1;
     km_kpca_params p = km_kpca_params_default();
     p.n_components = 4;
-    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_COUNT;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_NYSTROM;
          solver++) {
         p.solver = (km_kpca_solver)solver;
         km_model *m = syn_case(&s, "poly", &k, &p);
@@ -511,7 +512,7 @@ START_TEST(not_enough_positive_eigenvalues)
     km_kernel_init(&k, KM_KERNEL_LINEAR);
     km_kpca_params p = km_kpca_params_default();
     p.n_components = 3;
-    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_COUNT;
+    for (int solver = KM_KPCA_SOLVER_DENSE; solver < KM_KPCA_SOLVER_NYSTROM;
          solver++) {
         km_model *m = NULL;
         km_error err;
@@ -769,7 +770,10 @@ START_TEST(progress_and_cancel)
     km_kernel_init(&k, KM_KERNEL_RBF);
     km_kpca_params p = km_kpca_params_default();
     p.n_components = 5;
-    p.solver = _i ? KM_KPCA_SOLVER_RANDOMIZED : KM_KPCA_SOLVER_ITERATIVE;
+    p.solver = _i == 2 ? KM_KPCA_SOLVER_NYSTROM
+               : _i    ? KM_KPCA_SOLVER_RANDOMIZED
+                       : KM_KPCA_SOLVER_ITERATIVE;
+    p.n_centres = 40; /* nystrom: 300 rows in blocks of 2^21 / 40 */
     km_model *m = NULL;
     km_error err;
 
@@ -820,6 +824,251 @@ START_TEST(fit_bytes)
 }
 END_TEST
 
+/* ------------------------------------------------------------ nystrom */
+
+static km_kpca_params nystrom(size_t nc, size_t m, uint64_t seed)
+{
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = nc;
+    p.solver = KM_KPCA_SOLVER_NYSTROM;
+    p.n_centres = m;
+    p.seed = seed;
+    return p;
+}
+
+/* Largest difference of a and b (n x nc row-major) per component, up to
+ * its sign, relative to the component's largest |b|; the worst of them.
+ * *flipped counts the components that matched only with the sign
+ * flipped. */
+static double up_to_sign(const double *a, const double *b, size_t n,
+                         size_t nc, int *flipped)
+{
+    double worst = 0;
+    *flipped = 0;
+    for (size_t j = 0; j < nc; j++) {
+        double big = 0, plus = 0, minus = 0;
+        for (size_t i = 0; i < n; i++) {
+            double x = a[i * nc + j], y = b[i * nc + j];
+            big = fabs(y) > big ? fabs(y) : big;
+            plus = fmax(plus, fabs(x - y));
+            minus = fmax(minus, fabs(x + y));
+        }
+        *flipped += minus < plus;
+        worst = fmax(worst, fmin(plus, minus) / big);
+    }
+    return worst;
+}
+
+/* Issue 14: with every row a centre (m = n) the nystrom solver is the
+ * dense one: on digits (600 rows, 200 more projected) eigenvalues within
+ * 1e-8 relative, projections equal up to sign to 1e-8 of each
+ * component's largest (and, by the shared sign rule, with the same
+ * signs), for rbf and for a polynomial kernel. */
+START_TEST(nystrom_all_rows_is_dense)
+{
+    digits t;
+    digits_load(&t);
+    size_t nc = 8;
+    for (int c = 0; c < 2; c++) {
+        km_kernel k;
+        km_kernel_init(&k, c ? KM_KERNEL_POLYNOMIAL : KM_KERNEL_RBF);
+        k.gamma = c ? 0.01 : 0.02;
+        km_kpca_params p[2] = {km_kpca_params_default(),
+                               nystrom(nc, 600, 3)};
+        p[0].n_components = nc;
+        p[0].solver = KM_KPCA_SOLVER_DENSE;
+        km_model *m[2];
+        double *proj[2];
+        for (int s = 0; s < 2; s++) {
+            km_error err = {0};
+            ck_assert_msg(km_kpca_fit(&k, &p[s], t.ds.X, 600, t.ds.d, NULL,
+                                      &m[s], &err) == KM_OK, "%s",
+                          err.message);
+            proj[s] = malloc(800 * nc * sizeof *proj[s]);
+            ck_assert_int_eq(km_kpca_project(m[s], t.ds.X, 800, proj[s],
+                                             NULL), KM_OK);
+        }
+        ck_assert_uint_eq(km_model_n_samples(m[1]), 600);
+        ck_assert_int_eq((int)training(m[1], "solver")[0],
+                         KM_KPCA_SOLVER_NYSTROM);
+        double e = rel_err(km_kpca_eigenvalues(m[1]),
+                           km_kpca_eigenvalues(m[0]), nc);
+        ck_assert_msg(e <= 1e-8, "kernel %d: eigenvalues off by %g", c, e);
+        e = rel_err(training(m[1], "explained_variance_ratio"),
+                    training(m[0], "explained_variance_ratio"), nc);
+        ck_assert_msg(e <= 1e-8, "kernel %d: variance ratios off by %g", c,
+                      e);
+        int flipped;
+        e = up_to_sign(proj[1], proj[0], 800, nc, &flipped);
+        ck_assert_msg(e <= 1e-8, "kernel %d: projections off by %g", c, e);
+        ck_assert_int_eq(flipped, 0);
+        for (int s = 0; s < 2; s++) {
+            free(proj[s]);
+            km_model_free(m[s]);
+        }
+    }
+    digits_free(&t);
+}
+END_TEST
+
+/* Against scikit-learn's Nystroem + PCA on the centres core's seeded
+ * draw picks (tests/fixtures/gen_kpca_nystrom_refs.py): eigenvalues and
+ * projections of the training and new rows to 1e-8, signs included; the
+ * figures. */
+START_TEST(nystrom_same_as_sklearn)
+{
+    size_t n, nc = 5;
+    double *X = km_read_fixture("kpcany_X.txt", &n);
+    ck_assert_uint_eq(n, 500 * 4);
+    double *T = km_read_fixture("kpcany_T.txt", &n);
+    ck_assert_uint_eq(n, 100 * 4);
+    double *c = km_read_fixture("kpcany_centres.txt", &n);
+    ck_assert_uint_eq(n, 60);
+    double *eig = km_read_fixture("kpcany_eigenvalues.txt", &n);
+    ck_assert_uint_eq(n, nc);
+    double *emb = km_read_fixture("kpcany_embedding.txt", &n);
+    ck_assert_uint_eq(n, 500 * nc);
+    double *proj = km_read_fixture("kpcany_proj.txt", &n);
+    ck_assert_uint_eq(n, 100 * nc);
+    size_t idx[500];
+    km_krr_draw_centres(11, 500, 60, idx);
+    for (size_t i = 0; i < 60; i++)
+        ck_assert_uint_eq(idx[i], (size_t)c[i]);
+
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 1.0;
+    km_kpca_params p = nystrom(nc, 60, 11);
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_kpca_fit(&k, &p, X, 500, 4, NULL, &m, &err) == KM_OK,
+                  "%s", err.message);
+    double e = rel_err(km_kpca_eigenvalues(m), eig, nc);
+    ck_assert_msg(e <= TOL, "eigenvalues off by %g", e);
+    double *out = malloc(500 * nc * sizeof *out);
+    ck_assert_int_eq(km_kpca_project(m, X, 500, out, NULL), KM_OK);
+    e = rel_err(out, emb, 500 * nc);
+    ck_assert_msg(e <= TOL, "training projections off by %g", e);
+    ck_assert_int_eq(km_kpca_project(m, T, 100, out, NULL), KM_OK);
+    e = rel_err(out, proj, 100 * nc);
+    ck_assert_msg(e <= TOL, "projections off by %g", e);
+
+    ck_assert_uint_eq(km_model_n_samples(m), 60);
+    ck_assert_int_eq(km_kpca_has_inverse(m), 0);
+    const km_info *pi = km_model_params(m);
+    ck_assert_double_eq(km_info_find(pi, "eigen_solver")->values[0],
+                        KM_KPCA_SOLVER_NYSTROM);
+    ck_assert_double_eq(km_info_find(pi, "n_centres")->values[0], 60);
+    ck_assert_double_eq(km_info_find(pi, "seed")->values[0], 11);
+    ck_assert_double_eq(training(m, "solver")[0], KM_KPCA_SOLVER_NYSTROM);
+    ck_assert_double_eq(training(m, "iterations")[0], 3);
+    ck_assert_double_eq(training(m, "fallback")[0], 0);
+    const double *r = training(m, "explained_variance_ratio");
+    for (size_t j = 0; j < nc; j++)
+        ck_assert(r[j] > 0 && r[j] < 1 && (j == 0 || r[j] <= r[j - 1]));
+    ck_assert_int_eq(km_kpca_inverse(m, out, 1, out, &err), KM_ECONFLICT);
+    free(out);
+    km_model_free(m);
+    free(X);
+    free(T);
+    free(c);
+    free(eig);
+    free(emb);
+    free(proj);
+}
+END_TEST
+
+/* The model file: format version 4 with the nystrom form, the same
+ * projections after a round trip; a bad form and an inverse map in the
+ * nystrom form are refused as corrupt. */
+START_TEST(nystrom_file_round_trip)
+{
+    syn s;
+    syn_load(&s);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_kpca_params p = nystrom(4, 50, 2);
+    km_model *m = NULL, *back = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_kpca_fit(&k, &p, s.X, 300, 5, NULL, &m, &err) == KM_OK,
+                  "%s", err.message);
+    unsigned char *buf;
+    size_t len;
+    ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
+    ck_assert_int_eq(buf[4], 4);
+    ck_assert_msg(km_model_load_buffer(buf, len, &back, &err) == KM_OK, "%s",
+                  err.message);
+    ck_assert_uint_eq(km_model_bytes(back), km_model_bytes(m));
+    double *a = malloc(100 * 4 * sizeof *a), *b = malloc(100 * 4 * sizeof *b);
+    ck_assert_int_eq(km_kpca_project(m, s.T, 100, a, NULL), KM_OK);
+    ck_assert_int_eq(km_kpca_project(back, s.T, 100, b, NULL), KM_OK);
+    ck_assert_mem_eq(a, b, 100 * 4 * sizeof *a);
+    ck_assert_int_eq(km_kpca_has_inverse(back), 0);
+    km_model_free(back);
+
+    /* The form is the payload's first u32: before eigval's u64 count. */
+    size_t at = 0;
+    for (size_t i = 0; i + 12 <= len && !at; i++) {
+        uint64_t cnt;
+        uint32_t f;
+        memcpy(&f, buf + i, 4);
+        memcpy(&cnt, buf + i + 4, 8);
+        double v;
+        if (i + 20 <= len)
+            memcpy(&v, buf + i + 12, 8);
+        if (f == 1 && cnt == 4 && i + 20 <= len &&
+            v == km_kpca_eigenvalues(m)[0])
+            at = i;
+    }
+    ck_assert_uint_gt(at, 0);
+    buf[at] = 2;
+    back = NULL;
+    ck_assert_int_ne(km_model_load_buffer(buf, len, &back, &err), KM_OK);
+    ck_assert_ptr_null(back);
+    free(a);
+    free(b);
+    free(buf);
+    km_model_free(m);
+    syn_free(&s);
+}
+END_TEST
+
+/* The checks: n_centres above n, n_components not below m (422), the
+ * inverse map and a seed above 2^53 (400); the memory estimate holds m^2,
+ * not n^2. */
+START_TEST(nystrom_checks)
+{
+    km_kpca_params p = nystrom(5, 301, 0);
+    km_error err;
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.n_centres"));
+    p.n_centres = 5;
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EPROBLEM);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.n_components"));
+    p.n_centres = 6;
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_OK);
+    p.n_centres = 0; /* min(n, 1000) */
+    p.n_components = 5;
+    ck_assert_int_eq(km_kpca_check(&p, 5, &err), KM_EPROBLEM);
+    ck_assert_int_eq(km_kpca_check(&p, 6, &err), KM_OK);
+    p.fit_inverse_transform = 1;
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message,
+                                 "params.fit_inverse_transform"));
+    p.fit_inverse_transform = 0;
+    p.seed = ((uint64_t)1 << 53) + 1;
+    ck_assert_int_eq(km_kpca_check(&p, 300, &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.seed"));
+
+    p = nystrom(10, 2000, 0);
+    size_t n = 1000000, b = km_kpca_fit_bytes(n, 20, &p);
+    ck_assert_uint_gt(b, 2 * 2000 * 2000 * 8);
+    ck_assert_uint_lt(b, 2 * 2000 * 2000 * 8 + 16 * n + ((size_t)64 << 20));
+    ck_assert_str_eq(km_kpca_solver_name(KM_KPCA_SOLVER_NYSTROM), "nystrom");
+    ck_assert_int_eq(KM_KPCA_SOLVER_NYSTROM, 4); /* stored figure */
+}
+END_TEST
+
 static Suite *kpca_suite(void)
 {
     Suite *s = suite_create("km_kpca");
@@ -839,8 +1088,12 @@ static Suite *kpca_suite(void)
     tcase_add_test(tc, file_round_trip);
     tcase_add_test(tc, file_round_trip_no_inverse);
     tcase_add_test(tc, wrong_algorithm);
-    tcase_add_loop_test(tc, progress_and_cancel, 0, 2);
+    tcase_add_loop_test(tc, progress_and_cancel, 0, 3);
     tcase_add_test(tc, fit_bytes);
+    tcase_add_test(tc, nystrom_all_rows_is_dense);
+    tcase_add_test(tc, nystrom_same_as_sklearn);
+    tcase_add_test(tc, nystrom_file_round_trip);
+    tcase_add_test(tc, nystrom_checks);
     suite_add_tcase(s, tc);
     return s;
 }
