@@ -42,7 +42,9 @@ import numpy as np
 
 from daemon import free_port, stop, wait_ready
 
-SKLEARN_SIDE = r"""
+# scikit-learn's side: the data, then a pipeline (a body below) timed
+# from the data in memory, then its predictions of T and peak RSS.
+SKLEARN_HEAD = r"""
 import json, resource, sys, time
 import numpy as np
 from sklearn.kernel_approximation import Nystroem
@@ -52,12 +54,16 @@ X = np.fromfile(sys.argv[1]).reshape(-1, d); y = np.fromfile(sys.argv[2])
 T = np.fromfile(sys.argv[3]).reshape(-1, d)
 t0 = time.perf_counter()
 ny = Nystroem(kernel="rbf", gamma=gamma, n_components=m, random_state=0).fit(X)
-model = Ridge(alpha=1.0, fit_intercept=False).fit(ny.transform(X), y)
+"""
+SKLEARN_TAIL = r"""
 fit = time.perf_counter() - t0
 p = model.predict(ny.transform(T))
 print(json.dumps({"fit": fit, "pred": p.tolist(),
                   "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
 """
+SKLEARN_SIDE = SKLEARN_HEAD + r"""
+model = Ridge(alpha=1.0, fit_intercept=False).fit(ny.transform(X), y)
+""" + SKLEARN_TAIL
 
 
 def data(n, nt, d, seed=0):
@@ -115,26 +121,13 @@ def rmse(p, f):
 # Ridge without its copy of X. The same arithmetic as the plain pipeline.
 # Its address space is capped (--sklearn-max-gib) so that on a shared
 # machine it fails with MemoryError rather than waking the OOM killer.
-SKLEARN_FULL = r"""
-import json, resource, sys, time
-import numpy as np
-from sklearn.kernel_approximation import Nystroem
-from sklearn.linear_model import Ridge
-d = int(sys.argv[4]); m = int(sys.argv[5]); gamma = float(sys.argv[6])
-X = np.fromfile(sys.argv[1]).reshape(-1, d); y = np.fromfile(sys.argv[2])
-T = np.fromfile(sys.argv[3]).reshape(-1, d)
-t0 = time.perf_counter()
-ny = Nystroem(kernel="rbf", gamma=gamma, n_components=m, random_state=0).fit(X)
+SKLEARN_FULL = SKLEARN_HEAD + r"""
 F = np.empty((len(X), m))
 for i in range(0, len(X), 10000):
     F[i:i + 10000] = ny.transform(X[i:i + 10000])
 model = Ridge(alpha=1.0, fit_intercept=False, copy_X=False).fit(F, y)
-fit = time.perf_counter() - t0
 del F
-p = model.predict(ny.transform(T))
-print(json.dumps({"fit": fit, "pred": p.tolist(),
-                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
-"""
+""" + SKLEARN_TAIL
 
 
 def cap_memory(gib):

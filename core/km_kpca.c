@@ -1118,6 +1118,30 @@ static km_status add_figures(km_model *model, const km_kpca_params *params,
                : KM_OK;
 }
 
+/* The model of payload p (owned from here on, also on failure) with its
+ * figures, into *out; progress 1. */
+static km_status finish(km_fit_frame *fr, size_t d, size_t ns,
+                        const km_kpca_params *params, kpca_payload *p,
+                        const double *lambda, const double *ratio, int solver,
+                        int fallback, size_t products,
+                        const km_fit_control *ctl, km_model **out,
+                        km_error *err)
+{
+    km_model *model = NULL;
+    km_status st = km_fit_model(fr, d, ns, params->n_components, p, &model,
+                                err);
+    if (st == KM_OK)
+        st = add_figures(model, params, lambda, ratio, solver, fallback,
+                         products, err);
+    if (st != KM_OK) {
+        km_model_free(model);
+        return st;
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    return KM_OK;
+}
+
 /* ------------------------------------------------------------ nystrom */
 
 /*
@@ -1160,100 +1184,93 @@ typedef struct kpca_nys {
     const km_fit_control *ctl;
 } kpca_nys;
 
-/* Kb := k(X[i0 .. i0 + nb), Z). */
-static km_status nys_block(const kpca_nys *s, size_t i0, size_t nb,
-                           km_error *err)
+/* One pass over X: for each block of rows, Kb := k(X[i0 .. i0 + nb), Z),
+ * then visit(s, nb, ctx); progress from f0 to f1 by the rows done, a
+ * cancel honoured after each block. */
+static km_status nys_sweep(const kpca_nys *s, double f0, double f1,
+                           void (*visit)(const kpca_nys *, size_t, void *),
+                           void *ctx, km_error *err)
 {
-    return km_gram_cross_sn(s->k, s->X + i0 * s->d, nb, s->Z, s->m, s->zn,
-                            s->d, s->Kb, s->m, err);
-}
-
-/* Progress from f0 to f1 by the rows done; nonzero to cancel. */
-static int nys_progress(const kpca_nys *s, size_t done, double f0, double f1)
-{
-    return km_progress(s->ctl, f0 + (f1 - f0) * (double)done / (double)s->n);
-}
-
-/* Pass 1: mu (m) = the mean of the rows of K_nm. */
-static km_status nys_mean(const kpca_nys *s, double *mu, km_error *err)
-{
-    memset(mu, 0, s->m * sizeof *mu);
     for (size_t i0 = 0; i0 < s->n; i0 += s->block) {
         size_t nb = s->n - i0 < s->block ? s->n - i0 : s->block;
-        km_status st = nys_block(s, i0, nb, err);
+        km_status st = km_gram_cross_sn(s->k, s->X + i0 * s->d, nb, s->Z,
+                                        s->m, s->zn, s->d, s->Kb, s->m, err);
         if (st != KM_OK)
             return st;
-        for (size_t i = 0; i < nb; i++)
-            km_vaxpy(1.0, s->Kb + i * s->m, mu, s->m);
-        if (nys_progress(s, i0 + nb, 0.05, 0.15))
-            return cancelled(err);
-    }
-    for (size_t j = 0; j < s->m; j++)
-        mu[j] /= (double)s->n;
-    return KM_OK;
-}
-
-/* Pass 2: G (m x m, column-major upper) = Gc, the centred K_nm's Gram. */
-static km_status nys_cov(const kpca_nys *s, const double *mu, double *G,
-                         km_error *err)
-{
-    size_t m = s->m;
-    memset(G, 0, m * m * sizeof *G);
-    for (size_t i0 = 0; i0 < s->n; i0 += s->block) {
-        size_t nb = s->n - i0 < s->block ? s->n - i0 : s->block;
-        km_status st = nys_block(s, i0, nb, err);
-        if (st != KM_OK)
-            return st;
-        for (size_t i = 0; i < nb; i++)
-            km_vaxpy(-1.0, mu, s->Kb + i * m, m);
-        /* Kb row-major nb x m is column-major m x nb: G += Kb^T Kb */
-        cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)nb,
-                    1.0, s->Kb, (int)m, 1.0, G, (int)m);
-        if (nys_progress(s, i0 + nb, 0.15, 0.6))
+        visit(s, nb, ctx);
+        if (km_progress(s->ctl, f0 + (f1 - f0) * (double)(i0 + nb) /
+                                         (double)s->n))
             return cancelled(err);
     }
     return KM_OK;
 }
 
-/* Pass 3: flips W's columns (m x k, column-major) so that each
- * component's training projection of largest magnitude (the first, on
- * ties) is positive; P is a block x k work buffer. */
-static km_status nys_signs(const kpca_nys *s, const double *mu, double *W,
-                           size_t k, double *P, km_error *err)
+/* Pass 1: mu (m) += the rows of the block (then divided by n). */
+static void add_rows(const kpca_nys *s, size_t nb, void *mu)
 {
+    for (size_t i = 0; i < nb; i++)
+        km_vaxpy(1.0, s->Kb + i * s->m, mu, s->m);
+}
+
+/* Pass 2: the block centred by mu; G (m x m, column-major upper) += its
+ * Gram: Gc, the centred K_nm's. */
+typedef struct nys_cov {
+    const double *mu;
+    double *G;
+} nys_cov;
+
+static void add_cov(const kpca_nys *s, size_t nb, void *ctx)
+{
+    const nys_cov *c = ctx;
     size_t m = s->m;
+    for (size_t i = 0; i < nb; i++)
+        km_vaxpy(-1.0, c->mu, s->Kb + i * m, m);
+    /* Kb row-major nb x m is column-major m x nb: G += Kb^T Kb */
+    cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)nb,
+                1.0, s->Kb, (int)m, 1.0, c->G, (int)m);
+}
+
+/* Pass 3: each component's training projection of largest magnitude
+ * (the first, on ties), best (k); P a block x k work buffer. */
+typedef struct nys_signs {
+    const double *W, *bias; /* m x k column-major; -mu^T W */
+    size_t k;
+    double *P, *best;
+} nys_signs;
+
+static void find_signs(const kpca_nys *s, size_t nb, void *ctx)
+{
+    nys_signs *g = ctx;
+    size_t k = g->k;
+    /* P (nb x k, row-major) = Kb W; W column-major is row-major k x m */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)k,
+                (int)s->m, 1.0, s->Kb, (int)s->m, g->W, (int)s->m, 0.0, g->P,
+                (int)k);
+    for (size_t i = 0; i < nb; i++)
+        for (size_t j = 0; j < k; j++) {
+            double v = g->P[i * k + j] + g->bias[j];
+            if (fabs(v) > fabs(g->best[j]))
+                g->best[j] = v;
+        }
+}
+
+/* Flips W's columns so that each component's training projection of
+ * largest magnitude is positive. */
+static km_status nys_fix_signs(const kpca_nys *s, const double *mu, double *W,
+                               size_t k, double *P, km_error *err)
+{
     double *best = calloc(2 * k, sizeof *best), *bias = best + k;
     if (!best)
         return km_error_set(err, KM_ENOMEM, "out of memory for the model");
     for (size_t j = 0; j < k; j++)
-        bias[j] = -km_vdot(mu, W + j * m, m);
-    for (size_t i0 = 0; i0 < s->n; i0 += s->block) {
-        size_t nb = s->n - i0 < s->block ? s->n - i0 : s->block;
-        km_status st = nys_block(s, i0, nb, err);
-        if (st != KM_OK) {
-            free(best);
-            return st;
-        }
-        /* P (nb x k, row-major) = Kb W; W column-major is row-major k x m */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb,
-                    (int)k, (int)m, 1.0, s->Kb, (int)m, W, (int)m, 0.0, P,
-                    (int)k);
-        for (size_t i = 0; i < nb; i++)
-            for (size_t j = 0; j < k; j++) {
-                double v = P[i * k + j] + bias[j];
-                if (fabs(v) > fabs(best[j]))
-                    best[j] = v;
-            }
-        if (nys_progress(s, i0 + nb, 0.85, 0.95)) {
-            free(best);
-            return cancelled(err);
-        }
-    }
-    for (size_t j = 0; j < k; j++)
+        bias[j] = -km_vdot(mu, W + j * s->m, s->m);
+    nys_signs g = {W, bias, k, P, best};
+    km_status st = nys_sweep(s, 0.85, 0.95, find_signs, &g, err);
+    for (size_t j = 0; j < k && st == KM_OK; j++)
         if (best[j] < 0)
-            cblas_dscal((int)m, -1.0, W + j * m, 1);
+            cblas_dscal((int)s->m, -1.0, W + j * s->m, 1);
     free(best);
-    return KM_OK;
+    return st;
 }
 
 static km_status kpca_fit_nystrom(km_fit_frame *fr, const km_kpca_params *params,
@@ -1267,7 +1284,6 @@ static km_status kpca_fit_nystrom(km_fit_frame *fr, const km_kpca_params *params
     double *T = NULL, *G = NULL, *V = NULL, *lambda = NULL, *ratio = NULL;
     double *P = NULL, shift = 0, trace = 0;
     kpca_payload *p = NULL;
-    km_model *model = NULL;
     km_status st = KM_OK;
     if (m > INT_MAX || block > INT_MAX / m) { /* BLAS's int sizes */
         st = km_error_set(err, KM_EINVAL, "params.n_centres (%zu) must be "
@@ -1329,8 +1345,14 @@ static km_status kpca_fit_nystrom(km_fit_frame *fr, const km_kpca_params *params
         goto out;
     }
     kpca_nys s = {&fr->k, X, p->X, p->xn, n, d, m, block, Kb, ctl};
-    if ((st = nys_mean(&s, p->col_mean, err)) == KM_OK)
-        st = nys_cov(&s, p->col_mean, G, err);
+    nys_cov cov = {p->col_mean, G};
+    memset(p->col_mean, 0, m * sizeof *p->col_mean);
+    memset(G, 0, m * m * sizeof *G);
+    st = nys_sweep(&s, 0.05, 0.15, add_rows, p->col_mean, err);
+    for (size_t j = 0; j < m; j++)
+        p->col_mean[j] /= (double)n;
+    if (st == KM_OK)
+        st = nys_sweep(&s, 0.15, 0.6, add_cov, &cov, err);
     if (st != KM_OK) {
         free(Kb);
         goto out;
@@ -1367,7 +1389,7 @@ static km_status kpca_fit_nystrom(km_fit_frame *fr, const km_kpca_params *params
     /* W = T^-1 V, signed by the training projections */
     cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans,
                 CblasNonUnit, (int)m, (int)nc, 1.0, T, (int)m, V, (int)m);
-    st = nys_signs(&s, p->col_mean, V, nc, P, err);
+    st = nys_fix_signs(&s, p->col_mean, V, nc, P, err);
     free(Kb);
     if (st != KM_OK)
         goto out;
@@ -1393,18 +1415,10 @@ static km_status kpca_fit_nystrom(km_fit_frame *fr, const km_kpca_params *params
     free(G);
     T = G = NULL;
 
-    st = km_fit_model(fr, d, m, nc, p, &model, err);
-    p = NULL; /* owned by the model now, also on failure */
-    if (st != KM_OK)
-        goto out;
-    if ((st = add_figures(model, params, lambda, ratio,
-                          KM_KPCA_SOLVER_NYSTROM, 0, 3, err)) != KM_OK)
-        goto out;
-    km_progress(ctl, 1.0);
-    *out = model;
-    model = NULL;
+    st = finish(fr, d, m, params, p, lambda, ratio, KM_KPCA_SOLVER_NYSTROM, 0,
+                3, ctl, out, err);
+    p = NULL; /* owned by the model, also on failure */
 out:
-    km_model_free(model);
     kpca_free(p);
     free(idx);
     free(T);
@@ -1425,7 +1439,6 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     km_fit_frame fr;
     double *K = NULL, *U = NULL, *lambda = NULL, *ratio = NULL;
     kpca_payload *p = NULL;
-    km_model *model = NULL;
     lanczos L;
     int solver = KM_KPCA_SOLVER_DENSE, fallback = 0;
     size_t products = 0, nc = params->n_components;
@@ -1559,18 +1572,10 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     free(K);
     K = NULL;
 
-    st = km_fit_model(&fr, d, n, nc, p, &model, err);
-    p = NULL; /* owned by the model now, also on failure */
-    if (st != KM_OK)
-        goto out;
-    if ((st = add_figures(model, params, lambda, ratio, solver, fallback,
-                          products, err)) != KM_OK)
-        goto out;
-    km_progress(ctl, 1.0);
-    *out = model;
-    model = NULL;
+    st = finish(&fr, d, n, params, p, lambda, ratio, solver, fallback,
+                products, ctl, out, err);
+    p = NULL; /* owned by the model, also on failure */
 out:
-    km_model_free(model);
     kpca_free(p);
     free(ratio);
     free(lambda);

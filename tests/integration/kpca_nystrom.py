@@ -19,10 +19,8 @@ Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
-import shutil
 import struct
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -49,12 +47,8 @@ def flat(r):
 
 
 def admission(server, X):
-    tmp = tempfile.mkdtemp(prefix="kmserve-kpcany-budget-")
-    models = os.path.join(tmp, "models")
-    os.makedirs(models)
-    d = run.Daemon(os.path.abspath(server), models, "--memory-budget-mb", "1")
-    try:
-        d.start()
+    with run.temp_daemon(server, "kmserve-kpcany-budget-",
+                         "--memory-budget-mb", "1") as d:
         Xb = (X * 2)[:1000]
         r = fit(d, "dense", {"n_components": 2, "eigen_solver": "dense"}, Xb)
         run.check(r.status == 413, "1 MiB budget: the dense fit of 1000 rows is 413", r)
@@ -63,9 +57,6 @@ def admission(server, X):
         meta = (r.json() or {}).get("model", {})
         run.check(r.status == 201 and meta.get("n_samples") == 50,
                   "1 MiB budget: its nystrom fit of 50 centres is admitted", r)
-    finally:
-        d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():

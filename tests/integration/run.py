@@ -11,6 +11,7 @@ Standard library only. Usage (from the project root):
 Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -1187,6 +1188,22 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     return tally.summary()
 
+
+
+@contextlib.contextmanager
+def temp_daemon(server, prefix, *flags):
+    """A second daemon inside a runner: started with flags on a fresh
+    models directory in a temporary folder, stopped and the folder
+    removed on leaving."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    d = Daemon(os.path.abspath(server), models, *flags)
+    try:
+        yield d.start()
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 if __name__ == "__main__":
     sys.exit(main())
