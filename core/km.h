@@ -228,6 +228,19 @@ typedef struct km_fit_control {
     int threads;
 } km_fit_control;
 
+/*
+ * The memory budget, in bytes, that an auto solver (krr's params.solver
+ * AUTO) measures its choice against: the server sets it once at start-up
+ * to its --memory-budget-mb, before any fit runs. 0 (never set): the
+ * default, km_default_memory_budget(). The estimates (km_algorithm_fit_bytes)
+ * and the fits of an auto solver both read it, so they agree. Atomic.
+ */
+void km_set_memory_budget(size_t bytes);
+size_t km_memory_budget(void);
+/* 75 % of physical memory (sysconf), or 1 GiB when that is unknown: the
+ * server's default --memory-budget-mb. */
+size_t km_default_memory_budget(void);
+
 /* KM_ALGO_KRR = 0, ... with the stored ids of KM_ALGO_MAP (km_maps.h). */
 typedef enum {
 #define KM_ALGO_ENUM(e, id, name, desc) KM_ALGO_##e = id,
@@ -788,31 +801,49 @@ typedef enum km_krr_solver {
     KM_KRR_SOLVER_EXACT = 0,   /* Cholesky of the n x n K + alpha I */
     KM_KRR_SOLVER_NYSTROM = 1, /* m centres, Falkon's preconditioned CG */
     KM_KRR_SOLVER_RFF = 2,     /* D random Fourier features, D x D ridge */
+    KM_KRR_SOLVER_AUTO = 3,    /* exact when it fits the memory budget
+                                * comfortably, else nystrom
+                                * (km_krr_resolve_solver) */
     KM_KRR_SOLVER_COUNT
 } km_krr_solver;
+
+/* How the nystrom solver picks its centres. The numbers are those of the
+ * params figure "centres". */
+typedef enum km_krr_centre_rule {
+    KM_KRR_CENTRES_UNIFORM = 0,    /* uniformly without replacement */
+    KM_KRR_CENTRES_RPCHOLESKY = 1, /* randomly pivoted Cholesky */
+    KM_KRR_CENTRES_COUNT
+} km_krr_centre_rule;
 
 /*
  * The fields after alpha apply to the nystrom or the rff solver only (the
  * exact solver neither checks nor records them), so that {alpha} alone,
- * the other fields zero, is an exact fit as before they existed.
+ * the other fields zero, is an exact fit as before they existed. Those of
+ * nystrom apply to auto too (it may resolve to nystrom) and are checked
+ * with it.
  */
 typedef struct km_krr_params {
     double alpha;         /* ridge, > 0; default 1.0 */
     km_krr_solver solver; /* default EXACT */
-    size_t n_centres;     /* nystrom: m, 1 .. n; 0 (default): min(n, 1000) */
+    size_t n_centres;     /* nystrom: m, 1 .. n; 0 (default):
+                           * km_krr_centres */
     uint64_t seed;        /* nystrom, rff: of the draw; default 0 */
     double cg_tol;        /* nystrom: > 0, default 1e-7 */
     size_t cg_max_iter;   /* nystrom: >= 1, default 100 */
     size_t n_components;  /* rff: D, 1 .. KM_KRR_MAX_COMPONENTS; default
                            * KM_KRR_DEFAULT_COMPONENTS (0 means it too) */
+    km_krr_centre_rule centres; /* nystrom: default UNIFORM */
 } km_krr_params;
 
 /* The rff solver's default and largest number of features D. */
 #define KM_KRR_DEFAULT_COMPONENTS 1000
 #define KM_KRR_MAX_COMPONENTS 65536
 
-/* The default number of centres of the nystrom solver: min(n, this). */
+/* The default number of centres of the nystrom solver for n rows:
+ * min(n, ceil(sqrt(n) ln n) bounded to [KM_KRR_DEFAULT_CENTRES,
+ * KM_KRR_MAX_DEFAULT_CENTRES]) (km_krr_centres). */
 #define KM_KRR_DEFAULT_CENTRES 1000
+#define KM_KRR_MAX_DEFAULT_CENTRES 10000
 
 km_krr_params km_krr_params_default(void);
 /* KM_EINVAL naming the field: params.alpha not a finite number > 0,
@@ -831,9 +862,25 @@ km_status km_krr_check_kernel(const km_krr_params *p, const km_kernel *k,
                               km_error *err) KM_MUST_CHECK;
 /* "exact", "nystrom", "rff"; NULL if invalid. */
 const char *km_krr_solver_name(km_krr_solver s);
-/* The number of centres a nystrom fit of n rows uses (n_centres, or its
- * default min(n, KM_KRR_DEFAULT_CENTRES)). */
+/* The number of centres a nystrom fit of n rows asks for (n_centres, or
+ * its default: min(n, ceil(sqrt(n) ln n)) bounded to [1000, 10000], the
+ * order of centres Falkon's analysis asks for exact KRR's accuracy; 1000
+ * up to n = 11,449, 3,641 at 10^5, 10,000 from 569,300 on). An rpcholesky
+ * fit may keep fewer (km_krr_fit). */
 size_t km_krr_centres(const km_krr_params *p, size_t n);
+/* "uniform", "rpcholesky"; NULL if invalid. */
+const char *km_krr_centres_name(km_krr_centre_rule c);
+/*
+ * The solver a fit of p on n rows, d features and m outputs runs under a
+ * memory budget of budget bytes: p->solver itself unless it is AUTO;
+ * AUTO is EXACT when the exact solver's estimate (km_krr_fit_bytes) is at
+ * most half the budget ("comfortably": the other half is for the
+ * request's own body, the models served and the predicts and fits that
+ * run beside it), else NYSTROM. km_krr_fit and km_krr_fit_bytes resolve
+ * with km_memory_budget().
+ */
+km_krr_solver km_krr_resolve_solver(const km_krr_params *p, size_t n,
+                                    size_t d, size_t m, size_t budget);
 
 /*
  * Solves (K + alpha I) C = Y by Cholesky in place on one n x n buffer.
@@ -868,6 +915,24 @@ size_t km_krr_centres(const km_krr_params *p, size_t n);
  * largest relative residual of the outputs at the end). KM_ENOTPD when
  * K_mm cannot be factored even with a shift; KM_ECANCELLED as ever.
  *
+ * With params.centres RPCHOLESKY the centres are the pivots of randomly
+ * pivoted Cholesky (Chen, Epperly, Tropp and Webber 2022) on K, each
+ * drawn with probability proportional to the diagonal of the residual
+ * K - F F^T, in the accelerated form (Epperly, Tropp and Webber 2024:
+ * blocks of proposals from the same diagonal, each accepted with
+ * probability its residual given those accepted before it over the
+ * diagonal it was drawn from; the pivots are distributed as the
+ * sequential algorithm's). It evaluates O(n m) kernel values and holds
+ * the n x m factor F (km_krr_fit_bytes counts it: 8 n m bytes). It stops
+ * early, with fewer centres than asked, when the residual's trace falls
+ * to 1e-12 of K's (K then has numerical rank below m); the params figure
+ * "n_centres" is the number kept, and "centres" the rule.
+ *
+ * With params.solver AUTO the fit runs the solver km_krr_resolve_solver
+ * picks under km_memory_budget(); the params figures are that solver's,
+ * with "solver" AUTO, and the training figures add "solver" (the one
+ * run) and "memory_budget_mb" (the budget the choice was made against).
+ *
  * With params.solver RFF (random Fourier features: Rahimi and Recht
  * 2007), D = params.n_components frequencies W (D x d) are drawn from the
  * kernel's spectral density and phases b from U[0, 2 pi) (core's km_rng
@@ -895,8 +960,10 @@ const double *km_krr_dual_coef(const km_model *m);
 
 /* Bytes a fit of this size needs at its peak (for admission control):
  * the exact solver's n x n matrix, the nystrom solver's
- * O(m^2 + block m + n outputs), or the rff solver's O(D^2 + block D +
- * D d) (km_krr.c). p NULL: the exact solver. */
+ * O(m^2 + block m + n outputs) (plus 8 n m with rpcholesky centres), or
+ * the rff solver's O(D^2 + block D + D d) (km_krr.c); auto's is that of
+ * the solver it resolves to under km_memory_budget(). p NULL: the exact
+ * solver. */
 size_t km_krr_fit_bytes(size_t n, size_t d, size_t m,
                         const km_krr_params *p);
 

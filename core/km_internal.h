@@ -519,6 +519,16 @@ km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
  * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by
  * km_rng seeded with seed, then the first m sorted). */
 void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx);
+/* The rpcholesky centres of the nystrom solver (km_krr.c, where the
+ * algorithm and its draws are written out): at most m pivots of K =
+ * k(X, X) into piv (m entries of room), in the order chosen, *kept how
+ * many (fewer than m when K's numerical rank is reached). k is resolved
+ * (its gamma set). Progress from f0 to f1 through ctl (may be NULL),
+ * which may cancel. KM_ENOMEM when the n x m factor cannot be held. */
+km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
+                            size_t d, size_t m, uint64_t seed, size_t *piv,
+                            size_t *kept, const km_fit_control *ctl,
+                            double f0, double f1, km_error *err);
 
 /* A standard normal draw: Box-Muller on two km_rng_uniform values,
  * u1 = (1 - a)/2 in (0, 1], u2 = (1 + b)/2, g = sqrt(-2 ln u1)
