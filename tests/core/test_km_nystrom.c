@@ -386,7 +386,8 @@ START_TEST(fit_bytes_of_each_solver)
     size_t exact = km_krr_fit_bytes(n, d, 1, &ex);
     ck_assert_uint_eq(exact, km_krr_fit_bytes(n, d, 1, NULL));
     ck_assert_uint_ge(exact, (size_t)8e12);
-    size_t nys = km_krr_fit_bytes(n, d, 1, &ny); /* m = 1000 */
+    ny.n_centres = 1000;
+    size_t nys = km_krr_fit_bytes(n, d, 1, &ny);
     /* T and A (16 MB), a block of 2^21 values (16.8 MB), the draw's
      * indices (8 MB), the data-sized rest small */
     ck_assert_uint_ge(nys, 2 * 8 * 1000 * 1000 + 8 * ((size_t)1 << 21));
