@@ -70,10 +70,18 @@ static const char *krr_solver_name(int s)
     return km_krr_solver_name((km_krr_solver)s);
 }
 
-/* Only with solver "nystrom"; "rff"; either. */
-#define NYSTROM .only_if = "solver", .only_value = KM_KRR_SOLVER_NYSTROM
+static const char *krr_centres_name(int c)
+{
+    return km_krr_centres_name((km_krr_centre_rule)c);
+}
+
+/* Only with solver "nystrom" (or "auto", which may resolve to it);
+ * "rff"; either. */
+#define ONLY_NYSTROM .only_if = "solver", .only_value = KM_KRR_SOLVER_NYSTROM
+#define NYSTROM ONLY_NYSTROM, .only_also = 1u << KM_KRR_SOLVER_AUTO
 #define RFF .only_if = "solver", .only_value = KM_KRR_SOLVER_RFF
-#define NYSTROM_OR_RFF NYSTROM, .only_also = 1u << KM_KRR_SOLVER_RFF
+#define NYSTROM_OR_RFF ONLY_NYSTROM, \
+    .only_also = 1u << KM_KRR_SOLVER_AUTO | 1u << KM_KRR_SOLVER_RFF
 
 /* n_centres: its type and lower bound here (400); its upper bound,
  * n_samples, in km_krr_check (422), as kpca's n_components. */
@@ -86,32 +94,41 @@ static const api_param krr_rows[] = {
             "centres and preconditioned conjugate gradients (Falkon), "
             "memory O(m^2 + n); rff: D random Fourier features and a "
             "D x D ridge solve, memory O(D^2), kernels rbf, laplacian "
-            "and laplacian_l2 only"},
+            "and laplacian_l2 only; auto: exact when its estimate is at "
+            "most half the server's memory budget, else nystrom "
+            "(training.solver says which)"},
     {.key = "n_centres", .type = API_INTEGER,
      FIELD(km_krr_params, n_centres), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, .data_default = 1,
      .data_bound = "the number of rows of X", NYSTROM,
-     .doc = "nystrom only: centres, drawn uniformly from the rows; "
-            "default min(n, 1000); above n_samples is 422"},
+     .doc = "nystrom and auto only: centres; default min(n, "
+            "ceil(sqrt(n) ln n) within [1000, 10000]); above n_samples "
+            "is 422"},
     {.key = "seed", .type = API_INTEGER, FIELD(km_krr_params, seed),
      .range = API_RANGE_API, .min = 0, .max = 2147483647, NYSTROM_OR_RFF,
-     .doc = "nystrom and rff only: seed of the centres' or the random "
-            "features' draw (core's PRNG)"},
+     .doc = "nystrom, auto and rff only: seed of the centres' or the "
+            "random features' draw (core's PRNG)"},
     {.key = "cg_tol", .type = API_NUMBER, FIELD(km_krr_params, cg_tol),
      POSITIVE, NYSTROM,
-     .doc = "nystrom only: stop when every output's relative residual is "
-            "at most this"},
+     .doc = "nystrom and auto only: stop when every output's relative "
+            "residual is at most this"},
     {.key = "cg_max_iter", .type = API_INTEGER,
      FIELD(km_krr_params, cg_max_iter), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, NYSTROM,
-     .doc = "nystrom only: most conjugate-gradient iterations"},
+     .doc = "nystrom and auto only: most conjugate-gradient iterations"},
     {.key = "n_components", .type = API_INTEGER,
      FIELD(km_krr_params, n_components), .range = API_RANGE_API, .min = 1,
      .max = KM_KRR_MAX_COMPONENTS, RFF,
      .doc = "rff only: D, the number of random Fourier features"},
+    {.key = "centres", .type = API_ENUM, FIELD(km_krr_params, centres),
+     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, NYSTROM,
+     .doc = "nystrom and auto only: how the centres are picked: uniform "
+            "(without replacement) or rpcholesky (randomly pivoted "
+            "Cholesky, which holds an n x m factor while it runs)"},
     {0},
 };
-_Static_assert(sizeof(km_krr_solver) == sizeof(int),
+_Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
+                   sizeof(km_krr_centre_rule) == sizeof(int),
                "API_ENUM fields are int-sized");
 _Static_assert(sizeof(uint64_t) == sizeof(size_t),
                "API_INTEGER fields are int or size_t sized");

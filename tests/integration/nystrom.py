@@ -75,8 +75,9 @@ def main():
         r = fit(d, "nys", PARAMS, X, y)
         meta = (r.json() or {}).get("model", {})
         run.check(r.status == 201, "nystrom fit: 201", r)
-        run.check(meta.get("params") == PARAMS,
-                  "metadata params: the solver by name and the params given",
+        run.check(meta.get("params") == dict(PARAMS, centres="uniform"),
+                  "metadata params: the solver by name, the params given and "
+                  "the centres' rule",
                   meta.get("params"))
         tr = meta.get("training", {})
         run.check(tr.get("solver") == "nystrom" and
@@ -94,7 +95,8 @@ def main():
                   "predictions equal Nystroem + Ridge on the same centres to 1e-8",
                   (got[:3], want[:3]))
         r = d.req("GET", "/v1/models/nys")
-        run.check(r.status == 200 and r.json().get("params") == PARAMS,
+        run.check(r.status == 200 and
+                  r.json().get("params") == dict(PARAMS, centres="uniform"),
                   "GET shows the same params", r)
 
         # defaults: solver only; an exact fit shows alpha alone
@@ -102,9 +104,9 @@ def main():
         p = (r.json() or {}).get("model", {}).get("params")
         run.check(r.status == 201 and p == {
             "alpha": 1.0, "solver": "nystrom", "n_centres": 600, "seed": 0,
-            "cg_tol": 1e-7, "cg_max_iter": 100},
+            "cg_tol": 1e-7, "cg_max_iter": 100, "centres": "uniform"},
             "nystrom defaults: n_centres min(n, 1000), seed 0, cg_tol 1e-7, "
-            "cg_max_iter 100", p)
+            "cg_max_iter 100, centres uniform", p)
         r = fit(d, "exact", {"alpha": 0.01}, X, y)
         meta = (r.json() or {}).get("model", {})
         run.check(r.status == 201 and meta.get("params") == {"alpha": 0.01} and
