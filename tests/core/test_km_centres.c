@@ -6,8 +6,8 @@
  * them against scikit-learn's Nystroem + Ridge, the distribution of the
  * accelerated sampler against the sequential definition's exact
  * probabilities, the early stop at a kernel's rank, seed determinism,
- * accuracy against uniform centres on clustered data, progress and
- * cancel, the check and the memory estimate.
+ * accuracy against uniform centres on clustered data, the check and the
+ * memory estimate (progress and cancel: test_km_nystrom.c).
  */
 #include "../check_main.h"
 #include "km.h"
@@ -251,48 +251,6 @@ START_TEST(beats_uniform_on_clustered_data)
 }
 END_TEST
 
-typedef struct stopper {
-    int calls, stop_after;
-    double last;
-} stopper;
-
-static int stop_cb(void *ctx, double f)
-{
-    stopper *s = ctx;
-    ck_assert(f >= s->last);
-    s->last = f;
-    return ++s->calls > s->stop_after;
-}
-
-/* Progress rises through the draw and the solve; a cancel during the
- * draw stops the fit. */
-START_TEST(progress_and_cancel)
-{
-    double *X = fixture("rpc_X.txt", N * DIM), *y = fixture("rpc_y.txt", N);
-    km_kernel k = rbf(0.5);
-    km_krr_params p = rpc(M, SEED);
-    stopper all = {0, 1 << 30, 0};
-    km_fit_control ctl = {stop_cb, &all};
-    km_model *m = NULL;
-    ck_assert_int_eq(km_krr_fit(&k, &p, X, N, DIM, y, 1, &ctl, &m, NULL),
-                     KM_OK);
-    ck_assert_double_eq(all.last, 1.0);
-    km_model_free(m);
-    for (int at = 0; at < 3; at++) { /* the start, the draw's rounds */
-        stopper s = {0, at, 0};
-        ctl.ctx = &s;
-        m = NULL;
-        km_error err = {0};
-        ck_assert_int_eq(km_krr_fit(&k, &p, X, N, DIM, y, 1, &ctl, &m, &err),
-                         KM_ECANCELLED);
-        ck_assert_ptr_null(m);
-        ck_assert_double_le(s.last, 0.3);
-    }
-    free(X);
-    free(y);
-}
-END_TEST
-
 /* The check names params.centres; the estimate counts the n x m factor:
  * 80 GB at n = 10^6, m = 10^4, which no budget of this machine admits,
  * where uniform centres need 1.6 GB. */
@@ -329,7 +287,6 @@ static Suite *centres_suite(void)
     tcase_add_test(tc, fit_matches_sklearn_on_the_pivots);
     tcase_add_test(tc, distributed_as_the_sequential_definition);
     tcase_add_test(tc, beats_uniform_on_clustered_data);
-    tcase_add_test(tc, progress_and_cancel);
     tcase_add_test(tc, check_and_fit_bytes);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

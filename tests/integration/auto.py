@@ -23,9 +23,7 @@ Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -90,12 +88,8 @@ def small_budget(d, X, y):
 
 
 def big_budget(server, X, y, T):
-    tmp = tempfile.mkdtemp(prefix="kmserve-auto-big-")
-    models = os.path.join(tmp, "models")
-    os.makedirs(models)
-    d = run.Daemon(os.path.abspath(server), models, "--memory-budget-mb", "1000")
-    try:
-        d.start()
+    with run.temp_daemon(server, "kmserve-auto-big-",
+                         "--memory-budget-mb", "1000") as d:
         r, meta = fit(d, "auto", {"solver": "auto", "alpha": 1.0}, X, y)
         tr = meta.get("training", {})
         run.check(r.status == 201 and tr.get("solver") == "exact" and
@@ -111,9 +105,6 @@ def big_budget(server, X, y, T):
         e = (pe.json() or {}).get("predictions", [])
         run.check(len(a) == len(T) and a == e,
                   "auto's exact model predicts as the exact fit", (a[:2], e[:2]))
-    finally:
-        d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():

@@ -20,9 +20,7 @@ Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -46,12 +44,8 @@ def fit(d, name, params, X, y, **extra):
 
 
 def admission(server, X, y):
-    tmp = tempfile.mkdtemp(prefix="kmserve-nystrom-budget-")
-    models = os.path.join(tmp, "models")
-    os.makedirs(models)
-    d = run.Daemon(os.path.abspath(server), models, "--memory-budget-mb", "1")
-    try:
-        d.start()
+    with run.temp_daemon(server, "kmserve-nystrom-budget-",
+                         "--memory-budget-mb", "1") as d:
         Xb = (X * 2)[:1000]
         yb = (y * 2)[:1000]
         r = fit(d, "exact", {"alpha": 1.0}, Xb, yb)
@@ -60,9 +54,6 @@ def admission(server, X, y):
         meta = (r.json() or {}).get("model", {})
         run.check(r.status == 201 and meta.get("n_samples") == 50,
                   "1 MiB budget: its nystrom fit of 50 centres is admitted", r)
-    finally:
-        d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():

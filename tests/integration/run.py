@@ -11,6 +11,7 @@ Standard library only. Usage (from the project root):
 Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -798,6 +799,23 @@ def with_daemon(server, prefix, body, *flags, setup=None):
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     return tally.summary()
+
+
+@contextlib.contextmanager
+def temp_daemon(server, prefix, *flags):
+    """A second daemon inside a runner: started with flags on a fresh
+    models directory in a temporary folder, stopped and the folder
+    removed when the block ends."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    d = Daemon(os.path.abspath(server), models, *flags)
+    try:
+        d.start()
+        yield d
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def wait_status(d, path, status, timeout=10):
