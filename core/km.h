@@ -910,7 +910,7 @@ km_krr_solver km_krr_resolve_solver(const km_krr_params *p, size_t n,
  * training rows are the m centres and whose dual coefficients are C, so
  * n_samples is m and predict costs O(m d) per row. Params figures: alpha
  * and, for nystrom only, "solver", "n_centres", "seed", "cg_tol",
- * "cg_max_iter"; training figures: "seconds", "rkhs_norm_sq" (C^T K_mm C
+ * "cg_max_iter", "centres"; training figures: "seconds", "rkhs_norm_sq" (C^T K_mm C
  * per output) and, for nystrom only, "iterations" and "residual" (the
  * largest relative residual of the outputs at the end). KM_ENOTPD when
  * K_mm cannot be factored even with a shift; KM_ECANCELLED as ever.
