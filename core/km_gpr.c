@@ -780,7 +780,7 @@ out:
 /* ------------------------------------------------------------ predict */
 
 /* Kernel values a variance or covariance holds at once: rows per block. */
-#define VAR_BLOCK_VALUES ((size_t)1 << 21)
+#define VAR_BLOCK_VALUES ((size_t)1 << 22)
 
 km_status km_gpr_predict(const km_model *m, const double *X, size_t n,
                          double *out, km_error *err)
