@@ -208,6 +208,18 @@ static int end_answer(api_text *t, api_error *e)
     return api_raise(e, API_INTERNAL, "out of memory building the answer");
 }
 
+/* st, with a message for an allocation of n predictions that failed
+ * here (core names its own). */
+static km_status named_nomem(km_status st, km_error *kerr, size_t n)
+{
+    if (st == KM_ENOMEM && kerr->status != KM_ENOMEM) {
+        kerr->status = KM_ENOMEM;
+        snprintf(kerr->message, sizeof kerr->message,
+                 "not enough memory for %zu predictions", n);
+    }
+    return st;
+}
+
 /* Classes (svc): labels (in the type they were fitted with), decision
  * values (binary: one per row, positive meaning the second sorted label,
  * as scikit-learn; else k(k-1)/2 per row in LIBSVM's pair order) or
@@ -247,12 +259,7 @@ static km_status class_answer(const km_model *m, const double *X, size_t n,
             put_matrix(t, v, n, width, width == 1);
         free(v);
     }
-    if (st == KM_ENOMEM && kerr->status != KM_ENOMEM) {
-        kerr->status = KM_ENOMEM;
-        snprintf(kerr->message, sizeof kerr->message,
-                 "not enough memory for %zu predictions", n);
-    }
-    return st;
+    return named_nomem(st, kerr, n);
 }
 
 /* A predictive distribution's spread: variances (their roots for std),
@@ -275,12 +282,7 @@ static km_status spread_answer(const km_model *m, const double *X, size_t n,
     else if (st == KM_OK)
         put_matrix(t, v, n, width, width == 1 && !cov);
     free(v);
-    if (st == KM_ENOMEM && kerr->status != KM_ENOMEM) {
-        kerr->status = KM_ENOMEM;
-        snprintf(kerr->message, sizeof kerr->message,
-                 "not enough memory for %zu predictions", n);
-    }
-    return st;
+    return named_nomem(st, kerr, n);
 }
 
 /* The output a predict body asks for (NULL: the model has no choice); 0,

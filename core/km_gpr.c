@@ -96,28 +96,17 @@ km_status km_gpr_check(const km_gpr_params *p, km_error *err)
     return KM_OK;
 }
 
-/* Overflow-saturating size arithmetic for the estimates. */
-static size_t add_sat(size_t a, size_t b)
-{
-    return a + b < a ? SIZE_MAX : a + b;
-}
-
-static size_t mul_sat(size_t a, size_t b)
-{
-    size_t r;
-    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
-}
-
 size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p)
 {
     /* K (its factor becomes the model's L) and, with the optimizer,
      * k(X, X); the model's X and norms, y's normalised copy, a, the
-     * mean's weights and the solve's copy of y. */
-    size_t grams = p && p->optimizer == KM_GPR_OPTIMIZER_LBFGS ? 2 : 1;
-    size_t v = mul_sat(grams, mul_sat(n, n));
-    v = add_sat(v, mul_sat(n, d));
-    v = add_sat(v, mul_sat(n, 6));
-    return mul_sat(sizeof(double), v);
+     * mean's weights and the solve's copy of y (saturating). */
+    uint64_t grams = p && p->optimizer == KM_GPR_OPTIMIZER_LBFGS ? 2 : 1;
+    uint64_t v = km_mul_sat(grams, km_mul_sat(n, n));
+    v = km_add_sat(v, km_mul_sat(n, d));
+    v = km_add_sat(v, km_mul_sat(n, 6));
+    v = km_mul_sat(sizeof(double), v);
+    return v > SIZE_MAX ? SIZE_MAX : (size_t)v;
 }
 
 /* ------------------------------------------------------------ evaluation */

@@ -7,7 +7,8 @@ normalize_y) predict the mean (the default output and output "mean"),
 std, var and a batch's cov, and show the log marginal likelihood, as
 sklearn's to 1e-8 relative; a fit with optimizer lbfgs from the
 generator's start finds sklearn's optimum to 1e-4 in (log s, log l,
-log noise). Output cov above 1000 rows, an output gpr does not give, a
+log noise); a search of gpr points refits its best. Output cov above
+1000 rows, an output gpr does not give, a
 gpr output asked of krr, bad params (each named), y of two columns and a
 kernel matrix that cannot be factored are refused; score answers r2, mse
 and mae of the mean; the model file holds algorithm id GPR_ID and every
@@ -142,6 +143,22 @@ def score(d, T):
               (r, r2, mse, mae))
 
 
+def search(d, X, y):
+    r = d.req("POST", "/v1/models/gpr-search/fit",
+              {"algorithm": "gpr", "kernel": {"type": "rbf"}, "X": X, "y": y,
+               "params": {"noise": 0.1},
+               "search": {"params": {"noise": [0.01, 0.1],
+                                     "kernel.gamma": [0.1, 1]},
+                          "cv": {"folds": 3}}})
+    meta = (r.json() or {}).get("model", {})
+    best = meta.get("search", {}).get("best_params", {})
+    run.check(r.status == 201 and meta.get("params", {}).get("noise") ==
+              best.get("noise") and meta.get("kernel", {}).get("gamma") ==
+              best.get("kernel.gamma") and
+              meta.get("search", {}).get("n_points") == 4,
+              "a 3-fold search of gpr points refits its best point", r)
+
+
 def refusals(d, X, T, y):
     big = [[0.1, 0.2, 0.3]] * 1001
     r, _ = predict(d, "gpr-a", big, "cov")
@@ -199,6 +216,7 @@ def main():
         fixed_cases(d, X, T, y, answers)
         optimizer(d, X, y)
         score(d, T)
+        search(d, X, y)
         refusals(d, X, T, y)
         with open(os.path.join(d.models, "gpr-a.kmm"), "rb") as f:
             head = f.read(12)
