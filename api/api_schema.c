@@ -189,6 +189,46 @@ static const api_param kpca_rows[] = {
     {0},
 };
 
+static const char *gpr_optimizer_name(int o)
+{
+    return km_gpr_optimizer_name((km_gpr_optimizer)o);
+}
+
+/* Only with optimizer "lbfgs". */
+#define LBFGS .only_if = "optimizer", .only_value = KM_GPR_OPTIMIZER_LBFGS
+
+static const api_param gpr_rows[] = {
+    {.key = "noise", .type = API_NUMBER, FIELD(km_gpr_params, noise),
+     POSITIVE, .doc = "added to the kernel matrix's diagonal (scikit-learn's "
+                      "alpha); with lbfgs, the optimizer's start"},
+    {.key = "signal_variance", .type = API_NUMBER,
+     FIELD(km_gpr_params, signal_variance), POSITIVE,
+     .doc = "s of the prior covariance s k(x, z) (ConstantKernel); with "
+            "lbfgs, the optimizer's start"},
+    {.key = "normalize_y", .type = API_BOOL,
+     FIELD(km_gpr_params, normalize_y),
+     .doc = "fit (y - mean) / std and answer in y's units, as "
+            "scikit-learn's normalize_y"},
+    {.key = "optimizer", .type = API_ENUM, FIELD(km_gpr_params, optimizer),
+     .names = gpr_optimizer_name, .count = KM_GPR_OPTIMIZER_COUNT,
+     .doc = "none: the given hyperparameters; lbfgs: maximise the log "
+            "marginal likelihood over log signal_variance, log noise and "
+            "log gamma (rbf, laplacian, laplacian_l2, exponential only)"},
+    {.key = "n_restarts", .type = API_INTEGER,
+     FIELD(km_gpr_params, n_restarts), .range = API_RANGE_API, .min = 0,
+     .max = KM_GPR_MAX_RESTARTS, LBFGS,
+     .doc = "lbfgs only: starts drawn in the bounds after the given one"},
+    {.key = "seed", .type = API_INTEGER, FIELD(km_gpr_params, seed),
+     .range = API_RANGE_API, .min = 0, .max = 2147483647, LBFGS,
+     .doc = "lbfgs only: seed of the restarts' draw (core's PRNG)"},
+    {.key = "max_iter", .type = API_INTEGER, FIELD(km_gpr_params, max_iter),
+     .range = API_RANGE_API, .min = 1, .max = KM_GPR_MAX_ITER, LBFGS,
+     .doc = "lbfgs only: iterations per start"},
+    {0},
+};
+_Static_assert(sizeof(km_gpr_optimizer) == sizeof(int),
+               "API_ENUM fields are int-sized");
+
 static void krr_defaults(void *p)
 {
     *(km_krr_params *)p = km_krr_params_default();
@@ -204,11 +244,17 @@ static void kpca_defaults(void *p)
     *(km_kpca_params *)p = km_kpca_params_default();
 }
 
+static void gpr_defaults(void *p)
+{
+    *(km_gpr_params *)p = km_gpr_params_default();
+}
+
 static const api_schema params_schemas[] = {
     [KM_ALGO_KRR] = {krr_rows, sizeof(km_krr_params), krr_defaults},
     [KM_ALGO_SVC] = {svc_rows, sizeof(km_svm_params), svm_defaults},
     [KM_ALGO_SVR] = {svr_rows, sizeof(km_svm_params), svm_defaults},
     [KM_ALGO_KPCA] = {kpca_rows, sizeof(km_kpca_params), kpca_defaults},
+    [KM_ALGO_GPR] = {gpr_rows, sizeof(km_gpr_params), gpr_defaults},
 };
 _Static_assert(sizeof params_schemas / sizeof *params_schemas ==
                KM_ALGO_COUNT, "one params schema per algorithm");

@@ -12,18 +12,6 @@
 #include "bench_util.h"
 #include "km.h"
 
-static double *read_bin(const char *path, size_t count)
-{
-    FILE *f = fopen(path, "rb");
-    double *v = malloc(count * sizeof *v);
-    if (!f || !v || fread(v, sizeof *v, count, f) != count) {
-        fprintf(stderr, "cannot read %zu doubles from %s\n", count, path);
-        exit(2);
-    }
-    fclose(f);
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 10) {
@@ -34,8 +22,8 @@ int main(int argc, char **argv)
     size_t n = strtoul(argv[4], NULL, 10), d = strtoul(argv[5], NULL, 10);
     size_t nt = strtoul(argv[6], NULL, 10);
     int reps = atoi(argv[9]);
-    double *X = read_bin(argv[1], n * d), *y = read_bin(argv[2], n);
-    double *T = read_bin(argv[3], nt * d), *out = malloc(nt * sizeof *out);
+    double *X = bench_read_bin(argv[1], n * d), *y = bench_read_bin(argv[2], n);
+    double *T = bench_read_bin(argv[3], nt * d), *out = malloc(nt * sizeof *out);
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
     k.gamma = atof(argv[7]);

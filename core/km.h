@@ -263,7 +263,12 @@ _Static_assert((0 KM_ALGO_MAP(KM_MAP_ONE)) == KM_ALGO_COUNT,
 #define KM_OUT_PROJECTIONS 0x10u   /* projections on components (kpca) */
 #define KM_OUT_INVERSE 0x20u       /* back to inputs (kpca, when fitted
                                       with the inverse map) */
-#define KM_OUT_VARIANCES 0x40u     /* predictive variances (none yet) */
+#define KM_OUT_VARIANCES 0x40u     /* predictive variances, one per row
+                                      (gpr) */
+#define KM_OUT_COVARIANCE 0x80u    /* the joint predictive covariance of
+                                      a batch: n rows of n values (gpr),
+                                      n at most KM_COV_MAX_ROWS */
+#define KM_COV_MAX_ROWS 1000
 
 /* KM_OUT_* flags of what a's models can answer; 0 for an invalid a. */
 unsigned km_algorithm_outputs(km_algorithm a);
@@ -278,9 +283,9 @@ typedef struct km_model km_model;
 
 /*
  * The generic predict: answer is one KM_OUT_* flag other than LABELS
- * (VALUES, SCORES, PROBABILITIES, PROJECTIONS, INVERSE); out gets n rows
- * of what the typed function writes (km_krr_predict, km_svc_decision,
- * ...). KM_EINVAL when the model's algorithm does not answer it.
+ * (VALUES, SCORES, PROBABILITIES, PROJECTIONS, INVERSE, VARIANCES,
+ * COVARIANCE); out gets n rows of what the typed function writes
+ * (km_krr_predict, km_svc_decision, km_gpr_covariance ...). KM_EINVAL when the model's algorithm does not answer it.
  * km_predict_labels: class indices into the model's labels. Both apply
  * the model's preprocessing (km_model_preprocess) to X first.
  */
@@ -300,6 +305,7 @@ km_status km_predict_labels(const km_model *m, const double *X, size_t n,
  *   svr   y: n targets, m = 1
  *   svc   labels: n class indices in [0, n_classes)
  *   kpca  X only
+ *   gpr   y: n targets, m = 1
  */
 typedef struct km_problem {
     const double *X;
@@ -311,7 +317,8 @@ typedef struct km_problem {
 } km_problem;
 
 /* The generic life cycle; params points to a's own struct (km_krr_params
- * for krr, km_svm_params for svc and svr, km_kpca_params for kpca), of
+ * for krr, km_svm_params for svc and svr, km_kpca_params for kpca,
+ * km_gpr_params for gpr), of
  * km_algorithm_params_size(a) bytes (0 if a is invalid). */
 size_t km_algorithm_params_size(km_algorithm a);
 /* Fills params with a's defaults. */
@@ -438,7 +445,7 @@ km_status km_model_load_file(void *file /* FILE* */, size_t max_bytes,
  *   n_features      1 .. KM_MODEL_MAX_FEATURES
  *   n_samples       1 .. KM_MODEL_MAX_SAMPLES (support indices are int32)
  *   n_outputs       krr 1 .. KM_MODEL_MAX_OUTPUTS; svc, svr 1;
- *                   kpca 1 .. n_samples - 1
+ *                   kpca 1 .. n_samples - 1; gpr 1
  *   svc classes     2 .. min(n_samples, KM_MODEL_MAX_CLASSES), with
  *                   exactly one label per class, labels distinct and
  *                   sorted (numbers ascending, strings by byte order)
@@ -1176,6 +1183,117 @@ const double *km_kpca_eigenvalues(const km_model *m);
 
 /* Bytes a fit of this size needs at its peak (for admission control). */
 size_t km_kpca_fit_bytes(size_t n, size_t d, const km_kpca_params *p);
+
+/* ---------------------------------------------------------------- GPR */
+
+/*
+ * Gaussian-process regression as scikit-learn's GaussianProcessRegressor
+ * with kernel ConstantKernel(signal_variance) * k and alpha = noise: the
+ * prior covariance of f is s k(x, z) (s = params.signal_variance, k the
+ * model's kernel; rbf's gamma = 1/(2 l^2) for sklearn's length scale l),
+ * and the fit factors K = s k(X, X) + noise I = L L^T (core's KRR solve,
+ * km_krr_solve) and keeps a = K^-1 y' with y' the targets, or with
+ * normalize_y (y - mean) / std (population std; 1 when it is 0), as
+ * sklearn. For a new point x, with k_x = s k(X, x):
+ *   mean      k_x^T a (times std, plus the mean, with normalize_y)
+ *   variance  s k(x, x) - |L^-1 k_x|^2 (clipped at 0, as sklearn; times
+ *             std^2): the variance of f(x), without the noise
+ *   covariance of a batch: s k(X*, X*) - V^T V, V = L^-1 k(X, X*) s
+ * The log marginal likelihood of y' is
+ *   -y'^T a / 2 - sum_i log L_ii - (n / 2) log(2 pi).
+ *
+ * With optimizer LBFGS the fit first maximises it over theta = (log s,
+ * log gamma, log noise) by a projected L-BFGS (core's own, km_gpr.c)
+ * with the analytic gradient, within sklearn's default bounds: s and
+ * noise in [1e-5, 1e5], gamma in [5e-11, 5e9] (rbf's l in [1e-5, 1e5]).
+ * gamma is tuned only for kernels exp(gamma t) (rbf, laplacian,
+ * laplacian_l2, exponential), whose derivative is k log k; with any other
+ * kernel only s and the noise are. The first start is the given
+ * parameters (clamped into the bounds), then n_restarts starts drawn
+ * uniformly in the log-bounds by core's km_rng seeded with seed; the
+ * start whose optimum has the highest likelihood wins, and the model is
+ * fitted there (its kernel holds the tuned gamma).
+ */
+typedef enum km_gpr_optimizer {
+    KM_GPR_OPTIMIZER_NONE = 0,  /* the given hyperparameters */
+    KM_GPR_OPTIMIZER_LBFGS = 1, /* maximise the log marginal likelihood */
+    KM_GPR_OPTIMIZER_COUNT
+} km_gpr_optimizer;
+
+typedef struct km_gpr_params {
+    double noise;           /* > 0, added to K's diagonal; default 1e-10
+                               (sklearn's alpha) */
+    double signal_variance; /* > 0, default 1 (ConstantKernel's) */
+    int normalize_y;        /* default 0 */
+    km_gpr_optimizer optimizer; /* default NONE */
+    size_t n_restarts;      /* LBFGS: 0 .. KM_GPR_MAX_RESTARTS, default 0 */
+    uint64_t seed;          /* LBFGS: of the restarts' draw, default 0 */
+    size_t max_iter;        /* LBFGS: iterations per start, 1 ..
+                               KM_GPR_MAX_ITER, default 200 */
+} km_gpr_params;
+
+#define KM_GPR_MAX_RESTARTS 100
+#define KM_GPR_MAX_ITER 100000
+
+km_gpr_params km_gpr_params_default(void);
+/* KM_EINVAL naming the field: params.noise or params.signal_variance
+ * not a finite number > 0, params.optimizer unknown, params.n_restarts
+ * above KM_GPR_MAX_RESTARTS, params.max_iter 0 or above KM_GPR_MAX_ITER,
+ * params.seed above 2^53. */
+km_status km_gpr_check(const km_gpr_params *p, km_error *err) KM_MUST_CHECK;
+/* "none", "lbfgs"; NULL if invalid. */
+const char *km_gpr_optimizer_name(km_gpr_optimizer o);
+
+/*
+ * Fits y (n finite targets) on X (n x d). Borrows all inputs; caller owns
+ * *out. Peak memory one n x n matrix (two with the optimizer) plus
+ * O(n d): km_gpr_fit_bytes; the model keeps L (n x n) for the variances.
+ * KM_ENOTPD when K + noise I cannot be factored (at every start, with
+ * the optimizer); KM_ECANCELLED when ctl asks (between the blocks of
+ * every factorisation and between the optimizer's iterations).
+ *
+ * Params figures: "noise", "signal_variance", "normalize_y" (boolean),
+ * "optimizer" (integer: KM_GPR_OPTIMIZER_*) and, with LBFGS,
+ * "n_restarts", "seed", "max_iter". Training figures: "seconds",
+ * "log_marginal_likelihood" (at the model's hyperparameters),
+ * "signal_variance", "noise" (the model's: the given ones, or the
+ * optimum) and, with LBFGS, "gamma" (the model's kernel's), "iterations"
+ * (the optimizer's, all starts), "starts" (starts whose likelihood could
+ * be computed), "initial_log_marginal_likelihood" (at the given
+ * parameters, clamped into the bounds; omitted when K + noise I cannot
+ * be factored there).
+ */
+km_status km_gpr_fit(const km_kernel *k, const km_gpr_params *p,
+                     const double *X, size_t n, size_t d, const double *y,
+                     const km_fit_control *ctl, km_model **out,
+                     km_error *err) KM_MUST_CHECK;
+/* The predictive mean, n values. KM_ECONFLICT if not gpr. */
+km_status km_gpr_predict(const km_model *m, const double *X, size_t n,
+                         double *out, km_error *err) KM_MUST_CHECK;
+/* The predictive variances, n values. KM_ECONFLICT if not gpr. */
+km_status km_gpr_variance(const km_model *m, const double *X, size_t n,
+                          double *out, km_error *err) KM_MUST_CHECK;
+/* The predictive covariance of the batch, n x n row-major; KM_EINVAL for
+ * n above KM_COV_MAX_ROWS. KM_ECONFLICT if not gpr. */
+km_status km_gpr_covariance(const km_model *m, const double *X, size_t n,
+                            double *out, km_error *err) KM_MUST_CHECK;
+/*
+ * The log marginal likelihood at kernel k (its gamma; a default gamma
+ * resolves to 1/d) and p's noise, signal_variance and normalize_y, of
+ * y (n targets) on X, as sklearn's log_marginal_likelihood; grad (3
+ * values, may be NULL) gets its gradient with respect to (log
+ * signal_variance, log gamma, log noise), the gamma entry 0 for a
+ * kernel whose gamma the optimizer does not tune. KM_ENOTPD when K +
+ * noise I cannot be factored. Memory: two n x n matrices.
+ */
+km_status km_gpr_log_marginal_likelihood(const km_kernel *k,
+                                         const km_gpr_params *p,
+                                         const double *X, size_t n, size_t d,
+                                         const double *y, double *lml,
+                                         double *grad,
+                                         km_error *err) KM_MUST_CHECK;
+/* Bytes a fit of this size needs at its peak (for admission control). */
+size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p);
 
 #ifdef __cplusplus
 }

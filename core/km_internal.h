@@ -245,7 +245,8 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   probabilities); NULL: none
  *   values ...      predict, one function per KM_OUT_* answer it gives
  *                   (NULL where it gives none); each checks the model's
- *                   algorithm and X
+ *                   algorithm and X (covariance: one n x n answer for
+ *                   the whole batch)
  *   classes         1 if its models hold class labels (at most one per
  *                   training row and KM_MODEL_MAX_CLASSES)
  *   max_outputs     the largest n_outputs a model file may give
@@ -277,6 +278,7 @@ typedef struct km_algo {
                      km_model **out, km_error *err);
     void (*cv_params)(void *params, km_scoring s);
     km_predict_fn values, scores, probabilities, projections, inverse;
+    km_predict_fn variances, covariance;
     km_status (*labels)(const km_model *m, const double *X, size_t n,
                         int *out, km_error *err);
     int classes; /* models hold classes: labels, one per class */
