@@ -182,9 +182,13 @@ unit: $(UNIT_BIN)
 # against scikit-learn's Nystroem + Ridge, its metadata, its refusals and
 # its admission; rff.py: krr's rff solver against Ridge on core's draws
 # redone in numpy, its model file (format 3) and its refusals;
+# auto.py: krr's solver auto under two memory budgets and the rpcholesky
+# centres against numpy's pivots;
+# gpr.py: Gaussian-process regression's outputs and optimizer against
+# scikit-learn's GaussianProcessRegressor, its refusals and reload;
 # kpca_nystrom.py: kpca's nystrom eigen-solver against Nystroem + PCA,
-# its model file (format 4), refusals and admission; each
-# hostile_*.py: hostile input and
+# its model file (format 4), refusals and admission;
+# each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
 integration: $(B)/kmserve $(B)/kmctl
@@ -198,6 +202,8 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/search.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
 	$(PYTHON) tests/integration/nystrom.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/rff.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/auto.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/gpr.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kpca_nystrom.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \

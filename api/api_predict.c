@@ -33,6 +33,8 @@ const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
 
 #define ANSWERS_CLASSES (KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES)
 #define ANSWERS_PREDICT (KM_OUT_VALUES | ANSWERS_CLASSES)
+/* A predictive distribution's spread (gpr) */
+#define ANSWERS_SPREAD (KM_OUT_VARIANCES | KM_OUT_COVARIANCE)
 
 /* The choices of "output", the first the default. needs: the fit
  * parameter without which a model cannot answer it (available says). */
@@ -40,12 +42,24 @@ static const struct output {
     unsigned answer; /* a KM_OUT_* flag */
     const char *name;
     const char *needs; /* the fit parameter a model may lack it without */
+    unsigned with;     /* offered only to models that also answer these */
+    int root;          /* the square roots of the answer */
 } outputs[] = {
-    {KM_OUT_LABELS, "label", NULL},
-    {KM_OUT_SCORES, "decision_function", NULL},
-    {KM_OUT_PROBABILITIES, "probability", "params.probability: true"},
+    {KM_OUT_LABELS, "label", NULL, 0, 0},
+    {KM_OUT_SCORES, "decision_function", NULL, 0, 0},
+    {KM_OUT_PROBABILITIES, "probability", "params.probability: true", 0, 0},
+    {KM_OUT_VALUES, "mean", NULL, KM_OUT_VARIANCES, 0},
+    {KM_OUT_VARIANCES, "std", NULL, 0, 1},
+    {KM_OUT_VARIANCES, "var", NULL, 0, 0},
+    {KM_OUT_COVARIANCE, "cov", NULL, 0, 0},
 };
 #define N_OUTPUTS (sizeof outputs / sizeof *outputs)
+
+/* Whether a model answering answers offers output o. */
+static int offers(unsigned answers, const struct output *o)
+{
+    return (answers & o->answer) && (answers & o->with) == o->with;
+}
 
 static unsigned answers_of(const km_model *m)
 {
@@ -57,7 +71,7 @@ static int has_outputs(unsigned answers)
 {
     int n = 0;
     for (size_t i = 0; i < N_OUTPUTS; i++)
-        n += (answers & outputs[i].answer) != 0;
+        n += offers(answers, &outputs[i]);
     return n > 1;
 }
 
@@ -111,9 +125,14 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
         size_t per = ((size_t)1 << 17) / nf ? ((size_t)1 << 17) / nf : 1;
         scaled = (rows < per ? rows : per) * nf * sizeof(double);
     }
+    /* output cov: c x c answers and the c x ns whitened kernel rows */
+    size_t c = rows < KM_COV_MAX_ROWS ? rows : KM_COV_MAX_ROWS, cov = 0;
+    if (answers_of(m) & KM_OUT_COVARIANCE)
+        cov = c * c * (sizeof(double) + TEXT_PER_VALUE) +
+              c * ns * sizeof(double);
     return len + numbers * sizeof(double) +
            rows * width * (sizeof(double) + TEXT_PER_VALUE) +
-           rows * sizeof(int) + block * sizeof(double) + scaled;
+           rows * sizeof(int) + block * sizeof(double) + scaled + cov;
 }
 
 /* Reads X or instances (not both), of expect_d columns. */
@@ -189,6 +208,18 @@ static int end_answer(api_text *t, api_error *e)
     return api_raise(e, API_INTERNAL, "out of memory building the answer");
 }
 
+/* st, with a message for an allocation of n predictions that failed
+ * here (core names its own). */
+static km_status named_nomem(km_status st, km_error *kerr, size_t n)
+{
+    if (st == KM_ENOMEM && kerr->status != KM_ENOMEM) {
+        kerr->status = KM_ENOMEM;
+        snprintf(kerr->message, sizeof kerr->message,
+                 "not enough memory for %zu predictions", n);
+    }
+    return st;
+}
+
 /* Classes (svc): labels (in the type they were fitted with), decision
  * values (binary: one per row, positive meaning the second sorted label,
  * as scikit-learn; else k(k-1)/2 per row in LIBSVM's pair order) or
@@ -228,12 +259,30 @@ static km_status class_answer(const km_model *m, const double *X, size_t n,
             put_matrix(t, v, n, width, width == 1);
         free(v);
     }
-    if (st == KM_ENOMEM && kerr->status != KM_ENOMEM) {
-        kerr->status = KM_ENOMEM;
-        snprintf(kerr->message, sizeof kerr->message,
-                 "not enough memory for %zu predictions", n);
-    }
-    return st;
+    return named_nomem(st, kerr, n);
+}
+
+/* A predictive distribution's spread: variances (their roots for std),
+ * n x n_outputs, or the batch's covariance, n x n (core refuses more
+ * than KM_COV_MAX_ROWS rows before writing: then no n x n buffer is
+ * made). Numbers that are not finite set *bad and e (422). */
+static km_status spread_answer(const km_model *m, const double *X, size_t n,
+                               const struct output *out, api_text *t,
+                               km_error *kerr, api_error *e, int *bad)
+{
+    int cov = out->answer == KM_OUT_COVARIANCE;
+    size_t width = cov ? n : km_model_n_outputs(m);
+    size_t cells = cov && n > KM_COV_MAX_ROWS ? 1 : n * width;
+    double *v = malloc((cells ? cells : 1) * sizeof *v);
+    km_status st = v ? km_predict(m, out->answer, X, n, v, kerr) : KM_ENOMEM;
+    for (size_t i = 0; st == KM_OK && out->root && i < n * width; i++)
+        v[i] = sqrt(v[i]);
+    if (st == KM_OK && check_finite(v, n, width, "predictions", e))
+        *bad = 1;
+    else if (st == KM_OK)
+        put_matrix(t, v, n, width, width == 1 && !cov);
+    free(v);
+    return named_nomem(st, kerr, n);
 }
 
 /* The output a predict body asks for (NULL: the model has no choice); 0,
@@ -255,7 +304,7 @@ static int choose_output(const km_model *m, const cJSON *output,
     size_t used = 0;
     list[0] = '\0';
     for (size_t i = 0; i < N_OUTPUTS; i++) {
-        if (!(answers & outputs[i].answer))
+        if (!offers(answers, &outputs[i]))
             continue;
         if (!*out && (!output || (cJSON_IsString(output) &&
                                   !strcmp(output->valuestring,
@@ -307,7 +356,9 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
                          "not enough memory for %zu predictions", n);
     }
     begin_answer(&t, m, "predictions");
-    if (answers & KM_OUT_VALUES) {
+    if (chosen && (chosen->answer & ANSWERS_SPREAD)) {
+        st = spread_answer(m, X, n, chosen, &t, &kerr, e, &bad);
+    } else if (answers & KM_OUT_VALUES) {
         st = km_predict(m, KM_OUT_VALUES, X, n, Y, &kerr);
         if (st == KM_OK && !(bad = check_finite(Y, n, k, "predictions", e)))
             put_matrix(&t, Y, n, k, k == 1);

@@ -70,10 +70,18 @@ static const char *krr_solver_name(int s)
     return km_krr_solver_name((km_krr_solver)s);
 }
 
-/* Only with solver "nystrom"; "rff"; either. */
-#define NYSTROM .only_if = "solver", .only_value = KM_KRR_SOLVER_NYSTROM
+static const char *krr_centres_name(int c)
+{
+    return km_krr_centres_name((km_krr_centre_rule)c);
+}
+
+/* Only with solver "nystrom" (or "auto", which may resolve to it);
+ * "rff"; either. */
+#define ONLY_NYSTROM .only_if = "solver", .only_value = KM_KRR_SOLVER_NYSTROM
+#define NYSTROM ONLY_NYSTROM, .only_also = 1u << KM_KRR_SOLVER_AUTO
 #define RFF .only_if = "solver", .only_value = KM_KRR_SOLVER_RFF
-#define NYSTROM_OR_RFF NYSTROM, .only_also = 1u << KM_KRR_SOLVER_RFF
+#define NYSTROM_OR_RFF ONLY_NYSTROM, \
+    .only_also = 1u << KM_KRR_SOLVER_AUTO | 1u << KM_KRR_SOLVER_RFF
 
 /* n_centres: its type and lower bound here (400); its upper bound,
  * n_samples, in km_krr_check (422), as kpca's n_components. */
@@ -86,32 +94,41 @@ static const api_param krr_rows[] = {
             "centres and preconditioned conjugate gradients (Falkon), "
             "memory O(m^2 + n); rff: D random Fourier features and a "
             "D x D ridge solve, memory O(D^2), kernels rbf, laplacian "
-            "and laplacian_l2 only"},
+            "and laplacian_l2 only; auto: exact when its estimate is at "
+            "most half the server's memory budget, else nystrom "
+            "(training.solver says which)"},
     {.key = "n_centres", .type = API_INTEGER,
      FIELD(km_krr_params, n_centres), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, .data_default = 1,
      .data_bound = "the number of rows of X", NYSTROM,
-     .doc = "nystrom only: centres, drawn uniformly from the rows; "
-            "default min(n, 1000); above n_samples is 422"},
+     .doc = "nystrom and auto only: centres; default min(n, "
+            "ceil(sqrt(n) ln n) within [1000, 10000]); above n_samples "
+            "is 422"},
     {.key = "seed", .type = API_INTEGER, FIELD(km_krr_params, seed),
      .range = API_RANGE_API, .min = 0, .max = 2147483647, NYSTROM_OR_RFF,
-     .doc = "nystrom and rff only: seed of the centres' or the random "
-            "features' draw (core's PRNG)"},
+     .doc = "nystrom, auto and rff only: seed of the centres' or the "
+            "random features' draw (core's PRNG)"},
     {.key = "cg_tol", .type = API_NUMBER, FIELD(km_krr_params, cg_tol),
      POSITIVE, NYSTROM,
-     .doc = "nystrom only: stop when every output's relative residual is "
-            "at most this"},
+     .doc = "nystrom and auto only: stop when every output's relative "
+            "residual is at most this"},
     {.key = "cg_max_iter", .type = API_INTEGER,
      FIELD(km_krr_params, cg_max_iter), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, NYSTROM,
-     .doc = "nystrom only: most conjugate-gradient iterations"},
+     .doc = "nystrom and auto only: most conjugate-gradient iterations"},
     {.key = "n_components", .type = API_INTEGER,
      FIELD(km_krr_params, n_components), .range = API_RANGE_API, .min = 1,
      .max = KM_KRR_MAX_COMPONENTS, RFF,
      .doc = "rff only: D, the number of random Fourier features"},
+    {.key = "centres", .type = API_ENUM, FIELD(km_krr_params, centres),
+     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, NYSTROM,
+     .doc = "nystrom and auto only: how the centres are picked: uniform "
+            "(without replacement) or rpcholesky (randomly pivoted "
+            "Cholesky, which holds an n x m factor while it runs)"},
     {0},
 };
-_Static_assert(sizeof(km_krr_solver) == sizeof(int),
+_Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
+                   sizeof(km_krr_centre_rule) == sizeof(int),
                "API_ENUM fields are int-sized");
 _Static_assert(sizeof(uint64_t) == sizeof(size_t),
                "API_INTEGER fields are int or size_t sized");
@@ -189,6 +206,46 @@ static const api_param kpca_rows[] = {
     {0},
 };
 
+static const char *gpr_optimizer_name(int o)
+{
+    return km_gpr_optimizer_name((km_gpr_optimizer)o);
+}
+
+/* Only with optimizer "lbfgs". */
+#define LBFGS .only_if = "optimizer", .only_value = KM_GPR_OPTIMIZER_LBFGS
+
+static const api_param gpr_rows[] = {
+    {.key = "noise", .type = API_NUMBER, FIELD(km_gpr_params, noise),
+     POSITIVE, .doc = "added to the kernel matrix's diagonal (scikit-learn's "
+                      "alpha); with lbfgs, the optimizer's start"},
+    {.key = "signal_variance", .type = API_NUMBER,
+     FIELD(km_gpr_params, signal_variance), POSITIVE,
+     .doc = "s of the prior covariance s k(x, z) (ConstantKernel); with "
+            "lbfgs, the optimizer's start"},
+    {.key = "normalize_y", .type = API_BOOL,
+     FIELD(km_gpr_params, normalize_y),
+     .doc = "fit (y - mean) / std and answer in y's units, as "
+            "scikit-learn's normalize_y"},
+    {.key = "optimizer", .type = API_ENUM, FIELD(km_gpr_params, optimizer),
+     .names = gpr_optimizer_name, .count = KM_GPR_OPTIMIZER_COUNT,
+     .doc = "none: the given hyperparameters; lbfgs: maximise the log "
+            "marginal likelihood over log signal_variance, log noise and "
+            "log gamma (rbf, laplacian, laplacian_l2, exponential only)"},
+    {.key = "n_restarts", .type = API_INTEGER,
+     FIELD(km_gpr_params, n_restarts), .range = API_RANGE_API, .min = 0,
+     .max = KM_GPR_MAX_RESTARTS, LBFGS,
+     .doc = "lbfgs only: starts drawn in the bounds after the given one"},
+    {.key = "seed", .type = API_INTEGER, FIELD(km_gpr_params, seed),
+     .range = API_RANGE_API, .min = 0, .max = 2147483647, LBFGS,
+     .doc = "lbfgs only: seed of the restarts' draw (core's PRNG)"},
+    {.key = "max_iter", .type = API_INTEGER, FIELD(km_gpr_params, max_iter),
+     .range = API_RANGE_API, .min = 1, .max = KM_GPR_MAX_ITER, LBFGS,
+     .doc = "lbfgs only: iterations per start"},
+    {0},
+};
+_Static_assert(sizeof(km_gpr_optimizer) == sizeof(int),
+               "API_ENUM fields are int-sized");
+
 static void krr_defaults(void *p)
 {
     *(km_krr_params *)p = km_krr_params_default();
@@ -204,11 +261,17 @@ static void kpca_defaults(void *p)
     *(km_kpca_params *)p = km_kpca_params_default();
 }
 
+static void gpr_defaults(void *p)
+{
+    *(km_gpr_params *)p = km_gpr_params_default();
+}
+
 static const api_schema params_schemas[] = {
     [KM_ALGO_KRR] = {krr_rows, sizeof(km_krr_params), krr_defaults},
     [KM_ALGO_SVC] = {svc_rows, sizeof(km_svm_params), svm_defaults},
     [KM_ALGO_SVR] = {svr_rows, sizeof(km_svm_params), svm_defaults},
     [KM_ALGO_KPCA] = {kpca_rows, sizeof(km_kpca_params), kpca_defaults},
+    [KM_ALGO_GPR] = {gpr_rows, sizeof(km_gpr_params), gpr_defaults},
 };
 _Static_assert(sizeof params_schemas / sizeof *params_schemas ==
                KM_ALGO_COUNT, "one params schema per algorithm");

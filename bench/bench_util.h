@@ -1,7 +1,7 @@
 /*
  * bench_util.h - what the C benchmark programs share: a monotonic clock,
  * the process's peak resident memory, medians, and reading the drivers'
- * raw files.
+ * data files.
  *
  * The drivers (bench/bench_*.py) run a C program for our side and
  * scikit-learn or LIBSVM for the reference in the same run, and print ratios.
@@ -42,8 +42,8 @@ static inline double bench_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* count doubles from a raw little-endian file the driver wrote; exits 2
- * when it cannot. */
+/* count raw little-endian doubles from path (the drivers' .bin files);
+ * exits with status 2 when they cannot be read. */
 static inline double *bench_read_bin(const char *path, size_t count)
 {
     FILE *f = fopen(path, "rb");

@@ -127,7 +127,8 @@ static const struct opt {
      "run as a job with progress even when small (fits of more than 20000 "
      "values always do)"},
     {"output", "KIND", F_PREDICT, O_STR, A(output), NULL,
-     "label (default), decision_function or probability (svc)"},
+     "label (default), decision_function or probability (svc); mean "
+     "(default), std or var (gpr)"},
     {"inverse", NULL, F_PROJECT, O_FLAG, A(inverse), NULL,
      "map projections (the CSV's columns) back to input space"},
     {"batch", "ROWS", F_PREDICT | F_PROJECT, O_INT, A(batch), NULL,
@@ -200,14 +201,17 @@ static const struct command {
      "--scale standardize \\\n      --grid gamma=1e-3,1e-2,1e-1 --grid C=1,10,100 "
      "--cv 5\n"},
     {"predict", F_PREDICT, 2, cmd_predict,
-     "predict NAME DATA.csv [--output label|decision_function|probability]",
+     "predict NAME DATA.csv [--output label|decision_function|probability|"
+     "mean|std|var]",
      "predictions as CSV on stdout",
      "Writes a header and one row per input row. The model's n_features says\n"
      "which columns are features: the --target column is left out; if one\n"
      "column more than n_features remains, 'y' (else the last column) is left\n"
      "out too, so the CSV the model was fitted from can be given as it is.\n"
      "Header: 'label' or 'prediction' (prediction_0.. for several outputs),\n"
-     "'decision_function' (binary) or A_vs_B per class pair, p_LABEL per class.\n"},
+     "'decision_function' (binary) or A_vs_B per class pair, p_LABEL per class,\n"
+     "'std' or 'var' (gpr's predictive spread; its output cov is a matrix per\n"
+     "request, so not here).\n"},
     {"project", F_PROJECT, 2, cmd_project, "project NAME DATA.csv [--inverse]",
      "kernel PCA projections as CSV on stdout",
      "Writes pc1..pcK per input row; with --inverse the CSV holds projections\n"
@@ -1001,6 +1005,9 @@ static void print_header(const cJSON *meta, const char *output, const cJSON *row
             name[0] = '\0';
         } else if (!strcmp(output, "decision_function") && width == 1) {
             snprintf(name, sizeof name, "decision_function");
+        } else if ((!strcmp(output, "std") || !strcmp(output, "var")) &&
+                   width == 1) {
+            snprintf(name, sizeof name, "%s", output);
         } else if (k > 0 && width == 1) { /* a classifier: labels */
             snprintf(name, sizeof name, "label");
         } else if (width == 1) {
@@ -1155,10 +1162,15 @@ out:
 
 static int cmd_predict(ctl_client *c, args *a, ctl_err *e)
 {
-    if (a->output && strcmp(a->output, "label") &&
-        strcmp(a->output, "decision_function") && strcmp(a->output, "probability"))
+    static const char *const kinds[] = {"label", "decision_function",
+                                        "probability", "mean", "std", "var"};
+    int known = !a->output;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        known |= a->output && !strcmp(a->output, kinds[i]);
+    if (!known)
         return ctl_fail(e, CTL_EXIT_USAGE, "--output: expected label, "
-                        "decision_function or probability, not '%s'", a->output);
+                        "decision_function, probability, mean, std or var, "
+                        "not '%s'", a->output);
     return run_rows(c, a, "/predict", "predictions", e);
 }
 

@@ -229,6 +229,19 @@ typedef struct km_fit_control {
     int threads;
 } km_fit_control;
 
+/*
+ * The memory budget, in bytes, that an auto solver (krr's params.solver
+ * AUTO) measures its choice against: the server sets it once at start-up
+ * to its --memory-budget-mb, before any fit runs. 0 (never set): the
+ * default, km_default_memory_budget(). The estimates (km_algorithm_fit_bytes)
+ * and the fits of an auto solver both read it, so they agree. Atomic.
+ */
+void km_set_memory_budget(size_t bytes);
+size_t km_memory_budget(void);
+/* 75 % of physical memory (sysconf), or 1 GiB when that is unknown: the
+ * server's default --memory-budget-mb. */
+size_t km_default_memory_budget(void);
+
 /* KM_ALGO_KRR = 0, ... with the stored ids of KM_ALGO_MAP (km_maps.h). */
 typedef enum {
 #define KM_ALGO_ENUM(e, id, name, desc) KM_ALGO_##e = id,
@@ -251,7 +264,12 @@ _Static_assert((0 KM_ALGO_MAP(KM_MAP_ONE)) == KM_ALGO_COUNT,
 #define KM_OUT_PROJECTIONS 0x10u   /* projections on components (kpca) */
 #define KM_OUT_INVERSE 0x20u       /* back to inputs (kpca, when fitted
                                       with the inverse map) */
-#define KM_OUT_VARIANCES 0x40u     /* predictive variances (none yet) */
+#define KM_OUT_VARIANCES 0x40u     /* predictive variances, one per row
+                                      (gpr) */
+#define KM_OUT_COVARIANCE 0x80u    /* the joint predictive covariance of
+                                      a batch: n rows of n values (gpr),
+                                      n at most KM_COV_MAX_ROWS */
+#define KM_COV_MAX_ROWS 1000
 
 /* KM_OUT_* flags of what a's models can answer; 0 for an invalid a. */
 unsigned km_algorithm_outputs(km_algorithm a);
@@ -266,9 +284,9 @@ typedef struct km_model km_model;
 
 /*
  * The generic predict: answer is one KM_OUT_* flag other than LABELS
- * (VALUES, SCORES, PROBABILITIES, PROJECTIONS, INVERSE); out gets n rows
- * of what the typed function writes (km_krr_predict, km_svc_decision,
- * ...). KM_EINVAL when the model's algorithm does not answer it.
+ * (VALUES, SCORES, PROBABILITIES, PROJECTIONS, INVERSE, VARIANCES,
+ * COVARIANCE); out gets n rows of what the typed function writes
+ * (km_krr_predict, km_svc_decision, km_gpr_covariance ...). KM_EINVAL when the model's algorithm does not answer it.
  * km_predict_labels: class indices into the model's labels. Both apply
  * the model's preprocessing (km_model_preprocess) to X first.
  */
@@ -288,6 +306,7 @@ km_status km_predict_labels(const km_model *m, const double *X, size_t n,
  *   svr   y: n targets, m = 1
  *   svc   labels: n class indices in [0, n_classes)
  *   kpca  X only
+ *   gpr   y: n targets, m = 1
  */
 typedef struct km_problem {
     const double *X;
@@ -299,7 +318,8 @@ typedef struct km_problem {
 } km_problem;
 
 /* The generic life cycle; params points to a's own struct (km_krr_params
- * for krr, km_svm_params for svc and svr, km_kpca_params for kpca), of
+ * for krr, km_svm_params for svc and svr, km_kpca_params for kpca,
+ * km_gpr_params for gpr), of
  * km_algorithm_params_size(a) bytes (0 if a is invalid). */
 size_t km_algorithm_params_size(km_algorithm a);
 /* Fills params with a's defaults. */
@@ -426,7 +446,7 @@ km_status km_model_load_file(void *file /* FILE* */, size_t max_bytes,
  *   n_features      1 .. KM_MODEL_MAX_FEATURES
  *   n_samples       1 .. KM_MODEL_MAX_SAMPLES (support indices are int32)
  *   n_outputs       krr 1 .. KM_MODEL_MAX_OUTPUTS; svc, svr 1;
- *                   kpca 1 .. n_samples - 1
+ *                   kpca 1 .. n_samples - 1; gpr 1
  *   svc classes     2 .. min(n_samples, KM_MODEL_MAX_CLASSES), with
  *                   exactly one label per class, labels distinct and
  *                   sorted (numbers ascending, strings by byte order)
@@ -789,31 +809,49 @@ typedef enum km_krr_solver {
     KM_KRR_SOLVER_EXACT = 0,   /* Cholesky of the n x n K + alpha I */
     KM_KRR_SOLVER_NYSTROM = 1, /* m centres, Falkon's preconditioned CG */
     KM_KRR_SOLVER_RFF = 2,     /* D random Fourier features, D x D ridge */
+    KM_KRR_SOLVER_AUTO = 3,    /* exact when it fits the memory budget
+                                * comfortably, else nystrom
+                                * (km_krr_resolve_solver) */
     KM_KRR_SOLVER_COUNT
 } km_krr_solver;
+
+/* How the nystrom solver picks its centres. The numbers are those of the
+ * params figure "centres". */
+typedef enum km_krr_centre_rule {
+    KM_KRR_CENTRES_UNIFORM = 0,    /* uniformly without replacement */
+    KM_KRR_CENTRES_RPCHOLESKY = 1, /* randomly pivoted Cholesky */
+    KM_KRR_CENTRES_COUNT
+} km_krr_centre_rule;
 
 /*
  * The fields after alpha apply to the nystrom or the rff solver only (the
  * exact solver neither checks nor records them), so that {alpha} alone,
- * the other fields zero, is an exact fit as before they existed.
+ * the other fields zero, is an exact fit as before they existed. Those of
+ * nystrom apply to auto too (it may resolve to nystrom) and are checked
+ * with it.
  */
 typedef struct km_krr_params {
     double alpha;         /* ridge, > 0; default 1.0 */
     km_krr_solver solver; /* default EXACT */
-    size_t n_centres;     /* nystrom: m, 1 .. n; 0 (default): min(n, 1000) */
+    size_t n_centres;     /* nystrom: m, 1 .. n; 0 (default):
+                           * km_krr_centres */
     uint64_t seed;        /* nystrom, rff: of the draw; default 0 */
     double cg_tol;        /* nystrom: > 0, default 1e-7 */
     size_t cg_max_iter;   /* nystrom: >= 1, default 100 */
     size_t n_components;  /* rff: D, 1 .. KM_KRR_MAX_COMPONENTS; default
                            * KM_KRR_DEFAULT_COMPONENTS (0 means it too) */
+    km_krr_centre_rule centres; /* nystrom: default UNIFORM */
 } km_krr_params;
 
 /* The rff solver's default and largest number of features D. */
 #define KM_KRR_DEFAULT_COMPONENTS 1000
 #define KM_KRR_MAX_COMPONENTS 65536
 
-/* The default number of centres of the nystrom solver: min(n, this). */
+/* The default number of centres of the nystrom solver for n rows:
+ * min(n, ceil(sqrt(n) ln n) bounded to [KM_KRR_DEFAULT_CENTRES,
+ * KM_KRR_MAX_DEFAULT_CENTRES]) (km_krr_centres). */
 #define KM_KRR_DEFAULT_CENTRES 1000
+#define KM_KRR_MAX_DEFAULT_CENTRES 10000
 
 km_krr_params km_krr_params_default(void);
 /* KM_EINVAL naming the field: params.alpha not a finite number > 0,
@@ -832,9 +870,25 @@ km_status km_krr_check_kernel(const km_krr_params *p, const km_kernel *k,
                               km_error *err) KM_MUST_CHECK;
 /* "exact", "nystrom", "rff"; NULL if invalid. */
 const char *km_krr_solver_name(km_krr_solver s);
-/* The number of centres a nystrom fit of n rows uses (n_centres, or its
- * default min(n, KM_KRR_DEFAULT_CENTRES)). */
+/* The number of centres a nystrom fit of n rows asks for (n_centres, or
+ * its default: min(n, ceil(sqrt(n) ln n)) bounded to [1000, 10000], the
+ * order of centres Falkon's analysis asks for exact KRR's accuracy; 1000
+ * up to n = 11,449, 3,641 at 10^5, 10,000 from 569,300 on). An rpcholesky
+ * fit may keep fewer (km_krr_fit). */
 size_t km_krr_centres(const km_krr_params *p, size_t n);
+/* "uniform", "rpcholesky"; NULL if invalid. */
+const char *km_krr_centres_name(km_krr_centre_rule c);
+/*
+ * The solver a fit of p on n rows, d features and m outputs runs under a
+ * memory budget of budget bytes: p->solver itself unless it is AUTO;
+ * AUTO is EXACT when the exact solver's estimate (km_krr_fit_bytes) is at
+ * most half the budget ("comfortably": the other half is for the
+ * request's own body, the models served and the predicts and fits that
+ * run beside it), else NYSTROM. km_krr_fit and km_krr_fit_bytes resolve
+ * with km_memory_budget().
+ */
+km_krr_solver km_krr_resolve_solver(const km_krr_params *p, size_t n,
+                                    size_t d, size_t m, size_t budget);
 
 /*
  * Solves (K + alpha I) C = Y by Cholesky in place on one n x n buffer.
@@ -864,10 +918,28 @@ size_t km_krr_centres(const km_krr_params *p, size_t n);
  * training rows are the m centres and whose dual coefficients are C, so
  * n_samples is m and predict costs O(m d) per row. Params figures: alpha
  * and, for nystrom only, "solver", "n_centres", "seed", "cg_tol",
- * "cg_max_iter"; training figures: "seconds", "rkhs_norm_sq" (C^T K_mm C
+ * "cg_max_iter", "centres"; training figures: "seconds", "rkhs_norm_sq" (C^T K_mm C
  * per output) and, for nystrom only, "iterations" and "residual" (the
  * largest relative residual of the outputs at the end). KM_ENOTPD when
  * K_mm cannot be factored even with a shift; KM_ECANCELLED as ever.
+ *
+ * With params.centres RPCHOLESKY the centres are the pivots of randomly
+ * pivoted Cholesky (Chen, Epperly, Tropp and Webber 2022) on K, each
+ * drawn with probability proportional to the diagonal of the residual
+ * K - F F^T, in the accelerated form (Epperly, Tropp and Webber 2024:
+ * blocks of proposals from the same diagonal, each accepted with
+ * probability its residual given those accepted before it over the
+ * diagonal it was drawn from; the pivots are distributed as the
+ * sequential algorithm's). It evaluates O(n m) kernel values and holds
+ * the n x m factor F (km_krr_fit_bytes counts it: 8 n m bytes). It stops
+ * early, with fewer centres than asked, when the residual's trace falls
+ * to 1e-12 of K's (K then has numerical rank below m); the params figure
+ * "n_centres" is the number kept, and "centres" the rule.
+ *
+ * With params.solver AUTO the fit runs the solver km_krr_resolve_solver
+ * picks under km_memory_budget(); the params figures are that solver's,
+ * with "solver" AUTO, and the training figures add "solver" (the one
+ * run) and "memory_budget_mb" (the budget the choice was made against).
  *
  * With params.solver RFF (random Fourier features: Rahimi and Recht
  * 2007), D = params.n_components frequencies W (D x d) are drawn from the
@@ -896,8 +968,10 @@ const double *km_krr_dual_coef(const km_model *m);
 
 /* Bytes a fit of this size needs at its peak (for admission control):
  * the exact solver's n x n matrix, the nystrom solver's
- * O(m^2 + block m + n outputs), or the rff solver's O(D^2 + block D +
- * D d) (km_krr.c). p NULL: the exact solver. */
+ * O(m^2 + block m + n outputs) (plus 8 n m with rpcholesky centres), or
+ * the rff solver's O(D^2 + block D + D d) (km_krr.c); auto's is that of
+ * the solver it resolves to under km_memory_budget(). p NULL: the exact
+ * solver. */
 size_t km_krr_fit_bytes(size_t n, size_t d, size_t m,
                         const km_krr_params *p);
 
@@ -1128,6 +1202,117 @@ const double *km_kpca_eigenvalues(const km_model *m);
 
 /* Bytes a fit of this size needs at its peak (for admission control). */
 size_t km_kpca_fit_bytes(size_t n, size_t d, const km_kpca_params *p);
+
+/* ---------------------------------------------------------------- GPR */
+
+/*
+ * Gaussian-process regression as scikit-learn's GaussianProcessRegressor
+ * with kernel ConstantKernel(signal_variance) * k and alpha = noise: the
+ * prior covariance of f is s k(x, z) (s = params.signal_variance, k the
+ * model's kernel; rbf's gamma = 1/(2 l^2) for sklearn's length scale l),
+ * and the fit factors K = s k(X, X) + noise I = L L^T (core's KRR solve,
+ * km_krr_solve) and keeps a = K^-1 y' with y' the targets, or with
+ * normalize_y (y - mean) / std (population std; 1 when it is 0), as
+ * sklearn. For a new point x, with k_x = s k(X, x):
+ *   mean      k_x^T a (times std, plus the mean, with normalize_y)
+ *   variance  s k(x, x) - |L^-1 k_x|^2 (clipped at 0, as sklearn; times
+ *             std^2): the variance of f(x), without the noise
+ *   covariance of a batch: s k(X*, X*) - V^T V, V = L^-1 k(X, X*) s
+ * The log marginal likelihood of y' is
+ *   -y'^T a / 2 - sum_i log L_ii - (n / 2) log(2 pi).
+ *
+ * With optimizer LBFGS the fit first maximises it over theta = (log s,
+ * log gamma, log noise) by a projected L-BFGS (core's own, km_gpr.c)
+ * with the analytic gradient, within sklearn's default bounds: s and
+ * noise in [1e-5, 1e5], gamma in [5e-11, 5e9] (rbf's l in [1e-5, 1e5]).
+ * gamma is tuned only for kernels exp(gamma t) (rbf, laplacian,
+ * laplacian_l2, exponential), whose derivative is k log k; with any other
+ * kernel only s and the noise are. The first start is the given
+ * parameters (clamped into the bounds), then n_restarts starts drawn
+ * uniformly in the log-bounds by core's km_rng seeded with seed; the
+ * start whose optimum has the highest likelihood wins, and the model is
+ * fitted there (its kernel holds the tuned gamma).
+ */
+typedef enum km_gpr_optimizer {
+    KM_GPR_OPTIMIZER_NONE = 0,  /* the given hyperparameters */
+    KM_GPR_OPTIMIZER_LBFGS = 1, /* maximise the log marginal likelihood */
+    KM_GPR_OPTIMIZER_COUNT
+} km_gpr_optimizer;
+
+typedef struct km_gpr_params {
+    double noise;           /* > 0, added to K's diagonal; default 1e-10
+                               (sklearn's alpha) */
+    double signal_variance; /* > 0, default 1 (ConstantKernel's) */
+    int normalize_y;        /* default 0 */
+    km_gpr_optimizer optimizer; /* default NONE */
+    size_t n_restarts;      /* LBFGS: 0 .. KM_GPR_MAX_RESTARTS, default 0 */
+    uint64_t seed;          /* LBFGS: of the restarts' draw, default 0 */
+    size_t max_iter;        /* LBFGS: iterations per start, 1 ..
+                               KM_GPR_MAX_ITER, default 200 */
+} km_gpr_params;
+
+#define KM_GPR_MAX_RESTARTS 100
+#define KM_GPR_MAX_ITER 100000
+
+km_gpr_params km_gpr_params_default(void);
+/* KM_EINVAL naming the field: params.noise or params.signal_variance
+ * not a finite number > 0, params.optimizer unknown, params.n_restarts
+ * above KM_GPR_MAX_RESTARTS, params.max_iter 0 or above KM_GPR_MAX_ITER,
+ * params.seed above 2^53. */
+km_status km_gpr_check(const km_gpr_params *p, km_error *err) KM_MUST_CHECK;
+/* "none", "lbfgs"; NULL if invalid. */
+const char *km_gpr_optimizer_name(km_gpr_optimizer o);
+
+/*
+ * Fits y (n finite targets) on X (n x d). Borrows all inputs; caller owns
+ * *out. Peak memory one n x n matrix (two with the optimizer) plus
+ * O(n d): km_gpr_fit_bytes; the model keeps L (n x n) for the variances.
+ * KM_ENOTPD when K + noise I cannot be factored (at every start, with
+ * the optimizer); KM_ECANCELLED when ctl asks (between the blocks of
+ * every factorisation and between the optimizer's iterations).
+ *
+ * Params figures: "noise", "signal_variance", "normalize_y" (boolean),
+ * "optimizer" (integer: KM_GPR_OPTIMIZER_*) and, with LBFGS,
+ * "n_restarts", "seed", "max_iter". Training figures: "seconds",
+ * "log_marginal_likelihood" (at the model's hyperparameters),
+ * "signal_variance", "noise" (the model's: the given ones, or the
+ * optimum) and, with LBFGS, "gamma" (the model's kernel's), "iterations"
+ * (the optimizer's, all starts), "starts" (starts whose likelihood could
+ * be computed), "initial_log_marginal_likelihood" (at the given
+ * parameters, clamped into the bounds; omitted when K + noise I cannot
+ * be factored there).
+ */
+km_status km_gpr_fit(const km_kernel *k, const km_gpr_params *p,
+                     const double *X, size_t n, size_t d, const double *y,
+                     const km_fit_control *ctl, km_model **out,
+                     km_error *err) KM_MUST_CHECK;
+/* The predictive mean, n values. KM_ECONFLICT if not gpr. */
+km_status km_gpr_predict(const km_model *m, const double *X, size_t n,
+                         double *out, km_error *err) KM_MUST_CHECK;
+/* The predictive variances, n values. KM_ECONFLICT if not gpr. */
+km_status km_gpr_variance(const km_model *m, const double *X, size_t n,
+                          double *out, km_error *err) KM_MUST_CHECK;
+/* The predictive covariance of the batch, n x n row-major; KM_EINVAL for
+ * n above KM_COV_MAX_ROWS. KM_ECONFLICT if not gpr. */
+km_status km_gpr_covariance(const km_model *m, const double *X, size_t n,
+                            double *out, km_error *err) KM_MUST_CHECK;
+/*
+ * The log marginal likelihood at kernel k (its gamma; a default gamma
+ * resolves to 1/d) and p's noise, signal_variance and normalize_y, of
+ * y (n targets) on X, as sklearn's log_marginal_likelihood; grad (3
+ * values, may be NULL) gets its gradient with respect to (log
+ * signal_variance, log gamma, log noise), the gamma entry 0 for a
+ * kernel whose gamma the optimizer does not tune. KM_ENOTPD when K +
+ * noise I cannot be factored. Memory: two n x n matrices.
+ */
+km_status km_gpr_log_marginal_likelihood(const km_kernel *k,
+                                         const km_gpr_params *p,
+                                         const double *X, size_t n, size_t d,
+                                         const double *y, double *lml,
+                                         double *grad,
+                                         km_error *err) KM_MUST_CHECK;
+/* Bytes a fit of this size needs at its peak (for admission control). */
+size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p);
 
 #ifdef __cplusplus
 }

@@ -9,11 +9,38 @@
  * may look at n and the classes); the class count; the sizes; X, y and
  * the labels; then, on the copied and resolved kernel, the scale of X.
  *
- * Thread-safety: reentrant.
+ * Thread-safety: reentrant; the memory budget is one atomic value.
  */
+#include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "km_internal.h"
+
+/* ------------------------------------------------------------ budget */
+
+static atomic_size_t memory_budget;
+
+void km_set_memory_budget(size_t bytes)
+{
+    atomic_store(&memory_budget, bytes);
+}
+
+size_t km_memory_budget(void)
+{
+    size_t b = atomic_load(&memory_budget);
+    return b ? b : km_default_memory_budget();
+}
+
+size_t km_default_memory_budget(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || size <= 0)
+        return (size_t)1 << 30;
+    return (size_t)(0.75 * (double)pages * (double)size);
+}
+
+/* ------------------------------------------------------------ fits */
 
 /* Rows a fit takes: SVR's 2n solver variables and the Gram's n x n
  * elements are indexed with int in BLAS and LAPACK. */

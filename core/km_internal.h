@@ -250,7 +250,8 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   probabilities); NULL: none
  *   values ...      predict, one function per KM_OUT_* answer it gives
  *                   (NULL where it gives none); each checks the model's
- *                   algorithm and X
+ *                   algorithm and X (covariance: one n x n answer for
+ *                   the whole batch)
  *   classes         1 if its models hold class labels (at most one per
  *                   training row and KM_MODEL_MAX_CLASSES)
  *   max_outputs     the largest n_outputs a model file may give
@@ -282,6 +283,7 @@ typedef struct km_algo {
                      km_model **out, km_error *err);
     void (*cv_params)(void *params, km_scoring s);
     km_predict_fn values, scores, probabilities, projections, inverse;
+    km_predict_fn variances, covariance;
     km_status (*labels)(const km_model *m, const double *X, size_t n,
                         int *out, km_error *err);
     int classes; /* models hold classes: labels, one per class */
@@ -524,6 +526,16 @@ km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
  * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by
  * km_rng seeded with seed, then the first m sorted). */
 void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx);
+/* The rpcholesky centres of the nystrom solver (km_krr.c, where the
+ * algorithm and its draws are written out): at most m pivots of K =
+ * k(X, X) into piv (m entries of room), in the order chosen, *kept how
+ * many (fewer than m when K's numerical rank is reached). k is resolved
+ * (its gamma set). Progress from f0 to f1 through ctl (may be NULL),
+ * which may cancel. KM_ENOMEM when the n x m factor cannot be held. */
+km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
+                            size_t d, size_t m, uint64_t seed, size_t *piv,
+                            size_t *kept, const km_fit_control *ctl,
+                            double f0, double f1, km_error *err);
 /* T := the upper Cholesky factor of K_mm + s I, K_mm = k(Z, Z) of the m
  * centres (column-major, strict lower part zeroed), with the smallest
  * shift s of 1e-13 m mean(diag K_mm) times 1, 1e3, ... 1e12 that lets it

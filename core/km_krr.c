@@ -55,6 +55,7 @@ static const char *const solver_names[KM_KRR_SOLVER_COUNT] = {
     [KM_KRR_SOLVER_EXACT] = "exact",
     [KM_KRR_SOLVER_NYSTROM] = "nystrom",
     [KM_KRR_SOLVER_RFF] = "rff",
+    [KM_KRR_SOLVER_AUTO] = "auto",
 };
 
 const char *km_krr_solver_name(km_krr_solver s)
@@ -62,11 +63,38 @@ const char *km_krr_solver_name(km_krr_solver s)
     return (unsigned)s < KM_KRR_SOLVER_COUNT ? solver_names[s] : NULL;
 }
 
+static const char *const centres_names[KM_KRR_CENTRES_COUNT] = {
+    [KM_KRR_CENTRES_UNIFORM] = "uniform",
+    [KM_KRR_CENTRES_RPCHOLESKY] = "rpcholesky",
+};
+
+const char *km_krr_centres_name(km_krr_centre_rule c)
+{
+    return (unsigned)c < KM_KRR_CENTRES_COUNT ? centres_names[c] : NULL;
+}
+
 size_t km_krr_centres(const km_krr_params *p, size_t n)
 {
     if (p->n_centres)
         return p->n_centres;
-    return n < KM_KRR_DEFAULT_CENTRES ? n : KM_KRR_DEFAULT_CENTRES;
+    /* Falkon's m of the order of sqrt(n) log n, within [1000, 10000] */
+    double c = ceil(sqrt((double)n) * log(n > 1 ? (double)n : 1.0));
+    size_t m = c < KM_KRR_DEFAULT_CENTRES       ? KM_KRR_DEFAULT_CENTRES
+               : c > KM_KRR_MAX_DEFAULT_CENTRES ? KM_KRR_MAX_DEFAULT_CENTRES
+                                                : (size_t)c;
+    return n < m ? n : m;
+}
+
+km_krr_solver km_krr_resolve_solver(const km_krr_params *p, size_t n,
+                                    size_t d, size_t m, size_t budget)
+{
+    if (!p)
+        return KM_KRR_SOLVER_EXACT;
+    if (p->solver != KM_KRR_SOLVER_AUTO)
+        return p->solver;
+    return km_krr_fit_bytes(n, d, m, NULL) <= budget / 2
+               ? KM_KRR_SOLVER_EXACT
+               : KM_KRR_SOLVER_NYSTROM;
 }
 
 km_status km_krr_check(const km_krr_params *p, size_t n_samples,
@@ -76,8 +104,8 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
         return km_error_set(err, KM_EINVAL,
                             "params.alpha must be a finite number > 0");
     if ((unsigned)p->solver >= KM_KRR_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.solver must be exact, nystrom or rff");
+        return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
+                            "nystrom, rff or auto");
     if (p->solver == KM_KRR_SOLVER_RFF) {
         if (p->seed > ((uint64_t)1 << 53))
             return km_error_set(err, KM_EINVAL,
@@ -87,8 +115,11 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
                                 "be at most %d", KM_KRR_MAX_COMPONENTS);
         return KM_OK;
     }
-    if (p->solver != KM_KRR_SOLVER_NYSTROM)
+    if (p->solver != KM_KRR_SOLVER_NYSTROM && p->solver != KM_KRR_SOLVER_AUTO)
         return KM_OK;
+    if ((unsigned)p->centres >= KM_KRR_CENTRES_COUNT)
+        return km_error_set(err, KM_EINVAL, "params.centres must be uniform "
+                            "or rpcholesky");
     if (!(p->cg_tol > 0) || !isfinite(p->cg_tol))
         return km_error_set(err, KM_EINVAL,
                             "params.cg_tol must be a finite number > 0");
@@ -149,9 +180,17 @@ static size_t mul_sat(size_t a, size_t b)
     return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
 }
 
+/* Proposals per round of rpcholesky's rejection sampling. */
+#define RPC_BLOCK 64
+
 size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
 {
     const size_t D = sizeof(double);
+    if (p && p->solver == KM_KRR_SOLVER_AUTO) {
+        km_krr_params q = *p;
+        q.solver = km_krr_resolve_solver(p, n, d, m, km_memory_budget());
+        return km_krr_fit_bytes(n, d, m, &q);
+    }
     if (p && p->solver == KM_KRR_SOLVER_RFF) {
         /* km_krr_fit_rff: W, b, Z^T Z (D x D), Z^T Y and w (D x m each),
          * a block of Z (b x D) and of Y's copy; the model's copies of W,
@@ -185,6 +224,14 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
     v = add_sat(v, mul_sat(2, mul_sat(c, d + 1)));
     v = add_sat(v, mul_sat(9, mul_sat(c, m)));
     v = add_sat(v, 4 * m);
+    if (p->centres == KM_KRR_CENTRES_RPCHOLESKY)
+        /* km_krr_rpcholesky, before the solve: the n x m factor F, the
+         * residual diagonal, its running sums and X's norms (n each), the
+         * proposals' rows, their residual block twice and their rows of
+         * F, the accepted ones' rows of F */
+        v = add_sat(v, add_sat(mul_sat(n, c + 3),
+                               mul_sat(RPC_BLOCK, 2 * RPC_BLOCK + d +
+                                                      2 * c)));
     return mul_sat(D, v);
 }
 
@@ -401,11 +448,54 @@ static km_status add_rkhs_norm(km_model *model, const double *Y, double alpha)
     return st;
 }
 
+/* Sets the figure key of info to value, adding it when absent. */
+static km_status set_figure(km_info *info, const char *key, double value)
+{
+    for (size_t i = 0; i < info->count; i++)
+        if (!strcmp(info->entries[i].key, key) &&
+            info->entries[i].count == 1) {
+            info->entries[i].values[0] = value;
+            return KM_OK;
+        }
+    return km_info_add1(info, key, KM_INFO_INTEGER, value);
+}
+
+/* The auto solver: the fit of the solver it resolves to, with the params
+ * figure "solver" auto and the training figures "solver" (the one run)
+ * and "memory_budget_mb". */
+static km_status krr_fit_auto(const km_kernel *kernel,
+                              const km_krr_params *params, const double *X,
+                              size_t n, size_t d, const double *Y, size_t m,
+                              const km_fit_control *ctl, km_model **out,
+                              km_error *err)
+{
+    size_t budget = km_memory_budget();
+    km_krr_params q = *params;
+    q.solver = km_krr_resolve_solver(params, n, d, m, budget);
+    km_model *model = NULL;
+    km_status st = km_krr_fit(kernel, &q, X, n, d, Y, m, ctl, &model, err);
+    if (st != KM_OK)
+        return st;
+    km_info *ti = km_model_training_mut(model);
+    if (set_figure(km_model_params_mut(model), "solver",
+                   KM_KRR_SOLVER_AUTO) != KM_OK ||
+        set_figure(ti, "solver", q.solver) != KM_OK ||
+        km_info_add1(ti, "memory_budget_mb", KM_INFO_NUMBER,
+                     (double)budget / 1048576.0) != KM_OK) {
+        km_model_free(model);
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
+    *out = model;
+    return KM_OK;
+}
+
 km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
                      const double *X, size_t n, size_t d, const double *Y,
                      size_t m, const km_fit_control *ctl, km_model **out,
                      km_error *err)
 {
+    if (params && params->solver == KM_KRR_SOLVER_AUTO)
+        return krr_fit_auto(kernel, params, X, n, d, Y, m, ctl, out, err);
     if (params && params->solver == KM_KRR_SOLVER_NYSTROM)
         return km_krr_fit_nystrom(kernel, params, X, n, d, Y, m, NULL, NULL,
                                   NULL, ctl, out, err);
@@ -735,6 +825,181 @@ void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx)
     qsort(idx, m, sizeof *idx, cmp_size);
 }
 
+/*
+ * Randomly pivoted Cholesky (Chen, Epperly, Tropp and Webber, "Randomly
+ * pivoted Cholesky: practical approximation of a kernel matrix with few
+ * entry evaluations", 2022), accelerated by rejection sampling (Epperly,
+ * Tropp and Webber, "Embrace rejection: kernel matrix approximation by
+ * accelerated randomly pivoted Cholesky", 2024).
+ *
+ * The definition: F = 0 (n x 0), r = diag K; for i = 1 .. m, draw s with
+ * probability r_s / sum(r), g = K(:, s) - F F(s, :)^T, append the column
+ * g / sqrt(g_s) to F, r := max(r - (that column)^2, 0). Then F F^T is a
+ * Nystrom approximation of K on the pivots, and r the diagonal of the
+ * residual K - F F^T.
+ *
+ * The accelerated form draws RPC_BLOCK proposals p_1 .. p_b at once from
+ * r / sum(r) and accepts them in order: with H the residual on the
+ * proposals, K(P, P) - F(P, :) F(P, :)^T, proposal j is accepted with
+ * probability h_jj / r_pj, where h_jj is its residual given the pivots
+ * accepted before it in this round (H after the Schur complements of
+ * those). Since that residual is the diagonal the sequential algorithm
+ * would draw from next, and h_jj <= r_pj, each accepted pivot is an
+ * exact draw of the sequential algorithm (rejection sampling). The
+ * accepted block T then extends F by G L^-T, G = K(:, T) - F F(T, :)^T
+ * and L L^T = H(T, T) (L from the same Schur complements), one kernel
+ * block and one GEMM per round instead of m matrix-vector products.
+ *
+ * The draws, from one km_rng seeded with seed (tests/fixtures/
+ * gen_rpcholesky_refs.py draws the same): per round, b values
+ * u = (1 + km_rng_uniform) / 2 in [0, 1), proposal j being the first i
+ * whose running sum r_0 + .. + r_i exceeds u times the total (the last
+ * row of nonzero r if rounding leaves none); then, for each proposal in
+ * turn while fewer than m pivots are held, one more u, and acceptance
+ * when u r_pj < h_jj and the proposal is not already accepted this
+ * round. r of a pivot is set to 0, so it is never proposed again. The
+ * rounds stop at m pivots, or when sum(r) is at most 1e-12 of trace(K)
+ * (K's numerical rank is reached: *kept < m).
+ *
+ * piv gets the pivots in the order chosen (m entries of room), *kept
+ * their number. k is the resolved kernel. Progress goes from f0 to f1 by
+ * the pivots held. Memory: km_krr_fit_bytes's rpcholesky share.
+ */
+km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
+                            size_t d, size_t m, uint64_t seed, size_t *piv,
+                            size_t *kept, const km_fit_control *ctl,
+                            double f0, double f1, km_error *err)
+{
+    const size_t B = RPC_BLOCK;
+    km_status st = KM_OK;
+    size_t fb = km_mul3(n, m, sizeof(double));
+    double *F = fb ? malloc(fb) : NULL;
+    double *r = malloc(n * sizeof *r), *cum = malloc(n * sizeof *cum);
+    double *xn = km_sqnorms(X, n, d), *XP = malloc(B * d * sizeof *XP);
+    double *H = malloc(B * B * sizeof *H), *L = malloc(B * B * sizeof *L);
+    double *FP = malloc(B * m * sizeof *FP), *FT = malloc(B * m * sizeof *FT);
+    size_t P[RPC_BLOCK], T[RPC_BLOCK], s = 0;
+    km_rng g = {seed};
+    *kept = 0;
+    if (!F || !r || !cum || !xn || !XP || !H || !L || !FP || !FT) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for randomly "
+                          "pivoted Cholesky of %zu centres (it holds an "
+                          "n x m factor: %zu x %zu)", m, n, m);
+        goto out;
+    }
+    double tr = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = km_kernel_eval(k, X + i * d, X + i * d, d);
+        r[i] = v > 0 ? v : 0;
+        tr += r[i];
+    }
+    while (s < m) {
+        double run = 0;
+        for (size_t i = 0; i < n; i++)
+            cum[i] = run += r[i];
+        if (!(run > 1e-12 * tr))
+            break;
+        /* b proposals from r / sum(r) */
+        for (size_t j = 0; j < B; j++) {
+            double t = 0.5 * (1.0 + km_rng_uniform(&g)) * run;
+            size_t lo = 0, hi = n; /* the first i with cum[i] > t */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (cum[mid] > t)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            if (lo == n)
+                for (lo = n; lo-- > 0 && !(r[lo] > 0);)
+                    ;
+            P[j] = lo;
+            memcpy(XP + j * d, X + lo * d, d * sizeof *XP);
+            for (size_t c = 0; c < s; c++) /* F(P, :s), b x s row-major */
+                FP[j * s + c] = F[c * n + lo];
+        }
+        /* H = K(P, P) - F(P, :) F(P, :)^T */
+        if ((st = km_gram_cross_sn(k, XP, B, XP, B, NULL, d, H, B, err)) !=
+            KM_OK)
+            goto out;
+        if (s)
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B,
+                        (int)B, (int)s, -1.0, FP, (int)s, FP, (int)s, 1.0, H,
+                        (int)B);
+        /* rejection sampling in order, Schur complements of the accepted */
+        size_t t = 0;
+        for (size_t j = 0; j < B && s + t < m; j++) {
+            double u = 0.5 * (1.0 + km_rng_uniform(&g)), h = H[j * B + j];
+            int again = 0;
+            for (size_t q = 0; q < t; q++)
+                again |= P[T[q]] == P[j];
+            if (again || !(u * r[P[j]] < h))
+                continue;
+            T[t++] = j;
+            for (size_t a = j + 1; a < B; a++)
+                for (size_t c = j + 1; c < B; c++)
+                    H[a * B + c] -= H[a * B + j] * H[j * B + c] / h;
+        }
+        /* L (t x t, column-major lower) with L L^T = H(T, T) as it was:
+         * column q is H(T, T_q) / sqrt(h of T_q) after the Schur
+         * complements (later ones do not touch column T_q) */
+        for (size_t q = 0; q < t; q++) {
+            double dq = sqrt(H[T[q] * B + T[q]]);
+            for (size_t a = 0; a < t; a++)
+                L[q * t + a] = a < q ? 0 : a == q ? dq
+                                                 : H[T[a] * B + T[q]] / dq;
+        }
+        /* G = K(:, T) - F F(T, :)^T into F's next t columns (column-major
+         * n x t is row-major t x n: k(x_T, X)), then G L^-T */
+        for (size_t q = 0; q < t; q++) {
+            memcpy(XP + q * d, X + P[T[q]] * d, d * sizeof *XP);
+            for (size_t c = 0; c < s; c++)
+                FT[q * s + c] = F[c * n + P[T[q]]];
+        }
+        double *Fn = F + s * n;
+        if (t && (st = km_gram_cross_sn(k, XP, t, X, n, xn, d, Fn, n,
+                                        err)) != KM_OK)
+            goto out;
+        if (t && s)
+            /* FT row-major t x s is column-major s x t: F(T, :)^T */
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n,
+                        (int)t, (int)s, -1.0, F, (int)n, FT, (int)s, 1.0, Fn,
+                        (int)n);
+        if (t)
+            cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans,
+                        CblasNonUnit, (int)n, (int)t, 1.0, L, (int)t, Fn,
+                        (int)n);
+        for (size_t q = 0; q < t; q++) {
+            const double *f = Fn + q * n;
+            for (size_t i = 0; i < n; i++) {
+                double v = r[i] - f[i] * f[i];
+                r[i] = v > 0 ? v : 0;
+            }
+        }
+        for (size_t q = 0; q < t; q++) {
+            piv[s + q] = P[T[q]];
+            r[P[T[q]]] = 0;
+        }
+        s += t;
+        if (km_progress(ctl, f0 + (f1 - f0) * (double)s / (double)m)) {
+            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+            goto out;
+        }
+    }
+    *kept = s;
+out:
+    free(F);
+    free(r);
+    free(cum);
+    free(xn);
+    free(XP);
+    free(H);
+    free(L);
+    free(FP);
+    free(FT);
+    return st;
+}
+
 km_status km_nystrom_factor_kmm(const km_kernel *k, const double *Z,
                                 size_t m, size_t d, int unshifted_first,
                                 double *T, double *shift, km_error *err)
@@ -803,10 +1068,15 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
         goto out;
     }
     const km_kernel *k = &f.k;
-    size_t m = km_krr_centres(params, n), mp = m * p;
+    size_t m = km_krr_centres(params, n);
     size_t block = nys_block_rows(n, m);
     double alpha = params->alpha;
-    if (m > INT_MAX / p || block > INT_MAX / m) { /* BLAS's int sizes */
+    int rpc = !centres && params->centres == KM_KRR_CENTRES_RPCHOLESKY;
+    /* progress: rpcholesky to f_sel, the preconditioner to f_pre, then CG
+     * to 0.95 */
+    double f_sel = rpc ? 0.3 : 0.0, f_pre = f_sel + 0.05 * (1.0 - f_sel);
+    if (m > INT_MAX / p || block > INT_MAX / m ||
+        (rpc && (n > INT_MAX || m > INT_MAX / RPC_BLOCK))) { /* BLAS's ints */
         st = km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times the "
                           "outputs (%zu) must be below 2^31", m, p);
         goto out;
@@ -823,10 +1093,18 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
         st = km_error_set(err, KM_ENOMEM, "out of memory for %zu centres", m);
         goto out;
     }
-    if (centres)
+    if (centres) {
         memcpy(idx, centres, m * sizeof *idx);
-    else
+    } else if (rpc) {
+        if ((st = km_krr_rpcholesky(k, X, n, d, m, params->seed, idx, &m,
+                                    ctl, 0.0, f_sel, err)) != KM_OK)
+            goto out;
+        qsort(idx, m, sizeof *idx, cmp_size);
+        block = nys_block_rows(n, m);
+    } else {
         km_krr_draw_centres(params->seed, n, m, idx);
+    }
+    size_t mp = m * p;
     for (size_t i = 0; i < m; i++)
         memcpy(pl->X + i * d, X + idx[i] * d, d * sizeof *X);
     free(idx);
@@ -866,7 +1144,8 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     }
     nys s = {k, X, xr, n, d, pl->X, pl->xn, m, p, block, T, A, 0, alpha, Kb,
              tmp, acc, nt, ctl, 0.0};
-    if ((st = km_nystrom_factor_kmm(k, pl->X, m, d, 0, T, &s.shift, err)) != KM_OK)
+    if ((st = km_nystrom_factor_kmm(k, pl->X, m, d, 0, T, &s.shift, err)) !=
+        KM_OK)
         goto out;
     /* A^T A = T T^T / m + (alpha / n) I: T T^T of the triangular T by
      * dlauum (m^3 / 3 flops; DSYRK of the full m x m would take m^3) */
@@ -889,11 +1168,11 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
                                      (int)-info);
         goto out;
     }
-    if (km_progress(ctl, 0.05)) {
+    if (km_progress(ctl, f_pre)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
-    s.frac = 0.05;
+    s.frac = f_pre;
 
     /* CG on (B^T H B) V = B^T K_nm^T Y from V = 0, every output with its
      * own step lengths; columns of m values, column-major. */
@@ -989,7 +1268,7 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
         } else if (worst == 0) {
             g = 1;
         }
-        g = 0.05 + 0.9 * (g < 1 ? g : 1);
+        g = f_pre + (0.95 - f_pre) * (g < 1 ? g : 1);
         s.frac = g > s.frac ? g : s.frac;
         if (km_progress(ctl, s.frac)) {
             st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
@@ -1039,6 +1318,8 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
         km_info_add1(pi, "cg_tol", KM_INFO_NUMBER, params->cg_tol) != KM_OK ||
         km_info_add1(pi, "cg_max_iter", KM_INFO_INTEGER,
                      (double)params->cg_max_iter) != KM_OK ||
+        km_info_add1(pi, "centres", KM_INFO_INTEGER,
+                     params->centres) != KM_OK ||
         km_info_add(ti, "rkhs_norm_sq", KM_INFO_NUMBER, p > 1, v, p) !=
             KM_OK ||
         km_info_add1(ti, "solver", KM_INFO_INTEGER, params->solver) !=

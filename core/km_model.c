@@ -186,6 +186,8 @@ km_status km_predict(const km_model *m, unsigned answer, const double *X,
                        : answer == KM_OUT_PROBABILITIES ? al->probabilities
                        : answer == KM_OUT_PROJECTIONS   ? al->projections
                        : answer == KM_OUT_INVERSE       ? al->inverse
+                       : answer == KM_OUT_VARIANCES     ? al->variances
+                       : answer == KM_OUT_COVARIANCE    ? al->covariance
                                                         : NULL;
     if (!fn)
         return km_error_set(err, KM_EINVAL, "a %s model does not answer "

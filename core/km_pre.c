@@ -391,7 +391,10 @@ km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
         return KM_OK;
     }
     /* Without the row width (a classifier whose labels were not set: its
-     * class count is the payload's) the rows go in one block. */
+     * class count is the payload's) the rows go in one block; so does a
+     * covariance, one answer for the whole batch. */
+    if (answer == KM_OUT_COVARIANCE)
+        w = 0;
     st = s->x_shift ? scaled_blocks(m, s, X, n, w ? block_rows(d) : n, fn,
                                     w, NULL, out, err)
                     : fn(m, X, n, out, err);

@@ -1637,8 +1637,8 @@ void km_search_result_cleanup(km_search_result *r)
     memset(r, 0, sizeof *r);
 }
 
-km_status km_search_check(const km_search_spec *s, const km_problem *pb,
-                          km_error *err)
+static km_status search_check(const km_search_spec *s, const km_problem *pb,
+                             km_error *err)
 {
     if (!s || !pb)
         return km_error_set(err, KM_EINVAL, "no search or no problem");
@@ -1665,9 +1665,9 @@ static int km_search_threads(const km_search_spec *s,
     return (size_t)t < s->n_points ? t : (int)s->n_points;
 }
 
-km_status km_search(const km_search_spec *s, const km_problem *pb,
-                    const km_fit_control *ctl, km_search_result *out,
-                    km_error *err)
+static km_status search(const km_search_spec *s, const km_problem *pb,
+                        const km_fit_control *ctl, km_search_result *out,
+                        km_error *err)
 {
     if (!out)
         return km_error_set(err, KM_EINVAL, "no result to fill");
@@ -1752,7 +1752,7 @@ static size_t mul_sat(size_t a, size_t b)
     return __builtin_mul_overflow(a, b, &p) ? SIZE_MAX : p;
 }
 
-size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
+static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
 {
     if (!s || !pb)
         return 0;
@@ -1830,4 +1830,82 @@ size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
     w = add_sat(w, mul_sat(D, mul_sat(n, 2 * (m > d ? m : d) + 3 * k + d)));
     b = add_sat(b, mul_sat(T, w));
     return add_sat(b, mul_sat(T - 1, mul_sat(n, 2 * sizeof(size_t))));
+}
+
+/* ------------------------------------------------------------ auto */
+
+/*
+ * krr points of solver auto are resolved once, on the whole problem
+ * (km_krr_resolve_solver under km_memory_budget()), before anything else:
+ * every fold of a point and the refit of the best (km_fit of its params
+ * on the same rows, which resolves the same way) run the same solver, and
+ * the estimate counts that solver's fits. *r is s, or s with params
+ * copied into *own (the caller frees it) and the auto points resolved.
+ */
+static km_status resolve_auto(const km_search_spec *s, const km_problem *pb,
+                              km_search_spec *r, km_krr_params **own,
+                              km_error *err)
+{
+    *own = NULL;
+    if (!s)
+        return KM_OK;
+    *r = *s;
+    if (!pb || s->algo != KM_ALGO_KRR || !s->params ||
+        s->n_points == 0 || s->n_points > KM_SEARCH_MAX_POINTS)
+        return KM_OK;
+    const km_krr_params *p = s->params;
+    size_t i = 0;
+    while (i < s->n_points && p[i].solver != KM_KRR_SOLVER_AUTO)
+        i++;
+    if (i == s->n_points)
+        return KM_OK;
+    km_krr_params *q = malloc(s->n_points * sizeof *q);
+    if (!q)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the search");
+    size_t budget = km_memory_budget(), m = pb->y ? pb->m : 1;
+    for (i = 0; i < s->n_points; i++) {
+        q[i] = p[i];
+        q[i].solver = km_krr_resolve_solver(&p[i], pb->n, pb->d, m, budget);
+    }
+    r->params = q;
+    *own = q;
+    return KM_OK;
+}
+
+km_status km_search_check(const km_search_spec *s, const km_problem *pb,
+                          km_error *err)
+{
+    km_search_spec r;
+    km_krr_params *own;
+    km_status st = resolve_auto(s, pb, &r, &own, err);
+    if (st == KM_OK)
+        st = search_check(s ? &r : NULL, pb, err);
+    free(own);
+    return st;
+}
+
+km_status km_search(const km_search_spec *s, const km_problem *pb,
+                    const km_fit_control *ctl, km_search_result *out,
+                    km_error *err)
+{
+    km_search_spec r;
+    km_krr_params *own;
+    if (out)
+        memset(out, 0, sizeof *out);
+    km_status st = resolve_auto(s, pb, &r, &own, err);
+    if (st == KM_OK)
+        st = search(s ? &r : NULL, pb, ctl, out, err);
+    free(own);
+    return st;
+}
+
+size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
+{
+    km_search_spec r;
+    km_krr_params *own;
+    if (resolve_auto(s, pb, &r, &own, NULL) != KM_OK)
+        return SIZE_MAX;
+    size_t b = search_bytes(s ? &r : NULL, pb);
+    free(own);
+    return b;
 }

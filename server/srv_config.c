@@ -225,11 +225,7 @@ int srv_config_parse(srv_config *c, int argc, char **argv)
         fprintf(stderr, "kmserve: --tls-cert and --tls-key go together\n");
         return -1;
     }
-    if (c->memory_budget_mb == 0) {
-        long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-        c->memory_budget_mb = pages > 0 && size > 0
-                                  ? 0.75 * (double)pages * size / 1048576.0
-                                  : 1024;
-    }
+    if (c->memory_budget_mb == 0)
+        c->memory_budget_mb = (double)km_default_memory_budget() / 1048576.0;
     return 0;
 }

@@ -36,10 +36,13 @@ int srv_daemon_open(srv_state *s, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    size_t budget = (size_t)(s->cfg.memory_budget_mb * 1048576.0);
+    /* krr's solver "auto" chooses against the same budget admission
+     * checks (before any fit runs) */
+    km_set_memory_budget(budget);
     s->jobs = srv_jobs_create(s->cfg.workers, (size_t)s->cfg.queue,
                               s->cfg.job_ttl, (size_t)s->cfg.max_jobs,
-                              s->cfg.fit_timeout,
-                              (size_t)(s->cfg.memory_budget_mb * 1048576.0),
+                              s->cfg.fit_timeout, budget,
                               s->cfg.blas_threads, s->commit);
     if (!s->jobs) {
         snprintf(err, errlen, "cannot start the fit workers");

@@ -143,7 +143,7 @@ START_TEST(errors_name_the_field)
         {"{\"algorithm\":\"svc\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1],[2]],"
          "\"y\":[1,2],\"preprocess\":{\"center_y\":true}}",
          "preprocess.center_y applies to algorithms that predict values "
-         "(krr, svr), not svc"},
+         "(krr, svr, gpr), not svc"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         api_fit_request req;

@@ -150,7 +150,7 @@ static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
                      api_error *e)
 {
     static const char *const y[] = {"[0,1,1,0]", "[0,1,0,1]", "[0,1,2,3]",
-                                    NULL};
+                                    NULL, "[0,1,2,3]"};
     char json[512];
     /* rff needs a shift-invariant kernel */
     snprintf(json, sizeof json, "{\"algorithm\":\"%s\",\"kernel\":{\"type\":"
@@ -313,7 +313,7 @@ START_TEST(rows_apply_only_with_their_value)
                      0);
     ck_assert_int_eq(e.http, 400);
     ck_assert_str_eq(e.message, "params.n_centres applies only with "
-                     "params.solver \"nystrom\"");
+                     "params.solver \"nystrom\" or \"auto\"");
     api_fit_request_cleanup(&req);
     ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"solver\":\"exact\","
                                "\"cg_tol\":0.1}", &req, &e), 0);
@@ -339,12 +339,30 @@ START_TEST(rows_apply_only_with_their_value)
                                &req, &e), 0);
     ck_assert_int_eq(e.http, 400);
     ck_assert_str_eq(e.message, "params.solver must be one of exact, "
-                     "nystrom, rff");
+                     "nystrom, rff, auto");
     api_fit_request_cleanup(&req);
     /* seed applies to nystrom and rff; n_components to rff only */
     ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"seed\":2}", &req, &e), 0);
     ck_assert_str_eq(e.message, "params.seed applies only with "
-                     "params.solver \"nystrom\" or \"rff\"");
+                     "params.solver \"nystrom\" or \"rff\" or \"auto\"");
+    api_fit_request_cleanup(&req);
+    /* auto takes nystrom's rows (it may resolve to nystrom); centres is
+     * one of its names, and nystrom's or auto's only */
+    ck_assert_int_eq(parse_fit(KM_ALGO_KRR, "{\"solver\":\"auto\","
+                               "\"n_centres\":4,\"centres\":\"rpcholesky\"}",
+                               &req, &e), 0);
+    ck_assert_int_eq(req.krr.solver, KM_KRR_SOLVER_AUTO);
+    ck_assert_int_eq(req.krr.centres, KM_KRR_CENTRES_RPCHOLESKY);
+    api_fit_request_cleanup(&req);
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"solver\":\"nystrom\","
+                               "\"centres\":\"leverage\"}", &req, &e), 0);
+    ck_assert_int_eq(e.http, 400);
+    ck_assert_str_eq(e.message, "params.centres must be one of uniform, "
+                     "rpcholesky");
+    api_fit_request_cleanup(&req);
+    ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"centres\":\"uniform\"}",
+                               &req, &e), 0);
+    ck_assert_ptr_nonnull(strstr(e.message, "params.centres applies only"));
     api_fit_request_cleanup(&req);
     ck_assert_int_ne(parse_fit(KM_ALGO_KRR, "{\"solver\":\"nystrom\","
                                "\"n_components\":5}", &req, &e), 0);
@@ -398,7 +416,7 @@ START_TEST(name_lists_come_from_core)
 {
     char buf[128];
     api_name_list(buf, sizeof buf, api_algorithm_name, KM_ALGO_COUNT);
-    ck_assert_str_eq(buf, "krr, svc, svr, kpca");
+    ck_assert_str_eq(buf, "krr, svc, svr, kpca, gpr");
     api_name_list(buf, sizeof buf, api_kernel_type_name, KM_KERNEL_TYPE_COUNT);
     ck_assert_str_eq(buf, "linear, polynomial, rbf, laplacian, sigmoid, sum, "
                           "product, laplacian_l2, exponential, normalized");

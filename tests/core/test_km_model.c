@@ -8,6 +8,10 @@
 #include "../check_main.h"
 #include "km.h"
 
+/* gpr's stored id (the one test place that pins it: tests/integration/
+ * gpr.py's GPR_ID and docs/model-format.md say the same). */
+#define GPR_ID 4
+
 static km_model *small_model(void)
 {
     double X[10] = {0, 1, 1, 0, 2, 2, -1, 3, 0.5, 0.5};
@@ -195,6 +199,7 @@ START_TEST(maps_generate_names)
     ck_assert_int_eq(KM_ALGO_SVC, 1);
     ck_assert_int_eq(KM_ALGO_SVR, 2);
     ck_assert_int_eq(KM_ALGO_KPCA, 3);
+    ck_assert_int_eq(KM_ALGO_GPR, GPR_ID);
 }
 END_TEST
 
@@ -209,6 +214,8 @@ START_TEST(descriptor_life_cycle)
                       KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES);
     ck_assert_uint_eq(km_algorithm_outputs(KM_ALGO_KPCA),
                       KM_OUT_PROJECTIONS | KM_OUT_INVERSE);
+    ck_assert_uint_eq(km_algorithm_outputs(KM_ALGO_GPR),
+                      KM_OUT_VALUES | KM_OUT_VARIANCES | KM_OUT_COVARIANCE);
     ck_assert_uint_eq(km_algorithm_outputs(KM_ALGO_COUNT), 0);
     ck_assert_uint_eq(km_algorithm_params_size(KM_ALGO_KRR),
                       sizeof(km_krr_params));

@@ -309,12 +309,15 @@ static int stop_cb(void *ctx, double f)
     return ++s->calls > s->stop_after;
 }
 
+/* _i: the centres' rule; with rpcholesky the draw reports progress up to
+ * 0.3, and a cancel in it (calls 1 and 2: its rounds) stops the fit. */
 START_TEST(progress_and_cancel)
 {
     data dt;
     load(&dt);
     km_kernel k = rbf();
     km_krr_params p = nystrom(M, 1e-13);
+    p.centres = (km_krr_centre_rule)_i;
     stopper all = {0, 1 << 30, 0};
     km_fit_control ctl = {stop_cb, &all};
     km_model *m = NULL;
@@ -324,8 +327,9 @@ START_TEST(progress_and_cancel)
     int calls = all.calls;
     ck_assert_int_ge(calls, 5);
     km_model_free(m);
-    /* a cancel anywhere: at the start, in the first pass, mid-CG */
-    int at[] = {0, 2, calls / 2, calls - 2};
+    /* a cancel anywhere: at the start, in the first pass (or the draw),
+     * mid-CG */
+    int at[] = {0, 1, 2, calls / 2, calls - 2};
     for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
         stopper s = {0, at[i], 0};
         ctl.ctx = &s;
@@ -335,6 +339,8 @@ START_TEST(progress_and_cancel)
                                     &err), KM_ECANCELLED);
         ck_assert_ptr_null(m);
         ck_assert_str_eq(err.message, "fit cancelled");
+        if (_i == KM_KRR_CENTRES_RPCHOLESKY && at[i] <= 2)
+            ck_assert_double_le(s.last, 0.3);
     }
     unload(&dt);
 }
@@ -386,7 +392,8 @@ START_TEST(fit_bytes_of_each_solver)
     size_t exact = km_krr_fit_bytes(n, d, 1, &ex);
     ck_assert_uint_eq(exact, km_krr_fit_bytes(n, d, 1, NULL));
     ck_assert_uint_ge(exact, (size_t)8e12);
-    size_t nys = km_krr_fit_bytes(n, d, 1, &ny); /* m = 1000 */
+    ny.n_centres = 1000;
+    size_t nys = km_krr_fit_bytes(n, d, 1, &ny);
     /* T and A (16 MB), a block of 2^21 values (16.8 MB), the draw's
      * indices (8 MB), the data-sized rest small */
     ck_assert_uint_ge(nys, 2 * 8 * 1000 * 1000 + 8 * ((size_t)1 << 21));
@@ -490,7 +497,7 @@ static Suite *nystrom_suite(void)
     tcase_add_test(tc, seeded_draw_and_figures);
     tcase_add_test(tc, all_rows_as_centres_is_exact);
     tcase_add_test(tc, accuracy_near_exact_at_n_5000);
-    tcase_add_test(tc, progress_and_cancel);
+    tcase_add_loop_test(tc, progress_and_cancel, 0, KM_KRR_CENTRES_COUNT);
     tcase_add_test(tc, checks_name_the_field);
     tcase_add_test(tc, fit_bytes_of_each_solver);
     tcase_add_test(tc, search_fits_nystrom_points);

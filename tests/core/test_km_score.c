@@ -189,7 +189,7 @@ START_TEST(scoring_names_and_checks)
     ck_assert_str_eq(err.message, "scoring accuracy applies to svc, not krr");
     ck_assert_int_eq(km_scoring_check(KM_SCORING_R2, KM_ALGO_KPCA, &kp, &err),
                      KM_EINVAL);
-    ck_assert_str_eq(err.message, "scoring r2 applies to krr, svr, not kpca");
+    ck_assert_str_eq(err.message, "scoring r2 applies to krr, svr, gpr, not kpca");
     ck_assert_int_eq(km_scoring_check(KM_SCORING_NEG_LOG_LOSS, KM_ALGO_SVC,
                                       &sp, &err), KM_EINVAL);
     ck_assert_str_eq(err.message,

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes the seed corpus of fuzz_model_file: small valid model files of
 every algorithm (krr, svc, svc with probability, svr, kpca, kpca with the
-inverse map) and every kernel type, without their last four bytes (the
+inverse map, gpr, gpr with normalize_y and the optimizer) and every
+kernel type, without their last four bytes (the
 checksum, which the fuzz target appends). The files are made by a real
 daemon, so they are what a fit writes (format version 2; krr's rff
 solver, the "rff" entries of FITS with the rbf and both laplacian
@@ -74,6 +75,11 @@ FITS = {
     "kpcainvpre": {"algorithm": "kpca", "X": X,
                    "params": {"n_components": 2, "fit_inverse_transform": True},
                    "preprocess": {"scale": "standardize"}},
+    "gpr": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
+            "params": {"noise": 0.1}},
+    "gprpre": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
+               "params": {"normalize_y": True, "optimizer": "lbfgs"},
+               "preprocess": {"scale": "standardize", "center_y": True}},
     "kpcanys": {"algorithm": "kpca", "X": X,
                 "params": {"n_components": 2, "eigen_solver": "nystrom",
                            "n_centres": 4, "seed": 1},

@@ -20,9 +20,7 @@ Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -46,12 +44,8 @@ def fit(d, name, params, X, y, **extra):
 
 
 def admission(server, X, y):
-    tmp = tempfile.mkdtemp(prefix="kmserve-nystrom-budget-")
-    models = os.path.join(tmp, "models")
-    os.makedirs(models)
-    d = run.Daemon(os.path.abspath(server), models, "--memory-budget-mb", "1")
-    try:
-        d.start()
+    with run.temp_daemon(server, "kmserve-nystrom-budget-",
+                         "--memory-budget-mb", "1") as d:
         Xb = (X * 2)[:1000]
         yb = (y * 2)[:1000]
         r = fit(d, "exact", {"alpha": 1.0}, Xb, yb)
@@ -60,9 +54,6 @@ def admission(server, X, y):
         meta = (r.json() or {}).get("model", {})
         run.check(r.status == 201 and meta.get("n_samples") == 50,
                   "1 MiB budget: its nystrom fit of 50 centres is admitted", r)
-    finally:
-        d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():
@@ -75,8 +66,9 @@ def main():
         r = fit(d, "nys", PARAMS, X, y)
         meta = (r.json() or {}).get("model", {})
         run.check(r.status == 201, "nystrom fit: 201", r)
-        run.check(meta.get("params") == PARAMS,
-                  "metadata params: the solver by name and the params given",
+        run.check(meta.get("params") == dict(PARAMS, centres="uniform"),
+                  "metadata params: the solver by name, the params given and "
+                  "the centres' rule",
                   meta.get("params"))
         tr = meta.get("training", {})
         run.check(tr.get("solver") == "nystrom" and
@@ -94,7 +86,8 @@ def main():
                   "predictions equal Nystroem + Ridge on the same centres to 1e-8",
                   (got[:3], want[:3]))
         r = d.req("GET", "/v1/models/nys")
-        run.check(r.status == 200 and r.json().get("params") == PARAMS,
+        run.check(r.status == 200 and
+                  r.json().get("params") == dict(PARAMS, centres="uniform"),
                   "GET shows the same params", r)
 
         # defaults: solver only; an exact fit shows alpha alone
@@ -102,9 +95,9 @@ def main():
         p = (r.json() or {}).get("model", {}).get("params")
         run.check(r.status == 201 and p == {
             "alpha": 1.0, "solver": "nystrom", "n_centres": 600, "seed": 0,
-            "cg_tol": 1e-7, "cg_max_iter": 100},
+            "cg_tol": 1e-7, "cg_max_iter": 100, "centres": "uniform"},
             "nystrom defaults: n_centres min(n, 1000), seed 0, cg_tol 1e-7, "
-            "cg_max_iter 100", p)
+            "cg_max_iter 100, centres uniform", p)
         r = fit(d, "exact", {"alpha": 0.01}, X, y)
         meta = (r.json() or {}).get("model", {})
         run.check(r.status == 201 and meta.get("params") == {"alpha": 0.01} and

@@ -135,11 +135,11 @@ def bad_bodies(d, X, y, labels):
         ("center_y for svc", {"algorithm": "svc", "kernel": {"type": "rbf"},
                               "X": X[:10], "y": labels[:10],
                               "preprocess": {"center_y": True}},
-         "preprocess.center_y applies to algorithms that predict values (krr, svr), not svc"),
+         "preprocess.center_y applies to algorithms that predict values (krr, svr, gpr), not svc"),
         ("center_y for kpca", {"algorithm": "kpca", "kernel": {"type": "rbf"},
                                "X": X[:10], "params": {"n_components": 2},
                                "preprocess": {"center_y": True}},
-         "preprocess.center_y applies to algorithms that predict values (krr, svr), not kpca"),
+         "preprocess.center_y applies to algorithms that predict values (krr, svr, gpr), not kpca"),
     ]
     for what, body, text in cases:
         r = d.req("POST", "/v1/models/pre-bad/fit", body)

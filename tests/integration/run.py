@@ -801,6 +801,23 @@ def with_daemon(server, prefix, body, *flags, setup=None):
     return tally.summary()
 
 
+@contextlib.contextmanager
+def temp_daemon(server, prefix, *flags):
+    """A second daemon inside a runner: started with flags on a fresh
+    models directory in a temporary folder, stopped and the folder
+    removed when the block ends."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    d = Daemon(os.path.abspath(server), models, *flags)
+    try:
+        d.start()
+        yield d
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def wait_status(d, path, status, timeout=10):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -1188,22 +1205,6 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     return tally.summary()
 
-
-
-@contextlib.contextmanager
-def temp_daemon(server, prefix, *flags):
-    """A second daemon inside a runner: started with flags on a fresh
-    models directory in a temporary folder, stopped and the folder
-    removed on leaving."""
-    tmp = tempfile.mkdtemp(prefix=prefix)
-    models = os.path.join(tmp, "models")
-    os.makedirs(models)
-    d = Daemon(os.path.abspath(server), models, *flags)
-    try:
-        yield d.start()
-    finally:
-        d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,63 @@
+/*
+ * bench_gpr.c - our side of the GPR benchmark: a gpr fit with fixed
+ * hyperparameters, then the predictive mean and standard deviation of
+ * the test rows, with libkm on data the driver wrote; prints one JSON line
+ * of the times, the process's peak memory and checksums.
+ *
+ * usage: bench_gpr X.bin y.bin T.bin n d n_test gamma noise
+ * (.bin files are raw little-endian doubles, row-major)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench_util.h"
+#include "km.h"
+
+int main(int argc, char **argv)
+{
+    if (argc != 9) {
+        fprintf(stderr, "usage: %s X.bin y.bin T.bin n d n_test gamma noise\n",
+                argv[0]);
+        return 2;
+    }
+    size_t n = strtoul(argv[4], NULL, 10), d = strtoul(argv[5], NULL, 10);
+    size_t nt = strtoul(argv[6], NULL, 10);
+    double *X = bench_read_bin(argv[1], n * d), *y = bench_read_bin(argv[2], n);
+    double *T = bench_read_bin(argv[3], nt * d);
+    double *mean = malloc(nt * sizeof *mean), *var = malloc(nt * sizeof *var);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = atof(argv[7]);
+    km_gpr_params p = km_gpr_params_default();
+    p.noise = atof(argv[8]);
+    km_model *m = NULL;
+    km_error err;
+    double t0 = bench_now();
+    if (km_gpr_fit(&k, &p, X, n, d, y, NULL, &m, &err) != KM_OK) {
+        fprintf(stderr, "fit: %s\n", err.message);
+        return 1;
+    }
+    double fit = bench_now() - t0;
+    t0 = bench_now();
+    if (km_gpr_predict(m, T, nt, mean, &err) != KM_OK ||
+        km_gpr_variance(m, T, nt, var, &err) != KM_OK) {
+        fprintf(stderr, "predict: %s\n", err.message);
+        return 1;
+    }
+    double pred = bench_now() - t0, cm = 0, cs = 0;
+    for (size_t i = 0; i < nt; i++) {
+        cm += mean[i];
+        cs += sqrt(var[i]);
+    }
+    printf("{\"fit\": %.6f, \"predict\": %.6f, \"peak_mib\": %.1f, "
+           "\"mean_sum\": %.17g, \"std_sum\": %.17g}\n", fit, pred,
+           bench_peak_mib(), cm, cs);
+    km_model_free(m);
+    free(X);
+    free(y);
+    free(T);
+    free(mean);
+    free(var);
+    return 0;
+}

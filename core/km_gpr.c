@@ -1,0 +1,935 @@
+/*
+ * km_gpr.c - Gaussian-process regression: KRR's solve, plus predictive
+ * variances, the log marginal likelihood and its maximisation.
+ *
+ * The fit is kernel ridge regression's (km_krr_solve: the blocked
+ * Cholesky of K + noise I, K = s k(X, X), with progress and cancel), and
+ * the model keeps what KRR's does (X, the dual coefficients) and the
+ * Cholesky factor L, which the variances need: var(x) = s k(x, x) -
+ * |L^-1 k_x|^2, computed for row blocks of a batch with one DTRSM each.
+ *
+ * The optimizer maximises the log marginal likelihood (LML) over
+ * theta = (log s, log gamma, log noise) by a projected L-BFGS on the box
+ * of the bounds (km.h): two-loop recursion on the free variables (those
+ * not held at a bound by the gradient), a backtracking line search along
+ * the projected path with Armijo's condition, and stops when the
+ * projected gradient or the relative decrease is negligible, when no
+ * step decreases, or after max_iter iterations. The gradient is
+ * analytic (Rasmussen and Williams, eq. 5.9):
+ *   dLML/dtheta_j = tr((a a^T - K^-1) dK/dtheta_j) / 2,
+ *   dK/dlog s = s k,  dK/dlog noise = noise I,
+ *   dK/dlog gamma = s k log k   (for k = exp(gamma t)),
+ * with K^-1 from L (DPOTRI), so one evaluation costs about n^3 flops
+ * (factor and inverse) and holds two n x n matrices: k(X, X) for the
+ * current gamma and K, its factor, then its inverse.
+ *
+ * Model file payload: f64 signal_variance, noise, y_mean, y_std; f64s X
+ * (n x d); f64s a (n); f64s L's lower triangle by rows (n (n + 1) / 2).
+ *
+ * Thread-safety: reentrant.
+ */
+#include <cblas.h>
+#include <float.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "km_internal.h"
+
+typedef struct gpr_payload {
+    double signal, noise;  /* s and the noise of K = s k + noise I */
+    double y_mean, y_std;  /* normalize_y's; else 0 and 1 */
+    double *X;             /* n x d training rows */
+    double *coef;          /* n: a = K^-1 y' */
+    double *L;             /* n x n row-major, lower triangle: K = L L^T;
+                              the upper triangle is 0 */
+    double *xn;            /* derived: squared norms of X's rows */
+    double *w;             /* derived: s y_std a, the mean's weights */
+} gpr_payload;
+
+/* The hyperparameters' order in theta and in gradients. */
+enum { TH_SIGNAL = 0, TH_GAMMA = 1, TH_NOISE = 2, TH_COUNT = 3 };
+
+/* sklearn's default bounds: ConstantKernel's and WhiteKernel's (1e-5,
+ * 1e5); RBF's length scale l in (1e-5, 1e5), gamma = 1/(2 l^2). */
+static const double bound_lo[TH_COUNT] = {1e-5, 5e-11, 1e-5};
+static const double bound_hi[TH_COUNT] = {1e5, 5e9, 1e5};
+
+km_gpr_params km_gpr_params_default(void)
+{
+    km_gpr_params p = {1e-10, 1.0, 0, KM_GPR_OPTIMIZER_NONE, 0, 0, 200};
+    return p;
+}
+
+static const char *const optimizer_names[KM_GPR_OPTIMIZER_COUNT] = {
+    [KM_GPR_OPTIMIZER_NONE] = "none",
+    [KM_GPR_OPTIMIZER_LBFGS] = "lbfgs",
+};
+
+const char *km_gpr_optimizer_name(km_gpr_optimizer o)
+{
+    return (unsigned)o < KM_GPR_OPTIMIZER_COUNT ? optimizer_names[o] : NULL;
+}
+
+km_status km_gpr_check(const km_gpr_params *p, km_error *err)
+{
+    if (!(p->noise > 0) || !isfinite(p->noise))
+        return km_error_set(err, KM_EINVAL,
+                            "params.noise must be a finite number > 0");
+    if (!(p->signal_variance > 0) || !isfinite(p->signal_variance))
+        return km_error_set(err, KM_EINVAL, "params.signal_variance must be "
+                            "a finite number > 0");
+    if ((unsigned)p->optimizer >= KM_GPR_OPTIMIZER_COUNT)
+        return km_error_set(err, KM_EINVAL,
+                            "params.optimizer must be none or lbfgs");
+    if (p->n_restarts > KM_GPR_MAX_RESTARTS)
+        return km_error_set(err, KM_EINVAL, "params.n_restarts must be at "
+                            "most %d", KM_GPR_MAX_RESTARTS);
+    if (p->max_iter < 1 || p->max_iter > KM_GPR_MAX_ITER)
+        return km_error_set(err, KM_EINVAL, "params.max_iter must be 1 .. %d",
+                            KM_GPR_MAX_ITER);
+    if (p->seed > ((uint64_t)1 << 53))
+        return km_error_set(err, KM_EINVAL,
+                            "params.seed must be at most 2^53");
+    return KM_OK;
+}
+
+size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p)
+{
+    /* K (its factor becomes the model's L) and, with the optimizer,
+     * k(X, X); the model's X and norms, y's normalised copy, a, the
+     * mean's weights and the solve's copy of y (saturating). */
+    uint64_t grams = p && p->optimizer == KM_GPR_OPTIMIZER_LBFGS ? 2 : 1;
+    uint64_t v = km_mul_sat(grams, km_mul_sat(n, n));
+    v = km_add_sat(v, km_mul_sat(n, d));
+    v = km_add_sat(v, km_mul_sat(n, 6));
+    v = km_mul_sat(sizeof(double), v);
+    return v > SIZE_MAX ? SIZE_MAX : (size_t)v;
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+/* Whether the optimizer tunes k's gamma: k = exp(gamma t), so that
+ * dk/dlog gamma = k log k. */
+static int tunes_gamma(const km_kernel *k)
+{
+    return k->type == KM_KERNEL_RBF || k->type == KM_KERNEL_LAPLACIAN ||
+           k->type == KM_KERNEL_LAPLACIAN_L2 ||
+           k->type == KM_KERNEL_EXPONENTIAL;
+}
+
+/* One problem's likelihood evaluations. */
+typedef struct gpr_eval {
+    km_kernel k;       /* the fit's kernel (shallow: gamma is set here) */
+    const double *X;
+    size_t n, d;
+    const double *y;   /* n targets, normalised */
+    double *G;         /* n x n lower: k(X, X) at gamma G_gamma, or NULL
+                          (built in A directly) */
+    double G_gamma;
+    double *A;         /* n x n lower: K, then L, then K^-1 */
+    double *a;         /* n: K^-1 y */
+    double *Yc;        /* n: the solve's right-hand side */
+    const km_fit_control *ctl;
+} gpr_eval;
+
+/* K = s k(X, X) + noise I, factored into e->A, a = K^-1 y; *lml. KM_ENOTPD
+ * when K cannot be factored (or its values are not finite numbers, as a
+ * gamma far out can make them). Progress stays at frac. */
+static km_status factor(gpr_eval *e, const double h[TH_COUNT], double f0,
+                        double f1, double *lml, km_error *err)
+{
+    size_t n = e->n;
+    km_status st;
+    if (tunes_gamma(&e->k))
+        e->k.gamma = h[TH_GAMMA];
+    if (e->G && e->G_gamma != e->k.gamma) {
+        if ((st = km_gram_sym(&e->k, e->X, n, e->d, e->G, 0, err)) != KM_OK)
+            return st;
+        e->G_gamma = e->k.gamma;
+    }
+    if (!e->G && (st = km_gram_sym(&e->k, e->X, n, e->d, e->A, 0, err)) !=
+                     KM_OK)
+        return st;
+    const double *src = e->G ? e->G : e->A;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j <= i; j++) {
+            double v = h[TH_SIGNAL] * src[i * n + j];
+            if (!isfinite(v))
+                return km_error_set(err, KM_ENOTPD, "the kernel matrix is "
+                                    "not finite");
+            e->A[i * n + j] = v;
+        }
+    if (km_progress(e->ctl, f0))
+        return km_error_set(err, KM_ECANCELLED, "fit cancelled");
+    st = km_krr_solve(e->A, n, h[TH_NOISE], e->y, 1, e->a, "the kernel matrix",
+                      e->ctl, f0, f1, err);
+    if (st == KM_ENOTPD)
+        return km_error_set(err, KM_ENOTPD, "signal_variance * K + noise * I "
+                            "is not positive definite (Cholesky failed); use "
+                            "a larger params.noise or a positive definite "
+                            "kernel");
+    if (st != KM_OK)
+        return st;
+    km_ksum q = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        km_ksum_add(&q, -0.5 * e->y[i] * e->a[i]);
+        km_ksum_add(&q, -log(e->A[i * n + i]));
+    }
+    km_ksum_add(&q, -0.5 * (double)n * log(2.0 * M_PI));
+    *lml = km_ksum_get(&q);
+    if (!isfinite(*lml) || !km_all_finite(e->a, n))
+        return km_error_set(err, KM_ENOTPD, "the log marginal likelihood is "
+                            "not a finite number: the kernel matrix is "
+                            "numerically singular; use a larger params.noise");
+    return KM_OK;
+}
+
+/* After factor: grad = dLML/dtheta (TH_* order) from K^-1 (DPOTRI on A,
+ * which it destroys) and k(X, X) (e->G, which must be there). */
+static km_status gradient(gpr_eval *e, const double h[TH_COUNT],
+                          double grad[TH_COUNT], km_error *err)
+{
+    size_t n = e->n;
+    /* row-major lower triangle == column-major upper triangle */
+    lapack_int info = LAPACKE_dpotri(LAPACK_COL_MAJOR, 'U', (lapack_int)n,
+                                     e->A, (lapack_int)n);
+    if (info != 0)
+        return km_error_set(err, info > 0 ? KM_ENOTPD : KM_EINTERNAL,
+                            "dpotri: %d", (int)info);
+    int tg = tunes_gamma(&e->k);
+    km_ksum gs = {0, 0}, gg = {0, 0}, gn = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        const double *Ai = e->A + i * n, *Gi = e->G + i * n;
+        double ai = e->a[i], rs = 0, rg = 0;
+        for (size_t j = 0; j < i; j++) {
+            double w = ai * e->a[j] - Ai[j], g = Gi[j];
+            rs += w * g;
+            if (tg && g > 0)
+                rg += w * g * log(g);
+        }
+        double w = ai * ai - Ai[i], g = Gi[i];
+        km_ksum_add(&gs, 2 * rs + w * g);
+        if (tg)
+            km_ksum_add(&gg, 2 * rg + (g > 0 ? w * g * log(g) : 0));
+        km_ksum_add(&gn, w);
+    }
+    grad[TH_SIGNAL] = 0.5 * h[TH_SIGNAL] * km_ksum_get(&gs);
+    grad[TH_GAMMA] = 0.5 * h[TH_SIGNAL] * km_ksum_get(&gg);
+    grad[TH_NOISE] = 0.5 * h[TH_NOISE] * km_ksum_get(&gn);
+    return KM_OK;
+}
+
+/* y' = y, or (y - mean) / std with normalize_y (std 1 when it is 0). */
+static void normalise(const double *y, size_t n, int normalize, double *out,
+                      double *mean, double *std)
+{
+    *mean = 0;
+    *std = 1;
+    if (normalize) {
+        km_ksum s = {0, 0}, v = {0, 0};
+        for (size_t i = 0; i < n; i++)
+            km_ksum_add(&s, y[i]);
+        *mean = km_ksum_get(&s) / (double)n;
+        for (size_t i = 0; i < n; i++)
+            km_ksum_add(&v, (y[i] - *mean) * (y[i] - *mean));
+        *std = sqrt(km_ksum_get(&v) / (double)n);
+        if (!(*std > 0))
+            *std = 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (y[i] - *mean) / *std;
+}
+
+static void eval_cleanup(gpr_eval *e)
+{
+    free(e->G);
+    free(e->A);
+    free(e->a);
+    free(e->Yc);
+}
+
+/* Allocates e's buffers for a problem (G only when grads) and y's
+ * normalised copy (e->Yc; e->y points to it). */
+static km_status eval_init(gpr_eval *e, const km_kernel *k, const double *X,
+                           size_t n, size_t d, const double *y, int normalize,
+                           int grads, double *mean, double *std,
+                           const km_fit_control *ctl, km_error *err)
+{
+    memset(e, 0, sizeof *e);
+    e->k = *k;
+    e->X = X;
+    e->n = n;
+    e->d = d;
+    e->ctl = ctl;
+    e->A = malloc(n * n * sizeof *e->A);
+    e->G = grads ? malloc(n * n * sizeof *e->G) : NULL;
+    e->a = malloc(n * sizeof *e->a);
+    e->Yc = malloc(n * sizeof *e->Yc);
+    if (!e->A || (grads && !e->G) || !e->a || !e->Yc)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a %zu x %zu "
+                            "kernel matrix", n, n);
+    normalise(y, n, normalize, e->Yc, mean, std);
+    e->y = e->Yc;
+    return KM_OK;
+}
+
+km_status km_gpr_log_marginal_likelihood(const km_kernel *k,
+                                         const km_gpr_params *p,
+                                         const double *X, size_t n, size_t d,
+                                         const double *y, double *lml,
+                                         double *grad, km_error *err)
+{
+    km_problem pb = {X, n, d, y, 1, NULL, 0};
+    km_fit_frame f;
+    gpr_eval e;
+    double mean, std;
+    memset(&e, 0, sizeof e);
+    km_status st = km_fit_begin(&f, KM_ALGO_GPR, k, p, &pb, err);
+    if (st == KM_OK)
+        st = eval_init(&e, &f.k, X, n, d, y, p->normalize_y, 1, &mean, &std,
+                       NULL, err);
+    double h[TH_COUNT] = {p->signal_variance, f.k.gamma, p->noise};
+    if (st == KM_OK)
+        st = factor(&e, h, 0, 0, lml, err);
+    if (st == KM_OK && grad) {
+        st = gradient(&e, h, grad, err);
+        if (!tunes_gamma(&f.k))
+            grad[TH_GAMMA] = 0;
+    }
+    eval_cleanup(&e);
+    km_fit_cleanup(&f);
+    return st;
+}
+
+/* ------------------------------------------------------------ optimizer */
+
+/* L-BFGS's memory and its stopping rules: the projected gradient's
+ * largest entry relative to max(1, |f|), the relative decrease of f. */
+#define LBFGS_M 10
+#define LBFGS_GTOL 1e-9
+#define LBFGS_FTOL 1e-13
+#define LBFGS_ARMIJO 1e-4
+#define LBFGS_HALVINGS 30
+
+/* f = -LML and its gradient at x = log h; f = +inf where K cannot be
+ * factored (the line search then steps back). */
+static km_status objective(gpr_eval *e, const double x[TH_COUNT],
+                           double frac, double *f, double g[TH_COUNT],
+                           km_error *err)
+{
+    double h[TH_COUNT], lml;
+    for (int i = 0; i < TH_COUNT; i++)
+        h[i] = exp(x[i]);
+    km_status st = factor(e, h, frac, frac, &lml, err);
+    if (st == KM_ENOTPD) {
+        *f = HUGE_VAL;
+        return KM_OK;
+    }
+    if (st == KM_OK)
+        st = gradient(e, h, g, err);
+    if (st == KM_ENOTPD) {
+        *f = HUGE_VAL;
+        return KM_OK;
+    }
+    if (st != KM_OK)
+        return st;
+    *f = -lml;
+    for (int i = 0; i < TH_COUNT; i++)
+        g[i] = -g[i];
+    return KM_OK;
+}
+
+/* x within [lo, hi]. */
+static void project(double x[TH_COUNT], const double lo[TH_COUNT],
+                    const double hi[TH_COUNT])
+{
+    for (int i = 0; i < TH_COUNT; i++)
+        x[i] = x[i] < lo[i] ? lo[i] : x[i] > hi[i] ? hi[i] : x[i];
+}
+
+static double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/*
+ * Minimises the objective from x (log-parameters; variables with lo ==
+ * hi are fixed) within [lo, hi]: *fs gets the value at the start
+ * (+inf: it could not be factored), x and *fx the last iterate and its
+ * value, *iters the iterations. Progress goes from f0 to f1 by
+ * iterations over max_iter.
+ */
+static km_status lbfgs(gpr_eval *e, double x[TH_COUNT],
+                       const double lo[TH_COUNT], const double hi[TH_COUNT],
+                       size_t max_iter, double f0, double f1, double *fs,
+                       double *fx, size_t *iters, km_error *err)
+{
+    double S[LBFGS_M][TH_COUNT], Y[LBFGS_M][TH_COUNT], rho[LBFGS_M];
+    double g[TH_COUNT], pg[TH_COUNT], d[TH_COUNT], xn[TH_COUNT], gn[TH_COUNT];
+    size_t mlen = 0, newest = 0, it = 0;
+    project(x, lo, hi);
+    km_status st = objective(e, x, f0, fx, g, err);
+    *fs = *fx;
+    if (st != KM_OK || !isfinite(*fx))
+        goto out;
+    for (; it < max_iter; it++) {
+        double frac = f0 + (f1 - f0) * (double)it / (double)max_iter;
+        if (km_progress(e->ctl, frac)) {
+            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+            goto out;
+        }
+        /* the projected gradient: 0 where a bound holds the variable */
+        double pmax = 0, pnorm = 0;
+        for (int i = 0; i < TH_COUNT; i++) {
+            int held = lo[i] == hi[i] || (x[i] <= lo[i] && g[i] > 0) ||
+                       (x[i] >= hi[i] && g[i] < 0);
+            pg[i] = held ? 0 : g[i];
+            pmax = fabs(pg[i]) > pmax ? fabs(pg[i]) : pmax;
+            pnorm += pg[i] * pg[i];
+        }
+        if (pmax <= LBFGS_GTOL * (fabs(*fx) > 1 ? fabs(*fx) : 1))
+            break;
+        /* d = -H pg by the two-loop recursion, on the free variables */
+        double q[TH_COUNT], al[LBFGS_M];
+        memcpy(q, pg, sizeof q);
+        for (size_t k = 0; k < mlen; k++) {
+            size_t j = (newest + LBFGS_M - k) % LBFGS_M;
+            al[j] = rho[j] * dot3(S[j], q);
+            for (int i = 0; i < TH_COUNT; i++)
+                q[i] -= al[j] * Y[j][i];
+        }
+        double h0 = mlen ? dot3(S[newest], Y[newest]) /
+                               dot3(Y[newest], Y[newest])
+                         : 1.0 / sqrt(pnorm);
+        for (int i = 0; i < TH_COUNT; i++)
+            q[i] *= h0;
+        for (size_t k = mlen; k-- > 0;) {
+            size_t j = (newest + LBFGS_M - k) % LBFGS_M;
+            double b = rho[j] * dot3(Y[j], q);
+            for (int i = 0; i < TH_COUNT; i++)
+                q[i] += S[j][i] * (al[j] - b);
+        }
+        for (int i = 0; i < TH_COUNT; i++)
+            d[i] = pg[i] == 0 ? 0 : -q[i];
+        if (!(dot3(d, pg) < 0)) { /* not a descent direction: restart */
+            mlen = 0;
+            for (int i = 0; i < TH_COUNT; i++)
+                d[i] = -pg[i] / sqrt(pnorm);
+        }
+        /* backtracking along the projected path */
+        double t = 1, fn = HUGE_VAL;
+        int taken = 0;
+        for (int ls = 0; ls < LBFGS_HALVINGS; ls++, t *= 0.5) {
+            double step[TH_COUNT];
+            for (int i = 0; i < TH_COUNT; i++)
+                xn[i] = x[i] + t * d[i];
+            project(xn, lo, hi);
+            for (int i = 0; i < TH_COUNT; i++)
+                step[i] = xn[i] - x[i];
+            if (step[0] == 0 && step[1] == 0 && step[2] == 0)
+                break;
+            if ((st = objective(e, xn, frac, &fn, gn, err)) != KM_OK)
+                goto out;
+            if (fn <= *fx + LBFGS_ARMIJO * dot3(g, step)) {
+                taken = 1;
+                break;
+            }
+        }
+        if (!taken)
+            break; /* no step decreases f: as good as it gets */
+        double s[TH_COUNT], yv[TH_COUNT];
+        for (int i = 0; i < TH_COUNT; i++) {
+            s[i] = xn[i] - x[i];
+            yv[i] = gn[i] - g[i];
+        }
+        double sy = dot3(s, yv);
+        if (sy > DBL_EPSILON * dot3(yv, yv)) {
+            newest = mlen ? (newest + 1) % LBFGS_M : 0;
+            memcpy(S[newest], s, sizeof s);
+            memcpy(Y[newest], yv, sizeof yv);
+            rho[newest] = 1.0 / sy;
+            mlen += mlen < LBFGS_M;
+        }
+        double df = *fx - fn, scale = fabs(*fx) > fabs(fn) ? fabs(*fx)
+                                                           : fabs(fn);
+        memcpy(x, xn, sizeof xn);
+        memcpy(g, gn, sizeof gn);
+        *fx = fn;
+        if (df <= LBFGS_FTOL * (scale > 1 ? scale : 1)) {
+            it++;
+            break;
+        }
+    }
+out:
+    *iters = it;
+    return st;
+}
+
+/* What the optimizer found. */
+typedef struct gpr_optimum {
+    double h[TH_COUNT];   /* the best start's hyperparameters */
+    double lml;           /* and its likelihood */
+    double initial_lml;   /* at the first start; NAN if not factored */
+    size_t iterations, starts;
+} gpr_optimum;
+
+/* Runs every start (the given h, clamped, then n_restarts drawn) and
+ * keeps the best; progress from f0 to f1. KM_ENOTPD when no start could
+ * be factored. */
+static km_status optimise(gpr_eval *e, const km_gpr_params *p,
+                          const double h0[TH_COUNT], double f0, double f1,
+                          gpr_optimum *o, km_error *err)
+{
+    double lo[TH_COUNT], hi[TH_COUNT];
+    km_rng rng = {p->seed};
+    size_t runs = p->n_restarts + 1;
+    int tg = tunes_gamma(&e->k);
+    memset(o, 0, sizeof *o);
+    o->lml = -HUGE_VAL;
+    o->initial_lml = NAN;
+    for (int i = 0; i < TH_COUNT; i++) {
+        lo[i] = log(bound_lo[i]);
+        hi[i] = log(bound_hi[i]);
+    }
+    if (!tg) /* gamma is held */
+        lo[TH_GAMMA] = hi[TH_GAMMA] = log(h0[TH_GAMMA]);
+    for (size_t r = 0; r < runs; r++) {
+        double x[TH_COUNT], fx;
+        size_t its = 0;
+        for (int i = 0; i < TH_COUNT; i++) {
+            /* a restart draws all three, in theta's order */
+            double u = r ? (1.0 + km_rng_uniform(&rng)) / 2 : 0;
+            x[i] = r == 0 || lo[i] == hi[i] ? log(h0[i])
+                                            : lo[i] + (hi[i] - lo[i]) * u;
+        }
+        double a = f0 + (f1 - f0) * (double)r / (double)runs;
+        double b = f0 + (f1 - f0) * (double)(r + 1) / (double)runs;
+        double fs;
+        km_status st = lbfgs(e, x, lo, hi, p->max_iter, a, b, &fs, &fx,
+                             &its, err);
+        if (st != KM_OK)
+            return st;
+        o->iterations += its;
+        if (r == 0 && isfinite(fs))
+            o->initial_lml = -fs;
+        if (!isfinite(fx))
+            continue;
+        o->starts++;
+        if (-fx > o->lml) {
+            o->lml = -fx;
+            for (int i = 0; i < TH_COUNT; i++)
+                o->h[i] = exp(x[i]);
+        }
+    }
+    if (!o->starts)
+        return km_error_set(err, KM_ENOTPD, "signal_variance * K + noise * "
+                            "I is not positive definite at any start of the "
+                            "optimizer; use a larger params.noise or a "
+                            "positive definite kernel");
+    return KM_OK;
+}
+
+/* ------------------------------------------------------------ payload */
+
+static void gpr_free(void *payload)
+{
+    gpr_payload *p = payload;
+    if (!p)
+        return;
+    free(p->X);
+    free(p->coef);
+    free(p->L);
+    free(p->xn);
+    free(p->w);
+    free(p);
+}
+
+/* The derived arrays: X's norms and the mean's weights. */
+static km_status derive(gpr_payload *p, size_t n, size_t d)
+{
+    if (!(p->xn = km_sqnorms(p->X, n, d)) ||
+        !(p->w = malloc(n * sizeof *p->w)))
+        return KM_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        p->w[i] = p->signal * p->y_std * p->coef[i];
+    return KM_OK;
+}
+
+static void gpr_save(const void *payload, const km_model *m, km_writer *w)
+{
+    const gpr_payload *p = payload;
+    size_t n = km_model_n_samples(m);
+    km_write_f64(w, p->signal);
+    km_write_f64(w, p->noise);
+    km_write_f64(w, p->y_mean);
+    km_write_f64(w, p->y_std);
+    km_write_f64s(w, p->X, n * km_model_n_features(m));
+    km_write_f64s(w, p->coef, n);
+    km_write_u64(w, (uint64_t)n * (n + 1) / 2);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j <= i; j++)
+            km_write_f64(w, p->L[i * n + j]);
+}
+
+/* Elements of L's lower triangle, saturating. */
+static uint64_t tri(uint64_t n)
+{
+    return n % 2 ? km_mul_sat(n, (n + 1) / 2) : km_mul_sat(n / 2, n + 1);
+}
+
+static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
+                          km_error *err)
+{
+    size_t n = km_model_n_samples(m), d = km_model_n_features(m);
+    size_t nx = km_mul3(n, d, 1), nl = km_mul3(n, n, 1);
+    if (!nx || !nl)
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "of %zu rows is too large", n);
+    gpr_payload *p = calloc(1, sizeof *p);
+    if (!p)
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    p->signal = km_read_f64(r);
+    p->noise = km_read_f64(r);
+    p->y_mean = km_read_f64(r);
+    p->y_std = km_read_f64(r);
+    p->X = km_read_f64s(r, nx);
+    p->coef = p->X ? km_read_f64s(r, n) : NULL;
+    size_t count = p->coef ? km_read_count(r, sizeof(double)) : 0;
+    if (p->coef && !r->failed && count == tri(n))
+        p->L = calloc(nl, sizeof *p->L);
+    else if (p->coef)
+        r->failed = 1;
+    for (size_t i = 0; p->L && i < n; i++)
+        for (size_t j = 0; j <= i; j++)
+            p->L[i * n + j] = km_read_f64(r);
+    km_status st = KM_OK;
+    if (!p->X || !p->coef || !p->L || r->failed)
+        st = km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
+                          "model file: bad gaussian process payload");
+    else if (!(p->signal > 0) || !isfinite(p->signal) || !(p->noise > 0) ||
+             !isfinite(p->noise) || !(p->y_std > 0) || !isfinite(p->y_std) ||
+             !isfinite(p->y_mean))
+        st = km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                          "signal_variance, noise and y_std must be finite "
+                          "numbers > 0 and y_mean a finite number");
+    else if (!km_all_finite(p->X, nx) || !km_all_finite(p->coef, n) ||
+             !km_all_finite(p->L, nl))
+        st = km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                          "training rows, coefficients or factor are not all "
+                          "finite numbers");
+    for (size_t i = 0; st == KM_OK && i < n; i++)
+        if (!(p->L[i * n + i] > 0))
+            st = km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                              "factor L[%zu][%zu] is not > 0", i, i);
+    if (st == KM_OK && derive(p, n, d) != KM_OK)
+        st = km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    if (st != KM_OK) {
+        gpr_free(p);
+        return st;
+    }
+    *payload = p;
+    return KM_OK;
+}
+
+static size_t gpr_bytes(const void *payload, const km_model *m)
+{
+    (void)payload;
+    size_t n = km_model_n_samples(m);
+    return sizeof(gpr_payload) +
+           (n * n + n * (km_model_n_features(m) + 3)) * sizeof(double);
+}
+
+/* ------------------------------------------------------------ fit */
+
+/* The params and training figures of a fitted model. */
+static km_status add_figures(km_model *model, const km_gpr_params *p,
+                             const gpr_payload *pl, double lml,
+                             const gpr_optimum *o)
+{
+    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
+    int lb = p->optimizer == KM_GPR_OPTIMIZER_LBFGS;
+    if (km_info_add1(pi, "noise", KM_INFO_NUMBER, p->noise) != KM_OK ||
+        km_info_add1(pi, "signal_variance", KM_INFO_NUMBER,
+                     p->signal_variance) != KM_OK ||
+        km_info_add1(pi, "normalize_y", KM_INFO_BOOLEAN, p->normalize_y != 0)
+            != KM_OK ||
+        km_info_add1(pi, "optimizer", KM_INFO_INTEGER, p->optimizer) != KM_OK ||
+        (lb && (km_info_add1(pi, "n_restarts", KM_INFO_INTEGER,
+                             (double)p->n_restarts) != KM_OK ||
+                km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)p->seed) !=
+                    KM_OK ||
+                km_info_add1(pi, "max_iter", KM_INFO_INTEGER,
+                             (double)p->max_iter) != KM_OK)) ||
+        km_info_add1(ti, "log_marginal_likelihood", KM_INFO_NUMBER, lml) !=
+            KM_OK ||
+        km_info_add1(ti, "signal_variance", KM_INFO_NUMBER, pl->signal) !=
+            KM_OK ||
+        km_info_add1(ti, "noise", KM_INFO_NUMBER, pl->noise) != KM_OK)
+        return KM_ENOMEM;
+    if (!lb)
+        return KM_OK;
+    if (km_info_add1(ti, "gamma", KM_INFO_NUMBER,
+                     km_model_kernel(model)->gamma) != KM_OK ||
+        km_info_add1(ti, "iterations", KM_INFO_INTEGER,
+                     (double)o->iterations) != KM_OK ||
+        km_info_add1(ti, "starts", KM_INFO_INTEGER, (double)o->starts) !=
+            KM_OK ||
+        (isfinite(o->initial_lml) &&
+         km_info_add1(ti, "initial_log_marginal_likelihood", KM_INFO_NUMBER,
+                      o->initial_lml) != KM_OK))
+        return KM_ENOMEM;
+    return KM_OK;
+}
+
+km_status km_gpr_fit(const km_kernel *kernel, const km_gpr_params *params,
+                     const double *X, size_t n, size_t d, const double *y,
+                     const km_fit_control *ctl, km_model **out, km_error *err)
+{
+    km_problem pb = {X, n, d, y, 1, NULL, 0};
+    km_fit_frame f;
+    gpr_eval e;
+    gpr_payload *pl = NULL;
+    km_model *model = NULL;
+    gpr_optimum o;
+    double lml;
+    memset(&e, 0, sizeof e);
+    memset(&o, 0, sizeof o);
+    km_status st = km_fit_begin(&f, KM_ALGO_GPR, kernel, params, &pb, err);
+    if (st != KM_OK)
+        goto out;
+    int lb = params->optimizer == KM_GPR_OPTIMIZER_LBFGS;
+    pl = calloc(1, sizeof *pl);
+    if (!pl) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    if ((st = eval_init(&e, &f.k, X, n, d, y, params->normalize_y, lb,
+                        &pl->y_mean, &pl->y_std, ctl, err)) != KM_OK)
+        goto out;
+    if (km_progress(ctl, 0.0)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+    double h[TH_COUNT] = {params->signal_variance, f.k.gamma, params->noise};
+    double f0 = 0.1;
+    if (lb) {
+        if ((st = optimise(&e, params, h, 0.02, 0.85, &o, err)) != KM_OK)
+            goto out;
+        memcpy(h, o.h, sizeof h);
+        free(e.G); /* the final factor needs K only */
+        e.G = NULL;
+        f0 = 0.85;
+    }
+    if ((st = factor(&e, h, f0, 0.95, &lml, err)) != KM_OK)
+        goto out;
+    if (tunes_gamma(&f.k))
+        f.k.gamma = h[TH_GAMMA];
+    pl->signal = h[TH_SIGNAL];
+    pl->noise = h[TH_NOISE];
+    for (size_t i = 0; i < n; i++) /* the upper triangle: 0 */
+        memset(e.A + i * n + i + 1, 0, (n - i - 1) * sizeof *e.A);
+    pl->L = e.A;
+    pl->coef = e.a;
+    e.A = e.a = NULL;
+    if (!(pl->X = malloc(n * d * sizeof *pl->X))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    memcpy(pl->X, X, n * d * sizeof *X);
+    if (derive(pl, n, d) != KM_OK) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    eval_cleanup(&e);
+    memset(&e, 0, sizeof e);
+
+    st = km_fit_model(&f, d, n, 1, pl, &model, err);
+    const gpr_payload *kept = pl;
+    pl = NULL; /* owned by the model now, also on failure */
+    if (st != KM_OK)
+        goto out;
+    if (add_figures(model, params, kept, lml, &o) != KM_OK) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    model = NULL;
+out:
+    km_model_free(model);
+    gpr_free(pl);
+    eval_cleanup(&e);
+    km_fit_cleanup(&f);
+    return st;
+}
+
+/* ------------------------------------------------------------ predict */
+
+/* Kernel values a variance or covariance holds at once: rows per block. */
+#define VAR_BLOCK_VALUES ((size_t)1 << 22)
+
+km_status km_gpr_predict(const km_model *m, const double *X, size_t n,
+                         double *out, km_error *err)
+{
+    km_status st = km_model_expect_input(m, KM_ALGO_GPR, "predict", X, n, err);
+    if (st != KM_OK)
+        return st;
+    const gpr_payload *p = km_model_payload(m);
+    return km_kernel_expand(km_model_kernel(m), p->X, km_model_n_samples(m),
+                            km_model_n_features(m), p->xn, p->w, 1,
+                            &p->y_mean, X, n, out, err);
+}
+
+/* B (nb x ns) = s k(X, S) L^-T: row i is (L^-1 k_x)^T for x = X_i. */
+static km_status whitened(const km_model *m, const gpr_payload *p,
+                          const double *X, size_t nb, double *B,
+                          km_error *err)
+{
+    size_t ns = km_model_n_samples(m), d = km_model_n_features(m);
+    km_status st = km_gram_cross_sn(km_model_kernel(m), X, nb, p->X, ns,
+                                    p->xn, d, B, ns, err);
+    if (st != KM_OK)
+        return st;
+    cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
+                CblasNonUnit, (int)nb, (int)ns, p->signal, p->L, (int)ns, B,
+                (int)ns);
+    return KM_OK;
+}
+
+km_status km_gpr_variance(const km_model *m, const double *X, size_t n,
+                          double *out, km_error *err)
+{
+    km_status st = km_model_expect_input(m, KM_ALGO_GPR, "predict", X, n, err);
+    if (st != KM_OK || n == 0)
+        return st;
+    const gpr_payload *p = km_model_payload(m);
+    const km_kernel *k = km_model_kernel(m);
+    size_t ns = km_model_n_samples(m), d = km_model_n_features(m);
+    size_t block = VAR_BLOCK_VALUES / ns ? VAR_BLOCK_VALUES / ns : 1;
+    block = block < n ? block : n;
+    double *B = malloc(km_mul3(block, ns, sizeof *B));
+    if (!B)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a prediction");
+    double scale = p->y_std * p->y_std;
+    for (size_t i0 = 0; i0 < n && st == KM_OK; i0 += block) {
+        size_t nb = n - i0 < block ? n - i0 : block;
+        if ((st = whitened(m, p, X + i0 * d, nb, B, err)) != KM_OK)
+            break;
+        for (size_t i = 0; i < nb; i++) {
+            const double *x = X + (i0 + i) * d, *b = B + i * ns;
+            double v = p->signal * km_kernel_eval(k, x, x, d) -
+                       cblas_ddot((int)ns, b, 1, b, 1);
+            out[i0 + i] = (v > 0 ? v : 0) * scale; /* sklearn clips at 0 */
+        }
+    }
+    free(B);
+    return st;
+}
+
+km_status km_gpr_covariance(const km_model *m, const double *X, size_t n,
+                            double *out, km_error *err)
+{
+    km_status st = km_model_expect_input(m, KM_ALGO_GPR, "predict", X, n, err);
+    if (st != KM_OK || n == 0)
+        return st;
+    if (n > KM_COV_MAX_ROWS)
+        return km_error_set(err, KM_EINVAL, "output cov answers at most %d "
+                            "rows at once (an n x n matrix); X has %zu: ask "
+                            "for var or std, or split the rows",
+                            KM_COV_MAX_ROWS, n);
+    const gpr_payload *p = km_model_payload(m);
+    size_t ns = km_model_n_samples(m), d = km_model_n_features(m);
+    double *B = malloc(km_mul3(n, ns, sizeof *B));
+    if (!B)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a prediction");
+    if ((st = km_gram_sym(km_model_kernel(m), X, n, d, out, 0, err)) ==
+            KM_OK &&
+        (st = whitened(m, p, X, n, B, err)) == KM_OK) {
+        /* lower triangle: s k(X, X) - B B^T, then mirrored and scaled */
+        cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)n, (int)ns,
+                    -1.0, B, (int)ns, p->signal, out, (int)n);
+        double scale = p->y_std * p->y_std;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j <= i; j++)
+                out[j * n + i] = out[i * n + j] *= scale;
+    }
+    free(B);
+    return st;
+}
+
+/* ------------------------------------------------------------ descriptor */
+
+static void params_default(void *params)
+{
+    *(km_gpr_params *)params = km_gpr_params_default();
+}
+
+static uint64_t max_outputs(uint64_t ns)
+{
+    (void)ns;
+    return 1;
+}
+
+/* Four numbers, X, a, then the count and values of L's lower triangle:
+ * exactly. */
+static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
+                          uint64_t no, uint64_t *lo, uint64_t *hi)
+{
+    (void)format, (void)no;
+    uint64_t v = km_add_sat(32, km_f64s_bytes(km_mul_sat(ns, nf)));
+    v = km_add_sat(v, km_f64s_bytes(ns));
+    *lo = *hi = km_add_sat(v, km_f64s_bytes(tri(ns)));
+}
+
+/* The typed fit takes one target per row. */
+static km_status check_targets(const km_problem *pb, km_error *err)
+{
+    if (!pb->y || pb->m != 1)
+        return km_error_set(err, KM_EINVAL, "y must be one number per row: "
+                            "gpr fits one output (y has %zu columns)",
+                            pb->y ? pb->m : 0);
+    return KM_OK;
+}
+
+static km_status check(const void *params, const km_problem *pb,
+                       km_error *err)
+{
+    km_status st = km_gpr_check(params, err);
+    return st == KM_OK ? check_targets(pb, err) : st;
+}
+
+static size_t fit_bytes(const void *params, const km_problem *pb)
+{
+    return km_gpr_fit_bytes(pb->n, pb->d, params);
+}
+
+static km_status fit(const km_kernel *k, const void *params,
+                     const km_problem *pb, const km_fit_control *ctl,
+                     km_model **out, km_error *err)
+{
+    km_status st = check_targets(pb, err);
+    if (st != KM_OK)
+        return st;
+    return km_gpr_fit(k, params, pb->X, pb->n, pb->d, pb->y, ctl, out, err);
+}
+
+const km_algo km_gpr_algo = {
+    .outputs = KM_OUT_VALUES | KM_OUT_VARIANCES | KM_OUT_COVARIANCE,
+    .params_size = sizeof(km_gpr_params),
+    .params_default = params_default,
+    .check = check,
+    .fit_bytes = fit_bytes,
+    .fit = fit,
+    .values = km_gpr_predict,
+    .variances = km_gpr_variance,
+    .covariance = km_gpr_covariance,
+    .max_outputs = max_outputs,
+    .payload_range = payload_range,
+    .free_payload = gpr_free,
+    .save = gpr_save,
+    .load = gpr_load,
+    .bytes = gpr_bytes,
+};

@@ -1,0 +1,553 @@
+/*
+ * test_km_gpr.c - Gaussian-process regression against scikit-learn's
+ * GaussianProcessRegressor (tests/fixtures/gen_gpr_refs.py): predictive
+ * mean, std, covariance and log marginal likelihood within 1e-8 relative
+ * with fixed hyperparameters (with and without normalize_y), the
+ * optimizer's optimum within 1e-4 in log-parameters from the same start;
+ * the likelihood's gradient against central finite differences; the
+ * checks' messages; cancellation; save and load giving the same answers
+ * bit for bit and every payload number checked on load; km_fit equal to
+ * km_gpr_fit to the bit.
+ */
+#include <stdint.h>
+
+#include "../check_main.h"
+#include "model_bytes.h"
+#include "km.h"
+
+#define FLOOR 1e-3
+#define TOL 1e-8
+#define NX 80
+#define NT 30
+#define DIM 3
+
+static double *X, *T, *Y;
+
+static void load_data(void)
+{
+    size_t n;
+    X = km_read_fixture("gpr_X.txt", &n);
+    ck_assert_uint_eq(n, NX * DIM);
+    T = km_read_fixture("gpr_T.txt", &n);
+    ck_assert_uint_eq(n, NT * DIM);
+    Y = km_read_fixture("gpr_y.txt", &n);
+    ck_assert_uint_eq(n, NX);
+}
+
+static void free_data(void)
+{
+    free(X);
+    free(T);
+    free(Y);
+}
+
+static km_kernel rbf_l(double l)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 1.0 / (2.0 * l * l);
+    return k;
+}
+
+static km_model *fit_ok(const km_kernel *k, const km_gpr_params *p)
+{
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_gpr_fit(k, p, X, NX, DIM, Y, NULL, &m, &err) == KM_OK,
+                  "%s", err.message);
+    return m;
+}
+
+static double figure(const km_info *info, const char *key)
+{
+    const km_info_entry *e = km_info_find(info, key);
+    ck_assert_msg(e != NULL, "no figure %s", key);
+    return e->values[0];
+}
+
+static void compare(const char *what, const double *got, const char *file,
+                    size_t n, double tol)
+{
+    size_t nr;
+    double *ref = km_read_fixture(file, &nr);
+    ck_assert_uint_eq(nr, n);
+    double e = km_max_rel_err(got, ref, n, FLOOR);
+    ck_assert_msg(e <= tol, "%s: off by %g relative (tolerance %g)", what, e,
+                  tol);
+    free(ref);
+}
+
+/* gen_gpr_refs.py's CASES. */
+static const struct {
+    const char *name;
+    double s, l, noise;
+    int normalize;
+} cases[] = {
+    {"a", 2.0, 1.3, 0.05, 0},
+    {"b", 0.7, 0.8, 0.01, 1},
+};
+
+START_TEST(fixed_against_sklearn)
+{
+    load_data();
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        km_kernel k = rbf_l(cases[c].l);
+        km_gpr_params p = km_gpr_params_default();
+        p.noise = cases[c].noise;
+        p.signal_variance = cases[c].s;
+        p.normalize_y = cases[c].normalize;
+        km_model *m = fit_ok(&k, &p);
+        double mean[NT], var[NT], sd[NT], cov[64], file[NT], lml;
+        char name[64], what[64];
+        ck_assert_int_eq(km_gpr_predict(m, T, NT, mean, NULL), KM_OK);
+        ck_assert_int_eq(km_gpr_variance(m, T, NT, var, NULL), KM_OK);
+        ck_assert_int_eq(km_gpr_covariance(m, T, 8, cov, NULL), KM_OK);
+        for (size_t i = 0; i < NT; i++)
+            sd[i] = sqrt(var[i]);
+        snprintf(name, sizeof name, "gpr_%s_mean.txt", cases[c].name);
+        snprintf(what, sizeof what, "case %s: mean", cases[c].name);
+        compare(what, mean, name, NT, TOL);
+        snprintf(name, sizeof name, "gpr_%s_std.txt", cases[c].name);
+        snprintf(what, sizeof what, "case %s: std", cases[c].name);
+        compare(what, sd, name, NT, TOL);
+        snprintf(name, sizeof name, "gpr_%s_cov.txt", cases[c].name);
+        snprintf(what, sizeof what, "case %s: cov", cases[c].name);
+        compare(what, cov, name, 64, TOL);
+        lml = figure(km_model_training(m), "log_marginal_likelihood");
+        snprintf(name, sizeof name, "gpr_%s_lml.txt", cases[c].name);
+        snprintf(what, sizeof what, "case %s: lml", cases[c].name);
+        compare(what, &lml, name, 1, TOL);
+        /* the generic predict gives the typed answers; the covariance's
+         * diagonal is the variances */
+        ck_assert_int_eq(km_predict(m, KM_OUT_VARIANCES, T, NT, file, NULL),
+                         KM_OK);
+        ck_assert_mem_eq(file, var, sizeof var);
+        for (size_t i = 0; i < 8; i++)
+            ck_assert_double_eq_tol(cov[i * 8 + i], var[i], 1e-12);
+        ck_assert_double_eq(figure(km_model_params(m), "noise"),
+                            cases[c].noise);
+        ck_assert_double_eq(figure(km_model_params(m), "normalize_y"),
+                            cases[c].normalize);
+        km_model_free(m);
+    }
+    free_data();
+}
+END_TEST
+
+/* The optimizer's optimum, as sklearn's theta (log s, log l, log noise)
+ * with l = 1/sqrt(2 gamma). */
+static void optimum_of(const km_model *m, double th[3])
+{
+    th[0] = log(figure(km_model_training(m), "signal_variance"));
+    th[1] = -0.5 * log(2.0 * km_model_kernel(m)->gamma);
+    th[2] = log(figure(km_model_training(m), "noise"));
+    ck_assert_double_eq(figure(km_model_training(m), "gamma"),
+                        km_model_kernel(m)->gamma);
+}
+
+START_TEST(optimizer_against_sklearn)
+{
+    load_data();
+    for (int norm = 0; norm < 2; norm++) {
+        km_kernel k = rbf_l(1.0);
+        km_gpr_params p = km_gpr_params_default();
+        p.signal_variance = 1.0;
+        p.noise = 0.1;
+        p.normalize_y = norm;
+        p.optimizer = KM_GPR_OPTIMIZER_LBFGS;
+        km_model *m = fit_ok(&k, &p);
+        double th[3], lml;
+        optimum_of(m, th);
+        char name[64];
+        size_t n;
+        snprintf(name, sizeof name, "gpr_opt_%s_theta.txt",
+                 norm ? "norm" : "plain");
+        double *ref = km_read_fixture(name, &n);
+        ck_assert_uint_eq(n, 3);
+        for (int i = 0; i < 3; i++)
+            ck_assert_msg(fabs(th[i] - ref[i]) <= 1e-4, "normalize_y %d: "
+                          "theta[%d] = %.10g; sklearn's %.10g", norm, i,
+                          th[i], ref[i]);
+        lml = figure(km_model_training(m), "log_marginal_likelihood");
+        snprintf(name, sizeof name, "gpr_opt_%s_lml.txt",
+                 norm ? "norm" : "plain");
+        compare("optimum's lml", &lml, name, 1, 1e-7);
+        ck_assert_double_eq(figure(km_model_training(m), "starts"), 1);
+        ck_assert(figure(km_model_training(m), "initial_log_marginal_"
+                                               "likelihood") < lml);
+        ck_assert_double_eq(figure(km_model_params(m), "optimizer"),
+                            KM_GPR_OPTIMIZER_LBFGS);
+        free(ref);
+        km_model_free(m);
+    }
+    free_data();
+}
+END_TEST
+
+/* Restarts: seeded, so repeatable; the best start is at least as good as
+ * the given one alone. */
+START_TEST(restarts)
+{
+    load_data();
+    km_kernel k = rbf_l(1.0);
+    km_gpr_params p = km_gpr_params_default();
+    p.noise = 0.1;
+    p.optimizer = KM_GPR_OPTIMIZER_LBFGS;
+    km_model *one = fit_ok(&k, &p);
+    p.n_restarts = 3;
+    p.seed = 11;
+    km_model *a = fit_ok(&k, &p), *b = fit_ok(&k, &p);
+    double la = figure(km_model_training(a), "log_marginal_likelihood");
+    ck_assert_double_eq(la, figure(km_model_training(b),
+                                   "log_marginal_likelihood"));
+    ck_assert(la >= figure(km_model_training(one), "log_marginal_likelihood")
+                        - 1e-9);
+    ck_assert_double_eq(figure(km_model_training(a), "starts") <= 4, 1);
+    ck_assert_double_eq(figure(km_model_params(a), "n_restarts"), 3);
+    ck_assert_double_eq(figure(km_model_params(a), "seed"), 11);
+    ck_assert_double_eq(figure(km_model_params(a), "max_iter"), 200);
+    /* a linear kernel has no gamma to tune: the kernel stays as given
+     * (its unused gamma resolved to 1/d) */
+    km_kernel lin;
+    km_kernel_init(&lin, KM_KERNEL_LINEAR);
+    p.n_restarts = 0;
+    km_model *l = fit_ok(&lin, &p);
+    ck_assert_double_eq(km_model_kernel(l)->gamma, 1.0 / DIM);
+    ck_assert(figure(km_model_training(l), "noise") != 0.1);
+    km_model_free(l);
+    km_model_free(one);
+    km_model_free(a);
+    km_model_free(b);
+    free_data();
+}
+END_TEST
+
+/* The gradient of the log marginal likelihood against central
+ * differences in the log-parameters. */
+static void fd_case(km_kernel_type t, double gamma, int normalize)
+{
+    km_kernel k;
+    km_kernel_init(&k, t);
+    k.gamma = gamma;
+    km_gpr_params p = km_gpr_params_default();
+    p.signal_variance = 1.5;
+    p.noise = 0.05;
+    p.normalize_y = normalize;
+    double lml, grad[3];
+    km_error err = {0};
+    ck_assert_msg(km_gpr_log_marginal_likelihood(&k, &p, X, NX, DIM, Y, &lml,
+                                                 grad, &err) == KM_OK,
+                  "%s", err.message);
+    const double h = 1e-3; /* smaller steps meet the lml's rounding */
+    for (int i = 0; i < 3; i++) {
+        double v[2];
+        for (int s = 0; s < 2; s++) {
+            km_gpr_params q = p;
+            km_kernel kq = k;
+            double f = exp(s ? -h : h);
+            if (i == 0)
+                q.signal_variance *= f;
+            else if (i == 1)
+                kq.gamma *= f;
+            else
+                q.noise *= f;
+            ck_assert_int_eq(km_gpr_log_marginal_likelihood(&kq, &q, X, NX,
+                                                            DIM, Y, &v[s],
+                                                            NULL, NULL),
+                             KM_OK);
+        }
+        double fd = (v[0] - v[1]) / (2 * h);
+        if (i == 1 && t == KM_KERNEL_LINEAR) {
+            ck_assert_double_eq(grad[1], 0); /* not tuned: reported 0 */
+            continue;
+        }
+        double scale = fabs(fd) > 1 ? fabs(fd) : 1;
+        ck_assert_msg(fabs(grad[i] - fd) <= 1e-6 * scale, "kernel %d, "
+                      "normalize_y %d: d/dtheta[%d] = %.12g; finite "
+                      "differences %.12g", (int)t, normalize, i, grad[i], fd);
+    }
+}
+
+START_TEST(gradient_against_finite_differences)
+{
+    load_data();
+    fd_case(KM_KERNEL_RBF, 0.3, 0);
+    fd_case(KM_KERNEL_RBF, 0.3, 1);
+    fd_case(KM_KERNEL_LAPLACIAN, 0.2, 0);
+    fd_case(KM_KERNEL_LAPLACIAN_L2, 0.4, 1);
+    fd_case(KM_KERNEL_EXPONENTIAL, 0.05, 0);
+    fd_case(KM_KERNEL_LINEAR, 0, 0);
+    free_data();
+}
+END_TEST
+
+static void expect_msg(const km_gpr_params *p, size_t m, km_status want,
+                       const char *text)
+{
+    km_kernel k = rbf_l(1.0);
+    km_model *out = NULL;
+    km_error err = {0};
+    km_problem pb = {X, NX / m, DIM, Y, m, NULL, 0};
+    km_status st = km_fit(KM_ALGO_GPR, &k, p, NULL, &pb, NULL, &out, &err);
+    ck_assert_msg(st == want && strstr(err.message, text), "want %s "
+                  "containing \"%s\"; got %s: %s", km_status_name(want), text,
+                  km_status_name(st), err.message);
+    ck_assert_ptr_null(out);
+}
+
+START_TEST(checks_name_the_field)
+{
+    load_data();
+    km_gpr_params d = km_gpr_params_default(), p;
+    p = d, p.noise = 0;
+    expect_msg(&p, 1, KM_EINVAL, "params.noise must be a finite number > 0");
+    p = d, p.noise = NAN;
+    expect_msg(&p, 1, KM_EINVAL, "params.noise");
+    p = d, p.signal_variance = -1;
+    expect_msg(&p, 1, KM_EINVAL, "params.signal_variance must be a finite "
+                                 "number > 0");
+    p = d, p.signal_variance = INFINITY;
+    expect_msg(&p, 1, KM_EINVAL, "params.signal_variance");
+    p = d, p.optimizer = (km_gpr_optimizer)2;
+    expect_msg(&p, 1, KM_EINVAL, "params.optimizer must be none or lbfgs");
+    p = d, p.n_restarts = KM_GPR_MAX_RESTARTS + 1;
+    expect_msg(&p, 1, KM_EINVAL, "params.n_restarts must be at most 100");
+    p = d, p.max_iter = 0;
+    expect_msg(&p, 1, KM_EINVAL, "params.max_iter must be 1 .. 100000");
+    p = d, p.seed = ((uint64_t)1 << 53) + 1;
+    expect_msg(&p, 1, KM_EINVAL, "params.seed must be at most 2^53");
+    expect_msg(&d, 2, KM_EINVAL, "gpr fits one output (y has 2 columns)");
+    ck_assert_str_eq(km_gpr_optimizer_name(KM_GPR_OPTIMIZER_LBFGS), "lbfgs");
+    ck_assert_ptr_null(km_gpr_optimizer_name(KM_GPR_OPTIMIZER_COUNT));
+    free_data();
+}
+END_TEST
+
+START_TEST(not_positive_definite)
+{
+    /* a rank-2 linear kernel on 20 rows with a negligible noise */
+    double Xs[40], ys[20];
+    for (int i = 0; i < 20; i++) {
+        Xs[2 * i] = i;
+        Xs[2 * i + 1] = i % 3;
+        ys[i] = i;
+    }
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    km_gpr_params p = km_gpr_params_default();
+    p.noise = 1e-300;
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_int_eq(km_gpr_fit(&k, &p, Xs, 20, 2, ys, NULL, &m, &err),
+                     KM_ENOTPD);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.noise"));
+    ck_assert_ptr_null(m);
+}
+END_TEST
+
+/* Cancels when progress first reaches *ctx; counts the calls. */
+typedef struct cancel_at {
+    double at, last;
+    int calls, decreasing;
+} cancel_at;
+
+static int cancel_cb(void *ctx, double f)
+{
+    cancel_at *c = ctx;
+    c->decreasing |= f < c->last;
+    c->last = f;
+    c->calls++;
+    return f >= c->at;
+}
+
+START_TEST(cancelled)
+{
+    load_data();
+    km_kernel k = rbf_l(1.0);
+    km_gpr_params p = km_gpr_params_default();
+    p.noise = 0.1;
+    for (int opt = 0; opt < 2; opt++) {
+        p.optimizer = opt ? KM_GPR_OPTIMIZER_LBFGS : KM_GPR_OPTIMIZER_NONE;
+        /* a full fit reports non-decreasing progress up to 1 */
+        cancel_at all = {2, 0, 0, 0};
+        km_fit_control ctl = {cancel_cb, &all};
+        km_model *m = NULL;
+        km_error err = {0};
+        ck_assert_int_eq(km_gpr_fit(&k, &p, X, NX, DIM, Y, &ctl, &m, &err),
+                         KM_OK);
+        ck_assert_int_eq(all.decreasing, 0);
+        ck_assert_double_eq(all.last, 1.0);
+        km_model_free(m);
+        m = NULL;
+        /* stopped in the middle (the optimizer's iterations, or the
+         * factorisation) */
+        cancel_at mid = {opt ? 0.3 : 0.1, 0, 0, 0};
+        ctl.ctx = &mid;
+        ck_assert_int_eq(km_gpr_fit(&k, &p, X, NX, DIM, Y, &ctl, &m, &err),
+                         KM_ECANCELLED);
+        ck_assert_ptr_null(m);
+        ck_assert(mid.last < 1.0);
+    }
+    free_data();
+}
+END_TEST
+
+/* Bit-equal answers of two models on T. */
+static void same_answers(const km_model *a, const km_model *b)
+{
+    double ma[NT], mb[NT], va[NT], vb[NT], ca[25], cb[25];
+    ck_assert_int_eq(km_predict(a, KM_OUT_VALUES, T, NT, ma, NULL), KM_OK);
+    ck_assert_int_eq(km_predict(b, KM_OUT_VALUES, T, NT, mb, NULL), KM_OK);
+    ck_assert_int_eq(km_predict(a, KM_OUT_VARIANCES, T, NT, va, NULL), KM_OK);
+    ck_assert_int_eq(km_predict(b, KM_OUT_VARIANCES, T, NT, vb, NULL), KM_OK);
+    ck_assert_int_eq(km_predict(a, KM_OUT_COVARIANCE, T, 5, ca, NULL), KM_OK);
+    ck_assert_int_eq(km_predict(b, KM_OUT_COVARIANCE, T, 5, cb, NULL), KM_OK);
+    ck_assert_mem_eq(ma, mb, sizeof ma);
+    ck_assert_mem_eq(va, vb, sizeof va);
+    ck_assert_mem_eq(ca, cb, sizeof ca);
+}
+
+START_TEST(km_fit_and_file_round_trip)
+{
+    load_data();
+    km_kernel k = rbf_l(0.9);
+    km_gpr_params p = km_gpr_params_default();
+    p.noise = 0.02;
+    p.signal_variance = 1.7;
+    p.normalize_y = 1;
+    p.optimizer = KM_GPR_OPTIMIZER_LBFGS;
+    km_model *typed = fit_ok(&k, &p), *gen = NULL, *back = NULL;
+    km_problem pb = {X, NX, DIM, Y, 1, NULL, 0};
+    km_error err = {0};
+    ck_assert_msg(km_fit(KM_ALGO_GPR, &k, &p, NULL, &pb, NULL, &gen, &err) ==
+                      KM_OK, "%s", err.message);
+    same_answers(typed, gen);
+    ck_assert_double_eq(figure(km_model_training(typed),
+                               "log_marginal_likelihood"),
+                        figure(km_model_training(gen),
+                               "log_marginal_likelihood"));
+    ck_assert_double_eq(km_model_kernel(typed)->gamma,
+                        km_model_kernel(gen)->gamma);
+    ck_assert_ptr_nonnull(km_info_find(km_model_training(gen),
+                                       "training_score"));
+    unsigned char *buf;
+    size_t len;
+    ck_assert_int_eq(km_model_save_buffer(typed, &buf, &len, NULL), KM_OK);
+    ck_assert_int_eq(km_model_load_buffer(buf, len, &back, &err), KM_OK);
+    same_answers(typed, back);
+    ck_assert_uint_eq(km_model_n_outputs(back), 1);
+    ck_assert_uint_eq(km_model_bytes(back), km_model_bytes(typed));
+    /* the generic predict of another algorithm's answer */
+    double out[NT];
+    ck_assert_int_eq(km_predict(back, KM_OUT_SCORES, T, NT, out, &err),
+                     KM_EINVAL);
+    /* the covariance's row limit */
+    double *big = calloc((KM_COV_MAX_ROWS + 1) * DIM, sizeof *big);
+    ck_assert_int_eq(km_gpr_covariance(back, big, KM_COV_MAX_ROWS + 1, out,
+                                       &err), KM_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "output cov answers at most "
+                                              "1000 rows"));
+    free(big);
+    free(buf);
+    km_model_free(typed);
+    km_model_free(gen);
+    km_model_free(back);
+    free_data();
+}
+END_TEST
+
+/* ------------------------------------------------------------ files */
+
+/* A small model's file; its payload is at the end, before the CRC:
+ * 4 f64, X (count, n d), a (count, n), L (count, n (n + 1) / 2). */
+#define FN 6
+#define FD 2
+
+typedef struct gfile {
+    unsigned char *buf;
+    size_t len, payload, x, coef, l;
+} gfile;
+
+static gfile small_file(void)
+{
+    double Xs[FN * FD], ys[FN];
+    for (int i = 0; i < FN; i++) {
+        Xs[2 * i] = i * 0.5;
+        Xs[2 * i + 1] = (i % 2) - 0.3;
+        ys[i] = sin(i);
+    }
+    km_kernel k = rbf_l(1.0);
+    km_gpr_params p = km_gpr_params_default();
+    p.noise = 0.1;
+    km_model *m = NULL;
+    ck_assert_int_eq(km_gpr_fit(&k, &p, Xs, FN, FD, ys, NULL, &m, NULL), KM_OK);
+    gfile f;
+    ck_assert_int_eq(km_model_save_buffer(m, &f.buf, &f.len, NULL), KM_OK);
+    km_model_free(m);
+    size_t tri = FN * (FN + 1) / 2;
+    f.payload = f.len - 4 - (32 + 8 + 8 * FN * FD + 8 + 8 * FN + 8 + 8 * tri);
+    f.x = f.payload + 32 + 8;
+    f.coef = f.x + 8 * FN * FD + 8;
+    f.l = f.coef + 8 * FN + 8;
+    ck_assert_uint_eq(get64(f.buf + f.l - 8), tri);
+    return f;
+}
+
+static void expect_corrupt(const char *what, size_t at, double v,
+                           const char *text)
+{
+    gfile f = small_file();
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_int_eq(km_model_load_buffer(f.buf, f.len, &m, &err), KM_OK);
+    km_model_free(m);
+    m = NULL;
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    put64(f.buf + (at == SIZE_MAX ? f.l - 8 : at), at == SIZE_MAX ? (uint64_t)v
+                                                                  : u);
+    put32(f.buf + f.len - 4, crc32_ref(f.buf, f.len - 4));
+    km_status st = km_model_load_buffer(f.buf, f.len, &m, &err);
+    ck_assert_msg(st == KM_ECORRUPT && strstr(err.message, text), "%s: %s: "
+                  "%s", what, km_status_name(st), err.message);
+    ck_assert_ptr_null(m);
+    free(f.buf);
+}
+
+START_TEST(file_numbers_checked)
+{
+    gfile f = small_file();
+    size_t p = f.payload, x = f.x, c = f.coef, l = f.l;
+    free(f.buf);
+    expect_corrupt("signal 0", p, 0, "signal_variance, noise and y_std");
+    expect_corrupt("noise NaN", p + 8, NAN, "signal_variance, noise and y_std");
+    expect_corrupt("y_mean inf", p + 16, INFINITY, "y_mean");
+    expect_corrupt("y_std -1", p + 24, -1, "y_std");
+    expect_corrupt("X inf", x + 8, INFINITY, "training rows");
+    expect_corrupt("coef NaN", c + 16, NAN, "coefficients");
+    expect_corrupt("L NaN", l + 8, NAN, "factor");
+    expect_corrupt("L[0][0] 0", l, 0, "factor L[0][0] is not > 0");
+    expect_corrupt("L[2][2] < 0", l + 8 * 5, -0.5, "factor L[2][2] is not > 0");
+    expect_corrupt("L count", SIZE_MAX, 20, "bad gaussian process payload");
+}
+END_TEST
+
+Suite *gpr_suite(void)
+{
+    Suite *s = suite_create("gpr");
+    TCase *tc = tcase_create("gpr");
+    tcase_add_test(tc, fixed_against_sklearn);
+    tcase_add_test(tc, optimizer_against_sklearn);
+    tcase_add_test(tc, restarts);
+    tcase_add_test(tc, gradient_against_finite_differences);
+    tcase_add_test(tc, checks_name_the_field);
+    tcase_add_test(tc, not_positive_definite);
+    tcase_add_test(tc, cancelled);
+    tcase_add_test(tc, km_fit_and_file_round_trip);
+    tcase_add_test(tc, file_numbers_checked);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+KM_TEST_MAIN(gpr_suite)
