@@ -196,6 +196,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/search.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
 	$(PYTHON) tests/integration/nystrom.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/rff.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \
