@@ -132,6 +132,23 @@ static void against_refs(km_kernel_type type, double gamma,
     unload(&f);
 }
 
+/* a and b answer rows T the same, to the bit: distances, cluster ids
+ * and the inertia figure. */
+static void same_answers(const km_model *a, const km_model *b,
+                         const double *T)
+{
+    double da[NT * KC], db[NT * KC];
+    int la[NT], lb[NT];
+    ck_assert_int_eq(km_kkmeans_distances(a, T, NT, da, NULL), KM_OK);
+    ck_assert_int_eq(km_kkmeans_distances(b, T, NT, db, NULL), KM_OK);
+    ck_assert_mem_eq(da, db, sizeof da);
+    ck_assert_int_eq(km_predict_labels(a, T, NT, la, NULL), KM_OK);
+    ck_assert_int_eq(km_predict_labels(b, T, NT, lb, NULL), KM_OK);
+    ck_assert_mem_eq(la, lb, sizeof la);
+    ck_assert_double_eq(figure(a, "inertia")->values[0],
+                        figure(b, "inertia")->values[0]);
+}
+
 static void check_pred(const km_model *m, const char *file)
 {
     fixture f = load();
@@ -225,11 +242,7 @@ START_TEST(plusplus_and_n_init)
     km_model *again = NULL;
     ck_assert_int_eq(km_kkmeans_fit(&k, &p, f.X, N, DIM, NULL, &again, NULL),
                      KM_OK);
-    double a[NT * KC], b[NT * KC];
-    ck_assert_int_eq(km_kkmeans_distances(m, f.T, NT, a, NULL), KM_OK);
-    ck_assert_int_eq(km_kkmeans_distances(again, f.T, NT, b, NULL), KM_OK);
-    ck_assert_mem_eq(a, b, sizeof a);
-    ck_assert_double_eq(figure(again, "inertia")->values[0], inertia);
+    same_answers(m, again, f.T);
     km_model_free(again);
     km_rng r6 = {6}, r5 = {5};
     size_t c5[KC], c6[KC];
@@ -392,28 +405,14 @@ START_TEST(checks_name_the_field)
 }
 END_TEST
 
-/* A progress callback that counts its calls and cancels at call stop. */
-typedef struct stopper {
-    int calls, stop;
-    double last;
-} stopper;
-
-static int stop_cb(void *ctx, double f)
-{
-    stopper *s = ctx;
-    ck_assert(f >= s->last); /* never backwards */
-    s->last = f;
-    return s->calls++ == s->stop;
-}
-
 START_TEST(progress_and_cancel)
 {
     fixture f = load();
     km_kernel k = kern(KM_KERNEL_RBF, 0.3);
     km_kkmeans_params p = params(KC, 1e-4, 300);
     p.n_init = 2;
-    stopper all = {0, 1 << 30, 0};
-    km_fit_control ctl = {stop_cb, &all, 1};
+    km_stopper all = {0, 1 << 30, 0};
+    km_fit_control ctl = {km_stop_cb, &all, 1};
     km_model *m = NULL;
     ck_assert_int_eq(km_kkmeans_fit(&k, &p, f.X, N, DIM, &ctl, &m, NULL),
                      KM_OK);
@@ -422,8 +421,8 @@ START_TEST(progress_and_cancel)
     ck_assert_int_ge(calls, 6); /* start, two runs and their iterations */
     km_model_free(m);
     for (int at = 0; at < calls - 1; at++) {
-        stopper s = {0, at, 0};
-        km_fit_control c = {stop_cb, &s, 1};
+        km_stopper s = {0, at, 0};
+        km_fit_control c = {km_stop_cb, &s, 1};
         km_error err;
         m = NULL;
         ck_assert_int_eq(km_kkmeans_fit(&k, &p, f.X, N, DIM, &c, &m, &err),
@@ -449,12 +448,7 @@ START_TEST(generic_fit_and_preprocessing)
                      KM_OK);
     ck_assert_int_eq(km_fit(KM_ALGO_KKMEANS, &k, &p, NULL, &pb, NULL, &b,
                             NULL), KM_OK);
-    double da[NT * KC], db[NT * KC];
-    ck_assert_int_eq(km_kkmeans_distances(a, f.T, NT, da, NULL), KM_OK);
-    ck_assert_int_eq(km_kkmeans_distances(b, f.T, NT, db, NULL), KM_OK);
-    ck_assert_mem_eq(da, db, sizeof da);
-    ck_assert_double_eq(figure(a, "inertia")->values[0],
-                        figure(b, "inertia")->values[0]);
+    same_answers(a, b, f.T);
     /* no default scoring: no training score */
     ck_assert_ptr_null(km_info_find(km_model_training(b), "training_score"));
     km_model_free(b);
@@ -507,14 +501,7 @@ START_TEST(model_file_round_trip_and_corruption)
     ck_assert_uint_eq(get32(buf + 4), 2); /* format version 2 */
     ck_assert_uint_eq(get32(buf + 8), KM_ALGO_KKMEANS);
     ck_assert_int_eq(km_model_load_buffer(buf, len, &back, &err), KM_OK);
-    double a[NT * KC], b[NT * KC];
-    int la[NT], lb[NT];
-    ck_assert_int_eq(km_kkmeans_distances(m, f.T, NT, a, NULL), KM_OK);
-    ck_assert_int_eq(km_kkmeans_distances(back, f.T, NT, b, NULL), KM_OK);
-    ck_assert_mem_eq(a, b, sizeof a);
-    ck_assert_int_eq(km_predict_labels(m, f.T, NT, la, NULL), KM_OK);
-    ck_assert_int_eq(km_predict_labels(back, f.T, NT, lb, NULL), KM_OK);
-    ck_assert_mem_eq(la, lb, sizeof la);
+    same_answers(m, back, f.T);
     ck_assert_uint_eq(km_model_bytes(back), km_model_bytes(m));
     ck_assert_uint_eq(km_kkmeans_n_clusters(back), KC);
     km_model_free(back);
