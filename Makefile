@@ -25,14 +25,14 @@
 # api/openapi.yaml) and openssl (TLS tests). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
-# for the serving benchmark. The deploy checks need debootstrap (chroots
+# for the serving benchmark, R's kernlab for the kernel k-means one. The deploy checks need debootstrap (chroots
 # that carry out the Dockerfile), systemd-analyze, docker-compose (the
 # docker client here has no compose plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
 DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl
 DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
-DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn
+DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-kernlab
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
 DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
 DEPS_FRESH := debootstrap git
@@ -202,6 +202,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/rff.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/auto.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/gpr.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

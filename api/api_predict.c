@@ -32,7 +32,7 @@ const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
  * messages follow from it rather than from tests of the algorithm. */
 
 #define ANSWERS_CLASSES (KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES)
-#define ANSWERS_PREDICT (KM_OUT_VALUES | ANSWERS_CLASSES)
+#define ANSWERS_PREDICT (KM_OUT_VALUES | ANSWERS_CLASSES | KM_OUT_CLUSTERS)
 /* A predictive distribution's spread (gpr) */
 #define ANSWERS_SPREAD (KM_OUT_VARIANCES | KM_OUT_COVARIANCE)
 
@@ -130,9 +130,14 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
     if (answers_of(m) & KM_OUT_COVARIANCE)
         cov = c * c * (sizeof(double) + TEXT_PER_VALUE) +
               c * ns * sizeof(double);
+    /* cluster ids: the distances to the k <= ns centroids, a block of
+     * rows at a time (km_kkmeans.c) */
+    size_t dist = answers_of(m) & KM_OUT_CLUSTERS
+                      ? (KM_KKMEANS_PREDICT_BLOCK + ns) * sizeof(double)
+                      : 0;
     return len + numbers * sizeof(double) +
            rows * width * (sizeof(double) + TEXT_PER_VALUE) +
-           rows * sizeof(int) + block * sizeof(double) + scaled + cov;
+           rows * sizeof(int) + block * sizeof(double) + scaled + cov + dist;
 }
 
 /* Reads X or instances (not both), of expect_d columns. */
@@ -285,6 +290,25 @@ static km_status spread_answer(const km_model *m, const double *X, size_t n,
     return named_nomem(st, kerr, n);
 }
 
+/* Cluster ids (kkmeans): integers 0 .. k-1, one per row. */
+static km_status cluster_answer(const km_model *m, const double *X, size_t n,
+                                api_text *t, km_error *kerr)
+{
+    int *idx = malloc(n * sizeof *idx);
+    km_status st = idx ? km_predict_labels(m, X, n, idx, kerr) : KM_ENOMEM;
+    if (st == KM_OK) {
+        api_text_raw(t, "[");
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                api_text_raw(t, ",");
+            api_text_uint(t, (unsigned long long)idx[i]);
+        }
+        api_text_raw(t, "]");
+    }
+    free(idx);
+    return st;
+}
+
 /* The output a predict body asks for (NULL: the model has no choice); 0,
  * or an error naming what the model can answer. */
 static int choose_output(const km_model *m, const cJSON *output,
@@ -362,6 +386,8 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
         st = km_predict(m, KM_OUT_VALUES, X, n, Y, &kerr);
         if (st == KM_OK && !(bad = check_finite(Y, n, k, "predictions", e)))
             put_matrix(&t, Y, n, k, k == 1);
+    } else if (answers & KM_OUT_CLUSTERS) {
+        st = cluster_answer(m, X, n, &t, &kerr);
     } else {
         st = class_answer(m, X, n, chosen, &t, &kerr, e, &bad);
     }

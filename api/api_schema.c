@@ -228,6 +228,30 @@ static const api_param gpr_rows[] = {
 };
 _Static_assert(sizeof(km_gpr_optimizer) == sizeof(int),
                "API_ENUM fields are int-sized");
+/* n_clusters: its type and lower bound here (400); its upper bound,
+ * n_samples, in km_kkmeans_check (422), as kpca's n_components. */
+static const api_param kkmeans_rows[] = {
+    {.key = "n_clusters", .type = API_INTEGER,
+     FIELD(km_kkmeans_params, n_clusters), .range = API_RANGE_API, .min = 1,
+     .max = INT_MAX, .required = 1,
+     .data_bound = "the number of rows of X",
+     .doc = "clusters k; above n_samples is 422"},
+    {.key = "n_init", .type = API_INTEGER, FIELD(km_kkmeans_params, n_init),
+     .range = API_RANGE_API, .min = 1, .max = KM_KKMEANS_MAX_INIT,
+     .doc = "runs from different k-means++ centres; the one of lowest "
+            "inertia is kept"},
+    {.key = "max_iter", .type = API_INTEGER,
+     FIELD(km_kkmeans_params, max_iter), .range = API_RANGE_API, .min = 1,
+     .max = KM_KKMEANS_MAX_ITER, .doc = "most assignments per run"},
+    {.key = "tol", .type = API_NUMBER, FIELD(km_kkmeans_params, tol),
+     .range = API_RANGE_CORE, .min = 0, .max = HUGE_VAL,
+     .doc = "stop when the centroids' squared shift in feature space is at "
+            "most tol times the mean variance per input feature"},
+    {.key = "seed", .type = API_INTEGER, FIELD(km_kkmeans_params, seed),
+     .range = API_RANGE_API, .min = 0, .max = 2147483647,
+     .doc = "seed of the k-means++ draws (core's PRNG)"},
+    {0},
+};
 
 static void krr_defaults(void *p)
 {
@@ -249,12 +273,19 @@ static void gpr_defaults(void *p)
     *(km_gpr_params *)p = km_gpr_params_default();
 }
 
+static void kkmeans_defaults(void *p)
+{
+    *(km_kkmeans_params *)p = km_kkmeans_params_default();
+}
+
 static const api_schema params_schemas[] = {
     [KM_ALGO_KRR] = {krr_rows, sizeof(km_krr_params), krr_defaults},
     [KM_ALGO_SVC] = {svc_rows, sizeof(km_svm_params), svm_defaults},
     [KM_ALGO_SVR] = {svr_rows, sizeof(km_svm_params), svm_defaults},
     [KM_ALGO_KPCA] = {kpca_rows, sizeof(km_kpca_params), kpca_defaults},
     [KM_ALGO_GPR] = {gpr_rows, sizeof(km_gpr_params), gpr_defaults},
+    [KM_ALGO_KKMEANS] = {kkmeans_rows, sizeof(km_kkmeans_params),
+                         kkmeans_defaults},
 };
 _Static_assert(sizeof params_schemas / sizeof *params_schemas ==
                KM_ALGO_COUNT, "one params schema per algorithm");

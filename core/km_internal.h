@@ -557,6 +557,23 @@ km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
 km_status km_krr_rff_features(const km_model *m, const double **W,
                               const double **b);
 
+/* ------------------------------------------------------- kernel k-means */
+
+/*
+ * km_kkmeans_fit with one run from given centres, for tests (km_kkmeans.c):
+ * init holds p->n_clusters row indices of X (p->n_init and p->seed are
+ * not used, only recorded). KM_EINVAL for an index out of range.
+ */
+km_status km_kkmeans_fit_init(const km_kernel *k, const km_kkmeans_params *p,
+                              const double *X, size_t n, size_t d,
+                              const size_t *init, const km_fit_control *ctl,
+                              km_model **out, km_error *err);
+/* One run's k-means++ centres (km.h): k row indices into centres, from
+ * the full Gram matrix K (n x n, row-major), drawing from r. KM_ENOMEM
+ * when its O(n) buffers cannot be had. */
+km_status km_kkmeans_plusplus(const double *K, size_t n, size_t k,
+                              km_rng *r, size_t *centres, km_error *err);
+
 /* ------------------------------------------------------- prediction */
 
 /*

@@ -150,7 +150,7 @@ static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
                      api_error *e)
 {
     static const char *const y[] = {"[0,1,1,0]", "[0,1,0,1]", "[0,1,2,3]",
-                                    NULL, "[0,1,2,3]"};
+                                    NULL, "[0,1,2,3]", NULL};
     char json[512];
     /* rff needs a shift-invariant kernel */
     snprintf(json, sizeof json, "{\"algorithm\":\"%s\",\"kernel\":{\"type\":"
@@ -166,10 +166,12 @@ static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
     return rc;
 }
 
-/* The params object kpca needs besides the row tried. */
+/* The params object kpca and kkmeans need besides the row tried. */
 static const char *required_params(km_algorithm a)
 {
-    return a == KM_ALGO_KPCA ? "\"n_components\":1" : "";
+    return a == KM_ALGO_KPCA      ? "\"n_components\":1"
+           : a == KM_ALGO_KKMEANS ? "\"n_clusters\":1"
+                                  : "";
 }
 
 START_TEST(ranges_are_cores)
@@ -416,7 +418,7 @@ START_TEST(name_lists_come_from_core)
 {
     char buf[128];
     api_name_list(buf, sizeof buf, api_algorithm_name, KM_ALGO_COUNT);
-    ck_assert_str_eq(buf, "krr, svc, svr, kpca, gpr");
+    ck_assert_str_eq(buf, "krr, svc, svr, kpca, gpr, kkmeans");
     api_name_list(buf, sizeof buf, api_kernel_type_name, KM_KERNEL_TYPE_COUNT);
     ck_assert_str_eq(buf, "linear, polynomial, rbf, laplacian, sigmoid, sum, "
                           "product, laplacian_l2, exponential, normalized");

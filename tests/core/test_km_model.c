@@ -200,6 +200,7 @@ START_TEST(maps_generate_names)
     ck_assert_int_eq(KM_ALGO_SVR, 2);
     ck_assert_int_eq(KM_ALGO_KPCA, 3);
     ck_assert_int_eq(KM_ALGO_GPR, GPR_ID);
+    ck_assert_int_eq(KM_ALGO_KKMEANS, 5);
 }
 END_TEST
 

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Writes the seed corpus of fuzz_model_file: small valid model files of
 every algorithm (krr, svc, svc with probability, svr, kpca, kpca with the
-inverse map, gpr, gpr with normalize_y and the optimizer) and every
-kernel type, without their last four bytes (the
-checksum, which the fuzz target appends). The files are made by a real
+inverse map, gpr, gpr with normalize_y and the optimizer, kkmeans) and
+every kernel type, without their last four bytes (the checksum, which the
+fuzz target appends). The files are made by a real
 daemon, so they are what a fit writes (format version 2; krr's rff
 solver, the "rff" entries of FITS with the rbf and both laplacian
 kernels, version 3). Fits with each
@@ -79,6 +79,11 @@ FITS = {
     "gprpre": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
                "params": {"normalize_y": True, "optimizer": "lbfgs"},
                "preprocess": {"scale": "standardize", "center_y": True}},
+    "kkmeans": {"algorithm": "kkmeans", "X": X,
+                "params": {"n_clusters": 3, "n_init": 2}},
+    "kkmeanspre": {"algorithm": "kkmeans", "X": X,
+                   "params": {"n_clusters": 2, "n_init": 1},
+                   "preprocess": {"scale": "minmax"}},
 }
 
 
@@ -150,12 +155,14 @@ def main():
         for kname, kernel in KERNELS.items():
             for fname, fit in FITS.items():
                 # every kernel with krr, svc and svr; the other variants
-                # with rbf (and kpca also with linear and polynomial)
+                # with rbf (and kpca and kkmeans also with linear and
+                # polynomial)
                 if "rff" in fname:  # the shift-invariant kernels only
                     if kname not in ("rbf", "laplacian", "laplacian_l2"):
                         continue
                 elif (kname != "rbf" and fname not in ("krr", "svc", "svr") and
-                        not (fname == "kpca" and kname in ("linear", "poly"))):
+                        not (fname in ("kpca", "kkmeans") and
+                             kname in ("linear", "poly"))):
                     continue
                 name = f"{fname}_{kname}"
                 r = d.req("POST", f"/v1/models/{name}/fit",
