@@ -177,20 +177,27 @@ class _ServerEstimator(BaseEstimator):
             raise ValueError(f"gamma must be a number, 'scale' or 'auto', not {g!r}")
         return g
 
+    # scikit-learn's kernel names ("poly", "cosine") and only the members
+    # each type takes; KernelModel sends the server's names as given.
+    _sklearn_kernels = True
+
     def _kernel_object(self, X):
         k = self.kernel
         if isinstance(k, dict):
-            return dict(k)
-        if not isinstance(k, str):
+            obj = dict(k)
+        elif not isinstance(k, str):
             raise ValueError("kernel must be a kernel type the server knows ('rbf', "
                              "'poly', ...) or a kernel object (a dict); callables and "
                              f"'precomputed' cannot run on the server, not {k!r}")
-        if k == "cosine":
+        elif self._sklearn_kernels and k == "cosine":
             obj = dict(_LINEAR_COSINE)
         else:
-            t = _KERNEL_ALIASES.get(k, k)
-            obj = {"type": t}
-            for member in _KERNEL_MEMBERS.get(t, ("gamma",)):
+            members = ("gamma", "degree", "coef0")
+            if self._sklearn_kernels:
+                k = _KERNEL_ALIASES.get(k, k)
+                members = _KERNEL_MEMBERS.get(k, ("gamma",))
+            obj = {"type": k}
+            for member in members:
                 value = self._gamma(X) if member == "gamma" else getattr(self, member)
                 if value is not None:
                     obj[member] = value
@@ -301,12 +308,46 @@ class _ServerEstimator(BaseEstimator):
         return answer["scoring"]
 
 
+def _store(est, args):
+    """A constructor's body: every argument stored unchanged under its
+    own name, as scikit-learn's contract wants (**params: each of its
+    names too)."""
+    args = dict(args)
+    args.pop("self")
+    args.pop("__class__", None)
+    args.update(args.pop("params", {}))
+    for key, value in args.items():
+        setattr(est, key, value)
+
+
 def _no_sample_weight(sample_weight):
     if sample_weight is not None:
         raise ValueError("sample_weight is not supported: kmserve weighs every row alike")
 
 
-class KernelRidge(RegressorMixin, _ServerEstimator):
+class _Regressor(RegressorMixin, _ServerEstimator):
+    """fit, predict and score (the server's r2) of KernelRidge and SVR."""
+
+    def fit(self, X, y, progress=None):
+        """Fits on the server; progress(job) as Client.fit takes it."""
+        return self._fit(X, y, progress)
+
+    def predict(self, X):
+        return self._out(self._answer("predict", "predictions", X))
+
+    def score(self, X, y, sample_weight=None):
+        """R² on (X, y), computed by the server (averaged over outputs)."""
+        _no_sample_weight(sample_weight)
+        return self._score_answer(X, y)["r2"]
+
+
+def _svm_params(est):
+    """The members SVC and SVR share, from scikit-learn's names."""
+    return {"C": est.C, "tol": est.tol, "cache_mb": est.cache_size,
+            "shrinking": est.shrinking}
+
+
+class KernelRidge(_Regressor):
     """Kernel ridge regression on a kmserve server (algorithm krr), with
     scikit-learn's KernelRidge parameters.
 
@@ -331,38 +372,10 @@ class KernelRidge(RegressorMixin, _ServerEstimator):
     def __init__(self, alpha=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1,
                  kernel_params=None, preprocess=None, server_params=None, model_name=None,
                  keep_model=False, client=None):
-        self.alpha = alpha
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.kernel_params = kernel_params
-        self.preprocess = preprocess
-        self.server_params = server_params
-        self.model_name = model_name
-        self.keep_model = keep_model
-        self.client = client
+        _store(self, locals())
 
     def _params_object(self, X, y):
         return {"alpha": self.alpha}
-
-    def fit(self, X, y, progress=None):
-        """Fits on the server; progress(job) as Client.fit takes it."""
-        return self._fit(X, y, progress)
-
-    def predict(self, X):
-        return self._out(self._answer("predict", "predictions", X))
-
-    def score(self, X, y, sample_weight=None):
-        """R² on (X, y), computed by the server (averaged over outputs)."""
-        _no_sample_weight(sample_weight)
-        return self._score_answer(X, y)["r2"]
-
-
-class _SVMBase(_ServerEstimator):
-    def _svm_params(self):
-        return {"C": self.C, "tol": self.tol, "cache_mb": self.cache_size,
-                "shrinking": self.shrinking}
 
 
 class _IfProbability:
@@ -379,7 +392,7 @@ class _IfProbability:
         return self.fn if obj is None else self.fn.__get__(obj, owner)
 
 
-class SVC(ClassifierMixin, _SVMBase):
+class SVC(ClassifierMixin, _ServerEstimator):
     """C-support vector classification on a kmserve server (algorithm
     svc), with scikit-learn's SVC parameters.
 
@@ -406,26 +419,10 @@ class SVC(ClassifierMixin, _SVMBase):
                  class_weight=None, decision_function_shape="ovr", kernel_params=None,
                  preprocess=None, server_params=None, model_name=None, keep_model=False,
                  client=None):
-        self.C = C
-        self.kernel = kernel
-        self.degree = degree
-        self.gamma = gamma
-        self.coef0 = coef0
-        self.shrinking = shrinking
-        self.probability = probability
-        self.tol = tol
-        self.cache_size = cache_size
-        self.class_weight = class_weight
-        self.decision_function_shape = decision_function_shape
-        self.kernel_params = kernel_params
-        self.preprocess = preprocess
-        self.server_params = server_params
-        self.model_name = model_name
-        self.keep_model = keep_model
-        self.client = client
+        _store(self, locals())
 
     def _params_object(self, X, y):
-        params = self._svm_params()
+        params = _svm_params(self)
         params["probability"] = self.probability
         weights = self.class_weight
         if isinstance(weights, str):
@@ -496,7 +493,7 @@ def _ovr_row(dec, k):
     return [v + c / (3 * (abs(c) + 1)) for v, c in zip(votes, conf)]
 
 
-class SVR(RegressorMixin, _SVMBase):
+class SVR(_Regressor):
     """Epsilon-support vector regression on a kmserve server (algorithm
     svr), with scikit-learn's SVR parameters: C, epsilon, tol, shrinking
     -> params of the same names; cache_size -> params.cache_mb; kernel,
@@ -510,37 +507,12 @@ class SVR(RegressorMixin, _SVMBase):
                  C=1.0, epsilon=0.1, shrinking=True, cache_size=200, kernel_params=None,
                  preprocess=None, server_params=None, model_name=None, keep_model=False,
                  client=None):
-        self.kernel = kernel
-        self.degree = degree
-        self.gamma = gamma
-        self.coef0 = coef0
-        self.tol = tol
-        self.C = C
-        self.epsilon = epsilon
-        self.shrinking = shrinking
-        self.cache_size = cache_size
-        self.kernel_params = kernel_params
-        self.preprocess = preprocess
-        self.server_params = server_params
-        self.model_name = model_name
-        self.keep_model = keep_model
-        self.client = client
+        _store(self, locals())
 
     def _params_object(self, X, y):
-        params = self._svm_params()
+        params = _svm_params(self)
         params["epsilon"] = self.epsilon
         return params
-
-    def fit(self, X, y, progress=None):
-        return self._fit(X, y, progress)
-
-    def predict(self, X):
-        return self._out(self._answer("predict", "predictions", X))
-
-    def score(self, X, y, sample_weight=None):
-        """R² on (X, y), computed by the server."""
-        _no_sample_weight(sample_weight)
-        return self._score_answer(X, y)["r2"]
 
 
 # scikit-learn's eigen_solver names that kmserve spells otherwise.
@@ -568,20 +540,7 @@ class KernelPCA(TransformerMixin, _ServerEstimator):
                  coef0=1, kernel_params=None, alpha=1.0, fit_inverse_transform=False,
                  eigen_solver="auto", preprocess=None, server_params=None, model_name=None,
                  keep_model=False, client=None):
-        self.n_components = n_components
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.kernel_params = kernel_params
-        self.alpha = alpha
-        self.fit_inverse_transform = fit_inverse_transform
-        self.eigen_solver = eigen_solver
-        self.preprocess = preprocess
-        self.server_params = server_params
-        self.model_name = model_name
-        self.keep_model = keep_model
-        self.client = client
+        _store(self, locals())
 
     def _params_object(self, X, y):
         if self.n_components is None:
@@ -638,20 +597,10 @@ class KernelModel(_ServerEstimator):
     def __init__(self, algorithm=None, kernel="rbf", *, gamma=None, degree=None,
                  coef0=None, kernel_params=None, preprocess=None, model_name=None,
                  keep_model=False, client=None, **params):
-        self.algorithm = algorithm
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.kernel_params = kernel_params
-        self.preprocess = preprocess
-        self.model_name = model_name
-        self.keep_model = keep_model
-        self.client = client
-        for key, value in params.items():
-            setattr(self, key, value)
+        _store(self, locals())
 
     server_params = None
+    _sklearn_kernels = False
 
     @property
     def _algorithm(self):
@@ -682,18 +631,6 @@ class KernelModel(_ServerEstimator):
         for key in [k for k in params if "__" not in k and k not in named]:
             setattr(self, key, params.pop(key))
         return super().set_params(**params) if params else self
-
-    def _kernel_object(self, X):
-        if isinstance(self.kernel, dict):
-            obj = dict(self.kernel)
-        else:
-            obj = {"type": self.kernel}
-            for member in ("gamma", "degree", "coef0"):
-                value = self._gamma(X) if member == "gamma" else getattr(self, member)
-                if value is not None:
-                    obj[member] = value
-        obj.update(self.kernel_params or {})
-        return obj
 
     def _params_object(self, X, y):
         return dict(self._extra_params())
