@@ -22,7 +22,10 @@
 # compiler, make, pkg-config and five libraries: libmicrohttpd, cJSON,
 # OpenBLAS, LAPACKE, libcurl for kmctl; and curl for the README's examples);
 # `make test` adds Check, Python 3 with PyYAML (the integration runner reads
-# api/openapi.yaml) and openssl (TLS tests). The reference fixtures in tests/fixtures are
+# api/openapi.yaml) and openssl (TLS tests); the Python client's runner
+# (pyclient.py) also needs numpy and scikit-learn (its references), venv,
+# pip, setuptools and wheel (it installs clients/python into a venv,
+# offline). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
 # for the serving benchmark, R's kernlab for the kernel k-means one. The deploy checks need debootstrap (chroots
@@ -30,7 +33,8 @@
 # docker client here has no compose plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
-DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl
+DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl \
+             python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel
 DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
 DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-kernlab
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
@@ -186,6 +190,9 @@ unit: $(UNIT_BIN)
 # centres against numpy's pivots;
 # gpr.py: Gaussian-process regression's outputs and optimizer against
 # scikit-learn's GaussianProcessRegressor, its refusals and reload;
+# pyclient.py: the Python client (clients/python) pip-installed into a
+# venv, every Client method, and its estimators against scikit-learn's
+# own and in its tools;
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -203,6 +210,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/auto.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/gpr.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/pyclient.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \
