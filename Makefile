@@ -190,6 +190,8 @@ unit: $(UNIT_BIN)
 # centres against numpy's pivots;
 # gpr.py: Gaussian-process regression's outputs and optimizer against
 # scikit-learn's GaussianProcessRegressor, its refusals and reload;
+# kkmeans.py: kernel k-means' fit, cluster ids, inertia and Rand index,
+# its refusals and reload;
 # pyclient.py: the Python client (clients/python) pip-installed into a
 # venv, every Client method, and its estimators against scikit-learn's
 # own and in its tools;
