@@ -27,7 +27,8 @@
     X(KRR, 0, "krr", km_krr_algo)                                            \
     X(SVC, 1, "svc", km_svc_algo)                                            \
     X(SVR, 2, "svr", km_svr_algo)                                            \
-    X(KPCA, 3, "kpca", km_kpca_algo)
+    X(KPCA, 3, "kpca", km_kpca_algo)                                         \
+    X(KLR, 4, "klr", km_klr_algo)
 
 #define KM_KERNEL_MAP(X)                                                     \
     X(LINEAR, 0, "linear", km_kernel_linear)                                 \

@@ -195,6 +195,7 @@ START_TEST(maps_generate_names)
     ck_assert_int_eq(KM_ALGO_SVC, 1);
     ck_assert_int_eq(KM_ALGO_SVR, 2);
     ck_assert_int_eq(KM_ALGO_KPCA, 3);
+    ck_assert_int_eq(KM_ALGO_KLR, 4);
 }
 END_TEST
 
