@@ -22,7 +22,8 @@
 # compiler, make, pkg-config and five libraries: libmicrohttpd, cJSON,
 # OpenBLAS, LAPACKE, libcurl for kmctl; and curl for the README's examples);
 # `make test` adds Check, Python 3 with PyYAML (the integration runner reads
-# api/openapi.yaml) and openssl (TLS tests). The reference fixtures in tests/fixtures are
+# api/openapi.yaml), NumPy (klr.py checks an optimum from its definition)
+# and openssl (TLS tests). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
 # for the serving benchmark. The deploy checks need debootstrap (chroots
@@ -30,7 +31,7 @@
 # docker client here has no compose plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
-DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl
+DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml python3-numpy openssl
 DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
 DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
@@ -181,7 +182,9 @@ unit: $(UNIT_BIN)
 # and brute-force leave-one-out; nystrom.py: krr's nystrom solver
 # against scikit-learn's Nystroem + Ridge, its metadata, its refusals and
 # its admission; rff.py: krr's rff solver against Ridge on core's draws
-# redone in numpy, its model file (format 3) and its refusals; each
+# redone in numpy, its model file (format 3) and its refusals; klr.py:
+# kernel logistic regression's objective and gradient at its optimum,
+# its answers and scores, checked in numpy from its model file; each
 # hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -196,6 +199,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/search.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
 	$(PYTHON) tests/integration/nystrom.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/rff.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/klr.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

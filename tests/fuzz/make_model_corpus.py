@@ -73,6 +73,11 @@ FITS = {
     "kpcainvpre": {"algorithm": "kpca", "X": X,
                    "params": {"n_components": 2, "fit_inverse_transform": True},
                    "preprocess": {"scale": "standardize"}},
+    "klr": {"algorithm": "klr", "X": X, "y": ["a", "a", "b", "b", "a", "b"]},
+    "klrmulti": {"algorithm": "klr", "X": X, "y": [0, 0, 1, 1, 2, 2],
+                 "params": {"lambda": 0.1}},
+    "klrovr": {"algorithm": "klr", "X": X, "y": [0, 0, 1, 1, 2, 2],
+               "params": {"multi_class": "ovr", "fit_intercept": False}},
 }
 
 
