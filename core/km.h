@@ -2,7 +2,8 @@
  * km.h - public interface of libkm, kmserve's numerical library.
  *
  * libkm fits kernel-method models (kernel ridge regression, C-SVC, epsilon-SVR,
- * kernel PCA), predicts with them and reads and writes their binary file
+ * kernel PCA, kernel logistic regression), predicts with them and reads and
+ * writes their binary file
  * format. It is pure: no sockets, no JSON, no printing, no global state.
  *
  * Conventions used throughout:
@@ -547,7 +548,7 @@ km_preprocess_view km_model_preprocess(const km_model *m);
  *            regression (krr, svr); several outputs are averaged
  *            (multioutput='uniform_average')
  *   accuracy, balanced_accuracy, neg_log_loss
- *            classification (svc); neg_log_loss needs probabilities
+ *            classification (svc, klr); neg_log_loss needs probabilities
  *   neg_reconstruction_error
  *            kpca with the inverse map: minus the mean over rows and
  *            features of (x - inverse(project(x)))^2, in input units
@@ -573,7 +574,7 @@ const char *km_scoring_name(km_scoring s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scoring_parse(const char *name, km_scoring *s);
 /* The scoring a search of a uses when none is named: r2 (krr, svr),
- * accuracy (svc), neg_reconstruction_error (kpca); KM_SCORING_COUNT for
+ * accuracy (svc, klr), neg_reconstruction_error (kpca); KM_SCORING_COUNT for
  * an invalid a. */
 km_scoring km_scoring_default(km_algorithm a);
 /* KM_EINVAL naming the scoring when it does not apply to a with params
