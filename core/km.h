@@ -3,7 +3,8 @@
  *
  * libkm fits kernel-method models (kernel ridge regression, C-SVC, epsilon-SVR,
  * kernel PCA, kernel logistic regression), predicts with them and reads and
- * writes their binary file format. It is pure: no sockets, no JSON, no printing, no global state.
+ * writes their binary file format. It is pure: no sockets, no JSON, no
+ * printing, no global state.
  *
  * Conventions used throughout:
  *   - Matrices are dense, row-major doubles: X[i*d + j] is feature j of row i.
