@@ -22,8 +22,9 @@
 # compiler, make, pkg-config and five libraries: libmicrohttpd, cJSON,
 # OpenBLAS, LAPACKE, libcurl for kmctl; and curl for the README's examples);
 # `make test` adds Check, Python 3 with PyYAML (the integration runner reads
-# api/openapi.yaml) and openssl (TLS tests); the Python client's runner
-# (pyclient.py) also needs numpy and scikit-learn (its references), venv,
+# api/openapi.yaml), NumPy (klr.py checks an optimum from its definition)
+# and openssl (TLS tests); the Python client's runner
+# (pyclient.py) also needs scikit-learn (its references), venv,
 # pip, setuptools and wheel (it installs clients/python into a venv,
 # offline). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
@@ -195,6 +196,8 @@ unit: $(UNIT_BIN)
 # pyclient.py: the Python client (clients/python) pip-installed into a
 # venv, every Client method, and its estimators against scikit-learn's
 # own and in its tools;
+# klr.py: kernel logistic regression's objective and gradient at its
+# optimum, its answers and scores, checked in numpy from its model file;
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -213,6 +216,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/gpr.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/pyclient.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/klr.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

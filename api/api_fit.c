@@ -234,6 +234,7 @@ static const fit_algo fit_algos[] = {
     [KM_ALGO_KPCA] = {TARGETS_NONE, 0},
     [KM_ALGO_GPR] = {TARGETS_VALUES, 1},
     [KM_ALGO_KKMEANS] = {TARGETS_NONE, 0},
+    [KM_ALGO_KLR] = {TARGETS_LABELS, 1},
 };
 _Static_assert(sizeof fit_algos / sizeof *fit_algos == KM_ALGO_COUNT,
                "one entry per algorithm");

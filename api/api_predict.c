@@ -105,8 +105,8 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
     size_t nf = km_model_n_features(m), no = km_model_n_outputs(m);
     size_t d = nf, width = no ? no : 1;
     if (answers_of(m) & ANSWERS_CLASSES) {
-        size_t k = km_model_n_labels(m), pairs = k * (k - 1) / 2;
-        width = k > pairs ? k : pairs;
+        size_t k = km_model_n_labels(m), cols = km_model_score_columns(m, NULL);
+        width = k > cols ? k : cols;
     } else if (answers_of(m) & KM_OUT_PROJECTIONS) {
         /* project, or inverse: rows of no in, nf out */
         d = no < nf ? no : nf;
@@ -225,17 +225,20 @@ static km_status named_nomem(km_status st, km_error *kerr, size_t n)
     return st;
 }
 
-/* Classes (svc): labels (in the type they were fitted with), decision
- * values (binary: one per row, positive meaning the second sorted label,
- * as scikit-learn; else k(k-1)/2 per row in LIBSVM's pair order) or
- * probabilities (k per row in sorted-label order), as out says. Numbers
- * that are not finite set *bad and e (422) instead of being written. */
+/* Classes (svc, klr): labels (in the type they were fitted with),
+ * decision values (as many per row as the model's descriptor says:
+ * km_model_score_columns; binary: one per row, positive meaning the
+ * second sorted label, as scikit-learn; svc: else k(k-1)/2 per row in
+ * LIBSVM's pair order; klr: else k, one per class) or probabilities (k
+ * per row in sorted-label order), as out says. Numbers that are not
+ * finite set *bad and e (422) instead of being written. */
 static km_status class_answer(const km_model *m, const double *X, size_t n,
                               const struct output *out, api_text *t,
                               km_error *kerr, api_error *e, int *bad)
 {
-    size_t k = km_model_n_labels(m), pairs = k * (k - 1) / 2;
-    size_t width = out->answer == KM_OUT_PROBABILITIES ? k : pairs;
+    double sign = 1;
+    size_t k = km_model_n_labels(m), cols = km_model_score_columns(m, &sign);
+    size_t width = out->answer == KM_OUT_PROBABILITIES ? k : cols;
     double *v = NULL;
     int *idx = NULL;
     km_status st;
@@ -255,8 +258,8 @@ static km_status class_answer(const km_model *m, const double *X, size_t n,
     } else {
         v = malloc(n * width * sizeof *v);
         st = v ? km_predict(m, out->answer, X, n, v, kerr) : KM_ENOMEM;
-        if (st == KM_OK && width == 1 && out->answer == KM_OUT_SCORES)
-            for (size_t i = 0; i < n; i++)
+        if (st == KM_OK && sign < 0 && out->answer == KM_OUT_SCORES)
+            for (size_t i = 0; i < n * width; i++)
                 v[i] = -v[i]; /* scikit-learn's binary sign */
         if (st == KM_OK && check_finite(v, n, width, "predictions", e))
             *bad = 1;

@@ -51,6 +51,11 @@ static const char *kpca_solver_name(int s)
     return km_kpca_solver_name((km_kpca_solver)s);
 }
 
+static const char *klr_multi_name(int s)
+{
+    return km_klr_multi_name((km_klr_multi)s);
+}
+
 void api_name_list(char *buf, size_t len, const char *(*names)(int),
                    int count)
 {
@@ -253,6 +258,30 @@ static const api_param kkmeans_rows[] = {
     {0},
 };
 
+static const api_param klr_rows[] = {
+    {.key = "lambda", .type = API_NUMBER, FIELD(km_klr_params, lambda),
+     POSITIVE, .doc = "weight of the RKHS norm's penalty (lambda/2) |f|^2; "
+                      "scikit-learn's C is 1/lambda"},
+    {.key = "tol", .type = API_NUMBER, FIELD(km_klr_params, tol), POSITIVE,
+     .doc = "stop when the 2-norm of the objective's gradient is at most "
+            "this"},
+    {.key = "max_iter", .type = API_INTEGER, FIELD(km_klr_params, max_iter),
+     .range = API_RANGE_CORE, .min = 1, .max = KM_KLR_MAX_ITER,
+     .doc = "most Newton iterations (multinomial: sweeps over the classes)"},
+    {.key = "fit_intercept", .type = API_BOOL,
+     FIELD(km_klr_params, fit_intercept),
+     .doc = "learn an unpenalised intercept per function"},
+    {.key = "multi_class", .type = API_ENUM,
+     FIELD(km_klr_params, multi_class), .names = klr_multi_name,
+     .count = KM_KLR_MULTI_COUNT,
+     .doc = "more than two classes: multinomial (softmax loss) or ovr (one "
+            "binary problem per class); two classes always fit one binary "
+            "function"},
+    {0},
+};
+_Static_assert(sizeof(km_klr_multi) == sizeof(int),
+               "API_ENUM fields are int-sized");
+
 static void krr_defaults(void *p)
 {
     *(km_krr_params *)p = km_krr_params_default();
@@ -278,6 +307,11 @@ static void kkmeans_defaults(void *p)
     *(km_kkmeans_params *)p = km_kkmeans_params_default();
 }
 
+static void klr_defaults(void *p)
+{
+    *(km_klr_params *)p = km_klr_params_default();
+}
+
 static const api_schema params_schemas[] = {
     [KM_ALGO_KRR] = {krr_rows, sizeof(km_krr_params), krr_defaults},
     [KM_ALGO_SVC] = {svc_rows, sizeof(km_svm_params), svm_defaults},
@@ -286,6 +320,7 @@ static const api_schema params_schemas[] = {
     [KM_ALGO_GPR] = {gpr_rows, sizeof(km_gpr_params), gpr_defaults},
     [KM_ALGO_KKMEANS] = {kkmeans_rows, sizeof(km_kkmeans_params),
                          kkmeans_defaults},
+    [KM_ALGO_KLR] = {klr_rows, sizeof(km_klr_params), klr_defaults},
 };
 _Static_assert(sizeof params_schemas / sizeof *params_schemas ==
                KM_ALGO_COUNT, "one params schema per algorithm");

@@ -105,7 +105,8 @@ static const struct opt {
     {"alpha", "X", F_FITS, O_PARAM_NUM, 0, "alpha",
      "krr: ridge alpha; kpca: alpha of the inverse map"},
     {"epsilon", "X", F_FITS, O_PARAM_NUM, 0, "epsilon", "svr: epsilon"},
-    {"tol", "X", F_FITS, O_PARAM_NUM, 0, "tol", "svc, svr: stopping tolerance"},
+    {"tol", "X", F_FITS, O_PARAM_NUM, 0, "tol",
+     "svc, svr, klr: stopping tolerance"},
     {"n-components", "N", F_FITS, O_PARAM_NUM, 0, "n_components",
      "kpca: number of components (required for kpca)"},
     {"probability", NULL, F_FITS, O_PARAM_TRUE, 0, "probability",
@@ -127,7 +128,7 @@ static const struct opt {
      "run as a job with progress even when small (fits of more than 20000 "
      "values always do)"},
     {"output", "KIND", F_PREDICT, O_STR, A(output), NULL,
-     "label (default), decision_function or probability (svc); mean "
+     "label (default), decision_function or probability (svc, klr); mean "
      "(default), std or var (gpr)"},
     {"inverse", NULL, F_PROJECT, O_FLAG, A(inverse), NULL,
      "map projections (the CSV's columns) back to input space"},
@@ -982,8 +983,11 @@ out:
 static void print_header(const cJSON *meta, const char *output, const cJSON *row)
 {
     const cJSON *classes = cJSON_GetObjectItemCaseSensitive(meta, "classes");
+    const cJSON *algo = cJSON_GetObjectItemCaseSensitive(meta, "algorithm");
     int k = cJSON_GetArraySize(classes);
     int width = cJSON_IsArray(row) ? cJSON_GetArraySize(row) : 1;
+    /* svc's decision values are one-vs-one pairs; klr's one per class */
+    int pairs = cJSON_IsString(algo) && !strcmp(algo->valuestring, "svc");
     char name[512];
 
     for (int col = 0; col < width; col++) {
@@ -993,6 +997,10 @@ static void print_header(const cJSON *meta, const char *output, const cJSON *row
         if (!strcmp(output, "probability") && width == k) {
             ci = cJSON_GetArrayItem(classes, col);
             snprintf(name, sizeof name, "p_");
+        } else if (!strcmp(output, "decision_function") && k > 2 &&
+                   !pairs && width == k) {
+            ci = cJSON_GetArrayItem(classes, col);
+            snprintf(name, sizeof name, "f_");
         } else if (!strcmp(output, "decision_function") && k > 2 &&
                    width == k * (k - 1) / 2) {
             for (int i = 0, n = 0; i < k && !cj; i++) /* pairs (i, j), i < j */

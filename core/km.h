@@ -2,8 +2,9 @@
  * km.h - public interface of libkm, kmserve's numerical library.
  *
  * libkm fits kernel-method models (kernel ridge regression, C-SVC, epsilon-SVR,
- * kernel PCA), predicts with them and reads and writes their binary file
- * format. It is pure: no sockets, no JSON, no printing, no global state.
+ * kernel PCA, kernel logistic regression), predicts with them and reads and
+ * writes their binary file format. It is pure: no sockets, no JSON, no
+ * printing, no global state.
  *
  * Conventions used throughout:
  *   - Matrices are dense, row-major doubles: X[i*d + j] is feature j of row i.
@@ -276,7 +277,7 @@ _Static_assert((0 KM_ALGO_MAP(KM_MAP_ONE)) == KM_ALGO_COUNT,
 unsigned km_algorithm_outputs(km_algorithm a);
 
 
-/* "krr", "svc", "svr", "kpca"; NULL if invalid. */
+/* "krr", "svc", "svr", "kpca", "klr"; NULL if invalid. */
 const char *km_algorithm_name(km_algorithm a);
 /* Returns 0 and sets *a on success, -1 if unknown. */
 int km_algorithm_parse(const char *name, km_algorithm *a);
@@ -297,6 +298,15 @@ typedef struct km_model km_model;
  * its fit did not prepare (an svc fitted without probability, a kpca
  * without the inverse map). */
 unsigned km_model_outputs(const km_model *m);
+/* Decision values per row of m's KM_OUT_SCORES answer (svc: k(k-1)/2
+ * one-vs-one pairs; klr: 1 for two classes, else k; svr: 1), and in
+ * *sign (may be NULL) the factor that gives scikit-learn's sign
+ * convention (-1 for a binary svc, whose LIBSVM value is positive for
+ * the first class; else 1). 0 when m answers no scores. */
+size_t km_model_score_columns(const km_model *m, double *sign);
+/* A classifier's class count: its labels' once set, before that (inside
+ * a fit) what its payload holds; 0 for a model of no classes. */
+size_t km_model_n_classes(const km_model *m);
 km_status km_predict(const km_model *m, unsigned answer, const double *X,
                      size_t n, double *out, km_error *err) KM_MUST_CHECK;
 km_status km_predict_labels(const km_model *m, const double *X, size_t n,
@@ -311,6 +321,7 @@ km_status km_predict_labels(const km_model *m, const double *X, size_t n,
  *   kpca  X only
  *   gpr   y: n targets, m = 1
  *   kkmeans  X only
+ *   klr   labels: n class indices in [0, n_classes)
  */
 typedef struct km_problem {
     const double *X;
@@ -450,7 +461,10 @@ km_status km_model_load_file(void *file /* FILE* */, size_t max_bytes,
  *   n_features      1 .. KM_MODEL_MAX_FEATURES
  *   n_samples       1 .. KM_MODEL_MAX_SAMPLES (support indices are int32)
  *   n_outputs       krr 1 .. KM_MODEL_MAX_OUTPUTS; svc, svr 1;
- *                   kpca 1 .. n_samples - 1; gpr 1; kkmeans 1
+ *                   kpca 1 .. n_samples - 1; gpr 1; kkmeans 1;
+ *                   klr 1 (two classes) or
+ *                   the class count, at most min(n_samples,
+ *                   KM_MODEL_MAX_CLASSES)
  *   svc classes     2 .. min(n_samples, KM_MODEL_MAX_CLASSES), with
  *                   exactly one label per class, labels distinct and
  *                   sorted (numbers ascending, strings by byte order)
@@ -560,7 +574,7 @@ km_preprocess_view km_model_preprocess(const km_model *m);
  *            regression (krr, svr); several outputs are averaged
  *            (multioutput='uniform_average')
  *   accuracy, balanced_accuracy, neg_log_loss
- *            classification (svc); neg_log_loss needs probabilities
+ *            classification (svc, klr); neg_log_loss needs probabilities
  *   neg_reconstruction_error
  *            kpca with the inverse map: minus the mean over rows and
  *            features of (x - inverse(project(x)))^2, in input units
@@ -586,7 +600,7 @@ const char *km_scoring_name(km_scoring s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scoring_parse(const char *name, km_scoring *s);
 /* The scoring a search of a uses when none is named: r2 (krr, svr),
- * accuracy (svc), neg_reconstruction_error (kpca); KM_SCORING_COUNT for
+ * accuracy (svc, klr), neg_reconstruction_error (kpca); KM_SCORING_COUNT for
  * an invalid a. */
 km_scoring km_scoring_default(km_algorithm a);
 /* KM_EINVAL naming the scoring when it does not apply to a with params
@@ -1299,6 +1313,7 @@ km_status km_gpr_log_marginal_likelihood(const km_kernel *k,
                                          km_error *err) KM_MUST_CHECK;
 /* Bytes a fit of this size needs at its peak (for admission control). */
 size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p);
+
 /* ---------------------------------------------------------------- kernel k-means */
 
 /*
@@ -1403,6 +1418,84 @@ size_t km_kkmeans_fit_bytes(size_t n, size_t d, const km_kkmeans_params *p);
  * KM_EINVAL for a negative label. */
 km_status km_score_adjusted_rand(const int *a, const int *b, size_t n,
                                  double *out, km_error *err) KM_MUST_CHECK;
+
+/* ---------------------------------------------------------------- KLR */
+
+/*
+ * Kernel logistic regression (km_klr.c says how it is solved): minimise
+ *     sum_i loss_i + (lambda / 2) sum_c |f_c|_H^2,
+ *     f_c(x) = sum_j a_jc k(x_j, x) + b_c,
+ * b_c an unpenalised intercept (fit_intercept; else 0). Two classes: one
+ * function, loss log(1 + exp(-y f)) with y = +1 for the second class
+ * (whatever multi_class says, as scikit-learn's multi_class="auto");
+ * more: multinomial (softmax loss over k functions) or ovr (k binary
+ * problems, class c against the rest). With the linear kernel it is
+ * scikit-learn's LogisticRegression(C = 1/lambda) with w_c = X^T a_c.
+ */
+typedef enum km_klr_multi {
+    KM_KLR_MULTINOMIAL = 0,
+    KM_KLR_OVR = 1,
+    KM_KLR_MULTI_COUNT
+} km_klr_multi;
+
+#define KM_KLR_MAX_ITER 100000
+
+typedef struct km_klr_params {
+    double lambda;       /* > 0, default 1 (scikit-learn's C = 1/lambda) */
+    double tol;          /* > 0, default 1e-8: stop when the gradient's
+                            2-norm is at most this */
+    size_t max_iter;     /* 1 .. KM_KLR_MAX_ITER, default 100: Newton
+                            iterations (multinomial: sweeps over the
+                            classes, one Newton step each) */
+    int fit_intercept;   /* default 1 */
+    km_klr_multi multi_class; /* more than two classes; default
+                                 MULTINOMIAL */
+} km_klr_params;
+
+km_klr_params km_klr_params_default(void);
+/* KM_EINVAL naming the field: params.lambda or params.tol not a finite
+ * number > 0, params.max_iter outside [1, KM_KLR_MAX_ITER],
+ * params.fit_intercept not 0 or 1, params.multi_class unknown;
+ * KM_EPROBLEM for one class (422 in the API). */
+km_status km_klr_check(const km_klr_params *p, size_t n_classes,
+                       km_error *err) KM_MUST_CHECK;
+/* "multinomial", "ovr"; NULL if invalid. */
+const char *km_klr_multi_name(km_klr_multi m);
+
+/*
+ * y: n class indices in [0, n_classes), every class present (KM_EPROBLEM
+ * otherwise). Borrows all inputs; caller owns *out. n_outputs of the
+ * model: 1 for two classes, else n_classes (the functions). Params
+ * figures: "lambda", "tol", "max_iter", "fit_intercept" (boolean),
+ * "multi_class" (integer: KM_KLR_*). Training figures: "seconds",
+ * "iterations" (Newton iterations or multinomial sweeps), "gradient_norm"
+ * (2-norm of the objective's gradient in the coefficients and
+ * intercepts where it stopped: at most tol unless max_iter or rounding
+ * stopped it first), "objective" (its value there). KM_ENOTPD when the
+ * kernel is not positive semi-definite enough for the Newton system's
+ * Cholesky; KM_ECANCELLED when ctl asks (between panels of each
+ * factorisation).
+ */
+km_status km_klr_fit(const km_kernel *k, const km_klr_params *p,
+                     const double *X, size_t n, size_t d, const int *y,
+                     size_t n_classes, const km_fit_control *ctl,
+                     km_model **out, km_error *err) KM_MUST_CHECK;
+/* Class indices (labels[n]): the argmax of km_klr_probability's row, the
+ * first on ties. KM_ECONFLICT if not klr. */
+km_status km_klr_predict(const km_model *m, const double *X, size_t n,
+                         int *labels, km_error *err) KM_MUST_CHECK;
+/* Decision values f_c(x): n rows of n_outputs values (two classes: one,
+ * positive for the second class, as scikit-learn's). */
+km_status km_klr_decision(const km_model *m, const double *X, size_t n,
+                          double *out, km_error *err) KM_MUST_CHECK;
+/* n rows of k class probabilities, each row summing to 1: sigmoid (two
+ * classes), softmax (multinomial), normalised sigmoids (ovr). */
+km_status km_klr_probability(const km_model *m, const double *X, size_t n,
+                             double *out, km_error *err) KM_MUST_CHECK;
+/* Bytes a fit of this size needs at its peak (for admission control):
+ * one n x n matrix plus O(n (d + k)). */
+size_t km_klr_fit_bytes(size_t n, size_t d, size_t n_classes,
+                        const km_klr_params *p);
 
 #ifdef __cplusplus
 }

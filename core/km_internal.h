@@ -232,6 +232,8 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   it was fitted (svc: probabilities only with
  *                   probability; kpca: inverse only with the inverse map);
  *                   NULL: outputs
+ *   params_outputs  the same from the parameters alone, before a fit (a
+ *                   search's or a scoring's check); NULL: outputs
  *   params_size     sizeof its parameter struct (km_krr_params, ...)
  *   params_default  fills one with the defaults
  *   check           the parameters against a problem (sizes, classes),
@@ -249,6 +251,14 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   the whole batch)
  *   classes         1 if its models hold class labels (at most one per
  *                   training row and KM_MODEL_MAX_CLASSES)
+ *   n_classes       a classifier's class count from its payload (what a
+ *                   fit knows before the labels are set)
+ *   score_columns   decision values per row of a model's KM_OUT_SCORES
+ *                   answer (svc: k(k-1)/2 pairs; klr: 1 binary, else k);
+ *                   NULL: n_outputs
+ *   scores_first    1 when a binary model's one decision value is positive
+ *                   for the first class (svc: LIBSVM's convention), which
+ *                   scikit-learn's decision_function negates
  *   max_outputs     the largest n_outputs a model file may give
  *   payload_range   the bytes its payload takes in a file of this format
  *                   version whose header gives these sizes, [*lo, *hi]
@@ -268,6 +278,7 @@ typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
 typedef struct km_algo {
     unsigned outputs;
     unsigned (*model_outputs)(const km_model *m);
+    unsigned (*params_outputs)(const void *params);
     size_t params_size;
     void (*params_default)(void *params);
     km_status (*check)(const void *params, const km_problem *pb,
@@ -282,6 +293,9 @@ typedef struct km_algo {
     km_status (*labels)(const km_model *m, const double *X, size_t n,
                         int *out, km_error *err);
     int classes; /* models hold classes: labels, one per class */
+    size_t (*n_classes)(const km_model *m);
+    size_t (*score_columns)(const km_model *m);
+    int scores_first;
     uint64_t (*max_outputs)(uint64_t n_samples);
     void (*payload_range)(uint32_t format, uint64_t n_samples,
                           uint64_t n_features, uint64_t n_outputs,

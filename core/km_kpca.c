@@ -1271,9 +1271,19 @@ static unsigned model_outputs(const km_model *m)
     return KM_OUT_PROJECTIONS | (km_kpca_has_inverse(m) ? KM_OUT_INVERSE : 0);
 }
 
+/* The inverse map only with fit_inverse_transform. */
+static unsigned params_outputs(const void *params)
+{
+    return KM_OUT_PROJECTIONS |
+           (((const km_kpca_params *)params)->fit_inverse_transform
+                ? KM_OUT_INVERSE
+                : 0);
+}
+
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
     .model_outputs = model_outputs,
+    .params_outputs = params_outputs,
     .params_size = sizeof(km_kpca_params),
     .params_default = params_default,
     .check = check,

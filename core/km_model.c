@@ -175,6 +175,26 @@ unsigned km_model_outputs(const km_model *m)
     return !al ? 0 : al->model_outputs ? al->model_outputs(m) : al->outputs;
 }
 
+size_t km_model_score_columns(const km_model *m, double *sign)
+{
+    const km_algo *al = km_algo_of(m->algo);
+    size_t cols = !al || !al->scores ? 0
+                  : al->score_columns ? al->score_columns(m)
+                                      : m->n_outputs;
+    if (sign)
+        *sign = al && al->scores_first && cols == 1 ? -1.0 : 1.0;
+    return cols;
+}
+
+size_t km_model_n_classes(const km_model *m)
+{
+    const km_algo *al = km_algo_of(m->algo);
+    if (!al || !al->classes)
+        return 0;
+    size_t k = km_model_n_labels(m);
+    return k ? k : al->n_classes ? al->n_classes(m) : 0;
+}
+
 km_status km_predict(const km_model *m, unsigned answer, const double *X,
                      size_t n, double *out, km_error *err)
 {

@@ -75,22 +75,17 @@ km_scoring km_scoring_default(km_algorithm a)
                                       : KM_SCORING_COUNT;
 }
 
-/* The answers a model of a fitted with params can give: the fit
- * parameter behind each answer only some fits prepare is the one of the
- * algorithms that offer it (probabilities: km_svm_params.probability;
- * the inverse map: km_kpca_params.fit_inverse_transform). */
+/* The answers a model of a fitted with params can give: its
+ * descriptor's params_outputs (svc without params.probability gives no
+ * probabilities, kpca without params.fit_inverse_transform no inverse
+ * map), else all its algorithm's. */
 static unsigned params_outputs(km_algorithm a, const void *params)
 {
-    unsigned out = km_algorithm_outputs(a);
-    if (!params)
-        return out;
-    if ((out & KM_OUT_PROBABILITIES) &&
-        !((const km_svm_params *)params)->probability)
-        out &= ~KM_OUT_PROBABILITIES;
-    if ((out & KM_OUT_INVERSE) &&
-        !((const km_kpca_params *)params)->fit_inverse_transform)
-        out &= ~KM_OUT_INVERSE;
-    return out;
+    const km_algo *al = km_algo_of(a);
+    if (!al)
+        return 0;
+    return params && al->params_outputs ? al->params_outputs(params)
+                                        : al->outputs;
 }
 
 /* "krr, svr": the algorithms that answer all of mask. */
@@ -408,14 +403,6 @@ km_status km_score_answers(km_scoring s, const km_answers *a, double *out,
 
 /* ------------------------------------------------------------ models */
 
-/* Classes of a classifier: its labels once they are set, before that
- * (inside a fit) the class count its payload holds. */
-static size_t model_classes(const km_model *m)
-{
-    size_t k = km_model_n_labels(m);
-    return k ? k : km_svc_n_classes(m);
-}
-
 static km_status oom(km_error *err, size_t n)
 {
     return km_error_set(err, KM_ENOMEM, "out of memory to score %zu rows",
@@ -449,7 +436,7 @@ static km_status score_classes(const km_model *m, km_scoring s,
                                const km_problem *pb, double *out,
                                km_error *err)
 {
-    size_t n = pb->n, k = model_classes(m);
+    size_t n = pb->n, k = km_model_n_classes(m);
     if (!pb->labels)
         return km_error_set(err, KM_EINVAL, "y (class indices) is required "
                             "to score a %s model",

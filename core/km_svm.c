@@ -1295,6 +1295,21 @@ static unsigned svc_model_outputs(const km_model *m)
            (km_svc_has_probability(m) ? KM_OUT_PROBABILITIES : 0);
 }
 
+/* Probabilities only with probability. */
+static unsigned svc_params_outputs(const void *params)
+{
+    return KM_OUT_LABELS | KM_OUT_SCORES |
+           (((const km_svm_params *)params)->probability
+                ? KM_OUT_PROBABILITIES
+                : 0);
+}
+
+/* One-vs-one: a decision value per pair of classes. */
+static size_t svc_score_columns(const km_model *m)
+{
+    return n_pairs(km_svc_n_classes(m));
+}
+
 /* A search's fold fits: Platt scaling's internal 5-fold cross-validation
  * only for a scoring that reads probabilities (neg_log_loss). */
 static void svc_cv_params(void *params, km_scoring s)
@@ -1307,6 +1322,7 @@ static void svc_cv_params(void *params, km_scoring s)
 const km_algo km_svc_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
     .model_outputs = svc_model_outputs,
+    .params_outputs = svc_params_outputs,
     .params_size = sizeof(km_svm_params),
     .params_default = params_default,
     .check = svc_check,
@@ -1317,6 +1333,9 @@ const km_algo km_svc_algo = {
     .scores = km_svc_decision,
     .probabilities = km_svc_probability,
     .classes = 1,
+    .n_classes = km_svc_n_classes,
+    .score_columns = svc_score_columns,
+    .scores_first = 1,
     .max_outputs = one_output,
     .payload_range = svc_payload_range,
     .free_payload = payload_free,

@@ -150,7 +150,7 @@ static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
                      api_error *e)
 {
     static const char *const y[] = {"[0,1,1,0]", "[0,1,0,1]", "[0,1,2,3]",
-                                    NULL, "[0,1,2,3]", NULL};
+                                    NULL, "[0,1,2,3]", NULL, "[0,1,0,1]"};
     char json[512];
     /* rff needs a shift-invariant kernel */
     snprintf(json, sizeof json, "{\"algorithm\":\"%s\",\"kernel\":{\"type\":"
@@ -418,7 +418,7 @@ START_TEST(name_lists_come_from_core)
 {
     char buf[128];
     api_name_list(buf, sizeof buf, api_algorithm_name, KM_ALGO_COUNT);
-    ck_assert_str_eq(buf, "krr, svc, svr, kpca, gpr, kkmeans");
+    ck_assert_str_eq(buf, "krr, svc, svr, kpca, gpr, kkmeans, klr");
     api_name_list(buf, sizeof buf, api_kernel_type_name, KM_KERNEL_TYPE_COUNT);
     ck_assert_str_eq(buf, "linear, polynomial, rbf, laplacian, sigmoid, sum, "
                           "product, laplacian_l2, exponential, normalized");

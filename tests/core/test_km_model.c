@@ -201,6 +201,7 @@ START_TEST(maps_generate_names)
     ck_assert_int_eq(KM_ALGO_KPCA, 3);
     ck_assert_int_eq(KM_ALGO_GPR, GPR_ID);
     ck_assert_int_eq(KM_ALGO_KKMEANS, 5);
+    ck_assert_int_eq(KM_ALGO_KLR, 6);
 }
 END_TEST
 

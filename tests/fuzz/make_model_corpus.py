@@ -84,6 +84,11 @@ FITS = {
     "kkmeanspre": {"algorithm": "kkmeans", "X": X,
                    "params": {"n_clusters": 2, "n_init": 1},
                    "preprocess": {"scale": "minmax"}},
+    "klr": {"algorithm": "klr", "X": X, "y": ["a", "a", "b", "b", "a", "b"]},
+    "klrmulti": {"algorithm": "klr", "X": X, "y": [0, 0, 1, 1, 2, 2],
+                 "params": {"lambda": 0.1}},
+    "klrovr": {"algorithm": "klr", "X": X, "y": [0, 0, 1, 1, 2, 2],
+               "params": {"multi_class": "ovr", "fit_intercept": False}},
 }
 
 

@@ -235,6 +235,32 @@ def scenario_svc_strings(d, tmp):
           "multi-class decision_function: a column per pair", h)
 
 
+def scenario_klr(d, tmp):
+    """klr through --param: three classes, decision values one column per
+    class (not per pair, although 3 classes have 3 pairs), probabilities."""
+    X, _ = synthetic(90, 2, 13)
+    names = ["a", "b", "c"]
+    rows = [[f"{r[0] + 3 * (i % 3):.5f}", f"{r[1]:.5f}", names[i % 3]]
+            for i, r in enumerate(X)]
+    path = write_csv(os.path.join(tmp, "klr.csv"), ["x1", "x2", "y"], rows)
+    p = kmctl(d, "fit", "klr3", path, "--algorithm", "klr", "--kernel", "rbf",
+              "--param", "lambda=0.1", "--param", "multi_class=ovr")
+    m = d.req("GET", "/v1/models/klr3").json() or {}
+    check(p.returncode == 0 and m.get("algorithm") == "klr" and
+          m.get("params", {}).get("lambda") == 0.1 and
+          m["params"].get("multi_class") == "ovr",
+          "fit klr with --param lambda and multi_class", (p, m.get("params")))
+    feats = [[float(r[0]), float(r[1])] for r in rows]
+    for output, header in (("decision_function", ["f_a", "f_b", "f_c"]),
+                           ("probability", ["p_a", "p_b", "p_c"])):
+        want = d.req("POST", "/v1/models/klr3/predict",
+                     {"X": feats, "output": output}).json()["predictions"]
+        p = kmctl(d, "predict", "klr3", path, "--output", output)
+        h, out = read_out(p.stdout)
+        check(p.returncode == 0 and h == header and same_rows(out, want),
+              f"predict klr --output {output}: a column per class", h)
+
+
 def scenario_crud(d, tmp):
     p = kmctl(d, "models")
     lines = p.stdout.splitlines()
@@ -613,6 +639,7 @@ def main():
             scenario_krr(d, tmp)
             scenario_svc_cancer(d, tmp)
             scenario_svc_strings(d, tmp)
+            scenario_klr(d, tmp)
             scenario_crud(d, tmp)
             scenario_errors(d, tmp)
             scenario_preprocess(d, tmp)
