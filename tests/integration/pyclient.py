@@ -275,7 +275,9 @@ def scenario_jobs(km, c, X, y):
 
     def on_progress(j):
         seen.append((j.status, j.progress))
-        if j.status == "running" and 0 < j.progress < 1 and len(seen) >= 3:
+        # at the first sight of a running fit: waiting for more polls lets a
+        # loaded machine finish the fit first
+        if j.status == "running" and 0 < j.progress < 1:
             j.cancel()
 
     try:
