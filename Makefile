@@ -26,7 +26,9 @@
 # and openssl (TLS tests); the Python client's runner
 # (pyclient.py) also needs scikit-learn (its references), venv,
 # pip, setuptools and wheel (it installs clients/python into a venv,
-# offline). The reference fixtures in tests/fixtures are
+# offline); the web console's runner (console.py) drives Debian's headless
+# Chromium with Selenium (chromium, chromium-driver, python3-selenium:
+# about 350 MB installed). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
 # for the serving benchmark, R's kernlab for the kernel k-means one. The deploy checks need debootstrap (chroots
@@ -35,7 +37,8 @@
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
 DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl \
-             python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel
+             python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel \
+             chromium chromium-driver python3-selenium
 DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
 DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-kernlab
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
@@ -91,7 +94,12 @@ CTL_OBJ := $(CTL_SRC:%.c=$(B)/%.o)
 CTL_LIBS = $(shell pkg-config --libs libcjson libcurl 2>/dev/null)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 API_OBJ := $(API_SRC:%.c=$(B)/%.o)
-SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o)
+# The web console and the API spec are built into kmserve
+# (server/srv_assets.h): server/console/embed.sh writes their bytes as a C
+# source with od and sed, so the build needs nothing beyond a base system.
+ASSETS := server/console/index.html server/console/console.css \
+          server/console/console.js api/openapi.yaml
+SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o) $(B)/gen/srv_assets.o
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
@@ -134,6 +142,15 @@ $(B)/%.o: %.c
 # "very cheap" cost model, which refuses loops with an unknown trip count.
 # -fopenmp-simd honours `omp simd` (vectorised reductions) without OpenMP.
 $(B)/core/km_vmath.o: CFLAGS += $(if $(filter clang,$(CC)),,-fvect-cost-model=dynamic) -fopenmp-simd
+
+$(B)/gen/srv_assets.c: server/console/embed.sh $(ASSETS)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  EMBED   $@")
+	$(Q)sh server/console/embed.sh $(ASSETS) > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/srv_assets.o: $(B)/gen/srv_assets.c server/srv_assets.h
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -Iserver -c $< -o $@
 
 $(B)/libkm.a: $(CORE_OBJ)
 	$(Q)ar rcs $@ $^
@@ -198,6 +215,10 @@ unit: $(UNIT_BIN)
 # own and in its tools;
 # klr.py: kernel logistic regression's objective and gradient at its
 # optimum, its answers and scores, checked in numpy from its model file;
+# console.py: the web console (GET /) in headless Chromium against the
+# daemon: models, predict equal to the API's, a job's progress bar, the
+# API reference against the spec, tokens, HTML labels shown as text, no
+# request leaving 127.0.0.1; screenshots in $(B)/console/;
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -217,6 +238,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/pyclient.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/klr.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/console.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

@@ -356,11 +356,12 @@ static void request_free(srv_request *rq)
 static enum MHD_Result send_reply(srv_request *rq, srv_reply *rp)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(
-        rp->len, rp->body ? rp->body : (void *)"", rp->body
-                                                     ? MHD_RESPMEM_MUST_FREE
-                                                     : MHD_RESPMEM_PERSISTENT);
+        rp->len, rp->body ? rp->body : (void *)"",
+        rp->body && !rp->persistent ? MHD_RESPMEM_MUST_FREE
+                                    : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
-        free(rp->body);
+        if (!rp->persistent)
+            free(rp->body);
         return MHD_NO;
     }
     rp->body = NULL; /* owned by the response now */
@@ -377,6 +378,11 @@ static enum MHD_Result send_reply(srv_request *rq, srv_reply *rp)
         MHD_add_response_header(resp, "WWW-Authenticate", rp->www_authenticate);
     if (rp->close)
         MHD_add_response_header(resp, "Connection", "close");
+    if (rp->csp) {
+        MHD_add_response_header(resp, "Content-Security-Policy", rp->csp);
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    }
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)rp->status,
                                            resp);
     MHD_destroy_response(resp);

@@ -15,7 +15,7 @@
 
 #include "../core/km.h"
 
-#define SRV_MAX_ROUTES 16
+#define SRV_MAX_ROUTES 32
 
 typedef struct srv_metrics srv_metrics;
 

@@ -26,13 +26,17 @@ struct MHD_Connection;
 
 typedef struct srv_reply {
     int status;               /* 0: no reply yet (request parked) */
-    char *body;               /* malloc'd; freed by the HTTP layer */
+    char *body;               /* malloc'd; freed by the HTTP layer, unless
+                                 persistent */
     size_t len;
     const char *content_type;
     char location[160];
     char allow[64];
     char www_authenticate[64];
     int close;                /* answer with Connection: close */
+    int persistent;           /* body is static (a console file): not freed */
+    const char *csp;          /* Content-Security-Policy (console files);
+                                 adds nosniff and no-referrer */
 } srv_reply;
 
 typedef struct srv_request srv_request;

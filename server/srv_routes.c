@@ -23,6 +23,7 @@
 #include "../api/api_model.h"
 #include "../api/api_predict.h"
 #include "../api/api_score.h"
+#include "srv_assets.h"
 #include "srv_routes.h"
 
 static void h_livez(srv_request *rq, srv_reply *rp);
@@ -39,16 +40,20 @@ static void h_score(srv_request *rq, srv_reply *rp);
 static void h_jobs(srv_request *rq, srv_reply *rp);
 static void h_job_get(srv_request *rq, srv_reply *rp);
 static void h_job_delete(srv_request *rq, srv_reply *rp);
+static void h_asset(srv_request *rq, srv_reply *rp);
 
 enum {
     R_LIVEZ, R_READYZ, R_HEALTHZ, R_METRICS, R_V1, R_MODELS, R_MODEL,
-    R_FIT, R_PREDICT, R_PROJECT, R_SCORE, R_JOBS, R_JOB, R_COUNT
+    R_FIT, R_PREDICT, R_PROJECT, R_SCORE, R_JOBS, R_JOB,
+    R_CONSOLE, R_CONSOLE_CSS, R_CONSOLE_JS, R_OPENAPI, R_COUNT
 };
 
 #define OPEN SRV_SCOPE_OPEN
 #define READ SRV_SCOPE_READ
 #define ADMIN SRV_SCOPE_ADMIN
-/* /metrics is READ here; it is open unless --protect-metrics (srv_http). */
+/* /metrics is READ here; it is open unless --protect-metrics (srv_http).
+ * The console's files and the spec are open: static, they hold no data
+ * (the console's calls to /v1 carry the token). */
 static const srv_route routes[R_COUNT] = {
     [R_LIVEZ] = {"/livez", h_livez, NULL, NULL, 0, OPEN, OPEN, OPEN},
     [R_READYZ] = {"/readyz", h_readyz, NULL, NULL, 0, OPEN, OPEN, OPEN},
@@ -69,6 +74,12 @@ static const srv_route routes[R_COUNT] = {
     [R_JOBS] = {"/v1/jobs", h_jobs, NULL, NULL, 0, ADMIN, OPEN, OPEN},
     [R_JOB] = {"/v1/jobs/{id}", h_job_get, NULL, h_job_delete, 0, ADMIN,
                OPEN, ADMIN},
+    [R_CONSOLE] = {"/", h_asset, NULL, NULL, 0, OPEN, OPEN, OPEN},
+    [R_CONSOLE_CSS] = {"/console.css", h_asset, NULL, NULL, 0, OPEN, OPEN,
+                       OPEN},
+    [R_CONSOLE_JS] = {"/console.js", h_asset, NULL, NULL, 0, OPEN, OPEN,
+                      OPEN},
+    [R_OPENAPI] = {"/openapi.yaml", h_asset, NULL, NULL, 0, OPEN, OPEN, OPEN},
 };
 #undef OPEN
 #undef READ
@@ -504,4 +515,46 @@ static void h_job_delete(srv_request *rq, srv_reply *rp)
         srv_reply_fail(rp, API_CONFLICT, "job %s has already finished",
                        srv_job_id(job));
     srv_job_release(job);
+}
+
+/* ------------------------------------------------------------- console */
+
+/* The console's own files only, no inline script or style, calls to this
+ * server only, nothing framed, no form posted anywhere; images may be
+ * data: URIs (the page's icon), which run nothing. */
+static const char console_csp[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'";
+
+static const struct console_file {
+    size_t route;
+    const char *file, *type;
+} console_files[] = {
+    {R_CONSOLE, "index.html", "text/html; charset=utf-8"},
+    {R_CONSOLE_CSS, "console.css", "text/css; charset=utf-8"},
+    {R_CONSOLE_JS, "console.js", "text/javascript; charset=utf-8"},
+    {R_OPENAPI, "openapi.yaml", "application/yaml; charset=utf-8"},
+};
+
+/* A file built into the binary (srv_assets.h), served as it is. */
+static void h_asset(srv_request *rq, srv_reply *rp)
+{
+    for (size_t i = 0; i < sizeof console_files / sizeof *console_files; i++) {
+        const struct console_file *f = &console_files[i];
+        if (f->route != rq->route)
+            continue;
+        for (const srv_asset *a = srv_assets; a->name; a++)
+            if (!strcmp(a->name, f->file)) {
+                rp->status = 200;
+                rp->body = (char *)a->data;
+                rp->len = a->len;
+                rp->persistent = 1;
+                rp->content_type = f->type;
+                rp->csp = console_csp;
+                return;
+            }
+    }
+    srv_reply_fail(rp, API_INTERNAL, "%s is not built into this server",
+                   rq->path);
 }
