@@ -643,9 +643,8 @@ void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx)
     qsort(idx, m, sizeof *idx, cmp_size);
 }
 
-/* T := the upper Cholesky factor of K_mm + s I (column-major, strict
- * lower part zeroed), computing K_mm into T; *shift gets s. */
-static km_status nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
+/* km_internal.h (also svc's nystrom solver). */
+km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
                                 size_t d, double *T, double *shift,
                                 km_error *err)
 {
@@ -762,7 +761,7 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     }
     nys s = {k, X, n, d, pl->X, pl->xn, m, p, block, T, A, 0, alpha, Kb, tmp,
              ctl, 0.0};
-    if ((st = nys_factor_kmm(k, pl->X, m, d, T, &s.shift, err)) != KM_OK)
+    if ((st = km_nys_factor_kmm(k, pl->X, m, d, T, &s.shift, err)) != KM_OK)
         goto out;
     /* A^T A = T T^T / m + (alpha / n) I */
     cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)m,
