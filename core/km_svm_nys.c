@@ -96,6 +96,7 @@ typedef struct dcd {
     size_t *index;
     const km_fit_control *ctl;
     double lo, hi; /* progress range */
+    double done;   /* share of it reported */
     long epochs;
     double gap;
     int capped;
@@ -197,7 +198,8 @@ static km_status dcd_solve(dcd *s, km_error *err)
             f = h > f ? h : f;
         }
         f = f < 1 ? f : 1;
-        if (km_progress(s->ctl, s->lo + (s->hi - s->lo) * f))
+        s->done = f > s->done ? f : s->done; /* never back */
+        if (km_progress(s->ctl, s->lo + (s->hi - s->lo) * s->done))
             return km_error_set(err, KM_ECANCELLED, "fit cancelled");
     }
     if (s->epochs >= s->max_epochs && !(s->gap <= s->tol))
@@ -313,7 +315,7 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
                      W + pi * (m + 1), alpha, index, ctl,
                      PHI_SHARE + (1 - PHI_SHARE) * 0.99 * pi / P,
                      PHI_SHARE + (1 - PHI_SHARE) * 0.99 * (pi + 1) / P, 0, 0,
-                     0};
+                     0, 0};
             if ((st = dcd_solve(&s, err)) != KM_OK)
                 goto out;
             res->epochs += s.epochs;
