@@ -25,14 +25,15 @@
 # api/openapi.yaml) and openssl (TLS tests). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
-# for the serving benchmark. The deploy checks need debootstrap (chroots
+# for the serving benchmark, and Fashion-MNIST for bench_svc_large.py. The deploy checks need debootstrap (chroots
 # that carry out the Dockerfile), systemd-analyze, docker-compose (the
 # docker client here has no compose plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
 DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl
 DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
-DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn
+DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn \
+              dataset-fashion-mnist
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
 DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
 DEPS_FRESH := debootstrap git
@@ -181,7 +182,9 @@ unit: $(UNIT_BIN)
 # and brute-force leave-one-out; nystrom.py: krr's nystrom solver
 # against scikit-learn's Nystroem + Ridge, its metadata, its refusals and
 # its admission; rff.py: krr's rff solver against Ridge on core's draws
-# redone in numpy, its model file (format 3) and its refusals; each
+# redone in numpy, its model file (format 3) and its refusals;
+# svc_nystrom.py: svc's nystrom solver against liblinear on numpy's
+# Nystrom features, its model file (format 4), cancel and refusals; each
 # hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -196,6 +199,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/search.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
 	$(PYTHON) tests/integration/nystrom.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/rff.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/svc_nystrom.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

@@ -782,6 +782,8 @@ static km_status svc_fit_nystrom(km_fit_frame *fr, const km_svm_params *p,
         km_info_add1(ti, "epochs", KM_INFO_INTEGER, (double)r.epochs) !=
             KM_OK ||
         km_info_add1(ti, "gap", KM_INFO_NUMBER, r.gap) != KM_OK ||
+        km_info_add1(ti, "feature_seconds", KM_INFO_NUMBER,
+                     r.feature_seconds) != KM_OK ||
         km_info_add(ti, "objective", KM_INFO_NUMBER, 1, r.objective, np) !=
             KM_OK ||
         (r.capped && km_info_add1(ti, "epochs_capped", KM_INFO_INTEGER,

@@ -89,6 +89,7 @@ typedef struct svc_nys_result {
     long epochs;       /* over all pairs */
     double gap;        /* the largest final projected-gradient spread */
     int capped;        /* pairs stopped by the epoch cap */
+    double feature_seconds; /* of K_mm's factor and Phi */
 } svc_nys_result;
 
 /* The solve of an svc fit with params.solver nystrom (p checked): X the

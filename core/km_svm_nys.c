@@ -295,12 +295,14 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
         st = km_error_set(err, KM_ENOMEM, "out of memory for the centres");
         goto out;
     }
+    double t0 = km_now();
     if ((st = km_nys_factor_kmm(k, res->Z, m, d, T, &shift, err)) != KM_OK ||
         (st = features(k, Xg, n, d, res->Z, zn, m, T, Phi, ctl, err)) !=
             KM_OK)
         goto out;
     for (size_t i = 0; i < n; i++)
         qd[i] = cblas_ddot((int)m, Phi + i * m, 1, Phi + i * m, 1) + 1.0;
+    res->feature_seconds = km_now() - t0;
 
     const long cap = max_epochs(p);
     size_t pi = 0;
