@@ -164,6 +164,7 @@ static const api_param svc_rows[] = {
             "order (core's PRNG)"},
     {.key = "max_iter", .type = API_INTEGER, FIELD(km_svm_params, max_iter),
      .range = API_RANGE_API, .min = 1, .max = INT_MAX, SVC_NYSTROM,
+     .data_default = 1, /* 0 in the struct: the solver's own, 1000 */
      .doc = "nystrom only: most epochs of dual coordinate descent per "
             "class pair (default 1000)"},
     {0},

@@ -519,6 +519,10 @@ km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
  * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by
  * km_rng seeded with seed, then the first m sorted). */
 void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx);
+/* KM_EPROBLEM naming params.n_centres when it is above n_samples (the
+ * nystrom solvers of krr and svc); KM_OK otherwise. */
+km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
+                               km_error *err);
 /* T (m x m) := the upper Cholesky factor of K_mm + s I of the centres Z
  * (column-major, strict lower part zeroed), computing K_mm into T, with
  * the smallest shift s = 1e-13 m mean(diag K_mm) times 1, 10^3, ...,

@@ -97,10 +97,16 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
     if (p->seed > ((uint64_t)1 << 53))
         return km_error_set(err, KM_EINVAL,
                             "params.seed must be at most 2^53");
-    if (p->n_centres > n_samples)
+    return km_nys_check_centres(p->n_centres, n_samples, err);
+}
+
+km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
+                               km_error *err)
+{
+    if (n_centres > n_samples)
         return km_error_set(err, KM_EPROBLEM,
                             "params.n_centres is %zu but X has %zu rows: "
-                            "at most one centre per row", p->n_centres,
+                            "at most one centre per row", n_centres,
                             n_samples);
     return KM_OK;
 }

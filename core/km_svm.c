@@ -172,12 +172,7 @@ km_status km_svm_check_centres(const km_svm_params *p, size_t n_samples,
                             "params.n_centres is %zu%s but y has %zu "
                             "classes: at least one centre per class", m,
                             p->n_centres ? "" : " (the default)", n_classes);
-    if (p->n_centres > n_samples)
-        return km_error_set(err, KM_EPROBLEM,
-                            "params.n_centres is %zu but X has %zu rows: "
-                            "at most one centre per row", p->n_centres,
-                            n_samples);
-    return KM_OK;
+    return km_nys_check_centres(p->n_centres, n_samples, err);
 }
 
 static size_t budget_bytes(const km_svm_params *p)
