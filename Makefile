@@ -31,7 +31,7 @@
 # about 350 MB installed). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
-# for the serving benchmark, R's kernlab for the kernel k-means one. The deploy checks need debootstrap (chroots
+# for the serving benchmark, R's kernlab for the kernel k-means one, and Fashion-MNIST for bench_svc_large.py. The deploy checks need debootstrap (chroots
 # that carry out the Dockerfile), systemd-analyze, docker-compose (the
 # docker client here has no compose plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
@@ -40,7 +40,8 @@ DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl \
              python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel \
              chromium chromium-driver python3-selenium
 DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
-DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-kernlab
+DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-kernlab \
+              dataset-fashion-mnist
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
 DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
 DEPS_FRESH := debootstrap git
@@ -219,6 +220,8 @@ unit: $(UNIT_BIN)
 # daemon: models, predict equal to the API's, a job's progress bar, the
 # API reference against the spec, tokens, HTML labels shown as text, no
 # request leaving 127.0.0.1; screenshots in $(B)/console/;
+# svc_nystrom.py: svc's nystrom solver against liblinear on numpy's
+# Nystrom features, its model file (format 4), cancel and refusals;
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -239,6 +242,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/pyclient.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/klr.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/console.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/svc_nystrom.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

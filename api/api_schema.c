@@ -138,13 +138,26 @@ _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
 _Static_assert(sizeof(uint64_t) == sizeof(size_t),
                "API_INTEGER fields are int or size_t sized");
 
+static const char *svm_solver_name(int s)
+{
+    return km_svm_solver_name((km_svm_solver)s);
+}
+
+/* svc: only with solver "exact"; "nystrom". */
+#define SVC_EXACT .only_if = "solver", .only_value = KM_SVM_SOLVER_EXACT
+#define SVC_NYSTROM .only_if = "solver", .only_value = KM_SVM_SOLVER_NYSTROM
+
+/* n_centres: its type and lower bound here (400); its bounds from the
+ * data (at most n_samples, at least the classes) in km_svm_check_centres
+ * (422). */
 static const api_param svc_rows[] = {
     {.key = "C", .type = API_NUMBER, FIELD(km_svm_params, C), POSITIVE,
      .doc = "penalty of margin errors"},
     {.key = "tol", .type = API_NUMBER, FIELD(km_svm_params, tol), POSITIVE,
-     .doc = "stopping tolerance of SMO"},
+     .doc = "stopping tolerance of SMO (nystrom: of the dual coordinate "
+            "descent's projected-gradient spread)"},
     {.key = "cache_mb", .type = API_NUMBER, FIELD(km_svm_params, cache_mb),
-     POSITIVE, .doc = "MiB for kernel values"},
+     POSITIVE, SVC_EXACT, .doc = "MiB for kernel values"},
     {.key = "shrinking", .type = API_BOOL,
      FIELD(km_svm_params, shrinking), .doc = "shrinking heuristic"},
     {.key = "class_weight", .type = API_LABEL_WEIGHTS,
@@ -152,10 +165,34 @@ static const api_param svc_rows[] = {
      .max = HUGE_VAL, .min_open = 1,
      .doc = "label -> weight multiplying C for that class (default 1)"},
     {.key = "probability", .type = API_BOOL,
-     FIELD(km_svm_params, probability),
-     .doc = "fit Platt sigmoids so that output probability is available"},
+     FIELD(km_svm_params, probability), SVC_EXACT,
+     .doc = "fit Platt sigmoids so that output probability is available "
+            "(exact solver only)"},
+    {.key = "solver", .type = API_ENUM, FIELD(km_svm_params, solver),
+     .names = svm_solver_name, .count = KM_SVM_SOLVER_COUNT,
+     .doc = "exact: SMO on the kernel (LIBSVM); nystrom: m centres, "
+            "Nystrom features and LIBLINEAR's dual coordinate descent per "
+            "class pair, memory O(n m)"},
+    {.key = "n_centres", .type = API_INTEGER,
+     FIELD(km_svm_params, n_centres), .range = API_RANGE_API, .min = 1,
+     .max = INT_MAX, .data_default = 1,
+     .data_bound = "the number of rows of X", SVC_NYSTROM,
+     .doc = "nystrom only: centres, drawn uniformly from the rows; "
+            "default min(n, 1000); above n_samples or below the number "
+            "of classes is 422"},
+    {.key = "seed", .type = API_INTEGER, FIELD(km_svm_params, seed),
+     .range = API_RANGE_API, .min = 0, .max = 2147483647, SVC_NYSTROM,
+     .doc = "nystrom only: seed of the centres' draw and of each epoch's "
+            "order (core's PRNG)"},
+    {.key = "max_iter", .type = API_INTEGER, FIELD(km_svm_params, max_iter),
+     .range = API_RANGE_API, .min = 1, .max = INT_MAX, SVC_NYSTROM,
+     .data_default = 1, /* 0 in the struct: the solver's own, 1000 */
+     .doc = "nystrom only: most epochs of dual coordinate descent per "
+            "class pair (default 1000)"},
     {0},
 };
+_Static_assert(sizeof(km_svm_solver) == sizeof(int),
+               "API_ENUM fields are int-sized");
 
 static const api_param svr_rows[] = {
     {.key = "C", .type = API_NUMBER, FIELD(km_svm_params, C), POSITIVE,

@@ -1005,6 +1005,18 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m,
  * The kernel is kept in cache_mb: the whole Gram when it fits (computed
  * once and shared by all pairs), else an LRU cache of kernel columns.
  */
+typedef enum km_svm_solver {
+    KM_SVM_SOLVER_EXACT = 0,   /* SMO on the kernel (LIBSVM) */
+    KM_SVM_SOLVER_NYSTROM = 1, /* svc only: m centres, Nystrom features,
+                                  LIBLINEAR's dual coordinate descent */
+    KM_SVM_SOLVER_COUNT
+} km_svm_solver;
+
+/* The default number of centres of svc's nystrom solver: min(n, this). */
+#define KM_SVM_DEFAULT_CENTRES 1000
+/* The nystrom solver's default cap on epochs per pair (LIBLINEAR's). */
+#define KM_SVM_DEFAULT_EPOCHS 1000
+
 typedef struct km_svm_params {
     double C;             /* > 0, default 1 */
     double epsilon;       /* SVR only, >= 0, default 0.1 */
@@ -1015,16 +1027,35 @@ typedef struct km_svm_params {
     const double *class_weight; /* SVC: n_classes weights or NULL (all 1);
                                    borrowed; C of class c is C*w[c] */
     long max_iter;        /* <= 0: no cap beyond the solver's own
-                             (max(10^7, 100 n) per binary problem) */
+                             (max(10^7, 100 n) per binary problem);
+                             nystrom: epochs per pair, <= 0 for
+                             KM_SVM_DEFAULT_EPOCHS */
+    /* Last, so that the fields above alone are an exact fit as before: */
+    km_svm_solver solver; /* default EXACT; NYSTROM for svc only */
+    size_t n_centres;     /* nystrom: m, n_classes .. n; 0 (default):
+                             min(n, KM_SVM_DEFAULT_CENTRES) */
+    uint64_t seed;        /* nystrom: of the centres' draw and of each
+                             epoch's order; at most 2^53; default 0 */
 } km_svm_params;
 
 km_svm_params km_svm_params_default(void);
 /* Checks ranges, naming the field ("params.C must be a finite number > 0",
  * "params.class_weight[2] must be a finite number > 0"): KM_EINVAL;
  * probability or class_weight for svr is KM_EINVAL; for svc, n_classes
- * < 2 is KM_EPROBLEM ("y has 1 distinct class; svc needs at least 2"). */
+ * < 2 is KM_EPROBLEM ("y has 1 distinct class; svc needs at least 2").
+ * The solver: unknown, nystrom for svr, probability with nystrom, a
+ * seed above 2^53 are KM_EINVAL (n_centres against the rows and classes:
+ * km_svm_check_centres). */
 km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
                        size_t n_classes, km_error *err) KM_MUST_CHECK;
+/* With the nystrom solver: n_centres above n_samples or below
+ * n_classes is KM_EPROBLEM (422 in the API); KM_OK otherwise. */
+km_status km_svm_check_centres(const km_svm_params *p, size_t n_samples,
+                               size_t n_classes, km_error *err) KM_MUST_CHECK;
+/* The nystrom solver's m for n rows. */
+size_t km_svm_centres(const km_svm_params *p, size_t n);
+/* "exact", "nystrom"; NULL for a value out of range. */
+const char *km_svm_solver_name(km_svm_solver s);
 
 /* y: n class indices in [0, n_classes); every class must occur
  * (KM_EPROBLEM for fewer than 2 or a class without rows; KM_EINVAL for an

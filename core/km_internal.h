@@ -545,6 +545,18 @@ km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
                             size_t d, size_t m, uint64_t seed, size_t *piv,
                             size_t *kept, const km_fit_control *ctl,
                             double f0, double f1, km_error *err);
+/* KM_EPROBLEM naming params.n_centres when it is above n_samples (the
+ * nystrom solvers of krr and svc); KM_OK otherwise. */
+km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
+                               km_error *err);
+/* T (m x m) := the upper Cholesky factor of K_mm + s I of the centres Z
+ * (column-major, strict lower part zeroed), computing K_mm into T, with
+ * the smallest shift s = 1e-13 m mean(diag K_mm) times 1, 10^3, ...,
+ * 10^12 that factors; *shift gets s (the nystrom solvers of krr and
+ * svc). KM_ENOTPD when none does. */
+km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
+                            size_t d, double *T, double *shift,
+                            km_error *err);
 
 /* A standard normal draw: Box-Muller on two km_rng_uniform values,
  * u1 = (1 - a)/2 in (0, 1], u2 = (1 + b)/2, g = sqrt(-2 ln u1)

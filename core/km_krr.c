@@ -128,10 +128,16 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
     if (p->seed > ((uint64_t)1 << 53))
         return km_error_set(err, KM_EINVAL,
                             "params.seed must be at most 2^53");
-    if (p->n_centres > n_samples)
+    return km_nys_check_centres(p->n_centres, n_samples, err);
+}
+
+km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
+                               km_error *err)
+{
+    if (n_centres > n_samples)
         return km_error_set(err, KM_EPROBLEM,
                             "params.n_centres is %zu but X has %zu rows: "
-                            "at most one centre per row", p->n_centres,
+                            "at most one centre per row", n_centres,
                             n_samples);
     return KM_OK;
 }
@@ -908,9 +914,8 @@ out:
     return st;
 }
 
-/* T := the upper Cholesky factor of K_mm + s I (column-major, strict
- * lower part zeroed), computing K_mm into T; *shift gets s. */
-static km_status nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
+/* km_internal.h (also svc's nystrom solver). */
+km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
                                 size_t d, double *T, double *shift,
                                 km_error *err)
 {
@@ -1040,7 +1045,7 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     }
     nys s = {k, X, n, d, pl->X, pl->xn, m, p, block, T, A, 0, alpha, Kb, tmp,
              ctl, 0.0};
-    if ((st = nys_factor_kmm(k, pl->X, m, d, T, &s.shift, err)) != KM_OK)
+    if ((st = km_nys_factor_kmm(k, pl->X, m, d, T, &s.shift, err)) != KM_OK)
         goto out;
     /* A^T A = T T^T / m + (alpha / n) I */
     cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)m,

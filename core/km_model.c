@@ -44,10 +44,11 @@
 
 #define MAGIC "KMSM"
 /* The newest version this build reads and writes. A model is written in
- * the oldest current version that holds it: 2, or 3 when its payload
- * needs it (the descriptor's file_format: krr's rff form), so that files
- * of every model an older server could fit stay readable by it. */
-#define FORMAT_VERSION 3u
+ * the oldest current version that holds it: 2, or 3 or 4 when its
+ * payload needs it (the descriptor's file_format: krr's rff form 3, svc's
+ * nystrom form 4), so that files of every model an older server could
+ * fit stay readable by it. */
+#define FORMAT_VERSION 4u
 #define FORMAT_DEFAULT 2u
 /* The oldest version this build reads. */
 #define FORMAT_OLDEST 1u

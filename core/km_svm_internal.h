@@ -76,4 +76,34 @@ double km_sigmoid_predict(double dec, double A, double B);
 void km_pairwise_coupling(size_t k, const double *r, double *p,
                           double *work);
 
+/* ------------------------------------------------ svc's nystrom solver */
+
+/* What km_svc_nys_solve gives (km_svm_nys.c); the caller owns the
+ * arrays (km_svc_nys_free). */
+typedef struct svc_nys_result {
+    double *Z;         /* m x d centres, in the order of X */
+    size_t m;
+    double *coef;      /* m x P row-major: pair p's T^-1 w in column p */
+    double *rho;       /* P: decision = k_m(x)^T coef - rho */
+    double *objective; /* P: dual objectives a^T Q a / 2 - sum a */
+    long epochs;       /* over all pairs */
+    double gap;        /* the largest final projected-gradient spread */
+    int capped;        /* pairs stopped by the epoch cap */
+    double feature_seconds; /* of K_mm's factor and Phi */
+} svc_nys_result;
+
+/* The solve of an svc fit with params.solver nystrom (p checked): X the
+ * rows in their order (for the centres' draw), Xg the same rows grouped
+ * by class, class c at rows start[c] .. start[c + 1) of Xg. Progress
+ * from 0 to 0.99; KM_ECANCELLED when it asks to stop. */
+km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
+                           const double *X, const double *Xg, size_t n,
+                           size_t d, const size_t *start, size_t K,
+                           const km_fit_control *ctl, svc_nys_result *res,
+                           km_error *err) KM_MUST_CHECK;
+void km_svc_nys_free(svc_nys_result *r);
+/* Bytes a nystrom fit of n rows, d features and k classes holds. */
+size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
+                            const km_svm_params *p);
+
 #endif /* KM_SVM_INTERNAL_H */

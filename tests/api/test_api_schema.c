@@ -245,10 +245,18 @@ static int defaults_recorded(km_algorithm a, const api_param *dep, int value)
                             r->type != API_INTEGER))
             continue;
         const km_info_entry *fig = km_info_find(km_model_params(m), r->key);
+        /* the row it depends on holds value, or its default when the
+         * fit does not give it (svc's cache_mb applies to the default
+         * solver, exact) */
+        int v = -1;
+        if (r->only_if && dep && !strcmp(dep->key, r->only_if))
+            v = value;
+        else if (r->only_if && !dep)
+            memcpy(&v, defaults + api_schema_find(s, r->only_if)->offset,
+                   sizeof v);
         int applies = !r->only_if ||
-                      (dep && !strcmp(dep->key, r->only_if) &&
-                       (value == r->only_value ||
-                        (r->only_also >> value & 1u)));
+                      (v >= 0 && (v == r->only_value ||
+                                  (v < 32 && (r->only_also >> v & 1u))));
         if (!applies) { /* a fit it does not apply to shows nothing */
             ck_assert_msg(fig == NULL, "%s %s: metadata shows params.%s",
                           km_algorithm_name(a), params, r->key);

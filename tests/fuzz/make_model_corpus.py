@@ -6,7 +6,8 @@ every kernel type, without their last four bytes (the checksum, which the
 fuzz target appends). The files are made by a real
 daemon, so they are what a fit writes (format version 2; krr's rff
 solver, the "rff" entries of FITS with the rbf and both laplacian
-kernels, version 3). Fits with each
+kernels, version 3; svc's nystrom solver, "svcnys", version 4). Fits
+with each
 preprocessing (the "pre" entries of FITS) give seeds of the preprocessing
 section; one of them is also written with a search record added
 (krrsearch_rbf: the daemon does not write one yet, so it is spliced in
@@ -71,6 +72,8 @@ FITS = {
                    "y": [[0, 1], [1, 0], [1, 1], [0, 0]],
                    "params": {"solver": "rff", "n_components": 5},
                    "preprocess": {"scale": "standardize", "center_y": True}},
+    "svcnys": {"algorithm": "svc", "X": X, "y": ["a", "a", "b", "b", "c", "c"],
+               "params": {"solver": "nystrom", "n_centres": 4, "seed": 1}},
     "kpcainvpre": {"algorithm": "kpca", "X": X,
                    "params": {"n_components": 2, "fit_inverse_transform": True},
                    "preprocess": {"scale": "standardize"}},
