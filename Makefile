@@ -25,7 +25,8 @@
 # api/openapi.yaml) and openssl (TLS tests); the Python client's runner
 # (pyclient.py) also needs numpy and scikit-learn (its references), venv,
 # pip, setuptools and wheel (it installs clients/python into a venv,
-# offline). The reference fixtures in tests/fixtures are
+# offline); the interchange runner (interchange.py) LIBSVM's tools and
+# python3-libsvm (svm-train writes its models at run time). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
 # for the serving benchmark, R's kernlab for the kernel k-means one. The deploy checks need debootstrap (chroots
@@ -34,8 +35,9 @@
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
 DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl \
-             python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel
-DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
+             python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel \
+             libsvm-tools python3-libsvm
+DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools python3-libsvm
 DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-kernlab
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
 DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
@@ -195,6 +197,9 @@ unit: $(UNIT_BIN)
 # pyclient.py: the Python client (clients/python) pip-installed into a
 # venv, every Client method, and its estimators against scikit-learn's
 # own and in its tools;
+# interchange.py: LIBSVM model files in and out against svm-train,
+# svm-predict and python3-libsvm, kmm files moved between two daemons,
+# hostile uploads;
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -213,6 +218,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/gpr.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/pyclient.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/interchange.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \
