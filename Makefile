@@ -28,7 +28,9 @@
 # pip, setuptools and wheel (it installs clients/python into a venv,
 # offline); the web console's runner (console.py) drives Debian's headless
 # Chromium with Selenium (chromium, chromium-driver, python3-selenium:
-# about 350 MB installed). The reference fixtures in tests/fixtures are
+# about 350 MB installed); the interchange runner (interchange.py) needs
+# LIBSVM's tools and python3-libsvm (svm-train writes its models at run
+# time). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
 # for the serving benchmark, R's kernlab for the kernel k-means one, and Fashion-MNIST for bench_svc_large.py. The deploy checks need debootstrap (chroots
@@ -38,8 +40,8 @@ DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
 DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl \
              python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel \
-             chromium chromium-driver python3-selenium
-DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
+             chromium chromium-driver python3-selenium libsvm-tools python3-libsvm
+DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools python3-libsvm
 DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-kernlab \
               dataset-fashion-mnist
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
@@ -222,6 +224,9 @@ unit: $(UNIT_BIN)
 # request leaving 127.0.0.1; screenshots in $(B)/console/;
 # svc_nystrom.py: svc's nystrom solver against liblinear on numpy's
 # Nystrom features, its model file (format 4), cancel and refusals;
+# interchange.py: LIBSVM model files in and out against svm-train,
+# svm-predict and python3-libsvm, kmm files moved between two daemons,
+# hostile uploads;
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -243,6 +248,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/klr.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/console.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/svc_nystrom.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/interchange.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

@@ -63,6 +63,9 @@ typedef struct svm_payload {
                           nystrom: m x P */
     double *rho;       /* one per pair (SVC) or 1 (SVR) */
     double *probA, *probB; /* one per pair, or NULL */
+    int *vote;         /* k classes in the order votes break ties (svc
+                          read from LIBSVM's file: its label order), or
+                          NULL: ascending class index */
     double *svn;       /* nsv squared norms of sv's rows (derived) */
 } svm_payload;
 
@@ -233,15 +236,9 @@ static void payload_free(void *v)
     free(p->rho);
     free(p->probA);
     free(p->probB);
+    free(p->vote);
     free(p->svn);
     free(p);
-}
-
-/* The format version a model needs: 4 for svc's nystrom form (its
- * payload starts with the form), else the default. */
-static uint32_t svc_file_format(const void *payload)
-{
-    return ((const svm_payload *)payload)->form == SVC_FORM_NYSTROM ? 4 : 0;
 }
 
 static void payload_save(const void *v, const km_model *m, km_writer *w)
@@ -264,11 +261,37 @@ static void payload_save(const void *v, const km_model *m, km_writer *w)
     km_write_f64s(w, p->sv, p->nsv * d);
     km_write_f64s(w, p->coef, p->nsv * n_coef(p));
     km_write_f64s(w, p->rho, p->k ? n_pairs(p->k) : 1);
-    km_write_u32(w, p->probA != NULL);
+    km_write_u32(w, (p->probA != NULL) | (p->vote ? 2u : 0u));
     if (p->probA) {
         km_write_f64s(w, p->probA, n_pairs(p->k));
         km_write_f64s(w, p->probB, n_pairs(p->k));
     }
+    if (p->vote)
+        km_write_i32s(w, p->vote, p->k);
+}
+
+/* The format version a model needs: 4 for svc's nystrom form (its
+ * payload starts with the form); 3 for a dual payload with a vote order
+ * (older readers refuse its flags rather than break ties another way);
+ * else the default. */
+static uint32_t svc_file_format(const void *payload)
+{
+    const svm_payload *p = payload;
+    return p->form == SVC_FORM_NYSTROM ? 4u : p->vote ? 3u : 0u;
+}
+
+/* Whether v[0..k) is a permutation of 0..k-1. */
+static int is_permutation(const int *v, size_t k)
+{
+    unsigned char *seen = calloc(k ? k : 1, 1);
+    int ok = seen != NULL;
+    for (size_t i = 0; ok && i < k; i++) {
+        ok = v[i] >= 0 && (size_t)v[i] < k && !seen[v[i]];
+        if (ok)
+            seen[v[i]] = 1;
+    }
+    free(seen);
+    return ok;
 }
 
 static km_status payload_load(km_reader *r, const km_model *m, int svc,
@@ -308,12 +331,21 @@ static km_status payload_load(km_reader *r, const km_model *m, int svc,
         !(p->coef = km_read_f64s(r, p->nsv * n_coef(p))) ||
         !(p->rho = km_read_f64s(r, npair)))
         goto failed;
-    uint32_t has_prob = km_read_u32(r);
-    if (r->failed || has_prob > 1 || (has_prob && !svc))
+    /* bit 0: probability; bit 1 (format 3): a vote order follows */
+    uint32_t flags = km_read_u32(r), has_prob = flags & 1;
+    uint32_t most = km_model_file_format(m) >= 3 ? 3 : 1;
+    if (r->failed || flags > most || (flags && !svc))
         goto corrupt;
     if (has_prob && (!(p->probA = km_read_f64s(r, npair)) ||
                      !(p->probB = km_read_f64s(r, npair))))
         goto failed;
+    if ((flags & 2) && !(p->vote = km_read_i32s(r, p->k)))
+        goto failed;
+    if (p->vote && !is_permutation(p->vote, p->k)) {
+        payload_free(p);
+        return km_error_set(err, KM_ECORRUPT, "model file: svc vote order "
+                            "is not a permutation of the %zu classes", p->k);
+    }
     size_t total = 0;
     for (size_t c = 0; c < p->k; c++) {
         if (p->n_support[c] < 0)
@@ -438,7 +470,7 @@ static size_t payload_bytes(const void *v, const km_model *m)
         return sizeof *p + p->nsv * (p->d + 1 + npair) * 8 + npair * 8;
     return sizeof *p + p->k * 4 + p->nsv * 4 +
            p->nsv * (p->d + n_coef(p)) * 8 +
-           npair * 8 * (p->probA ? 3 : 1);
+           npair * 8 * (p->probA ? 3 : 1) + (p->vote ? p->k * 4 : 0);
 }
 
 
@@ -1220,10 +1252,14 @@ static void finish_row(const svm_payload *p, const double *dec, svc_output what,
         for (size_t a = 0, pi = 0; a < K; a++)
             for (size_t b = a + 1; b < K; b++, pi++)
                 votes[dec[pi] > 0 ? a : b]++;
-        size_t best = 0;
-        for (size_t c = 1; c < K; c++)
+        /* ties: the first in the vote order, as LIBSVM's first in its
+         * label order (ascending index unless read from its file) */
+        size_t best = p->vote ? (size_t)p->vote[0] : 0;
+        for (size_t r = 1; r < K; r++) {
+            size_t c = p->vote ? (size_t)p->vote[r] : r;
             if (votes[c] > votes[best])
-                best = c; /* ties: the lowest index, as LIBSVM */
+                best = c;
+        }
         *label = (int)best;
         return;
     }
@@ -1467,6 +1503,70 @@ const double *km_svm_rho(const km_model *m)
     return p ? p->rho : NULL;
 }
 
+/* ------------------------------------------------------------ made elsewhere */
+
+/* A copy of n elements of size sz (at least one byte allocated), or NULL. */
+static void *dup_array(const void *src, size_t n, size_t sz)
+{
+    void *p = malloc(n ? n * sz : 1);
+    if (p && n)
+        memcpy(p, src, n * sz);
+    return p;
+}
+
+km_status km_svm_model_new(km_algorithm algo, const km_kernel *kernel,
+                           size_t d, size_t n_samples,
+                           const km_svm_parts *parts, km_model **out,
+                           km_error *err)
+{
+    svm_payload *p = calloc(1, sizeof *p);
+    if (!p)
+        return oom(err);
+    p->k = algo == KM_ALGO_SVC ? parts->k : 0;
+    p->nsv = parts->nsv;
+    p->d = d;
+    size_t npair = p->k ? n_pairs(p->k) : 1;
+    p->n_support = dup_array(parts->n_support, p->k, sizeof(int));
+    p->sv_index = dup_array(parts->sv_index, p->nsv, sizeof(int));
+    p->sv = dup_array(parts->sv, p->nsv * d, sizeof(double));
+    p->coef = dup_array(parts->coef, p->nsv * n_coef(p), sizeof(double));
+    p->rho = dup_array(parts->rho, npair, sizeof(double));
+    if (p->k && parts->probA) {
+        p->probA = dup_array(parts->probA, npair, sizeof(double));
+        p->probB = dup_array(parts->probB, npair, sizeof(double));
+    }
+    if (p->k && parts->vote && !(p->vote = dup_array(parts->vote, p->k,
+                                                       sizeof(int)))) {
+        payload_free(p);
+        return oom(err);
+    }
+    p->svn = p->sv ? km_sqnorms(p->sv, p->nsv, d) : NULL;
+    if (!p->n_support || !p->sv_index || !p->sv || !p->coef || !p->rho ||
+        (p->k && parts->probA && (!p->probA || !p->probB)) || !p->svn) {
+        payload_free(p);
+        return oom(err);
+    }
+    return km_model_create(algo, kernel, d, n_samples, 1, p, out, err);
+}
+
+void km_svm_parts_of(const km_model *m, km_svm_parts *out)
+{
+    const svm_payload *p = svm_of(m);
+    memset(out, 0, sizeof *out);
+    if (!p)
+        return;
+    out->k = p->k;
+    out->nsv = p->nsv;
+    out->n_support = p->k ? p->n_support : NULL;
+    out->sv_index = p->sv_index;
+    out->sv = p->sv;
+    out->coef = p->coef;
+    out->rho = p->rho;
+    out->probA = p->probA;
+    out->probB = p->probB;
+    out->vote = p->vote;
+}
+
 /* ------------------------------------------------------------ descriptors */
 
 static void params_default(void *params)
@@ -1492,6 +1592,7 @@ static void payload_range(uint64_t k, uint64_t ns, uint64_t nf, uint64_t *lo,
     *hi = km_add_sat(*hi, km_f64s_bytes(km_mul_sat(ns, nf)));
     *hi = km_add_sat(*hi, km_f64s_bytes(km_mul_sat(ns, ncoef)));
     *hi = km_add_sat(*hi, km_mul_sat(3, km_f64s_bytes(pairs)));
+    *hi = km_add_sat(*hi, 8 + 4 * k); /* a vote order */
 }
 
 /* Versions 1 to 3: the dual layout. Version 4: the form (4 bytes), then
@@ -1619,8 +1720,8 @@ const km_algo km_svc_algo = {
     .free_payload = payload_free,
     .save = payload_save,
     .load = svc_load,
-    .bytes = payload_bytes,
     .file_format = svc_file_format,
+    .bytes = payload_bytes,
 };
 
 const km_algo km_svr_algo = {

@@ -46,8 +46,9 @@ pthread_mutex_t *srv_commit_lock(srv_commit *c)
     return &c->lock;
 }
 
-int srv_commit_model(srv_commit *c, const char *name, km_model *model,
-                     cJSON **metadata, api_error *e)
+/* Store, then swap: a fit's model (imported 0) or an upload's. */
+static int commit(srv_commit *c, const char *name, km_model *model,
+                  int imported, cJSON **metadata, api_error *e)
 {
     pthread_mutex_lock(&c->lock);
     uint64_t version = srv_registry_version(c->registry, name) + 1;
@@ -74,9 +75,11 @@ int srv_commit_model(srv_commit *c, const char *name, km_model *model,
     *metadata = api_model_json(model);
     const km_info_entry *secs = km_info_find(km_model_training(model),
                                              "seconds");
-    srv_metrics_fit(c->metrics, km_model_algorithm(model),
-                    secs ? secs->values[0] : 0);
-    srv_log(SRV_INFO, "model_fitted", "%s version %llu (%s, %zu samples)",
+    if (!imported)
+        srv_metrics_fit(c->metrics, km_model_algorithm(model),
+                        secs ? secs->values[0] : 0);
+    srv_log(SRV_INFO, imported ? "model_imported" : "model_fitted",
+            "%s version %llu (%s, %zu samples)",
             name, (unsigned long long)version,
             km_algorithm_name(km_model_algorithm(model)),
             km_model_n_samples(model));
@@ -88,6 +91,18 @@ int srv_commit_model(srv_commit *c, const char *name, km_model *model,
     }
     pthread_mutex_unlock(&c->lock);
     return 0;
+}
+
+int srv_commit_model(srv_commit *c, const char *name, km_model *model,
+                     cJSON **metadata, api_error *e)
+{
+    return commit(c, name, model, 0, metadata, e);
+}
+
+int srv_commit_import(srv_commit *c, const char *name, km_model *model,
+                      cJSON **metadata, api_error *e)
+{
+    return commit(c, name, model, 1, metadata, e);
 }
 
 /* A file already gone (another replica deleted it) is no failure: the

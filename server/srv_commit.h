@@ -48,6 +48,11 @@ pthread_mutex_t *srv_commit_lock(srv_commit *c);
 int srv_commit_model(srv_commit *c, const char *name, km_model *model,
                      cJSON **metadata, api_error *e);
 
+/* The same for a model read from an uploaded file (an import): logged
+ * as model_imported, and not counted as a fit in the metrics. */
+int srv_commit_import(srv_commit *c, const char *name, km_model *model,
+                      cJSON **metadata, api_error *e);
+
 /* Stops serving name: removes its file, then its registry entry. 0, or -1
  * with e set: 404 when no such model is served, 507 when the file cannot
  * be removed (the model stays served). */

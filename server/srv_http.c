@@ -31,6 +31,7 @@
 
 #include <microhttpd.h>
 
+#include "../api/api_transfer.h"
 #include "srv_clock.h"
 #include "srv_http.h"
 #include "srv_log.h"
@@ -489,11 +490,16 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
     if (strcmp(rq->method, "POST") || !route->body)
         return 0;
     const char *ct = srv_header(rq, "Content-Type");
-    size_t n = strlen("application/json");
-    if (!ct || strncasecmp(ct, "application/json", n) ||
-        (ct[n] && ct[n] != ';' && ct[n] != ' ')) {
+    if (route->body == SRV_BODY_MODEL
+            ? !api_media_is(ct, API_MEDIA_LIBSVM) &&
+                  !api_media_is(ct, API_MEDIA_KMM)
+            : !api_media_is(ct, "application/json")) {
         srv_reply_fail(rp, API_UNSUPPORTED_MEDIA_TYPE,
-                       "Content-Type must be application/json, not %s",
+                       "Content-Type must be %s, not %s",
+                       route->body == SRV_BODY_MODEL
+                           ? "text/plain (a LIBSVM model file) or "
+                             "application/octet-stream (a kmserve model file)"
+                           : "application/json",
                        ct ? ct : "missing");
         return 1;
     }

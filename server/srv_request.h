@@ -83,6 +83,13 @@ struct srv_request {
 
 /* A request header's value, or NULL. */
 const char *srv_header(srv_request *rq, const char *name);
+/* A query parameter's value (percent-decoded), or NULL; "" for a name
+ * without "=". */
+const char *srv_query(srv_request *rq, const char *name);
+/* Calls fn with each query parameter's name until it returns nonzero;
+ * returns that, or 0. */
+int srv_query_each(srv_request *rq, int (*fn)(void *ctx, const char *name),
+                   void *ctx);
 
 /* Fills rp with obj as JSON (takes ownership of obj). */
 void srv_reply_json(srv_reply *rp, int status, cJSON *obj);

@@ -4,7 +4,8 @@
  * Statuses: a path no route has is 404; a route's path with a bad model
  * name is 400 (the handler's name check); 405 only for a route that
  * exists, with a wrong method. Model routes are matched on the last
- * segment: /v1/models/{name}/fit, /predict, /project, /score take everything
+ * segment: /v1/models/{name}/fit, /predict, /project, /score, /import and
+ * /export take everything
  * between /v1/models/ and that segment as the name, so a name such as
  * "../x" (percent-encoded by the client, decoded by MHD) reaches the name
  * check and is answered 400, as is an empty one (/v1/models//fit). Any
@@ -24,6 +25,7 @@
 #include "../api/api_predict.h"
 #include "../api/api_score.h"
 #include "srv_assets.h"
+#include "../api/api_transfer.h"
 #include "srv_routes.h"
 
 static void h_livez(srv_request *rq, srv_reply *rp);
@@ -41,11 +43,14 @@ static void h_jobs(srv_request *rq, srv_reply *rp);
 static void h_job_get(srv_request *rq, srv_reply *rp);
 static void h_job_delete(srv_request *rq, srv_reply *rp);
 static void h_asset(srv_request *rq, srv_reply *rp);
+static void h_import(srv_request *rq, srv_reply *rp);
+static void h_export(srv_request *rq, srv_reply *rp);
 
 enum {
     R_LIVEZ, R_READYZ, R_HEALTHZ, R_METRICS, R_V1, R_MODELS, R_MODEL,
     R_FIT, R_PREDICT, R_PROJECT, R_SCORE, R_JOBS, R_JOB,
-    R_CONSOLE, R_CONSOLE_CSS, R_CONSOLE_JS, R_OPENAPI, R_COUNT
+    R_CONSOLE, R_CONSOLE_CSS, R_CONSOLE_JS, R_OPENAPI, R_IMPORT, R_EXPORT,
+    R_COUNT
 };
 
 #define OPEN SRV_SCOPE_OPEN
@@ -80,6 +85,11 @@ static const srv_route routes[R_COUNT] = {
     [R_CONSOLE_JS] = {"/console.js", h_asset, NULL, NULL, 0, OPEN, OPEN,
                       OPEN},
     [R_OPENAPI] = {"/openapi.yaml", h_asset, NULL, NULL, 0, OPEN, OPEN, OPEN},
+    /* an export holds the model's support vectors: training rows */
+    [R_IMPORT] = {"/v1/models/{name}/import", NULL, h_import, NULL,
+                  SRV_BODY_MODEL, OPEN, ADMIN, OPEN},
+    [R_EXPORT] = {"/v1/models/{name}/export", h_export, NULL, NULL, 0, ADMIN,
+                  OPEN, OPEN},
 };
 #undef OPEN
 #undef READ
@@ -154,7 +164,7 @@ size_t srv_route_match(const char *path, char *param, size_t len)
         const char *last = strrchr(rest, '/');
         static const struct { const char *action; size_t route; } acts[] = {
             {"fit", R_FIT}, {"predict", R_PREDICT}, {"project", R_PROJECT},
-            {"score", R_SCORE}};
+            {"score", R_SCORE}, {"import", R_IMPORT}, {"export", R_EXPORT}};
         if (!last) {
             snprintf(param, len, "%s", rest);
             return R_MODEL;
@@ -557,4 +567,97 @@ static void h_asset(srv_request *rq, srv_reply *rp)
     }
     srv_reply_fail(rp, API_INTERNAL, "%s is not built into this server",
                    rq->path);
+}
+
+/* ------------------------------------------------------------- transfer */
+
+typedef struct query_check {
+    int import;
+    api_error *e;
+} query_check;
+
+static int check_param(void *ctx, const char *name)
+{
+    query_check *q = ctx;
+    return api_transfer_param(name, q->import, q->e) ? -1 : 0;
+}
+
+/* The query of an import or export, every parameter a known one. */
+static int transfer_query(srv_request *rq, srv_reply *rp, int import,
+                          api_transfer_query *q)
+{
+    api_error e;
+    query_check qc = {import, &e};
+    if (srv_query_each(rq, check_param, &qc)) {
+        srv_reply_error(rp, &e);
+        return -1;
+    }
+    q->format = srv_query(rq, "format");
+    q->n_features = srv_query(rq, "n_features");
+    return 0;
+}
+
+/* An uploaded model file becomes the model's next version through the
+ * same store-then-swap as a fit; reading it is admitted against the
+ * memory budget (413) once its size is known from a check that
+ * allocates nothing that grows with it. */
+static void h_import(srv_request *rq, srv_reply *rp)
+{
+    api_transfer_query q;
+    api_format f;
+    api_error e;
+    size_t n_features, need = 0;
+    km_model *m = NULL;
+    cJSON *meta = NULL;
+    if (not_ready(rq, rp) || model_name(rq, rp) ||
+        transfer_query(rq, rp, 1, &q))
+        return;
+    const char *body = rq->body ? rq->body : "";
+    if (api_import_format(&q, srv_header(rq, "Content-Type"), &f,
+                          &n_features, &e) ||
+        api_import_bytes(f, body, rq->len, n_features, &need, &e)) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need, "import", &e)) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    int bad = api_import(f, body, rq->len, n_features, &m, &e) ||
+              srv_commit_import(rq->s->commit, rq->param, m, &meta, &e);
+    if (rq->s->jobs)
+        srv_jobs_unreserve(rq->s->jobs, need);
+    if (bad) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "model", meta);
+    srv_reply_json(rp, 201, o);
+}
+
+static void h_export(srv_request *rq, srv_reply *rp)
+{
+    api_transfer_query q;
+    api_format f;
+    api_error e;
+    char *out;
+    size_t len;
+    const char *media;
+    if (transfer_query(rq, rp, 0, &q))
+        return;
+    if (api_export_format(&q, &f, &e)) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    srv_ref *ref = find_model(rq, rp);
+    if (!ref)
+        return;
+    if (api_export(srv_ref_model(ref), f, &out, &len, &media, &e))
+        srv_reply_error(rp, &e);
+    else {
+        srv_reply_text(rp, 200, out, len);
+        rp->content_type = media;
+    }
+    srv_ref_release(ref);
 }

@@ -11,10 +11,18 @@
 
 typedef void (*srv_handler)(srv_request *rq, srv_reply *rp);
 
+/* What a route's POST body is (srv_route.body). */
+enum {
+    SRV_BODY_NONE,
+    SRV_BODY_JSON,  /* application/json */
+    SRV_BODY_MODEL  /* a model file: text/plain or application/octet-stream
+                       (the handler tells which format each is) */
+};
+
 typedef struct srv_route {
     const char *pattern;   /* as in API.md and the metrics' route label */
     srv_handler get, post, del;
-    int body;              /* POST takes a JSON body */
+    int body;              /* what POST takes: SRV_BODY_* */
     srv_scope get_scope, post_scope, del_scope; /* when tokens are on */
 } srv_route;
 
