@@ -33,6 +33,7 @@ typedef struct srv_reply {
     char allow[64];
     char www_authenticate[64];
     int close;                /* answer with Connection: close */
+    int plain_errors;         /* errors as {"error":message} (/v2) */
 } srv_reply;
 
 typedef struct srv_request srv_request;
@@ -57,6 +58,7 @@ struct srv_request {
     char method[16];
     char path[1024];
     char param[272];          /* the {name} or {id} of the route */
+    char version[32];         /* its {version}, or "" */
     size_t route;
     char *body;               /* NUL-terminated, or NULL when empty */
     size_t len;
