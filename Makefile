@@ -195,6 +195,10 @@ unit: $(UNIT_BIN)
 # pyclient.py: the Python client (clients/python) pip-installed into a
 # venv, every Client method, and its estimators against scikit-learn's
 # own and in its tools;
+# oip.py: --keep-versions, pinned versions and rollback, and the Open
+# Inference Protocol (/v2) against /v1's answers to the bit;
+# oip_conformance.py: every required endpoint and field of the protocol's
+# REST spec;
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -213,6 +217,8 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/gpr.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/pyclient.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/oip.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/oip_conformance.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \
