@@ -227,6 +227,10 @@ unit: $(UNIT_BIN)
 # interchange.py: LIBSVM model files in and out against svm-train,
 # svm-predict and python3-libsvm, kmm files moved between two daemons,
 # hostile uploads;
+# oip.py: --keep-versions, pinned versions and rollback, and the Open
+# Inference Protocol (/v2) against /v1's answers to the bit;
+# oip_conformance.py: every required endpoint and field of the protocol's
+# REST spec;
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
@@ -249,6 +253,8 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/console.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/svc_nystrom.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/interchange.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/oip.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/oip_conformance.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

@@ -100,6 +100,11 @@ static const struct option_def {
      S(tls_cert), 0, 0},
     {"tls-key", "KMSERVE_TLS_KEY", "", "PEM private key for HTTPS", OPT_STR,
      S(tls_key), 0, 0},
+    {"keep-versions", "KMSERVE_KEEP_VERSIONS", "1",
+     "versions of each model kept on disk, the current one included (1: "
+     "only the current one); older ones answer pinned requests and "
+     "rollbacks, read from disk when asked", OPT_INT, S(keep_versions), 1,
+     1000000},
 #undef S
 };
 

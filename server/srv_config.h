@@ -35,6 +35,7 @@ typedef struct srv_config {
     int protect_metrics;
     char tls_cert[1024], tls_key[1024]; /* PEM files; "" = plain HTTP */
     char log_level[16];      /* debug, info, warn, error */
+    int keep_versions;       /* versions kept per model, current included */
 } srv_config;
 
 /* Parses argv over the environment and the defaults. Returns 0 to run,

@@ -31,6 +31,7 @@ int srv_daemon_open(srv_state *s, char *err, size_t errlen)
     s->store = srv_store_open(s->cfg.models_dir, err, errlen);
     if (!s->store)
         return -1;
+    srv_store_keep(s->store, s->cfg.keep_versions);
     s->commit = srv_commit_create(s->registry, s->store, s->metrics);
     if (!s->commit) {
         snprintf(err, errlen, "out of memory");

@@ -341,7 +341,8 @@ static srv_request *request_new(srv_state *s, struct MHD_Connection *conn,
     } else {
         snprintf(rq->id, sizeof rq->id, "%016llx", (unsigned long long)new_id());
     }
-    rq->route = srv_route_match(url, rq->param, sizeof rq->param);
+    rq->route = srv_route_match(url, rq->param, sizeof rq->param,
+                                 rq->version, sizeof rq->version);
     atomic_fetch_add(&s->active_requests, 1);
     return rq;
 }
@@ -549,6 +550,7 @@ static int refuse_mid_body(srv_http *h, srv_request *rq)
     if (h->s->tls_cert || !ci)
         return -1;
     srv_reply rp = {0};
+    rp.plain_errors = srv_route_plain_errors(rq->path);
     srv_reply_fail(&rp, API_PAYLOAD_TOO_LARGE, "the body is over the "
                    "limit of %.0f bytes (--max-body-mb)", limit);
     char head[512];
@@ -585,6 +587,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     srv_request *rq = *con_cls;
     srv_reply rp = {0};
     char why[160];
+    rp.plain_errors = srv_route_plain_errors(url);
 
     if (!rq) {
         rq = request_new(s, conn, url, method);

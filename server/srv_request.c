@@ -78,7 +78,7 @@ void srv_reply_json(srv_reply *rp, int status, cJSON *obj)
 
 void srv_reply_error(srv_reply *rp, const api_error *e)
 {
-    char *text = api_error_json(e);
+    char *text = api_error_text(e, rp->plain_errors);
     srv_reply_text(rp, e->http, text, text ? strlen(text) : 0);
 }
 

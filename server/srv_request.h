@@ -37,6 +37,7 @@ typedef struct srv_reply {
     int persistent;           /* body is static (a console file): not freed */
     const char *csp;          /* Content-Security-Policy (console files);
                                  adds nosniff and no-referrer */
+    int plain_errors;         /* errors as {"error":message} (/v2) */
 } srv_reply;
 
 typedef struct srv_request srv_request;
@@ -61,6 +62,7 @@ struct srv_request {
     char method[16];
     char path[1024];
     char param[272];          /* the {name} or {id} of the route */
+    char version[32];         /* its {version}, or "" */
     size_t route;
     char *body;               /* NUL-terminated, or NULL when empty */
     size_t len;

@@ -26,9 +26,14 @@ typedef struct srv_route {
     srv_scope get_scope, post_scope, del_scope; /* when tokens are on */
 } srv_route;
 
-/* Finds the route of path; copies its {name} or {id} into param. Returns
- * its index, or SRV_ROUTE_NONE (the "unmatched" metrics label). */
-size_t srv_route_match(const char *path, char *param, size_t len);
+/* Finds the route of path; copies its {name} or {id} into param, and its
+ * {version} (or "") into version. Returns its index, or SRV_ROUTE_NONE
+ * (the "unmatched" metrics label). */
+size_t srv_route_match(const char *path, char *param, size_t len,
+                       char *version, size_t vlen);
+/* Whether errors on path are written as the Open Inference Protocol's
+ * {"error": message}: /v2 and everything under /v2/. */
+int srv_route_plain_errors(const char *path);
 const srv_route *srv_route_at(size_t i);
 /* Fills names (room for cap) with the routes' patterns, then
  * "unmatched": the metrics' route labels, in route-index order. Returns
