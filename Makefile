@@ -40,6 +40,9 @@ DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-ke
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
 DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
 DEPS_FRESH := debootstrap git
+# The distributed exact fit (build/kmserve-mpi, issue 17): OpenMPI and
+# ScaLAPACK; `make deps` and `make deps-test` install them.
+DEPS_MPI := openmpi-bin libopenmpi-dev libscalapack-openmpi-dev
 
 PKGS := libmicrohttpd libcjson openblas lapacke
 PYTHON := /usr/bin/python3
@@ -94,10 +97,32 @@ SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o)
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
+.PHONY: all mpi deps deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
         test check-docs unit integration check-deploy check-fresh fuzz run install bench clean
 
-all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a
+all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a mpi
+
+# kmserve-mpi, the MPI worker (mpi/): built when mpicc links Debian's
+# ScaLAPACK (-lscalapack-openmpi), skipped with a note otherwise.
+MPICC ?= mpicc
+SCALAPACK_LIBS ?= -lscalapack-openmpi
+HAVE_MPI := $(shell printf 'int main(void){return 0;}' | \
+              $(MPICC) -x c - -o /dev/null $(SCALAPACK_LIBS) >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_MPI),1)
+mpi: $(B)/kmserve-mpi
+else
+mpi:
+	@echo "note: kmserve-mpi not built: no mpicc linking $(SCALAPACK_LIBS) (make deps installs $(DEPS_MPI))"
+endif
+
+$(B)/kmserve-mpi: mpi/kmserve_mpi.c $(B)/libkm.a
+	@$(if $(V),,echo "  MPICC   $@")
+	$(Q)OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< \
+	    $(B)/libkm.a $(SCALAPACK_LIBS) $(LIBS) $(LDFLAGS)
+
+$(B)/tests/mpi_check: tests/mpi/mpi_check.c $(B)/libkm.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(LIBS) $(LDFLAGS)
 
 # $(call install_missing,PACKAGES): apt-get install those not installed.
 define install_missing
@@ -113,8 +138,8 @@ define install_missing
 	fi
 endef
 
-deps: ; $(call install_missing,$(DEPS_RUN))
-deps-test: ; $(call install_missing,$(DEPS_TEST))
+deps: ; $(call install_missing,$(DEPS_RUN) $(DEPS_MPI))
+deps-test: ; $(call install_missing,$(DEPS_TEST) $(DEPS_MPI))
 deps-refs: ; $(call install_missing,$(DEPS_REFS))
 deps-bench: ; $(call install_missing,$(DEPS_BENCH))
 deps-deploy: ; $(call install_missing,$(DEPS_DEPLOY))
