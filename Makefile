@@ -220,10 +220,13 @@ unit: $(UNIT_BIN)
 # pyclient.py: the Python client (clients/python) pip-installed into a
 # venv, every Client method, and its estimators against scikit-learn's
 # own and in its tools;
+# mpi.py: kmserve-mpi on 1-4 ranks against the single-process fit, and
+# distributed fits through the daemon (--mpi-launch), kill -9 of a rank,
+# cancel (skipped with a note when kmserve-mpi was not built);
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
-integration: $(B)/kmserve $(B)/kmctl
+integration: $(B)/kmserve $(B)/kmctl mpi $(if $(HAVE_MPI),$(B)/tests/mpi_check)
 	@fail=0; \
 	$(PYTHON) tests/integration/run.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
@@ -238,6 +241,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/gpr.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/pyclient.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/mpi.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \
