@@ -6,6 +6,10 @@
  *   kmserve-mpi --request R --output O --status S --error E
  *               [--block NB] [--memory-budget-mb MB] [--blas-threads T]
  *
+ * BLAS threads per rank: T, or OpenBLAS's default (OPENBLAS_NUM_THREADS,
+ * else every core) when 0 or absent; one rank per node wants the node's
+ * cores, several ranks per node one each.
+ *
  * Rank 0 reads the staging file R (km_request_load_buffer: checksum,
  * sizes, kernel) and runs core's own km_fit on it, with a dense engine
  * (km_fit_control.dense) that hands every exact solve to all ranks: the
@@ -575,7 +579,7 @@ int main(int argc, char **argv)
     memset(&w, 0, sizeof w);
     w.nb = DEFAULT_BLOCK;
     w.phase = "starting";
-    long blas = 1;
+    long blas = 0; /* OpenBLAS's own choice (OPENBLAS_NUM_THREADS) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
@@ -608,7 +612,7 @@ int main(int argc, char **argv)
             w.budget = (size_t)mb << 20;
         } else if (!strcmp(a, "--blas-threads")) {
             blas = strtol(v, &end, 10);
-            if (*end || blas < 1 || blas > 1024) {
+            if (*end || blas < 0 || blas > 1024) {
                 usage();
                 return 2;
             }
@@ -621,7 +625,8 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
-    openblas_set_num_threads((int)blas);
+    if (blas > 0)
+        openblas_set_num_threads((int)blas);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w.size);
