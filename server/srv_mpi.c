@@ -240,7 +240,7 @@ static size_t sat_add(size_t a, size_t b)
 static size_t rank_bytes(const srv_mpi *m, const api_fit_request *req)
 {
     size_t n = req->n, d = req->d, mo = req->m ? req->m : 1;
-    size_t nb = m->block ? (size_t)m->block : 128, p = (size_t)m->ranks;
+    size_t nb = m->block ? (size_t)m->block : 256, p = (size_t)m->ranks;
     size_t rows = 1;
     while ((rows + 1) * (rows + 1) <= p)
         rows++;
