@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "km.h"
+#include "srv_file.h"
 
 /* BLACS and ScaLAPACK (Fortran symbols; character arguments carry their
  * hidden lengths last, as gfortran passes them). */
@@ -106,34 +107,6 @@ static int write_atomic(const char *path, const void *buf, size_t len)
         return -1;
     }
     return 0;
-}
-
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    unsigned char *buf = malloc((size_t)st.st_size + 1);
-    size_t done = 0;
-    while (buf && done < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + done, (size_t)st.st_size - done);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        done += (size_t)r;
-    }
-    close(fd);
-    if (!buf || done != (size_t)st.st_size) {
-        free(buf);
-        return NULL;
-    }
-    *len = done;
-    return buf;
 }
 
 static int report(void *ctx, double fraction)
@@ -502,7 +475,7 @@ static void write_error(const char *path, km_status st, const char *msg)
 static km_status fit_root(worker *w, const char *request_path, km_error *err)
 {
     size_t len = 0;
-    unsigned char *buf = read_all(request_path, &len);
+    unsigned char *buf = srv_file_read(request_path, (size_t)1 << 40, &len);
     if (!buf)
         return set_err(err, KM_EIO, "cannot read the staging file %s",
                        request_path);

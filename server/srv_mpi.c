@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "srv_file.h"
 #include "srv_log.h"
 #include "srv_mpi.h"
 
@@ -334,38 +335,6 @@ static int write_file(const char *path, const unsigned char *buf, size_t len)
     return close(fd) == 0 && ok ? 0 : -1;
 }
 
-/* Reads at most max bytes of path; NULL if it cannot. */
-static unsigned char *read_file(const char *path, size_t max, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct stat st;
-    if (fd < 0)
-        return NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        (size_t)st.st_size > max) {
-        close(fd);
-        return NULL;
-    }
-    unsigned char *buf = malloc((size_t)st.st_size + 1);
-    size_t done = 0;
-    while (buf && done < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + done, (size_t)st.st_size - done);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        done += (size_t)r;
-    }
-    close(fd);
-    if (!buf || done != (size_t)st.st_size) {
-        free(buf);
-        return NULL;
-    }
-    buf[done] = 0;
-    *len = done;
-    return buf;
-}
-
 static double mono(void)
 {
     struct timespec t;
@@ -397,7 +366,7 @@ static int stop_group(pid_t pid)
 static int worker_error(const fit_files *f, int status, api_error *e)
 {
     size_t len = 0;
-    unsigned char *b = read_file(f->err, 4096, &len);
+    unsigned char *b = srv_file_read(f->err, 4096, &len);
     int code = 0, off = 0;
     if (b && sscanf((char *)b, "%d %n", &code, &off) == 1 && code > 0 &&
         code < KM_STATUS_COUNT) {
@@ -411,7 +380,7 @@ static int worker_error(const fit_files *f, int status, api_error *e)
     }
     free(b);
     char last[160] = "";
-    unsigned char *log = read_file(f->log, (size_t)1 << 20, &len);
+    unsigned char *log = srv_file_read(f->log, (size_t)1 << 20, &len);
     if (log) { /* the last non-empty line without the launcher's rulers */
         char *save = NULL;
         for (char *line = strtok_r((char *)log, "\n", &save); line;
@@ -527,7 +496,7 @@ int srv_mpi_fit(srv_mpi *m, const api_fit_request *req,
         if (w == pid || (w < 0 && errno != EINTR))
             break;
         size_t sl = 0;
-        unsigned char *s = read_file(f.status, 256, &sl);
+        unsigned char *s = srv_file_read(f.status, 256, &sl);
         double frac = 0;
         if (s && sscanf((char *)s, "%lf", &frac) == 1 && frac >= 0 &&
             frac < 1 && ctl && ctl->progress &&
@@ -560,7 +529,7 @@ int srv_mpi_fit(srv_mpi *m, const api_fit_request *req,
         srv_log(SRV_WARN, "mpi_fit_failed", "job %s: %s", job_id, e->message);
         return rc;
     }
-    unsigned char *mb = read_file(f.out, (size_t)64 << 30, &len);
+    unsigned char *mb = srv_file_read(f.out, (size_t)64 << 30, &len);
     files_remove(&f);
     if (!mb)
         return api_raise(e, API_INTERNAL, "the MPI worker wrote no model");
