@@ -87,21 +87,7 @@ static int write_atomic(const char *path, const void *buf, size_t len)
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
         return -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -1;
-    const unsigned char *p = buf;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, p + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        done += (size_t)w;
-    }
-    int ok = done == len && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
+    int ok = srv_file_write(tmp, buf, len, 0, 0644) == 0;
     if (!ok || rename(tmp, path) != 0) {
         unlink(tmp);
         return -1;

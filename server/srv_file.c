@@ -1,5 +1,5 @@
 /*
- * srv_file.c - whole small files read at once; see srv_file.h.
+ * srv_file.c - whole small files read or written at once; see srv_file.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,4 +38,29 @@ unsigned char *srv_file_read(const char *path, size_t max, size_t *len)
     buf[done] = 0;
     *len = done;
     return buf;
+}
+
+int srv_file_write(const char *path, const void *buf, size_t len,
+                   int exclusive, int mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC |
+                            (exclusive ? O_EXCL : O_TRUNC), mode);
+    if (fd < 0)
+        return -1;
+    const unsigned char *p = buf;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, p + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    int ok = done == len && fsync(fd) == 0;
+    if (close(fd) != 0)
+        ok = 0;
+    if (!ok && errno == 0)
+        errno = EIO;
+    return ok ? 0 : -1;
 }

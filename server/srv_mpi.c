@@ -317,24 +317,6 @@ static void files_remove(const fit_files *f)
     }
 }
 
-static int write_file(const char *path, const unsigned char *buf, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, buf + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        done += (size_t)w;
-    }
-    int ok = done == len && fsync(fd) == 0;
-    return close(fd) == 0 && ok ? 0 : -1;
-}
-
 static double mono(void)
 {
     struct timespec t;
@@ -469,7 +451,7 @@ int srv_mpi_fit(srv_mpi *m, const api_fit_request *req,
                                           &len, &kerr);
     if (st != KM_OK)
         return api_fail_km(e, &kerr);
-    int wrote = write_file(f.req, buf, len);
+    int wrote = srv_file_write(f.req, buf, len, 1, 0600);
     free(buf);
     if (wrote != 0) {
         files_remove(&f);
