@@ -47,6 +47,9 @@ DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-ke
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
 DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
 DEPS_FRESH := debootstrap git
+# The distributed exact fit (build/kmserve-mpi, issue 17): OpenMPI and
+# ScaLAPACK; `make deps` and `make deps-test` install them.
+DEPS_MPI := openmpi-bin libopenmpi-dev libscalapack-openmpi-dev
 
 PKGS := libmicrohttpd libcjson openblas lapacke
 PYTHON := /usr/bin/python3
@@ -106,10 +109,32 @@ SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o) $(B)/gen/srv_assets.o
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
+.PHONY: all mpi deps deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
         test check-docs unit integration check-deploy check-fresh fuzz run install bench clean
 
-all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a
+all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a mpi
+
+# kmserve-mpi, the MPI worker (mpi/): built when mpicc links Debian's
+# ScaLAPACK (-lscalapack-openmpi), skipped with a note otherwise.
+MPICC ?= mpicc
+SCALAPACK_LIBS ?= -lscalapack-openmpi
+HAVE_MPI := $(shell printf 'int main(void){return 0;}' | \
+              $(MPICC) -x c - -o /dev/null $(SCALAPACK_LIBS) >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_MPI),1)
+mpi: $(B)/kmserve-mpi
+else
+mpi:
+	@echo "note: kmserve-mpi not built: no mpicc linking $(SCALAPACK_LIBS) (make deps installs $(DEPS_MPI))"
+endif
+
+$(B)/kmserve-mpi: mpi/kmserve_mpi.c $(B)/server/srv_file.o $(B)/libkm.a
+	@$(if $(V),,echo "  MPICC   $@")
+	$(Q)OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Iserver -o $@ $< \
+	    $(B)/server/srv_file.o $(B)/libkm.a $(SCALAPACK_LIBS) $(LIBS) $(LDFLAGS)
+
+$(B)/tests/mpi_check: tests/mpi/mpi_check.c $(B)/libkm.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(LIBS) $(LDFLAGS)
 
 # $(call install_missing,PACKAGES): apt-get install those not installed.
 define install_missing
@@ -125,8 +150,8 @@ define install_missing
 	fi
 endef
 
-deps: ; $(call install_missing,$(DEPS_RUN))
-deps-test: ; $(call install_missing,$(DEPS_TEST))
+deps: ; $(call install_missing,$(DEPS_RUN) $(DEPS_MPI))
+deps-test: ; $(call install_missing,$(DEPS_TEST) $(DEPS_MPI))
 deps-refs: ; $(call install_missing,$(DEPS_REFS))
 deps-bench: ; $(call install_missing,$(DEPS_BENCH))
 deps-deploy: ; $(call install_missing,$(DEPS_DEPLOY))
@@ -231,10 +256,13 @@ unit: $(UNIT_BIN)
 # Inference Protocol (/v2) against /v1's answers to the bit;
 # oip_conformance.py: every required endpoint and field of the protocol's
 # REST spec;
+# mpi.py: kmserve-mpi on 1-4 ranks against the single-process fit, and
+# distributed fits through the daemon (--mpi-launch), kill -9 of a rank,
+# cancel (skipped with a note when kmserve-mpi was not built);
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
-integration: $(B)/kmserve $(B)/kmctl
+integration: $(B)/kmserve $(B)/kmctl mpi $(if $(HAVE_MPI),$(B)/tests/mpi_check)
 	@fail=0; \
 	$(PYTHON) tests/integration/run.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
@@ -255,6 +283,7 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/interchange.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/oip.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/oip_conformance.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/mpi.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \
 	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \

@@ -206,6 +206,21 @@ km_status km_gram_cross(const km_kernel *k, const double *X, size_t nx,
                         const double *Z, size_t nz, size_t d, double *K,
                         size_t ldk, km_error *err) KM_MUST_CHECK;
 
+/*
+ * One block of the training Gram matrix of X (rows of d features):
+ * K[a*ldk + b] = k(X_{i0+a}, X_{j0+b}) for a < ni, b < nj, through the
+ * same maps as km_gram_sym (an L2 kernel's distance is exactly 0 where
+ * i0 + a == j0 + b, when i0 >= j0; aligned tiles, as a block-cyclic
+ * distribution's, always are). xn: the squared norms of X's rows
+ * (km_sqnorms), or NULL to compute those of the block's rows here.
+ * The one kernel code of a distributed Gram (kmserve-mpi's tiles).
+ */
+km_status km_gram_block(const km_kernel *k, const double *X, const double *xn,
+                        size_t d, size_t i0, size_t ni, size_t j0, size_t nj,
+                        double *K, size_t ldk, km_error *err) KM_MUST_CHECK;
+/* Squared norms of X's n rows (d features), malloc'd; NULL on OOM. */
+double *km_sqnorms(const double *X, size_t n, size_t d);
+
 /* exp(v[i]) for all i, in place, vectorised; accurate to a few ulps, exact 0
  * below -708. Exposed for benchmarks and tests. */
 void km_vexp(double *v, size_t n);
@@ -223,11 +238,38 @@ void km_vexp(double *v, size_t n);
  * see km_search_spec); the other fits run on the calling thread alone.
  * Last, so that {progress, ctx} initialisers leave it 0.
  */
+typedef struct km_dense_engine km_dense_engine;
 typedef struct km_fit_control {
     int (*progress)(void *ctx, double fraction);
     void *ctx;
     int threads;
+    /* A dense solver elsewhere (kmserve-mpi's ScaLAPACK engine), or NULL:
+     * this process. See km_dense_engine. */
+    const km_dense_engine *dense;
 } km_fit_control;
+
+/*
+ * A dense linear algebra engine that an exact fit hands its system to
+ * instead of forming the n x n kernel matrix in this process (the MPI
+ * worker, mpi/kmserve_mpi.c, distributes it block-cyclically over its
+ * ranks). Used by krr's exact solver and gpr without an optimizer when
+ * km_fit_control.dense is set; every other fit ignores it.
+ *   solve  C (n x m, row-major) = (scale k(X, X) + shift I)^-1 Y for X
+ *          (n x d, row-major, k resolved) and Y (n x m, row-major); when
+ *          L is not NULL it also gets the lower Cholesky factor of
+ *          scale k(X, X) + shift I (n x n, row-major, upper triangle 0).
+ *          Progress from f0 to f1 through ctl, which may cancel. Statuses
+ *          as km_krr_solve's: KM_ENOTPD (naming the row), KM_ECANCELLED,
+ *          KM_ENOMEM, KM_EINTERNAL.
+ */
+struct km_dense_engine {
+    void *ctx;
+    km_status (*solve)(void *ctx, const km_kernel *k, double scale,
+                       const double *X, size_t n, size_t d, double shift,
+                       const double *Y, size_t m, double *C, double *L,
+                       const km_fit_control *ctl, double f0, double f1,
+                       km_error *err);
+};
 
 /*
  * The memory budget, in bytes, that an auto solver (krr's params.solver
@@ -566,6 +608,41 @@ typedef struct km_preprocess_view {
     const double *y_mean;
 } km_preprocess_view;
 km_preprocess_view km_model_preprocess(const km_model *m);
+
+/*
+ * A fit request as bytes (km_request.c): the algorithm, its params, the
+ * kernel, the preprocessing and the problem's X and Y, with a CRC-32. The
+ * daemon writes it to a staging file that the MPI worker (kmserve-mpi)
+ * reads and fits with km_fit. Only krr, gpr and kpca (params without
+ * pointers; KM_EINVAL for others). The params are stored as this build
+ * lays them out, so only a worker of the same build reads them; the load
+ * checks magic, version, checksum, sizes (against the buffer's length
+ * and the model limits) and the kernel (KM_ECORRUPT), and leaves the
+ * params' ranges and X's values to km_fit's checks.
+ */
+typedef struct km_request {
+    km_algorithm algo;
+    km_kernel kernel;
+    _Alignas(16) unsigned char params[128]; /* the algorithm's struct */
+    km_preprocess pre;
+    double *X, *Y; /* n x d; n x m (NULL when m is 0) */
+    size_t n, d, m;
+} km_request;
+km_status km_request_save_buffer(km_algorithm a, const km_kernel *k,
+                                 const void *params, const km_preprocess *pre,
+                                 const km_problem *pb, unsigned char **buf,
+                                 size_t *len, km_error *err) KM_MUST_CHECK;
+km_status km_request_load_buffer(const unsigned char *buf, size_t len,
+                                 km_request *r, km_error *err) KM_MUST_CHECK;
+void km_request_cleanup(km_request *r);
+/* r's data as a problem (borrowed). */
+km_problem km_request_problem(const km_request *r);
+/* A resolved kernel as bytes (as a model file holds it) and back
+ * (checked as a model file's: KM_ECORRUPT), for the worker's ranks. */
+km_status km_kernel_save_buffer(const km_kernel *k, unsigned char **buf,
+                                size_t *len, km_error *err) KM_MUST_CHECK;
+km_status km_kernel_load_buffer(const unsigned char *buf, size_t len,
+                                km_kernel *k, km_error *err) KM_MUST_CHECK;
 
 /*
  * Scoring: what a search maximises, named as scikit-learn's scorers.

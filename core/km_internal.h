@@ -621,8 +621,7 @@ km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
                            const double *Z, size_t nz, const double *zn,
                            size_t d, double *K, size_t ldk, km_error *err);
 
-/* Squared norms of X's n rows, malloc'd; NULL on OOM. */
-double *km_sqnorms(const double *X, size_t n, size_t d);
+/* km_sqnorms: km.h. */
 
 /* ------------------------------------------------------- search */
 

@@ -508,10 +508,11 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
     if (st != KM_OK)
         goto out;
     const km_kernel *k = &f.k;
+    const km_dense_engine *de = ctl ? ctl->dense : NULL;
 
-    K = malloc(n * n * sizeof *K);
+    K = de ? NULL : malloc(n * n * sizeof *K);
     p = calloc(1, sizeof *p);
-    if (!K || !p) {
+    if ((!de && !K) || !p) {
         st = km_error_set(err, KM_ENOMEM,
                           "out of memory for a %zu x %zu kernel matrix", n, n);
         goto out;
@@ -520,7 +521,7 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
-    if ((st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
+    if (!de && (st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
         goto out;
     if (km_progress(ctl, 0.1)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
@@ -530,8 +531,12 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
     }
-    if ((st = km_krr_solve(K, n, params->alpha, Y, m, p->coef,
-                           "the kernel matrix", ctl, 0.1, 0.9, err)) != KM_OK)
+    /* The engine forms K and solves elsewhere (km.h: km_dense_engine). */
+    st = de ? de->solve(de->ctx, k, 1.0, X, n, d, params->alpha, Y, m,
+                        p->coef, NULL, ctl, 0.1, 0.9, err)
+            : km_krr_solve(K, n, params->alpha, Y, m, p->coef,
+                           "the kernel matrix", ctl, 0.1, 0.9, err);
+    if (st != KM_OK)
         goto out;
     free(K);
     K = NULL;

@@ -600,6 +600,11 @@ static void h_fit(srv_request *rq, srv_reply *rp)
      * threads (srv_jobs' fit_threads): its estimate counts them */
     req.threads = rq->s->cfg.blas_threads;
     size_t bytes = api_fit_bytes(&req);
+    if (srv_mpi_route(rq->s->mpi, &req, km_memory_budget(), &bytes, &e)) {
+        api_fit_request_cleanup(&req);
+        srv_reply_error(rp, &e);
+        return;
+    }
     srv_job *job = srv_jobs_submit(rq->s->jobs, rq->param, &req, bytes,
                                    async ? NULL : fit_done,
                                    async ? NULL : rq, &e);
