@@ -22,20 +22,34 @@
 # compiler, make, pkg-config and five libraries: libmicrohttpd, cJSON,
 # OpenBLAS, LAPACKE, libcurl for kmctl; and curl for the README's examples);
 # `make test` adds Check, Python 3 with PyYAML (the integration runner reads
-# api/openapi.yaml) and openssl (TLS tests). The reference fixtures in tests/fixtures are
+# api/openapi.yaml), NumPy (klr.py checks an optimum from its definition)
+# and openssl (TLS tests); the Python client's runner
+# (pyclient.py) also needs scikit-learn (its references), venv,
+# pip, setuptools and wheel (it installs clients/python into a venv,
+# offline); the web console's runner (console.py) drives Debian's headless
+# Chromium with Selenium (chromium, chromium-driver, python3-selenium:
+# about 350 MB installed); the interchange runner (interchange.py) needs
+# LIBSVM's tools and python3-libsvm (svm-train writes its models at run
+# time). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
-# for the serving benchmark. The deploy checks need debootstrap (chroots
+# for the serving benchmark, R's kernlab for the kernel k-means one, and Fashion-MNIST for bench_svc_large.py. The deploy checks need debootstrap (chroots
 # that carry out the Dockerfile), systemd-analyze, docker-compose (the
 # docker client here has no compose plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
-DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl
-DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools
-DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn
+DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl \
+             python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel \
+             chromium chromium-driver python3-selenium libsvm-tools python3-libsvm
+DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools python3-libsvm
+DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-kernlab \
+              dataset-fashion-mnist
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
 DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
 DEPS_FRESH := debootstrap git
+# The distributed exact fit (build/kmserve-mpi, issue 17): OpenMPI and
+# ScaLAPACK; `make deps` and `make deps-test` install them.
+DEPS_MPI := openmpi-bin libopenmpi-dev libscalapack-openmpi-dev
 
 PKGS := libmicrohttpd libcjson openblas lapacke
 PYTHON := /usr/bin/python3
@@ -86,14 +100,41 @@ CTL_OBJ := $(CTL_SRC:%.c=$(B)/%.o)
 CTL_LIBS = $(shell pkg-config --libs libcjson libcurl 2>/dev/null)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 API_OBJ := $(API_SRC:%.c=$(B)/%.o)
-SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o)
+# The web console and the API spec are built into kmserve
+# (server/srv_assets.h): server/console/embed.sh writes their bytes as a C
+# source with od and sed, so the build needs nothing beyond a base system.
+ASSETS := server/console/index.html server/console/console.css \
+          server/console/console.js api/openapi.yaml
+SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o) $(B)/gen/srv_assets.o
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all deps deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
+.PHONY: all mpi deps deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
         test check-docs unit integration check-deploy check-fresh fuzz run install bench clean
 
-all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a
+all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a mpi
+
+# kmserve-mpi, the MPI worker (mpi/): built when mpicc links Debian's
+# ScaLAPACK (-lscalapack-openmpi), skipped with a note otherwise.
+MPICC ?= mpicc
+SCALAPACK_LIBS ?= -lscalapack-openmpi
+HAVE_MPI := $(shell printf 'int main(void){return 0;}' | \
+              $(MPICC) -x c - -o /dev/null $(SCALAPACK_LIBS) >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_MPI),1)
+mpi: $(B)/kmserve-mpi
+else
+mpi:
+	@echo "note: kmserve-mpi not built: no mpicc linking $(SCALAPACK_LIBS) (make deps installs $(DEPS_MPI))"
+endif
+
+$(B)/kmserve-mpi: mpi/kmserve_mpi.c $(B)/server/srv_file.o $(B)/libkm.a
+	@$(if $(V),,echo "  MPICC   $@")
+	$(Q)OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Iserver -o $@ $< \
+	    $(B)/server/srv_file.o $(B)/libkm.a $(SCALAPACK_LIBS) $(LIBS) $(LDFLAGS)
+
+$(B)/tests/mpi_check: tests/mpi/mpi_check.c $(B)/libkm.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(LIBS) $(LDFLAGS)
 
 # $(call install_missing,PACKAGES): apt-get install those not installed.
 define install_missing
@@ -109,8 +150,8 @@ define install_missing
 	fi
 endef
 
-deps: ; $(call install_missing,$(DEPS_RUN))
-deps-test: ; $(call install_missing,$(DEPS_TEST))
+deps: ; $(call install_missing,$(DEPS_RUN) $(DEPS_MPI))
+deps-test: ; $(call install_missing,$(DEPS_TEST) $(DEPS_MPI))
 deps-refs: ; $(call install_missing,$(DEPS_REFS))
 deps-bench: ; $(call install_missing,$(DEPS_BENCH))
 deps-deploy: ; $(call install_missing,$(DEPS_DEPLOY))
@@ -129,6 +170,15 @@ $(B)/%.o: %.c
 # "very cheap" cost model, which refuses loops with an unknown trip count.
 # -fopenmp-simd honours `omp simd` (vectorised reductions) without OpenMP.
 $(B)/core/km_vmath.o: CFLAGS += $(if $(filter clang,$(CC)),,-fvect-cost-model=dynamic) -fopenmp-simd
+
+$(B)/gen/srv_assets.c: server/console/embed.sh $(ASSETS)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  EMBED   $@")
+	$(Q)sh server/console/embed.sh $(ASSETS) > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/srv_assets.o: $(B)/gen/srv_assets.c server/srv_assets.h
+	@$(if $(V),,echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -Iserver -c $< -o $@
 
 $(B)/libkm.a: $(CORE_OBJ)
 	$(Q)ar rcs $@ $^
@@ -186,12 +236,35 @@ unit: $(UNIT_BIN)
 # centres against numpy's pivots;
 # gpr.py: Gaussian-process regression's outputs and optimizer against
 # scikit-learn's GaussianProcessRegressor, its refusals and reload;
+# kkmeans.py: kernel k-means' fit, cluster ids, inertia and Rand index,
+# its refusals and reload;
+# pyclient.py: the Python client (clients/python) pip-installed into a
+# venv, every Client method, and its estimators against scikit-learn's
+# own and in its tools;
+# klr.py: kernel logistic regression's objective and gradient at its
+# optimum, its answers and scores, checked in numpy from its model file;
+# console.py: the web console (GET /) in headless Chromium against the
+# daemon: models, predict equal to the API's, a job's progress bar, the
+# API reference against the spec, tokens, HTML labels shown as text, no
+# request leaving 127.0.0.1; screenshots in $(B)/console/;
+# svc_nystrom.py: svc's nystrom solver against liblinear on numpy's
+# Nystrom features, its model file (format 4), cancel and refusals;
+# interchange.py: LIBSVM model files in and out against svm-train,
+# svm-predict and python3-libsvm, kmm files moved between two daemons,
+# hostile uploads;
+# oip.py: --keep-versions, pinned versions and rollback, and the Open
+# Inference Protocol (/v2) against /v1's answers to the bit;
+# oip_conformance.py: every required endpoint and field of the protocol's
+# REST spec;
+# mpi.py: kmserve-mpi on 1-4 ranks against the single-process fit, and
+# distributed fits through the daemon (--mpi-launch), kill -9 of a rank,
+# cancel (skipped with a note when kmserve-mpi was not built);
 # kpca_nystrom.py: kpca's nystrom eigen-solver against Nystroem + PCA,
-# its model file (format 4), refusals and admission;
+# its model file (format 5), refusals and admission;
 # each hostile_*.py: hostile input and
 # faults of one kind. Each ends with
 # "N passed, N failed".
-integration: $(B)/kmserve $(B)/kmctl
+integration: $(B)/kmserve $(B)/kmctl mpi $(if $(HAVE_MPI),$(B)/tests/mpi_check)
 	@fail=0; \
 	$(PYTHON) tests/integration/run.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
@@ -204,6 +277,15 @@ integration: $(B)/kmserve $(B)/kmctl
 	$(PYTHON) tests/integration/rff.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/auto.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/gpr.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/pyclient.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/klr.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/console.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/svc_nystrom.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/interchange.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/oip.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/oip_conformance.py --server $(B)/kmserve || fail=1; \
+	$(PYTHON) tests/integration/mpi.py --server $(B)/kmserve || fail=1; \
 	$(PYTHON) tests/integration/kpca_nystrom.py --server $(B)/kmserve || fail=1; \
 	for t in tests/integration/hostile_*.py; do \
 	  [ -e "$$t" ] || continue; echo "== $$t"; \

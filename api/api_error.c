@@ -109,12 +109,21 @@ int api_fail_km(api_error *e, const km_error *kerr)
  * header exactly as the client sent it, and must still be UTF-8 JSON. */
 char *api_error_json(const api_error *e)
 {
+    return api_error_text(e, 0);
+}
+
+/* The Open Inference Protocol's error body, {"error": message}, when
+ * plain; else ours. */
+char *api_error_text(const api_error *e, int plain)
+{
     api_text t = {0};
-    api_text_raw(&t, "{\"error\":{\"code\":");
-    api_text_string(&t, e->code);
-    api_text_raw(&t, ",\"message\":");
+    api_text_raw(&t, plain ? "{\"error\":" : "{\"error\":{\"code\":");
+    if (!plain) {
+        api_text_string(&t, e->code);
+        api_text_raw(&t, ",\"message\":");
+    }
     api_text_string(&t, e->message);
-    api_text_raw(&t, "}}");
+    api_text_raw(&t, plain ? "}" : "}}");
     if (t.failed) {
         free(t.buf);
         return NULL;

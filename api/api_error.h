@@ -92,5 +92,8 @@ int api_fail_km(api_error *e, const km_error *kerr);
  * Bytes of the message that are not UTF-8 are written as U+FFFD
  * (api_json_escape), so the text is UTF-8 JSON whatever it quotes. */
 char *api_error_json(const api_error *e);
+/* The same when plain is 0; when it is not, the Open Inference Protocol's
+ * {"error":message} (the /v2 routes' errors). */
+char *api_error_text(const api_error *e, int plain);
 
 #endif

@@ -2,7 +2,7 @@
  * api_fit.c - fit requests.
  *
  * A fit body is {"algorithm", "kernel", "params", "preprocess", "X", "y",
- * "async"}.
+ * "async", "distributed"}.
  * Unknown fields are refused, so a misspelt parameter is an error rather
  * than a silently ignored default. params are read by the algorithm's
  * schema (api_schema.c); ranges are checked by core's own check functions
@@ -233,6 +233,8 @@ static const fit_algo fit_algos[] = {
     [KM_ALGO_SVR] = {TARGETS_VALUES, 1},
     [KM_ALGO_KPCA] = {TARGETS_NONE, 0},
     [KM_ALGO_GPR] = {TARGETS_VALUES, 1},
+    [KM_ALGO_KKMEANS] = {TARGETS_NONE, 0},
+    [KM_ALGO_KLR] = {TARGETS_LABELS, 1},
 };
 _Static_assert(sizeof fit_algos / sizeof *fit_algos == KM_ALGO_COUNT,
                "one entry per algorithm");
@@ -342,7 +344,7 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
     const cJSON *root = body->root;
     static const char *const keys[] = {"algorithm", "kernel", "params",
                                        "preprocess", "X", "y", "search",
-                                       "async", NULL};
+                                       "async", "distributed", NULL};
     char algos[128];
     memset(req, 0, sizeof *req);
     km_kernel_init(&req->kernel, KM_KERNEL_LINEAR);
@@ -364,6 +366,7 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
         return api_invalid(e, "params must be an object, not %s",
                            api_type_name(params));
     if (api_opt_bool(root, "", "async", &req->async, e) ||
+        api_opt_bool(root, "", "distributed", &req->distributed, e) ||
         parse_preprocess(cJSON_GetObjectItemCaseSensitive(root, "preprocess"),
                          req, e))
         return -1;

@@ -49,6 +49,10 @@ typedef struct api_fit_request {
      * which counts that many workers; api_fit_run runs
      * min(threads, ctl->threads) of them. */
     int threads;
+    /* "distributed": run on the MPI cluster (server/srv_mpi.h); the
+     * server also sets it for krr's auto solver when only the cluster
+     * holds the exact fit. */
+    int distributed;
 } api_fit_request;
 
 /* The matrix keys of fit bodies, for api_parse_body. */

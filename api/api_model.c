@@ -210,12 +210,27 @@ static cJSON *enum_figure(const km_info_entry *e, const api_schema *s)
     return cJSON_CreateString(r->names((int)e->values[0]));
 }
 
+/* The training figure "imported_from" holds km.h's KM_IMPORTED_* number:
+ * shown by the program's name. */
+static cJSON *source_figure(const km_info_entry *e)
+{
+    static const char *const sources[] = {[KM_IMPORTED_LIBSVM] = "libsvm"};
+    const size_t n = sizeof sources / sizeof *sources;
+    if (strcmp(e->key, "imported_from") || e->is_array || e->count != 1 ||
+        e->kind != KM_INFO_INTEGER || !(e->values[0] >= 1) ||
+        e->values[0] >= n)
+        return NULL;
+    return cJSON_CreateString(sources[(size_t)e->values[0]]);
+}
+
 static cJSON *info_json(const km_info *info, const api_schema *s)
 {
     cJSON *o = cJSON_CreateObject();
     for (size_t i = 0; o && i < info->count; i++) {
         const km_info_entry *e = &info->entries[i];
         cJSON *name = enum_figure(e, s);
+        if (!name)
+            name = source_figure(e);
         if (name) {
             cJSON_AddItemToObject(o, e->key, name);
             continue;

@@ -32,9 +32,7 @@ const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
  * messages follow from it rather than from tests of the algorithm. */
 
 #define ANSWERS_CLASSES (KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES)
-#define ANSWERS_PREDICT (KM_OUT_VALUES | ANSWERS_CLASSES)
-/* A predictive distribution's spread (gpr) */
-#define ANSWERS_SPREAD (KM_OUT_VARIANCES | KM_OUT_COVARIANCE)
+#define ANSWERS_PREDICT (KM_OUT_VALUES | ANSWERS_CLASSES | KM_OUT_CLUSTERS)
 
 /* The choices of "output", the first the default. needs: the fit
  * parameter without which a model cannot answer it (available says). */
@@ -105,8 +103,8 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
     size_t nf = km_model_n_features(m), no = km_model_n_outputs(m);
     size_t d = nf, width = no ? no : 1;
     if (answers_of(m) & ANSWERS_CLASSES) {
-        size_t k = km_model_n_labels(m), pairs = k * (k - 1) / 2;
-        width = k > pairs ? k : pairs;
+        size_t k = km_model_n_labels(m), cols = km_model_score_columns(m, NULL);
+        width = k > cols ? k : cols;
     } else if (answers_of(m) & KM_OUT_PROJECTIONS) {
         /* project, or inverse: rows of no in, nf out */
         d = no < nf ? no : nf;
@@ -130,9 +128,14 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
     if (answers_of(m) & KM_OUT_COVARIANCE)
         cov = c * c * (sizeof(double) + TEXT_PER_VALUE) +
               c * ns * sizeof(double);
+    /* cluster ids: the distances to the k <= ns centroids, a block of
+     * rows at a time (km_kkmeans.c) */
+    size_t dist = answers_of(m) & KM_OUT_CLUSTERS
+                      ? (KM_KKMEANS_PREDICT_BLOCK + ns) * sizeof(double)
+                      : 0;
     return len + numbers * sizeof(double) +
            rows * width * (sizeof(double) + TEXT_PER_VALUE) +
-           rows * sizeof(int) + block * sizeof(double) + scaled + cov;
+           rows * sizeof(int) + block * sizeof(double) + scaled + cov + dist;
 }
 
 /* Reads X or instances (not both), of expect_d columns. */
@@ -208,81 +211,101 @@ static int end_answer(api_text *t, api_error *e)
     return api_raise(e, API_INTERNAL, "out of memory building the answer");
 }
 
-/* st, with a message for an allocation of n predictions that failed
- * here (core names its own). */
-static km_status named_nomem(km_status st, km_error *kerr, size_t n)
+size_t api_answer_width(const km_model *m, unsigned answer, size_t n)
 {
-    if (st == KM_ENOMEM && kerr->status != KM_ENOMEM) {
-        kerr->status = KM_ENOMEM;
-        snprintf(kerr->message, sizeof kerr->message,
+    size_t k = km_model_n_labels(m);
+    switch (answer) {
+    case KM_OUT_LABELS:
+    case KM_OUT_CLUSTERS:
+        return 1;
+    case KM_OUT_PROBABILITIES:
+        return k;
+    case KM_OUT_COVARIANCE:
+        return n;
+    case KM_OUT_INVERSE:
+        return km_model_n_features(m);
+    case KM_OUT_SCORES: /* the descriptor's: svc one per pair of classes
+                           (LIBSVM's one-vs-one), klr one per class */
+        return km_model_score_columns(m, NULL);
+    default: /* values, variances, projections */
+        return km_model_n_outputs(m);
+    }
+}
+
+void api_answer_free(api_answer *a)
+{
+    free(a->v);
+    free(a->idx);
+    memset(a, 0, sizeof *a);
+}
+
+/* Labels (in the type they were fitted with) and cluster ids come from
+ * km_predict_labels; every other answer from km_predict. Decision values
+ * are negated when the descriptor says so (km_model_score_columns: svc's
+ * single value per row of two classes), so that positive means the second
+ * sorted label, as scikit-learn (LIBSVM's is the first).
+ * The covariance of more than KM_COV_MAX_ROWS rows is refused by core
+ * before it writes, so no n x n buffer is made for it. */
+int api_answer_compute(const km_model *m, unsigned answer, int root,
+                       const double *X, size_t n, const char *what,
+                       api_answer *a, api_error *e)
+{
+    km_error kerr = {KM_OK, ""};
+    km_status st;
+    memset(a, 0, sizeof *a);
+    a->answer = answer;
+    a->rows = n;
+    a->width = api_answer_width(m, answer, n);
+    if (answer == KM_OUT_LABELS || answer == KM_OUT_CLUSTERS) {
+        a->idx = malloc((n ? n : 1) * sizeof *a->idx);
+        st = a->idx ? km_predict_labels(m, X, n, a->idx, &kerr) : KM_ENOMEM;
+    } else {
+        int big_cov = answer == KM_OUT_COVARIANCE && n > KM_COV_MAX_ROWS;
+        size_t cells = big_cov ? 1 : n * a->width;
+        a->v = malloc((cells ? cells : 1) * sizeof *a->v);
+        st = a->v ? km_predict(m, answer, X, n, a->v, &kerr) : KM_ENOMEM;
+        for (size_t i = 0; st == KM_OK && root && i < n * a->width; i++)
+            a->v[i] = sqrt(a->v[i]);
+        double sign = 1;
+        if (answer == KM_OUT_SCORES)
+            km_model_score_columns(m, &sign);
+        for (size_t i = 0; st == KM_OK && sign < 0 && i < n * a->width; i++)
+            a->v[i] = -a->v[i]; /* scikit-learn's binary sign */
+        if (st == KM_OK && check_finite(a->v, n, a->width, what, e)) {
+            api_answer_free(a);
+            return -1;
+        }
+    }
+    if (st == KM_ENOMEM && kerr.status != KM_ENOMEM) {
+        kerr.status = KM_ENOMEM;
+        snprintf(kerr.message, sizeof kerr.message,
                  "not enough memory for %zu predictions", n);
     }
-    return st;
-}
-
-/* Classes (svc): labels (in the type they were fitted with), decision
- * values (binary: one per row, positive meaning the second sorted label,
- * as scikit-learn; else k(k-1)/2 per row in LIBSVM's pair order) or
- * probabilities (k per row in sorted-label order), as out says. Numbers
- * that are not finite set *bad and e (422) instead of being written. */
-static km_status class_answer(const km_model *m, const double *X, size_t n,
-                              const struct output *out, api_text *t,
-                              km_error *kerr, api_error *e, int *bad)
-{
-    size_t k = km_model_n_labels(m), pairs = k * (k - 1) / 2;
-    size_t width = out->answer == KM_OUT_PROBABILITIES ? k : pairs;
-    double *v = NULL;
-    int *idx = NULL;
-    km_status st;
-    if (out->answer == KM_OUT_LABELS) {
-        idx = malloc(n * sizeof *idx);
-        st = idx ? km_predict_labels(m, X, n, idx, kerr) : KM_ENOMEM;
-        if (st == KM_OK) {
-            api_text_raw(t, "[");
-            for (size_t i = 0; i < n; i++) {
-                if (i)
-                    api_text_raw(t, ",");
-                api_model_label_text(t, m, (size_t)idx[i]);
-            }
-            api_text_raw(t, "]");
-        }
-        free(idx);
-    } else {
-        v = malloc(n * width * sizeof *v);
-        st = v ? km_predict(m, out->answer, X, n, v, kerr) : KM_ENOMEM;
-        if (st == KM_OK && width == 1 && out->answer == KM_OUT_SCORES)
-            for (size_t i = 0; i < n; i++)
-                v[i] = -v[i]; /* scikit-learn's binary sign */
-        if (st == KM_OK && check_finite(v, n, width, "predictions", e))
-            *bad = 1;
-        else if (st == KM_OK)
-            put_matrix(t, v, n, width, width == 1);
-        free(v);
+    if (st != KM_OK) {
+        api_answer_free(a);
+        return api_fail_km(e, &kerr);
     }
-    return named_nomem(st, kerr, n);
+    return 0;
 }
 
-/* A predictive distribution's spread: variances (their roots for std),
- * n x n_outputs, or the batch's covariance, n x n (core refuses more
- * than KM_COV_MAX_ROWS rows before writing: then no n x n buffer is
- * made). Numbers that are not finite set *bad and e (422). */
-static km_status spread_answer(const km_model *m, const double *X, size_t n,
-                               const struct output *out, api_text *t,
-                               km_error *kerr, api_error *e, int *bad)
+void api_answer_text(api_text *t, const km_model *m, const api_answer *a,
+                     int flat)
 {
-    int cov = out->answer == KM_OUT_COVARIANCE;
-    size_t width = cov ? n : km_model_n_outputs(m);
-    size_t cells = cov && n > KM_COV_MAX_ROWS ? 1 : n * width;
-    double *v = malloc((cells ? cells : 1) * sizeof *v);
-    km_status st = v ? km_predict(m, out->answer, X, n, v, kerr) : KM_ENOMEM;
-    for (size_t i = 0; st == KM_OK && out->root && i < n * width; i++)
-        v[i] = sqrt(v[i]);
-    if (st == KM_OK && check_finite(v, n, width, "predictions", e))
-        *bad = 1;
-    else if (st == KM_OK)
-        put_matrix(t, v, n, width, width == 1 && !cov);
-    free(v);
-    return named_nomem(st, kerr, n);
+    if (a->v) {
+        put_matrix(t, a->v, a->rows, a->width,
+                   flat || (a->width == 1 && a->answer != KM_OUT_COVARIANCE));
+        return;
+    }
+    api_text_raw(t, "[");
+    for (size_t i = 0; i < a->rows; i++) {
+        if (i)
+            api_text_raw(t, ",");
+        if (a->answer == KM_OUT_LABELS)
+            api_model_label_text(t, m, (size_t)a->idx[i]);
+        else
+            api_text_uint(t, (unsigned long long)a->idx[i]);
+    }
+    api_text_raw(t, "]");
 }
 
 /* The output a predict body asks for (NULL: the model has no choice); 0,
@@ -331,12 +354,10 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     static const char *const keys[] = {"X", "instances", "output", NULL};
     unsigned answers = answers_of(m);
     const struct output *chosen;
-    double *X = NULL, *Y = NULL;
+    double *X = NULL;
     size_t n = 0;
-    km_error kerr = {KM_OK, ""};
-    km_status st;
+    api_answer a;
     api_text t = {0};
-    int bad = 0; /* e says why */
 
     if (!(answers & ANSWERS_PREDICT))
         return api_raise(e, API_CONFLICT, "model \"%s\" is %s: use "
@@ -348,29 +369,18 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
         return -1;
     if (read_input(body, keys, km_model_n_features(m), &X, &n, e))
         return -1;
-    size_t k = km_model_n_outputs(m);
-    Y = malloc(n * (k ? k : 1) * sizeof *Y);
-    if (!Y) {
-        free(X);
-        return api_raise(e, API_PAYLOAD_TOO_LARGE,
-                         "not enough memory for %zu predictions", n);
-    }
-    begin_answer(&t, m, "predictions");
-    if (chosen && (chosen->answer & ANSWERS_SPREAD)) {
-        st = spread_answer(m, X, n, chosen, &t, &kerr, e, &bad);
-    } else if (answers & KM_OUT_VALUES) {
-        st = km_predict(m, KM_OUT_VALUES, X, n, Y, &kerr);
-        if (st == KM_OK && !(bad = check_finite(Y, n, k, "predictions", e)))
-            put_matrix(&t, Y, n, k, k == 1);
-    } else {
-        st = class_answer(m, X, n, chosen, &t, &kerr, e, &bad);
-    }
+    /* no choice: values (krr, svr) or cluster ids (kkmeans) */
+    unsigned answer = chosen ? chosen->answer
+                      : answers & KM_OUT_VALUES ? KM_OUT_VALUES
+                                                : KM_OUT_CLUSTERS;
+    int bad = api_answer_compute(m, answer, chosen && chosen->root, X, n,
+                                 "predictions", &a, e);
     free(X);
-    free(Y);
-    if (st != KM_OK || bad) {
-        free(t.buf);
-        return bad ? -1 : api_fail_km(e, &kerr);
-    }
+    if (bad)
+        return -1;
+    begin_answer(&t, m, "predictions");
+    api_answer_text(&t, m, &a, 0);
+    api_answer_free(&a);
     *rows = n;
     if (end_answer(&t, e))
         return -1;

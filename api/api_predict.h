@@ -27,6 +27,36 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len);
 int api_predict(const km_model *m, api_body *body, api_text *out,
                 size_t *rows, api_error *e);
 
+/* One answer of a model for some rows, as predict (and the Open
+ * Inference Protocol's infer, api_v2.h) writes it. */
+typedef struct api_answer {
+    unsigned answer; /* its KM_OUT_* flag */
+    double *v;       /* rows x width numbers; NULL for labels, clusters */
+    int *idx;        /* rows label indices or cluster ids; else NULL */
+    size_t rows, width;
+} api_answer;
+
+/* How many values answer gives per row for n rows: labels and cluster
+ * ids 1; decision values a classifier's pairs of classes (one when there
+ * are two), else n_outputs; probabilities one per class; the covariance
+ * n; inverse n_features; values, variances, projections n_outputs. */
+size_t api_answer_width(const km_model *m, unsigned answer, size_t n);
+
+/* Computes answer (a KM_OUT_* flag; root: the square roots of its values)
+ * for X's n rows through core's km_predict or km_predict_labels. 0, or
+ * -1 with e set: 422 naming what[row] when a value is not finite, 413
+ * when memory runs out, core's errors. Free with api_answer_free, also
+ * after a failure. */
+int api_answer_compute(const km_model *m, unsigned answer, int root,
+                       const double *X, size_t n, const char *what,
+                       api_answer *a, api_error *e);
+void api_answer_free(api_answer *a);
+/* Writes a's values as JSON: labels in their type, cluster ids as
+ * integers, numbers exact; rows of width values, or one flat array when
+ * width is 1 (but for a covariance) or when flat. */
+void api_answer_text(api_text *t, const km_model *m, const api_answer *a,
+                     int flat);
+
 /* The same for project (kpca). */
 int api_project(const km_model *m, api_body *body, api_text *out,
                 size_t *rows, api_error *e);

@@ -51,6 +51,11 @@ static const char *kpca_solver_name(int s)
     return km_kpca_solver_name((km_kpca_solver)s);
 }
 
+static const char *klr_multi_name(int s)
+{
+    return km_klr_multi_name((km_klr_multi)s);
+}
+
 void api_name_list(char *buf, size_t len, const char *(*names)(int),
                    int count)
 {
@@ -133,13 +138,26 @@ _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
 _Static_assert(sizeof(uint64_t) == sizeof(size_t),
                "API_INTEGER fields are int or size_t sized");
 
+static const char *svm_solver_name(int s)
+{
+    return km_svm_solver_name((km_svm_solver)s);
+}
+
+/* svc: only with solver "exact"; "nystrom". */
+#define SVC_EXACT .only_if = "solver", .only_value = KM_SVM_SOLVER_EXACT
+#define SVC_NYSTROM .only_if = "solver", .only_value = KM_SVM_SOLVER_NYSTROM
+
+/* n_centres: its type and lower bound here (400); its bounds from the
+ * data (at most n_samples, at least the classes) in km_svm_check_centres
+ * (422). */
 static const api_param svc_rows[] = {
     {.key = "C", .type = API_NUMBER, FIELD(km_svm_params, C), POSITIVE,
      .doc = "penalty of margin errors"},
     {.key = "tol", .type = API_NUMBER, FIELD(km_svm_params, tol), POSITIVE,
-     .doc = "stopping tolerance of SMO"},
+     .doc = "stopping tolerance of SMO (nystrom: of the dual coordinate "
+            "descent's projected-gradient spread)"},
     {.key = "cache_mb", .type = API_NUMBER, FIELD(km_svm_params, cache_mb),
-     POSITIVE, .doc = "MiB for kernel values"},
+     POSITIVE, SVC_EXACT, .doc = "MiB for kernel values"},
     {.key = "shrinking", .type = API_BOOL,
      FIELD(km_svm_params, shrinking), .doc = "shrinking heuristic"},
     {.key = "class_weight", .type = API_LABEL_WEIGHTS,
@@ -147,10 +165,34 @@ static const api_param svc_rows[] = {
      .max = HUGE_VAL, .min_open = 1,
      .doc = "label -> weight multiplying C for that class (default 1)"},
     {.key = "probability", .type = API_BOOL,
-     FIELD(km_svm_params, probability),
-     .doc = "fit Platt sigmoids so that output probability is available"},
+     FIELD(km_svm_params, probability), SVC_EXACT,
+     .doc = "fit Platt sigmoids so that output probability is available "
+            "(exact solver only)"},
+    {.key = "solver", .type = API_ENUM, FIELD(km_svm_params, solver),
+     .names = svm_solver_name, .count = KM_SVM_SOLVER_COUNT,
+     .doc = "exact: SMO on the kernel (LIBSVM); nystrom: m centres, "
+            "Nystrom features and LIBLINEAR's dual coordinate descent per "
+            "class pair, memory O(n m)"},
+    {.key = "n_centres", .type = API_INTEGER,
+     FIELD(km_svm_params, n_centres), .range = API_RANGE_API, .min = 1,
+     .max = INT_MAX, .data_default = 1,
+     .data_bound = "the number of rows of X", SVC_NYSTROM,
+     .doc = "nystrom only: centres, drawn uniformly from the rows; "
+            "default min(n, 1000); above n_samples or below the number "
+            "of classes is 422"},
+    {.key = "seed", .type = API_INTEGER, FIELD(km_svm_params, seed),
+     .range = API_RANGE_API, .min = 0, .max = 2147483647, SVC_NYSTROM,
+     .doc = "nystrom only: seed of the centres' draw and of each epoch's "
+            "order (core's PRNG)"},
+    {.key = "max_iter", .type = API_INTEGER, FIELD(km_svm_params, max_iter),
+     .range = API_RANGE_API, .min = 1, .max = INT_MAX, SVC_NYSTROM,
+     .data_default = 1, /* 0 in the struct: the solver's own, 1000 */
+     .doc = "nystrom only: most epochs of dual coordinate descent per "
+            "class pair (default 1000)"},
     {0},
 };
+_Static_assert(sizeof(km_svm_solver) == sizeof(int),
+               "API_ENUM fields are int-sized");
 
 static const api_param svr_rows[] = {
     {.key = "C", .type = API_NUMBER, FIELD(km_svm_params, C), POSITIVE,
@@ -245,6 +287,54 @@ static const api_param gpr_rows[] = {
 };
 _Static_assert(sizeof(km_gpr_optimizer) == sizeof(int),
                "API_ENUM fields are int-sized");
+/* n_clusters: its type and lower bound here (400); its upper bound,
+ * n_samples, in km_kkmeans_check (422), as kpca's n_components. */
+static const api_param kkmeans_rows[] = {
+    {.key = "n_clusters", .type = API_INTEGER,
+     FIELD(km_kkmeans_params, n_clusters), .range = API_RANGE_API, .min = 1,
+     .max = INT_MAX, .required = 1,
+     .data_bound = "the number of rows of X",
+     .doc = "clusters k; above n_samples is 422"},
+    {.key = "n_init", .type = API_INTEGER, FIELD(km_kkmeans_params, n_init),
+     .range = API_RANGE_API, .min = 1, .max = KM_KKMEANS_MAX_INIT,
+     .doc = "runs from different k-means++ centres; the one of lowest "
+            "inertia is kept"},
+    {.key = "max_iter", .type = API_INTEGER,
+     FIELD(km_kkmeans_params, max_iter), .range = API_RANGE_API, .min = 1,
+     .max = KM_KKMEANS_MAX_ITER, .doc = "most assignments per run"},
+    {.key = "tol", .type = API_NUMBER, FIELD(km_kkmeans_params, tol),
+     .range = API_RANGE_CORE, .min = 0, .max = HUGE_VAL,
+     .doc = "stop when the centroids' squared shift in feature space is at "
+            "most tol times the mean variance per input feature"},
+    {.key = "seed", .type = API_INTEGER, FIELD(km_kkmeans_params, seed),
+     .range = API_RANGE_API, .min = 0, .max = 2147483647,
+     .doc = "seed of the k-means++ draws (core's PRNG)"},
+    {0},
+};
+
+static const api_param klr_rows[] = {
+    {.key = "lambda", .type = API_NUMBER, FIELD(km_klr_params, lambda),
+     POSITIVE, .doc = "weight of the RKHS norm's penalty (lambda/2) |f|^2; "
+                      "scikit-learn's C is 1/lambda"},
+    {.key = "tol", .type = API_NUMBER, FIELD(km_klr_params, tol), POSITIVE,
+     .doc = "stop when the 2-norm of the objective's gradient is at most "
+            "this"},
+    {.key = "max_iter", .type = API_INTEGER, FIELD(km_klr_params, max_iter),
+     .range = API_RANGE_CORE, .min = 1, .max = KM_KLR_MAX_ITER,
+     .doc = "most Newton iterations (multinomial: sweeps over the classes)"},
+    {.key = "fit_intercept", .type = API_BOOL,
+     FIELD(km_klr_params, fit_intercept),
+     .doc = "learn an unpenalised intercept per function"},
+    {.key = "multi_class", .type = API_ENUM,
+     FIELD(km_klr_params, multi_class), .names = klr_multi_name,
+     .count = KM_KLR_MULTI_COUNT,
+     .doc = "more than two classes: multinomial (softmax loss) or ovr (one "
+            "binary problem per class); two classes always fit one binary "
+            "function"},
+    {0},
+};
+_Static_assert(sizeof(km_klr_multi) == sizeof(int),
+               "API_ENUM fields are int-sized");
 
 static void krr_defaults(void *p)
 {
@@ -266,12 +356,25 @@ static void gpr_defaults(void *p)
     *(km_gpr_params *)p = km_gpr_params_default();
 }
 
+static void kkmeans_defaults(void *p)
+{
+    *(km_kkmeans_params *)p = km_kkmeans_params_default();
+}
+
+static void klr_defaults(void *p)
+{
+    *(km_klr_params *)p = km_klr_params_default();
+}
+
 static const api_schema params_schemas[] = {
     [KM_ALGO_KRR] = {krr_rows, sizeof(km_krr_params), krr_defaults},
     [KM_ALGO_SVC] = {svc_rows, sizeof(km_svm_params), svm_defaults},
     [KM_ALGO_SVR] = {svr_rows, sizeof(km_svm_params), svm_defaults},
     [KM_ALGO_KPCA] = {kpca_rows, sizeof(km_kpca_params), kpca_defaults},
     [KM_ALGO_GPR] = {gpr_rows, sizeof(km_gpr_params), gpr_defaults},
+    [KM_ALGO_KKMEANS] = {kkmeans_rows, sizeof(km_kkmeans_params),
+                         kkmeans_defaults},
+    [KM_ALGO_KLR] = {klr_rows, sizeof(km_klr_params), klr_defaults},
 };
 _Static_assert(sizeof params_schemas / sizeof *params_schemas ==
                KM_ALGO_COUNT, "one params schema per algorithm");

@@ -8,13 +8,15 @@
  * numbers (krr with one output, svr), rows of n_outputs numbers (krr
  * with several; one output may also come as rows of one), labels of the
  * model's own type (svc; a label the model does not know is 422 naming
- * y[i]); kpca takes no y and scores its reconstruction, which needs the
- * inverse map (409 otherwise, as project's inverse). The answer is
+ * y[i]); kkmeans takes any labels, or none; kpca takes no y and scores
+ * its reconstruction, which needs the inverse map (409 otherwise, as
+ * project's inverse). The answer is
  *   {"model": {"name", "version"}, "n": rows, "scoring": {...}}
  * with r2, mse, mae (regression); accuracy, balanced_accuracy,
  * log_loss (with probabilities), labels, precision, recall,
- * confusion_matrix (svc); reconstruction_error (kpca). Numbers are
- * written exactly (api_json_number); r2 of one row is null (not defined).
+ * confusion_matrix (svc); reconstruction_error (kpca); inertia and,
+ * with y, adjusted_rand_index (kkmeans). Numbers are written exactly
+ * (api_json_number); r2 of one row is null (not defined).
  *
  * Thread-safety: reentrant.
  */
@@ -255,6 +257,84 @@ static int score_classes(const km_model *m, const cJSON *y, const double *X,
     return rc;
 }
 
+/* y of a clustering: numbers or strings (the kind of y[0]), as the ids
+ * of their distinct values (any numbering will do for the Rand index). */
+typedef struct group_item {
+    const cJSON *v;
+    size_t row;
+} group_item;
+
+static int cmp_group(const void *a, const void *b)
+{
+    const cJSON *x = ((const group_item *)a)->v, *y = ((const group_item *)b)->v;
+    if (cJSON_IsString(x))
+        return strcmp(x->valuestring, y->valuestring);
+    return (x->valuedouble > y->valuedouble) -
+           (x->valuedouble < y->valuedouble);
+}
+
+static int read_groups(const cJSON *y, size_t n, int *truth, api_error *e)
+{
+    group_item *items = malloc((n ? n : 1) * sizeof *items);
+    if (!items)
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for y");
+    int strings = cJSON_IsString(y->child), rc = 0;
+    size_t i = 0;
+    for (const cJSON *v = y->child; v && !rc; v = v->next, i++) {
+        if (strings ? !cJSON_IsString(v) : !cJSON_IsNumber(v))
+            rc = api_invalid(e, "y[%zu] must be a %s (as y[0]), not %s", i,
+                             strings ? "string" : "number", api_type_name(v));
+        else if (!strings && !isfinite(v->valuedouble))
+            rc = api_invalid(e, "y[%zu] is not a finite number", i);
+        items[i].v = v;
+        items[i].row = i;
+    }
+    if (!rc) {
+        qsort(items, n, sizeof *items, cmp_group);
+        int g = -1;
+        for (size_t r = 0; r < n; r++) {
+            if (r == 0 || cmp_group(&items[r - 1], &items[r]))
+                g++;
+            truth[items[r].row] = g;
+        }
+    }
+    free(items);
+    return rc;
+}
+
+/* Clusters (kkmeans): the inertia of X's rows, and with y (labels of any
+ * kind) the adjusted Rand index of the cluster ids against them. */
+static int score_clusters(const km_model *m, const cJSON *y, const double *X,
+                          size_t n, cJSON *out, api_error *e)
+{
+    int *truth = malloc(n * sizeof *truth), *pred = malloc(n * sizeof *pred);
+    km_error kerr = {KM_OK, ""};
+    double inertia = 0, ari = 0;
+    int rc = !truth || !pred ? api_raise(e, API_PAYLOAD_TOO_LARGE, "not "
+                                         "enough memory to score %zu rows",
+                                         n)
+             : y ? read_groups(y, n, truth, e)
+                 : 0;
+    if (!rc && km_kkmeans_score(m, X, n, pred, &inertia, &kerr) != KM_OK)
+        rc = api_fail_km(e, &kerr);
+    if (!rc && !isfinite(inertia))
+        rc = api_raise(e, API_UNPROCESSABLE, "the inertia is not a finite "
+                       "number: the input overflows the model's arithmetic "
+                       "in double precision; rescale it");
+    if (!rc && y && km_score_adjusted_rand(truth, pred, n, &ari, &kerr) !=
+                        KM_OK)
+        rc = api_fail_km(e, &kerr);
+    if (!rc) {
+        cJSON_AddItemToObject(out, "inertia", api_json_number(inertia));
+        if (y)
+            cJSON_AddItemToObject(out, "adjusted_rand_index",
+                                  api_json_number(ari));
+    }
+    free(truth);
+    free(pred);
+    return rc;
+}
+
 static int score_reconstruction(const km_model *m, const double *X, size_t n,
                                 cJSON *out, api_error *e)
 {
@@ -279,12 +359,14 @@ int api_score(const km_model *m, api_body *body, api_text *out, size_t *rows,
     const char *algo = km_algorithm_name(km_model_algorithm(m));
     const cJSON *y = cJSON_GetObjectItemCaseSensitive(body->root, "y");
     int supervised = (answers & (KM_OUT_VALUES | KM_OUT_LABELS)) != 0;
+    int clusters = (answers & KM_OUT_CLUSTERS) != 0; /* y optional */
     double *X = NULL;
     size_t n = 0, d;
 
     if (api_check_keys(body->root, "", keys, e))
         return -1;
-    if (!supervised && !(km_model_outputs(m) & KM_OUT_INVERSE))
+    if (!supervised && !clusters &&
+        !(km_model_outputs(m) & KM_OUT_INVERSE))
         return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
                          "params.fit_inverse_transform: true; its "
                          "reconstruction error is not available",
@@ -292,8 +374,14 @@ int api_score(const km_model *m, api_body *body, api_text *out, size_t *rows,
     if (api_body_matrix(body, "X", km_model_n_features(m), &X, &n, &d, e))
         return -1;
     int rc = 0;
-    if (!supervised && y)
+    if (!supervised && !clusters && y)
         rc = api_invalid(e, "y does not apply to %s; remove it", algo);
+    else if (clusters && y && !cJSON_IsArray(y))
+        rc = api_invalid(e, "y must be an array of labels, not %s",
+                         api_type_name(y));
+    else if (clusters && y && (size_t)cJSON_GetArraySize(y) != n)
+        rc = api_invalid(e, "y has %d entries; X has %zu rows",
+                         cJSON_GetArraySize(y), n);
     else if (supervised && !y)
         rc = api_invalid(e, "y is required: %s", answers & KM_OUT_LABELS
                          ? "an array of the model's class labels"
@@ -312,6 +400,7 @@ int api_score(const km_model *m, api_body *body, api_text *out, size_t *rows,
     if (!rc)
         rc = answers & KM_OUT_VALUES   ? score_values(m, y, X, n, s, e)
              : answers & KM_OUT_LABELS ? score_classes(m, y, X, n, s, e)
+             : clusters                ? score_clusters(m, y, X, n, s, e)
                                        : score_reconstruction(m, X, n, s, e);
     free(X);
     char *text = NULL;

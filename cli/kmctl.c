@@ -20,6 +20,7 @@
  *
  * Thread-safety: single-threaded.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <math.h>
 #include <stdio.h>
@@ -52,13 +53,16 @@ enum {
     F_HEALTH = 1 << 7,
     F_SEARCH = 1 << 8,
     F_SCORE = 1 << 9,
-    F_ALL = 0x3ff,
+    F_IMPORT = 1 << 10,
+    F_EXPORT = 1 << 11,
+    F_ALL = 0xfff,
     F_FITS = F_FIT | F_SEARCH /* the options of a fit also shape a search */
 };
 
 typedef struct args {
     const char *server, *token, *cacert;
     const char *algorithm, *kernel, *target, *output, *scale;
+    const char *format, *n_features; /* import, export */
     int async, inverse, json, center_y;
     long batch;
     cJSON *kernel_params; /* from --gamma, --sigma, --degree, --coef0 */
@@ -105,7 +109,8 @@ static const struct opt {
     {"alpha", "X", F_FITS, O_PARAM_NUM, 0, "alpha",
      "krr: ridge alpha; kpca: alpha of the inverse map"},
     {"epsilon", "X", F_FITS, O_PARAM_NUM, 0, "epsilon", "svr: epsilon"},
-    {"tol", "X", F_FITS, O_PARAM_NUM, 0, "tol", "svc, svr: stopping tolerance"},
+    {"tol", "X", F_FITS, O_PARAM_NUM, 0, "tol",
+     "svc, svr, klr: stopping tolerance"},
     {"n-components", "N", F_FITS, O_PARAM_NUM, 0, "n_components",
      "kpca: number of components (required for kpca)"},
     {"probability", NULL, F_FITS, O_PARAM_TRUE, 0, "probability",
@@ -127,7 +132,7 @@ static const struct opt {
      "run as a job with progress even when small (fits of more than 20000 "
      "values always do)"},
     {"output", "KIND", F_PREDICT, O_STR, A(output), NULL,
-     "label (default), decision_function or probability (svc); mean "
+     "label (default), decision_function or probability (svc, klr); mean "
      "(default), std or var (gpr)"},
     {"inverse", NULL, F_PROJECT, O_FLAG, A(inverse), NULL,
      "map projections (the CSV's columns) back to input space"},
@@ -155,6 +160,13 @@ static const struct opt {
      "search: what to maximise: r2, neg_mean_squared_error, "
      "neg_mean_absolute_error (krr, svr), accuracy, balanced_accuracy, "
      "neg_log_loss (svc), neg_reconstruction_error (kpca)"},
+    {"format", "libsvm|kmm", F_IMPORT | F_EXPORT, O_STR, A(format), NULL,
+     "the model file's format: LIBSVM's text or kmserve's own file (import: "
+     "else told by the file's first bytes; export: else kmm for a FILE ending "
+     "in .kmm, libsvm otherwise)"},
+    {"n-features", "N", F_IMPORT, O_STR, A(n_features), NULL,
+     "libsvm: the model's feature count (default: the largest index in the "
+     "file)"},
 #undef A
 };
 #define N_OPTS (sizeof opts / sizeof *opts)
@@ -170,6 +182,8 @@ static int cmd_get(ctl_client *c, args *a, ctl_err *e);
 static int cmd_delete(ctl_client *c, args *a, ctl_err *e);
 static int cmd_jobs(ctl_client *c, args *a, ctl_err *e);
 static int cmd_health(ctl_client *c, args *a, ctl_err *e);
+static int cmd_import(ctl_client *c, args *a, ctl_err *e);
+static int cmd_export(ctl_client *c, args *a, ctl_err *e);
 
 static const struct command {
     const char *name;
@@ -236,6 +250,21 @@ static const struct command {
     {"health", F_HEALTH, 0, cmd_health, "health",
      "exit 0 if the server is ready (GET /readyz answers 200), else 1",
      "Used by the Docker image's HEALTHCHECK.\n"},
+    {"import", F_IMPORT, 2, cmd_import, "import NAME FILE [--format libsvm|kmm] "
+     "[--n-features N]", "serve a model file: LIBSVM's or kmserve's own",
+     "FILE is a model file svm-train wrote (c_svc or epsilon_svr; linear,\n"
+     "polynomial, rbf or sigmoid kernel), or a kmserve model file (.kmm, as\n"
+     "export or a models directory holds); - reads standard input. It becomes\n"
+     "the next version of NAME. Prints the model's metadata as fit does.\n"
+     "\nexample:\n  svm-train -c 10 -g 0.5 heart_scale heart.model\n"
+     "  kmctl import heart heart.model\n"},
+    {"export", F_EXPORT, 2, cmd_export, "export NAME FILE [--format libsvm|kmm]",
+     "write a model's file: LIBSVM's or kmserve's own",
+     "libsvm: an svc or svr model as svm-predict reads it (refused for other\n"
+     "kernels, preprocessing or non-integer labels); kmm: kmserve's own file,\n"
+     "which import (on any kmserve) reads back exactly. FILE - is standard\n"
+     "output.\n"
+     "\nexample:\n  kmctl export heart heart.model && svm-predict test heart.model out\n"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 
@@ -665,15 +694,25 @@ static int select_columns(const ctl_csv *csv, const char *target, size_t need,
 }
 
 /* A one-line account of a fitted model, for fit's output. */
-static void print_fitted(const cJSON *m)
+/* "VERB NAME version N: ALG, kernel K, S samples x F features", and the
+ * fit's seconds after "fitted". */
+static void print_model(const cJSON *m, const char *verb)
 {
     char kernel[256];
     kernel_text(cJSON_GetObjectItemCaseSensitive(m, "kernel"), kernel, sizeof kernel);
     const cJSON *training = cJSON_GetObjectItemCaseSensitive(m, "training");
-    printf("fitted %s version %.0f: %s, kernel %s, %.0f samples x %.0f features, "
-           "%.3f s\n", str_or(m, "name", "?"), num_or(m, "version", 0),
+    printf("%s %s version %.0f: %s, kernel %s, %.0f samples x %.0f features",
+           verb, str_or(m, "name", "?"), num_or(m, "version", 0),
            str_or(m, "algorithm", "?"), kernel, num_or(m, "n_samples", 0),
-           num_or(m, "n_features", 0), num_or(training, "seconds", 0));
+           num_or(m, "n_features", 0));
+    if (!strcmp(verb, "fitted"))
+        printf(", %.3f s", num_or(training, "seconds", 0));
+    printf("\n");
+}
+
+static void print_fitted(const cJSON *m)
+{
+    print_model(m, "fitted");
 }
 
 /* ---------------------------------------------------------------- fit */
@@ -982,8 +1021,11 @@ out:
 static void print_header(const cJSON *meta, const char *output, const cJSON *row)
 {
     const cJSON *classes = cJSON_GetObjectItemCaseSensitive(meta, "classes");
+    const cJSON *algo = cJSON_GetObjectItemCaseSensitive(meta, "algorithm");
     int k = cJSON_GetArraySize(classes);
     int width = cJSON_IsArray(row) ? cJSON_GetArraySize(row) : 1;
+    /* svc's decision values are one-vs-one pairs; klr's one per class */
+    int pairs = cJSON_IsString(algo) && !strcmp(algo->valuestring, "svc");
     char name[512];
 
     for (int col = 0; col < width; col++) {
@@ -993,6 +1035,10 @@ static void print_header(const cJSON *meta, const char *output, const cJSON *row
         if (!strcmp(output, "probability") && width == k) {
             ci = cJSON_GetArrayItem(classes, col);
             snprintf(name, sizeof name, "p_");
+        } else if (!strcmp(output, "decision_function") && k > 2 &&
+                   !pairs && width == k) {
+            ci = cJSON_GetArrayItem(classes, col);
+            snprintf(name, sizeof name, "f_");
         } else if (!strcmp(output, "decision_function") && k > 2 &&
                    width == k * (k - 1) / 2) {
             for (int i = 0, n = 0; i < k && !cj; i++) /* pairs (i, j), i < j */
@@ -1523,6 +1569,124 @@ static int cmd_health(ctl_client *c, args *a, ctl_err *e)
                       str_or(r.json, "status", ""));
     else
         rc = ctl_reply_fail(&r, e);
+    ctl_reply_cleanup(&r);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- files */
+
+/* The whole of path (- : standard input), at most MAX_BODY bytes, into
+ * b. 0, or -1 with e (exit 2). */
+static int read_whole(const char *path, ctl_buf *b, ctl_err *e)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    char chunk[65536];
+    size_t n;
+    int rc = 0;
+    if (!f)
+        return ctl_fail(e, CTL_EXIT_USAGE, "cannot open %s: %s", path,
+                        strerror(errno));
+    ctl_buf_init(b, MAX_BODY);
+    while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (ctl_buf_append(b, chunk, n))
+            rc = ctl_fail(e, CTL_EXIT_USAGE, "%s is larger than %zu MiB (or "
+                          "memory is short)", path, MAX_BODY >> 20);
+    if (!rc && ferror(f))
+        rc = ctl_fail(e, CTL_EXIT_USAGE, "cannot read %s: %s", path,
+                      strerror(errno));
+    if (!rc && !b->data && ctl_buf_append(b, "", 0))
+        rc = ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+    if (f != stdin)
+        fclose(f);
+    if (rc)
+        ctl_buf_cleanup(b);
+    return rc;
+}
+
+static int check_format(const char *format, ctl_err *e)
+{
+    if (format && strcmp(format, "libsvm") && strcmp(format, "kmm"))
+        return ctl_fail(e, CTL_EXIT_USAGE, "--format must be libsvm or kmm, "
+                        "not '%s'", format);
+    return 0;
+}
+
+static int cmd_import(ctl_client *c, args *a, ctl_err *e)
+{
+    ctl_buf file;
+    ctl_reply r;
+    char *path = NULL, *esc = NULL;
+    if (check_format(a->format, e) || read_whole(a->pos[1], &file, e))
+        return -1;
+    const char *format = a->format ? a->format
+                         : file.len >= 4 && !memcmp(file.data, "KMSM", 4)
+                             ? "kmm" : "libsvm";
+    int kmm = !strcmp(format, "kmm");
+    int rc = -1;
+    char *base = model_path(c, a->pos[0], "/import", e);
+    if (base && a->n_features)
+        esc = ctl_client_escape(c, a->n_features);
+    if (base && (!a->n_features || esc) &&
+        asprintf(&path, "%s?format=%s%s%s", base, format,
+                 a->n_features ? "&n_features=" : "", esc ? esc : "") < 0)
+        path = NULL;
+    if (!path) {
+        if (base)
+            ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+    } else if (ctl_client_call_as(c, "POST", path, file.data, file.len,
+                                  kmm ? "application/octet-stream"
+                                      : "text/plain", &r, e) == 0) {
+        if (r.status != 201 || !cJSON_IsObject(r.json)) {
+            ctl_reply_fail(&r, e);
+        } else {
+            print_model(cJSON_GetObjectItemCaseSensitive(r.json, "model"),
+                        "imported");
+            rc = 0;
+        }
+        ctl_reply_cleanup(&r);
+    }
+    free(base);
+    free(esc);
+    free(path);
+    ctl_buf_cleanup(&file);
+    return rc;
+}
+
+static int cmd_export(ctl_client *c, args *a, ctl_err *e)
+{
+    ctl_reply r;
+    const char *out = a->pos[1];
+    size_t n = strlen(out);
+    if (check_format(a->format, e))
+        return -1;
+    const char *format = a->format ? a->format
+                         : n > 4 && !strcmp(out + n - 4, ".kmm") ? "kmm"
+                                                                  : "libsvm";
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, "/export?format=%s", format);
+    char *path = model_path(c, a->pos[0], suffix, e);
+    if (!path)
+        return -1;
+    int rc = ctl_client_call(c, "GET", path, NULL, 0, &r, e);
+    free(path);
+    if (rc)
+        return -1;
+    if (r.status != 200) {
+        ctl_reply_fail(&r, e);
+        ctl_reply_cleanup(&r);
+        return -1;
+    }
+    FILE *f = strcmp(out, "-") ? fopen(out, "wb") : stdout;
+    if (!f)
+        rc = ctl_fail(e, CTL_EXIT_USAGE, "cannot create %s: %s", out,
+                      strerror(errno));
+    else if (fwrite(r.body, 1, r.len, f) != r.len ||
+             (f == stdout ? fflush(f) : fclose(f)) != 0)
+        rc = ctl_fail(e, CTL_EXIT_USAGE, "cannot write %s: %s", out,
+                      strerror(errno));
+    if (!rc && f != stdout)
+        fprintf(stderr, "exported %s (%s, %zu bytes) to %s\n", a->pos[0],
+                format, r.len, out);
     ctl_reply_cleanup(&r);
     return rc;
 }

@@ -124,6 +124,14 @@ void ctl_reply_cleanup(ctl_reply *r)
 int ctl_client_call(ctl_client *c, const char *method, const char *path,
                     const char *body, size_t len, ctl_reply *r, ctl_err *e)
 {
+    return ctl_client_call_as(c, method, path, body, len, "application/json",
+                              r, e);
+}
+
+int ctl_client_call_as(ctl_client *c, const char *method, const char *path,
+                       const char *body, size_t len, const char *content_type,
+                       ctl_reply *r, ctl_err *e)
+{
     memset(r, 0, sizeof *r);
     int rc = -1;
     char *url = NULL;
@@ -137,9 +145,10 @@ int ctl_client_call(ctl_client *c, const char *method, const char *path,
         goto out;
     }
     /* "Expect:" stops libcurl from waiting for 100-continue on big bodies. */
+    char type[96];
+    snprintf(type, sizeof type, "Content-Type: %s", content_type);
     const char *fixed[] = {"Accept: application/json", "Expect:",
-                           body ? "Content-Type: application/json" : NULL,
-                           c->auth};
+                           body ? type : NULL, c->auth};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
         if (!fixed[i])
             continue;

@@ -50,6 +50,11 @@ void ctl_client_set_interrupt(ctl_client *c, volatile sig_atomic_t *flag);
 __attribute__((warn_unused_result)) int ctl_client_call(ctl_client *c,
     const char *method, const char *path, const char *body, size_t len,
     ctl_reply *r, ctl_err *e);
+/* The same with a body of another media type (content_type, e.g.
+ * "text/plain"), for model files. */
+__attribute__((warn_unused_result)) int ctl_client_call_as(ctl_client *c,
+    const char *method, const char *path, const char *body, size_t len,
+    const char *content_type, ctl_reply *r, ctl_err *e);
 void ctl_reply_cleanup(ctl_reply *r);
 
 /* Fills e (exit 1) with "STATUS code: message" from an error answer, or

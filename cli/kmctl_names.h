@@ -22,6 +22,6 @@
 
 /* The algorithms whose fit takes no target column (every column is a
  * feature): the unsupervised ones. Every other algorithm takes one. */
-#define CTL_NO_TARGET_MAP(X) X("kpca")
+#define CTL_NO_TARGET_MAP(X) X("kpca") X("kkmeans")
 
 #endif

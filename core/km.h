@@ -2,8 +2,9 @@
  * km.h - public interface of libkm, kmserve's numerical library.
  *
  * libkm fits kernel-method models (kernel ridge regression, C-SVC, epsilon-SVR,
- * kernel PCA), predicts with them and reads and writes their binary file
- * format. It is pure: no sockets, no JSON, no printing, no global state.
+ * kernel PCA, kernel logistic regression), predicts with them and reads and
+ * writes their binary file format. It is pure: no sockets, no JSON, no
+ * printing, no global state.
  *
  * Conventions used throughout:
  *   - Matrices are dense, row-major doubles: X[i*d + j] is feature j of row i.
@@ -205,6 +206,21 @@ km_status km_gram_cross(const km_kernel *k, const double *X, size_t nx,
                         const double *Z, size_t nz, size_t d, double *K,
                         size_t ldk, km_error *err) KM_MUST_CHECK;
 
+/*
+ * One block of the training Gram matrix of X (rows of d features):
+ * K[a*ldk + b] = k(X_{i0+a}, X_{j0+b}) for a < ni, b < nj, through the
+ * same maps as km_gram_sym (an L2 kernel's distance is exactly 0 where
+ * i0 + a == j0 + b, when i0 >= j0; aligned tiles, as a block-cyclic
+ * distribution's, always are). xn: the squared norms of X's rows
+ * (km_sqnorms), or NULL to compute those of the block's rows here.
+ * The one kernel code of a distributed Gram (kmserve-mpi's tiles).
+ */
+km_status km_gram_block(const km_kernel *k, const double *X, const double *xn,
+                        size_t d, size_t i0, size_t ni, size_t j0, size_t nj,
+                        double *K, size_t ldk, km_error *err) KM_MUST_CHECK;
+/* Squared norms of X's n rows (d features), malloc'd; NULL on OOM. */
+double *km_sqnorms(const double *X, size_t n, size_t d);
+
 /* exp(v[i]) for all i, in place, vectorised; accurate to a few ulps, exact 0
  * below -708. Exposed for benchmarks and tests. */
 void km_vexp(double *v, size_t n);
@@ -223,11 +239,38 @@ void km_vexp(double *v, size_t n);
  * on that many; the other fits run on the calling thread alone.
  * Last, so that {progress, ctx} initialisers leave it 0.
  */
+typedef struct km_dense_engine km_dense_engine;
 typedef struct km_fit_control {
     int (*progress)(void *ctx, double fraction);
     void *ctx;
     int threads;
+    /* A dense solver elsewhere (kmserve-mpi's ScaLAPACK engine), or NULL:
+     * this process. See km_dense_engine. */
+    const km_dense_engine *dense;
 } km_fit_control;
+
+/*
+ * A dense linear algebra engine that an exact fit hands its system to
+ * instead of forming the n x n kernel matrix in this process (the MPI
+ * worker, mpi/kmserve_mpi.c, distributes it block-cyclically over its
+ * ranks). Used by krr's exact solver and gpr without an optimizer when
+ * km_fit_control.dense is set; every other fit ignores it.
+ *   solve  C (n x m, row-major) = (scale k(X, X) + shift I)^-1 Y for X
+ *          (n x d, row-major, k resolved) and Y (n x m, row-major); when
+ *          L is not NULL it also gets the lower Cholesky factor of
+ *          scale k(X, X) + shift I (n x n, row-major, upper triangle 0).
+ *          Progress from f0 to f1 through ctl, which may cancel. Statuses
+ *          as km_krr_solve's: KM_ENOTPD (naming the row), KM_ECANCELLED,
+ *          KM_ENOMEM, KM_EINTERNAL.
+ */
+struct km_dense_engine {
+    void *ctx;
+    km_status (*solve)(void *ctx, const km_kernel *k, double scale,
+                       const double *X, size_t n, size_t d, double shift,
+                       const double *Y, size_t m, double *C, double *L,
+                       const km_fit_control *ctl, double f0, double f1,
+                       km_error *err);
+};
 
 /*
  * The memory budget, in bytes, that an auto solver (krr's params.solver
@@ -269,13 +312,15 @@ _Static_assert((0 KM_ALGO_MAP(KM_MAP_ONE)) == KM_ALGO_COUNT,
 #define KM_OUT_COVARIANCE 0x80u    /* the joint predictive covariance of
                                       a batch: n rows of n values (gpr),
                                       n at most KM_COV_MAX_ROWS */
+#define KM_OUT_CLUSTERS 0x100u     /* cluster ids 0 .. k-1 (kkmeans), from
+                                      km_predict_labels; no class labels */
 #define KM_COV_MAX_ROWS 1000
 
 /* KM_OUT_* flags of what a's models can answer; 0 for an invalid a. */
 unsigned km_algorithm_outputs(km_algorithm a);
 
 
-/* "krr", "svc", "svr", "kpca"; NULL if invalid. */
+/* "krr", "svc", "svr", "kpca", "klr"; NULL if invalid. */
 const char *km_algorithm_name(km_algorithm a);
 /* Returns 0 and sets *a on success, -1 if unknown. */
 int km_algorithm_parse(const char *name, km_algorithm *a);
@@ -286,14 +331,25 @@ typedef struct km_model km_model;
  * The generic predict: answer is one KM_OUT_* flag other than LABELS
  * (VALUES, SCORES, PROBABILITIES, PROJECTIONS, INVERSE, VARIANCES,
  * COVARIANCE); out gets n rows of what the typed function writes
- * (km_krr_predict, km_svc_decision, km_gpr_covariance ...). KM_EINVAL when the model's algorithm does not answer it.
- * km_predict_labels: class indices into the model's labels. Both apply
+ * (km_krr_predict, km_svc_decision, km_gpr_covariance ...). KM_EINVAL
+ * when the model's algorithm does not answer it.
+ * km_predict_labels: class indices into the model's labels (a
+ * KM_OUT_LABELS algorithm) or cluster ids (KM_OUT_CLUSTERS). Both apply
  * the model's preprocessing (km_model_preprocess) to X first.
  */
 /* KM_OUT_* flags of what m can answer: its algorithm's outputs less those
  * its fit did not prepare (an svc fitted without probability, a kpca
  * without the inverse map). */
 unsigned km_model_outputs(const km_model *m);
+/* Decision values per row of m's KM_OUT_SCORES answer (svc: k(k-1)/2
+ * one-vs-one pairs; klr: 1 for two classes, else k; svr: 1), and in
+ * *sign (may be NULL) the factor that gives scikit-learn's sign
+ * convention (-1 for a binary svc, whose LIBSVM value is positive for
+ * the first class; else 1). 0 when m answers no scores. */
+size_t km_model_score_columns(const km_model *m, double *sign);
+/* A classifier's class count: its labels' once set, before that (inside
+ * a fit) what its payload holds; 0 for a model of no classes. */
+size_t km_model_n_classes(const km_model *m);
 km_status km_predict(const km_model *m, unsigned answer, const double *X,
                      size_t n, double *out, km_error *err) KM_MUST_CHECK;
 km_status km_predict_labels(const km_model *m, const double *X, size_t n,
@@ -307,6 +363,8 @@ km_status km_predict_labels(const km_model *m, const double *X, size_t n,
  *   svc   labels: n class indices in [0, n_classes)
  *   kpca  X only
  *   gpr   y: n targets, m = 1
+ *   kkmeans  X only
+ *   klr   labels: n class indices in [0, n_classes)
  */
 typedef struct km_problem {
     const double *X;
@@ -446,7 +504,10 @@ km_status km_model_load_file(void *file /* FILE* */, size_t max_bytes,
  *   n_features      1 .. KM_MODEL_MAX_FEATURES
  *   n_samples       1 .. KM_MODEL_MAX_SAMPLES (support indices are int32)
  *   n_outputs       krr 1 .. KM_MODEL_MAX_OUTPUTS; svc, svr 1;
- *                   kpca 1 .. n_samples - 1; gpr 1
+ *                   kpca 1 .. n_samples - 1; gpr 1; kkmeans 1;
+ *                   klr 1 (two classes) or
+ *                   the class count, at most min(n_samples,
+ *                   KM_MODEL_MAX_CLASSES)
  *   svc classes     2 .. min(n_samples, KM_MODEL_MAX_CLASSES), with
  *                   exactly one label per class, labels distinct and
  *                   sorted (numbers ascending, strings by byte order)
@@ -550,13 +611,48 @@ typedef struct km_preprocess_view {
 km_preprocess_view km_model_preprocess(const km_model *m);
 
 /*
+ * A fit request as bytes (km_request.c): the algorithm, its params, the
+ * kernel, the preprocessing and the problem's X and Y, with a CRC-32. The
+ * daemon writes it to a staging file that the MPI worker (kmserve-mpi)
+ * reads and fits with km_fit. Only krr, gpr and kpca (params without
+ * pointers; KM_EINVAL for others). The params are stored as this build
+ * lays them out, so only a worker of the same build reads them; the load
+ * checks magic, version, checksum, sizes (against the buffer's length
+ * and the model limits) and the kernel (KM_ECORRUPT), and leaves the
+ * params' ranges and X's values to km_fit's checks.
+ */
+typedef struct km_request {
+    km_algorithm algo;
+    km_kernel kernel;
+    _Alignas(16) unsigned char params[128]; /* the algorithm's struct */
+    km_preprocess pre;
+    double *X, *Y; /* n x d; n x m (NULL when m is 0) */
+    size_t n, d, m;
+} km_request;
+km_status km_request_save_buffer(km_algorithm a, const km_kernel *k,
+                                 const void *params, const km_preprocess *pre,
+                                 const km_problem *pb, unsigned char **buf,
+                                 size_t *len, km_error *err) KM_MUST_CHECK;
+km_status km_request_load_buffer(const unsigned char *buf, size_t len,
+                                 km_request *r, km_error *err) KM_MUST_CHECK;
+void km_request_cleanup(km_request *r);
+/* r's data as a problem (borrowed). */
+km_problem km_request_problem(const km_request *r);
+/* A resolved kernel as bytes (as a model file holds it) and back
+ * (checked as a model file's: KM_ECORRUPT), for the worker's ranks. */
+km_status km_kernel_save_buffer(const km_kernel *k, unsigned char **buf,
+                                size_t *len, km_error *err) KM_MUST_CHECK;
+km_status km_kernel_load_buffer(const unsigned char *buf, size_t len,
+                                km_kernel *k, km_error *err) KM_MUST_CHECK;
+
+/*
  * Scoring: what a search maximises, named as scikit-learn's scorers.
  * Errors are negated so that higher is better throughout.
  *   r2, neg_mean_squared_error, neg_mean_absolute_error
  *            regression (krr, svr); several outputs are averaged
  *            (multioutput='uniform_average')
  *   accuracy, balanced_accuracy, neg_log_loss
- *            classification (svc); neg_log_loss needs probabilities
+ *            classification (svc, klr); neg_log_loss needs probabilities
  *   neg_reconstruction_error
  *            kpca with the inverse map: minus the mean over rows and
  *            features of (x - inverse(project(x)))^2, in input units
@@ -582,7 +678,7 @@ const char *km_scoring_name(km_scoring s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scoring_parse(const char *name, km_scoring *s);
 /* The scoring a search of a uses when none is named: r2 (krr, svr),
- * accuracy (svc), neg_reconstruction_error (kpca); KM_SCORING_COUNT for
+ * accuracy (svc, klr), neg_reconstruction_error (kpca); KM_SCORING_COUNT for
  * an invalid a. */
 km_scoring km_scoring_default(km_algorithm a);
 /* KM_EINVAL naming the scoring when it does not apply to a with params
@@ -987,6 +1083,18 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m,
  * The kernel is kept in cache_mb: the whole Gram when it fits (computed
  * once and shared by all pairs), else an LRU cache of kernel columns.
  */
+typedef enum km_svm_solver {
+    KM_SVM_SOLVER_EXACT = 0,   /* SMO on the kernel (LIBSVM) */
+    KM_SVM_SOLVER_NYSTROM = 1, /* svc only: m centres, Nystrom features,
+                                  LIBLINEAR's dual coordinate descent */
+    KM_SVM_SOLVER_COUNT
+} km_svm_solver;
+
+/* The default number of centres of svc's nystrom solver: min(n, this). */
+#define KM_SVM_DEFAULT_CENTRES 1000
+/* The nystrom solver's default cap on epochs per pair (LIBLINEAR's). */
+#define KM_SVM_DEFAULT_EPOCHS 1000
+
 typedef struct km_svm_params {
     double C;             /* > 0, default 1 */
     double epsilon;       /* SVR only, >= 0, default 0.1 */
@@ -997,16 +1105,35 @@ typedef struct km_svm_params {
     const double *class_weight; /* SVC: n_classes weights or NULL (all 1);
                                    borrowed; C of class c is C*w[c] */
     long max_iter;        /* <= 0: no cap beyond the solver's own
-                             (max(10^7, 100 n) per binary problem) */
+                             (max(10^7, 100 n) per binary problem);
+                             nystrom: epochs per pair, <= 0 for
+                             KM_SVM_DEFAULT_EPOCHS */
+    /* Last, so that the fields above alone are an exact fit as before: */
+    km_svm_solver solver; /* default EXACT; NYSTROM for svc only */
+    size_t n_centres;     /* nystrom: m, n_classes .. n; 0 (default):
+                             min(n, KM_SVM_DEFAULT_CENTRES) */
+    uint64_t seed;        /* nystrom: of the centres' draw and of each
+                             epoch's order; at most 2^53; default 0 */
 } km_svm_params;
 
 km_svm_params km_svm_params_default(void);
 /* Checks ranges, naming the field ("params.C must be a finite number > 0",
  * "params.class_weight[2] must be a finite number > 0"): KM_EINVAL;
  * probability or class_weight for svr is KM_EINVAL; for svc, n_classes
- * < 2 is KM_EPROBLEM ("y has 1 distinct class; svc needs at least 2"). */
+ * < 2 is KM_EPROBLEM ("y has 1 distinct class; svc needs at least 2").
+ * The solver: unknown, nystrom for svr, probability with nystrom, a
+ * seed above 2^53 are KM_EINVAL (n_centres against the rows and classes:
+ * km_svm_check_centres). */
 km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
                        size_t n_classes, km_error *err) KM_MUST_CHECK;
+/* With the nystrom solver: n_centres above n_samples or below
+ * n_classes is KM_EPROBLEM (422 in the API); KM_OK otherwise. */
+km_status km_svm_check_centres(const km_svm_params *p, size_t n_samples,
+                               size_t n_classes, km_error *err) KM_MUST_CHECK;
+/* The nystrom solver's m for n rows. */
+size_t km_svm_centres(const km_svm_params *p, size_t n);
+/* "exact", "nystrom"; NULL for a value out of range. */
+const char *km_svm_solver_name(km_svm_solver s);
 
 /* y: n class indices in [0, n_classes); every class must occur
  * (KM_EPROBLEM for fewer than 2 or a class without rows; KM_EINVAL for an
@@ -1313,6 +1440,245 @@ km_status km_gpr_log_marginal_likelihood(const km_kernel *k,
                                          km_error *err) KM_MUST_CHECK;
 /* Bytes a fit of this size needs at its peak (for admission control). */
 size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p);
+
+/* ---------------------------------------------------------------- kernel k-means */
+
+/*
+ * Kernel k-means: Lloyd's iterations in the kernel's feature space, from
+ * the Gram matrix K alone. A centroid is the mean of its member rows'
+ * features, mu_c = (1/|S_c|) sum_{j in S_c} phi(x_j), so the squared
+ * distance of a point x to it is
+ *     k(x, x) - (2/|S_c|) sum_{j in S_c} k(x, x_j) + C_c,
+ *     C_c = |mu_c|^2 = (1/|S_c|^2) sum_{j, l in S_c} K_jl.
+ * One run, from k initial centres (rows of X): repeat { assign every row
+ * to its nearest centroid (the lowest index on ties); the centroids
+ * become the means of their rows } as scikit-learn's KMeans(algorithm=
+ * "lloyd"): it stops when an assignment repeats the previous one, or when
+ * the sum over clusters of |mu_c(new) - mu_c(old)|^2 is at most tol times
+ * the mean variance per input feature, trace(H K H) / (n d) (scikit-
+ * learn's rule, exactly, for the linear kernel), or after max_iter
+ * assignments; in the last two cases the rows are assigned once more to
+ * the final centroids. So with the linear kernel and the same initial
+ * centres, the assignments, iteration count and inertia are those of
+ * KMeans(init=centres, n_init=1, algorithm="lloyd").
+ *
+ * A cluster left empty by an assignment takes the row farthest from its
+ * own centroid (the largest squared distance; the lowest index on ties)
+ * among the rows of clusters that keep at least one other row: that row
+ * alone is the empty cluster's new centroid (scikit-learn relocates the
+ * same way). Empty clusters are taken in index order.
+ *
+ * Initial centres: greedy k-means++ in feature space, as scikit-learn's
+ * (2 + floor(ln k) candidates per centre, the one that lowers the
+ * potential most is kept), drawing from core's km_rng seeded with
+ * params.seed: the first centre is row km_rng_below(n), each candidate
+ * the first row whose cumulative squared distance reaches u times the
+ * potential, u = (1 + km_rng_uniform) / 2. The n_init runs draw from one
+ * generator in turn; the run of lowest inertia is kept (the first of
+ * equal ones).
+ */
+typedef struct km_kkmeans_params {
+    size_t n_clusters; /* k, 1 .. n_samples; required (default 1) */
+    size_t n_init;     /* runs from different centres, 1 .. 1000;
+                          default 10 */
+    size_t max_iter;   /* assignments per run, 1 .. 100000; default 300 */
+    double tol;        /* >= 0, default 1e-4 */
+    uint64_t seed;     /* of the centres' draw, 0 .. 2^53; default 0 */
+} km_kkmeans_params;
+
+#define KM_KKMEANS_MAX_INIT 1000
+/* Distances a predict holds at once: rows of k values, at least one. */
+#define KM_KKMEANS_PREDICT_BLOCK ((size_t)1 << 16)
+#define KM_KKMEANS_MAX_ITER 100000
+
+km_kkmeans_params km_kkmeans_params_default(void);
+/* KM_EINVAL naming the field: params.n_clusters below 1, params.n_init
+ * outside 1..KM_KKMEANS_MAX_INIT, params.max_iter outside
+ * 1..KM_KKMEANS_MAX_ITER, params.tol not a finite number >= 0,
+ * params.seed above 2^53; KM_EPROBLEM (422 in the API) for
+ * params.n_clusters above n_samples. */
+km_status km_kkmeans_check(const km_kkmeans_params *p, size_t n_samples,
+                           km_error *err) KM_MUST_CHECK;
+
+/*
+ * Fits kernel k-means on X (n x d). Borrows all inputs; caller owns *out.
+ * The model keeps the training rows, each row's centroid (the clusters
+ * whose means are the final centroids) and the constants C_c; predict
+ * (km_kkmeans_predict, or km_predict_labels) assigns new rows to the
+ * nearest centroid. Peak memory: the n x n Gram matrix and O(n k)
+ * (km_kkmeans_fit_bytes).
+ *
+ * Params figures: "n_clusters", "n_init", "max_iter", "tol", "seed".
+ * Training figures: "seconds"; "inertia" (the sum over the training rows
+ * of the squared distance to their cluster's centroid, each clamped at
+ * 0); "cluster_sizes" (k: rows of each cluster in the final assignment);
+ * "n_iter" (assignments of the kept run, as scikit-learn's n_iter_);
+ * "best_init" (which run was kept, from 0). KM_ECANCELLED when ctl asks.
+ */
+km_status km_kkmeans_fit(const km_kernel *k, const km_kkmeans_params *p,
+                         const double *X, size_t n, size_t d,
+                         const km_fit_control *ctl, km_model **out,
+                         km_error *err) KM_MUST_CHECK;
+/* Cluster ids (labels[n], 0 .. k-1) of X's rows: the nearest centroid,
+ * the lowest id on ties. KM_ECONFLICT if not kkmeans. */
+km_status km_kkmeans_predict(const km_model *m, const double *X, size_t n,
+                             int *labels, km_error *err) KM_MUST_CHECK;
+/* Squared feature-space distances of X's rows to the k centroids: out
+ * (n x k, caller-allocated), not clamped. */
+km_status km_kkmeans_distances(const km_model *m, const double *X, size_t n,
+                               double *out, km_error *err) KM_MUST_CHECK;
+/* The score of rows X: their cluster ids (labels, n; may be NULL) and
+ * *inertia, the sum of their squared distances to the nearest centroid
+ * (each clamped at 0), through the model's preprocessing as
+ * km_predict_labels. */
+km_status km_kkmeans_score(const km_model *m, const double *X, size_t n,
+                           int *labels, double *inertia,
+                           km_error *err) KM_MUST_CHECK;
+/* k; 0 for a model that is not kkmeans. */
+size_t km_kkmeans_n_clusters(const km_model *m);
+/* Bytes a fit of this size needs at its peak (for admission control). */
+size_t km_kkmeans_fit_bytes(size_t n, size_t d, const km_kkmeans_params *p);
+
+/* The adjusted Rand index of two labelings of n rows (any ints >= 0), as
+ * sklearn.metrics.adjusted_rand_score: from the pair confusion matrix in
+ * exact integers, 1 when they agree up to renaming (also for n <= 1).
+ * KM_EINVAL for a negative label. */
+km_status km_score_adjusted_rand(const int *a, const int *b, size_t n,
+                                 double *out, km_error *err) KM_MUST_CHECK;
+
+/* ---------------------------------------------------------------- KLR */
+
+/*
+ * Kernel logistic regression (km_klr.c says how it is solved): minimise
+ *     sum_i loss_i + (lambda / 2) sum_c |f_c|_H^2,
+ *     f_c(x) = sum_j a_jc k(x_j, x) + b_c,
+ * b_c an unpenalised intercept (fit_intercept; else 0). Two classes: one
+ * function, loss log(1 + exp(-y f)) with y = +1 for the second class
+ * (whatever multi_class says, as scikit-learn's multi_class="auto");
+ * more: multinomial (softmax loss over k functions) or ovr (k binary
+ * problems, class c against the rest). With the linear kernel it is
+ * scikit-learn's LogisticRegression(C = 1/lambda) with w_c = X^T a_c.
+ */
+typedef enum km_klr_multi {
+    KM_KLR_MULTINOMIAL = 0,
+    KM_KLR_OVR = 1,
+    KM_KLR_MULTI_COUNT
+} km_klr_multi;
+
+#define KM_KLR_MAX_ITER 100000
+
+typedef struct km_klr_params {
+    double lambda;       /* > 0, default 1 (scikit-learn's C = 1/lambda) */
+    double tol;          /* > 0, default 1e-8: stop when the gradient's
+                            2-norm is at most this */
+    size_t max_iter;     /* 1 .. KM_KLR_MAX_ITER, default 100: Newton
+                            iterations (multinomial: sweeps over the
+                            classes, one Newton step each) */
+    int fit_intercept;   /* default 1 */
+    km_klr_multi multi_class; /* more than two classes; default
+                                 MULTINOMIAL */
+} km_klr_params;
+
+km_klr_params km_klr_params_default(void);
+/* KM_EINVAL naming the field: params.lambda or params.tol not a finite
+ * number > 0, params.max_iter outside [1, KM_KLR_MAX_ITER],
+ * params.fit_intercept not 0 or 1, params.multi_class unknown;
+ * KM_EPROBLEM for one class (422 in the API). */
+km_status km_klr_check(const km_klr_params *p, size_t n_classes,
+                       km_error *err) KM_MUST_CHECK;
+/* "multinomial", "ovr"; NULL if invalid. */
+const char *km_klr_multi_name(km_klr_multi m);
+
+/*
+ * y: n class indices in [0, n_classes), every class present (KM_EPROBLEM
+ * otherwise). Borrows all inputs; caller owns *out. n_outputs of the
+ * model: 1 for two classes, else n_classes (the functions). Params
+ * figures: "lambda", "tol", "max_iter", "fit_intercept" (boolean),
+ * "multi_class" (integer: KM_KLR_*). Training figures: "seconds",
+ * "iterations" (Newton iterations or multinomial sweeps), "gradient_norm"
+ * (2-norm of the objective's gradient in the coefficients and
+ * intercepts where it stopped: at most tol unless max_iter or rounding
+ * stopped it first), "objective" (its value there). KM_ENOTPD when the
+ * kernel is not positive semi-definite enough for the Newton system's
+ * Cholesky; KM_ECANCELLED when ctl asks (between panels of each
+ * factorisation).
+ */
+km_status km_klr_fit(const km_kernel *k, const km_klr_params *p,
+                     const double *X, size_t n, size_t d, const int *y,
+                     size_t n_classes, const km_fit_control *ctl,
+                     km_model **out, km_error *err) KM_MUST_CHECK;
+/* Class indices (labels[n]): the argmax of km_klr_probability's row, the
+ * first on ties. KM_ECONFLICT if not klr. */
+km_status km_klr_predict(const km_model *m, const double *X, size_t n,
+                         int *labels, km_error *err) KM_MUST_CHECK;
+/* Decision values f_c(x): n rows of n_outputs values (two classes: one,
+ * positive for the second class, as scikit-learn's). */
+km_status km_klr_decision(const km_model *m, const double *X, size_t n,
+                          double *out, km_error *err) KM_MUST_CHECK;
+/* n rows of k class probabilities, each row summing to 1: sigmoid (two
+ * classes), softmax (multinomial), normalised sigmoids (ovr). */
+km_status km_klr_probability(const km_model *m, const double *X, size_t n,
+                             double *out, km_error *err) KM_MUST_CHECK;
+/* Bytes a fit of this size needs at its peak (for admission control):
+ * one n x n matrix plus O(n (d + k)). */
+size_t km_klr_fit_bytes(size_t n, size_t d, size_t n_classes,
+                        const km_klr_params *p);
+
+/* ---------------------------------------------------------------- LIBSVM */
+
+/*
+ * LIBSVM's model file (the text svm-train writes and svm-predict reads),
+ * km_libsvm.c: svm_type c_svc and epsilon_svr, kernel_type linear,
+ * polynomial, rbf and sigmoid. A file is hostile input: every line,
+ * count, index and number is checked, and any fault is KM_EINVAL naming
+ * the line and the field ("LIBSVM model line 9, SV 3: index 4 after 7;
+ * indices must ascend"). n_features: the model's feature count, 0 for
+ * the largest index in the file (at least 1); a larger one may be given
+ * (LIBSVM's rows are sparse and its file does not record it).
+ */
+#define KM_LIBSVM_MAX_CLASSES 256 /* nr_class of an import (as a fit) */
+/* The training figure "imported_from" of a model read from another
+ * program's file: 1 LIBSVM. */
+#define KM_IMPORTED_LIBSVM 1
+
+typedef struct km_libsvm_info {
+    km_algorithm algorithm; /* KM_ALGO_SVC or KM_ALGO_SVR */
+    size_t n_classes;       /* svc: nr_class; svr: 0 */
+    size_t n_sv;            /* total_sv */
+    size_t n_features;      /* of the model it makes */
+    int has_probability;    /* svc with probA and probB */
+} km_libsvm_info;
+
+/* Checks the whole text without building the model (nothing allocated
+ * grows with the SV lines) and says what it holds. */
+km_status km_libsvm_scan(const char *text, size_t len, size_t n_features,
+                         km_libsvm_info *info, km_error *err) KM_MUST_CHECK;
+/* Peak bytes of km_libsvm_read of a file that scanned as info. */
+size_t km_libsvm_bytes(const km_libsvm_info *info);
+/*
+ * The model of a LIBSVM file: an svc (labels numeric, kmserve's
+ * ascending class order: pairs whose classes LIBSVM orders the other way
+ * are negated, so decision values are LIBSVM's up to that sign) or an
+ * svr. n_samples is max(total_sv, nr_class) (the training rows are not
+ * in the file) and support vector s's row index is its position among
+ * the file's SV lines. Figures: params "probability" (svc) only, as C,
+ * tol, epsilon and the others are not in the file; training
+ * "imported_from" KM_IMPORTED_LIBSVM, "n_support", and for an
+ * epsilon_svr with probA that value as "probA" (svm-predict -b 1's
+ * Laplace scale: kept for export, unused here). Caller owns *out.
+ */
+km_status km_libsvm_read(const char *text, size_t len, size_t n_features,
+                         km_model **out, km_error *err) KM_MUST_CHECK;
+/* KM_OK if m can be written as a LIBSVM file: svc or svr of the exact
+ * form, a LIBSVM kernel, no preprocessing, integer labels; else
+ * KM_ECONFLICT saying why. */
+km_status km_libsvm_check_export(const km_model *m,
+                                 km_error *err) KM_MUST_CHECK;
+/* m as a LIBSVM model file: *text (NUL-terminated, caller frees) of
+ * *len bytes, in kmserve's class order, every number with %.17g (exact
+ * when read back). Fails as km_libsvm_check_export. */
+km_status km_libsvm_write(const km_model *m, char **text, size_t *len,
+                          km_error *err) KM_MUST_CHECK;
 
 #ifdef __cplusplus
 }

@@ -145,6 +145,14 @@ static km_status factor(gpr_eval *e, const double h[TH_COUNT], double f0,
     km_status st;
     if (tunes_gamma(&e->k))
         e->k.gamma = h[TH_GAMMA];
+    const km_dense_engine *de = e->ctl ? e->ctl->dense : NULL;
+    if (de) { /* K formed, factored and solved elsewhere; L back in A */
+        if (km_progress(e->ctl, f0))
+            return km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        st = de->solve(de->ctx, &e->k, h[TH_SIGNAL], e->X, n, e->d,
+                       h[TH_NOISE], e->y, 1, e->a, e->A, e->ctl, f0, f1, err);
+        goto solved;
+    }
     if (e->G && e->G_gamma != e->k.gamma) {
         if ((st = km_gram_sym(&e->k, e->X, n, e->d, e->G, 0, err)) != KM_OK)
             return st;
@@ -166,6 +174,7 @@ static km_status factor(gpr_eval *e, const double h[TH_COUNT], double f0,
         return km_error_set(err, KM_ECANCELLED, "fit cancelled");
     st = km_krr_solve(e->A, n, h[TH_NOISE], e->y, 1, e->a, "the kernel matrix",
                       e->ctl, f0, f1, err);
+solved:
     if (st == KM_ENOTPD)
         return km_error_set(err, KM_ENOTPD, "signal_variance * K + noise * I "
                             "is not positive definite (Cholesky failed); use "
@@ -701,6 +710,11 @@ km_status km_gpr_fit(const km_kernel *kernel, const km_gpr_params *params,
     if (st != KM_OK)
         goto out;
     int lb = params->optimizer == KM_GPR_OPTIMIZER_LBFGS;
+    if (lb && ctl && ctl->dense) { /* each step would need all of K^-1 */
+        st = km_error_set(err, KM_EINVAL, "a distributed gpr fit needs "
+                          "params.optimizer none");
+        goto out;
+    }
     pl = calloc(1, sizeof *pl);
     if (!pl) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");

@@ -237,6 +237,8 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   it was fitted (svc: probabilities only with
  *                   probability; kpca: inverse only with the inverse map);
  *                   NULL: outputs
+ *   params_outputs  the same from the parameters alone, before a fit (a
+ *                   search's or a scoring's check); NULL: outputs
  *   params_size     sizeof its parameter struct (km_krr_params, ...)
  *   params_default  fills one with the defaults
  *   check           the parameters against a problem (sizes, classes),
@@ -254,6 +256,14 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   the whole batch)
  *   classes         1 if its models hold class labels (at most one per
  *                   training row and KM_MODEL_MAX_CLASSES)
+ *   n_classes       a classifier's class count from its payload (what a
+ *                   fit knows before the labels are set)
+ *   score_columns   decision values per row of a model's KM_OUT_SCORES
+ *                   answer (svc: k(k-1)/2 pairs; klr: 1 binary, else k);
+ *                   NULL: n_outputs
+ *   scores_first    1 when a binary model's one decision value is positive
+ *                   for the first class (svc: LIBSVM's convention), which
+ *                   scikit-learn's decision_function negates
  *   max_outputs     the largest n_outputs a model file may give
  *   payload_range   the bytes its payload takes in a file of this format
  *                   version whose header gives these sizes, [*lo, *hi]
@@ -273,6 +283,7 @@ typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
 typedef struct km_algo {
     unsigned outputs;
     unsigned (*model_outputs)(const km_model *m);
+    unsigned (*params_outputs)(const void *params);
     size_t params_size;
     void (*params_default)(void *params);
     km_status (*check)(const void *params, const km_problem *pb,
@@ -287,6 +298,9 @@ typedef struct km_algo {
     km_status (*labels)(const km_model *m, const double *X, size_t n,
                         int *out, km_error *err);
     int classes; /* models hold classes: labels, one per class */
+    size_t (*n_classes)(const km_model *m);
+    size_t (*score_columns)(const km_model *m);
+    int scores_first;
     uint64_t (*max_outputs)(uint64_t n_samples);
     void (*payload_range)(uint32_t format, uint64_t n_samples,
                           uint64_t n_features, uint64_t n_outputs,
@@ -536,16 +550,20 @@ km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
                             size_t d, size_t m, uint64_t seed, size_t *piv,
                             size_t *kept, const km_fit_control *ctl,
                             double f0, double f1, km_error *err);
-/* T := the upper Cholesky factor of K_mm + s I, K_mm = k(Z, Z) of the m
- * centres (column-major, strict lower part zeroed), with the smallest
- * shift s of 1e-13 m mean(diag K_mm) times 1, 1e3, ... 1e12 that lets it
- * factor (s = 0 first when unshifted_first: kpca, whose answer the shift
- * would perturb by about s over K_mm's smallest eigenvalue, where krr's
- * uses T only as a preconditioner); *shift gets s. KM_ENOTPD when none
- * does. (Nystrom solvers of krr and kpca.) */
-km_status km_nystrom_factor_kmm(const km_kernel *k, const double *Z,
-                                size_t m, size_t d, int unshifted_first,
-                                double *T, double *shift, km_error *err);
+/* KM_EPROBLEM naming params.n_centres when it is above n_samples (the
+ * nystrom solvers of krr, svc and kpca); KM_OK otherwise. */
+km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
+                               km_error *err);
+/* T (m x m) := the upper Cholesky factor of K_mm + s I of the centres Z
+ * (column-major, strict lower part zeroed), computing K_mm into T, with
+ * the smallest shift s = 1e-13 m mean(diag K_mm) times 1, 10^3, ...,
+ * 10^12 that factors (s = 0 first when unshifted_first: kpca, whose
+ * answer the shift would perturb by about s over K_mm's smallest
+ * eigenvalue, where krr uses T only as a preconditioner); *shift gets s
+ * (the nystrom solvers of krr, svc and kpca). KM_ENOTPD when none does. */
+km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
+                            size_t d, int unshifted_first, double *T,
+                            double *shift, km_error *err);
 
 /* A standard normal draw: Box-Muller on two km_rng_uniform values,
  * u1 = (1 - a)/2 in (0, 1], u2 = (1 + b)/2, g = sqrt(-2 ln u1)
@@ -572,6 +590,23 @@ km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
 km_status km_krr_rff_features(const km_model *m, const double **W,
                               const double **b);
 
+/* ------------------------------------------------------- kernel k-means */
+
+/*
+ * km_kkmeans_fit with one run from given centres, for tests (km_kkmeans.c):
+ * init holds p->n_clusters row indices of X (p->n_init and p->seed are
+ * not used, only recorded). KM_EINVAL for an index out of range.
+ */
+km_status km_kkmeans_fit_init(const km_kernel *k, const km_kkmeans_params *p,
+                              const double *X, size_t n, size_t d,
+                              const size_t *init, const km_fit_control *ctl,
+                              km_model **out, km_error *err);
+/* One run's k-means++ centres (km.h): k row indices into centres, from
+ * the full Gram matrix K (n x n, row-major), drawing from r. KM_ENOMEM
+ * when its O(n) buffers cannot be had. */
+km_status km_kkmeans_plusplus(const double *K, size_t n, size_t k,
+                              km_rng *r, size_t *centres, km_error *err);
+
 /* ------------------------------------------------------- prediction */
 
 /*
@@ -593,8 +628,7 @@ km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
                            const double *Z, size_t nz, const double *zn,
                            size_t d, double *K, size_t ldk, km_error *err);
 
-/* Squared norms of X's n rows, malloc'd; NULL on OOM. */
-double *km_sqnorms(const double *X, size_t n, size_t d);
+/* km_sqnorms: km.h. */
 
 /* ------------------------------------------------------- search */
 

@@ -23,6 +23,7 @@
  * Thread-safety: reentrant; BLAS may use its own threads inside a call.
  */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,6 +701,36 @@ km_status km_gram_sym(const km_kernel *k, const double *X, size_t n,
     free(xn);
     if (st == KM_OK && full)
         mirror_lower(K, n);
+    return st;
+}
+
+km_status km_gram_block(const km_kernel *k, const double *X, const double *xn,
+                        size_t d, size_t i0, size_t ni, size_t j0, size_t nj,
+                        double *K, size_t ldk, km_error *err)
+{
+    if (!dims_ok(ni, nj) || !dims_ok(d, ldk) || ldk < nj ||
+        i0 > (size_t)LONG_MAX || j0 > (size_t)LONG_MAX)
+        return km_error_set(err, KM_EINVAL, "Gram matrix dimensions too large");
+    double *own = NULL;
+    const double *xi = NULL, *xj = NULL;
+    if (needs_norms(k)) {
+        if (xn) {
+            xi = xn + i0;
+            xj = xn + j0;
+        } else {
+            if (!(own = malloc((ni + nj + 1) * sizeof *own)))
+                return km_error_set(err, KM_ENOMEM, "out of memory for norms");
+            row_sqnorms(X + i0 * d, ni, d, own);
+            row_sqnorms(X + j0 * d, nj, d, own + ni);
+            xi = own;
+            xj = own + ni;
+        }
+    }
+    /* Row i0 + a is column a + (i0 - j0) of the block. */
+    long diag = i0 >= j0 && i0 - j0 < nj ? (long)(i0 - j0) : -1;
+    km_status st = cross(k, X + i0 * d, ni, xi, X + j0 * d, nj, xj, d, K, ldk,
+                         diag, err);
+    free(own);
     return st;
 }
 

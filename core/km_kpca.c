@@ -206,11 +206,9 @@ km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
                             "is not available with eigen_solver nystrom (the "
                             "inverse map is a kernel ridge regression on all "
                             "n rows); use dense, iterative or randomized");
-    if (p->n_centres > n_samples)
-        return km_error_set(err, KM_EPROBLEM,
-                            "params.n_centres is %zu but X has %zu rows: "
-                            "at most one centre per row", p->n_centres,
-                            n_samples);
+    km_status st = km_nys_check_centres(p->n_centres, n_samples, err);
+    if (st != KM_OK)
+        return st;
     size_t m = nys_centres(p, n_samples);
     if (p->n_components >= m)
         return km_error_set(err, KM_EPROBLEM, "params.n_components (%zu) "
@@ -340,15 +338,15 @@ static int derive(kpca_payload *p, size_t n, size_t k)
     return 0;
 }
 
-/* The format version a model needs: 4 for the nystrom form (its payload
+/* The format version a model needs: 5 for the nystrom form (its payload
  * starts with the form), else the default. */
 static uint32_t kpca_file_format(const void *payload)
 {
-    return ((const kpca_payload *)payload)->form == KPCA_FORM_NYSTROM ? 4 : 0;
+    return ((const kpca_payload *)payload)->form == KPCA_FORM_NYSTROM ? 5 : 0;
 }
 
 /*
- * Payload format: (version 4: u32 form) f64s eigval (k); f64s proj
+ * Payload format: (version 5: u32 form) f64s eigval (k); f64s proj
  * without its 1/n column (n x k); f64s col_mean (n); f64 grand_mean;
  * f64s X (n x d); u32 has_inverse; then, if set: kernel, f64s embed
  * (n x k), f64s dual. The nystrom form has the same fields (X the
@@ -393,7 +391,7 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
     p->n = n;
     p->d = d;
     p->k = k;
-    if (km_model_file_format(m) >= 4) { /* the payload starts with its form */
+    if (km_model_file_format(m) >= 5) { /* the payload starts with its form */
         uint32_t f = km_read_u32(r);
         if (r->failed || f >= KPCA_FORM_COUNT) {
             st = km_error_set(err, KM_ECORRUPT, "model file: kernel PCA "
@@ -1147,7 +1145,7 @@ static km_status finish(km_fit_frame *fr, size_t d, size_t ns,
 /*
  * The nystrom solver. With m centres Z drawn uniformly from the rows
  * (krr's draw: km_krr_draw_centres, seeded), K_mm = k(Z, Z) = L L^T
- * (L = T^T, T the upper factor of km_nystrom_factor_kmm: unshifted, or
+ * (L = T^T, T the upper factor of km_nys_factor_kmm: unshifted, or
  * with its tiny shift of the diagonal only when K_mm is numerically
  * singular; measured: the shift 6e-12 at m = 60 moved the projections
  * 1e-8 relative) and K_nm = k(X, Z), the Nystrom features
@@ -1329,7 +1327,7 @@ static km_status kpca_fit_nystrom(km_fit_frame *fr, const km_kpca_params *params
         st = km_error_set(err, KM_ENOMEM, "out of memory for the centres");
         goto out;
     }
-    if ((st = km_nystrom_factor_kmm(&fr->k, p->X, m, d, 1, T, &shift, err)) !=
+    if ((st = km_nys_factor_kmm(&fr->k, p->X, m, d, 1, T, &shift, err)) !=
         KM_OK)
         goto out;
     if (km_progress(ctl, 0.05)) {
@@ -1661,7 +1659,7 @@ static uint64_t max_outputs(uint64_t ns)
     return ns - 1; /* at most n - 1 positive eigenvalues */
 }
 
-/* (version 4: the form) eigval, proj, col_mean, grand_mean, X,
+/* (version 5: the form) eigval, proj, col_mean, grand_mean, X,
  * has_inverse; then maybe the inverse map (dual and X again, at most). */
 static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                           uint64_t no, uint64_t *lo, uint64_t *hi)
@@ -1671,7 +1669,7 @@ static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                                 km_f64s_bytes(km_mul_sat(ns, no))),
                      km_add_sat(km_f64s_bytes(ns),
                                 km_add_sat(8, km_f64s_bytes(nd))));
-    *lo = km_add_sat(*lo, format >= 4 ? 8 : 4); /* the form from version 4 */
+    *lo = km_add_sat(*lo, format >= 5 ? 8 : 4); /* the form from version 5 */
     *hi = km_add_sat(*lo, km_add_sat(km_f64s_bytes(km_mul_sat(ns, no)),
                                      km_f64s_bytes(nd)));
 }
@@ -1699,9 +1697,19 @@ static unsigned model_outputs(const km_model *m)
     return KM_OUT_PROJECTIONS | (km_kpca_has_inverse(m) ? KM_OUT_INVERSE : 0);
 }
 
+/* The inverse map only with fit_inverse_transform. */
+static unsigned params_outputs(const void *params)
+{
+    return KM_OUT_PROJECTIONS |
+           (((const km_kpca_params *)params)->fit_inverse_transform
+                ? KM_OUT_INVERSE
+                : 0);
+}
+
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
     .model_outputs = model_outputs,
+    .params_outputs = params_outputs,
     .params_size = sizeof(km_kpca_params),
     .params_default = params_default,
     .check = check,

@@ -129,10 +129,16 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
     if (p->seed > ((uint64_t)1 << 53))
         return km_error_set(err, KM_EINVAL,
                             "params.seed must be at most 2^53");
-    if (p->n_centres > n_samples)
+    return km_nys_check_centres(p->n_centres, n_samples, err);
+}
+
+km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
+                               km_error *err)
+{
+    if (n_centres > n_samples)
         return km_error_set(err, KM_EPROBLEM,
                             "params.n_centres is %zu but X has %zu rows: "
-                            "at most one centre per row", p->n_centres,
+                            "at most one centre per row", n_centres,
                             n_samples);
     return KM_OK;
 }
@@ -510,10 +516,11 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
     if (st != KM_OK)
         goto out;
     const km_kernel *k = &f.k;
+    const km_dense_engine *de = ctl ? ctl->dense : NULL;
 
-    K = malloc(n * n * sizeof *K);
+    K = de ? NULL : malloc(n * n * sizeof *K);
     p = calloc(1, sizeof *p);
-    if (!K || !p) {
+    if ((!de && !K) || !p) {
         st = km_error_set(err, KM_ENOMEM,
                           "out of memory for a %zu x %zu kernel matrix", n, n);
         goto out;
@@ -522,7 +529,7 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
-    if ((st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
+    if (!de && (st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
         goto out;
     if (km_progress(ctl, 0.1)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
@@ -532,8 +539,12 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
     }
-    if ((st = km_krr_solve(K, n, params->alpha, Y, m, p->coef,
-                           "the kernel matrix", ctl, 0.1, 0.9, err)) != KM_OK)
+    /* The engine forms K and solves elsewhere (km.h: km_dense_engine). */
+    st = de ? de->solve(de->ctx, k, 1.0, X, n, d, params->alpha, Y, m,
+                        p->coef, NULL, ctl, 0.1, 0.9, err)
+            : km_krr_solve(K, n, params->alpha, Y, m, p->coef,
+                           "the kernel matrix", ctl, 0.1, 0.9, err);
+    if (st != KM_OK)
         goto out;
     free(K);
     K = NULL;
@@ -1000,9 +1011,10 @@ out:
     return st;
 }
 
-km_status km_nystrom_factor_kmm(const km_kernel *k, const double *Z,
-                                size_t m, size_t d, int unshifted_first,
-                                double *T, double *shift, km_error *err)
+/* km_internal.h (also the nystrom solvers of svc and kpca). */
+km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
+                            size_t d, int unshifted_first, double *T,
+                            double *shift, km_error *err)
 {
     double mean = 0;
     for (int tries = unshifted_first ? -1 : 0; tries < 5; tries++) {
@@ -1144,8 +1156,7 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     }
     nys s = {k, X, xr, n, d, pl->X, pl->xn, m, p, block, T, A, 0, alpha, Kb,
              tmp, acc, nt, ctl, 0.0};
-    if ((st = km_nystrom_factor_kmm(k, pl->X, m, d, 0, T, &s.shift, err)) !=
-        KM_OK)
+    if ((st = km_nys_factor_kmm(k, pl->X, m, d, 0, T, &s.shift, err)) != KM_OK)
         goto out;
     /* A^T A = T T^T / m + (alpha / n) I: T T^T of the triangular T by
      * dlauum (m^3 / 3 flops; DSYRK of the full m x m would take m^3) */

@@ -28,7 +28,9 @@
     X(SVC, 1, "svc", km_svc_algo)                                            \
     X(SVR, 2, "svr", km_svr_algo)                                            \
     X(KPCA, 3, "kpca", km_kpca_algo)                                         \
-    X(GPR, 4, "gpr", km_gpr_algo)
+    X(GPR, 4, "gpr", km_gpr_algo)                                            \
+    X(KKMEANS, 5, "kkmeans", km_kkmeans_algo)                                \
+    X(KLR, 6, "klr", km_klr_algo)
 
 #define KM_KERNEL_MAP(X)                                                     \
     X(LINEAR, 0, "linear", km_kernel_linear)                                 \

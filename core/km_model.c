@@ -44,11 +44,11 @@
 
 #define MAGIC "KMSM"
 /* The newest version this build reads and writes. A model is written in
- * the oldest current version that holds it: 2, or 3 or 4 when its
- * payload needs it (the descriptor's file_format: krr's rff form 3,
- * kpca's nystrom form 4), so that files of every model an older server
- * could fit stay readable by it. */
-#define FORMAT_VERSION 4u
+ * the oldest current version that holds it: 2, or 3 to 5 when its
+ * payload needs it (the descriptor's file_format: krr's rff form 3, svc's
+ * nystrom form 4, kpca's nystrom form 5), so that files of every model an
+ * older server could fit stay readable by it. */
+#define FORMAT_VERSION 5u
 #define FORMAT_DEFAULT 2u
 /* The oldest version this build reads. */
 #define FORMAT_OLDEST 1u
@@ -174,6 +174,26 @@ unsigned km_model_outputs(const km_model *m)
 {
     const km_algo *al = km_algo_of(m->algo);
     return !al ? 0 : al->model_outputs ? al->model_outputs(m) : al->outputs;
+}
+
+size_t km_model_score_columns(const km_model *m, double *sign)
+{
+    const km_algo *al = km_algo_of(m->algo);
+    size_t cols = !al || !al->scores ? 0
+                  : al->score_columns ? al->score_columns(m)
+                                      : m->n_outputs;
+    if (sign)
+        *sign = al && al->scores_first && cols == 1 ? -1.0 : 1.0;
+    return cols;
+}
+
+size_t km_model_n_classes(const km_model *m)
+{
+    const km_algo *al = km_algo_of(m->algo);
+    if (!al || !al->classes)
+        return 0;
+    size_t k = km_model_n_labels(m);
+    return k ? k : al->n_classes ? al->n_classes(m) : 0;
 }
 
 km_status km_predict(const km_model *m, unsigned answer, const double *X,

@@ -75,22 +75,17 @@ km_scoring km_scoring_default(km_algorithm a)
                                       : KM_SCORING_COUNT;
 }
 
-/* The answers a model of a fitted with params can give: the fit
- * parameter behind each answer only some fits prepare is the one of the
- * algorithms that offer it (probabilities: km_svm_params.probability;
- * the inverse map: km_kpca_params.fit_inverse_transform). */
+/* The answers a model of a fitted with params can give: its
+ * descriptor's params_outputs (svc without params.probability gives no
+ * probabilities, kpca without params.fit_inverse_transform no inverse
+ * map), else all its algorithm's. */
 static unsigned params_outputs(km_algorithm a, const void *params)
 {
-    unsigned out = km_algorithm_outputs(a);
-    if (!params)
-        return out;
-    if ((out & KM_OUT_PROBABILITIES) &&
-        !((const km_svm_params *)params)->probability)
-        out &= ~KM_OUT_PROBABILITIES;
-    if ((out & KM_OUT_INVERSE) &&
-        !((const km_kpca_params *)params)->fit_inverse_transform)
-        out &= ~KM_OUT_INVERSE;
-    return out;
+    const km_algo *al = km_algo_of(a);
+    if (!al)
+        return 0;
+    return params && al->params_outputs ? al->params_outputs(params)
+                                        : al->outputs;
 }
 
 /* "krr, svr": the algorithms that answer all of mask. */
@@ -110,6 +105,9 @@ static void algorithms_with(char *buf, size_t len, unsigned mask)
 km_status km_scoring_check(km_scoring s, km_algorithm a, const void *params,
                            km_error *err)
 {
+    if (s == KM_SCORING_COUNT && km_algo_of(a)) /* a's default: none */
+        return km_error_set(err, KM_EINVAL, "no scoring applies to %s",
+                            km_algorithm_name(a));
     if ((unsigned)s >= KM_SCORING_COUNT)
         return km_error_set(err, KM_EINVAL, "scoring %d is not known",
                             (int)s);
@@ -270,6 +268,88 @@ km_status km_score_classes(const int *truth, const int *pred,
     return KM_OK;
 }
 
+/* ------------------------------------------------------------ clusters */
+
+static int cmp_pair(const void *x, const void *y)
+{
+    const int *p = x, *q = y;
+    return p[0] != q[0] ? (p[0] > q[0]) - (p[0] < q[0])
+                        : (p[1] > q[1]) - (p[1] < q[1]);
+}
+
+/* Sum over the groups of equal values of v (n sorted ints, stride s) of
+ * the group's size squared. */
+static void group_squares(const int *v, size_t n, size_t s, int64_t *sq)
+{
+    *sq = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && v[j * s] == v[i * s])
+            j++;
+        *sq += (int64_t)(j - i) * (int64_t)(j - i);
+        i = j;
+    }
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+    int p = *(const int *)x, q = *(const int *)y;
+    return (p > q) - (p < q);
+}
+
+km_status km_score_adjusted_rand(const int *a, const int *b, size_t n,
+                                 double *out, km_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] < 0 || b[i] < 0)
+            return km_error_set(err, KM_EINVAL, "labels[%zu] is negative", i);
+    int *pairs = malloc((n ? n : 1) * 2 * sizeof *pairs);
+    int *col = malloc((n ? n : 1) * sizeof *col);
+    if (!pairs || !col) {
+        free(pairs);
+        free(col);
+        return km_error_set(err, KM_ENOMEM, "out of memory to score %zu "
+                            "rows", n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        pairs[2 * i] = a[i];
+        pairs[2 * i + 1] = b[i];
+        col[i] = b[i];
+    }
+    /* sklearn's pair_confusion_matrix (a true, b predicted): with n_ij
+     * the contingency table, a_i its row sums, b_j its column sums,
+     *   tp = sum n_ij^2 - n, fp = sum b_j^2 - sum n_ij^2,
+     *   fn = sum a_i^2 - sum n_ij^2, tn = n^2 - fp - fn - sum n_ij^2
+     * (ordered pairs) */
+    qsort(pairs, n, 2 * sizeof *pairs, cmp_pair);
+    qsort(col, n, sizeof *col, cmp_int);
+    int64_t sum_sq = 0, sum_a = 0, sum_b = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && !cmp_pair(pairs + 2 * j, pairs + 2 * i))
+            j++;
+        sum_sq += (int64_t)(j - i) * (int64_t)(j - i);
+        i = j;
+    }
+    group_squares(pairs, n, 2, &sum_a);
+    group_squares(col, n, 1, &sum_b);
+    free(pairs);
+    free(col);
+    int64_t nn = (int64_t)n;
+    int64_t tp = sum_sq - nn, fp = sum_b - sum_sq, fn = sum_a - sum_sq;
+    int64_t tn = nn * nn - fp - fn - sum_sq;
+    if (fn == 0 && fp == 0) {
+        *out = 1.0;
+        return KM_OK;
+    }
+    /* Python's exact integers, then 2.0 * num / den in doubles */
+    __int128 num = (__int128)tp * tn - (__int128)fn * fp;
+    __int128 den = (__int128)(tp + fn) * (fn + tn) +
+                   (__int128)(tp + fp) * (fp + tn);
+    *out = 2.0 * (double)num / (double)den;
+    return KM_OK;
+}
+
 /* ------------------------------------------------------------ answers */
 
 unsigned km_scoring_needs(km_scoring s)
@@ -323,14 +403,6 @@ km_status km_score_answers(km_scoring s, const km_answers *a, double *out,
 
 /* ------------------------------------------------------------ models */
 
-/* Classes of a classifier: its labels once they are set, before that
- * (inside a fit) the class count its payload holds. */
-static size_t model_classes(const km_model *m)
-{
-    size_t k = km_model_n_labels(m);
-    return k ? k : km_svc_n_classes(m);
-}
-
 static km_status oom(km_error *err, size_t n)
 {
     return km_error_set(err, KM_ENOMEM, "out of memory to score %zu rows",
@@ -364,7 +436,7 @@ static km_status score_classes(const km_model *m, km_scoring s,
                                const km_problem *pb, double *out,
                                km_error *err)
 {
-    size_t n = pb->n, k = model_classes(m);
+    size_t n = pb->n, k = km_model_n_classes(m);
     if (!pb->labels)
         return km_error_set(err, KM_EINVAL, "y (class indices) is required "
                             "to score a %s model",

@@ -248,8 +248,8 @@ static km_status make_folds(const km_search_spec *s, const km_problem *pb,
     }
 }
 
-/* svc: every split's training rows must hold at least 2 classes (a fold
- * fit learns the classes its rows hold). */
+/* A classifier (svc, klr): every split's training rows must hold at
+ * least 2 classes (a fold fit learns the classes its rows hold). */
 static km_status check_fold_classes(const km_problem *pb, const int *fold,
                                     size_t n_splits, km_error *err)
 {
@@ -382,7 +382,7 @@ static km_status check_spec(const km_search_spec *s, const km_problem *pb,
     if (s->cv.kind == KM_CV_GCV && s->algo == KM_ALGO_KRR && !krr_engine(s))
         return km_error_set(err, KM_EINVAL, "cv gcv needs params.solver "
                             "exact (its closed form is exact KRR's)");
-    if (s->algo == KM_ALGO_SVC && s->cv.kind != KM_CV_GCV &&
+    if (km_algo_of(s->algo)->classes && s->cv.kind != KM_CV_GCV &&
         (st = check_fold_classes(pb, fold, *n_splits, err)) != KM_OK)
         return st;
     /* Each point as its fits will see it: its params against the
@@ -1043,6 +1043,10 @@ static km_status run_generic(search_run *r, km_error *err)
     unsigned need = km_scoring_needs(s->scoring);
     int share = (s->algo == KM_ALGO_SVC || s->algo == KM_ALGO_SVR) &&
                 s->pre.x == KM_SCALE_NONE && !s->pre.center_y;
+    /* svc's nystrom points compute their own features, not a Gram */
+    for (size_t p = 0; share && p < s->n_points; p++)
+        share = ((const km_svm_params *)s->params)[p].solver ==
+                KM_SVM_SOLVER_EXACT;
     gen_run g = {.r = r, .al = km_algo_of(s->algo),
                  .ps = km_algorithm_params_size(s->algo), .need = need,
                  .loo = s->cv.kind == KM_CV_LOO};

@@ -47,15 +47,25 @@
 #define MIN_PROB 1e-7
 #define MAX_CLASSES KM_MODEL_MAX_CLASSES
 
+/* Two forms of an svc payload: the dual (SMO's support vectors, LIBSVM's
+ * layout) and nystrom (km_svm_nys.c: m centres, an m x P coefficient
+ * matrix, one column per pair; n_support, sv_index and prob are NULL). */
+enum { SVC_FORM_DUAL = 0, SVC_FORM_NYSTROM = 1, SVC_FORM_COUNT };
+
 typedef struct svm_payload {
+    unsigned form;     /* SVC_FORM_*; svr: DUAL */
     size_t k;          /* classes (SVC, >= 2); 0 for SVR */
     size_t nsv, d;
     int *n_support;    /* k counts (SVC) */
     int *sv_index;     /* nsv training-row indices */
     double *sv;        /* nsv x d */
-    double *coef;      /* nsv x ncoef: k-1 for SVC, 1 for SVR */
+    double *coef;      /* nsv x ncoef: k-1 for SVC, 1 for SVR;
+                          nystrom: m x P */
     double *rho;       /* one per pair (SVC) or 1 (SVR) */
     double *probA, *probB; /* one per pair, or NULL */
+    int *vote;         /* k classes in the order votes break ties (svc
+                          read from LIBSVM's file: its label order), or
+                          NULL: ascending class index */
     double *svn;       /* nsv squared norms of sv's rows (derived) */
 } svm_payload;
 
@@ -66,6 +76,8 @@ static size_t n_pairs(size_t k)
 
 static size_t n_coef(const svm_payload *p)
 {
+    if (p->form == SVC_FORM_NYSTROM)
+        return n_pairs(p->k);
     return p->k ? p->k - 1 : 1;
 }
 
@@ -73,8 +85,19 @@ static size_t n_coef(const svm_payload *p)
 
 km_svm_params km_svm_params_default(void)
 {
-    km_svm_params p = {1.0, 0.1, 1e-3, 200.0, 1, 0, NULL, 0};
+    km_svm_params p = {1.0, 0.1, 1e-3, 200.0, 1, 0, NULL, 0,
+                       KM_SVM_SOLVER_EXACT, 0, 0};
     return p;
+}
+
+static const char *const solver_names[KM_SVM_SOLVER_COUNT] = {
+    [KM_SVM_SOLVER_EXACT] = "exact",
+    [KM_SVM_SOLVER_NYSTROM] = "nystrom",
+};
+
+const char *km_svm_solver_name(km_svm_solver s)
+{
+    return (unsigned)s < KM_SVM_SOLVER_COUNT ? solver_names[s] : NULL;
 }
 
 static int positive(double v)
@@ -101,6 +124,20 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
         return km_error_set(err, KM_EINVAL,
                             "params.cache_mb must be a finite number > 0 "
                             "(at most 2^30)");
+    if ((unsigned)p->solver >= KM_SVM_SOLVER_COUNT)
+        return km_error_set(err, KM_EINVAL,
+                            "params.solver must be exact or nystrom");
+    if (p->solver == KM_SVM_SOLVER_NYSTROM) {
+        if (algo == KM_ALGO_SVR)
+            return km_error_set(err, KM_EINVAL, "params.solver nystrom "
+                                "applies to svc only");
+        if (p->probability)
+            return km_error_set(err, KM_EINVAL, "params.probability is not "
+                                "available with params.solver nystrom");
+        if (p->seed > ((uint64_t)1 << 53))
+            return km_error_set(err, KM_EINVAL,
+                                "params.seed must be at most 2^53");
+    }
     if (algo == KM_ALGO_SVR) {
         if (p->class_weight)
             return km_error_set(err, KM_EINVAL,
@@ -127,6 +164,20 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
     return KM_OK;
 }
 
+km_status km_svm_check_centres(const km_svm_params *p, size_t n_samples,
+                               size_t n_classes, km_error *err)
+{
+    if (p->solver != KM_SVM_SOLVER_NYSTROM)
+        return KM_OK;
+    size_t m = km_svm_centres(p, n_samples);
+    if (m < n_classes)
+        return km_error_set(err, KM_EPROBLEM,
+                            "params.n_centres is %zu%s but y has %zu "
+                            "classes: at least one centre per class", m,
+                            p->n_centres ? "" : " (the default)", n_classes);
+    return km_nys_check_centres(p->n_centres, n_samples, err);
+}
+
 static size_t budget_bytes(const km_svm_params *p)
 {
     double b = p->cache_mb * 1048576.0;
@@ -146,6 +197,8 @@ size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
                         const km_svm_params *p)
 {
     size_t k = n_classes < 2 ? 2 : n_classes, budget = budget_bytes(p);
+    if (p->solver == KM_SVM_SOLVER_NYSTROM)
+        return km_svc_nys_fit_bytes(n, d, k, p);
     /* Grouped X, the pair's rows and the cache's two copies of them; the
      * coefficient table; solver and cross-validation workspace per
      * variable; the model's copies. */
@@ -183,6 +236,7 @@ static void payload_free(void *v)
     free(p->rho);
     free(p->probA);
     free(p->probB);
+    free(p->vote);
     free(p->svn);
     free(p);
 }
@@ -191,6 +245,15 @@ static void payload_save(const void *v, const km_model *m, km_writer *w)
 {
     const svm_payload *p = v;
     size_t d = km_model_n_features(m);
+    if (p->form == SVC_FORM_NYSTROM) { /* version 4: form, k, m, Z, coef, rho */
+        km_write_u32(w, SVC_FORM_NYSTROM);
+        km_write_u64(w, p->k);
+        km_write_u64(w, p->nsv);
+        km_write_f64s(w, p->sv, p->nsv * d);
+        km_write_f64s(w, p->coef, p->nsv * n_coef(p));
+        km_write_f64s(w, p->rho, n_pairs(p->k));
+        return;
+    }
     km_write_u64(w, p->k);
     km_write_u64(w, p->nsv);
     km_write_i32s(w, p->n_support, p->k);
@@ -198,11 +261,37 @@ static void payload_save(const void *v, const km_model *m, km_writer *w)
     km_write_f64s(w, p->sv, p->nsv * d);
     km_write_f64s(w, p->coef, p->nsv * n_coef(p));
     km_write_f64s(w, p->rho, p->k ? n_pairs(p->k) : 1);
-    km_write_u32(w, p->probA != NULL);
+    km_write_u32(w, (p->probA != NULL) | (p->vote ? 2u : 0u));
     if (p->probA) {
         km_write_f64s(w, p->probA, n_pairs(p->k));
         km_write_f64s(w, p->probB, n_pairs(p->k));
     }
+    if (p->vote)
+        km_write_i32s(w, p->vote, p->k);
+}
+
+/* The format version a model needs: 4 for svc's nystrom form (its
+ * payload starts with the form); 3 for a dual payload with a vote order
+ * (older readers refuse its flags rather than break ties another way);
+ * else the default. */
+static uint32_t svc_file_format(const void *payload)
+{
+    const svm_payload *p = payload;
+    return p->form == SVC_FORM_NYSTROM ? 4u : p->vote ? 3u : 0u;
+}
+
+/* Whether v[0..k) is a permutation of 0..k-1. */
+static int is_permutation(const int *v, size_t k)
+{
+    unsigned char *seen = calloc(k ? k : 1, 1);
+    int ok = seen != NULL;
+    for (size_t i = 0; ok && i < k; i++) {
+        ok = v[i] >= 0 && (size_t)v[i] < k && !seen[v[i]];
+        if (ok)
+            seen[v[i]] = 1;
+    }
+    free(seen);
+    return ok;
 }
 
 static km_status payload_load(km_reader *r, const km_model *m, int svc,
@@ -242,12 +331,21 @@ static km_status payload_load(km_reader *r, const km_model *m, int svc,
         !(p->coef = km_read_f64s(r, p->nsv * n_coef(p))) ||
         !(p->rho = km_read_f64s(r, npair)))
         goto failed;
-    uint32_t has_prob = km_read_u32(r);
-    if (r->failed || has_prob > 1 || (has_prob && !svc))
+    /* bit 0: probability; bit 1 (format 3): a vote order follows */
+    uint32_t flags = km_read_u32(r), has_prob = flags & 1;
+    uint32_t most = km_model_file_format(m) >= 3 ? 3 : 1;
+    if (r->failed || flags > most || (flags && !svc))
         goto corrupt;
     if (has_prob && (!(p->probA = km_read_f64s(r, npair)) ||
                      !(p->probB = km_read_f64s(r, npair))))
         goto failed;
+    if ((flags & 2) && !(p->vote = km_read_i32s(r, p->k)))
+        goto failed;
+    if (p->vote && !is_permutation(p->vote, p->k)) {
+        payload_free(p);
+        return km_error_set(err, KM_ECORRUPT, "model file: svc vote order "
+                            "is not a permutation of the %zu classes", p->k);
+    }
     size_t total = 0;
     for (size_t c = 0; c < p->k; c++) {
         if (p->n_support[c] < 0)
@@ -295,9 +393,65 @@ corrupt:
     return km_error_set(err, KM_ECORRUPT, "model file: bad %s payload", what);
 }
 
+/* The nystrom form (after its tag): k, m (= n_samples), the centres,
+ * the m x P coefficients, P intercepts. */
+static km_status nys_load(km_reader *r, const km_model *m, void **out,
+                          km_error *err)
+{
+    size_t d = km_model_n_features(m), ns = km_model_n_samples(m);
+    uint64_t k = km_read_u64(r), nc = km_read_u64(r);
+    if (r->failed || k < 2 || k > (uint64_t)km_max_classes(ns) ||
+        km_model_n_labels(m) != k || nc != ns)
+        return km_error_set(err, KM_ECORRUPT, "model file: svc nystrom form "
+                            "with %llu classes and %llu centres for %zu "
+                            "labels and %zu training rows",
+                            (unsigned long long)k, (unsigned long long)nc,
+                            km_model_n_labels(m), ns);
+    size_t npair = n_pairs((size_t)k);
+    if (ns && (d > r->left / 8 / ns || npair > r->left / 8 / ns))
+        return km_error_set(err, KM_ECORRUPT, "model file: svc nystrom "
+                            "payload larger than the file");
+    svm_payload *p = calloc(1, sizeof *p);
+    if (!p)
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    p->form = SVC_FORM_NYSTROM;
+    p->k = (size_t)k;
+    p->nsv = ns;
+    p->d = d;
+    if (!(p->sv = km_read_f64s(r, ns * d)) ||
+        !(p->coef = km_read_f64s(r, ns * npair)) ||
+        !(p->rho = km_read_f64s(r, npair))) {
+        payload_free(p);
+        return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
+                            "model file: bad svc nystrom payload");
+    }
+    if (!km_all_finite(p->sv, ns * d) || !km_all_finite(p->coef, ns * npair) ||
+        !km_all_finite(p->rho, npair)) {
+        payload_free(p);
+        return km_error_set(err, KM_ECORRUPT, "model file: svc nystrom "
+                            "centres, coefficients or intercepts are not "
+                            "all finite numbers");
+    }
+    if (!(p->svn = km_sqnorms(p->sv, ns, d))) {
+        payload_free(p);
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    }
+    *out = p;
+    return KM_OK;
+}
+
 static km_status svc_load(km_reader *r, const km_model *m, void **out,
                           km_error *err)
 {
+    if (km_model_file_format(m) >= 4) { /* the payload starts with its form */
+        uint32_t f = km_read_u32(r);
+        if (r->failed || f >= SVC_FORM_COUNT)
+            return km_error_set(err, KM_ECORRUPT, "model file: svc payload "
+                                "form %u is not 0 (dual) or 1 (nystrom)",
+                                (unsigned)f);
+        if (f == SVC_FORM_NYSTROM)
+            return nys_load(r, m, out, err);
+    }
     return payload_load(r, m, 1, out, err);
 }
 
@@ -312,9 +466,11 @@ static size_t payload_bytes(const void *v, const km_model *m)
     (void)m; /* the payload keeps its own sizes */
     const svm_payload *p = v;
     size_t npair = p->k ? n_pairs(p->k) : 1;
+    if (p->form == SVC_FORM_NYSTROM)
+        return sizeof *p + p->nsv * (p->d + 1 + npair) * 8 + npair * 8;
     return sizeof *p + p->k * 4 + p->nsv * 4 +
            p->nsv * (p->d + n_coef(p)) * 8 +
-           npair * 8 * (p->probA ? 3 : 1);
+           npair * 8 * (p->probA ? 3 : 1) + (p->vote ? p->k * 4 : 0);
 }
 
 
@@ -589,6 +745,86 @@ static int binary_alloc(binary *b, size_t n, size_t d)
     return b->rows && b->y && b->C && b->p && b->alpha && b->Xp && b->prow;
 }
 
+/* The nystrom solver's fit (km_svm_nys.c) of the rows X, grouped by
+ * class into Xg (class c at rows start[c] .. start[c + 1)). */
+static km_status svc_fit_nystrom(km_fit_frame *fr, const km_svm_params *p,
+                                 const double *X, const double *Xg, size_t n,
+                                 size_t d, const size_t *start, size_t K,
+                                 const km_fit_control *ctl, km_model **out,
+                                 km_error *err)
+{
+    svc_nys_result r;
+    km_model *model = NULL;
+    km_status st = km_svc_nys_solve(&fr->k, p, X, Xg, n, d, start, K, ctl, &r,
+                                    err);
+    if (st != KM_OK)
+        return st;
+    const size_t np = n_pairs(K), m = r.m;
+    svm_payload *pl = calloc(1, sizeof *pl);
+    if (!pl) {
+        km_svc_nys_free(&r);
+        return oom(err);
+    }
+    pl->form = SVC_FORM_NYSTROM;
+    pl->k = K;
+    pl->nsv = m;
+    pl->d = d;
+    pl->sv = r.Z;
+    pl->coef = r.coef;
+    pl->rho = r.rho;
+    r.Z = r.coef = r.rho = NULL;
+    if (!(pl->svn = km_sqnorms(pl->sv, m, d))) {
+        payload_free(pl);
+        km_svc_nys_free(&r);
+        return oom(err);
+    }
+    if ((st = km_check_solution("coefficients", pl->coef, m * np, err)) !=
+            KM_OK ||
+        (st = km_check_solution("intercepts", pl->rho, np, err)) != KM_OK) {
+        payload_free(pl);
+        km_svc_nys_free(&r);
+        return st;
+    }
+    st = km_fit_model(fr, d, m, 1, pl, &model, err);
+    if (st != KM_OK) { /* the model owned pl */
+        km_svc_nys_free(&r);
+        return st;
+    }
+    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
+    if (km_info_add1(pi, "C", KM_INFO_NUMBER, p->C) != KM_OK ||
+        km_info_add1(pi, "tol", KM_INFO_NUMBER, p->tol) != KM_OK ||
+        km_info_add1(pi, "shrinking", KM_INFO_BOOLEAN, p->shrinking != 0) !=
+            KM_OK ||
+        (p->class_weight &&
+         km_info_add(pi, "class_weight", KM_INFO_NUMBER, 1, p->class_weight,
+                     K) != KM_OK) ||
+        km_info_add1(pi, "solver", KM_INFO_INTEGER, p->solver) != KM_OK ||
+        km_info_add1(pi, "n_centres", KM_INFO_INTEGER, (double)m) != KM_OK ||
+        km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)p->seed) != KM_OK ||
+        km_info_add1(pi, "max_iter", KM_INFO_INTEGER,
+                     (double)(p->max_iter > 0 ? p->max_iter
+                                              : KM_SVM_DEFAULT_EPOCHS)) !=
+            KM_OK ||
+        km_info_add1(ti, "solver", KM_INFO_INTEGER, p->solver) != KM_OK ||
+        km_info_add1(ti, "epochs", KM_INFO_INTEGER, (double)r.epochs) !=
+            KM_OK ||
+        km_info_add1(ti, "gap", KM_INFO_NUMBER, r.gap) != KM_OK ||
+        km_info_add1(ti, "feature_seconds", KM_INFO_NUMBER,
+                     r.feature_seconds) != KM_OK ||
+        km_info_add(ti, "objective", KM_INFO_NUMBER, 1, r.objective, np) !=
+            KM_OK ||
+        (r.capped && km_info_add1(ti, "epochs_capped", KM_INFO_INTEGER,
+                                  r.capped) != KM_OK)) {
+        km_model_free(model);
+        km_svc_nys_free(&r);
+        return oom(err);
+    }
+    km_svc_nys_free(&r);
+    km_progress(ctl, 1.0);
+    *out = model;
+    return KM_OK;
+}
+
 /* km_svc_fit, with sg (may be NULL) a Gram of a superset of the rows
  * that the solves gather their columns from (km_svm_fit_shared). */
 static km_status svc_fit_rows(const km_kernel *kernel,
@@ -666,6 +902,12 @@ static km_status svc_fit_rows(const km_kernel *kernel,
             memcpy(Xg + g * d, X + i * d, d * sizeof *Xg);
         }
         free(fill);
+    }
+    if (params->solver == KM_SVM_SOLVER_NYSTROM) {
+        /* no shared Gram: the features are the nystrom solver's own */
+        st = svc_fit_nystrom(&fr, params, X, Xg, n, d, start, K, ctl, out,
+                             err);
+        goto out;
     }
 
     size_t max_pair = 0;
@@ -1010,10 +1252,14 @@ static void finish_row(const svm_payload *p, const double *dec, svc_output what,
         for (size_t a = 0, pi = 0; a < K; a++)
             for (size_t b = a + 1; b < K; b++, pi++)
                 votes[dec[pi] > 0 ? a : b]++;
-        size_t best = 0;
-        for (size_t c = 1; c < K; c++)
+        /* ties: the first in the vote order, as LIBSVM's first in its
+         * label order (ascending index unless read from its file) */
+        size_t best = p->vote ? (size_t)p->vote[0] : 0;
+        for (size_t r = 1; r < K; r++) {
+            size_t c = p->vote ? (size_t)p->vote[r] : r;
             if (votes[c] > votes[best])
-                best = c; /* ties: the lowest index, as LIBSVM */
+                best = c;
+        }
         *label = (int)best;
         return;
     }
@@ -1033,6 +1279,47 @@ static void finish_row(const svm_payload *p, const double *dec, svc_output what,
     }
 }
 
+/* svc_run for the nystrom form: per block of rows, the kernel against
+ * the m centres times the m x P coefficients, minus rho. */
+static km_status nys_run(const km_model *m, const svm_payload *p,
+                         const double *X, size_t n, svc_output what,
+                         void *out, km_error *err)
+{
+    const size_t d = km_model_n_features(m), K = p->k, np = n_pairs(K);
+    const size_t rows = block_rows(p->nsv + np, 0, n);
+    km_status st = KM_OK;
+    double *Kb = malloc(rows * p->nsv * sizeof *Kb);
+    double *dec = what == OUT_DECISION ? NULL : malloc(rows * np * sizeof *dec);
+    double *work = malloc((2 * K * K + K + 1) * sizeof *work);
+    if (!Kb || (what != OUT_DECISION && !dec) || !work) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for prediction");
+        goto out;
+    }
+    for (size_t i0 = 0; i0 < n; i0 += rows) {
+        const size_t nb = n - i0 < rows ? n - i0 : rows;
+        double *D = what == OUT_DECISION ? (double *)out + i0 * np : dec;
+        st = km_gram_cross_sn(km_model_kernel(m), X + i0 * d, nb, p->sv,
+                              p->nsv, p->svn, d, Kb, p->nsv, err);
+        if (st != KM_OK)
+            goto out;
+        for (size_t r = 0; r < nb; r++)
+            for (size_t q = 0; q < np; q++)
+                D[r * np + q] = -p->rho[q];
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb,
+                    (int)np, (int)p->nsv, 1.0, Kb, (int)p->nsv, p->coef,
+                    (int)np, 1.0, D, (int)np);
+        if (what == OUT_LABEL)
+            for (size_t r = 0; r < nb; r++)
+                finish_row(p, D + r * np, what, (int *)out + i0 + r, NULL,
+                           work);
+    }
+out:
+    free(Kb);
+    free(dec);
+    free(work);
+    return st;
+}
+
 static km_status svc_run(const km_model *m, const double *X, size_t n,
                          svc_output what, void *out, const char *op,
                          km_error *err)
@@ -1046,6 +1333,8 @@ static km_status svc_run(const km_model *m, const double *X, size_t n,
         return km_error_set(err, KM_ECONFLICT,
                             "probability needs a model fitted with "
                             "params.probability = true");
+    if (p->form == SVC_FORM_NYSTROM)
+        return nys_run(m, p, X, n, what, out, err);
     const size_t K = p->k, K1 = K - 1, npair = n_pairs(K), nsv = p->nsv;
     const size_t rows = block_rows(nsv, K, n);
     double *Kb = malloc(rows * (nsv ? nsv : 1) * sizeof *Kb);
@@ -1169,9 +1458,17 @@ int km_svc_has_probability(const km_model *m)
            ((const svm_payload *)km_model_payload(m))->probA != NULL;
 }
 
-size_t km_svm_support_count(const km_model *m)
+/* The getters of support vectors answer 0 / NULL for the nystrom form,
+ * which has centres instead. */
+static const svm_payload *dual_of(const km_model *m)
 {
     const svm_payload *p = svm_of(m);
+    return p && p->form == SVC_FORM_DUAL ? p : NULL;
+}
+
+size_t km_svm_support_count(const km_model *m)
+{
+    const svm_payload *p = dual_of(m);
     return p ? p->nsv : 0;
 }
 
@@ -1184,26 +1481,90 @@ const int *km_svc_n_support(const km_model *m)
 
 const int *km_svm_support_indices(const km_model *m)
 {
-    const svm_payload *p = svm_of(m);
+    const svm_payload *p = dual_of(m);
     return p ? p->sv_index : NULL;
 }
 
 const double *km_svm_support_vectors(const km_model *m)
 {
-    const svm_payload *p = svm_of(m);
+    const svm_payload *p = dual_of(m);
     return p ? p->sv : NULL;
 }
 
 const double *km_svm_dual_coef(const km_model *m)
 {
-    const svm_payload *p = svm_of(m);
+    const svm_payload *p = dual_of(m);
     return p ? p->coef : NULL;
 }
 
 const double *km_svm_rho(const km_model *m)
 {
-    const svm_payload *p = svm_of(m);
+    const svm_payload *p = dual_of(m);
     return p ? p->rho : NULL;
+}
+
+/* ------------------------------------------------------------ made elsewhere */
+
+/* A copy of n elements of size sz (at least one byte allocated), or NULL. */
+static void *dup_array(const void *src, size_t n, size_t sz)
+{
+    void *p = malloc(n ? n * sz : 1);
+    if (p && n)
+        memcpy(p, src, n * sz);
+    return p;
+}
+
+km_status km_svm_model_new(km_algorithm algo, const km_kernel *kernel,
+                           size_t d, size_t n_samples,
+                           const km_svm_parts *parts, km_model **out,
+                           km_error *err)
+{
+    svm_payload *p = calloc(1, sizeof *p);
+    if (!p)
+        return oom(err);
+    p->k = algo == KM_ALGO_SVC ? parts->k : 0;
+    p->nsv = parts->nsv;
+    p->d = d;
+    size_t npair = p->k ? n_pairs(p->k) : 1;
+    p->n_support = dup_array(parts->n_support, p->k, sizeof(int));
+    p->sv_index = dup_array(parts->sv_index, p->nsv, sizeof(int));
+    p->sv = dup_array(parts->sv, p->nsv * d, sizeof(double));
+    p->coef = dup_array(parts->coef, p->nsv * n_coef(p), sizeof(double));
+    p->rho = dup_array(parts->rho, npair, sizeof(double));
+    if (p->k && parts->probA) {
+        p->probA = dup_array(parts->probA, npair, sizeof(double));
+        p->probB = dup_array(parts->probB, npair, sizeof(double));
+    }
+    if (p->k && parts->vote && !(p->vote = dup_array(parts->vote, p->k,
+                                                       sizeof(int)))) {
+        payload_free(p);
+        return oom(err);
+    }
+    p->svn = p->sv ? km_sqnorms(p->sv, p->nsv, d) : NULL;
+    if (!p->n_support || !p->sv_index || !p->sv || !p->coef || !p->rho ||
+        (p->k && parts->probA && (!p->probA || !p->probB)) || !p->svn) {
+        payload_free(p);
+        return oom(err);
+    }
+    return km_model_create(algo, kernel, d, n_samples, 1, p, out, err);
+}
+
+void km_svm_parts_of(const km_model *m, km_svm_parts *out)
+{
+    const svm_payload *p = svm_of(m);
+    memset(out, 0, sizeof *out);
+    if (!p)
+        return;
+    out->k = p->k;
+    out->nsv = p->nsv;
+    out->n_support = p->k ? p->n_support : NULL;
+    out->sv_index = p->sv_index;
+    out->sv = p->sv;
+    out->coef = p->coef;
+    out->rho = p->rho;
+    out->probA = p->probA;
+    out->probB = p->probB;
+    out->vote = p->vote;
 }
 
 /* ------------------------------------------------------------ descriptors */
@@ -1231,14 +1592,29 @@ static void payload_range(uint64_t k, uint64_t ns, uint64_t nf, uint64_t *lo,
     *hi = km_add_sat(*hi, km_f64s_bytes(km_mul_sat(ns, nf)));
     *hi = km_add_sat(*hi, km_f64s_bytes(km_mul_sat(ns, ncoef)));
     *hi = km_add_sat(*hi, km_mul_sat(3, km_f64s_bytes(pairs)));
+    *hi = km_add_sat(*hi, 8 + 4 * k); /* a vote order */
 }
 
+/* Versions 1 to 3: the dual layout. Version 4: the form (4 bytes), then
+ * the dual layout or the nystrom form's k, m, centres (m x nf), m x P
+ * coefficients and P intercepts, m = ns and 2 <= k <= kmax. */
 static void svc_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                               uint64_t no, uint64_t *lo, uint64_t *hi)
 {
-    (void)format; /* one layout in every version */
     (void)no;
-    payload_range(km_max_classes(ns), ns, nf, lo, hi);
+    uint64_t kmax = km_max_classes(ns);
+    payload_range(kmax, ns, nf, lo, hi);
+    if (format < 4)
+        return;
+    uint64_t base = km_add_sat(16, km_f64s_bytes(km_mul_sat(ns, nf)));
+    uint64_t nlo = km_add_sat(base, km_add_sat(km_f64s_bytes(ns),
+                                               km_f64s_bytes(1)));
+    uint64_t pmax = km_n_pairs(kmax);
+    uint64_t nhi = km_add_sat(base, km_add_sat(
+                                        km_f64s_bytes(km_mul_sat(ns, pmax)),
+                                        km_f64s_bytes(pmax)));
+    *lo = km_add_sat(4, nlo < *lo ? nlo : *lo);
+    *hi = km_add_sat(4, nhi > *hi ? nhi : *hi);
 }
 
 static void svr_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
@@ -1252,7 +1628,10 @@ static void svr_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
 static km_status svc_check(const void *params, const km_problem *pb,
                            km_error *err)
 {
-    return km_svm_check(params, KM_ALGO_SVC, pb->n_classes, err);
+    km_status st = km_svm_check(params, KM_ALGO_SVC, pb->n_classes, err);
+    return st != KM_OK ? st
+                       : km_svm_check_centres(params, pb->n, pb->n_classes,
+                                              err);
 }
 
 static km_status svr_check(const void *params, const km_problem *pb,
@@ -1295,6 +1674,21 @@ static unsigned svc_model_outputs(const km_model *m)
            (km_svc_has_probability(m) ? KM_OUT_PROBABILITIES : 0);
 }
 
+/* Probabilities only with probability. */
+static unsigned svc_params_outputs(const void *params)
+{
+    return KM_OUT_LABELS | KM_OUT_SCORES |
+           (((const km_svm_params *)params)->probability
+                ? KM_OUT_PROBABILITIES
+                : 0);
+}
+
+/* One-vs-one: a decision value per pair of classes. */
+static size_t svc_score_columns(const km_model *m)
+{
+    return n_pairs(km_svc_n_classes(m));
+}
+
 /* A search's fold fits: Platt scaling's internal 5-fold cross-validation
  * only for a scoring that reads probabilities (neg_log_loss). */
 static void svc_cv_params(void *params, km_scoring s)
@@ -1307,6 +1701,7 @@ static void svc_cv_params(void *params, km_scoring s)
 const km_algo km_svc_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
     .model_outputs = svc_model_outputs,
+    .params_outputs = svc_params_outputs,
     .params_size = sizeof(km_svm_params),
     .params_default = params_default,
     .check = svc_check,
@@ -1317,11 +1712,15 @@ const km_algo km_svc_algo = {
     .scores = km_svc_decision,
     .probabilities = km_svc_probability,
     .classes = 1,
+    .n_classes = km_svc_n_classes,
+    .score_columns = svc_score_columns,
+    .scores_first = 1,
     .max_outputs = one_output,
     .payload_range = svc_payload_range,
     .free_payload = payload_free,
     .save = payload_save,
     .load = svc_load,
+    .file_format = svc_file_format,
     .bytes = payload_bytes,
 };
 

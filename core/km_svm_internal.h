@@ -76,4 +76,63 @@ double km_sigmoid_predict(double dec, double A, double B);
 void km_pairwise_coupling(size_t k, const double *r, double *p,
                           double *work);
 
+/* ------------------------------------------------ svc's nystrom solver */
+
+/* What km_svc_nys_solve gives (km_svm_nys.c); the caller owns the
+ * arrays (km_svc_nys_free). */
+typedef struct svc_nys_result {
+    double *Z;         /* m x d centres, in the order of X */
+    size_t m;
+    double *coef;      /* m x P row-major: pair p's T^-1 w in column p */
+    double *rho;       /* P: decision = k_m(x)^T coef - rho */
+    double *objective; /* P: dual objectives a^T Q a / 2 - sum a */
+    long epochs;       /* over all pairs */
+    double gap;        /* the largest final projected-gradient spread */
+    int capped;        /* pairs stopped by the epoch cap */
+    double feature_seconds; /* of K_mm's factor and Phi */
+} svc_nys_result;
+
+/* The solve of an svc fit with params.solver nystrom (p checked): X the
+ * rows in their order (for the centres' draw), Xg the same rows grouped
+ * by class, class c at rows start[c] .. start[c + 1) of Xg. Progress
+ * from 0 to 0.99; KM_ECANCELLED when it asks to stop. */
+km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
+                           const double *X, const double *Xg, size_t n,
+                           size_t d, const size_t *start, size_t K,
+                           const km_fit_control *ctl, svc_nys_result *res,
+                           km_error *err) KM_MUST_CHECK;
+void km_svc_nys_free(svc_nys_result *r);
+/* Bytes a nystrom fit of n rows, d features and k classes holds. */
+size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
+                            const km_svm_params *p);
+
+/* ------------------------------------------------ payloads made elsewhere */
+
+/* An svc or svr payload in the layout of km_svm.c (see its comment and
+ * docs/model-format.md): k classes (svc) or 0 (svr), nsv support vectors
+ * grouped by class, nsv x d rows, nsv x (k-1 or 1) coefficients, one rho
+ * per pair (svr: one), probA and probB per pair or NULL, and the vote
+ * order of ties. */
+typedef struct km_svm_parts {
+    size_t k, nsv;
+    const int *n_support;     /* k counts (svc), NULL for svr */
+    const int *sv_index;      /* nsv rows, each below n_samples */
+    const double *sv, *coef, *rho;
+    const double *probA, *probB;
+    const int *vote;          /* svc: the classes in the order votes break
+                                 ties (a permutation of 0..k-1), or NULL:
+                                 ascending */
+} km_svm_parts;
+
+/* A model of algo (svc or svr) holding copies of parts, for a reader
+ * other than the model file's (km_libsvm.c). Nothing is checked here
+ * but the allocation: the caller has checked what km_svm.c's loader
+ * checks. Labels and figures are the caller's to add. */
+km_status km_svm_model_new(km_algorithm algo, const km_kernel *kernel,
+                           size_t d, size_t n_samples,
+                           const km_svm_parts *parts, km_model **out,
+                           km_error *err) KM_MUST_CHECK;
+/* The payload of an svc or svr model, borrowed (valid while m is). */
+void km_svm_parts_of(const km_model *m, km_svm_parts *out);
+
 #endif /* KM_SVM_INTERNAL_H */

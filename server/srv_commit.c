@@ -46,21 +46,35 @@ pthread_mutex_t *srv_commit_lock(srv_commit *c)
     return &c->lock;
 }
 
-int srv_commit_model(srv_commit *c, const char *name, km_model *model,
-                     cJSON **metadata, api_error *e)
+/* Store, then swap, under the commit lock: model becomes the next
+ * version of name. imported: an upload's model (1) or a fit's (0);
+ * restores: the kept version whose content it is (a rollback), or 0. */
+static int commit(srv_commit *c, const char *name, km_model *model,
+                  int imported, uint64_t restores, cJSON **metadata,
+                  api_error *e)
 {
     pthread_mutex_lock(&c->lock);
-    uint64_t version = srv_registry_version(c->registry, name) + 1;
-    if (version > KM_MODEL_MAX_VERSION) { /* a file could not hold it */
+    uint64_t current = srv_registry_version(c->registry, name);
+    uint64_t version = current + 1;
+    const char *refusal = NULL;
+    api_code code = API_CONFLICT;
+    if (restores && !current) {
+        code = API_NOT_FOUND;
+        refusal = "does not exist";
+    } else if (restores && restores == current) {
+        refusal = "is already at that version";
+    } else if (version > KM_MODEL_MAX_VERSION) { /* a file could not hold it */
+        refusal = "is at the last version a model file can hold; delete it "
+                  "to fit it again from version 1";
+    }
+    if (refusal) {
         pthread_mutex_unlock(&c->lock);
         km_model_free(model);
-        return api_raise(e, API_CONFLICT, "model \"%s\" is at version "
-                        "%llu, the last a model file can hold; delete it to "
-                        "fit it again from version 1", name,
-                        (unsigned long long)(version - 1));
+        return api_raise(e, code, "model \"%s\" %s (version %llu)", name,
+                         refusal, (unsigned long long)current);
     }
     km_model_set_identity(model, name, version, srv_now_ms());
-    int rc = srv_store_save(c->store, model);
+    int rc = srv_store_save(c->store, model, current);
     if (rc) {
         pthread_mutex_unlock(&c->lock);
         km_model_free(model);
@@ -72,14 +86,24 @@ int srv_commit_model(srv_commit *c, const char *name, km_model *model,
                         strerror(rc));
     }
     *metadata = api_model_json(model);
-    const km_info_entry *secs = km_info_find(km_model_training(model),
-                                             "seconds");
-    srv_metrics_fit(c->metrics, km_model_algorithm(model),
-                    secs ? secs->values[0] : 0);
-    srv_log(SRV_INFO, "model_fitted", "%s version %llu (%s, %zu samples)",
-            name, (unsigned long long)version,
-            km_algorithm_name(km_model_algorithm(model)),
-            km_model_n_samples(model));
+    if (restores) {
+        srv_metrics_rollback(c->metrics);
+        srv_log(SRV_INFO, "model_rolled_back", "%s version %llu restores "
+                "version %llu (%s)", name, (unsigned long long)version,
+                (unsigned long long)restores,
+                km_algorithm_name(km_model_algorithm(model)));
+    } else {
+        const km_info_entry *secs = km_info_find(km_model_training(model),
+                                                 "seconds");
+        if (!imported)
+            srv_metrics_fit(c->metrics, km_model_algorithm(model),
+                            secs ? secs->values[0] : 0);
+        srv_log(SRV_INFO, imported ? "model_imported" : "model_fitted",
+                "%s version %llu (%s, %zu samples)", name,
+                (unsigned long long)version,
+                km_algorithm_name(km_model_algorithm(model)),
+                km_model_n_samples(model));
+    }
     if (srv_registry_put(c->registry, model)) {
         pthread_mutex_unlock(&c->lock);
         cJSON_Delete(*metadata);
@@ -88,6 +112,24 @@ int srv_commit_model(srv_commit *c, const char *name, km_model *model,
     }
     pthread_mutex_unlock(&c->lock);
     return 0;
+}
+
+int srv_commit_model(srv_commit *c, const char *name, km_model *model,
+                     cJSON **metadata, api_error *e)
+{
+    return commit(c, name, model, 0, 0, metadata, e);
+}
+
+int srv_commit_import(srv_commit *c, const char *name, km_model *model,
+                      cJSON **metadata, api_error *e)
+{
+    return commit(c, name, model, 1, 0, metadata, e);
+}
+
+int srv_commit_rollback(srv_commit *c, const char *name, km_model *model,
+                        uint64_t restores, cJSON **metadata, api_error *e)
+{
+    return commit(c, name, model, 0, restores ? restores : 1, metadata, e);
 }
 
 /* A file already gone (another replica deleted it) is no failure: the

@@ -48,7 +48,22 @@ pthread_mutex_t *srv_commit_lock(srv_commit *c);
 int srv_commit_model(srv_commit *c, const char *name, km_model *model,
                      cJSON **metadata, api_error *e);
 
-/* Stops serving name: removes its file, then its registry entry. 0, or -1
+/* The same for a model read from an uploaded file (an import): logged
+ * as model_imported, and not counted as a fit in the metrics. */
+int srv_commit_import(srv_commit *c, const char *name, km_model *model,
+                      cJSON **metadata, api_error *e);
+/* Makes model, the content of name's kept version restores (loaded by
+ * the caller), the next version of name, as a fit would: the same store
+ * and swap, the version it replaces kept as any other. Counted as a
+ * rollback (not a fit) and logged as model_rolled_back. Takes ownership
+ * of model. 0 and the metadata as srv_commit_model, or -1 with e set:
+ * 404 when name is no longer served, 409 when restores is the version
+ * served now, 507 as srv_commit_model. */
+int srv_commit_rollback(srv_commit *c, const char *name, km_model *model,
+                        uint64_t restores, cJSON **metadata, api_error *e);
+
+/* Stops serving name: removes its file and its kept versions, then its
+ * registry entry. 0, or -1
  * with e set: 404 when no such model is served, 507 when the file cannot
  * be removed (the model stays served). */
 int srv_commit_delete(srv_commit *c, const char *name, api_error *e);

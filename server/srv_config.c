@@ -100,6 +100,29 @@ static const struct option_def {
      S(tls_cert), 0, 0},
     {"tls-key", "KMSERVE_TLS_KEY", "", "PEM private key for HTTPS", OPT_STR,
      S(tls_key), 0, 0},
+    {"keep-versions", "KMSERVE_KEEP_VERSIONS", "1",
+     "versions of each model kept on disk, the current one included (1: "
+     "only the current one); older ones answer pinned requests and "
+     "rollbacks, read from disk when asked", OPT_INT, S(keep_versions), 1,
+     1000000},
+    {"mpi-launch", "KMSERVE_MPI_LAUNCH", "",
+     "command that starts the MPI worker for distributed exact fits, e.g. "
+     "\"mpirun -np 4 --hostfile /etc/kmserve/hosts\" (split into words "
+     "without a shell; quotes group; empty: off)", OPT_STR, S(mpi_launch),
+     0, 0},
+    {"mpi-ranks", "KMSERVE_MPI_RANKS", "0",
+     "ranks the launch command starts (0: its -np, -n or --ntasks)", OPT_INT,
+     S(mpi_ranks), 0, 1000000},
+    {"mpi-block", "KMSERVE_MPI_BLOCK", "0",
+     "ScaLAPACK block size, 16 .. 1024 (0: the worker's measured default)",
+     OPT_INT, S(mpi_block), 0, 1024},
+    {"mpi-memory-budget-mb", "KMSERVE_MPI_MEMORY_BUDGET_MB", "1024",
+     "memory of one MPI rank in MiB: a distributed fit whose largest rank "
+     "needs more is answered 413", OPT_NUM, S(mpi_memory_budget_mb), 1,
+     1099511627776.0},
+    {"mpi-worker", "KMSERVE_MPI_WORKER", "",
+     "path of kmserve-mpi (empty: beside the kmserve executable)", OPT_STR,
+     S(mpi_worker), 0, 0},
 #undef S
 };
 

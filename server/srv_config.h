@@ -35,6 +35,12 @@ typedef struct srv_config {
     int protect_metrics;
     char tls_cert[1024], tls_key[1024]; /* PEM files; "" = plain HTTP */
     char log_level[16];      /* debug, info, warn, error */
+    int keep_versions;       /* versions kept per model, current included */
+    char mpi_launch[1024];   /* "" = no distributed fits (srv_mpi.h) */
+    int mpi_ranks;           /* 0 = the launch command's -np / -n */
+    int mpi_block;           /* ScaLAPACK block size; 0 = the worker's */
+    double mpi_memory_budget_mb; /* per rank */
+    char mpi_worker[1024];   /* "" = kmserve-mpi beside kmserve */
 } srv_config;
 
 /* Parses argv over the environment and the defaults. Returns 0 to run,

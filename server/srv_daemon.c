@@ -10,6 +10,7 @@
 #include "srv_daemon.h"
 #include "srv_jobs.h"
 #include "srv_metrics.h"
+#include "srv_mpi.h"
 #include "srv_registry.h"
 #include "srv_routes.h"
 #include "srv_store.h"
@@ -31,6 +32,7 @@ int srv_daemon_open(srv_state *s, char *err, size_t errlen)
     s->store = srv_store_open(s->cfg.models_dir, err, errlen);
     if (!s->store)
         return -1;
+    srv_store_keep(s->store, s->cfg.keep_versions);
     s->commit = srv_commit_create(s->registry, s->store, s->metrics);
     if (!s->commit) {
         snprintf(err, errlen, "out of memory");
@@ -48,12 +50,19 @@ int srv_daemon_open(srv_state *s, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start the fit workers");
         return -1;
     }
+    srv_mpi_clean_stale(s->cfg.models_dir);
+    s->mpi = srv_mpi_create(&s->cfg, err, errlen);
+    if (!s->mpi && err[0])
+        return -1;
+    srv_jobs_set_mpi(s->jobs, s->mpi);
     return 0;
 }
 
 void srv_daemon_close(srv_state *s)
 {
     srv_jobs_free(s->jobs);
+    srv_mpi_free(s->mpi);
+    s->mpi = NULL;
     srv_store_close(s->store);
     srv_commit_free(s->commit);
     srv_registry_free(s->registry);

@@ -31,6 +31,7 @@
 
 #include <microhttpd.h>
 
+#include "../api/api_transfer.h"
 #include "srv_clock.h"
 #include "srv_http.h"
 #include "srv_log.h"
@@ -340,7 +341,8 @@ static srv_request *request_new(srv_state *s, struct MHD_Connection *conn,
     } else {
         snprintf(rq->id, sizeof rq->id, "%016llx", (unsigned long long)new_id());
     }
-    rq->route = srv_route_match(url, rq->param, sizeof rq->param);
+    rq->route = srv_route_match(url, rq->param, sizeof rq->param,
+                                 rq->version, sizeof rq->version);
     atomic_fetch_add(&s->active_requests, 1);
     return rq;
 }
@@ -356,11 +358,12 @@ static void request_free(srv_request *rq)
 static enum MHD_Result send_reply(srv_request *rq, srv_reply *rp)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(
-        rp->len, rp->body ? rp->body : (void *)"", rp->body
-                                                     ? MHD_RESPMEM_MUST_FREE
-                                                     : MHD_RESPMEM_PERSISTENT);
+        rp->len, rp->body ? rp->body : (void *)"",
+        rp->body && !rp->persistent ? MHD_RESPMEM_MUST_FREE
+                                    : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
-        free(rp->body);
+        if (!rp->persistent)
+            free(rp->body);
         return MHD_NO;
     }
     rp->body = NULL; /* owned by the response now */
@@ -377,6 +380,11 @@ static enum MHD_Result send_reply(srv_request *rq, srv_reply *rp)
         MHD_add_response_header(resp, "WWW-Authenticate", rp->www_authenticate);
     if (rp->close)
         MHD_add_response_header(resp, "Connection", "close");
+    if (rp->csp) {
+        MHD_add_response_header(resp, "Content-Security-Policy", rp->csp);
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    }
     enum MHD_Result r = MHD_queue_response(rq->conn, (unsigned)rp->status,
                                            resp);
     MHD_destroy_response(resp);
@@ -483,11 +491,16 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
     if (strcmp(rq->method, "POST") || !route->body)
         return 0;
     const char *ct = srv_header(rq, "Content-Type");
-    size_t n = strlen("application/json");
-    if (!ct || strncasecmp(ct, "application/json", n) ||
-        (ct[n] && ct[n] != ';' && ct[n] != ' ')) {
+    if (route->body == SRV_BODY_MODEL
+            ? !api_media_is(ct, API_MEDIA_LIBSVM) &&
+                  !api_media_is(ct, API_MEDIA_KMM)
+            : !api_media_is(ct, "application/json")) {
         srv_reply_fail(rp, API_UNSUPPORTED_MEDIA_TYPE,
-                       "Content-Type must be application/json, not %s",
+                       "Content-Type must be %s, not %s",
+                       route->body == SRV_BODY_MODEL
+                           ? "text/plain (a LIBSVM model file) or "
+                             "application/octet-stream (a kmserve model file)"
+                           : "application/json",
                        ct ? ct : "missing");
         return 1;
     }
@@ -537,6 +550,7 @@ static int refuse_mid_body(srv_http *h, srv_request *rq)
     if (h->s->tls_cert || !ci)
         return -1;
     srv_reply rp = {0};
+    rp.plain_errors = srv_route_plain_errors(rq->path);
     srv_reply_fail(&rp, API_PAYLOAD_TOO_LARGE, "the body is over the "
                    "limit of %.0f bytes (--max-body-mb)", limit);
     char head[512];
@@ -573,6 +587,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     srv_request *rq = *con_cls;
     srv_reply rp = {0};
     char why[160];
+    rp.plain_errors = srv_route_plain_errors(url);
 
     if (!rq) {
         rq = request_new(s, conn, url, method);

@@ -24,6 +24,7 @@
 #include "../api/api_model.h"
 #include "srv_jobs.h"
 #include "srv_log.h"
+#include "srv_mpi.h"
 
 struct srv_job {
     atomic_int refs;
@@ -63,6 +64,7 @@ struct srv_jobs {
     double fit_timeout;    /* seconds; 0 = none */
     int fit_threads;       /* km_fit_control.threads of every fit */
     srv_commit *commit;
+    srv_mpi *mpi;          /* distributed fits, or NULL */
     pthread_t *workers;
     int n_workers;
 };
@@ -145,7 +147,9 @@ static void run(srv_jobs *j, srv_job *job)
     km_model *model = NULL;
     cJSON *meta = NULL;
     api_error e = {0, NULL, ""};
-    int rc = api_fit_run(&job->req, &ctl, &model, &e);
+    int rc = job->req.distributed
+                 ? srv_mpi_fit(j->mpi, &job->req, &ctl, job->id, &model, &e)
+                 : api_fit_run(&job->req, &ctl, &model, &e);
     if (rc == 0 && (atomic_load(&job->cancel) || atomic_load(&job->timed_out))) {
         km_model_free(model);
         rc = -1;
@@ -559,4 +563,9 @@ void srv_jobs_free(srv_jobs *j)
     pthread_cond_destroy(&j->wake);
     pthread_cond_destroy(&j->idle);
     free(j);
+}
+
+void srv_jobs_set_mpi(srv_jobs *j, srv_mpi *mpi)
+{
+    j->mpi = mpi;
 }

@@ -102,4 +102,9 @@ void srv_jobs_table_size(srv_jobs *j, size_t *kept, size_t *evicted);
 /* Jobs as a JSON array (newest first). */
 cJSON *srv_jobs_list_json(srv_jobs *j);
 
+/* Where distributed fits (api_fit_request.distributed) run; set once
+ * before any fit is submitted (srv_mpi.h). */
+typedef struct srv_mpi srv_mpi;
+void srv_jobs_set_mpi(srv_jobs *j, srv_mpi *mpi);
+
 #endif

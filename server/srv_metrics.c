@@ -46,6 +46,7 @@ struct srv_metrics {
     histogram latency[SRV_MAX_ROUTES];
     histogram fit[KM_ALGO_COUNT];
     atomic_ulong predicted_rows;
+    atomic_ulong rollbacks;
 };
 
 srv_metrics *srv_metrics_create(const char *const *route_names,
@@ -97,6 +98,11 @@ void srv_metrics_fit(srv_metrics *m, km_algorithm algo, double seconds)
 void srv_metrics_predicted_rows(srv_metrics *m, size_t rows)
 {
     atomic_fetch_add(&m->predicted_rows, rows);
+}
+
+void srv_metrics_rollback(srv_metrics *m)
+{
+    atomic_fetch_add(&m->rollbacks, 1);
 }
 
 /* A growing text buffer. */
@@ -218,6 +224,9 @@ char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
                          fit_buckets, N_FIT);
     single(&t, "kmserve_predicted_rows_total", "counter",
            "Rows predicted or projected.", atomic_load(&m->predicted_rows));
+    single(&t, "kmserve_rollbacks_total", "counter",
+           "Rollbacks committed: a kept version made current again.",
+           atomic_load(&m->rollbacks));
     single(&t, "kmserve_models_loaded", "gauge", "Models being served.",
            g->models_loaded);
     single(&t, "kmserve_model_bytes", "gauge",

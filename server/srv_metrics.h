@@ -15,7 +15,7 @@
 
 #include "../core/km.h"
 
-#define SRV_MAX_ROUTES 16
+#define SRV_MAX_ROUTES 40
 
 typedef struct srv_metrics srv_metrics;
 
@@ -30,6 +30,8 @@ void srv_metrics_request(srv_metrics *m, size_t route, const char *method,
                          int status, double seconds);
 void srv_metrics_fit(srv_metrics *m, km_algorithm algo, double seconds);
 void srv_metrics_predicted_rows(srv_metrics *m, size_t rows);
+/* A rollback committed (POST /v1/models/{name}/rollback). */
+void srv_metrics_rollback(srv_metrics *m);
 
 /* What the daemon knows at scrape time. */
 typedef struct srv_gauges {

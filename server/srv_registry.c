@@ -52,6 +52,18 @@ void srv_registry_free(srv_registry *r)
     free(r);
 }
 
+srv_ref *srv_ref_own(km_model *model)
+{
+    srv_ref *ref = malloc(sizeof *ref);
+    if (!ref) {
+        km_model_free(model);
+        return NULL;
+    }
+    atomic_init(&ref->refs, 1);
+    ref->model = model;
+    return ref;
+}
+
 const km_model *srv_ref_model(const srv_ref *ref)
 {
     return ref->model;

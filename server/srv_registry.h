@@ -29,6 +29,10 @@ void srv_registry_free(srv_registry *r);
 srv_ref *srv_registry_get(srv_registry *r, const char *name);
 const km_model *srv_ref_model(const srv_ref *ref);
 void srv_ref_release(srv_ref *ref);
+/* A reference to a model held by no registry (a kept version read from
+ * disk for one request): the model is freed with its last release. Takes
+ * ownership; NULL on OOM (model freed). */
+srv_ref *srv_ref_own(km_model *model);
 
 /* Makes model the one served under its name (km_model_name), taking
  * ownership; the previous one, if any, is released. -1 on OOM (model

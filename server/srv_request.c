@@ -23,6 +23,41 @@ const char *srv_header(srv_request *rq, const char *name)
     return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
 }
 
+const char *srv_query(srv_request *rq, const char *name)
+{
+    const char *v = NULL;
+    size_t n;
+    if (MHD_lookup_connection_value_n(rq->conn, MHD_GET_ARGUMENT_KIND, name,
+                                      strlen(name), &v, &n) != MHD_YES)
+        return NULL;
+    return v ? v : "";
+}
+
+typedef struct query_walk {
+    int (*fn)(void *ctx, const char *name);
+    void *ctx;
+    int rc;
+} query_walk;
+
+static enum MHD_Result each_query(void *cls, enum MHD_ValueKind kind,
+                                  const char *key, const char *value)
+{
+    query_walk *w = cls;
+    (void)kind;
+    (void)value;
+    w->rc = w->fn(w->ctx, key ? key : "");
+    return w->rc ? MHD_NO : MHD_YES;
+}
+
+int srv_query_each(srv_request *rq, int (*fn)(void *ctx, const char *name),
+                   void *ctx)
+{
+    query_walk w = {fn, ctx, 0};
+    MHD_get_connection_values(rq->conn, MHD_GET_ARGUMENT_KIND, each_query,
+                              &w);
+    return w.rc;
+}
+
 void srv_reply_text(srv_reply *rp, int status, char *text, size_t len)
 {
     static const char oom[] = "{\"error\":{\"code\":\"internal\","
@@ -43,7 +78,7 @@ void srv_reply_json(srv_reply *rp, int status, cJSON *obj)
 
 void srv_reply_error(srv_reply *rp, const api_error *e)
 {
-    char *text = api_error_json(e);
+    char *text = api_error_text(e, rp->plain_errors);
     srv_reply_text(rp, e->http, text, text ? strlen(text) : 0);
 }
 

@@ -26,13 +26,18 @@ struct MHD_Connection;
 
 typedef struct srv_reply {
     int status;               /* 0: no reply yet (request parked) */
-    char *body;               /* malloc'd; freed by the HTTP layer */
+    char *body;               /* malloc'd; freed by the HTTP layer, unless
+                                 persistent */
     size_t len;
     const char *content_type;
     char location[160];
     char allow[64];
     char www_authenticate[64];
     int close;                /* answer with Connection: close */
+    int persistent;           /* body is static (a console file): not freed */
+    const char *csp;          /* Content-Security-Policy (console files);
+                                 adds nosniff and no-referrer */
+    int plain_errors;         /* errors as {"error":message} (/v2) */
 } srv_reply;
 
 typedef struct srv_request srv_request;
@@ -57,6 +62,7 @@ struct srv_request {
     char method[16];
     char path[1024];
     char param[272];          /* the {name} or {id} of the route */
+    char version[32];         /* its {version}, or "" */
     size_t route;
     char *body;               /* NUL-terminated, or NULL when empty */
     size_t len;
@@ -79,6 +85,13 @@ struct srv_request {
 
 /* A request header's value, or NULL. */
 const char *srv_header(srv_request *rq, const char *name);
+/* A query parameter's value (percent-decoded), or NULL; "" for a name
+ * without "=". */
+const char *srv_query(srv_request *rq, const char *name);
+/* Calls fn with each query parameter's name until it returns nonzero;
+ * returns that, or 0. */
+int srv_query_each(srv_request *rq, int (*fn)(void *ctx, const char *name),
+                   void *ctx);
 
 /* Fills rp with obj as JSON (takes ownership of obj). */
 void srv_reply_json(srv_reply *rp, int status, cJSON *obj);

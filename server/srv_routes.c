@@ -4,7 +4,8 @@
  * Statuses: a path no route has is 404; a route's path with a bad model
  * name is 400 (the handler's name check); 405 only for a route that
  * exists, with a wrong method. Model routes are matched on the last
- * segment: /v1/models/{name}/fit, /predict, /project, /score take everything
+ * segment: /v1/models/{name}/fit, /predict, /project, /score, /import and
+ * /export take everything
  * between /v1/models/ and that segment as the name, so a name such as
  * "../x" (percent-encoded by the client, decoded by MHD) reaches the name
  * check and is answered 400, as is an empty one (/v1/models//fit). Any
@@ -14,6 +15,7 @@
  * Thread-safety: handlers run on MHD threads concurrently; they share
  * only srv_state, whose members are thread-safe.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,10 @@
 #include "../api/api_model.h"
 #include "../api/api_predict.h"
 #include "../api/api_score.h"
+#include "srv_assets.h"
+#include "../api/api_transfer.h"
+#include "../api/api_v2.h"
+#include "srv_log.h"
 #include "srv_routes.h"
 
 static void h_livez(srv_request *rq, srv_reply *rp);
@@ -39,16 +45,34 @@ static void h_score(srv_request *rq, srv_reply *rp);
 static void h_jobs(srv_request *rq, srv_reply *rp);
 static void h_job_get(srv_request *rq, srv_reply *rp);
 static void h_job_delete(srv_request *rq, srv_reply *rp);
+static void h_asset(srv_request *rq, srv_reply *rp);
+static void h_import(srv_request *rq, srv_reply *rp);
+static void h_export(srv_request *rq, srv_reply *rp);
+static void h_versions(srv_request *rq, srv_reply *rp);
+static void h_version_get(srv_request *rq, srv_reply *rp);
+static void h_rollback(srv_request *rq, srv_reply *rp);
+static void h_v2(srv_request *rq, srv_reply *rp);
+static void h_v2_live(srv_request *rq, srv_reply *rp);
+static void h_v2_ready(srv_request *rq, srv_reply *rp);
+static void h_v2_model(srv_request *rq, srv_reply *rp);
+static void h_v2_model_ready(srv_request *rq, srv_reply *rp);
+static void h_v2_infer(srv_request *rq, srv_reply *rp);
 
 enum {
     R_LIVEZ, R_READYZ, R_HEALTHZ, R_METRICS, R_V1, R_MODELS, R_MODEL,
-    R_FIT, R_PREDICT, R_PROJECT, R_SCORE, R_JOBS, R_JOB, R_COUNT
+    R_FIT, R_PREDICT, R_PROJECT, R_SCORE, R_JOBS, R_JOB,
+    R_CONSOLE, R_CONSOLE_CSS, R_CONSOLE_JS, R_OPENAPI, R_IMPORT, R_EXPORT,
+    R_VERSIONS, R_VERSION, R_VPREDICT, R_VPROJECT, R_VSCORE, R_ROLLBACK,
+    R_V2, R_V2_LIVE, R_V2_READY, R_V2_MODEL, R_V2_VMODEL, R_V2_READY_M,
+    R_V2_VREADY_M, R_V2_INFER, R_V2_VINFER, R_COUNT
 };
 
 #define OPEN SRV_SCOPE_OPEN
 #define READ SRV_SCOPE_READ
 #define ADMIN SRV_SCOPE_ADMIN
-/* /metrics is READ here; it is open unless --protect-metrics (srv_http). */
+/* /metrics is READ here; it is open unless --protect-metrics (srv_http).
+ * The console's files and the spec are open: static, they hold no data
+ * (the console's calls to /v1 carry the token). */
 static const srv_route routes[R_COUNT] = {
     [R_LIVEZ] = {"/livez", h_livez, NULL, NULL, 0, OPEN, OPEN, OPEN},
     [R_READYZ] = {"/readyz", h_readyz, NULL, NULL, 0, OPEN, OPEN, OPEN},
@@ -69,6 +93,46 @@ static const srv_route routes[R_COUNT] = {
     [R_JOBS] = {"/v1/jobs", h_jobs, NULL, NULL, 0, ADMIN, OPEN, OPEN},
     [R_JOB] = {"/v1/jobs/{id}", h_job_get, NULL, h_job_delete, 0, ADMIN,
                OPEN, ADMIN},
+    [R_CONSOLE] = {"/", h_asset, NULL, NULL, 0, OPEN, OPEN, OPEN},
+    [R_CONSOLE_CSS] = {"/console.css", h_asset, NULL, NULL, 0, OPEN, OPEN,
+                       OPEN},
+    [R_CONSOLE_JS] = {"/console.js", h_asset, NULL, NULL, 0, OPEN, OPEN,
+                      OPEN},
+    [R_OPENAPI] = {"/openapi.yaml", h_asset, NULL, NULL, 0, OPEN, OPEN, OPEN},
+    /* an export holds the model's support vectors: training rows */
+    [R_IMPORT] = {"/v1/models/{name}/import", NULL, h_import, NULL,
+                  SRV_BODY_MODEL, OPEN, ADMIN, OPEN},
+    [R_EXPORT] = {"/v1/models/{name}/export", h_export, NULL, NULL, 0, ADMIN,
+                  OPEN, OPEN},
+    [R_VERSIONS] = {"/v1/models/{name}/versions", h_versions, NULL, NULL, 0,
+                    READ, OPEN, OPEN},
+    [R_VERSION] = {"/v1/models/{name}/versions/{version}", h_version_get,
+                   NULL, NULL, 0, READ, OPEN, OPEN},
+    [R_VPREDICT] = {"/v1/models/{name}/versions/{version}/predict", NULL,
+                    h_predict, NULL, 1, OPEN, READ, OPEN},
+    [R_VPROJECT] = {"/v1/models/{name}/versions/{version}/project", NULL,
+                    h_project, NULL, 1, OPEN, READ, OPEN},
+    [R_VSCORE] = {"/v1/models/{name}/versions/{version}/score", NULL,
+                  h_score, NULL, 1, OPEN, READ, OPEN},
+    [R_ROLLBACK] = {"/v1/models/{name}/rollback", NULL, h_rollback, NULL, 1,
+                    OPEN, ADMIN, OPEN},
+    [R_V2] = {"/v2", h_v2, NULL, NULL, 0, READ, OPEN, OPEN},
+    [R_V2_LIVE] = {"/v2/health/live", h_v2_live, NULL, NULL, 0, OPEN, OPEN,
+                   OPEN},
+    [R_V2_READY] = {"/v2/health/ready", h_v2_ready, NULL, NULL, 0, OPEN,
+                    OPEN, OPEN},
+    [R_V2_MODEL] = {"/v2/models/{name}", h_v2_model, NULL, NULL, 0, READ,
+                    OPEN, OPEN},
+    [R_V2_VMODEL] = {"/v2/models/{name}/versions/{version}", h_v2_model,
+                     NULL, NULL, 0, READ, OPEN, OPEN},
+    [R_V2_READY_M] = {"/v2/models/{name}/ready", h_v2_model_ready, NULL,
+                      NULL, 0, READ, OPEN, OPEN},
+    [R_V2_VREADY_M] = {"/v2/models/{name}/versions/{version}/ready",
+                       h_v2_model_ready, NULL, NULL, 0, READ, OPEN, OPEN},
+    [R_V2_INFER] = {"/v2/models/{name}/infer", NULL, h_v2_infer, NULL, 1,
+                    OPEN, READ, OPEN},
+    [R_V2_VINFER] = {"/v2/models/{name}/versions/{version}/infer", NULL,
+                     h_v2_infer, NULL, 1, OPEN, READ, OPEN},
 };
 #undef OPEN
 #undef READ
@@ -131,35 +195,86 @@ size_t srv_route_unescape(void *cls, struct MHD_Connection *conn, char *s)
     return (size_t)(w - s);
 }
 
-size_t srv_route_match(const char *path, char *param, size_t len)
+/* Copies n bytes of src into dst (room for len), NUL-terminated. */
+static void copy_part(char *dst, size_t len, const char *src, size_t n)
 {
-    static const char models[] = "/v1/models/", jobs[] = "/v1/jobs/";
-    param[0] = '\0';
+    snprintf(dst, len, "%.*s", (int)(n < len ? n : len - 1), src);
+}
+
+/*
+ * Whether path matches a pattern with {name}: the text before {name}
+ * exactly, then the name, then the pattern's tail, in which {version}
+ * stands for one segment that is not empty. The name may hold a '/' only
+ * when the tail is not empty (the name check then refuses it). Returns 1
+ * plus the length of the tail's literal text (so that the most specific
+ * pattern wins: /versions/{version}/predict over /predict), or 0.
+ */
+static size_t match_pattern(const char *pattern, const char *path,
+                            char *name, size_t len, char *version,
+                            size_t vlen)
+{
+    static const char nm[] = "{name}", vm[] = "{version}";
+    const char *at = strstr(pattern, nm);
+    if (!at || strncmp(path, pattern, (size_t)(at - pattern)))
+        return 0;
+    const char *rest = path + (at - pattern), *tail = at + sizeof nm - 1;
+    const char *v = strstr(tail, vm);
+    size_t rlen = strlen(rest);
+    if (!v) {
+        size_t tl = strlen(tail);
+        if (rlen < tl || strcmp(rest + rlen - tl, tail) ||
+            (!tl && strchr(rest, '/')))
+            return 0;
+        copy_part(name, len, rest, rlen - tl);
+        return tl + 1;
+    }
+    const char *after = v + sizeof vm - 1;
+    size_t al = strlen(after), bl = (size_t)(v - tail);
+    if (rlen < al || strcmp(rest + rlen - al, after))
+        return 0;
+    const char *vend = rest + rlen - al, *vbeg = vend;
+    while (vbeg > rest && vbeg[-1] != '/')
+        vbeg--;
+    if (vbeg == vend || (size_t)(vbeg - rest) < bl ||
+        strncmp(vbeg - bl, tail, bl))
+        return 0;
+    copy_part(name, len, rest, (size_t)(vbeg - bl - rest));
+    copy_part(version, vlen, vbeg, (size_t)(vend - vbeg));
+    return bl + al + 1;
+}
+
+size_t srv_route_match(const char *path, char *param, size_t len,
+                       char *version, size_t vlen)
+{
+    static const char jobs[] = "/v1/jobs/";
+    size_t best = R_COUNT, best_score = 0;
+    param[0] = version[0] = '\0';
     for (size_t i = 0; i < R_COUNT; i++)
         if (!strchr(routes[i].pattern, '{') && !strcmp(path, routes[i].pattern))
             return i;
-    if (!strncmp(path, models, sizeof models - 1)) {
-        const char *rest = path + sizeof models - 1;
-        const char *last = strrchr(rest, '/');
-        static const struct { const char *action; size_t route; } acts[] = {
-            {"fit", R_FIT}, {"predict", R_PREDICT}, {"project", R_PROJECT},
-            {"score", R_SCORE}};
-        if (!last) {
-            snprintf(param, len, "%s", rest);
-            return R_MODEL;
+    for (size_t i = 0; i < R_COUNT; i++) {
+        char n[272], v[32] = "";
+        size_t score = match_pattern(routes[i].pattern, path, n, sizeof n, v,
+                                     sizeof v);
+        if (score > best_score) {
+            best_score = score;
+            best = i;
+            snprintf(param, len, "%s", n);
+            snprintf(version, vlen, "%s", v);
         }
-        for (size_t a = 0; a < sizeof acts / sizeof *acts; a++)
-            if (!strcmp(last + 1, acts[a].action)) {
-                snprintf(param, len, "%.*s", (int)(last - rest), rest);
-                return acts[a].route;
-            }
-        return R_COUNT; /* /v1/models/x/foo */
     }
+    if (best != R_COUNT)
+        return best;
     if (!strncmp(path, jobs, sizeof jobs - 1) && !strchr(path + sizeof jobs - 1, '/')) {
         snprintf(param, len, "%s", path + sizeof jobs - 1);
         return R_JOB;
     }
     return R_COUNT;
+}
+
+int srv_route_plain_errors(const char *path)
+{
+    return !strncmp(path, "/v2", 3) && (path[3] == '\0' || path[3] == '/');
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -210,6 +325,112 @@ static srv_ref *find_model(srv_request *rq, srv_reply *rp)
         srv_reply_fail(rp, API_NOT_FOUND, "model \"%s\" does not exist",
                        rq->param);
     return ref;
+}
+
+/* The {version} of the path: 0 when the route has none, else 1 to 2^53;
+ * -1 with a 400 reply when it is not a version number. */
+static int64_t path_version(srv_request *rq, srv_reply *rp)
+{
+    const char *p = rq->version;
+    uint64_t v = 0;
+    if (!*p)
+        return 0;
+    for (; *p >= '0' && *p <= '9' && v <= KM_MODEL_MAX_VERSION; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    if (*p || rq->version[0] == '0' || v > KM_MODEL_MAX_VERSION) {
+        srv_reply_fail(rp, API_INVALID_ARGUMENT, "version \"%.24s\" must be "
+                       "a whole number from 1 to 2^53", rq->version);
+        return -1;
+    }
+    return (int64_t)v;
+}
+
+/* A 404 naming the version of the request's model that is not there and
+ * the ones that are (current: the version served now). */
+static void no_version(srv_request *rq, srv_reply *rp, uint64_t version,
+                       uint64_t current)
+{
+    uint64_t *kept = NULL;
+    size_t n = 0, used = 0;
+    char list[200] = "";
+    if (srv_store_versions(rq->s->store, rq->param, current, &kept, &n) != 0)
+        n = 0;
+    for (size_t i = 0; i < n && used + 24 < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, ", %llu",
+                                 (unsigned long long)kept[i]);
+    free(kept);
+    srv_reply_fail(rp, API_NOT_FOUND, "model \"%s\" has no version %llu; "
+                   "versions: %llu (current)%s%s", rq->param,
+                   (unsigned long long)version, (unsigned long long)current,
+                   list, srv_store_keeps(rq->s->store) > 1 ? ""
+                   : " (older versions are kept with --keep-versions)");
+}
+
+static void unhold(srv_request *rq, size_t held)
+{
+    if (held && rq->s->jobs)
+        srv_jobs_unreserve(rq->s->jobs, held);
+}
+
+/* Loads a kept version of the request's model (below current, the
+ * version served now), holding against the memory budget its file read
+ * whole and the model made from it (about the file's size again): *held,
+ * released with unhold. NULL with a reply: 404 when it is not kept, 413
+ * when its memory cannot be held, 500 when its file cannot be read. */
+static km_model *load_kept(srv_request *rq, srv_reply *rp, uint64_t version,
+                           uint64_t current, size_t *held)
+{
+    size_t size;
+    api_error e;
+    char why[300];
+    *held = 0;
+    if (version > current ||
+        srv_store_version_size(rq->s->store, rq->param, version, &size)) {
+        no_version(rq, rp, version, current);
+        return NULL;
+    }
+    size_t need = 2 * size;
+    if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need, "load of a kept "
+                                        "version", &e)) {
+        srv_reply_error(rp, &e);
+        return NULL;
+    }
+    *held = need;
+    km_model *m = srv_store_load_version(rq->s->store, rq->param, version,
+                                         why, sizeof why);
+    if (!m) {
+        srv_log(SRV_ERROR, "version_unreadable", "%s version %llu: %s",
+                rq->param, (unsigned long long)version, why);
+        srv_reply_fail(rp, API_INTERNAL, "version %llu of model \"%s\" "
+                       "could not be read: %s", (unsigned long long)version,
+                       rq->param, why);
+        unhold(rq, *held);
+        *held = 0;
+    }
+    return m;
+}
+
+/* The model a request names: the one served now, or the version in its
+ * path (the served one when it is current, else the kept file, read for
+ * this request: *held bytes reserved, release with unhold). NULL with a
+ * reply (400, 404, 413, 500). */
+static srv_ref *find_version(srv_request *rq, srv_reply *rp, size_t *held)
+{
+    *held = 0;
+    int64_t v = path_version(rq, rp);
+    srv_ref *ref = v < 0 ? NULL : find_model(rq, rp);
+    uint64_t current = ref ? km_model_version(srv_ref_model(ref)) : 0;
+    if (!ref || !v || (uint64_t)v == current)
+        return ref;
+    srv_ref_release(ref);
+    km_model *m = load_kept(rq, rp, (uint64_t)v, current, held);
+    srv_ref *own = m ? srv_ref_own(m) : NULL;
+    if (m && !own) {
+        srv_reply_fail(rp, API_INTERNAL, "out of memory");
+        unhold(rq, *held);
+        *held = 0;
+    }
+    return own;
 }
 
 /* ------------------------------------------------------------- health */
@@ -379,6 +600,11 @@ static void h_fit(srv_request *rq, srv_reply *rp)
      * threads (srv_jobs' fit_threads): its estimate counts them */
     req.threads = rq->s->cfg.blas_threads;
     size_t bytes = api_fit_bytes(&req);
+    if (srv_mpi_route(rq->s->mpi, &req, km_memory_budget(), &bytes, &e)) {
+        api_fit_request_cleanup(&req);
+        srv_reply_error(rp, &e);
+        return;
+    }
     srv_job *job = srv_jobs_submit(rq->s->jobs, rq->param, &req, bytes,
                                    async ? NULL : fit_done,
                                    async ? NULL : rq, &e);
@@ -418,6 +644,8 @@ static const answer_route project_route = {
     api_project, api_predict_matrix_keys, api_predict_bytes, "project"};
 static const answer_route score_route = {
     api_score, api_score_matrix_keys, api_score_bytes, "score"};
+static const answer_route infer_route = {
+    api_v2_infer, api_v2_matrix_keys, api_v2_infer_bytes, "infer"};
 
 /* The working memory of a predict is admitted against the fits' memory
  * budget (413 when it cannot be held) before the body is parsed. */
@@ -426,8 +654,8 @@ static void answer(srv_request *rq, srv_reply *rp, const answer_route *ar)
     api_body body;
     api_text out = {0};
     api_error e;
-    size_t rows = 0;
-    srv_ref *ref = find_model(rq, rp);
+    size_t rows = 0, held;
+    srv_ref *ref = find_version(rq, rp, &held);
     if (!ref)
         return;
     size_t need = ar->bytes(srv_ref_model(ref), rq->body ? rq->body : "",
@@ -435,6 +663,7 @@ static void answer(srv_request *rq, srv_reply *rp, const answer_route *ar)
     if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need, ar->what, &e)) {
         srv_reply_error(rp, &e);
         srv_ref_release(ref);
+        unhold(rq, held);
         return;
     }
     if (read_body(rq, rp, ar->matrix_keys, &body) == 0) {
@@ -449,6 +678,7 @@ static void answer(srv_request *rq, srv_reply *rp, const answer_route *ar)
     if (rq->s->jobs)
         srv_jobs_unreserve(rq->s->jobs, need);
     srv_ref_release(ref);
+    unhold(rq, held);
 }
 
 static void h_predict(srv_request *rq, srv_reply *rp)
@@ -504,4 +734,350 @@ static void h_job_delete(srv_request *rq, srv_reply *rp)
         srv_reply_fail(rp, API_CONFLICT, "job %s has already finished",
                        srv_job_id(job));
     srv_job_release(job);
+}
+
+/* ------------------------------------------------------------- versions */
+
+/* The versions of the request's model newest first: current (the version
+ * served now) and the kept ones below it. -1 with a 500 reply on OOM or
+ * an unreadable directory. Caller frees *v. */
+static int all_versions(srv_request *rq, srv_reply *rp, uint64_t current,
+                        uint64_t **v, size_t *n)
+{
+    int rc = srv_store_versions(rq->s->store, rq->param, current, v, n);
+    uint64_t *all = rc ? NULL : realloc(*v, (*n + 1) * sizeof *all);
+    if (!all) {
+        if (!rc)
+            free(*v);
+        srv_reply_fail(rp, API_INTERNAL, "cannot list the versions of model "
+                       "\"%s\": %s", rq->param, strerror(rc ? rc : ENOMEM));
+        return -1;
+    }
+    memmove(all + 1, all, *n * sizeof *all);
+    all[0] = current;
+    *v = all;
+    (*n)++;
+    return 0;
+}
+
+/* A kept version's entry in the list: its brief metadata (read from its
+ * file, its memory held meanwhile), or {"version", "error"} when it
+ * cannot be read. */
+static cJSON *kept_entry(srv_request *rq, uint64_t v, uint64_t current)
+{
+    srv_reply err = {0};
+    size_t held;
+    km_model *m = load_kept(rq, &err, v, current, &held);
+    cJSON *o;
+    if (m) {
+        o = api_model_brief_json(m);
+        km_model_free(m);
+        unhold(rq, held);
+    } else {
+        cJSON *body = err.body ? cJSON_Parse(err.body) : NULL;
+        o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "version", (double)v);
+        cJSON_AddItemToObject(o, "error", cJSON_DetachItemFromObject(body,
+                                                                    "error"));
+        cJSON_Delete(body);
+        free(err.body);
+    }
+    cJSON_AddBoolToObject(o, "current", 0);
+    return o;
+}
+
+static void h_versions(srv_request *rq, srv_reply *rp)
+{
+    uint64_t *v;
+    size_t n;
+    srv_ref *ref = find_model(rq, rp);
+    if (!ref)
+        return;
+    const km_model *m = srv_ref_model(ref);
+    if (all_versions(rq, rp, km_model_version(m), &v, &n)) {
+        srv_ref_release(ref);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", rq->param);
+    cJSON_AddNumberToObject(o, "current", (double)v[0]);
+    cJSON_AddNumberToObject(o, "keep_versions",
+                            srv_store_keeps(rq->s->store));
+    cJSON *a = cJSON_AddArrayToObject(o, "versions");
+    cJSON *cur = api_model_brief_json(m);
+    cJSON_AddBoolToObject(cur, "current", 1);
+    cJSON_AddItemToArray(a, cur);
+    srv_ref_release(ref);
+    for (size_t i = 1; i < n; i++)
+        cJSON_AddItemToArray(a, kept_entry(rq, v[i], v[0]));
+    free(v);
+    srv_reply_json(rp, 200, o);
+}
+
+static void h_version_get(srv_request *rq, srv_reply *rp)
+{
+    size_t held;
+    srv_ref *ref = find_version(rq, rp, &held);
+    if (!ref)
+        return;
+    srv_reply_json(rp, 200, api_model_json(srv_ref_model(ref)));
+    srv_ref_release(ref);
+    unhold(rq, held);
+}
+
+/* A rollback commits the kept version's content as the next version, as
+ * a refit would: versions only grow, so replicas, caches and logs that go
+ * by the version number see one more change, and the version it replaces
+ * is kept in turn (a rollback can be rolled back). */
+static void h_rollback(srv_request *rq, srv_reply *rp)
+{
+    static const char *const keys[] = {"version", NULL};
+    static const char *const no_matrix[] = {NULL};
+    api_body body;
+    api_error e;
+    long v = 0;
+    size_t held;
+    cJSON *meta;
+    if (not_ready(rq, rp) || model_name(rq, rp) ||
+        read_body(rq, rp, no_matrix, &body))
+        return;
+    int bad = api_check_keys(body.root, "", keys, &e) ||
+              api_opt_integer(body.root, "", "version", 1,
+                              (long)KM_MODEL_MAX_VERSION, &v, &e);
+    api_body_free(&body);
+    if (!bad && !v)
+        bad = api_invalid(&e, "version is required: the kept version to make "
+                          "current (GET /v1/models/%s/versions)", rq->param);
+    if (bad) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    srv_ref *ref = find_model(rq, rp);
+    if (!ref)
+        return;
+    uint64_t current = km_model_version(srv_ref_model(ref));
+    srv_ref_release(ref);
+    if ((uint64_t)v == current) {
+        srv_reply_fail(rp, API_CONFLICT, "model \"%s\" is already at version "
+                       "%ld", rq->param, v);
+        return;
+    }
+    km_model *m = load_kept(rq, rp, (uint64_t)v, current, &held);
+    if (!m)
+        return;
+    if (srv_commit_rollback(rq->s->commit, rq->param, m, (uint64_t)v, &meta,
+                            &e)) {
+        srv_reply_error(rp, &e);
+    } else {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "model", meta);
+        cJSON_AddNumberToObject(o, "restored_version", (double)v);
+        srv_reply_json(rp, 200, o);
+    }
+    unhold(rq, held);
+}
+
+/* ------------------------------------------------- Open Inference Protocol
+ *
+ * Health answers are the status alone, with an empty body, as the
+ * protocol says (200 true; 400 false); errors are {"error": message}
+ * (srv_route_plain_errors). */
+
+static void h_v2(srv_request *rq, srv_reply *rp)
+{
+    (void)rq;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", "kmserve");
+    cJSON_AddStringToObject(o, "version", KM_VERSION);
+    cJSON_AddArrayToObject(o, "extensions");
+    srv_reply_json(rp, 200, o);
+}
+
+static void h_v2_live(srv_request *rq, srv_reply *rp)
+{
+    (void)rq;
+    rp->status = 200;
+}
+
+static void h_v2_ready(srv_request *rq, srv_reply *rp)
+{
+    char why[1200];
+    int ready = atomic_load(&rq->s->phase) == SRV_READY &&
+                srv_store_check(rq->s->store, why, sizeof why) == 0;
+    rp->status = ready ? 200 : 400;
+}
+
+static void h_v2_model(srv_request *rq, srv_reply *rp)
+{
+    size_t held, n;
+    uint64_t *v;
+    srv_ref *ref = find_version(rq, rp, &held);
+    if (!ref)
+        return;
+    srv_ref *cur = srv_registry_get(rq->s->registry, rq->param);
+    uint64_t current = km_model_version(srv_ref_model(cur ? cur : ref));
+    srv_ref_release(cur);
+    if (all_versions(rq, rp, current, &v, &n) == 0) {
+        srv_reply_json(rp, 200, api_v2_model_json(srv_ref_model(ref), v, n));
+        free(v);
+    }
+    srv_ref_release(ref);
+    unhold(rq, held);
+}
+
+static void h_v2_model_ready(srv_request *rq, srv_reply *rp)
+{
+    size_t size;
+    int64_t v = path_version(rq, rp);
+    srv_ref *ref = v < 0 ? NULL : find_model(rq, rp);
+    if (!ref)
+        return;
+    uint64_t current = km_model_version(srv_ref_model(ref));
+    srv_ref_release(ref);
+    if (v && (uint64_t)v != current &&
+        ((uint64_t)v > current ||
+         srv_store_version_size(rq->s->store, rq->param, (uint64_t)v, &size)))
+        no_version(rq, rp, (uint64_t)v, current);
+    else
+        rp->status = 200;
+}
+
+static void h_v2_infer(srv_request *rq, srv_reply *rp)
+{
+    answer(rq, rp, &infer_route);
+}
+
+/* ------------------------------------------------------------- console */
+
+/* The console's own files only, no inline script or style, calls to this
+ * server only, nothing framed, no form posted anywhere; images may be
+ * data: URIs (the page's icon), which run nothing. */
+static const char console_csp[] =
+    "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'";
+
+static const struct console_file {
+    size_t route;
+    const char *file, *type;
+} console_files[] = {
+    {R_CONSOLE, "index.html", "text/html; charset=utf-8"},
+    {R_CONSOLE_CSS, "console.css", "text/css; charset=utf-8"},
+    {R_CONSOLE_JS, "console.js", "text/javascript; charset=utf-8"},
+    {R_OPENAPI, "openapi.yaml", "application/yaml; charset=utf-8"},
+};
+
+/* A file built into the binary (srv_assets.h), served as it is. */
+static void h_asset(srv_request *rq, srv_reply *rp)
+{
+    for (size_t i = 0; i < sizeof console_files / sizeof *console_files; i++) {
+        const struct console_file *f = &console_files[i];
+        if (f->route != rq->route)
+            continue;
+        for (const srv_asset *a = srv_assets; a->name; a++)
+            if (!strcmp(a->name, f->file)) {
+                rp->status = 200;
+                rp->body = (char *)a->data;
+                rp->len = a->len;
+                rp->persistent = 1;
+                rp->content_type = f->type;
+                rp->csp = console_csp;
+                return;
+            }
+    }
+    srv_reply_fail(rp, API_INTERNAL, "%s is not built into this server",
+                   rq->path);
+}
+
+/* ------------------------------------------------------------- transfer */
+
+typedef struct query_check {
+    int import;
+    api_error *e;
+} query_check;
+
+static int check_param(void *ctx, const char *name)
+{
+    query_check *q = ctx;
+    return api_transfer_param(name, q->import, q->e) ? -1 : 0;
+}
+
+/* The query of an import or export, every parameter a known one. */
+static int transfer_query(srv_request *rq, srv_reply *rp, int import,
+                          api_transfer_query *q)
+{
+    api_error e;
+    query_check qc = {import, &e};
+    if (srv_query_each(rq, check_param, &qc)) {
+        srv_reply_error(rp, &e);
+        return -1;
+    }
+    q->format = srv_query(rq, "format");
+    q->n_features = srv_query(rq, "n_features");
+    return 0;
+}
+
+/* An uploaded model file becomes the model's next version through the
+ * same store-then-swap as a fit; reading it is admitted against the
+ * memory budget (413) once its size is known from a check that
+ * allocates nothing that grows with it. */
+static void h_import(srv_request *rq, srv_reply *rp)
+{
+    api_transfer_query q;
+    api_format f;
+    api_error e;
+    size_t n_features, need = 0;
+    km_model *m = NULL;
+    cJSON *meta = NULL;
+    if (not_ready(rq, rp) || model_name(rq, rp) ||
+        transfer_query(rq, rp, 1, &q))
+        return;
+    const char *body = rq->body ? rq->body : "";
+    if (api_import_format(&q, srv_header(rq, "Content-Type"), &f,
+                          &n_features, &e) ||
+        api_import_bytes(f, body, rq->len, n_features, &need, &e)) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need, "import", &e)) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    int bad = api_import(f, body, rq->len, n_features, &m, &e) ||
+              srv_commit_import(rq->s->commit, rq->param, m, &meta, &e);
+    if (rq->s->jobs)
+        srv_jobs_unreserve(rq->s->jobs, need);
+    if (bad) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "model", meta);
+    srv_reply_json(rp, 201, o);
+}
+
+static void h_export(srv_request *rq, srv_reply *rp)
+{
+    api_transfer_query q;
+    api_format f;
+    api_error e;
+    char *out;
+    size_t len;
+    const char *media;
+    if (transfer_query(rq, rp, 0, &q))
+        return;
+    if (api_export_format(&q, &f, &e)) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    srv_ref *ref = find_model(rq, rp);
+    if (!ref)
+        return;
+    if (api_export(srv_ref_model(ref), f, &out, &len, &media, &e))
+        srv_reply_error(rp, &e);
+    else {
+        srv_reply_text(rp, 200, out, len);
+        rp->content_type = media;
+    }
+    srv_ref_release(ref);
 }

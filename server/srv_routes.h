@@ -11,16 +11,29 @@
 
 typedef void (*srv_handler)(srv_request *rq, srv_reply *rp);
 
+/* What a route's POST body is (srv_route.body). */
+enum {
+    SRV_BODY_NONE,
+    SRV_BODY_JSON,  /* application/json */
+    SRV_BODY_MODEL  /* a model file: text/plain or application/octet-stream
+                       (the handler tells which format each is) */
+};
+
 typedef struct srv_route {
     const char *pattern;   /* as in API.md and the metrics' route label */
     srv_handler get, post, del;
-    int body;              /* POST takes a JSON body */
+    int body;              /* what POST takes: SRV_BODY_* */
     srv_scope get_scope, post_scope, del_scope; /* when tokens are on */
 } srv_route;
 
-/* Finds the route of path; copies its {name} or {id} into param. Returns
- * its index, or SRV_ROUTE_NONE (the "unmatched" metrics label). */
-size_t srv_route_match(const char *path, char *param, size_t len);
+/* Finds the route of path; copies its {name} or {id} into param, and its
+ * {version} (or "") into version. Returns its index, or SRV_ROUTE_NONE
+ * (the "unmatched" metrics label). */
+size_t srv_route_match(const char *path, char *param, size_t len,
+                       char *version, size_t vlen);
+/* Whether errors on path are written as the Open Inference Protocol's
+ * {"error": message}: /v2 and everything under /v2/. */
+int srv_route_plain_errors(const char *path);
 const srv_route *srv_route_at(size_t i);
 /* Fills names (room for cap) with the routes' patterns, then
  * "unmatched": the metrics' route labels, in route-index order. Returns

@@ -19,6 +19,7 @@
 #include "srv_config.h"
 #include "srv_jobs.h"
 #include "srv_metrics.h"
+#include "srv_mpi.h"
 #include "srv_registry.h"
 #include "srv_store.h"
 
@@ -32,6 +33,7 @@ typedef struct srv_state {
     srv_jobs *jobs;
     srv_metrics *metrics;
     srv_auth *auth;        /* NULL: no tokens, all open */
+    srv_mpi *mpi;          /* NULL: no --mpi-launch (srv_mpi.h) */
     char *tls_cert, *tls_key; /* PEM text, or NULL for plain HTTP */
     atomic_int phase;
     atomic_long active_requests;

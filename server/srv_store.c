@@ -54,6 +54,7 @@ struct srv_store {
     size_t n_files, cap_files;
     int dir_errno;             /* why the path was unusable at the last
                                   sync, or 0 (sync_lock) */
+    int keep;                  /* versions kept of each name (>= 1) */
     pthread_mutex_t sync_lock; /* one sync at a time */
     /* the watcher */
     pthread_t watcher;
@@ -119,6 +120,7 @@ srv_store *srv_store_open(const char *dir, char *err, size_t errlen)
     if (getrandom(&s->nonce, sizeof s->nonce, GRND_NONBLOCK) !=
         (ssize_t)sizeof s->nonce)
         s->nonce = (unsigned)time(NULL) ^ ((unsigned)getpid() << 16);
+    s->keep = 1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->sync_lock, NULL);
     pthread_mutex_init(&s->watch_lock, NULL);
@@ -399,11 +401,11 @@ static ssize_t read_at(int fd, unsigned char *buf, size_t n, off_t off)
  * before the rest is read. NULL with why filled when it cannot be loaded;
  * *special is set when it is not a regular file (skipped, not moved).
  */
-static km_model *read_model(srv_store *s, const char *file, char *why,
+static km_model *read_model(int dirfd, const char *file, char *why,
                             size_t whylen, int *special)
 {
     *special = 0;
-    int fd = openat(s->dirfd, file,
+    int fd = openat(dirfd, file,
                     O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         snprintf(why, whylen, "%s", strerror(errno));
@@ -630,7 +632,7 @@ static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
     }
     char why[300] = "";
     int special;
-    km_model *m = read_model(s, file, why, sizeof why, &special);
+    km_model *m = read_model(s->dirfd, file, why, sizeof why, &special);
     if (!m) {
         if (!special) /* a special file is skipped by the next scan */
             quarantine(s, file, why);
@@ -765,6 +767,164 @@ int srv_store_watch(srv_store *s, srv_registry *r,
     return 0;
 }
 
+/* ------------------------------------------------------ kept versions
+ *
+ * With --keep-versions N > 1 the version a save replaces is kept as
+ * NAME.kmm.vVERSION: a hard link to the file NAME.kmm holds, made before
+ * the new file is renamed over it (or, where the file system has no hard
+ * links, a copy written and fsync'd as a save writes), and after the
+ * rename every kept file but the newest N - 1 below the new version is
+ * removed. NAME.kmm stays the one file of a name that scans load: a kept
+ * file does not end in .kmm, so scans pass over it; it is read only when a
+ * request names its version (srv_store_load_version). */
+
+/* The version in a kept file's name NAME.kmm.vVERSION (no leading zero,
+ * 1 to 2^53), or 0 when file is not one of name's. */
+static uint64_t kept_version(const char *file, const char *name)
+{
+    static const char mark[] = SUFFIX ".v";
+    size_t n = strlen(name);
+    if (strncmp(file, name, n) || strncmp(file + n, mark, sizeof mark - 1))
+        return 0;
+    const char *p = file + n + sizeof mark - 1;
+    uint64_t v = 0;
+    if (*p < '1' || *p > '9')
+        return 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9' || v > KM_MODEL_MAX_VERSION / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    return v <= KM_MODEL_MAX_VERSION ? v : 0;
+}
+
+static void kept_file(char *buf, size_t len, const char *name, uint64_t v)
+{
+    snprintf(buf, len, "%s" SUFFIX ".v%llu", name, (unsigned long long)v);
+}
+
+/* A handle on the directory for readers without the commit lock (a sync
+ * may swap the store's). -1 with errno set on failure. */
+static int dir_dup(srv_store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int fd = fcntl(s->dirfd, F_DUPFD_CLOEXEC, 0);
+    pthread_mutex_unlock(&s->lock);
+    return fd;
+}
+
+static int newest_first(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The kept versions of name in dirfd (borrowed), newest first. 0, or an
+ * errno value. Caller frees *out. */
+static int list_kept(int dirfd, const char *name, uint64_t **out, size_t *n)
+{
+    size_t cap = 8;
+    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    *n = 0;
+    *out = malloc(cap * sizeof **out);
+    if (!d || !*out) {
+        int rc = !*out ? ENOMEM : errno;
+        if (d)
+            closedir(d);
+        else if (fd >= 0)
+            close(fd);
+        free(*out);
+        *out = NULL;
+        return rc;
+    }
+    rewinddir(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        uint64_t v = kept_version(e->d_name, name);
+        if (!v)
+            continue;
+        if (*n == cap) {
+            uint64_t *more = realloc(*out, 2 * cap * sizeof *more);
+            if (!more)
+                break; /* the newest may be missed: listed next time */
+            *out = more;
+            cap *= 2;
+        }
+        (*out)[(*n)++] = v;
+    }
+    closedir(d);
+    qsort(*out, *n, sizeof **out, newest_first);
+    return 0;
+}
+
+void srv_store_keep(srv_store *s, int versions)
+{
+    s->keep = versions > 1 ? versions : 1;
+}
+
+int srv_store_keeps(const srv_store *s)
+{
+    return s->keep;
+}
+
+int srv_store_versions(srv_store *s, const char *name, uint64_t below,
+                       uint64_t **versions, size_t *n)
+{
+    int fd = dir_dup(s);
+    if (fd < 0)
+        return errno;
+    int rc = list_kept(fd, name, versions, n);
+    close(fd);
+    size_t kept = 0;
+    for (size_t i = 0; !rc && i < *n; i++)
+        if (!below || (*versions)[i] < below)
+            (*versions)[kept++] = (*versions)[i];
+    if (!rc)
+        *n = kept;
+    return rc;
+}
+
+int srv_store_version_size(srv_store *s, const char *name, uint64_t version,
+                           size_t *size)
+{
+    char file[128];
+    struct stat st;
+    kept_file(file, sizeof file, name, version);
+    int fd = dir_dup(s);
+    if (fd < 0)
+        return errno;
+    int rc = fstatat(fd, file, &st, 0) != 0 ? errno
+             : !S_ISREG(st.st_mode)       ? ENOENT
+                                          : 0;
+    close(fd);
+    *size = rc ? 0 : (size_t)st.st_size;
+    return rc;
+}
+
+km_model *srv_store_load_version(srv_store *s, const char *name,
+                                 uint64_t version, char *why, size_t whylen)
+{
+    char file[128];
+    int special, fd = dir_dup(s);
+    kept_file(file, sizeof file, name, version);
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return NULL;
+    }
+    km_model *m = read_model(fd, file, why, whylen, &special);
+    close(fd);
+    if (m && km_model_version(m) != version) {
+        snprintf(why, whylen, "%s holds version %llu", file,
+                 (unsigned long long)km_model_version(m));
+        km_model_free(m);
+        return NULL;
+    }
+    if (m)
+        km_model_set_identity(m, name, version, km_model_created_at_ms(m));
+    return m;
+}
+
 static int write_all(int fd, const unsigned char *p, size_t n)
 {
     while (n > 0) {
@@ -792,31 +952,146 @@ static void sync_dir(srv_store *s, const char *what, const char *file)
                 "crash", what, s->dir, file, strerror(errno));
 }
 
-int srv_store_save(srv_store *s, const km_model *m)
+/* A fresh temporary file name for name (see "temporary files"). */
+static void temp_name(srv_store *s, const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, ".%s" SUFFIX ".tmp-%s-%lu-%ld-%08x-%u", name, s->host,
+             s->pid_ns, (long)getpid(), s->nonce,
+             atomic_fetch_add(&s->counter, 1));
+}
+
+/* Writes len bytes as the new temporary file tmp, fsync'd. 0, or an
+ * errno value with tmp removed. */
+static int write_temp(srv_store *s, const char *tmp, const unsigned char *buf,
+                      size_t len)
+{
+    int rc = 0;
+    int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                    0644);
+    if (fd < 0)
+        return errno;
+    if (write_all(fd, buf, len) != 0 || fsync(fd) != 0)
+        rc = errno ? errno : EIO;
+    if (close(fd) != 0 && !rc)
+        rc = errno;
+    if (rc)
+        unlinkat(s->dirfd, tmp, 0);
+    return rc;
+}
+
+/* Copies the file `file` to the new temporary file tmp (file systems
+ * without hard links). 0, or an errno value. */
+static int copy_temp(srv_store *s, const char *file, const char *tmp)
+{
+    struct stat st;
+    int fd = openat(s->dirfd, file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int rc = fstat(fd, &st) != 0 ? errno : 0;
+    unsigned char *buf = rc ? NULL : malloc(st.st_size ? (size_t)st.st_size
+                                                         : 1);
+    if (!rc && !buf)
+        rc = ENOMEM;
+    if (!rc && read_at(fd, buf, (size_t)st.st_size, 0) != st.st_size)
+        rc = errno ? errno : EIO;
+    close(fd);
+    if (!rc)
+        rc = write_temp(s, tmp, buf, (size_t)st.st_size);
+    free(buf);
+    return rc;
+}
+
+/* Keeps the version NAME.kmm holds now as NAME.kmm.vVERSION, before a
+ * save replaces it: replaced is the version the registry serves, which is
+ * the file's when the store knows the file (it wrote or loaded it); a file
+ * another replica wrote meanwhile is read for its version. A kept file of
+ * that version already there (left by a crash between this link and the
+ * rename) is the same version: it is replaced. 0, or an errno value (the
+ * save then fails, and nothing has changed but the kept file). Commit lock
+ * held. */
+static int keep_replaced(srv_store *s, const char *name, uint64_t replaced)
+{
+    char file[96], kept[128], tmp[512];
+    struct stat st;
+    snprintf(file, sizeof file, "%s" SUFFIX, name);
+    if (fstatat(s->dirfd, file, &st, 0) != 0)
+        return errno == ENOENT ? 0 : errno; /* nothing to keep */
+    uint64_t v = replaced;
+    if (!v || !is_known(s, name, &st)) {
+        char why[300];
+        int special;
+        km_model *m = read_model(s->dirfd, file, why, sizeof why, &special);
+        v = m ? km_model_version(m) : 0;
+        km_model_free(m);
+        if (!v)
+            return 0; /* unreadable: its scan quarantines it */
+    }
+    kept_file(kept, sizeof kept, name, v);
+    if (linkat(s->dirfd, file, s->dirfd, kept, 0) == 0)
+        return 0;
+    int rc = errno;
+    if (rc == EEXIST) {
+        if (unlinkat(s->dirfd, kept, 0) != 0 && errno != ENOENT)
+            return errno;
+        if (linkat(s->dirfd, file, s->dirfd, kept, 0) == 0)
+            return 0;
+        rc = errno;
+    }
+    if (rc != EPERM && rc != EOPNOTSUPP && rc != EMLINK && rc != ENOSYS &&
+        rc != EXDEV)
+        return rc;
+    temp_name(s, name, tmp, sizeof tmp);
+    if ((rc = copy_temp(s, file, tmp)) == 0 &&
+        renameat(s->dirfd, tmp, s->dirfd, kept) != 0) {
+        rc = errno;
+        unlinkat(s->dirfd, tmp, 0);
+    }
+    return rc;
+}
+
+/* Removes the kept files of name but the newest keep - 1 below current
+ * (current 0: every one). Returns how many were removed; a failure is
+ * logged (the file is tried again at the next save). Commit lock held. */
+static size_t prune_kept(srv_store *s, const char *name, uint64_t current)
+{
+    uint64_t *v;
+    size_t n, kept = 0, removed = 0;
+    if (list_kept(s->dirfd, name, &v, &n) != 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char file[128];
+        if (current && v[i] < current && kept + 1 < (size_t)s->keep) {
+            kept++;
+            continue;
+        }
+        kept_file(file, sizeof file, name, v[i]);
+        if (unlinkat(s->dirfd, file, 0) == 0)
+            removed++;
+        else if (errno != ENOENT)
+            srv_log(SRV_ERROR, "store_prune", "cannot remove %s/%s: %s",
+                    s->dir, file, strerror(errno));
+    }
+    free(v);
+    return removed;
+}
+
+int srv_store_save(srv_store *s, const km_model *m, uint64_t replaced)
 {
     unsigned char *buf = NULL;
     size_t len = 0;
     km_error err;
     if (km_model_save_buffer(m, &buf, &len, &err) != KM_OK)
         return ENOMEM;
+    const char *name = km_model_name(m);
     char tmp[512], file[512];
-    snprintf(file, sizeof file, "%s" SUFFIX, km_model_name(m));
-    snprintf(tmp, sizeof tmp, ".%s" SUFFIX ".tmp-%s-%lu-%ld-%08x-%u",
-             km_model_name(m), s->host, s->pid_ns, (long)getpid(), s->nonce,
-             atomic_fetch_add(&s->counter, 1));
-    int rc = 0;
-    int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                    0644);
-    if (fd < 0) {
-        rc = errno;
-        free(buf);
-        return rc;
-    }
-    if (write_all(fd, buf, len) != 0 || fsync(fd) != 0)
-        rc = errno ? errno : EIO;
-    if (close(fd) != 0 && !rc)
-        rc = errno;
+    snprintf(file, sizeof file, "%s" SUFFIX, name);
+    temp_name(s, name, tmp, sizeof tmp);
+    int rc = write_temp(s, tmp, buf, len);
     free(buf);
+    if (rc)
+        return rc;
+    if (s->keep > 1)
+        rc = keep_replaced(s, name, replaced);
     if (!rc && renameat(s->dirfd, tmp, s->dirfd, file) != 0)
         rc = errno;
     if (rc) {
@@ -825,7 +1100,8 @@ int srv_store_save(srv_store *s, const km_model *m)
     }
     struct stat st;
     if (fstatat(s->dirfd, file, &st, 0) == 0)
-        remember(s, km_model_name(m), &st); /* not to be loaded back */
+        remember(s, name, &st); /* not to be loaded back */
+    prune_kept(s, name, km_model_version(m));
     sync_dir(s, "saving", file);
     return 0;
 }
@@ -834,9 +1110,12 @@ int srv_store_delete(srv_store *s, const char *name)
 {
     char file[512];
     snprintf(file, sizeof file, "%s" SUFFIX, name);
-    if (unlinkat(s->dirfd, file, 0) != 0)
-        return errno;
-    remember(s, name, NULL);
-    sync_dir(s, "deleting", file);
-    return 0;
+    int rc = unlinkat(s->dirfd, file, 0) == 0 ? 0 : errno;
+    if (rc && rc != ENOENT)
+        return rc;
+    if (!rc)
+        remember(s, name, NULL);
+    if (prune_kept(s, name, 0) || !rc)
+        sync_dir(s, "deleting", file);
+    return rc;
 }

@@ -19,6 +19,10 @@
  * directory, syncs leave the registry as it is and srv_store_check says
  * why.
  *
+ * Older versions are kept, with --keep-versions N > 1, as
+ * NAME.kmm.vVERSION beside it (see srv_store_save); scans pass over
+ * them, and requests that name a version read them from disk.
+ *
  * Several replicas may share the directory: srv_store_sync (at start, on
  * SIGHUP, and every --watch-interval from the watcher thread) loads files
  * that are new or changed since it last saw them and unloads models whose
@@ -54,16 +58,41 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
 int srv_store_watch(srv_store *s, srv_registry *r,
                     pthread_mutex_t *commit_lock, double interval);
 
-/* Writes m as NAME.kmm atomically. 0, or an errno value (ENOSPC, EIO...)
- * with the old file untouched. Once the rename is done the result is 0
- * (a failed fsync of the directory after it is logged). Call with the
- * commit lock held. */
-int srv_store_save(srv_store *s, const km_model *m);
+/* Writes m as NAME.kmm atomically. replaced: the version it replaces as
+ * the registry serves it (0: none). With more than one version kept, the
+ * file it replaces is first kept as NAME.kmm.vVERSION, and after the
+ * rename kept files beyond the newest keep - 1 are removed. 0, or an
+ * errno value (ENOSPC, EIO...) with NAME.kmm untouched. Once the rename
+ * is done the result is 0 (a failed fsync of the directory after it is
+ * logged). Call with the commit lock held. */
+int srv_store_save(srv_store *s, const km_model *m, uint64_t replaced);
 
-/* Removes NAME.kmm. 0, or an errno value (ENOENT if absent; EACCES,
- * EROFS... when the directory cannot be changed, the file then stays).
- * Call with the commit lock held. */
+/* Removes NAME.kmm and every kept version of it. 0, or an errno value
+ * (ENOENT if NAME.kmm was absent, the kept ones removed all the same;
+ * EACCES, EROFS... when the directory cannot be changed, the file then
+ * stays). Call with the commit lock held. */
 int srv_store_delete(srv_store *s, const char *name);
+
+/* --keep-versions: how many versions of each name are kept on disk, the
+ * current one included (1, the default: only NAME.kmm). Set before the
+ * store is used. */
+void srv_store_keep(srv_store *s, int versions);
+int srv_store_keeps(const srv_store *s);
+
+/* The kept (older) versions of name on disk, newest first, only those
+ * below `below` (0: all). 0, or an errno value. Caller frees *versions.
+ * Reads the directory; needs no lock. */
+int srv_store_versions(srv_store *s, const char *name, uint64_t below,
+                       uint64_t **versions, size_t *n);
+/* The size of the kept file of name's version; 0, or ENOENT when that
+ * version is not kept. */
+int srv_store_version_size(srv_store *s, const char *name, uint64_t version,
+                           size_t *size);
+/* Loads the kept version of name from its file, checked as a scan checks
+ * (it must hold that version); NULL with the reason in why. Caller owns
+ * the model. Needs no lock: the file is never written in place. */
+km_model *srv_store_load_version(srv_store *s, const char *name,
+                                 uint64_t version, char *why, size_t whylen);
 
 const char *srv_store_dir(const srv_store *s);
 

@@ -64,4 +64,20 @@ static inline double km_max_rel_err(const double *a, const double *b, size_t n,
     return worst;
 }
 
+/* A progress callback (km_fit_control's) that counts its calls, checks
+ * that the fraction never goes backwards, and asks to cancel at call
+ * stop: the cancel tests of the fits. */
+typedef struct km_stopper {
+    int calls, stop;
+    double last;
+} km_stopper;
+
+static inline int km_stop_cb(void *ctx, double f)
+{
+    km_stopper *s = ctx;
+    ck_assert(f >= s->last); /* never backwards */
+    s->last = f;
+    return s->calls++ == s->stop;
+}
+
 #endif

@@ -123,7 +123,7 @@ START_TEST(errors_name_the_field)
         {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
          "\"y\":[1],\"extra\":1}",
          "extra is not a known field; expected one of: algorithm, kernel, "
-         "params, preprocess, X, y, search, async"},
+         "params, preprocess, X, y, search, async, distributed"},
         {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
          "\"y\":[1],\"preprocess\":\"standardize\"}",
          "preprocess must be an object, not a string"},
@@ -178,6 +178,36 @@ START_TEST(single_class_is_unprocessable)
                                 "(2): X has too few rows for that many "
                                 "components");
     api_fit_request_cleanup(&req);
+    /* kkmeans: more clusters than rows likewise; 0 clusters, a bad tol
+     * and a y are 400 naming the field */
+    ck_assert_int_eq(parse("{\"algorithm\":\"kkmeans\",\"kernel\":{\"type\":"
+                           "\"rbf\"},\"X\":[[1],[2]],\"params\":"
+                           "{\"n_clusters\":3}}", &req, &e), -1);
+    ck_assert_int_eq(e.http, 422);
+    ck_assert_str_eq(e.message, "params.n_clusters (3) is above n_samples "
+                                "(2): X has too few rows for that many "
+                                "clusters");
+    api_fit_request_cleanup(&req);
+    static const struct {
+        const char *body, *msg;
+    } bad[] = {
+        {"\"params\":{\"n_clusters\":0}", "params.n_clusters"},
+        {"\"params\":{}", "params.n_clusters is required"},
+        {"\"params\":{\"n_clusters\":1,\"tol\":-1}", "params.tol"},
+        {"\"params\":{\"n_clusters\":1,\"n_init\":1001}", "params.n_init"},
+        {"\"params\":{\"n_clusters\":1,\"max_iter\":0}", "params.max_iter"},
+        {"\"params\":{\"n_clusters\":1},\"y\":[0,1]", "y does not apply"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"algorithm\":\"kkmeans\",\"kernel\":"
+                 "{\"type\":\"rbf\"},\"X\":[[1],[2]],%s}", bad[i].body);
+        ck_assert_int_eq(parse(body, &req, &e), -1);
+        ck_assert_int_eq(e.http, 400);
+        ck_assert_msg(strstr(e.message, bad[i].msg), "%s: %s", bad[i].body,
+                      e.message);
+        api_fit_request_cleanup(&req);
+    }
 }
 END_TEST
 

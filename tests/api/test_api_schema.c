@@ -150,7 +150,7 @@ static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
                      api_error *e)
 {
     static const char *const y[] = {"[0,1,1,0]", "[0,1,0,1]", "[0,1,2,3]",
-                                    NULL, "[0,1,2,3]"};
+                                    NULL, "[0,1,2,3]", NULL, "[0,1,0,1]"};
     char json[512];
     /* rff needs a shift-invariant kernel */
     snprintf(json, sizeof json, "{\"algorithm\":\"%s\",\"kernel\":{\"type\":"
@@ -166,10 +166,12 @@ static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
     return rc;
 }
 
-/* The params object kpca needs besides the row tried. */
+/* The params object kpca and kkmeans need besides the row tried. */
 static const char *required_params(km_algorithm a)
 {
-    return a == KM_ALGO_KPCA ? "\"n_components\":1" : "";
+    return a == KM_ALGO_KPCA      ? "\"n_components\":1"
+           : a == KM_ALGO_KKMEANS ? "\"n_clusters\":1"
+                                  : "";
 }
 
 START_TEST(ranges_are_cores)
@@ -243,10 +245,18 @@ static int defaults_recorded(km_algorithm a, const api_param *dep, int value)
                             r->type != API_INTEGER))
             continue;
         const km_info_entry *fig = km_info_find(km_model_params(m), r->key);
+        /* the row it depends on holds value, or its default when the
+         * fit does not give it (svc's cache_mb applies to the default
+         * solver, exact) */
+        int v = -1;
+        if (r->only_if && dep && !strcmp(dep->key, r->only_if))
+            v = value;
+        else if (r->only_if && !dep)
+            memcpy(&v, defaults + api_schema_find(s, r->only_if)->offset,
+                   sizeof v);
         int applies = !r->only_if ||
-                      (dep && !strcmp(dep->key, r->only_if) &&
-                       (value == r->only_value ||
-                        (r->only_also >> value & 1u)));
+                      (v >= 0 && (v == r->only_value ||
+                                  (v < 32 && (r->only_also >> v & 1u))));
         if (!applies) { /* a fit it does not apply to shows nothing */
             ck_assert_msg(fig == NULL, "%s %s: metadata shows params.%s",
                           km_algorithm_name(a), params, r->key);
@@ -416,7 +426,7 @@ START_TEST(name_lists_come_from_core)
 {
     char buf[128];
     api_name_list(buf, sizeof buf, api_algorithm_name, KM_ALGO_COUNT);
-    ck_assert_str_eq(buf, "krr, svc, svr, kpca, gpr");
+    ck_assert_str_eq(buf, "krr, svc, svr, kpca, gpr, kkmeans, klr");
     api_name_list(buf, sizeof buf, api_kernel_type_name, KM_KERNEL_TYPE_COUNT);
     ck_assert_str_eq(buf, "linear, polynomial, rbf, laplacian, sigmoid, sum, "
                           "product, laplacian_l2, exponential, normalized");

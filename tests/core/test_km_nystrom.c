@@ -296,19 +296,6 @@ START_TEST(accuracy_near_exact_at_n_5000)
 }
 END_TEST
 
-typedef struct stopper {
-    int calls, stop_after;
-    double last;
-} stopper;
-
-static int stop_cb(void *ctx, double f)
-{
-    stopper *s = ctx;
-    ck_assert(f >= s->last);
-    s->last = f;
-    return ++s->calls > s->stop_after;
-}
-
 /* _i: the centres' rule; with rpcholesky the draw reports progress up to
  * 0.3, and a cancel in it (calls 1 and 2: its rounds) stops the fit. */
 START_TEST(progress_and_cancel)
@@ -318,8 +305,8 @@ START_TEST(progress_and_cancel)
     km_kernel k = rbf();
     km_krr_params p = nystrom(M, 1e-13);
     p.centres = (km_krr_centre_rule)_i;
-    stopper all = {0, 1 << 30, 0};
-    km_fit_control ctl = {stop_cb, &all};
+    km_stopper all = {0, 1 << 30, 0};
+    km_fit_control ctl = {km_stop_cb, &all};
     km_model *m = NULL;
     ck_assert_int_eq(km_krr_fit(&k, &p, dt.X, N, DIM, dt.y, 1, &ctl, &m,
                                 NULL), KM_OK);
@@ -331,7 +318,7 @@ START_TEST(progress_and_cancel)
      * mid-CG */
     int at[] = {0, 1, 2, calls / 2, calls - 2};
     for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
-        stopper s = {0, at[i], 0};
+        km_stopper s = {0, at[i], 0};
         ctl.ctx = &s;
         m = NULL;
         km_error err = {0};

@@ -401,20 +401,6 @@ START_TEST(checks_name_the_field)
 }
 END_TEST
 
-/* A progress callback that counts its calls and cancels at call stop. */
-typedef struct stopper {
-    int calls, stop;
-    double last;
-} stopper;
-
-static int stop_cb(void *ctx, double f)
-{
-    stopper *s = ctx;
-    ck_assert(f >= s->last); /* never backwards */
-    s->last = f;
-    return s->calls++ == s->stop;
-}
-
 START_TEST(progress_and_cancel)
 {
     /* D 1600 over n 1000: two row blocks of Z, three Cholesky blocks */
@@ -423,8 +409,8 @@ START_TEST(progress_and_cancel)
     synth(61, N, DIM, X, y);
     km_kernel k = kern(KM_KERNEL_RBF, 0.5);
     km_krr_params p = rff(D, 0.1, 2);
-    stopper all = {0, 1 << 30, 0};
-    km_fit_control ctl = {stop_cb, &all, 1};
+    km_stopper all = {0, 1 << 30, 0};
+    km_fit_control ctl = {km_stop_cb, &all, 1};
     km_model *m = NULL;
     ck_assert_int_eq(km_krr_fit(&k, &p, X, N, DIM, y, 1, &ctl, &m, NULL),
                      KM_OK);
@@ -434,7 +420,7 @@ START_TEST(progress_and_cancel)
     km_model_free(m);
     /* a cancel anywhere: at the start, in the blocks of Z, in Cholesky */
     for (int at = 0; at < calls - 1; at++) {
-        stopper s = {0, at, 0};
+        km_stopper s = {0, at, 0};
         ctl.ctx = &s;
         m = NULL;
         km_error err = {0};

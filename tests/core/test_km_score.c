@@ -186,7 +186,7 @@ START_TEST(scoring_names_and_checks)
                                       &err), KM_OK);
     ck_assert_int_eq(km_scoring_check(KM_SCORING_ACCURACY, KM_ALGO_KRR, &rp,
                                       &err), KM_EINVAL);
-    ck_assert_str_eq(err.message, "scoring accuracy applies to svc, not krr");
+    ck_assert_str_eq(err.message, "scoring accuracy applies to svc, klr, not krr");
     ck_assert_int_eq(km_scoring_check(KM_SCORING_R2, KM_ALGO_KPCA, &kp, &err),
                      KM_EINVAL);
     ck_assert_str_eq(err.message, "scoring r2 applies to krr, svr, gpr, not kpca");
@@ -200,7 +200,7 @@ START_TEST(scoring_names_and_checks)
     ck_assert_int_eq(km_scoring_check(KM_SCORING_NEG_LOG_LOSS, KM_ALGO_SVR,
                                       &sp, &err), KM_EINVAL);
     ck_assert_str_eq(err.message,
-                     "scoring neg_log_loss applies to svc, not svr");
+                     "scoring neg_log_loss applies to svc, klr, not svr");
     ck_assert_int_eq(km_scoring_check(KM_SCORING_NEG_RECONSTRUCTION,
                                       KM_ALGO_KPCA, &kp, &err), KM_EINVAL);
     ck_assert_str_eq(err.message, "scoring neg_reconstruction_error needs "
@@ -320,7 +320,7 @@ START_TEST(krr_figures)
     /* errors name what is wrong */
     ck_assert_int_eq(km_model_score(m, KM_SCORING_ACCURACY, &pb, &s, &err),
                      KM_EINVAL);
-    ck_assert_str_eq(err.message, "scoring accuracy applies to svc, not krr");
+    ck_assert_str_eq(err.message, "scoring accuracy applies to svc, klr, not krr");
     km_problem bad = pb;
     bad.m = 1;
     ck_assert_int_eq(km_model_score(m, KM_SCORING_R2, &bad, &s, &err),

@@ -909,7 +909,7 @@ START_TEST(spec_validation)
     ps[0].alpha = 1;
     s.scoring = KM_SCORING_ACCURACY;
     ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);
-    ck_assert_str_eq(err.message, "scoring accuracy applies to svc, not krr");
+    ck_assert_str_eq(err.message, "scoring accuracy applies to svc, klr, not krr");
     s.scoring = KM_SCORING_R2;
     s.n_points = 0;
     ck_assert_int_eq(km_search(&s, &pb, NULL, &res, &err), KM_EINVAL);

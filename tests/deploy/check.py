@@ -24,6 +24,12 @@ systemd unit on a machine without a Docker engine.
    Prometheus files' structure.
 5. deploy/kmserve.service by `systemd-analyze verify` and `systemd-analyze
    security --offline`.
+6. deploy/mpi (distributed fits): the MPIJob's structure (kubeflow.org/
+   v2beta1: Launcher and Worker replica specs, the launcher's
+   KMSERVE_MPI_LAUNCH names the operator's hostfile and as many ranks as
+   workers x slotsPerWorker, one ReadWriteMany claim on every pod), each
+   replica's pod template validated as a Pod against the Kubernetes
+   schemas; the Slurm script by shellcheck and `bash -n`.
 Every validator is also fed a broken input that it must refuse.
 
 Needs root (chroot, mount namespaces) and the network to Debian's mirror and
@@ -587,6 +593,69 @@ def k8s_checks():
           p.stdout[-1500:] + p.stderr[-1500:])
 
 
+def mpi_checks():
+    """deploy/mpi: the MPIJob and the Slurm script (item 6 above)."""
+    path = os.path.join(ROOT, "deploy", "mpi", "mpijob.yaml")
+    job = load_docs(path)[0]
+    spec = job.get("spec", {})
+    reps = spec.get("mpiReplicaSpecs", {})
+    check(job.get("apiVersion") == "kubeflow.org/v2beta1" and job.get("kind") == "MPIJob"
+          and set(reps) == {"Launcher", "Worker"} and reps["Launcher"].get("replicas") == 1,
+          "mpi: an MPIJob (v2beta1) of one Launcher and Workers", list(reps))
+    lc = reps["Launcher"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in lc.get("env", [])}
+    launch = shlex.split(env.get("KMSERVE_MPI_LAUNCH", ""))
+    ranks = reps["Worker"].get("replicas", 0) * spec.get("slotsPerWorker", 1)
+    np = launch[launch.index("-np") + 1] if "-np" in launch else None
+    check(launch[:1] == ["mpirun"] and "/etc/mpi/hostfile" in launch and np == str(ranks),
+          "mpi: the launcher's KMSERVE_MPI_LAUNCH runs mpirun over the operator's hostfile, "
+          "one rank per worker slot", (launch, ranks))
+    check(env.get("KMSERVE_MPI_WORKER", "").endswith("kmserve-mpi") and
+          float(env.get("KMSERVE_MPI_MEMORY_BUDGET_MB", "0")) > 0,
+          "mpi: the worker's path and the per-rank budget are set", env)
+    claims = set()
+    for name, r in reps.items():
+        pod = r["template"]["spec"]
+        mounts = {m["name"]: m["mountPath"] for c in pod["containers"]
+                  for m in c.get("volumeMounts", [])}
+        vols = {v["name"]: v.get("persistentVolumeClaim", {}).get("claimName")
+                for v in pod.get("volumes", [])}
+        claims |= {vols.get("models")}
+        check(mounts.get("models") == env.get("KMSERVE_MODELS_DIR"),
+              f"mpi: the {name} mounts the models directory where the daemon keeps it",
+              mounts)
+    pvc = [d for d in load_docs(os.path.join(ROOT, "deploy", "k8s", "pvc.yaml"))
+           if d.get("kind") == "PersistentVolumeClaim"]
+    check(len(claims) == 1 and pvc and pvc[0]["metadata"]["name"] in claims and
+          "ReadWriteMany" in pvc[0]["spec"]["accessModes"],
+          "mpi: every pod mounts deploy/k8s's ReadWriteMany claim", claims)
+    items = [{"name": f"mpijob {name} pod", "expect": "valid",
+              "doc": {"apiVersion": "v1", "kind": "Pod",
+                      "metadata": r["template"].get("metadata", {}),
+                      "spec": r["template"]["spec"]}} for name, r in reps.items()]
+    broken = json.loads(json.dumps(items[0]["doc"]))
+    del broken["spec"]["containers"]
+    items.append({"name": "control: a pod without containers", "doc": broken,
+                  "expect": "invalid"})
+    npm_dir = os.path.join(CACHE, "npm")
+    if os.path.isdir(os.path.join(npm_dir, "node_modules")):
+        shutil.copy(os.path.join(HERE, "k8s_validate.mjs"), npm_dir)
+        p = sh(["node", os.path.join(npm_dir, "k8s_validate.mjs")], input=json.dumps(items),
+               cwd=npm_dir)
+        check(p.returncode == 0, "mpi: the MPIJob's pod templates are valid Pods; the "
+              "broken one refused", p.stdout[-1500:] + p.stderr[-1500:])
+    else:
+        check(False, "mpi: kubernetes-models installed (by the k8s checks)", npm_dir)
+    script = os.path.join(ROOT, "deploy", "mpi", "kmserve-slurm.sh")
+    p = sh(["shellcheck", script])
+    check(p.returncode == 0, "mpi: shellcheck passes on the Slurm script", p.stdout[-1500:])
+    p = sh(["bash", "-n", script])
+    check(p.returncode == 0, "mpi: bash -n parses the Slurm script", p.stderr)
+    text = open(script).read()
+    check("#SBATCH --nodes=" in text and "--mpi-launch" in text and "srun" in text,
+          "mpi: the Slurm script is a batch job that launches fits with srun")
+
+
 def compose_checks():
     path = os.path.join(ROOT, "deploy", "docker-compose.yml")
     p = sh(["docker-compose", "-f", path, "config", "-q"], cwd=os.path.dirname(path))
@@ -656,6 +725,7 @@ def main():
         else:
             docker_checks(args.keep)
         k8s_checks()
+        mpi_checks()
         compose_checks()
         verify_unit()
     except Exception as e:  # a crash of the checker is a failure, not a pass

@@ -39,8 +39,8 @@ from chroot import CACHE, DEFAULT_PATH, ROOT, check, fresh_root, in_root, in_roo
 
 ENV = {"PATH": DEFAULT_PATH, "HOME": "/root", "TERM": "dumb"}
 SRC = "/root/kmserve"
-SERVE_TIMEOUT = 420   # seconds for the serve command to install, build and become ready
-TEST_TIMEOUT = 600
+SERVE_TIMEOUT = 900   # seconds for the serve command to install (OpenMPI and ScaLAPACK too), build and become ready
+TEST_TIMEOUT = 1800  # make test installs ~1 GB of packages (Chromium, OpenMPI, scikit-learn) first
 
 
 def readme_commands():

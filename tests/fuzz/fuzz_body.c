@@ -10,7 +10,8 @@
  *     search members included;
  *   - api_predict on a small krr and a small svc model (labels), and
  *     api_project on a small kpca model, with the predict keys; api_score
- *     on all three.
+ *     on all three; the Open Inference Protocol's api_v2_infer on all
+ *     three.
  * Every answer and error must be UTF-8 JSON text with no inf or nan in
  * it. A disagreement or a bad answer aborts, so libFuzzer reports it.
  *
@@ -28,6 +29,7 @@
 #include "api_predict.h"
 #include "api_score.h"
 #include "api_text.h"
+#include "api_v2.h"
 #include "km.h"
 
 static km_model *krr, *svc, *kpca;
@@ -180,6 +182,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     answer(body, size, krr, api_score, api_score_matrix_keys);
     answer(body, size, svc, api_score, api_score_matrix_keys);
     answer(body, size, kpca, api_score, api_score_matrix_keys);
+    answer(body, size, krr, api_v2_infer, api_v2_matrix_keys);
+    answer(body, size, svc, api_v2_infer, api_v2_matrix_keys);
+    answer(body, size, kpca, api_v2_infer, api_v2_matrix_keys);
     free(body);
     return 0;
 }

@@ -94,9 +94,9 @@ static void use(const km_model *m)
         return;
     double *x = calloc(d, sizeof *x);
     size_t width = k;
-    if (km_model_algorithm(m) == KM_ALGO_SVC) {
-        size_t c = km_svc_n_classes(m);
-        width = c * (c - 1) / 2 > c ? c * (c - 1) / 2 : c;
+    if (km_model_n_classes(m)) { /* svc, klr */
+        size_t c = km_model_n_classes(m), s = km_model_score_columns(m, NULL);
+        width = s > c ? s : c;
     }
     if (km_model_algorithm(m) == KM_ALGO_KPCA && d > width)
         width = d;
@@ -125,6 +125,21 @@ static void use(const km_model *m)
             st = km_svc_decision(m, x, 1, out, &err);
         if (st == KM_OK && km_svc_has_probability(m))
             st = km_svc_probability(m, x, 1, out, &err);
+        break;
+    }
+    case KM_ALGO_KLR: {
+        int label = -1;
+        st = km_klr_predict(m, x, 1, &label, &err);
+        if (st == KM_OK) {
+            CHECK(label >= 0 && (size_t)label < km_model_n_classes(m));
+            api_text t = {0};
+            api_model_label_text(&t, m, (size_t)label);
+            free(t.buf);
+        }
+        if (st == KM_OK)
+            st = km_klr_decision(m, x, 1, out, &err);
+        if (st == KM_OK)
+            st = km_klr_probability(m, x, 1, out, &err);
         break;
     }
     case KM_ALGO_KPCA:

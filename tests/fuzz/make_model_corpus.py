@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 """Writes the seed corpus of fuzz_model_file: small valid model files of
 every algorithm (krr, svc, svc with probability, svr, kpca, kpca with the
-inverse map, gpr, gpr with normalize_y and the optimizer) and every
-kernel type, without their last four bytes (the
-checksum, which the fuzz target appends). The files are made by a real
+inverse map, gpr, gpr with normalize_y and the optimizer, kkmeans) and
+every kernel type, without their last four bytes (the checksum, which the
+fuzz target appends). The files are made by a real
 daemon, so they are what a fit writes (format version 2; krr's rff
 solver, the "rff" entries of FITS with the rbf and both laplacian
-kernels, version 3; kpca's nystrom eigen-solver, "kpcanys", version 4).
-Fits with each
+kernels, version 3; svc's nystrom solver, "svcnys", version 4; kpca's
+nystrom eigen-solver, "kpcanys", version 5). Fits with each
 preprocessing (the "pre" entries of FITS) give seeds of the preprocessing
 section; one of them is also written with a search record added
 (krrsearch_rbf: the daemon does not write one yet, so it is spliced in
@@ -72,6 +72,8 @@ FITS = {
                    "y": [[0, 1], [1, 0], [1, 1], [0, 0]],
                    "params": {"solver": "rff", "n_components": 5},
                    "preprocess": {"scale": "standardize", "center_y": True}},
+    "svcnys": {"algorithm": "svc", "X": X, "y": ["a", "a", "b", "b", "c", "c"],
+               "params": {"solver": "nystrom", "n_centres": 4, "seed": 1}},
     "kpcainvpre": {"algorithm": "kpca", "X": X,
                    "params": {"n_components": 2, "fit_inverse_transform": True},
                    "preprocess": {"scale": "standardize"}},
@@ -80,6 +82,16 @@ FITS = {
     "gprpre": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
                "params": {"normalize_y": True, "optimizer": "lbfgs"},
                "preprocess": {"scale": "standardize", "center_y": True}},
+    "kkmeans": {"algorithm": "kkmeans", "X": X,
+                "params": {"n_clusters": 3, "n_init": 2}},
+    "kkmeanspre": {"algorithm": "kkmeans", "X": X,
+                   "params": {"n_clusters": 2, "n_init": 1},
+                   "preprocess": {"scale": "minmax"}},
+    "klr": {"algorithm": "klr", "X": X, "y": ["a", "a", "b", "b", "a", "b"]},
+    "klrmulti": {"algorithm": "klr", "X": X, "y": [0, 0, 1, 1, 2, 2],
+                 "params": {"lambda": 0.1}},
+    "klrovr": {"algorithm": "klr", "X": X, "y": [0, 0, 1, 1, 2, 2],
+               "params": {"multi_class": "ovr", "fit_intercept": False}},
     "kpcanys": {"algorithm": "kpca", "X": X,
                 "params": {"n_components": 2, "eigen_solver": "nystrom",
                            "n_centres": 4, "seed": 1},
@@ -155,12 +167,14 @@ def main():
         for kname, kernel in KERNELS.items():
             for fname, fit in FITS.items():
                 # every kernel with krr, svc and svr; the other variants
-                # with rbf (and kpca also with linear and polynomial)
+                # with rbf (and kpca and kkmeans also with linear and
+                # polynomial)
                 if "rff" in fname:  # the shift-invariant kernels only
                     if kname not in ("rbf", "laplacian", "laplacian_l2"):
                         continue
                 elif (kname != "rbf" and fname not in ("krr", "svc", "svr") and
-                        not (fname == "kpca" and kname in ("linear", "poly"))):
+                        not (fname in ("kpca", "kkmeans") and
+                             kname in ("linear", "poly"))):
                     continue
                 name = f"{fname}_{kname}"
                 r = d.req("POST", f"/v1/models/{name}/fit",

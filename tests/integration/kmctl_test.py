@@ -235,6 +235,32 @@ def scenario_svc_strings(d, tmp):
           "multi-class decision_function: a column per pair", h)
 
 
+def scenario_klr(d, tmp):
+    """klr through --param: three classes, decision values one column per
+    class (not per pair, although 3 classes have 3 pairs), probabilities."""
+    X, _ = synthetic(90, 2, 13)
+    names = ["a", "b", "c"]
+    rows = [[f"{r[0] + 3 * (i % 3):.5f}", f"{r[1]:.5f}", names[i % 3]]
+            for i, r in enumerate(X)]
+    path = write_csv(os.path.join(tmp, "klr.csv"), ["x1", "x2", "y"], rows)
+    p = kmctl(d, "fit", "klr3", path, "--algorithm", "klr", "--kernel", "rbf",
+              "--param", "lambda=0.1", "--param", "multi_class=ovr")
+    m = d.req("GET", "/v1/models/klr3").json() or {}
+    check(p.returncode == 0 and m.get("algorithm") == "klr" and
+          m.get("params", {}).get("lambda") == 0.1 and
+          m["params"].get("multi_class") == "ovr",
+          "fit klr with --param lambda and multi_class", (p, m.get("params")))
+    feats = [[float(r[0]), float(r[1])] for r in rows]
+    for output, header in (("decision_function", ["f_a", "f_b", "f_c"]),
+                           ("probability", ["p_a", "p_b", "p_c"])):
+        want = d.req("POST", "/v1/models/klr3/predict",
+                     {"X": feats, "output": output}).json()["predictions"]
+        p = kmctl(d, "predict", "klr3", path, "--output", output)
+        h, out = read_out(p.stdout)
+        check(p.returncode == 0 and h == header and same_rows(out, want),
+              f"predict klr --output {output}: a column per class", h)
+
+
 def scenario_crud(d, tmp):
     p = kmctl(d, "models")
     lines = p.stdout.splitlines()
@@ -594,6 +620,74 @@ def scenario_tokens_tls(binary, tmp):
         d.stop()
 
 
+def scenario_import_export(d, tmp):
+    """import and export: a model svm-train wrote becomes a served model;
+    export writes LIBSVM text that svm-predict reads and a kmm file that
+    import reads back (format told by the file's first bytes), through
+    files and standard input and output."""
+    rows = [[(i % 7) / 3.0 - 1, ((i * 5) % 11) / 5.0 - 1] for i in range(60)]
+    y = [1 if r[0] + 0.5 * r[1] > 0 else -1 for r in rows]
+    data = os.path.join(tmp, "ie.train")
+    with open(data, "w") as f:
+        for t, r in zip(y, rows):
+            f.write(f"{t} 1:{r[0]!r} 2:{r[1]!r}\n")
+    lib = os.path.join(tmp, "ie.model")
+    subprocess.run(["svm-train", "-q", "-t", "2", "-g", "0.7", "-c", "4", data, lib],
+                   check=True, timeout=60)
+    p = kmctl(d, "import", "ie", lib)
+    check(p.returncode == 0 and p.stdout.startswith("imported ie version 1: svc, kernel rbf"),
+          "import a LIBSVM file", p)
+    out = os.path.join(tmp, "ie.pred")
+    subprocess.run(["svm-predict", "-q", data, lib, out], check=True, timeout=60)
+    with open(out) as f:
+        want = [int(float(v)) for v in f.read().split()]
+    got = d.req("POST", "/v1/models/ie/predict", {"X": rows}).json()["predictions"]
+    check(got == want, "import: labels equal svm-predict's", (got[:8], want[:8]))
+    back = os.path.join(tmp, "ie-back.model")
+    p = kmctl(d, "export", "ie", back)
+    subprocess.run(["svm-predict", "-q", data, back, out], check=True, timeout=60)
+    with open(out) as f:
+        again = [int(float(v)) for v in f.read().split()]
+    check(p.returncode == 0 and again == want and "exported ie (libsvm" in p.stderr,
+          "export to a file: svm-predict gives the same labels", p)
+    kmm = os.path.join(tmp, "ie.kmm")
+    p = kmctl(d, "export", "ie", kmm)
+    with open(kmm, "rb") as f:
+        blob = f.read()
+    check(p.returncode == 0 and blob[:4] == b"KMSM" and
+          blob == d.req("GET", "/v1/models/ie/export?format=kmm").raw,
+          "export NAME FILE.kmm writes the kmm file", p)
+    p = kmctl(d, "import", "ie2", kmm)
+    again = d.req("POST", "/v1/models/ie2/predict", {"X": rows}).json()["predictions"]
+    check(p.returncode == 0 and "imported ie2 version 1" in p.stdout and again == got,
+          "import of the kmm file (told by its magic): same predictions", p)
+    p = subprocess.run([KMCTL, "export", "ie", "-", "--format", "libsvm"], capture_output=True,
+                       env={**os.environ, "KMSERVE_URL": f"http://127.0.0.1:{d.port}"}, timeout=60)
+    q = subprocess.run([KMCTL, "import", "ie3", "-"], input=p.stdout, capture_output=True,
+                       env={**os.environ, "KMSERVE_URL": f"http://127.0.0.1:{d.port}"}, timeout=60)
+    check(p.returncode == 0 and p.stdout.startswith(b"svm_type c_svc\n") and q.returncode == 0,
+          "export to standard output, import from standard input", (p.stderr, q.stderr))
+    bad = os.path.join(tmp, "bad.model")
+    with open(bad, "w") as f:
+        f.write("svm_type c_svc\nkernel_type rbf\ngamma 0\n")
+    p = kmctl(d, "import", "bad", bad)
+    check(p.returncode == 1 and p.stderr.startswith("kmctl: 400 invalid_argument: the uploaded "
+                                                    "file: LIBSVM model"),
+          "import of a bad file: the server's 400, exit 1", p)
+    p = kmctl(d, "import", "bad", os.path.join(tmp, "none.model"))
+    check(p.returncode == 2 and "cannot open" in p.stderr, "import of a missing file: exit 2", p)
+    p = kmctl(d, "export", "ie", "x.txt", "--format", "csv")
+    check(p.returncode == 2 and "--format must be libsvm or kmm" in p.stderr,
+          "export --format csv: usage error", p)
+    p = kmctl(d, "import", "ie4", lib, "--n-features", "5")
+    meta = d.req("GET", "/v1/models/ie4").json() or {}
+    check(p.returncode == 0 and meta.get("n_features") == 5, "import --n-features 5", p)
+    d.req("POST", "/v1/models/ie-krr/fit", {"algorithm": "krr", "kernel": {"type": "rbf"},
+                                            "X": rows, "y": [float(v) for v in y]})
+    p = kmctl(d, "export", "ie-krr", os.path.join(tmp, "krr.model"))
+    check(p.returncode == 1 and "409 conflict" in p.stderr, "export of krr as libsvm: 409", p)
+
+
 def main():
     global KMCTL
     ap = argparse.ArgumentParser()
@@ -613,6 +707,7 @@ def main():
             scenario_krr(d, tmp)
             scenario_svc_cancer(d, tmp)
             scenario_svc_strings(d, tmp)
+            scenario_klr(d, tmp)
             scenario_crud(d, tmp)
             scenario_errors(d, tmp)
             scenario_preprocess(d, tmp)
@@ -620,6 +715,7 @@ def main():
             scenario_ctrl_c(d, tmp)
             scenario_kpca(d, tmp)
             scenario_score(d, tmp)
+            scenario_import_export(d, tmp)
         finally:
             check(d.stop() == 0, "daemon exits 0 on SIGTERM")
         scenario_tokens_tls(binary, tmp)

@@ -7,7 +7,7 @@ rows as scikit-learn's Nystroem + PCA do on the centres core's seeded draw
 picks (the draw written again in Python from its definition), to 1e-8
 relative with the same signs, and its eigenvalues equal theirs to 1e-8;
 metadata shows the solver by name and the params given, n_samples is the
-number of centres, and the model file is format version 4. Refusals: 400
+number of centres, and the model file is format version 5. Refusals: 400
 naming the field for n_centres or seed with another eigen-solver,
 fit_inverse_transform with nystrom, n_centres 0; 422 for n_centres above
 the rows or not above n_components. Admission: under a 1 MiB memory
@@ -89,8 +89,8 @@ def main():
                       f"PCA's to 1e-8, signs included ({err:.2g})", (got[:3], want[:3]))
         with open(os.path.join(d.models, "nys.kmm"), "rb") as f:
             head = f.read(8)
-        run.check(head[:4] == b"KMSM" and struct.unpack("<I", head[4:])[0] == 4,
-                  "the model file is format version 4", head)
+        run.check(head[:4] == b"KMSM" and struct.unpack("<I", head[4:])[0] == 5,
+                  "the model file is format version 5", head)
         r = d.req("POST", "/v1/models/nys/project", {"X": [[0.0] * K], "inverse": True})
         run.check(r.status == 409, "no inverse map: project with inverse is 409", r)
 

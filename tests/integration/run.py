@@ -915,12 +915,10 @@ def scenario_security(binary, tmp):
           p.stderr[-200:])
 
     # TLS
-    cert, key = os.path.join(base, "cert.pem"), os.path.join(base, "key.pem")
-    gen = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                          "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                          "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True)
-    if not check(gen.returncode == 0, "tls: certificate generated", gen.stderr[-300:]):
+    made = tls_cert(base)
+    if not made:
         return
+    cert, key = made
     import ssl
     ctx = ssl.create_default_context(cafile=cert)
     d = Daemon(binary, models, "--tls-cert", cert, "--tls-key", key, tls=ctx).start()
@@ -939,6 +937,18 @@ def scenario_security(binary, tmp):
         check(untrusted.returncode != 0, "tls: an unknown certificate is refused by curl")
     finally:
         d.stop()
+
+
+def tls_cert(base):
+    """A self-signed certificate for 127.0.0.1 made with openssl in base:
+    (cert, key), or None (a failed check)."""
+    cert, key = os.path.join(base, "cert.pem"), os.path.join(base, "key.pem")
+    gen = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                          "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                          "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True)
+    if not check(gen.returncode == 0, "tls: certificate generated", gen.stderr[-300:]):
+        return None
+    return cert, key
 
 
 def sync_fit_running(d, path, body):

@@ -1,0 +1,470 @@
+/*
+ * api_v2.c - the Open Inference Protocol's model metadata and infer.
+ *
+ * The outputs a model offers come from one table keyed by core's KM_OUT_*
+ * flags (the algorithm's km_algorithm_outputs, less what the model's fit
+ * did not prepare: km_model_outputs), so an algorithm added to core with
+ * flags already named here needs nothing new in this file. The values
+ * come from api_answer_compute and are written by api_answer_text, as in
+ * /v1 predict: the same numbers, the same shortest round-trip text.
+ *
+ * An input tensor is read strictly: its name "X", a datatype of the
+ * protocol's that is a number (FP64, FP32, the INT and UINT types), a
+ * shape [rows, n_features] whose product is the number of values in
+ * data, and data flat or nested as the shape (row-major), every value a
+ * finite number that the datatype can hold. Errors name the member
+ * (inputs[0].data[3][1]) and what was expected.
+ *
+ * Thread-safety: reentrant.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_json.h"
+#include "api_predict.h"
+#include "api_v2.h"
+
+const char *const api_v2_matrix_keys[] = {NULL};
+
+/* The outputs, the first a model offers its main one (infer's default). */
+static const struct v2_output {
+    unsigned answer;  /* a KM_OUT_* flag */
+    const char *name;
+    unsigned with;    /* offered only to models that also answer these */
+    unsigned without; /* ... and none of these */
+    int root;         /* the square roots of the answer */
+} v2_outputs[] = {
+    {KM_OUT_LABELS, "labels", 0, 0, 0},
+    {KM_OUT_VALUES, "predictions", 0, KM_OUT_VARIANCES, 0},
+    {KM_OUT_VALUES, "mean", KM_OUT_VARIANCES, 0, 0},
+    {KM_OUT_CLUSTERS, "clusters", 0, 0, 0},
+    {KM_OUT_PROJECTIONS, "projections", 0, 0, 0},
+    {KM_OUT_SCORES, "decision_values", 0, 0, 0},
+    {KM_OUT_PROBABILITIES, "probabilities", 0, 0, 0},
+    {KM_OUT_VARIANCES, "std", 0, 0, 1},
+    {KM_OUT_VARIANCES, "variance", 0, 0, 0},
+    {KM_OUT_COVARIANCE, "covariance", 0, 0, 0},
+};
+#define N_V2_OUTPUTS (sizeof v2_outputs / sizeof *v2_outputs)
+/* Most outputs one request may name (each at most once). */
+#define MAX_REQUESTED N_V2_OUTPUTS
+
+/* Whether m's algorithm offers o (the model may still lack it). */
+static int algorithm_offers(const km_model *m, const struct v2_output *o)
+{
+    unsigned a = km_algorithm_outputs(km_model_algorithm(m));
+    return (a & o->answer) && (a & o->with) == o->with && !(a & o->without);
+}
+
+static int model_offers(const km_model *m, const struct v2_output *o)
+{
+    return algorithm_offers(m, o) && (km_model_outputs(m) & o->answer);
+}
+
+/* Numeric class labels are INT64 when every one is a whole number that
+ * a double holds exactly, else FP64; text labels are BYTES. */
+static const char *datatype_of(const km_model *m, unsigned answer)
+{
+    if (answer == KM_OUT_CLUSTERS)
+        return "INT64";
+    if (answer != KM_OUT_LABELS)
+        return "FP64";
+    if (!km_model_labels_numeric(m))
+        return "BYTES";
+    for (size_t i = 0; i < km_model_n_labels(m); i++) {
+        double v = strtod(km_model_label(m, i), NULL);
+        if (v != floor(v) || fabs(v) > 9007199254740992.0)
+            return "FP64";
+    }
+    return "INT64";
+}
+
+/* [rows] or [rows, width]; rows or width < 0 written as -1. */
+static cJSON *shape_json(long long rows, long long width, int matrix)
+{
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, cJSON_CreateNumber((double)rows));
+    if (matrix)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)width));
+    return a;
+}
+
+static cJSON *tensor_json(const char *name, const char *datatype,
+                          cJSON *shape)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "datatype", datatype);
+    cJSON_AddItemToObject(o, "shape", shape);
+    return o;
+}
+
+/* Whether an answer of this width is a matrix (rows of values). */
+static int is_matrix(unsigned answer, size_t width)
+{
+    return width != 1 || answer == KM_OUT_COVARIANCE;
+}
+
+cJSON *api_v2_model_json(const km_model *m, const uint64_t *versions,
+                         size_t n_versions)
+{
+    char platform[64];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", km_model_name(m));
+    cJSON *v = cJSON_AddArrayToObject(o, "versions");
+    for (size_t i = 0; i < n_versions; i++) {
+        char num[24];
+        snprintf(num, sizeof num, "%llu", (unsigned long long)versions[i]);
+        cJSON_AddItemToArray(v, cJSON_CreateString(num));
+    }
+    snprintf(platform, sizeof platform, "kmserve_%s",
+             km_algorithm_name(km_model_algorithm(m)));
+    cJSON_AddStringToObject(o, "platform", platform);
+    cJSON *in = cJSON_AddArrayToObject(o, "inputs");
+    cJSON_AddItemToArray(in, tensor_json("X", "FP64",
+                                         shape_json(-1, (long long)
+                                                    km_model_n_features(m),
+                                                    1)));
+    cJSON *out = cJSON_AddArrayToObject(o, "outputs");
+    for (size_t i = 0; i < N_V2_OUTPUTS; i++) {
+        const struct v2_output *d = &v2_outputs[i];
+        if (!model_offers(m, d))
+            continue;
+        size_t w = api_answer_width(m, d->answer, 2);
+        long long width = d->answer == KM_OUT_COVARIANCE ? -1 : (long long)w;
+        cJSON_AddItemToArray(out, tensor_json(d->name,
+                                              datatype_of(m, d->answer),
+                                              shape_json(-1, width,
+                                                         is_matrix(d->answer,
+                                                                   w))));
+    }
+    return o;
+}
+
+size_t api_v2_infer_bytes(const km_model *m, const char *body, size_t len)
+{
+    /* the predict's bound twice (several outputs' text), and a cJSON node
+     * and its text per number */
+    size_t numbers = api_json_max_numbers(body, len);
+    return 2 * api_predict_bytes(m, body, len) +
+           numbers * (sizeof(cJSON) + 32);
+}
+
+/* ------------------------------------------------------------ the input */
+
+/* The protocol's numeric datatypes: the range of values each holds. */
+static const struct datatype {
+    const char *name;
+    double lo, hi; /* inclusive; integers when whole */
+    int whole, fp32;
+} datatypes[] = {
+    {"FP64", -DBL_MAX, DBL_MAX, 0, 0},
+    {"FP32", -FLT_MAX, FLT_MAX, 0, 1},
+    {"INT8", -128, 127, 1, 0},
+    {"INT16", -32768, 32767, 1, 0},
+    {"INT32", -2147483648.0, 2147483647.0, 1, 0},
+    {"INT64", -9223372036854775808.0, 9223372036854774784.0, 1, 0},
+    {"UINT8", 0, 255, 1, 0},
+    {"UINT16", 0, 65535, 1, 0},
+    {"UINT32", 0, 4294967295.0, 1, 0},
+    {"UINT64", 0, 18446744073709549568.0, 1, 0},
+};
+#define N_DATATYPES (sizeof datatypes / sizeof *datatypes)
+#define DATATYPE_LIST \
+    "FP64, FP32, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64"
+
+static int read_datatype(const cJSON *t, const struct datatype **dt,
+                         api_error *e)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(t, "datatype");
+    if (!cJSON_IsString(d))
+        return api_invalid(e, "inputs[0].datatype must be a string, one of "
+                           DATATYPE_LIST);
+    for (size_t i = 0; i < N_DATATYPES; i++)
+        if (!strcmp(d->valuestring, datatypes[i].name)) {
+            *dt = &datatypes[i];
+            return 0;
+        }
+    return api_invalid(e, "inputs[0].datatype %.40s is not supported: X is "
+                       "numbers, one of " DATATYPE_LIST, d->valuestring);
+}
+
+/* 2^53: the largest whole number a JSON number here holds exactly. */
+#define MAX_DIM 9007199254740992.0
+
+/* shape: [rows, n_features], rows >= 1. */
+static int read_shape(const km_model *m, const cJSON *t, size_t *rows,
+                      api_error *e)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(t, "shape");
+    size_t nf = km_model_n_features(m);
+    if (!cJSON_IsArray(s) || cJSON_GetArraySize(s) != 2)
+        return api_invalid(e, "inputs[0].shape must be an array of two "
+                           "whole numbers, [rows, %zu]", nf);
+    double dim[2];
+    for (int i = 0; i < 2; i++) {
+        const cJSON *x = cJSON_GetArrayItem(s, i);
+        if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
+            x->valuedouble < 0 || x->valuedouble > MAX_DIM)
+            return api_invalid(e, "inputs[0].shape[%d] must be a whole "
+                               "number from 0 to 2^53", i);
+        dim[i] = x->valuedouble;
+    }
+    if (dim[1] != (double)nf)
+        return api_invalid(e, "inputs[0].shape is [%.0f, %.0f]; the model "
+                           "expects [-1, %zu] (rows of %zu features)", dim[0],
+                           dim[1], nf, nf);
+    if (dim[0] < 1)
+        return api_invalid(e, "inputs[0].shape[0] is 0; give at least one "
+                           "row");
+    /* rows * nf <= 2^53 * 2^24 would overflow size_t: the data bounds it */
+    if (dim[0] > (double)(SIZE_MAX / nf))
+        return api_invalid(e, "inputs[0].shape [%.0f, %zu] holds more values "
+                           "than a request can", dim[0], nf);
+    *rows = (size_t)dim[0];
+    return 0;
+}
+
+/* One value of data, checked against the datatype, into *out. */
+static int read_value(const cJSON *x, const struct datatype *dt,
+                      const char *where, double *out, api_error *e)
+{
+    if (!cJSON_IsNumber(x))
+        return api_invalid(e, "inputs[0].data%s must be a number, not %s",
+                           where, api_type_name(x));
+    double v = x->valuedouble;
+    if (!isfinite(v))
+        return api_invalid(e, "inputs[0].data%s is not a finite number",
+                           where);
+    if (v < dt->lo || v > dt->hi || (dt->whole && v != floor(v)))
+        return api_invalid(e, "inputs[0].data%s is %.17g, which %s cannot "
+                           "hold", where, v, dt->name);
+    *out = dt->fp32 ? (double)(float)v : v;
+    return 0;
+}
+
+/* data: rows * d values, flat or as rows of d values (row-major). */
+static int read_data(const cJSON *t, const struct datatype *dt, size_t rows,
+                     size_t d, double *X, api_error *e)
+{
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(t, "data");
+    char where[64];
+    if (!cJSON_IsArray(data))
+        return api_invalid(e, "inputs[0].data must be an array of numbers, "
+                           "flat or nested as shape [%zu, %zu]", rows, d);
+    size_t n = (size_t)cJSON_GetArraySize(data);
+    const cJSON *first = data->child;
+    int nested = first && cJSON_IsArray(first);
+    if (n != (nested ? rows : rows * d))
+        return api_invalid(e, "inputs[0].data has %zu %s; shape [%zu, %zu] "
+                           "needs %zu", n, nested ? "rows" : "values", rows,
+                           d, nested ? rows : rows * d);
+    size_t i = 0;
+    for (const cJSON *x = data->child; x; x = x->next, i++) {
+        if (!nested) {
+            snprintf(where, sizeof where, "[%zu]", i);
+            if (read_value(x, dt, where, &X[i], e))
+                return -1;
+            continue;
+        }
+        if (!cJSON_IsArray(x) || (size_t)cJSON_GetArraySize(x) != d)
+            return api_invalid(e, "inputs[0].data[%zu] must be an array of "
+                               "%zu numbers (data nested as shape [%zu, "
+                               "%zu]), not %s of %d", i, d, rows, d,
+                               api_type_name(x),
+                               cJSON_IsArray(x) ? cJSON_GetArraySize(x) : 1);
+        size_t j = 0;
+        for (const cJSON *y = x->child; y; y = y->next, j++) {
+            snprintf(where, sizeof where, "[%zu][%zu]", i, j);
+            if (read_value(y, dt, where, &X[i * d + j], e))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The one input tensor, X, as rows x n_features doubles. */
+static int read_input(const km_model *m, const cJSON *inputs, double **X,
+                      size_t *rows, api_error *e)
+{
+    static const char *const keys[] = {"name", "shape", "datatype",
+                                       "parameters", "data", NULL};
+    size_t nf = km_model_n_features(m);
+    const struct datatype *dt = &datatypes[0];
+    *X = NULL;
+    if (!cJSON_IsArray(inputs) || cJSON_GetArraySize(inputs) != 1 ||
+        !cJSON_IsObject(inputs->child))
+        return api_invalid(e, "inputs must be an array of one tensor, X "
+                           "(shape [-1, %zu])", nf);
+    const cJSON *t = inputs->child;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+    if (api_check_keys(t, "inputs[0]", keys, e))
+        return -1;
+    if (!cJSON_IsString(name) || strcmp(name->valuestring, "X"))
+        return api_invalid(e, "inputs[0].name must be \"X\", the model's one "
+                           "input");
+    if (read_datatype(t, &dt, e) || read_shape(m, t, rows, e))
+        return -1;
+    /* the shape's values must all be in the body: data is checked against
+     * it before anything of that size is allocated */
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(t, "data");
+    size_t have = cJSON_IsArray(data) ? (size_t)cJSON_GetArraySize(data) : 0;
+    if (have != *rows && have != *rows * nf)
+        return read_data(t, dt, *rows, nf, NULL, e); /* names the mismatch */
+    *X = malloc(*rows * nf * sizeof **X);
+    if (!*X)
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for "
+                         "%zu rows", *rows);
+    if (read_data(t, dt, *rows, nf, *X, e)) {
+        free(*X);
+        *X = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ outputs */
+
+/* "labels, decision_values": the outputs m offers. */
+static void offered_list(const km_model *m, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_V2_OUTPUTS && used < len; i++) {
+        if (!model_offers(m, &v2_outputs[i]))
+            continue;
+        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+                         v2_outputs[i].name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+/* The outputs a request names (each once), or m's main one. */
+static int read_outputs(const km_model *m, const cJSON *outputs,
+                        const struct v2_output **chosen, size_t *n,
+                        api_error *e)
+{
+    static const char *const keys[] = {"name", "parameters", NULL};
+    char list[256], path[32];
+    *n = 0;
+    offered_list(m, list, sizeof list);
+    if (!outputs || (cJSON_IsArray(outputs) && !outputs->child)) {
+        for (size_t i = 0; i < N_V2_OUTPUTS && !*n; i++)
+            if (model_offers(m, &v2_outputs[i]))
+                chosen[(*n)++] = &v2_outputs[i];
+        return 0;
+    }
+    if (!cJSON_IsArray(outputs))
+        return api_invalid(e, "outputs must be an array of {\"name\": ...}, "
+                           "names among %s", list);
+    size_t i = 0;
+    for (const cJSON *o = outputs->child; o; o = o->next, i++) {
+        snprintf(path, sizeof path, "outputs[%zu]", i);
+        if (!cJSON_IsObject(o))
+            return api_invalid(e, "%s must be an object", path);
+        if (api_check_keys(o, path, keys, e))
+            return -1;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
+        const struct v2_output *d = NULL;
+        for (size_t k = 0; cJSON_IsString(name) && k < N_V2_OUTPUTS; k++)
+            if (!strcmp(name->valuestring, v2_outputs[k].name) &&
+                algorithm_offers(m, &v2_outputs[k]))
+                d = &v2_outputs[k];
+        if (!d)
+            return api_invalid(e, "%s.name must be one of %s", path, list);
+        if (!model_offers(m, d))
+            return api_raise(e, API_CONFLICT, "model \"%s\" was fitted "
+                             "without what %s needs; it offers %s",
+                             km_model_name(m), d->name, list);
+        for (size_t k = 0; k < *n; k++)
+            if (chosen[k] == d)
+                return api_invalid(e, "%s.name %s is asked for twice", path,
+                                   d->name);
+        chosen[(*n)++] = d;
+    }
+    return 0;
+}
+
+/* parameters (top level or of an input or output) are tolerated, but the
+ * binary tensor extension is not ours: asking for it is refused. */
+static int check_parameters(const cJSON *root, api_error *e)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "parameters");
+    if (p && !cJSON_IsObject(p))
+        return api_invalid(e, "parameters must be an object");
+    const cJSON *bin = cJSON_GetObjectItemCaseSensitive(p,
+                                                        "binary_data_output");
+    if (cJSON_IsTrue(bin))
+        return api_invalid(e, "parameters.binary_data_output: binary tensor "
+                           "data is not supported; answers are JSON");
+    return 0;
+}
+
+int api_v2_infer(const km_model *m, api_body *body, api_text *out,
+                 size_t *rows, api_error *e)
+{
+    static const char *const keys[] = {"id", "parameters", "inputs",
+                                       "outputs", NULL};
+    const cJSON *root = body->root;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
+    const struct v2_output *chosen[MAX_REQUESTED];
+    size_t n_out, n = 0;
+    double *X = NULL;
+    api_text t = {0};
+
+    if (api_check_keys(root, "", keys, e) || check_parameters(root, e))
+        return -1;
+    if (id && !cJSON_IsString(id))
+        return api_invalid(e, "id must be a string");
+    if (read_outputs(m, cJSON_GetObjectItemCaseSensitive(root, "outputs"),
+                     chosen, &n_out, e) ||
+        read_input(m, cJSON_GetObjectItemCaseSensitive(root, "inputs"), &X,
+                   &n, e))
+        return -1;
+    api_text_raw(&t, "{\"model_name\":");
+    api_text_string(&t, km_model_name(m));
+    api_text_raw(&t, ",\"model_version\":\"");
+    api_text_uint(&t, (unsigned long long)km_model_version(m));
+    api_text_raw(&t, "\"");
+    if (id) {
+        api_text_raw(&t, ",\"id\":");
+        api_text_string(&t, id->valuestring);
+    }
+    api_text_raw(&t, ",\"outputs\":[");
+    for (size_t k = 0; k < n_out; k++) {
+        api_answer a;
+        if (api_answer_compute(m, chosen[k]->answer, chosen[k]->root, X, n,
+                               chosen[k]->name, &a, e)) {
+            free(X);
+            free(t.buf);
+            return -1;
+        }
+        api_text_raw(&t, k ? ",{\"name\":" : "{\"name\":");
+        api_text_string(&t, chosen[k]->name);
+        api_text_raw(&t, ",\"datatype\":");
+        api_text_string(&t, datatype_of(m, chosen[k]->answer));
+        api_text_raw(&t, ",\"shape\":[");
+        api_text_uint(&t, (unsigned long long)n);
+        if (is_matrix(a.answer, a.width)) {
+            api_text_raw(&t, ",");
+            api_text_uint(&t, (unsigned long long)a.width);
+        }
+        api_text_raw(&t, "],\"data\":");
+        api_answer_text(&t, m, &a, 1);
+        api_text_raw(&t, "}");
+        api_answer_free(&a);
+    }
+    free(X);
+    api_text_raw(&t, "]}");
+    if (t.failed) {
+        free(t.buf);
+        return api_raise(e, API_INTERNAL, "out of memory building the answer");
+    }
+    *rows = n;
+    *out = t;
+    return 0;
+}

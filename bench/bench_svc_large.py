@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""SVC past the n^2 wall: kmserve's svc with the nystrom solver (m centres,
+Nystrom features, LIBLINEAR's dual coordinate descent per class pair)
+against LIBSVM's exact SVC (scikit-learn's SVC, which is LIBSVM) on
+Fashion-MNIST, same data, same kernel, same C.
+
+Data: the Debian package dataset-fashion-mnist (60,000 x 784 training
+rows, 10,000 test rows, 10 classes), pixels / 255, nothing else. Kernel
+rbf with gamma = 0.02, C = 10 on every side (see bench/RESULTS.md for
+where these come from). LIBSVM runs in its own process (cache_size 2000
+MB, single-threaded as LIBSVM is), its fit timed around SVC.fit; kmserve
+runs as a daemon (one per fit), tol 0.1 (LIBLINEAR's default for its
+dual solver; --tol), its fit timed around the POST /fit
+(wall, JSON parsing of the 60,000-row body included) and by the model's
+training.seconds (the fit alone). Also, when asked (--krr), kmserve's krr
+with the nystrom solver one-vs-all on one-hot targets (argmax; alpha
+--krr-alpha, cg_tol 1e-4, at most 50 iterations), the issue's other
+large-n classifier.
+
+The LIBSVM fit takes tens of minutes: --libsvm-cache FILE keeps its
+result, so that a later run reuses it (--skip-libsvm-run) rather than
+fitting again.
+
+Usage: /usr/bin/python3 bench/bench_svc_large.py --bin build
+         [--ms 2000,4000,8000] [--krr-ms 4000] [--libsvm-cache F]
+         [--libsvm-timeout 4500] [--skip-libsvm-run] [--only-libsvm]
+         [--n 60000] [--exact] [--tol 0.1]
+"""
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_nystrom import peak_mib  # noqa: E402
+from daemon import free_port, stop, wait_ready  # noqa: E402
+
+DATA = "/usr/share/datasets/fashion-mnist/"
+GAMMA, C = 0.02, 10.0
+
+
+def load(kind):
+    with gzip.open(os.path.join(DATA, f"{kind}-labels-idx1-ubyte.gz")) as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64)
+    with gzip.open(os.path.join(DATA, f"{kind}-images-idx3-ubyte.gz")) as f:
+        X = np.frombuffer(f.read(), np.uint8, offset=16).reshape(len(y), 784)
+    return X / 255.0, y
+
+
+LIBSVM_SIDE = r"""
+import json, resource, sys, time
+import numpy as np
+from sklearn.svm import SVC
+X = np.load(sys.argv[1]); y = np.load(sys.argv[2])
+T = np.load(sys.argv[3]); t = np.load(sys.argv[4])
+gamma, C = float(sys.argv[5]), float(sys.argv[6])
+t0 = time.perf_counter()
+clf = SVC(C=C, gamma=gamma, kernel="rbf", cache_size=2000).fit(X, y)
+fit = time.perf_counter() - t0
+t0 = time.perf_counter()
+acc = float((clf.predict(T) == t).mean())
+pred = time.perf_counter() - t0
+print(json.dumps({"fit": fit, "predict": pred, "accuracy": acc,
+                  "n_support": int(clf.n_support_.sum()),
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}))
+"""
+
+
+def run_libsvm(tmp, timeout):
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run([sys.executable, "-c", LIBSVM_SIDE,
+                              *(os.path.join(tmp, s + ".npy") for s in "XyTt"),
+                              str(GAMMA), str(C)], capture_output=True, text=True,
+                             timeout=timeout, check=True).stdout
+    except subprocess.TimeoutExpired:
+        return {"timeout": True, "elapsed": time.perf_counter() - t0}
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def post(url, body, timeout=7200):
+    req = urllib.request.Request(url, data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def ours(binary, body, T):
+    tmp = tempfile.mkdtemp(prefix="kmbench-svcl-")
+    port = free_port()
+    proc = subprocess.Popen([binary, "--listen", f"127.0.0.1:{port}", "--models-dir",
+                             os.path.join(tmp, "m"), "--access-log", "false",
+                             "--max-body-mb", "2048", "--fit-timeout", "7200"],
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(port, proc)
+        url = f"http://127.0.0.1:{port}/v1/models/b"
+        t0 = time.perf_counter()
+        meta = post(url + "/fit", body)["model"]
+        fit = time.perf_counter() - t0
+        peak = peak_mib(proc.pid)
+        out = []
+        t0 = time.perf_counter()
+        for i in range(0, len(T), 2000):
+            r = post(url + "/predict", json.dumps({"X": T[i:i + 2000].tolist()}).encode())
+            out += r["predictions"]
+        pred = time.perf_counter() - t0
+        return fit, peak, pred, np.array(out), meta
+    finally:
+        stop(proc)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="build")
+    ap.add_argument("--ms", default="2000,4000,8000")
+    ap.add_argument("--krr-ms", default="")
+    ap.add_argument("--tol", type=float, default=0.1,
+                    help="svc nystrom's tol (LIBLINEAR's default for this solver, 0.1)")
+    ap.add_argument("--krr-alpha", type=float, default=1.0)
+    ap.add_argument("--libsvm-cache", default="bench_svc_large_libsvm.json")
+    ap.add_argument("--libsvm-timeout", type=float, default=4500)
+    ap.add_argument("--skip-libsvm-run", action="store_true")
+    ap.add_argument("--only-libsvm", action="store_true")
+    ap.add_argument("--n", type=int, default=60000,
+                    help="the first N training rows only (where exact is the better choice)")
+    ap.add_argument("--exact", action="store_true",
+                    help="also kmserve's exact svc (SMO), same C and gamma")
+    args = ap.parse_args()
+    X, y = load("train")
+    X, y = X[:args.n], y[:args.n]
+    T, t = load("t10k")
+    print(f"Fashion-MNIST: {X.shape[0]} x {X.shape[1]} training rows, {T.shape[0]} test rows; "
+          f"pixels / 255; rbf gamma = {GAMMA}, C = {C}", flush=True)
+    tmp = tempfile.mkdtemp(prefix="kmbench-svcl-")
+    for name, a in (("X", X), ("y", y), ("T", T), ("t", t)):
+        np.save(os.path.join(tmp, name + ".npy"), a)
+    if args.skip_libsvm_run:
+        with open(args.libsvm_cache) as f:
+            ref = json.load(f)
+    else:
+        print(f"LIBSVM (scikit-learn SVC) fit, timeout {args.libsvm_timeout:.0f} s ...",
+              flush=True)
+        ref = run_libsvm(tmp, args.libsvm_timeout)
+        with open(args.libsvm_cache, "w") as f:
+            json.dump(ref, f)
+    if ref.get("timeout"):
+        print(f"  LIBSVM did not finish within {ref['elapsed']:.0f} s", flush=True)
+    else:
+        print(f"  LIBSVM SVC: fit {ref['fit']:.1f} s, predict {ref['predict']:.1f} s, "
+              f"accuracy {ref['accuracy']:.4f}, {ref['n_support']} support vectors, "
+              f"peak {ref['peak_mib']:.0f} MiB", flush=True)
+    if args.only_libsvm:
+        return
+    binary = os.path.join(args.bin, "kmserve")
+    kernel = {"type": "rbf", "gamma": GAMMA}
+    Xl, yl = X.tolist(), y.tolist()
+    print(f"  {'what':26s} {'m':>6s} {'fit s':>8s} {'core s':>8s} {'feat s':>7s} "
+          f"{'peak MiB':>9s} {'pred s':>7s} {'accuracy':>9s} {'vs LIBSVM':>10s} "
+          f"{'time ratio':>10s} {'epochs':>7s}", flush=True)
+
+    def line(what, m, fit, core, peak, pred, acc, ep="", feat=float("nan")):
+        dacc = (acc - ref["accuracy"]) * 100 if "accuracy" in ref else float("nan")
+        ratio = core / ref["fit"] if "fit" in ref else float("nan")
+        print(f"  {what:26s} {m:6d} {fit:8.1f} {core:8.1f} {feat:7.1f} {peak:9.0f} {pred:7.1f} "
+              f"{acc:9.4f} {dacc:+9.2f}p {ratio:10.3f} {ep!s:>7s}", flush=True)
+
+    for m in [int(v) for v in args.ms.split(",") if v]:
+        body = json.dumps({"algorithm": "svc", "kernel": kernel, "X": Xl, "y": yl,
+                           "params": {"C": C, "solver": "nystrom", "n_centres": m,
+                                      "tol": args.tol}}).encode()
+        fit, peak, pred, lab, meta = ours(binary, body, T)
+        tr = meta["training"]
+        line("kmserve svc nystrom", m, fit, tr["seconds"], peak, pred,
+             float((lab == t).mean()), tr.get("epochs", ""), tr["feature_seconds"])
+    if args.exact:
+        body = json.dumps({"algorithm": "svc", "kernel": kernel, "X": Xl, "y": yl,
+                           "params": {"C": C, "cache_mb": 2000}}).encode()
+        fit, peak, pred, lab, meta = ours(binary, body, T)
+        line("kmserve svc exact (SMO)", len(Xl), fit, meta["training"]["seconds"], peak,
+             pred, float((lab == t).mean()))
+    onehot = np.eye(10)[y].tolist()
+    for m in [int(v) for v in args.krr_ms.split(",") if v]:
+        body = json.dumps({"algorithm": "krr", "kernel": kernel, "X": Xl, "y": onehot,
+                           "params": {"alpha": args.krr_alpha, "solver": "nystrom",
+                                      "n_centres": m, "cg_tol": 1e-4,
+                                      "cg_max_iter": 50}}).encode()
+        fit, peak, pred, val, meta = ours(binary, body, T)
+        tr = meta["training"]
+        line("kmserve krr nystrom 1-v-all", m, fit, tr["seconds"], peak, pred,
+             float((val.argmax(axis=1) == t).mean()), tr.get("iterations", ""))
+
+
+if __name__ == "__main__":
+    main()

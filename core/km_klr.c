@@ -1,0 +1,894 @@
+/*
+ * km_klr.c - kernel logistic regression: minimise
+ *     sum_i loss_i(f(x_i)) + (lambda / 2) sum_c |f_c|_H^2,
+ * f_c = sum_j a_jc k(x_j, .) + b_c, b_c an unpenalised intercept (with
+ * params.fit_intercept), over q functions:
+ *   binary (k = 2 classes, whatever multi_class says, as scikit-learn's
+ *           multi_class="auto"): q = 1, loss log(1 + exp(-y f)), y = +1
+ *           for the second class;
+ *   multinomial (k > 2, the default): q = k, softmax loss
+ *           logsumexp_c f_c - f_y;
+ *   ovr (k > 2): q = k independent binary problems, class c against the
+ *           rest; probabilities are the k sigmoids normalised to sum 1
+ *           (as scikit-learn's ovr).
+ *
+ * The solver: Newton's method on the dual coefficients, one function
+ * (block) at a time. For block c with the others fixed the loss's
+ * Hessian in f_c is the diagonal W = diag(p_c (1 - p_c)) (exact for
+ * binary and ovr, the block's own for multinomial), so the Newton system
+ * in (a_c, b_c) is, with q = r + lambda a_c (r = p_c - t_c the loss's
+ * gradient in f_c; the gradient in a_c is K q and in b_c is 1^T r):
+ *     (W K + lambda I) da = -(q + W 1 db)
+ *     db = (1^T a_c - 1^T M q) / (1^T M W 1),   M = (W K + lambda I)^-1
+ * and M v = (v - S B^-1 S K v) / lambda with S = W^1/2 and
+ *     B = S K S + lambda I,
+ * symmetric with eigenvalues >= lambda however small W is (Woodbury; the
+ * form of Rasmussen and Williams' Laplace approximation, algorithm 3.1):
+ * one blocked Cholesky of B (LAPACK DPOTRF / DTRSM / DSYRK by panels, so
+ * progress and cancel are reported between panels) and two solves per
+ * step. A backtracking (Armijo) line search on the objective along
+ * (da, db) keeps every step a descent; the objective along the line costs
+ * O(n q) since K da is computed once. The fixed point of the step has
+ * r + lambda a_c = 0 exactly, the representer condition, whatever the
+ * rank of K.
+ *
+ * Binary and ovr: each block is its own problem, so this is Newton's
+ * method, quadratically convergent. Multinomial: the k blocks are visited
+ * in turn (block Gauss-Seidel Newton, each step exact for its block and
+ * a descent on the whole objective), which converges to the exact
+ * optimum (strictly convex, smooth) at a linear rate. Why not a full
+ * Newton: its system is (n k) x (n k), 20 GB at n = 5000, k = 10; a
+ * block-diagonal Newton (Jacobi) needs the same k factorisations per
+ * sweep and converges more slowly than Gauss-Seidel; Newton-CG with
+ * Hessian-vector products needs a preconditioner as costly as these
+ * factorisations to converge in few iterations at small lambda. The
+ * iteration stops when the 2-norm of the whole gradient (in every a_c
+ * and, with the intercept, every b_c) is at most params.tol, after
+ * params.max_iter sweeps, or when no block can decrease the objective
+ * any more (rounding): the figures "iterations" and "gradient_norm" say
+ * where it stopped. Multinomial intercepts are centred to sum 0 at the
+ * end (the softmax does not see a shift), as scikit-learn's are.
+ *
+ * Memory: one n x n buffer holds K in its lower triangle (row-major) and
+ * B, then B's Cholesky factor, in its upper triangle, the diagonals
+ * apart (K's is kept in a vector); products with K (DSYMM on the lower
+ * triangle) correct the diagonal. O(n q) vectors besides.
+ *
+ * The model keeps the training X, the n x q coefficients and the q
+ * intercepts; decision values are km_kernel_expand in row blocks.
+ *
+ * Thread-safety: reentrant.
+ */
+#include <cblas.h>
+#include <float.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "km_internal.h"
+
+/* What the q functions are. */
+enum { KLR_BINARY = 0, KLR_MULTINOMIAL = 1, KLR_OVR = 2, KLR_KIND_COUNT };
+
+typedef struct klr_payload {
+    unsigned kind; /* KLR_* */
+    double *X;     /* n x d training rows */
+    double *coef;  /* n x q dual coefficients, row-major */
+    double *b;     /* q intercepts (0 without fit_intercept) */
+    double *xn;    /* n squared norms of X's rows (derived) */
+} klr_payload;
+
+static const char *const multi_names[KM_KLR_MULTI_COUNT] = {
+    [KM_KLR_MULTINOMIAL] = "multinomial",
+    [KM_KLR_OVR] = "ovr",
+};
+
+const char *km_klr_multi_name(km_klr_multi m)
+{
+    return (unsigned)m < KM_KLR_MULTI_COUNT ? multi_names[m] : NULL;
+}
+
+km_klr_params km_klr_params_default(void)
+{
+    km_klr_params p = {1.0, 1e-8, 100, 1, KM_KLR_MULTINOMIAL};
+    return p;
+}
+
+km_status km_klr_check(const km_klr_params *p, size_t n_classes,
+                       km_error *err)
+{
+    if (!(p->lambda > 0) || !isfinite(p->lambda))
+        return km_error_set(err, KM_EINVAL,
+                            "params.lambda must be a finite number > 0");
+    if (!(p->tol > 0) || !isfinite(p->tol))
+        return km_error_set(err, KM_EINVAL,
+                            "params.tol must be a finite number > 0");
+    if (p->max_iter < 1 || p->max_iter > KM_KLR_MAX_ITER)
+        return km_error_set(err, KM_EINVAL, "params.max_iter must be in "
+                            "[1, %d]", KM_KLR_MAX_ITER);
+    if (p->fit_intercept != 0 && p->fit_intercept != 1)
+        return km_error_set(err, KM_EINVAL,
+                            "params.fit_intercept must be true or false");
+    if ((unsigned)p->multi_class >= KM_KLR_MULTI_COUNT)
+        return km_error_set(err, KM_EINVAL,
+                            "params.multi_class must be multinomial or ovr");
+    if (n_classes == 1)
+        return km_error_set(err, KM_EPROBLEM, "y has 1 distinct class; klr "
+                            "needs at least 2");
+    return KM_OK;
+}
+
+/* The functions a fit of k classes learns. */
+static size_t n_functions(size_t k)
+{
+    return k == 2 ? 1 : k;
+}
+
+static size_t add_sat(size_t a, size_t b)
+{
+    return a + b < a ? SIZE_MAX : a + b;
+}
+
+static size_t mul_sat(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
+size_t km_klr_fit_bytes(size_t n, size_t d, size_t n_classes,
+                        const km_klr_params *p)
+{
+    (void)p; /* every choice holds the same buffers */
+    size_t q = n_functions(n_classes < 2 ? 2 : n_classes);
+    /* The n x n buffer; the fit's A, K A, F, Q and its gradient, the
+     * model's coefficients (n x q each, 6), the block's eleven n-vectors
+     * (K's diagonal among them), the counts; the model's X, coefficients,
+     * intercepts and norms. */
+    size_t v = mul_sat(n, n);
+    v = add_sat(v, mul_sat(6, mul_sat(n, q)));
+    v = add_sat(v, mul_sat(n, 11));
+    v = add_sat(v, mul_sat(n, add_sat(d, q + 1)));
+    v = add_sat(v, 3 * q + n_classes);
+    return mul_sat(sizeof(double), v);
+}
+
+/* ------------------------------------------------------------ losses */
+
+/* log(1 + exp(x)) without overflow. */
+static double softplus(double x)
+{
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+static double sigmoid(double x)
+{
+    if (x >= 0)
+        return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+/* What a fit works on: F column-major (n x q: F[c n + i] = f_c(x_i)). */
+typedef struct klr_fit {
+    unsigned kind;
+    size_t n, q;
+    const int *y;
+    double lambda;
+    int intercept;
+    double *G;  /* n x n: K lower, B / its factor upper (row-major) */
+    double *Kd; /* K's diagonal */
+    double *A, *KA, *F, *b; /* n x q column-major each, q */
+    double *Q, *KQ;         /* the gradient's parts, n x q */
+    double *r, *w, *s, *z, *da, *kda, *v2, *kv2; /* n each */
+    const km_fit_control *ctl;
+    double frac, g0;
+} klr_fit;
+
+/* Row i's target in block c (0 or 1). */
+static double target(const klr_fit *f, size_t c, size_t i)
+{
+    return f->kind == KLR_BINARY ? (f->y[i] == 1) : (f->y[i] == (int)c);
+}
+
+/* The loss of row i with block c's value replaced by fc (the others from
+ * F). */
+static double row_loss(const klr_fit *f, size_t c, size_t i, double fc)
+{
+    const double *F = f->F;
+    size_t n = f->n;
+    if (f->kind == KLR_BINARY)
+        return softplus(f->y[i] == 1 ? -fc : fc);
+    if (f->kind == KLR_OVR)
+        return softplus(f->y[i] == (int)c ? -fc : fc);
+    double mx = fc;
+    for (size_t j = 0; j < f->q; j++)
+        if (j != c && F[j * n + i] > mx)
+            mx = F[j * n + i];
+    double s = 0;
+    for (size_t j = 0; j < f->q; j++)
+        s += exp((j == c ? fc : F[j * n + i]) - mx);
+    double fy = f->y[i] == (int)c ? fc : F[(size_t)f->y[i] * n + i];
+    return mx + log(s) - fy;
+}
+
+/* The loss terms block c's value changes (all of them for multinomial;
+ * the block's own for binary and ovr) with f_c + t D: sum over rows. */
+static double block_loss(const klr_fit *f, size_t c, double t, const double *D)
+{
+    km_ksum s = {0, 0};
+    for (size_t i = 0; i < f->n; i++)
+        km_ksum_add(&s, row_loss(f, c, i, f->F[c * f->n + i] + t * D[i]));
+    return km_ksum_get(&s);
+}
+
+/* The whole objective at the current point. */
+static double objective(const klr_fit *f)
+{
+    size_t n = f->n;
+    km_ksum s = {0, 0};
+    if (f->kind == KLR_OVR) {
+        for (size_t c = 0; c < f->q; c++)
+            km_ksum_add(&s, block_loss(f, c, 0, f->F));
+    } else {
+        km_ksum_add(&s, block_loss(f, 0, 0, f->F));
+    }
+    for (size_t c = 0; c < f->q; c++)
+        for (size_t i = 0; i < n; i++)
+            km_ksum_add(&s, 0.5 * f->lambda * f->A[c * n + i] *
+                                f->KA[c * n + i]);
+    return km_ksum_get(&s);
+}
+
+/* r = p_c - t_c and w = p_c (1 - p_c) of block c at the current F. */
+static void block_residual(const klr_fit *f, size_t c, double *r, double *w)
+{
+    size_t n = f->n;
+    for (size_t i = 0; i < n; i++) {
+        double p;
+        if (f->kind == KLR_MULTINOMIAL) {
+            double mx = -HUGE_VAL, s = 0;
+            for (size_t j = 0; j < f->q; j++)
+                mx = f->F[j * n + i] > mx ? f->F[j * n + i] : mx;
+            for (size_t j = 0; j < f->q; j++)
+                s += exp(f->F[j * n + i] - mx);
+            p = exp(f->F[c * n + i] - mx) / s;
+        } else {
+            p = sigmoid(f->F[c * n + i]);
+        }
+        r[i] = p - target(f, c, i);
+        if (w)
+            w[i] = p * (1.0 - p);
+    }
+}
+
+/* ------------------------------------------------------------ algebra */
+
+/* Y (n x m, column-major) = K V: DSYMM on the lower triangle, whose
+ * diagonal may hold B's; K's own is Kd. */
+static void k_times(const klr_fit *f, const double *V, size_t m, double *Y)
+{
+    size_t n = f->n;
+    cblas_dsymm(CblasColMajor, CblasLeft, CblasUpper, (int)n, (int)m, 1.0,
+                f->G, (int)n, V, (int)n, 0.0, Y, (int)n);
+    /* Row-major lower == column-major upper. */
+    for (size_t j = 0; j < m; j++)
+        for (size_t i = 0; i < n; i++)
+            Y[j * n + i] += (f->Kd[i] - f->G[i * n + i]) * V[j * n + i];
+}
+
+/* Tiles of the transposing copy into B. */
+#define TILE 64
+/* Columns per panel of the Cholesky factorisation. */
+#define CHOL_BLOCK 512
+
+/* B = S K S + lambda I into the upper triangle (row-major), then its
+ * Cholesky factor (column-major lower: the same storage), by panels. */
+static km_status factor_b(klr_fit *f, km_error *err)
+{
+    size_t n = f->n;
+    double *G = f->G;
+    const double *s = f->s;
+    for (size_t i0 = 0; i0 < n; i0 += TILE)
+        for (size_t j0 = i0; j0 < n; j0 += TILE) {
+            size_t ie = i0 + TILE < n ? i0 + TILE : n;
+            size_t je = j0 + TILE < n ? j0 + TILE : n;
+            for (size_t i = i0; i < ie; i++)
+                for (size_t j = j0 > i + 1 ? j0 : i + 1; j < je; j++)
+                    G[i * n + j] = s[i] * s[j] * G[j * n + i];
+        }
+    for (size_t i = 0; i < n; i++)
+        G[i * n + i] = f->lambda + s[i] * s[i] * f->Kd[i];
+    for (size_t k = 0; k < n; k += CHOL_BLOCK) {
+        size_t kb = n - k < CHOL_BLOCK ? n - k : CHOL_BLOCK, m = n - k - kb;
+        double *A11 = G + k * n + k, *A21 = A11 + kb;
+        lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L',
+                                         (lapack_int)kb, A11, (lapack_int)n);
+        if (info > 0)
+            return km_error_set(err, KM_ENOTPD, "W^1/2 K W^1/2 + lambda I "
+                                "is not positive definite (Cholesky failed "
+                                "at row %zu): the kernel is not positive "
+                                "semi-definite on X; use a positive "
+                                "definite kernel or a larger params.lambda",
+                                k + (size_t)info);
+        if (info < 0)
+            return km_error_set(err, KM_EINTERNAL, "dpotrf argument %d",
+                                (int)-info);
+        if (m == 0)
+            break;
+        cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans,
+                    CblasNonUnit, (int)m, (int)kb, 1.0, A11, (int)n, A21,
+                    (int)n);
+        cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, (int)m, (int)kb,
+                    -1.0, A21, (int)n, 1.0, A21 + kb * n, (int)n);
+        if (km_progress(f->ctl, f->frac))
+            return km_error_set(err, KM_ECANCELLED, "fit cancelled");
+    }
+    return KM_OK;
+}
+
+/* V (n x 2 column-major, with KV = K V) := M V = (V - S B^-1 S K V) /
+ * lambda, B factored. */
+static void apply_m(klr_fit *f, double *V, double *KV, size_t m)
+{
+    size_t n = f->n;
+    for (size_t j = 0; j < m; j++)
+        for (size_t i = 0; i < n; i++)
+            KV[j * n + i] *= f->s[i];
+    LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'L', (lapack_int)n, (lapack_int)m, f->G,
+                   (lapack_int)n, KV, (lapack_int)n);
+    for (size_t j = 0; j < m; j++)
+        for (size_t i = 0; i < n; i++)
+            V[j * n + i] = (V[j * n + i] - f->s[i] * KV[j * n + i]) /
+                           f->lambda;
+}
+
+/* The whole gradient at the current point: Q = R + lambda A and KQ = K Q
+ * per block; the b parts into gb (q). Its 2-norm. */
+static double gradient(klr_fit *f, double *gb)
+{
+    size_t n = f->n, q = f->q;
+    for (size_t c = 0; c < q; c++) {
+        double *Qc = f->Q + c * n;
+        block_residual(f, c, Qc, NULL);
+        km_ksum s = {0, 0};
+        for (size_t i = 0; i < n; i++) {
+            km_ksum_add(&s, Qc[i]);
+            Qc[i] += f->lambda * f->A[c * n + i];
+        }
+        gb[c] = f->intercept ? km_ksum_get(&s) : 0;
+    }
+    k_times(f, f->Q, q, f->KQ);
+    km_ksum g = {0, 0};
+    for (size_t c = 0; c < q; c++) {
+        km_ksum_add(&g, gb[c] * gb[c]);
+        for (size_t i = 0; i < n; i++)
+            km_ksum_add(&g, f->KQ[c * n + i] * f->KQ[c * n + i]);
+    }
+    return sqrt(km_ksum_get(&g));
+}
+
+/* One Newton step on block c with a line search; *moved: whether it
+ * changed the point. KQ's column c must be K q_c at the current point
+ * when fresh (else it is recomputed). */
+static km_status block_step(klr_fit *f, size_t c, int fresh, int *moved,
+                            km_error *err)
+{
+    size_t n = f->n;
+    double lam = f->lambda, *a = f->A + c * n, *ka = f->KA + c * n;
+    double *r = f->r, *w = f->w, *V = f->z, *KV = f->v2;
+    *moved = 0;
+    block_residual(f, c, r, w);
+    /* V = [q, w], KV = K V */
+    for (size_t i = 0; i < n; i++) {
+        V[i] = r[i] + lam * a[i];
+        V[n + i] = w[i];
+        f->s[i] = sqrt(w[i]);
+    }
+    size_t m = f->intercept ? 2 : 1;
+    if (fresh) {
+        memcpy(KV, f->KQ + c * n, n * sizeof *KV);
+        if (m == 2)
+            k_times(f, V + n, 1, KV + n);
+    } else {
+        k_times(f, V, m, KV);
+    }
+    /* the slope's gradient part in a: K q, kept before KV is solved on */
+    memcpy(f->kv2, KV, n * sizeof *KV);
+    km_status st = factor_b(f, err);
+    if (st != KM_OK)
+        return st;
+    apply_m(f, V, KV, m); /* V = [M q, M w] */
+    double db = 0, gb = 0;
+    if (f->intercept) {
+        km_ksum sa = {0, 0}, smq = {0, 0}, smw = {0, 0}, sr = {0, 0};
+        for (size_t i = 0; i < n; i++) {
+            km_ksum_add(&sa, a[i]);
+            km_ksum_add(&smq, V[i]);
+            km_ksum_add(&smw, V[n + i]);
+            km_ksum_add(&sr, r[i]);
+        }
+        double den = km_ksum_get(&smw);
+        gb = km_ksum_get(&sr);
+        if (den > 0 && isfinite(den))
+            db = (km_ksum_get(&sa) - km_ksum_get(&smq)) / den;
+    }
+    double *da = f->da, *kda = f->kda;
+    for (size_t i = 0; i < n; i++)
+        da[i] = -(V[i] + (f->intercept ? db * V[n + i] : 0));
+    k_times(f, da, 1, kda);
+    /* D = K da + db: the change of f_c per unit step */
+    double slope_s = 0, dkd = 0, dka = 0;
+    {
+        km_ksum sl = {0, 0}, q2 = {0, 0}, q1 = {0, 0};
+        for (size_t i = 0; i < n; i++) {
+            km_ksum_add(&sl, f->kv2[i] * da[i]);
+            km_ksum_add(&q2, da[i] * kda[i]);
+            km_ksum_add(&q1, da[i] * ka[i]);
+        }
+        slope_s = km_ksum_get(&sl) + gb * db;
+        dkd = km_ksum_get(&q2);
+        dka = km_ksum_get(&q1);
+    }
+    for (size_t i = 0; i < n; i++)
+        kda[i] += db; /* now D */
+    if (!(slope_s < 0) || !isfinite(slope_s))
+        return KM_OK; /* no descent left (rounding) */
+    double l0 = block_loss(f, c, 0, kda);
+    double eps = 8 * DBL_EPSILON * (fabs(l0) + 1);
+    double t = 1;
+    for (int tries = 0; tries < 60; tries++, t *= 0.5) {
+        double l = block_loss(f, c, t, kda);
+        /* the penalty's change: lambda/2 ((a + t da)^T K (a + t da) -
+         * a^T K a) */
+        double dp = 0.5 * lam * (2 * t * dka + t * t * dkd);
+        if (isfinite(l) && l + dp - l0 <= 1e-4 * t * slope_s + eps) {
+            for (size_t i = 0; i < n; i++) {
+                a[i] += t * da[i];
+                ka[i] += t * (kda[i] - db);
+            }
+            f->b[c] += t * db;
+            for (size_t i = 0; i < n; i++)
+                f->F[c * n + i] = ka[i] + f->b[c];
+            *moved = 1;
+            return KM_OK;
+        }
+    }
+    return KM_OK;
+}
+
+/* The starting point: a = 0, and with the intercept, b at the optimum of
+ * the loss for a = 0 (the class frequencies' logits). */
+static void start(klr_fit *f, const size_t *counts, size_t k)
+{
+    size_t n = f->n, q = f->q;
+    for (size_t c = 0; c < q; c++) {
+        double b = 0;
+        if (f->intercept) {
+            if (f->kind == KLR_BINARY)
+                b = log((double)counts[1] / (double)counts[0]);
+            else if (f->kind == KLR_OVR)
+                b = log((double)counts[c] / (double)(n - counts[c]));
+            else {
+                double m = 0;
+                for (size_t j = 0; j < k; j++)
+                    m += log((double)counts[j]) / (double)k;
+                b = log((double)counts[c]) - m;
+            }
+        }
+        f->b[c] = b;
+        for (size_t i = 0; i < n; i++)
+            f->F[c * n + i] = b;
+    }
+}
+
+/* Progress: how far the gradient has come down from its first value
+ * towards tol, on a log scale; never backwards. */
+static void advance(klr_fit *f, double g, double tol)
+{
+    double p = 0;
+    if (g <= tol)
+        p = 1;
+    else if (f->g0 > tol && g < f->g0)
+        p = log(f->g0 / g) / log(f->g0 / tol);
+    p = 0.1 + 0.85 * (p < 1 ? p : 1);
+    f->frac = p > f->frac ? p : f->frac;
+}
+
+static void klr_free(void *payload)
+{
+    klr_payload *p = payload;
+    if (!p)
+        return;
+    free(p->X);
+    free(p->coef);
+    free(p->b);
+    free(p->xn);
+    free(p);
+}
+
+km_status km_klr_fit(const km_kernel *kernel, const km_klr_params *params,
+                     const double *X, size_t n, size_t d, const int *y,
+                     size_t n_classes, const km_fit_control *ctl,
+                     km_model **out, km_error *err)
+{
+    km_problem pb = {X, n, d, NULL, 0, y, n_classes};
+    km_fit_frame fr;
+    klr_fit f;
+    size_t *counts = NULL;
+    double *gb = NULL, *buf = NULL;
+    klr_payload *pl = NULL;
+    km_model *model = NULL;
+    memset(&f, 0, sizeof f);
+    km_status st = km_fit_begin(&fr, KM_ALGO_KLR, kernel, params, &pb, err);
+    if (st != KM_OK)
+        goto out;
+    size_t k = n_classes, q = n_functions(k);
+    if (!(counts = calloc(k, sizeof *counts))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for a klr fit");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        counts[y[i]]++;
+    for (size_t c = 0; c < k; c++)
+        if (!counts[c]) {
+            st = km_error_set(err, KM_EPROBLEM, "class %zu has no rows in y",
+                              c);
+            goto out;
+        }
+    f.kind = k == 2 ? KLR_BINARY
+             : params->multi_class == KM_KLR_OVR ? KLR_OVR
+                                                 : KLR_MULTINOMIAL;
+    f.n = n;
+    f.q = q;
+    f.y = y;
+    f.lambda = params->lambda;
+    f.intercept = params->fit_intercept;
+    f.ctl = ctl;
+    f.G = malloc(n * n * sizeof *f.G);
+    buf = calloc(6 * n * q + 11 * n + q, sizeof *buf);
+    gb = calloc(q, sizeof *gb);
+    pl = calloc(1, sizeof *pl);
+    if (!f.G || !buf || !gb || !pl) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for a %zu x %zu "
+                          "kernel matrix", n, n);
+        goto out;
+    }
+    /* n x q each: A, K A, F, Q, K Q, the model's coefficients; n each:
+     * K's diagonal, r, w, s, da, K da, K q; 2 n each: z, v2; q: b */
+    f.A = buf;
+    f.KA = f.A + n * q;
+    f.F = f.KA + n * q;
+    f.Q = f.F + n * q;
+    f.KQ = f.Q + n * q;
+    double *coef = f.KQ + n * q; /* n x q, the model's layout */
+    f.Kd = coef + n * q;
+    f.r = f.Kd + n;
+    f.w = f.r + n;
+    f.s = f.w + n;
+    f.da = f.s + n;
+    f.kda = f.da + n;
+    f.kv2 = f.kda + n;
+    f.z = f.kv2 + n;
+    f.v2 = f.z + 2 * n;
+    f.b = f.v2 + 2 * n;
+
+    if (km_progress(ctl, 0.0)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+    if ((st = km_gram_sym(&fr.k, X, n, d, f.G, 0, err)) != KM_OK)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        f.Kd[i] = f.G[i * n + i];
+    f.frac = 0.1;
+    if (km_progress(ctl, f.frac)) {
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+        goto out;
+    }
+    start(&f, counts, k);
+    double tol = params->tol, g = gradient(&f, gb);
+    f.g0 = g;
+    size_t its = 0;
+    while (g > tol && its < params->max_iter) {
+        int any = 0;
+        for (size_t c = 0; c < q; c++) {
+            int moved = 0;
+            if ((st = block_step(&f, c, c == 0, &moved, err)) != KM_OK)
+                goto out;
+            any |= moved;
+        }
+        its++;
+        g = gradient(&f, gb);
+        advance(&f, g, tol);
+        if (km_progress(ctl, f.frac)) {
+            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+            goto out;
+        }
+        if (!any)
+            break; /* no block can descend: the optimum within rounding */
+    }
+    double obj = objective(&f);
+    if (!km_all_finite(f.A, n * q) || !km_all_finite(f.b, q) ||
+        !isfinite(obj)) {
+        st = km_error_set(err, KM_ENOTPD, "the Newton iteration gave "
+                          "non-finite coefficients; use a larger "
+                          "params.lambda");
+        goto out;
+    }
+    if (f.kind == KLR_MULTINOMIAL && f.intercept) {
+        double mb = 0;
+        for (size_t c = 0; c < q; c++)
+            mb += f.b[c] / (double)q;
+        for (size_t c = 0; c < q; c++)
+            f.b[c] -= mb;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < q; c++)
+            coef[i * q + c] = f.A[c * n + i];
+    free(f.G);
+    f.G = NULL;
+    pl->kind = f.kind;
+    pl->X = malloc(n * d * sizeof *pl->X);
+    pl->coef = malloc(n * q * sizeof *pl->coef);
+    pl->b = malloc(q * sizeof *pl->b);
+    pl->xn = km_sqnorms(X, n, d);
+    if (!pl->X || !pl->coef || !pl->b || !pl->xn) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    memcpy(pl->X, X, n * d * sizeof *X);
+    memcpy(pl->coef, coef, n * q * sizeof *coef);
+    memcpy(pl->b, f.b, q * sizeof *f.b);
+
+    st = km_fit_model(&fr, d, n, q, pl, &model, err);
+    pl = NULL; /* owned by the model now, also on failure */
+    if (st != KM_OK)
+        goto out;
+    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
+    if (km_info_add1(pi, "lambda", KM_INFO_NUMBER, params->lambda) != KM_OK ||
+        km_info_add1(pi, "tol", KM_INFO_NUMBER, params->tol) != KM_OK ||
+        km_info_add1(pi, "max_iter", KM_INFO_INTEGER,
+                     (double)params->max_iter) != KM_OK ||
+        km_info_add1(pi, "fit_intercept", KM_INFO_BOOLEAN,
+                     params->fit_intercept) != KM_OK ||
+        km_info_add1(pi, "multi_class", KM_INFO_INTEGER,
+                     params->multi_class) != KM_OK ||
+        km_info_add1(ti, "iterations", KM_INFO_INTEGER, (double)its) !=
+            KM_OK ||
+        km_info_add1(ti, "gradient_norm", KM_INFO_NUMBER, g) != KM_OK ||
+        km_info_add1(ti, "objective", KM_INFO_NUMBER, obj) != KM_OK) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    model = NULL;
+out:
+    km_model_free(model);
+    klr_free(pl);
+    free(f.G);
+    free(buf);
+    free(gb);
+    free(counts);
+    km_fit_cleanup(&fr);
+    return st;
+}
+
+/* ------------------------------------------------------------ predict */
+
+static size_t model_classes(const km_model *m)
+{
+    const klr_payload *p = km_model_payload(m);
+    return p->kind == KLR_BINARY ? 2 : km_model_n_outputs(m);
+}
+
+km_status km_klr_decision(const km_model *m, const double *X, size_t n,
+                          double *out, km_error *err)
+{
+    km_status st = km_model_expect_input(m, KM_ALGO_KLR, "predict", X, n,
+                                         err);
+    if (st != KM_OK)
+        return st;
+    const klr_payload *p = km_model_payload(m);
+    return km_kernel_expand(km_model_kernel(m), p->X, km_model_n_samples(m),
+                            km_model_n_features(m), p->xn, p->coef,
+                            km_model_n_outputs(m), p->b, X, n, out, err);
+}
+
+/* Row v of q decision values to k probabilities. */
+static void to_probabilities(unsigned kind, const double *v, size_t k,
+                             double *p)
+{
+    if (kind == KLR_BINARY) {
+        p[1] = sigmoid(v[0]);
+        p[0] = sigmoid(-v[0]);
+        return;
+    }
+    double s = 0;
+    if (kind == KLR_OVR) {
+        for (size_t c = 0; c < k; c++)
+            s += p[c] = sigmoid(v[c]);
+    } else {
+        double mx = -HUGE_VAL;
+        for (size_t c = 0; c < k; c++)
+            mx = v[c] > mx ? v[c] : mx;
+        for (size_t c = 0; c < k; c++)
+            s += p[c] = exp(v[c] - mx);
+    }
+    for (size_t c = 0; c < k; c++)
+        p[c] /= s;
+}
+
+km_status km_klr_probability(const km_model *m, const double *X, size_t n,
+                             double *out, km_error *err)
+{
+    km_status st = km_model_expect_input(m, KM_ALGO_KLR, "predict", X, n,
+                                         err);
+    if (st != KM_OK || n == 0)
+        return st;
+    const klr_payload *p = km_model_payload(m);
+    size_t k = model_classes(m), q = km_model_n_outputs(m);
+    double *v = malloc(n * q * sizeof *v);
+    if (!v)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a prediction");
+    if ((st = km_klr_decision(m, X, n, v, err)) == KM_OK)
+        for (size_t i = 0; i < n; i++)
+            to_probabilities(p->kind, v + i * q, k, out + i * k);
+    free(v);
+    return st;
+}
+
+km_status km_klr_predict(const km_model *m, const double *X, size_t n,
+                         int *labels, km_error *err)
+{
+    km_status st = km_model_expect_input(m, KM_ALGO_KLR, "predict", X, n,
+                                         err);
+    if (st != KM_OK || n == 0)
+        return st;
+    size_t k = model_classes(m);
+    double *P = malloc(n * k * sizeof *P);
+    if (!P)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a prediction");
+    if ((st = km_klr_probability(m, X, n, P, err)) == KM_OK)
+        for (size_t i = 0; i < n; i++) {
+            size_t best = 0;
+            for (size_t c = 1; c < k; c++)
+                if (P[i * k + c] > P[i * k + best])
+                    best = c;
+            labels[i] = (int)best;
+        }
+    free(P);
+    return st;
+}
+
+/* ------------------------------------------------------------ payload */
+
+static void klr_save(const void *payload, const km_model *m, km_writer *w)
+{
+    const klr_payload *p = payload;
+    size_t n = km_model_n_samples(m), q = km_model_n_outputs(m);
+    km_write_u32(w, p->kind);
+    km_write_f64s(w, p->X, n * km_model_n_features(m));
+    km_write_f64s(w, p->coef, n * q);
+    km_write_f64s(w, p->b, q);
+}
+
+static km_status klr_load(km_reader *r, const km_model *m, void **payload,
+                          km_error *err)
+{
+    size_t n = km_model_n_samples(m), d = km_model_n_features(m);
+    size_t q = km_model_n_outputs(m), nl = km_model_n_labels(m);
+    uint32_t kind = km_read_u32(r);
+    if (r->failed || kind >= KLR_KIND_COUNT)
+        return km_error_set(err, KM_ECORRUPT, "model file: klr payload kind "
+                            "%u is not 0 (binary), 1 (multinomial) or 2 "
+                            "(ovr)", (unsigned)kind);
+    size_t k = kind == KLR_BINARY ? 2 : q;
+    if ((kind == KLR_BINARY) != (q == 1) || k < 2 ||
+        k > km_max_classes(n) || nl != k)
+        return km_error_set(err, KM_ECORRUPT, "model file: klr of kind %u "
+                            "with %zu functions has %zu labels",
+                            (unsigned)kind, q, nl);
+    size_t nx = km_mul3(n, d, 1), nc = km_mul3(n, q, 1);
+    klr_payload *p = calloc(1, sizeof *p);
+    if (!p)
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    p->kind = kind;
+    p->X = nx ? km_read_f64s(r, nx) : NULL;
+    p->coef = p->X && nc ? km_read_f64s(r, nc) : NULL;
+    p->b = p->coef ? km_read_f64s(r, q) : NULL;
+    p->xn = p->b ? km_sqnorms(p->X, n, d) : NULL;
+    if (!p->xn) {
+        klr_free(p);
+        return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
+                            "model file: bad klr payload");
+    }
+    /* A fit checks its X, coefficients and intercepts finite. */
+    if (!km_all_finite(p->X, nx) || !km_all_finite(p->coef, nc) ||
+        !km_all_finite(p->b, q)) {
+        klr_free(p);
+        return km_error_set(err, KM_ECORRUPT, "model file: klr training "
+                            "rows, coefficients or intercepts are not all "
+                            "finite numbers");
+    }
+    *payload = p;
+    return KM_OK;
+}
+
+static size_t klr_bytes(const void *payload, const km_model *m)
+{
+    (void)payload;
+    size_t n = km_model_n_samples(m), q = km_model_n_outputs(m);
+    return sizeof(klr_payload) +
+           (n * (km_model_n_features(m) + q + 1) + q) * sizeof(double);
+}
+
+/* ------------------------------------------------------------ descriptor */
+
+static void params_default(void *params)
+{
+    *(km_klr_params *)params = km_klr_params_default();
+}
+
+static km_status check(const void *params, const km_problem *pb,
+                       km_error *err)
+{
+    return km_klr_check(params, pb->n_classes, err);
+}
+
+static size_t fit_bytes(const void *params, const km_problem *pb)
+{
+    return km_klr_fit_bytes(pb->n, pb->d, pb->n_classes, params);
+}
+
+static km_status fit(const km_kernel *k, const void *params,
+                     const km_problem *pb, const km_fit_control *ctl,
+                     km_model **out, km_error *err)
+{
+    return km_klr_fit(k, params, pb->X, pb->n, pb->d, pb->labels,
+                      pb->n_classes, ctl, out, err);
+}
+
+/* Binary: one function; else one per class. */
+static uint64_t max_outputs(uint64_t ns)
+{
+    return km_max_classes(ns);
+}
+
+/* kind, X, coefficients, intercepts: exactly. */
+static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
+                          uint64_t no, uint64_t *lo, uint64_t *hi)
+{
+    (void)format; /* one layout in every version */
+    uint64_t b = km_add_sat(4, km_f64s_bytes(km_mul_sat(ns, nf)));
+    b = km_add_sat(b, km_f64s_bytes(km_mul_sat(ns, no)));
+    *lo = *hi = km_add_sat(b, km_f64s_bytes(no));
+}
+
+static size_t score_columns(const km_model *m)
+{
+    return km_model_n_outputs(m);
+}
+
+const km_algo km_klr_algo = {
+    .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
+    .params_size = sizeof(km_klr_params),
+    .params_default = params_default,
+    .check = check,
+    .fit_bytes = fit_bytes,
+    .fit = fit,
+    .labels = km_klr_predict,
+    .scores = km_klr_decision,
+    .probabilities = km_klr_probability,
+    .classes = 1,
+    .n_classes = model_classes,
+    .score_columns = score_columns,
+    .max_outputs = max_outputs,
+    .payload_range = payload_range,
+    .free_payload = klr_free,
+    .save = klr_save,
+    .load = klr_load,
+    .bytes = klr_bytes,
+};

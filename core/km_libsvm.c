@@ -1,0 +1,1065 @@
+/*
+ * km_libsvm.c - LIBSVM's model file (the text svm-train writes and
+ * svm-predict reads) in and out, for C-SVC (svm_type c_svc) and
+ * epsilon-SVR (epsilon_svr) with the linear, polynomial, rbf and sigmoid
+ * kernels.
+ *
+ * The file (LIBSVM 3.x, svm.cpp's svm_save_model): header lines
+ * "KEY VALUES..." (svm_type, kernel_type, degree, gamma, coef0,
+ * nr_class, total_sv, rho, label, probA, probB, nr_sv), a line "SV",
+ * then one line per support vector: its nr_class-1 coefficients, then
+ * "index:value" pairs of its non-zero features (indices from 1,
+ * ascending). LIBSVM's kernels and parameterisation are kmserve's
+ * (gamma, coef0, degree: docs/model-format.md), and its one-vs-one
+ * layout is the one km_svm.c keeps, up to the order of the classes:
+ * LIBSVM numbers them in the order of the label line (first seen in
+ * training), kmserve in ascending label order. Reading maps LIBSVM's
+ * class i to kmserve's rank[i]; a pair whose two classes swap order
+ * changes sign (coefficients, rho and probB negated: the decision value
+ * of the pair (b, a) is minus that of (a, b), and P(b) = 1 - P(a) is the
+ * sigmoid with A kept and B negated). Writing needs no map: kmserve's
+ * order is a valid label order.
+ *
+ * Everything in a file is hostile. A read checks every line for
+ * printable ASCII and its length, every count against the bounds below
+ * and against each other (nr_class against label, rho, probA, probB and
+ * nr_sv; total_sv against nr_sv's sum and the SV lines; the coefficients
+ * of each SV line against nr_class - 1), every index (1 to
+ * KM_MODEL_MAX_FEATURES, strictly ascending on its line), every number
+ * (the whole token, finite; no hex, inf or nan) and the kernel through
+ * km_kernel_check, with gamma > 0 as a model file requires. A first pass
+ * allocates nothing that grows with the file beyond the header's arrays
+ * (at most 256 classes), so a caller can bound the model's memory
+ * (km_libsvm_bytes) before the second pass builds it. Errors are
+ * KM_EINVAL naming the line and the field.
+ *
+ * Thread-safety: reentrant.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "km_svm_internal.h"
+
+/* Longest header line (rho of 256 classes: 32 640 numbers of up to 25
+ * characters) and SV line (about 3 million features written out). */
+#define MAX_HEAD_LINE ((size_t)1 << 20)
+#define MAX_SV_LINE ((size_t)64 << 20)
+/* Most characters of one number or integer. */
+#define MAX_NUMBER 64
+
+enum {
+    H_SVM_TYPE, H_KERNEL_TYPE, H_DEGREE, H_GAMMA, H_COEF0, H_NR_CLASS,
+    H_TOTAL_SV, H_RHO, H_LABEL, H_PROBA, H_PROBB, H_NR_SV, H_COUNT
+};
+static const char *const head_names[H_COUNT] = {
+    "svm_type", "kernel_type", "degree", "gamma", "coef0", "nr_class",
+    "total_sv", "rho", "label", "probA", "probB", "nr_sv"};
+
+/* LIBSVM's kernel_type names of the kernels kmserve shares with it. */
+static const struct {
+    const char *name;
+    km_kernel_type type;
+} kernel_names[] = {
+    {"linear", KM_KERNEL_LINEAR},
+    {"polynomial", KM_KERNEL_POLYNOMIAL},
+    {"rbf", KM_KERNEL_RBF},
+    {"sigmoid", KM_KERNEL_SIGMOID},
+};
+#define N_KERNELS (sizeof kernel_names / sizeof *kernel_names)
+
+/* A span of the text: one line, or the values after a header key. */
+typedef struct span {
+    const char *p;
+    size_t n;
+    size_t line; /* 1-based line number */
+} span;
+
+typedef struct parsed {
+    km_algorithm algo;
+    km_kernel_type ktype;
+    double gamma, coef0;
+    long degree;
+    size_t k;          /* classes (svc); 0 for svr */
+    size_t nsv;        /* total_sv */
+    size_t npair;      /* rho entries: k(k-1)/2, or 1 (svr) */
+    size_t ncoef;      /* coefficients per SV line: k-1, or 1 (svr) */
+    double *rho, *probA, *probB; /* npair each (probA/B: svc, or NULL) */
+    long *label;       /* k, LIBSVM's order */
+    long *nr_sv;       /* k, LIBSVM's order */
+    int has_svr_prob;
+    double svr_probA;  /* epsilon_svr's probA (its Laplace scale) */
+    const char *sv_at; /* the first byte after the line "SV" */
+    size_t sv_line;    /* that line's number */
+    size_t max_index;  /* the largest feature index of the SV lines */
+} parsed;
+
+static void parsed_free(parsed *p)
+{
+    free(p->rho);
+    free(p->probA);
+    free(p->probB);
+    free(p->label);
+    free(p->nr_sv);
+}
+
+/* KM_EINVAL "LIBSVM model line L, FIELD: why". */
+static km_status bad(km_error *err, size_t line, const char *field,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static km_status bad(km_error *err, size_t line, const char *field,
+                     const char *fmt, ...)
+{
+    char why[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (line)
+        return km_error_set(err, KM_EINVAL, "LIBSVM model line %zu, %s: %s",
+                            line, field, why);
+    return km_error_set(err, KM_EINVAL, "LIBSVM model, %s: %s", field, why);
+}
+
+static km_status oom(km_error *err)
+{
+    return km_error_set(err, KM_ENOMEM, "out of memory reading a LIBSVM "
+                        "model");
+}
+
+/* ------------------------------------------------------------ lexing */
+
+/* The next line from *at (up to end) into l: its bytes without the
+ * '\n' (and a '\r' before it). 0 at the end of the text. Fails on a
+ * byte that is not printable ASCII or a tab, or a line over max. */
+static int next_line(const char **at, const char *end, size_t *no, size_t max,
+                     span *l, km_status *st, km_error *err)
+{
+    *st = KM_OK;
+    if (*at >= end)
+        return 0;
+    const char *p = *at, *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *e = nl ? nl : end;
+    *at = nl ? nl + 1 : end;
+    l->line = ++*no;
+    if (e > p && e[-1] == '\r')
+        e--;
+    l->p = p;
+    l->n = (size_t)(e - p);
+    if (l->n > max) {
+        *st = bad(err, l->line, "line", "longer than %zu bytes", max);
+        return 0;
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c != '\t' && (c < 0x20 || c > 0x7e)) {
+            *st = bad(err, l->line, "line", "byte %zu is 0x%02x, not "
+                      "printable ASCII text", i + 1, c);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The next token of s (advanced past it): a run of bytes other than
+ * space and tab. 0 when none is left. */
+static int next_token(span *s, span *tok)
+{
+    while (s->n && (*s->p == ' ' || *s->p == '\t')) {
+        s->p++;
+        s->n--;
+    }
+    if (!s->n)
+        return 0;
+    tok->p = s->p;
+    tok->line = s->line;
+    while (s->n && *s->p != ' ' && *s->p != '\t') {
+        s->p++;
+        s->n--;
+    }
+    tok->n = (size_t)(s->p - tok->p);
+    return 1;
+}
+
+static int token_is(const span *t, const char *word)
+{
+    return t->n == strlen(word) && !memcmp(t->p, word, t->n);
+}
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* A finite decimal number that is the whole token:
+ * [+-]digits[.digits][(e|E)[+-]digits], digits on at least one side of
+ * the point. 0, or -1 if it is not one. */
+static int parse_number(const char *p, size_t n, double *out)
+{
+    char buf[MAX_NUMBER + 1];
+    size_t i = 0, mant = 0;
+    if (n == 0 || n > MAX_NUMBER)
+        return -1;
+    if (p[i] == '+' || p[i] == '-')
+        i++;
+    while (i < n && is_digit(p[i]))
+        i++, mant++;
+    if (i < n && p[i] == '.') {
+        i++;
+        while (i < n && is_digit(p[i]))
+            i++, mant++;
+    }
+    if (!mant)
+        return -1;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < n && (p[i] == '+' || p[i] == '-'))
+            i++;
+        size_t exp = 0;
+        while (i < n && is_digit(p[i]))
+            i++, exp++;
+        if (!exp)
+            return -1;
+    }
+    if (i != n)
+        return -1;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    double v = strtod(buf, NULL);
+    if (!isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A decimal integer [+-]digits that is the whole token, within
+ * [lo, hi]. 0, or -1. */
+static int parse_integer(const char *p, size_t n, long lo, long hi, long *out)
+{
+    char buf[MAX_NUMBER + 1];
+    size_t i = (n && (p[0] == '+' || p[0] == '-')) ? 1 : 0;
+    if (n == 0 || n > MAX_NUMBER || i == n)
+        return -1;
+    for (size_t j = i; j < n; j++)
+        if (!is_digit(p[j]))
+            return -1;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    errno = 0;
+    long v = strtol(buf, NULL, 10);
+    if (errno || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* ------------------------------------------------------------ header */
+
+/* Exactly count finite numbers from the values of header field h. */
+static km_status head_numbers(span v, int h, size_t count, double *out,
+                              km_error *err)
+{
+    span t;
+    size_t i = 0;
+    for (; next_token(&v, &t); i++) {
+        if (i == count)
+            return bad(err, v.line, head_names[h], "more than %zu values "
+                       "(nr_class says %zu)", count, count);
+        if (parse_number(t.p, t.n, &out[i]))
+            return bad(err, v.line, head_names[h], "value %zu '%.*s' is not "
+                       "a finite decimal number", i + 1,
+                       (int)(t.n < 40 ? t.n : 40), t.p);
+    }
+    if (i != count)
+        return bad(err, v.line, head_names[h], "%zu values; %zu expected",
+                   i, count);
+    return KM_OK;
+}
+
+/* Exactly count integers in [lo, hi] from the values of field h. */
+static km_status head_integers(span v, int h, size_t count, long lo, long hi,
+                               long *out, km_error *err)
+{
+    span t;
+    size_t i = 0;
+    for (; next_token(&v, &t); i++) {
+        if (i == count)
+            return bad(err, v.line, head_names[h], "more than %zu values",
+                       count);
+        if (parse_integer(t.p, t.n, lo, hi, &out[i]))
+            return bad(err, v.line, head_names[h], "value %zu '%.*s' is not "
+                       "an integer from %ld to %ld", i + 1,
+                       (int)(t.n < 40 ? t.n : 40), t.p, lo, hi);
+    }
+    if (i != count)
+        return bad(err, v.line, head_names[h], "%zu values; %zu expected",
+                   i, count);
+    return KM_OK;
+}
+
+/* The one word of field h. */
+static km_status head_word(span v, int h, span *word, km_error *err)
+{
+    span extra;
+    if (!next_token(&v, word))
+        return bad(err, v.line, head_names[h], "no value");
+    if (next_token(&v, &extra))
+        return bad(err, v.line, head_names[h], "one value expected");
+    return KM_OK;
+}
+
+/* Field h must be present (want 1) or absent (want 0). */
+static km_status need(const span *f, const int *seen, int h, int want,
+                      const char *why, km_error *err)
+{
+    if (seen[h] && !want)
+        return bad(err, f[h].line, head_names[h], "not expected %s", why);
+    if (!seen[h] && want)
+        return bad(err, 0, head_names[h], "missing (needed %s)", why);
+    return KM_OK;
+}
+
+static km_status read_types(const span *f, const int *seen, parsed *p,
+                            km_error *err)
+{
+    span w;
+    km_status st = need(f, seen, H_SVM_TYPE, 1, "in every model", err);
+    if (st == KM_OK)
+        st = head_word(f[H_SVM_TYPE], H_SVM_TYPE, &w, err);
+    if (st != KM_OK)
+        return st;
+    if (token_is(&w, "c_svc"))
+        p->algo = KM_ALGO_SVC;
+    else if (token_is(&w, "epsilon_svr"))
+        p->algo = KM_ALGO_SVR;
+    else
+        return bad(err, w.line, "svm_type", "'%.*s' is not supported; "
+                   "kmserve imports c_svc and epsilon_svr",
+                   (int)(w.n < 40 ? w.n : 40), w.p);
+    st = need(f, seen, H_KERNEL_TYPE, 1, "in every model", err);
+    if (st == KM_OK)
+        st = head_word(f[H_KERNEL_TYPE], H_KERNEL_TYPE, &w, err);
+    if (st != KM_OK)
+        return st;
+    size_t i = 0;
+    while (i < N_KERNELS && !token_is(&w, kernel_names[i].name))
+        i++;
+    if (i == N_KERNELS)
+        return bad(err, w.line, "kernel_type", "'%.*s' is not supported; "
+                   "kmserve imports linear, polynomial, rbf and sigmoid",
+                   (int)(w.n < 40 ? w.n : 40), w.p);
+    p->ktype = kernel_names[i].type;
+    return KM_OK;
+}
+
+/* degree, gamma and coef0: present exactly where LIBSVM writes them. */
+static km_status read_kernel(const span *f, const int *seen, parsed *p,
+                             km_error *err)
+{
+    int poly = p->ktype == KM_KERNEL_POLYNOMIAL;
+    int sig = p->ktype == KM_KERNEL_SIGMOID;
+    const char *kname = km_kernel_type_name(p->ktype);
+    char why[64];
+    snprintf(why, sizeof why, "with kernel_type %s", kname);
+    km_status st = need(f, seen, H_DEGREE, poly, why, err);
+    if (st == KM_OK)
+        st = need(f, seen, H_GAMMA, p->ktype != KM_KERNEL_LINEAR, why, err);
+    if (st == KM_OK)
+        st = need(f, seen, H_COEF0, poly || sig, why, err);
+    if (st != KM_OK)
+        return st;
+    p->degree = 3;
+    if (poly && (st = head_integers(f[H_DEGREE], H_DEGREE, 1, 0, 64,
+                                    &p->degree, err)) != KM_OK)
+        return st;
+    if (seen[H_GAMMA]) {
+        if ((st = head_numbers(f[H_GAMMA], H_GAMMA, 1, &p->gamma, err)) !=
+            KM_OK)
+            return st;
+        if (!(p->gamma > 0))
+            return bad(err, f[H_GAMMA].line, "gamma", "%.17g is not > 0 "
+                       "(kmserve's kernels need gamma > 0)", p->gamma);
+    }
+    if (seen[H_COEF0])
+        return head_numbers(f[H_COEF0], H_COEF0, 1, &p->coef0, err);
+    return KM_OK;
+}
+
+/* nr_class, total_sv, rho, label, probA, probB, nr_sv. */
+static km_status read_counts(const span *f, const int *seen, parsed *p,
+                             km_error *err)
+{
+    int svc = p->algo == KM_ALGO_SVC;
+    const char *why = svc ? "with c_svc" : "with epsilon_svr";
+    long v;
+    km_status st = need(f, seen, H_NR_CLASS, 1, "in every model", err);
+    if (st == KM_OK)
+        st = head_integers(f[H_NR_CLASS], H_NR_CLASS, 1, 2,
+                           svc ? KM_LIBSVM_MAX_CLASSES : 2, &v, err);
+    if (st != KM_OK)
+        return st;
+    p->k = svc ? (size_t)v : 0;
+    p->npair = svc ? km_n_pairs(p->k) : 1;
+    p->ncoef = svc ? p->k - 1 : 1;
+    if ((st = need(f, seen, H_TOTAL_SV, 1, "in every model", err)) ||
+        (st = head_integers(f[H_TOTAL_SV], H_TOTAL_SV, 1, 0,
+                            (long)KM_MODEL_MAX_SAMPLES, &v, err)))
+        return st;
+    p->nsv = (size_t)v;
+    if ((st = need(f, seen, H_LABEL, svc, why, err)) ||
+        (st = need(f, seen, H_NR_SV, svc, why, err)) ||
+        (st = need(f, seen, H_RHO, 1, "in every model", err)))
+        return st;
+    if (svc && seen[H_PROBA] != seen[H_PROBB])
+        return bad(err, 0, seen[H_PROBA] ? "probB" : "probA", "missing (probA "
+                   "and probB come together)");
+    if (!svc && (st = need(f, seen, H_PROBB, 0, why, err)))
+        return st;
+    p->rho = malloc(p->npair * sizeof *p->rho);
+    if (!p->rho)
+        return oom(err);
+    if ((st = head_numbers(f[H_RHO], H_RHO, p->npair, p->rho, err)))
+        return st;
+    if (!svc) {
+        p->has_svr_prob = seen[H_PROBA];
+        if (p->has_svr_prob &&
+            (st = head_numbers(f[H_PROBA], H_PROBA, 1, &p->svr_probA, err)))
+            return st;
+        return KM_OK;
+    }
+    p->label = malloc(p->k * sizeof *p->label);
+    p->nr_sv = malloc(p->k * sizeof *p->nr_sv);
+    if (!p->label || !p->nr_sv)
+        return oom(err);
+    if ((st = head_integers(f[H_LABEL], H_LABEL, p->k, -2147483647L - 1,
+                            2147483647L, p->label, err)) ||
+        (st = head_integers(f[H_NR_SV], H_NR_SV, p->k, 0,
+                            (long)KM_MODEL_MAX_SAMPLES, p->nr_sv, err)))
+        return st;
+    size_t sum = 0;
+    for (size_t i = 0; i < p->k; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (p->label[j] == p->label[i])
+                return bad(err, f[H_LABEL].line, "label", "%ld appears twice "
+                           "(values %zu and %zu)", p->label[i], j + 1, i + 1);
+        sum += (size_t)p->nr_sv[i];
+    }
+    if (sum != p->nsv)
+        return bad(err, f[H_NR_SV].line, "nr_sv", "adds up to %zu; total_sv "
+                   "is %zu", sum, p->nsv);
+    if (seen[H_PROBA]) {
+        p->probA = malloc(p->npair * sizeof *p->probA);
+        p->probB = malloc(p->npair * sizeof *p->probB);
+        if (!p->probA || !p->probB)
+            return oom(err);
+        if ((st = head_numbers(f[H_PROBA], H_PROBA, p->npair, p->probA, err)) ||
+            (st = head_numbers(f[H_PROBB], H_PROBB, p->npair, p->probB, err)))
+            return st;
+    }
+    return KM_OK;
+}
+
+/* The header, up to and with the line "SV". */
+static km_status read_header(const char *text, size_t len, parsed *p,
+                             km_error *err)
+{
+    span f[H_COUNT], l, key;
+    int seen[H_COUNT] = {0};
+    const char *at = text, *end = text + len;
+    size_t no = 0;
+    km_status st;
+    for (;;) {
+        if (!next_line(&at, end, &no, MAX_HEAD_LINE, &l, &st, err))
+            return st != KM_OK ? st
+                               : bad(err, 0, "SV", "no line 'SV' ends the "
+                                     "header");
+        span rest = l;
+        if (!next_token(&rest, &key))
+            return bad(err, l.line, "line", "empty line in the header");
+        if (token_is(&key, "SV")) {
+            if (next_token(&rest, &key))
+                return bad(err, l.line, "SV", "nothing may follow 'SV' on "
+                           "its line");
+            break;
+        }
+        int h = 0;
+        while (h < H_COUNT && !token_is(&key, head_names[h]))
+            h++;
+        if (h == H_COUNT)
+            return bad(err, l.line, "line", "unknown field '%.*s'",
+                       (int)(key.n < 40 ? key.n : 40), key.p);
+        if (seen[h])
+            return bad(err, l.line, head_names[h], "given twice (line %zu "
+                       "first)", f[h].line);
+        seen[h] = 1;
+        f[h] = rest;
+    }
+    p->sv_at = at;
+    p->sv_line = no;
+    if ((st = read_types(f, seen, p, err)) ||
+        (st = read_kernel(f, seen, p, err)))
+        return st;
+    return read_counts(f, seen, p, err);
+}
+
+/* ------------------------------------------------------------ SV lines */
+
+/* Where the SV lines go (NULL: only checked), in the file's order. */
+typedef struct sv_sink {
+    size_t d;
+    double *sv, *coef;   /* nsv x d, nsv x ncoef */
+} sv_sink;
+
+/* The s-th SV line: ncoef numbers, then index:value pairs. */
+static km_status sv_line(const parsed *p, span l, size_t s,
+                         const sv_sink *o, size_t *max_index, km_error *err)
+{
+    span t;
+    char field[48];
+    snprintf(field, sizeof field, "SV %zu", s + 1);
+    for (size_t j = 0; j < p->ncoef; j++) {
+        double v;
+        if (!next_token(&l, &t) || memchr(t.p, ':', t.n))
+            return bad(err, l.line, field, "%zu coefficient%s expected "
+                       "(nr_class - 1) before the features; found %zu",
+                       p->ncoef, p->ncoef == 1 ? "" : "s", j);
+        if (parse_number(t.p, t.n, &v))
+            return bad(err, l.line, field, "coefficient %zu '%.*s' is not a "
+                       "finite decimal number", j + 1,
+                       (int)(t.n < 40 ? t.n : 40), t.p);
+        if (o)
+            o->coef[s * p->ncoef + j] = v;
+    }
+    long prev = 0;
+    while (next_token(&l, &t)) {
+        const char *colon = memchr(t.p, ':', t.n);
+        long idx;
+        double v;
+        if (!colon)
+            return bad(err, l.line, field, "'%.*s' is not index:value",
+                       (int)(t.n < 40 ? t.n : 40), t.p);
+        size_t in = (size_t)(colon - t.p);
+        if (parse_integer(t.p, in, 1, (long)KM_MODEL_MAX_FEATURES, &idx))
+            return bad(err, l.line, field, "index '%.*s' is not an integer "
+                       "from 1 to %zu", (int)(in < 40 ? in : 40), t.p,
+                       KM_MODEL_MAX_FEATURES);
+        if (idx <= prev)
+            return bad(err, l.line, field, "index %ld after %ld; indices "
+                       "must ascend", idx, prev);
+        if (parse_number(colon + 1, t.n - in - 1, &v))
+            return bad(err, l.line, field, "the value of index %ld is not a "
+                       "finite decimal number", idx);
+        prev = idx;
+        if ((size_t)idx > *max_index)
+            *max_index = (size_t)idx;
+        if (o)
+            o->sv[s * o->d + (size_t)idx - 1] = v;
+    }
+    return KM_OK;
+}
+
+/* Every SV line, and nothing but empty lines after them. */
+static km_status sv_lines(parsed *p, const char *end, const sv_sink *o,
+                          km_error *err)
+{
+    const char *at = p->sv_at;
+    size_t no = p->sv_line, max_index = 0;
+    span l, t;
+    km_status st;
+    for (size_t s = 0; s < p->nsv; s++) {
+        if (!next_line(&at, end, &no, MAX_SV_LINE, &l, &st, err))
+            return st != KM_OK ? st
+                               : bad(err, 0, "SV", "%zu SV lines; total_sv "
+                                     "is %zu", s, p->nsv);
+        if ((st = sv_line(p, l, s, o, &max_index, err)) != KM_OK)
+            return st;
+    }
+    while (next_line(&at, end, &no, MAX_SV_LINE, &l, &st, err)) {
+        span rest = l;
+        if (next_token(&rest, &t))
+            return bad(err, l.line, "SV", "more SV lines than total_sv (%zu)",
+                       p->nsv);
+    }
+    if (st != KM_OK)
+        return st;
+    p->max_index = max_index;
+    return KM_OK;
+}
+
+/* Both passes' start: the header and a check of every SV line. */
+static km_status scan(const char *text, size_t len, size_t n_features,
+                      parsed *p, km_error *err)
+{
+    memset(p, 0, sizeof *p);
+    km_status st = read_header(text, len, p, err);
+    if (st == KM_OK)
+        st = sv_lines(p, text + len, NULL, err);
+    if (st != KM_OK)
+        return st;
+    if (n_features > KM_MODEL_MAX_FEATURES)
+        return bad(err, 0, "n_features", "%zu is above %zu", n_features,
+                   KM_MODEL_MAX_FEATURES);
+    if (n_features && n_features < p->max_index)
+        return bad(err, 0, "n_features", "%zu is below the largest feature "
+                   "index in the file, %zu", n_features, p->max_index);
+    return KM_OK;
+}
+
+static void fill_info(const parsed *p, size_t n_features, km_libsvm_info *info)
+{
+    size_t d = n_features ? n_features : p->max_index;
+    info->algorithm = p->algo;
+    info->n_classes = p->k;
+    info->n_sv = p->nsv;
+    info->n_features = d ? d : 1;
+    info->has_probability = p->probA != NULL;
+}
+
+km_status km_libsvm_scan(const char *text, size_t len, size_t n_features,
+                         km_libsvm_info *info, km_error *err)
+{
+    parsed p;
+    km_status st = scan(text, len, n_features, &p, err);
+    if (st == KM_OK)
+        fill_info(&p, n_features, info);
+    parsed_free(&p);
+    return st;
+}
+
+size_t km_libsvm_bytes(const km_libsvm_info *info)
+{
+    size_t k = info->n_classes, nsv = info->n_sv, d = info->n_features;
+    size_t ncoef = k ? k - 1 : 1, npair = k ? km_n_pairs(k) : 1;
+    /* The rows, coefficients and norms twice (the reader's and the
+     * model's copies), the header's arrays. */
+    size_t rows = km_mul3(nsv, d, 2 * sizeof(double));
+    size_t coef = km_mul3(nsv, ncoef + 1, 2 * sizeof(double));
+    if (!rows && nsv && d)
+        return SIZE_MAX; /* overflow */
+    size_t b = rows + coef + nsv * 8 + npair * 48 + k * 64 + 4096;
+    return b < rows ? SIZE_MAX : b;
+}
+
+/* ------------------------------------------------------------ the model */
+
+/* The kmserve kernel of the file's, checked as a fit's. */
+static km_status make_kernel(const parsed *p, size_t d, km_kernel *k,
+                             km_error *err)
+{
+    km_kernel_init(k, p->ktype);
+    k->gamma = p->ktype == KM_KERNEL_LINEAR ? 1.0 / (double)d : p->gamma;
+    if (p->ktype == KM_KERNEL_POLYNOMIAL || p->ktype == KM_KERNEL_SIGMOID)
+        k->coef0 = p->coef0;
+    if (p->ktype == KM_KERNEL_POLYNOMIAL)
+        k->degree = (int)p->degree;
+    km_error why;
+    if (km_kernel_check(k, &why) != KM_OK)
+        return bad(err, 0, "kernel", "%s", why.message);
+    return KM_OK;
+}
+
+/* rank[i]: the kmserve class (ascending label order) of LIBSVM class i. */
+static void class_ranks(const parsed *p, size_t *rank)
+{
+    for (size_t i = 0; i < p->k; i++) {
+        rank[i] = 0;
+        for (size_t j = 0; j < p->k; j++)
+            rank[i] += p->label[j] < p->label[i];
+    }
+}
+
+/* Index of pair (a, b), a < b, of k classes: (0,1), (0,2), ..., (1,2). */
+static size_t pair_index(size_t a, size_t b, size_t k)
+{
+    return a * k - a * (a + 1) / 2 + (b - a - 1);
+}
+
+/* The arrays of one-vs-one parts renumbered (renumber). */
+typedef struct ovo {
+    int *n_support, *sv_index;
+    double *sv, *coef, *rho, *probA, *probB;
+} ovo;
+
+static void ovo_free(ovo *o)
+{
+    free(o->n_support);
+    free(o->sv_index);
+    free(o->sv);
+    free(o->coef);
+    free(o->rho);
+    free(o->probA);
+    free(o->probB);
+}
+
+/*
+ * The svc parts in with its classes renumbered, class i becoming
+ * rank[i]: support vectors regrouped in the new class order (each class's
+ * own order kept), each coefficient moved to its new column, and the
+ * pairs whose two classes swap order negated (coefficients, rho, probB;
+ * probA kept), so every decision value keeps its meaning. out's arrays
+ * are allocated here (free with ovo_free, also on failure).
+ */
+static km_status renumber(const km_svm_parts *in, size_t d,
+                          const size_t *rank, ovo *out, km_error *err)
+{
+    size_t k = in->k, nsv = in->nsv, nc = k - 1, np = km_n_pairs(k);
+    size_t from[KM_LIBSVM_MAX_CLASSES], to[KM_LIBSVM_MAX_CLASSES];
+    memset(out, 0, sizeof *out);
+    out->n_support = malloc(k * sizeof *out->n_support);
+    out->sv_index = malloc((nsv ? nsv : 1) * sizeof *out->sv_index);
+    out->sv = malloc((nsv ? nsv * d : 1) * sizeof *out->sv);
+    out->coef = malloc((nsv ? nsv * nc : 1) * sizeof *out->coef);
+    out->rho = malloc(np * sizeof *out->rho);
+    if (in->probA) {
+        out->probA = malloc(np * sizeof *out->probA);
+        out->probB = malloc(np * sizeof *out->probB);
+    }
+    if (!out->n_support || !out->sv_index || !out->sv || !out->coef ||
+        !out->rho || (in->probA && (!out->probA || !out->probB)))
+        return oom(err);
+    for (size_t i = 0; i < k; i++)
+        out->n_support[rank[i]] = in->n_support[i];
+    for (size_t c = 0, a = 0, b = 0; c < k; c++) {
+        from[c] = a;
+        to[c] = b;
+        a += (size_t)in->n_support[c];
+        b += (size_t)out->n_support[c];
+    }
+    for (size_t i = 0; i < k; i++)
+        for (size_t t = 0; t < (size_t)in->n_support[i]; t++) {
+            size_t s = from[i] + t, row = to[rank[i]] + t;
+            out->sv_index[row] = in->sv_index[s];
+            memcpy(out->sv + row * d, in->sv + s * d, d * sizeof *out->sv);
+            for (size_t j = 0; j < nc; j++) {
+                size_t other = j < i ? j : j + 1; /* column j of class i */
+                size_t a = rank[i], b = rank[other];
+                double v = in->coef[s * nc + j];
+                out->coef[row * nc + (b < a ? b : b - 1)] =
+                    (i < other) != (a < b) ? -v : v;
+            }
+        }
+    for (size_t i = 0, q = 0; i < k; i++)
+        for (size_t j = i + 1; j < k; j++, q++) {
+            size_t a = rank[i], b = rank[j];
+            int flipped = a > b;
+            size_t at = flipped ? pair_index(b, a, k) : pair_index(a, b, k);
+            out->rho[at] = flipped ? -in->rho[q] : in->rho[q];
+            if (in->probA) {
+                out->probA[at] = in->probA[q];
+                out->probB[at] = flipped ? -in->probB[q] : in->probB[q];
+            }
+        }
+    return KM_OK;
+}
+
+/* Labels as the model keeps numeric ones: ascending, "%ld" (the text
+ * %.17g writes for a whole number of at most 10 digits). */
+static km_status set_labels(km_model *m, const parsed *p, const size_t *rank,
+                            km_error *err)
+{
+    char (*text)[24] = malloc(p->k * sizeof *text);
+    const char **lab = malloc(p->k * sizeof *lab);
+    km_status st = KM_OK;
+    if (!text || !lab) {
+        st = oom(err);
+    } else {
+        for (size_t i = 0; i < p->k; i++) {
+            snprintf(text[rank[i]], sizeof text[0], "%ld", p->label[i]);
+            lab[rank[i]] = text[rank[i]];
+        }
+        st = km_model_set_labels(m, lab, p->k, 1, err);
+    }
+    free(text);
+    free(lab);
+    return st;
+}
+
+/* The figures: params what the file tells (svc: probability), training
+ * imported_from (1: libsvm), n_support, and epsilon_svr's probA. */
+static km_status add_figures(km_model *m, const parsed *p, const size_t *rank)
+{
+    km_info *pi = km_model_params_mut(m), *ti = km_model_training_mut(m);
+    km_status st = KM_OK;
+    if (p->k)
+        st = km_info_add1(pi, "probability", KM_INFO_BOOLEAN,
+                          p->probA != NULL);
+    if (st == KM_OK)
+        st = km_info_add1(ti, "imported_from", KM_INFO_INTEGER,
+                          KM_IMPORTED_LIBSVM);
+    if (st == KM_OK && p->k) {
+        double ns[KM_LIBSVM_MAX_CLASSES];
+        for (size_t i = 0; i < p->k; i++)
+            ns[rank[i]] = (double)p->nr_sv[i];
+        st = km_info_add(ti, "n_support", KM_INFO_INTEGER, 1, ns, p->k);
+    } else if (st == KM_OK) {
+        st = km_info_add1(ti, "n_support", KM_INFO_INTEGER, (double)p->nsv);
+    }
+    if (st == KM_OK && p->has_svr_prob)
+        st = km_info_add1(ti, "probA", KM_INFO_NUMBER, p->svr_probA);
+    return st;
+}
+
+/* The model of parts (LIBSVM's class order) for the parsed file p:
+ * classes renumbered in ascending label order, LIBSVM's order kept as
+ * the vote order of ties unless it is that order. */
+static km_status build(const parsed *p, const km_kernel *kern, size_t d,
+                       km_svm_parts *parts, km_model **out, km_error *err)
+{
+    size_t rank[KM_LIBSVM_MAX_CLASSES];
+    int vote[KM_LIBSVM_MAX_CLASSES], ascending = 1;
+    ovo o;
+    memset(&o, 0, sizeof o);
+    km_status st = KM_OK;
+    if (p->k) {
+        class_ranks(p, rank);
+        for (size_t i = 0; i < p->k; i++) {
+            vote[i] = (int)rank[i];
+            ascending &= rank[i] == i;
+        }
+        if ((st = renumber(parts, d, rank, &o, err)) != KM_OK)
+            goto out;
+        km_svm_parts sorted = {p->k, p->nsv, o.n_support, o.sv_index, o.sv,
+                               o.coef, o.rho, o.probA, o.probB,
+                               ascending ? NULL : vote};
+        *parts = sorted;
+    }
+    /* Every class has a row, so n_samples is at least the class count. */
+    size_t ns = p->nsv > p->k ? p->nsv : p->k;
+    km_model *m = NULL;
+    st = km_svm_model_new(p->algo, kern, d, ns ? ns : 1, parts, &m, err);
+    if (st == KM_OK && p->k)
+        st = set_labels(m, p, rank, err);
+    if (st == KM_OK && add_figures(m, p, rank) != KM_OK)
+        st = oom(err);
+    if (st == KM_OK)
+        *out = m;
+    else
+        km_model_free(m);
+out:
+    ovo_free(&o);
+    return st;
+}
+
+km_status km_libsvm_read(const char *text, size_t len, size_t n_features,
+                         km_model **out, km_error *err)
+{
+    parsed p;
+    km_libsvm_info info;
+    km_kernel kern;
+    double *sv = NULL, *coef = NULL;
+    int *sv_index = NULL, nr_sv[KM_LIBSVM_MAX_CLASSES];
+    km_kernel_init(&kern, KM_KERNEL_LINEAR);
+    km_status st = scan(text, len, n_features, &p, err);
+    if (st != KM_OK)
+        goto out;
+    fill_info(&p, n_features, &info);
+    size_t d = info.n_features, nsv = p.nsv;
+    if ((st = make_kernel(&p, d, &kern, err)) != KM_OK)
+        goto out;
+    if (nsv && !km_mul3(nsv, d, sizeof *sv)) {
+        st = oom(err);
+        goto out;
+    }
+    sv = calloc(nsv ? nsv * d : 1, sizeof *sv);
+    coef = malloc((nsv ? nsv : 1) * p.ncoef * sizeof *coef);
+    sv_index = malloc((nsv ? nsv : 1) * sizeof *sv_index);
+    if (!sv || !coef || !sv_index) {
+        st = oom(err);
+        goto out;
+    }
+    sv_sink sink = {d, sv, coef};
+    if ((st = sv_lines(&p, text + len, &sink, err)) != KM_OK)
+        goto out;
+    for (size_t s = 0; s < nsv; s++)
+        sv_index[s] = (int)s; /* its place among the SV lines */
+    for (size_t i = 0; i < p.k; i++)
+        nr_sv[i] = (int)p.nr_sv[i];
+    km_svm_parts parts = {p.k, nsv, p.k ? nr_sv : NULL, sv_index, sv, coef,
+                          p.rho, p.probA, p.probB, NULL};
+    st = build(&p, &kern, d, &parts, out, err);
+out:
+    km_kernel_cleanup(&kern);
+    parsed_free(&p);
+    free(sv);
+    free(coef);
+    free(sv_index);
+    return st;
+}
+
+/* ------------------------------------------------------------ writing */
+
+/* Whether m is of the exact form: the support-vector expansion of an
+ * SMO solve in the file layout of format 2 (3 only for a vote order). A
+ * payload of another form (an approximate solver's) is written in a
+ * later format version (the descriptor's file_format) or records its
+ * params.solver. */
+static int exact_form(const km_model *m)
+{
+    const km_algo *al = km_algo_of(km_model_algorithm(m));
+    km_svm_parts p;
+    km_svm_parts_of(m, &p);
+    uint32_t fv = al->file_format ? al->file_format(km_model_payload(m)) : 0;
+    if (fv > 3 || (fv == 3 && !p.vote))
+        return 0;
+    const km_info_entry *s = km_info_find(km_model_params(m), "solver");
+    return !s || (s->count == 1 && s->values[0] == 0);
+}
+
+km_status km_libsvm_check_export(const km_model *m, km_error *err)
+{
+    km_algorithm a = km_model_algorithm(m);
+    const km_kernel *k = km_model_kernel(m);
+    const km_pre_stats *pre = km_model_pre(m);
+    if (a != KM_ALGO_SVC && a != KM_ALGO_SVR)
+        return km_error_set(err, KM_ECONFLICT, "a LIBSVM model file holds "
+                            "c_svc and epsilon_svr models; this model is %s",
+                            km_algorithm_name(a));
+    size_t i = 0;
+    while (i < N_KERNELS && kernel_names[i].type != k->type)
+        i++;
+    if (i == N_KERNELS)
+        return km_error_set(err, KM_ECONFLICT, "LIBSVM has no %s kernel; it "
+                            "has linear, polynomial, rbf and sigmoid",
+                            km_kernel_type_name(k->type));
+    if (pre->x_shift || pre->y_mean)
+        return km_error_set(err, KM_ECONFLICT, "this model preprocesses its "
+                            "data (preprocess.%s), which a LIBSVM model file "
+                            "cannot hold; fit without preprocess (scale the "
+                            "data beforehand, as svm-scale does)",
+                            pre->x_shift ? "scale" : "center_y");
+    if (!exact_form(m))
+        return km_error_set(err, KM_ECONFLICT, "this %s model is not the "
+                            "support-vector expansion of the exact solver, "
+                            "the only form a LIBSVM model file holds",
+                            km_algorithm_name(a));
+    for (size_t c = 0; c < km_model_n_labels(m); c++) {
+        const char *l = km_model_label(m, c);
+        char *end;
+        errno = 0;
+        long v = km_model_labels_numeric(m) ? strtol(l, &end, 10) : 0;
+        if (!km_model_labels_numeric(m) || *end || errno ||
+            v < -2147483647L - 1 || v > 2147483647L)
+            return km_error_set(err, KM_ECONFLICT, "LIBSVM's class labels "
+                                "are 32-bit integers; this model's label "
+                                "\"%.64s\" is not one", l);
+    }
+    return KM_OK;
+}
+
+/* printf into the writer. */
+static void put(km_writer *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void put(km_writer *w, const char *fmt, ...)
+{
+    char buf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        km_write_bytes(w, buf, (size_t)n < sizeof buf ? (size_t)n
+                                                       : sizeof buf - 1);
+}
+
+static void put_list(km_writer *w, const char *key, const double *v, size_t n)
+{
+    put(w, "%s", key);
+    for (size_t i = 0; i < n; i++)
+        put(w, " %.17g", v[i]);
+    put(w, "\n");
+}
+
+/* The text of parts (LIBSVM's class order; label[c] the label of its
+ * class c) into w. */
+static void write_text(km_writer *w, const km_kernel *k, size_t d,
+                       const km_svm_parts *p, const char *const *label,
+                       const km_info_entry *svr_prob)
+{
+    size_t ncoef = p->k ? p->k - 1 : 1, npair = p->k ? km_n_pairs(p->k) : 1;
+    size_t i = 0;
+    while (kernel_names[i].type != k->type)
+        i++;
+    put(w, "svm_type %s\nkernel_type %s\n", p->k ? "c_svc" : "epsilon_svr",
+        kernel_names[i].name);
+    if (k->type == KM_KERNEL_POLYNOMIAL)
+        put(w, "degree %d\n", k->degree);
+    if (k->type != KM_KERNEL_LINEAR)
+        put(w, "gamma %.17g\n", k->gamma);
+    if (k->type == KM_KERNEL_POLYNOMIAL || k->type == KM_KERNEL_SIGMOID)
+        put(w, "coef0 %.17g\n", k->coef0);
+    put(w, "nr_class %zu\ntotal_sv %zu\n", p->k ? p->k : 2, p->nsv);
+    put_list(w, "rho", p->rho, npair);
+    if (p->k) {
+        put(w, "label");
+        for (size_t c = 0; c < p->k; c++)
+            put(w, " %s", label[c]);
+        put(w, "\n");
+    }
+    if (p->probA) {
+        put_list(w, "probA", p->probA, npair);
+        put_list(w, "probB", p->probB, npair);
+    } else if (svr_prob && svr_prob->count == 1) {
+        put_list(w, "probA", svr_prob->values, 1);
+    }
+    if (p->k) {
+        put(w, "nr_sv");
+        for (size_t c = 0; c < p->k; c++)
+            put(w, " %d", p->n_support[c]);
+        put(w, "\n");
+    }
+    put(w, "SV\n");
+    for (size_t s = 0; s < p->nsv; s++) {
+        for (size_t j = 0; j < ncoef; j++)
+            put(w, "%.17g ", p->coef[s * ncoef + j]);
+        for (size_t j = 0; j < d; j++)
+            if (p->sv[s * d + j] != 0) /* LIBSVM's sparse rows: zeros left out */
+                put(w, "%zu:%.17g ", j + 1, p->sv[s * d + j]);
+        put(w, "\n");
+    }
+}
+
+km_status km_libsvm_write(const km_model *m, char **text, size_t *len,
+                          km_error *err)
+{
+    km_status st = km_libsvm_check_export(m, err);
+    if (st != KM_OK)
+        return st;
+    km_svm_parts p;
+    km_svm_parts_of(m, &p);
+    size_t d = km_model_n_features(m);
+    size_t rank[KM_LIBSVM_MAX_CLASSES];
+    const char *label[KM_LIBSVM_MAX_CLASSES];
+    ovo o;
+    memset(&o, 0, sizeof o);
+    for (size_t pos = 0; pos < p.k; pos++) {
+        /* LIBSVM's class pos is the pos-th of the vote order */
+        size_t cls = p.vote ? (size_t)p.vote[pos] : pos;
+        label[pos] = km_model_label(m, cls);
+        rank[cls] = pos;
+    }
+    if (p.vote) {
+        if ((st = renumber(&p, d, rank, &o, err)) != KM_OK) {
+            ovo_free(&o);
+            return st;
+        }
+        km_svm_parts q = {p.k, p.nsv, o.n_support, o.sv_index, o.sv, o.coef,
+                          o.rho, o.probA, o.probB, NULL};
+        p = q;
+    }
+    km_writer w;
+    km_writer_init(&w);
+    write_text(&w, km_model_kernel(m), d, &p, label,
+               p.k ? NULL : km_info_find(km_model_training(m), "probA"));
+    ovo_free(&o);
+    km_write_bytes(&w, "", 1); /* a NUL after the text, not counted */
+    if (w.failed) {
+        km_writer_cleanup(&w);
+        return km_error_set(err, KM_ENOMEM, "out of memory writing a LIBSVM "
+                            "model");
+    }
+    *text = (char *)w.buf;
+    *len = w.len - 1;
+    return KM_OK;
+}

@@ -1,0 +1,620 @@
+/*
+ * kmserve_mpi.c - kmserve-mpi, the distributed exact fit: started by
+ * mpirun (or srun) from the daemon's --mpi-launch, it fits one request on
+ * ScaLAPACK over MPI and writes the model for the daemon to commit.
+ *
+ *   kmserve-mpi --request R --output O --status S --error E
+ *               [--block NB] [--memory-budget-mb MB] [--blas-threads T]
+ *
+ * BLAS threads per rank: T, or OpenBLAS's default (OPENBLAS_NUM_THREADS,
+ * else every core) when 0 or absent; one rank per node wants the node's
+ * cores, several ranks per node one each.
+ *
+ * Rank 0 reads the staging file R (km_request_load_buffer: checksum,
+ * sizes, kernel) and runs core's own km_fit on it, with a dense engine
+ * (km_fit_control.dense) that hands every exact solve to all ranks: the
+ * kernel, X and Y are broadcast, each rank fills its block-cyclic tiles of
+ * the lower triangle of scale k(X, X) + shift I with core's km_gram_block
+ * (the kernel table's maps: no second kernel code), then PDPOTRF and
+ * PDPOTRS on a near-square process grid; the solution (and for gpr the
+ * factor L, panel by panel) is summed onto rank 0. So preprocessing,
+ * figures and the payload are core's, as in a single-process fit. Rank 0
+ * writes the model with km_model_save_buffer to O through a temporary
+ * file, fsync and rename; progress as "fraction phase" to S (rewritten by
+ * rename); a failure as "status message" (km_status number, then core's
+ * message) to E, and exit status 1. Before any allocation every rank
+ * checks its share (NUMROC's local sizes) against the per-rank budget.
+ * Krr (exact solver) and gpr (optimizer none); anything else is refused.
+ *
+ * Thread-safety: one thread per rank.
+ */
+#include <cblas.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "km.h"
+#include "srv_file.h"
+
+/* BLACS and ScaLAPACK (Fortran symbols; character arguments carry their
+ * hidden lengths last, as gfortran passes them). */
+void Cblacs_get(int ctxt, int what, int *val);
+void Cblacs_gridinit(int *ctxt, const char *order, int nprow, int npcol);
+void Cblacs_gridinfo(int ctxt, int *nprow, int *npcol, int *myrow,
+                     int *mycol);
+void Cblacs_gridexit(int ctxt);
+int numroc_(const int *n, const int *nb, const int *iproc,
+            const int *isrcproc, const int *nprocs);
+void descinit_(int *desc, const int *m, const int *n, const int *mb,
+               const int *nb, const int *irsrc, const int *icsrc,
+               const int *ictxt, const int *lld, int *info);
+void pdpotrf_(const char *uplo, const int *n, double *a, const int *ia,
+              const int *ja, const int *desca, int *info, size_t uplo_len);
+void pdpotrs_(const char *uplo, const int *n, const int *nrhs,
+              const double *a, const int *ia, const int *ja,
+              const int *desca, double *b, const int *ib, const int *jb,
+              const int *descb, int *info, size_t uplo_len);
+
+/* The default block size: the fastest of 64, 128 and 256 for PDPOTRF at
+ * n = 8000 on 2 ranks here: 8.6 s against 9.3 s (128) and 9.6 s (64);
+ * bench/RESULTS.md, "kmserve-mpi". */
+#define DEFAULT_BLOCK 256
+/* Values per broadcast (MPI counts are int). */
+#define BCAST_CHUNK ((size_t)1 << 26)
+
+enum { CMD_DONE = 0, CMD_SOLVE = 1 };
+
+typedef struct worker {
+    int rank, size, ctxt, nprow, npcol, myrow, mycol, nb;
+    size_t budget; /* bytes per rank; 0: unchecked */
+    const char *status_path, *output_path;
+    const char *phase;
+} worker;
+
+/* ------------------------------------------------------------ files */
+
+/* Writes len bytes to path through path.tmp, fsync and rename. */
+static int write_atomic(const char *path, const void *buf, size_t len)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return -1;
+    int ok = srv_file_write(tmp, buf, len, 0, 0644) == 0;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static int report(void *ctx, double fraction)
+{
+    worker *w = ctx;
+    char line[96];
+    int len = snprintf(line, sizeof line, "%.4f %s\n", fraction, w->phase);
+    write_atomic(w->status_path, line, (size_t)len);
+    return 0; /* cancel: the daemon ends the process group */
+}
+
+/* ------------------------------------------------------------ broadcast */
+
+static void bcast_doubles(double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i += BCAST_CHUNK) {
+        size_t c = n - i < BCAST_CHUNK ? n - i : BCAST_CHUNK;
+        MPI_Bcast(v + i, (int)c, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    }
+}
+
+static void reduce_doubles(double *v, size_t n, int rank)
+{
+    for (size_t i = 0; i < n; i += BCAST_CHUNK) {
+        size_t c = n - i < BCAST_CHUNK ? n - i : BCAST_CHUNK;
+        MPI_Reduce(rank ? v + i : MPI_IN_PLACE, v + i, (int)c, MPI_DOUBLE,
+                   MPI_SUM, 0, MPI_COMM_WORLD);
+    }
+}
+
+/* The worst status of all ranks (statuses are ordered: KM_OK is 0), and
+ * the message of the lowest rank that has it, on every rank. */
+static km_status agree(km_status st, km_error *err)
+{
+    int mine = (int)st, worst = 0, rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (worst == 0)
+        return KM_OK;
+    int cand = mine == worst ? rank : INT_MAX, first = 0;
+    MPI_Allreduce(&cand, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    char msg[sizeof err->message];
+    memcpy(msg, err->message, sizeof msg);
+    msg[sizeof msg - 1] = 0;
+    MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, MPI_COMM_WORLD);
+    memcpy(err->message, msg, sizeof msg);
+    return (km_status)worst;
+}
+
+/* ------------------------------------------------------------ the solve */
+
+/* What one solve is, as rank 0 broadcasts it. */
+typedef struct solve_head {
+    uint64_t n, d, m, kernel_len, want_l;
+    double scale, shift;
+} solve_head;
+
+typedef struct dist {
+    int n, m, nb, mloc, nloc, bloc, desc_a[9], desc_b[9];
+    double *A, *B;
+} dist;
+
+static int local_size(int n, int nb, int iproc, int nprocs)
+{
+    int zero = 0;
+    return numroc_(&n, &nb, &iproc, &zero, &nprocs);
+}
+
+/* Global index of local index l of a block-cyclic dimension. */
+static size_t global_of(int l, int nb, int me, int np)
+{
+    return ((size_t)(l / nb) * (size_t)np + (size_t)me) * (size_t)nb +
+           (size_t)(l % nb);
+}
+
+static km_status set_err(km_error *err, km_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static km_status set_err(km_error *err, km_status st, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/*
+ * The lower triangle of A = scale k(X, X) + shift I in this rank's tiles,
+ * each through core's km_gram_block (column-major tile = row-major block
+ * of the transposed pair; the matrix is symmetric).
+ */
+static km_status fill_tiles(const worker *w, dist *g, const km_kernel *k,
+                            const double *X, const double *xn, size_t d,
+                            double scale, double shift, km_error *err)
+{
+    int nb = g->nb, lld = g->mloc > 1 ? g->mloc : 1;
+    for (int lj = 0; lj < g->nloc; lj += nb) {
+        size_t j0 = global_of(lj, nb, w->mycol, w->npcol);
+        size_t nj = (size_t)g->n - j0 < (size_t)nb ? (size_t)g->n - j0
+                                                   : (size_t)nb;
+        for (int li = 0; li < g->mloc; li += nb) {
+            size_t i0 = global_of(li, nb, w->myrow, w->nprow);
+            size_t ni = (size_t)g->n - i0 < (size_t)nb ? (size_t)g->n - i0
+                                                       : (size_t)nb;
+            if (i0 + ni <= j0) /* wholly above the diagonal */
+                continue;
+            double *T = g->A + (size_t)li + (size_t)lj * (size_t)lld;
+            km_status st = km_gram_block(k, X, xn, d, j0, nj, i0, ni, T,
+                                         (size_t)lld, err);
+            if (st != KM_OK)
+                return st;
+            for (size_t b = 0; b < nj; b++)
+                for (size_t a = 0; a < ni; a++) {
+                    double *v = T + a + b * (size_t)lld;
+                    *v *= scale;
+                    if (i0 + a == j0 + b)
+                        *v += shift;
+                    if (!isfinite(*v))
+                        return set_err(err, KM_ENOTPD, "the kernel matrix "
+                                       "is not finite (row %zu, column %zu)",
+                                       i0 + a, j0 + b);
+                }
+        }
+    }
+    return KM_OK;
+}
+
+/* Local sizes, the budget check and the allocations, agreed by all. */
+static km_status dist_init(const worker *w, dist *g, size_t n, size_t d,
+                           size_t m, km_error *err)
+{
+    memset(g, 0, sizeof *g);
+    if (n > INT_MAX || m > INT_MAX)
+        return set_err(err, KM_EINVAL, "%zu rows or %zu outputs: too many "
+                       "for ScaLAPACK's int indices", n, m);
+    g->n = (int)n;
+    g->m = (int)m;
+    g->nb = w->nb;
+    g->mloc = local_size(g->n, g->nb, w->myrow, w->nprow);
+    g->nloc = local_size(g->n, g->nb, w->mycol, w->npcol);
+    g->bloc = local_size(g->m, g->nb, w->mycol, w->npcol);
+    /* A's tiles, B's, X and Y (broadcast), X's norms, the gathers (C,
+     * one panel of L) and, on rank 0, what km_fit holds beside. */
+    size_t need = 8 * ((size_t)g->mloc * (size_t)g->nloc +
+                       (size_t)g->mloc * (size_t)g->bloc + n * d + n * m + n +
+                       n * m + (size_t)g->nb * n);
+    if (w->budget && need > w->budget)
+        return set_err(err, KM_ENOMEM, "a rank's share needs %.1f MB, "
+                       "above the per-rank budget of %.1f MB "
+                       "(--mpi-memory-budget-mb); add ranks or raise the "
+                       "budget", (double)need / 1048576.0,
+                       (double)w->budget / 1048576.0);
+    int lld = g->mloc > 1 ? g->mloc : 1, zero = 0, info = 0;
+    descinit_(g->desc_a, &g->n, &g->n, &g->nb, &g->nb, &zero, &zero,
+              &w->ctxt, &lld, &info);
+    if (info == 0)
+        descinit_(g->desc_b, &g->n, &g->m, &g->nb, &g->nb, &zero, &zero,
+                  &w->ctxt, &lld, &info);
+    if (info != 0)
+        return set_err(err, KM_EINTERNAL, "descinit argument %d", -info);
+    g->A = malloc((size_t)lld * (size_t)(g->nloc ? g->nloc : 1) * 8);
+    g->B = malloc((size_t)lld * (size_t)(g->bloc ? g->bloc : 1) * 8);
+    if (!g->A || !g->B)
+        return set_err(err, KM_ENOMEM, "out of memory for a %zu-row share "
+                       "of the %zu-row kernel matrix", (size_t)g->mloc, n);
+    return KM_OK;
+}
+
+static void dist_free(dist *g)
+{
+    free(g->A);
+    free(g->B);
+}
+
+/* Sums this rank's entries of the n x m solution into C on rank 0. */
+static km_status gather_b(const worker *w, const dist *g, double *C)
+{
+    size_t n = (size_t)g->n, m = (size_t)g->m;
+    int lld = g->mloc > 1 ? g->mloc : 1;
+    memset(C, 0, n * m * sizeof *C);
+    for (int lj = 0; lj < g->bloc; lj++) {
+        size_t j = global_of(lj, g->nb, w->mycol, w->npcol);
+        for (int li = 0; li < g->mloc; li++)
+            C[global_of(li, g->nb, w->myrow, w->nprow) * m + j] =
+                g->B[(size_t)li + (size_t)lj * (size_t)lld];
+    }
+    reduce_doubles(C, n * m, w->rank);
+    return KM_OK;
+}
+
+/* Sums the lower factor into L (n x n row-major, rank 0), nb rows at a
+ * time through a panel buffer (nb x n per rank). */
+static km_status gather_l(const worker *w, const dist *g, double *L,
+                          km_error *err)
+{
+    size_t n = (size_t)g->n, nb = (size_t)g->nb;
+    int lld = g->mloc > 1 ? g->mloc : 1;
+    double *P = malloc(nb * n * sizeof *P);
+    if (agree(P ? KM_OK : set_err(err, KM_ENOMEM, "out of memory for a "
+                                  "%zu x %zu panel", nb, n), err) != KM_OK) {
+        free(P);
+        return KM_ENOMEM;
+    }
+    int li = 0; /* this rank's next local row */
+    for (size_t r0 = 0; r0 < n; r0 += nb) {
+        size_t rows = n - r0 < nb ? n - r0 : nb;
+        memset(P, 0, rows * n * sizeof *P);
+        int owner = (int)((r0 / nb) % (size_t)w->nprow);
+        if (owner == w->myrow) {
+            for (size_t a = 0; a < rows; a++, li++)
+                for (int lj = 0; lj < g->nloc; lj++) {
+                    size_t j = global_of(lj, g->nb, w->mycol, w->npcol);
+                    if (j <= r0 + a)
+                        P[a * n + j] =
+                            g->A[(size_t)li + (size_t)lj * (size_t)lld];
+                }
+        }
+        reduce_doubles(P, rows * n, w->rank);
+        if (w->rank == 0)
+            memcpy(L + r0 * n, P, rows * n * sizeof *P);
+    }
+    free(P);
+    return KM_OK;
+}
+
+/*
+ * Every rank's part of one solve; rank 0 passes the problem (others
+ * receive it), and gets C (and L).
+ */
+static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
+                           const double *X0, const double *Y0, double *C,
+                           double *L, const km_fit_control *ctl, double f0,
+                           double f1, km_error *err)
+{
+    /* The problem, from rank 0 to all. */
+    unsigned char *kb = NULL;
+    size_t klen = 0;
+    km_status st = KM_OK;
+    if (w->rank == 0) {
+        st = km_kernel_save_buffer(k0, &kb, &klen, err);
+        h->kernel_len = st == KM_OK ? klen : 0;
+    }
+    MPI_Bcast(h, (int)sizeof *h, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (h->kernel_len == 0)
+        return st != KM_OK ? st : KM_EINTERNAL;
+    size_t n = h->n, d = h->d, m = h->m;
+    if (w->rank != 0)
+        kb = malloc(h->kernel_len);
+    if (agree(kb ? KM_OK : KM_ENOMEM, err) != KM_OK) {
+        free(kb);
+        return KM_ENOMEM;
+    }
+    MPI_Bcast(kb, (int)h->kernel_len, MPI_BYTE, 0, MPI_COMM_WORLD);
+    km_kernel k;
+    st = km_kernel_load_buffer(kb, h->kernel_len, &k, err);
+    free(kb);
+    if ((st = agree(st, err)) != KM_OK)
+        return st;
+
+    dist g;
+    double *X = NULL, *Y = NULL, *xn = NULL, *Cg = NULL;
+    w->phase = "allocating";
+    st = dist_init(w, &g, n, d, m, err);
+    if (st == KM_OK && w->rank != 0) {
+        X = malloc(n * d * sizeof *X);
+        Y = malloc(n * m * sizeof *Y);
+        Cg = malloc(n * m * sizeof *Cg);
+        if (!X || !Y || !Cg)
+            st = set_err(err, KM_ENOMEM, "out of memory for %zu x %zu "
+                         "training rows", n, d);
+    }
+    if ((st = agree(st, err)) != KM_OK)
+        goto out;
+    if (w->rank == 0) {
+        X = (double *)X0;
+        Y = (double *)Y0;
+        Cg = C;
+    }
+    bcast_doubles(X, n * d);
+    bcast_doubles(Y, n * m);
+
+    w->phase = "kernel";
+    if (w->rank == 0 && ctl->progress)
+        ctl->progress(ctl->ctx, f0);
+    xn = km_sqnorms(X, n, d);
+    st = xn ? fill_tiles(w, &g, &k, X, xn, d, h->scale, h->shift, err)
+            : set_err(err, KM_ENOMEM, "out of memory for %zu norms", n);
+    if ((st = agree(st, err)) != KM_OK)
+        goto out;
+
+    w->phase = "factor";
+    if (w->rank == 0 && ctl->progress)
+        ctl->progress(ctl->ctx, f0 + 0.1 * (f1 - f0));
+    int one = 1, info = 0, lld = g.mloc > 1 ? g.mloc : 1;
+    pdpotrf_("L", &g.n, g.A, &one, &one, g.desc_a, &info, 1);
+    if (info > 0) {
+        st = set_err(err, KM_ENOTPD, "the kernel matrix plus alpha*I is not "
+                     "positive definite (Cholesky failed at row %zu); use a "
+                     "larger params.alpha or a positive definite kernel",
+                     (size_t)info);
+        goto out;
+    }
+    if (info < 0) {
+        st = set_err(err, KM_EINTERNAL, "pdpotrf argument %d", -info);
+        goto out;
+    }
+
+    w->phase = "solve";
+    if (w->rank == 0 && ctl->progress)
+        ctl->progress(ctl->ctx, f0 + 0.85 * (f1 - f0));
+    for (int lj = 0; lj < g.bloc; lj++) {
+        size_t j = global_of(lj, g.nb, w->mycol, w->npcol);
+        for (int li = 0; li < g.mloc; li++)
+            g.B[(size_t)li + (size_t)lj * (size_t)lld] =
+                Y[global_of(li, g.nb, w->myrow, w->nprow) * m + j];
+    }
+    pdpotrs_("L", &g.n, &g.m, g.A, &one, &one, g.desc_a, g.B, &one, &one,
+             g.desc_b, &info, 1);
+    if (info != 0) {
+        st = set_err(err, KM_EINTERNAL, "pdpotrs argument %d", -info);
+        goto out;
+    }
+    w->phase = "gather";
+    gather_b(w, &g, Cg);
+    if (h->want_l)
+        st = gather_l(w, &g, L, err);
+out:
+    if (w->rank != 0) {
+        free(X);
+        free(Y);
+        free(Cg);
+    }
+    free(xn);
+    dist_free(&g);
+    km_kernel_cleanup(&k);
+    return st;
+}
+
+/* The engine core's fits call on rank 0: tells the others to join. */
+static km_status engine_solve(void *ctx, const km_kernel *k, double scale,
+                              const double *X, size_t n, size_t d,
+                              double shift, const double *Y, size_t m,
+                              double *C, double *L, const km_fit_control *ctl,
+                              double f0, double f1, km_error *err)
+{
+    worker *w = ctx;
+    int cmd = CMD_SOLVE;
+    MPI_Bcast(&cmd, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    solve_head h = {n, d, m, 0, L != NULL, scale, shift};
+    km_status st = solve_all(w, &h, k, X, Y, C, L, ctl, f0, f1, err);
+    w->phase = "model";
+    return st;
+}
+
+/* ------------------------------------------------------------ rank 0 */
+
+static void write_error(const char *path, km_status st, const char *msg)
+{
+    char buf[sizeof ((km_error *)0)->message + 32];
+    int len = snprintf(buf, sizeof buf, "%d %s\n", (int)st, msg);
+    write_atomic(path, buf, (size_t)len);
+}
+
+static km_status fit_root(worker *w, const char *request_path, km_error *err)
+{
+    size_t len = 0;
+    unsigned char *buf = srv_file_read(request_path, (size_t)1 << 40, &len);
+    if (!buf)
+        return set_err(err, KM_EIO, "cannot read the staging file %s",
+                       request_path);
+    km_request rq;
+    km_status st = km_request_load_buffer(buf, len, &rq, err);
+    free(buf);
+    if (st != KM_OK)
+        return st;
+    if (rq.algo != KM_ALGO_KRR && rq.algo != KM_ALGO_GPR) {
+        km_request_cleanup(&rq);
+        return set_err(err, KM_EINVAL, "kmserve-mpi fits krr and gpr, "
+                       "not %s", km_algorithm_name(rq.algo));
+    }
+    if (rq.algo == KM_ALGO_KRR) { /* auto: resolved to exact here */
+        km_krr_params *p = (km_krr_params *)rq.params;
+        if (p->solver == KM_KRR_SOLVER_AUTO)
+            p->solver = KM_KRR_SOLVER_EXACT;
+        if (p->solver != KM_KRR_SOLVER_EXACT) {
+            km_request_cleanup(&rq);
+            return set_err(err, KM_EINVAL, "kmserve-mpi runs krr's exact "
+                           "solver");
+        }
+    }
+    km_dense_engine eng = {w, engine_solve};
+    km_fit_control ctl = {report, w, 1, &eng};
+    km_problem pb = km_request_problem(&rq);
+    km_model *model = NULL;
+    w->phase = "starting";
+    report(w, 0.0);
+    st = km_fit(rq.algo, &rq.kernel, rq.params, &rq.pre, &pb, &ctl, &model,
+                err);
+    km_request_cleanup(&rq);
+    if (st != KM_OK)
+        return st;
+    w->phase = "writing";
+    report(w, 0.97);
+    unsigned char *out = NULL;
+    size_t out_len = 0;
+    st = km_model_save_buffer(model, &out, &out_len, err);
+    km_model_free(model);
+    if (st == KM_OK && write_atomic(w->output_path, out, out_len) != 0)
+        st = set_err(err, KM_EIO, "cannot write the model (%zu bytes)",
+                     out_len);
+    free(out);
+    if (st == KM_OK) {
+        w->phase = "done";
+        report(w, 1.0);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------ main */
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: kmserve-mpi --request FILE --output FILE "
+            "--status FILE --error FILE [--block 64..1024] "
+            "[--memory-budget-mb MB] [--blas-threads N]\n");
+}
+
+/* The near-square grid: the largest divisor of p at most sqrt(p) rows. */
+static void grid_shape(int p, int *rows, int *cols)
+{
+    int r = (int)sqrt((double)p);
+    while (r > 1 && p % r != 0)
+        r--;
+    *rows = r < 1 ? 1 : r;
+    *cols = p / *rows;
+}
+
+int main(int argc, char **argv)
+{
+    const char *request = NULL, *error = NULL;
+    worker w;
+    memset(&w, 0, sizeof w);
+    w.nb = DEFAULT_BLOCK;
+    w.phase = "starting";
+    long blas = 0; /* OpenBLAS's own choice (OPENBLAS_NUM_THREADS) */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (!v) {
+            usage();
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--request"))
+            request = v;
+        else if (!strcmp(a, "--output"))
+            w.output_path = v;
+        else if (!strcmp(a, "--status"))
+            w.status_path = v;
+        else if (!strcmp(a, "--error"))
+            error = v;
+        else if (!strcmp(a, "--block")) {
+            long b = strtol(v, &end, 10);
+            if (*end || b < 16 || b > 1024) {
+                usage();
+                return 2;
+            }
+            w.nb = (int)b;
+        } else if (!strcmp(a, "--memory-budget-mb")) {
+            unsigned long long mb = strtoull(v, &end, 10);
+            if (*end || mb > ((size_t)1 << 40)) {
+                usage();
+                return 2;
+            }
+            w.budget = (size_t)mb << 20;
+        } else if (!strcmp(a, "--blas-threads")) {
+            blas = strtol(v, &end, 10);
+            if (*end || blas < 0 || blas > 1024) {
+                usage();
+                return 2;
+            }
+        } else {
+            usage();
+            return 2;
+        }
+    }
+    if (!request || !w.output_path || !w.status_path || !error) {
+        usage();
+        return 2;
+    }
+    if (blas > 0)
+        openblas_set_num_threads((int)blas);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+    grid_shape(w.size, &w.nprow, &w.npcol);
+    Cblacs_get(-1, 0, &w.ctxt);
+    Cblacs_gridinit(&w.ctxt, "Row", w.nprow, w.npcol);
+    Cblacs_gridinfo(w.ctxt, &w.nprow, &w.npcol, &w.myrow, &w.mycol);
+
+    km_error err;
+    memset(&err, 0, sizeof err);
+    km_status st = KM_OK;
+    if (w.rank == 0) {
+        st = fit_root(&w, request, &err);
+        int cmd = CMD_DONE;
+        MPI_Bcast(&cmd, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (st != KM_OK)
+            write_error(error, st, err.message);
+    } else {
+        for (;;) { /* serve rank 0's solves until it is done */
+            int cmd = CMD_DONE;
+            MPI_Bcast(&cmd, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            if (cmd != CMD_SOLVE)
+                break;
+            solve_head h;
+            solve_all(&w, &h, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, &err);
+        }
+    }
+    Cblacs_gridexit(w.ctxt);
+    MPI_Finalize();
+    return st == KM_OK ? 0 : 1;
+}

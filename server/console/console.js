@@ -1,0 +1,563 @@
+/*
+ * console.js - kmserve's web console (GET /console.js): lists the models
+ * and their metadata, follows the fit jobs with progress bars, tries a
+ * predict (or a kpca projection) on a model, and renders the API
+ * reference from the spec the server serves (GET /openapi.yaml).
+ *
+ * It calls only this server's API, with the token the user gives (kept
+ * in sessionStorage, sent as "Authorization: Bearer TOKEN"). Everything it
+ * shows is set as text (textContent, createTextNode), never as HTML:
+ * model names, labels and messages are user data. No framework, no
+ * inline script or style (the page's Content-Security-Policy allows
+ * neither).
+ */
+"use strict";
+
+(function () {
+  const TOKEN_KEY = "kmserve.token";
+  const JOBS_EVERY_MS = 1000;
+  const METHODS = ["get", "put", "post", "delete", "options", "head", "patch"];
+
+  const $ = (id) => document.getElementById(id);
+
+  /* An element with attributes (and properties for on* and className)
+   * and children: strings become text nodes. */
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else if (k === "className") e.className = v;
+      else e.setAttribute(k, v);
+    }
+    for (const c of children) {
+      if (c === null || c === undefined) continue;
+      e.appendChild(typeof c === "string" || typeof c === "number"
+        ? document.createTextNode(String(c)) : c);
+    }
+    return e;
+  }
+
+  function setState(id, text, bad) {
+    const e = $(id);
+    e.textContent = text || "";
+    e.classList.toggle("bad", !!bad);
+  }
+
+  /* ------------------------------------------------------------ the API */
+
+  function token() {
+    try { return sessionStorage.getItem(TOKEN_KEY) || ""; } catch (e) { return ""; }
+  }
+
+  /* One call: {status, ok, data (parsed JSON or null), text}. status 0
+   * when the server could not be reached. */
+  async function api(method, path, body) {
+    const headers = {};
+    if (token()) headers.Authorization = "Bearer " + token();
+    const init = {method, headers, cache: "no-store", credentials: "omit"};
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let r;
+    try {
+      r = await fetch(path, init);
+    } catch (e) {
+      return {status: 0, ok: false, data: null, text: String(e)};
+    }
+    const text = await r.text();
+    let data = null;
+    try { data = JSON.parse(text); } catch (e) { /* not JSON */ }
+    return {status: r.status, ok: r.ok, data, text};
+  }
+
+  /* "401 unauthenticated: a bearer token is required ..." */
+  function why(r) {
+    if (r.status === 0) return "the server cannot be reached (" + r.text + ")";
+    const e = r.data && r.data.error;
+    return e ? r.status + " " + e.code + ": " + e.message : "HTTP " + r.status;
+  }
+
+  function showNotice(text) {
+    const n = $("notice");
+    n.textContent = text;
+    n.hidden = !text;
+  }
+
+  /* A 401 anywhere: the page asks for a token. */
+  function needToken(r) {
+    showNotice((token() ? "The token was refused" : "This server needs a token") +
+      ": enter one in the Token field above (" + why(r) + ").");
+    $("token-input").focus();
+  }
+
+  function showTokenState() {
+    $("token-state").textContent = token() ? "token set (this tab only)" : "no token";
+  }
+
+  /* ------------------------------------------------------------ models */
+
+  let models = [];          // GET /v1/models' list
+  let chosen = null;        // the name whose metadata is shown
+
+  /* "2026-11-23T21:14:40.828Z" as "2026-11-23 21:14:40 UTC". */
+  function timeCell(t) {
+    const s = String(t || "");
+    const m = s.match(/^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?Z$/);
+    return el("td", {className: "time", title: s}, m ? m[1] + " " + m[2] + " UTC" : s);
+  }
+
+  function kernelText(k) {
+    if (!k || typeof k !== "object") return "";
+    const args = [];
+    for (const [key, v] of Object.entries(k)) {
+      if (key === "type") continue;
+      if (key === "kernels" && Array.isArray(v)) args.push(v.map(kernelText).join(", "));
+      else args.push(key + "=" + (Array.isArray(v) ? "[" + v.join(", ") + "]" : String(v)));
+    }
+    return String(k.type) + (args.length ? "(" + args.join(", ") + ")" : "");
+  }
+
+  async function loadModels() {
+    const r = await api("GET", "/v1/models");
+    const body = $("models-table").tBodies[0];
+    if (!r.ok) {
+      body.replaceChildren();
+      models = [];
+      fillModelChoice();
+      setState("models-state", "Models cannot be listed: " + why(r), true);
+      if (r.status === 401) needToken(r);
+      return false;
+    }
+    models = (r.data && r.data.models) || [];
+    body.replaceChildren(...models.map((m) => el("tr",
+      {className: m.name === chosen ? "chosen" : ""},
+      el("td", {}, el("button", {type: "button", className: "link",
+        "aria-label": "metadata of " + m.name,
+        onclick: () => showModel(m.name)}, m.name)),
+      el("td", {className: "num"}, m.version),
+      el("td", {}, m.algorithm),
+      el("td", {className: "mono"}, kernelText(m.kernel)),
+      el("td", {className: "num"}, m.n_samples),
+      el("td", {className: "num"}, m.n_features),
+      timeCell(m.created_at))));
+    setState("models-state", models.length ? models.length + " model" +
+      (models.length > 1 ? "s" : "") : "No models yet: fit one with POST /v1/models/{name}/fit.");
+    fillModelChoice();
+    if (chosen && !models.some((m) => m.name === chosen)) {
+      chosen = null;
+      $("model-detail").hidden = true;
+    }
+    return true;
+  }
+
+  /* A member of the metadata as text: objects as JSON on one line, long
+   * ones indented and folded into a <details>. */
+  function metaValue(v) {
+    if (v === null || typeof v !== "object") return el("dd", {}, String(v));
+    const line = JSON.stringify(v);
+    if (line.length <= 120) return el("dd", {className: "mono"}, line);
+    const json = JSON.stringify(v, null, 1);
+    return el("dd", {}, el("details", {}, el("summary", {},
+      Array.isArray(v) ? v.length + " entries" : Object.keys(v).length + " members"),
+    el("pre", {}, json)));
+  }
+
+  async function showModel(name) {
+    chosen = name;
+    for (const tr of $("models-table").tBodies[0].rows)
+      tr.classList.toggle("chosen", tr.cells[0].textContent === name);
+    const r = await api("GET", "/v1/models/" + encodeURIComponent(name));
+    $("model-detail").hidden = false;
+    $("model-detail-h").textContent = "Model " + name;
+    const dl = $("model-meta");
+    if (!r.ok) {
+      dl.replaceChildren(el("dt", {}, "error"), el("dd", {className: "bad"}, why(r)));
+      return;
+    }
+    const items = [];
+    for (const [k, v] of Object.entries(r.data))
+      items.push(el("dt", {}, k), k === "kernel"
+        ? el("dd", {className: "mono"}, kernelText(v)) : metaValue(v));
+    dl.replaceChildren(...items);
+    const pick = $("predict-model");
+    if ([...pick.options].some((o) => o.value === name)) {
+      pick.value = name;
+      fillOutputs();
+    }
+  }
+
+  /* ------------------------------------------------------------ predict */
+
+  /* What a model can be asked, from its algorithm and parameters, as the
+   * server offers it (api/api_predict.c): each choice is a label, the
+   * route and the members it adds to the body. An algorithm not listed
+   * here is asked a plain predict, its only answer. */
+  function choicesFor(m) {
+    const p = (m && m.params) || {};
+    const predict = (output) => ({label: output, route: "predict", extra: {output}});
+    switch (m && m.algorithm) {
+    case "svc":
+      return ["label", "decision_function"].concat(p.probability ? ["probability"] : [])
+        .map(predict);
+    case "gpr":
+      return ["mean", "std", "var", "cov"].map(predict);
+    case "kpca":
+      return [{label: "projections", route: "project", extra: {}}].concat(
+        p.fit_inverse_transform
+          ? [{label: "inverse (rows are projections)", route: "project", extra: {inverse: true}}]
+          : []);
+    default:
+      return [{label: "predictions", route: "predict", extra: {}}];
+    }
+  }
+
+  function fillModelChoice() {
+    const pick = $("predict-model");
+    const was = pick.value;
+    pick.replaceChildren(...models.map((m) => el("option", {value: m.name}, m.name)));
+    if (models.some((m) => m.name === was)) pick.value = was;
+    $("predict-run").disabled = !models.length;
+    fillOutputs();
+  }
+
+  function modelNamed(name) {
+    return models.find((m) => m.name === name) || null;
+  }
+
+  function fillOutputs() {
+    const m = modelNamed($("predict-model").value);
+    const out = $("predict-output");
+    const was = out.value;
+    const choices = m ? choicesFor(m) : [];
+    out.replaceChildren(...choices.map((c, i) => el("option", {value: String(i)}, c.label)));
+    if ([...out.options].some((o) => o.value === was)) out.value = was;
+    out.disabled = choices.length < 2;
+    showHint();
+  }
+
+  function showHint() {
+    const m = modelNamed($("predict-model").value);
+    const c = m && choicesFor(m)[Number($("predict-output").value) || 0];
+    const width = c && c.extra.inverse ? m.params.n_components : m && m.n_features;
+    $("predict-hint").textContent = m ? "Each row has " + width + " number" +
+      (width === 1 ? "" : "s") + "." : "";
+  }
+
+  const NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+
+  /* The rows pasted: JSON (an array of rows, one row, or {"X": rows}) or
+   * CSV (commas, semicolons, tabs or spaces; a first line that is not all
+   * numbers is a header and skipped). Throws an Error naming the line. */
+  function parseRows(text) {
+    const t = text.trim();
+    if (!t) throw new Error("no rows: paste JSON or CSV");
+    if (t[0] === "[" || t[0] === "{") {
+      let v;
+      try { v = JSON.parse(t); } catch (e) { throw new Error("not valid JSON: " + e.message); }
+      if (v && !Array.isArray(v) && Array.isArray(v.X)) v = v.X;
+      if (Array.isArray(v) && v.length && v.every((x) => typeof x === "number")) v = [v];
+      if (!Array.isArray(v) || !v.length || !v.every(Array.isArray))
+        throw new Error("JSON rows must be an array of arrays of numbers");
+      return v;
+    }
+    const rows = [];
+    const lines = t.split(/\r?\n/);
+    lines.forEach((line, i) => {
+      if (!line.trim()) return;
+      const cells = line.trim().split(/\s*[,;\t]\s*|\s+/);
+      const bad = cells.findIndex((c) => !NUMBER.test(c));
+      if (bad >= 0) {
+        if (!rows.length && i === 0) return; // a header
+        throw new Error("line " + (i + 1) + ", column " + (bad + 1) + ": \"" +
+          cells[bad] + "\" is not a number");
+      }
+      rows.push(cells.map(Number));
+    });
+    if (!rows.length) throw new Error("no rows after the header");
+    return rows;
+  }
+
+  function showAnswer(choice, m, data) {
+    const values = data.predictions || data.projections || [];
+    const head = $("predict-table").tHead.rows[0];
+    const body = $("predict-table").tBodies[0];
+    const wide = values.length && Array.isArray(values[0]) ? values[0].length : 0;
+    let names = [choice.label];
+    if (wide) {
+      names = [];
+      for (let j = 0; j < wide; j++)
+        names.push(choice.label === "probability" && m.classes
+          ? "p(" + String(m.classes[j]) + ")" : choice.label + " " + (j + 1));
+    }
+    head.replaceChildren(el("th", {scope: "col"}, "row"),
+      ...names.map((n) => el("th", {scope: "col"}, n)));
+    body.replaceChildren(...values.map((v, i) => el("tr", {},
+      el("td", {className: "num"}, i + 1),
+      ...(wide ? v : [v]).map((x) => el("td",
+        {className: typeof x === "number" ? "num" : ""}, String(x))))));
+  }
+
+  async function runPredict(ev) {
+    ev.preventDefault();
+    const m = modelNamed($("predict-model").value);
+    $("predict-answer").hidden = true;
+    if (!m) {
+      setState("predict-state", "Choose a model first.", true);
+      return;
+    }
+    const choice = choicesFor(m)[Number($("predict-output").value) || 0];
+    let X;
+    try {
+      X = parseRows($("predict-rows").value);
+    } catch (e) {
+      setState("predict-state", e.message, true);
+      $("predict-rows").focus();
+      return;
+    }
+    setState("predict-state", "Asking " + m.name + "…");
+    const path = "/v1/models/" + encodeURIComponent(m.name) + "/" + choice.route;
+    const r = await api("POST", path, Object.assign({X}, choice.extra));
+    if (!r.ok) {
+      setState("predict-state", "The server answered " + why(r), true);
+      if (r.status === 401) needToken(r);
+      return;
+    }
+    setState("predict-state", "POST " + path + ": " + X.length + " row" +
+      (X.length === 1 ? "" : "s") + ", answered by version " +
+      (r.data.model && r.data.model.version) + ".");
+    showAnswer(choice, m, r.data);
+    $("predict-raw").textContent = r.text;
+    $("predict-answer").hidden = false;
+  }
+
+  /* ------------------------------------------------------------ jobs */
+
+  let jobsTimer = null;
+  const jobRows = new Map();      // id -> its <tr>
+  const jobStatus = new Map();    // id -> the status last seen
+
+  function jobRow(job) {
+    const bar = el("progress", {max: "1", value: "0",
+      "aria-label": "progress of job " + job.id});
+    const pct = el("span", {className: "pct"});
+    const cancel = el("button", {type: "button", "aria-label": "cancel job " + job.id,
+      onclick: () => cancelJob(job.id)}, "Cancel");
+    const tr = el("tr", {"data-job": job.id},
+      el("td", {className: "mono"}, job.id), el("td", {}, job.model),
+      el("td", {className: "status"}), el("td", {className: "bar"}, bar, " ", pct),
+      timeCell(job.created_at), el("td", {className: "bad"}), el("td", {}, cancel));
+    tr.parts = {bar, pct, cancel};
+    return tr;
+  }
+
+  function updateJobRow(tr, job) {
+    const p = Math.max(0, Math.min(1, Number(job.progress) || 0));
+    tr.parts.bar.value = p;
+    tr.parts.pct.textContent = Math.floor(p * 100) + "%";
+    tr.cells[2].textContent = job.status;
+    tr.cells[2].className = "status " + (job.status === "succeeded" ? "good"
+      : job.status === "failed" || job.status === "cancelled" ? "bad" : "");
+    tr.cells[5].textContent = job.error ? job.error.code + ": " + job.error.message : "";
+    tr.parts.cancel.hidden = !(job.status === "queued" || job.status === "running");
+  }
+
+  async function pollJobs() {
+    jobsTimer = null;
+    const r = await api("GET", "/v1/jobs");
+    if (!r.ok) {
+      setState("jobs-state", r.status === 403
+        ? "Jobs need an admin token (" + why(r) + ")."
+        : "Jobs cannot be listed: " + why(r), true);
+      if (r.status === 401) needToken(r);
+      return; // until the token changes
+    }
+    const jobs = (r.data && r.data.jobs) || [];
+    const body = $("jobs-table").tBodies[0];
+    let finished = false;
+    const rows = jobs.map((job) => {
+      let tr = jobRows.get(job.id);
+      if (!tr) jobRows.set(job.id, tr = jobRow(job));
+      const before = jobStatus.get(job.id);
+      if (job.status === "succeeded" && before && before !== "succeeded") finished = true;
+      jobStatus.set(job.id, job.status);
+      updateJobRow(tr, job);
+      return tr;
+    });
+    for (const id of [...jobRows.keys()])
+      if (!jobs.some((j) => j.id === id)) { jobRows.delete(id); jobStatus.delete(id); }
+    // keep rows (and a focused Cancel button) in place when nothing moved
+    if (rows.length !== body.rows.length || rows.some((tr, i) => body.rows[i] !== tr))
+      body.replaceChildren(...rows);
+    const active = jobs.filter((j) => j.status === "queued" || j.status === "running").length;
+    setState("jobs-state", jobs.length ? jobs.length + " job" + (jobs.length > 1 ? "s" : "") +
+      (active ? ", " + active + " queued or running" : "") : "No jobs.");
+    if (finished) loadModels();
+    jobsTimer = setTimeout(pollJobs, JOBS_EVERY_MS);
+  }
+
+  function startJobs() {
+    if (jobsTimer) clearTimeout(jobsTimer);
+    pollJobs();
+  }
+
+  async function cancelJob(id) {
+    const r = await api("DELETE", "/v1/jobs/" + encodeURIComponent(id));
+    setState("jobs-state", r.ok ? "Cancellation of " + id + " asked."
+      : "Cannot cancel " + id + ": " + why(r), !r.ok);
+  }
+
+  /* ------------------------------------------------------------ reference */
+
+  /* The operations of an OpenAPI document's "paths", read from its YAML:
+   * [{method, path, summary, description, statuses}] in the document's
+   * order. It reads the subset of YAML that api/openapi.yaml is written
+   * in: block mappings by indentation (2 spaces a level), keys plain or
+   * quoted, scalars plain (one line or folded over more indented lines),
+   * quoted, or "|" and ">" blocks; flow values ({...}, [...]) are not
+   * needed here and are skipped. */
+  function readPaths(yaml) {
+    const ops = [];
+    const lines = yaml.split(/\r?\n/);
+    const KEY = /^('(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|[^\s'"#][^:]*?)\s*:(?:\s+(.*))?$/;
+    let inPaths = false, path = null, op = null, inResponses = false;
+    let block = null, plain = null;
+    for (let i = 0; i <= lines.length; i++) {
+      const line = i < lines.length ? lines[i] : "";
+      const ind = line.length - line.trimStart().length;
+      const blank = /^\s*(#.*)?$/.test(line);
+      if (block) {
+        if (i < lines.length && (blank || ind > block.indent)) {
+          block.lines.push(line);
+          continue;
+        }
+        block.done(blockText(block.lines, block.folded));
+        block = null;
+      }
+      if (plain && i < lines.length && !blank && ind > plain.indent && !KEY.test(line.trim())) {
+        plain.op[plain.key] += " " + line.trim();
+        continue;
+      }
+      plain = null;
+      if (blank || i === lines.length) continue;
+      const m = line.trim().match(KEY);
+      if (ind === 0) {
+        inPaths = !!m && unquote(m[1]) === "paths";
+        path = op = null;
+        continue;
+      }
+      if (!inPaths || !m) continue;
+      const key = unquote(m[1]), value = m[2] === undefined ? "" : m[2].trim();
+      if (ind === 2) {
+        path = key;
+        op = null;
+      } else if (ind === 4) {
+        op = path && METHODS.includes(key)
+          ? {method: key, path, summary: "", description: "", statuses: []} : null;
+        if (op) ops.push(op);
+      } else if (op && ind === 6) {
+        inResponses = key === "responses";
+        if (key === "summary" || key === "description") {
+          const target = op, k = key;
+          if (/^[|>]/.test(value)) {
+            block = {indent: ind, lines: [], folded: value[0] === ">",
+              done: (text) => { target[k] = text; }};
+          } else {
+            op[key] = scalar(value);
+            if (!/^['"]/.test(value)) plain = {op, key, indent: ind};
+          }
+        }
+      } else if (op && ind === 8 && inResponses) {
+        op.statuses.push(key);
+      }
+    }
+    return ops;
+  }
+
+  function unquote(s) {
+    if (s.startsWith("'")) return s.slice(1, -1).replace(/''/g, "'");
+    if (s.startsWith("\"")) {
+      try { return JSON.parse(s); } catch (e) { return s.slice(1, -1); }
+    }
+    return s;
+  }
+
+  /* A one-line scalar: quoted, or plain less a trailing comment. */
+  function scalar(v) {
+    if (/^['"]/.test(v)) return unquote(v);
+    return v.replace(/\s+#.*$/, "");
+  }
+
+  /* The text of a "|" (or folded ">") block, its lines less their common
+   * indentation, without the trailing newline. */
+  function blockText(lines, folded) {
+    while (lines.length && !lines[lines.length - 1].trim()) lines.pop();
+    const cut = Math.min(...lines.filter((l) => l.trim())
+      .map((l) => l.length - l.trimStart().length));
+    const out = lines.map((l) => l.slice(cut));
+    return folded ? out.join(" ").replace(/ {2,}/g, " ") : out.join("\n");
+  }
+
+  async function loadReference() {
+    let text;
+    try {
+      const r = await fetch("/openapi.yaml", {cache: "no-store", credentials: "omit"});
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      text = await r.text();
+    } catch (e) {
+      setState("reference-state", "The spec cannot be read: " + e.message, true);
+      return;
+    }
+    const ops = readPaths(text);
+    $("reference-table").tBodies[0].replaceChildren(...ops.map((op) => el("tr",
+      {"data-method": op.method, "data-path": op.path},
+      el("td", {}, el("span", {className: "method " + op.method}, op.method.toUpperCase())),
+      el("td", {className: "mono"}, op.path),
+      el("td", {}, op.summary, op.description
+        ? el("details", {}, el("summary", {}, "more"), el("pre", {}, op.description))
+        : null),
+      el("td", {}, op.statuses.join(", ")))));
+    setState("reference-state", ops.length + " operations on " +
+      new Set(ops.map((o) => o.path)).size + " paths, from GET /openapi.yaml.");
+  }
+
+  /* ------------------------------------------------------------ start */
+
+  async function refresh() {
+    showNotice("");
+    showTokenState();
+    const about = await api("GET", "/v1");
+    if (about.ok && about.data) {
+      $("server-version").textContent = String(about.data.version || "");
+    } else if (about.status === 401) {
+      needToken(about);
+    }
+    await loadModels();
+    startJobs();
+  }
+
+  function start() {
+    $("token-form").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const t = $("token-input").value.trim();
+      try {
+        if (t) sessionStorage.setItem(TOKEN_KEY, t);
+        else sessionStorage.removeItem(TOKEN_KEY);
+      } catch (e) { /* storage refused: the token is not kept */ }
+      $("token-input").value = "";
+      refresh();
+    });
+    $("token-forget").addEventListener("click", () => {
+      try { sessionStorage.removeItem(TOKEN_KEY); } catch (e) { /* nothing kept */ }
+      refresh();
+    });
+    $("models-refresh").addEventListener("click", loadModels);
+    $("predict-form").addEventListener("submit", runPredict);
+    $("predict-model").addEventListener("change", fillOutputs);
+    $("predict-output").addEventListener("change", showHint);
+    loadReference();
+    refresh();
+  }
+
+  start();
+})();

@@ -1,0 +1,24 @@
+/*
+ * srv_file.h - whole small files read or written at once: the MPI
+ * staging files, by the daemon (srv_mpi.c) and by the worker (mpi/kmserve_mpi.c,
+ * which links this object too).
+ *
+ * Thread-safety: reentrant.
+ */
+#ifndef SRV_FILE_H
+#define SRV_FILE_H
+
+#include <stddef.h>
+
+/* The whole regular file at path, NUL-terminated beyond *len (malloc'd);
+ * NULL if it cannot be opened or read, is not a regular file, or is larger
+ * than max bytes. */
+unsigned char *srv_file_read(const char *path, size_t max, size_t *len);
+
+/* Creates path (exclusive: it must not exist; else truncated) with mode,
+ * writes the len bytes of buf, fsyncs and closes it. 0, or -1 with errno
+ * set (the file may then be partly written: the caller removes it). */
+int srv_file_write(const char *path, const void *buf, size_t len,
+                   int exclusive, int mode);
+
+#endif

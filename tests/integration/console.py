@@ -1,0 +1,498 @@
+#!/usr/bin/python3
+"""The web console (GET /) in a real browser: headless Chromium (Debian's
+chromium and chromium-driver) driven by Selenium (python3-selenium)
+against the real daemon on a loopback port.
+
+Over HTTP first: /, /console.css, /console.js and /openapi.yaml answer 200
+with their types, without a token, with the Content-Security-Policy
+(no 'unsafe-inline', nothing but 'self') and nosniff; /openapi.yaml is
+api/openapi.yaml byte for byte.
+
+In the browser, on a daemon without tokens that holds a krr, an svc whose
+string labels are HTML ("<img src=x onerror=alert(1)>", "<script>..."),
+a gpr and a kpca fitted over HTTP: the models table lists them; the
+svc's metadata shows its labels as text (no alert, no element made from
+them); the predict form, given CSV (with a header) or JSON rows, answers
+what POST /v1/models/{name}/predict answers for the same rows and output
+(exactly: the same JSON values), for each output the form offers, and the
+form offers for svc and gpr exactly the outputs the server names; kpca
+projects (and back, with inverse) as /project does; a bad cell is named
+by line and column and a wrong width shows the server's 400; a predict
+driven from the keyboard alone works; every control has a label. A
+search run as a job shows in the jobs table with a progress bar that
+moves (0 < value < 1, as GET /v1/jobs/{id} says), and the row's Cancel
+button cancels it (the job ends cancelled); a finished fit's bar is full.
+The API reference lists exactly the operations of api/openapi.yaml as
+PyYAML reads it, with the same summaries and statuses. No request the
+browser made left http://127.0.0.1:PORT (Chromium's performance log), and
+its console shows no script error and no CSP violation.
+
+On a daemon with --token-file: the page and the spec still load; without
+a token the page shows the 401 message and lists nothing; a read token
+(entered in the form, kept in sessionStorage only) lists the models and
+the jobs table says jobs need an admin token (403); an admin token shows
+the jobs; Forget brings the message back.
+
+Screenshots are saved in BUILD/console/*.png (BUILD: the folder of
+--server); --readme-shot PATH also writes the README's picture.
+Usage, from the project root:
+    /usr/bin/python3 tests/integration/console.py --server build/kmserve
+Ends with the line "N passed, N failed"; exits 1 if any failed.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run  # noqa: E402
+from run import check  # noqa: E402
+
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.chrome.options import Options  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+
+XSS_IMG = "<img src=x onerror=alert(1)>"
+XSS_SCRIPT = "<script>alert(2)</script>"
+READ_TOKEN = "console-read-token-0123456789"
+ADMIN_TOKEN = "console-admin-token-0123456789"
+STATIC = {"/": "text/html", "/console.css": "text/css",
+          "/console.js": "text/javascript", "/openapi.yaml": "application/yaml"}
+
+
+def browser():
+    o = Options()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu",
+              "--disable-dev-shm-usage", "--window-size=1280,1000",
+              "--no-first-run", "--disable-background-networking",
+              "--disable-component-update", "--disable-default-apps",
+              "--disable-sync"):
+        o.add_argument(a)
+    o.binary_location = "/usr/bin/chromium"
+    o.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
+
+
+def wait_for(fn, timeout=20):
+    """fn()'s first true value within timeout seconds, else its last."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            v = fn()
+        except Exception:  # the page is between two states
+            v = None
+        if v or time.time() > deadline:
+            return v
+        time.sleep(0.05)
+
+
+def text_of(b, id_):
+    return b.find_element(By.ID, id_).text
+
+
+def model_names(b):
+    return [tr.find_element(By.CSS_SELECTOR, "td button").text
+            for tr in b.find_elements(By.CSS_SELECTOR, "#models-table tbody tr")]
+
+
+def no_alert(b):
+    try:
+        b.switch_to.alert
+        return False
+    except NoAlertPresentException:
+        return True
+
+
+class Logs:
+    """The browser's requests and console messages, gathered as they are
+    read (Chromium hands each entry out once)."""
+
+    def __init__(self, b):
+        self.b, self.urls, self.console = b, [], []
+
+    def read(self):
+        for e in self.b.get_log("performance"):
+            m = json.loads(e["message"])["message"]
+            if m["method"] == "Network.requestWillBeSent":
+                self.urls.append(m["params"]["request"]["url"])
+        self.console += self.b.get_log("browser")
+
+
+def shot(b, folder, name):
+    os.makedirs(folder, exist_ok=True)
+    b.save_screenshot(os.path.join(folder, name))
+
+
+def predict_in_page(b, model, output, rows_text):
+    """Runs the form; returns the answer's JSON as the page shows it, or
+    None with the page's message."""
+    Select(b.find_element(By.ID, "predict-model")).select_by_visible_text(model)
+    if output is not None:
+        Select(b.find_element(By.ID, "predict-output")).select_by_visible_text(output)
+    b.execute_script("document.getElementById('predict-raw').textContent = ''")
+    area = b.find_element(By.ID, "predict-rows")
+    area.clear()
+    area.send_keys(rows_text)
+    b.find_element(By.ID, "predict-run").click()
+    raw = wait_for(lambda: b.find_element(By.ID, "predict-raw")
+                   .get_attribute("textContent"), 10)
+    return json.loads(raw) if raw else None
+
+
+def server_outputs(d, name):
+    """The outputs the server offers a model, from its 400 message."""
+    r = d.req("POST", f"/v1/models/{name}/predict", {"X": [[0, 0]], "output": "?"})
+    msg = ((r.json() or {}).get("error") or {}).get("message", "")
+    prefix = "output must be one of "
+    return msg[len(prefix):].split(", ") if msg.startswith(prefix) else [msg]
+
+
+def check_static(d):
+    with open(os.path.join(run.ROOT, "api", "openapi.yaml"), "rb") as f:
+        spec = f.read()
+    for path, ctype in STATIC.items():
+        r = d.req("GET", path)
+        csp = r.headers.get("content-security-policy", "")
+        check(r.status == 200 and r.headers.get("content-type", "").startswith(ctype) and
+              "default-src 'none'" in csp and "script-src 'self';" in csp and
+              "connect-src 'self';" in csp and "unsafe" not in csp and
+              "frame-ancestors 'none'" in csp and
+              r.headers.get("x-content-type-options") == "nosniff",
+              f"GET {path}: 200 {ctype}, the CSP and nosniff, no token needed",
+              (r.status, r.headers))
+    r = d.req("GET", "/openapi.yaml")
+    check(r.raw == spec, "GET /openapi.yaml is api/openapi.yaml byte for byte",
+          len(r.raw))
+    r = d.req("HEAD", "/")
+    check(r.status == 200 and r.body == "", "HEAD / answers 200 without a body", r)
+
+
+def fit_models(d):
+    X = [[0, 0], [0, 1], [1, 0], [1, 1], [3, 3], [3, 4], [4, 3], [4, 4], [0, 4], [1, 4], [4, 0], [4, 1]]
+    labels = [XSS_IMG] * 4 + [XSS_SCRIPT] * 4 + ["plain"] * 4
+    bodies = {
+        "reg": {"algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.5},
+                "params": {"alpha": 0.1}, "X": X, "y": [sum(r) for r in X]},
+        "cls": {"algorithm": "svc", "kernel": {"type": "rbf", "gamma": 0.5},
+                "params": {"C": 10, "probability": True}, "X": X, "y": labels},
+        "gp": {"algorithm": "gpr", "kernel": {"type": "rbf", "gamma": 0.3},
+               "params": {"noise": 0.1}, "X": X, "y": [r[0] - r[1] for r in X]},
+        "pca": {"algorithm": "kpca", "kernel": {"type": "rbf", "gamma": 0.2},
+                "params": {"n_components": 2, "fit_inverse_transform": True}, "X": X},
+    }
+    for name, body in bodies.items():
+        r = d.req("POST", f"/v1/models/{name}/fit", body)
+        check(r.status == 201, f"fit {name} over HTTP", r)
+    return X
+
+
+def check_predict(d, b):
+    rows = [[0.5, 0.5], [3.5, 3.2], [0.2, 3.9]]
+    csv = "a,b\n" + "\n".join(",".join(repr(v) for v in r) for r in rows)
+    js = json.dumps(rows)
+    # krr: no output choice; CSV with a header
+    got = predict_in_page(b, "reg", None, csv)
+    want = d.req("POST", "/v1/models/reg/predict", {"X": rows}).json()
+    check(got == want and not b.find_element(By.ID, "predict-output").is_enabled(),
+          "krr: the form (CSV rows) answers as POST predict; no output choice",
+          (got, want))
+    # svc and gpr: the outputs offered are the server's, each answers as the API
+    for name in ("cls", "gp"):
+        Select(b.find_element(By.ID, "predict-model")).select_by_visible_text(name)
+        offered = [o.text for o in Select(b.find_element(By.ID, "predict-output")).options]
+        served = server_outputs(d, name)
+        check(offered == served, f"{name}: the form offers the outputs the server names",
+              (offered, served))
+        for out in offered:
+            got = predict_in_page(b, name, out, js if out != "label" else csv)
+            want = d.req("POST", f"/v1/models/{name}/predict",
+                         {"X": rows, "output": out}).json()
+            check(got == want and want is not None and "predictions" in want,
+                  f"{name} output {out}: the form answers as POST predict", (got, want))
+    predict_in_page(b, "cls", "probability", js)
+    heads = [th.get_attribute("textContent")
+             for th in b.find_elements(By.CSS_SELECTOR, "#predict-table thead th")]
+    check(f"p({XSS_IMG})" in heads and f"p({XSS_SCRIPT})" in heads,
+          "svc probability: columns named by the labels, as text", heads)
+    # kpca: project, and back with inverse
+    got = predict_in_page(b, "pca", "projections", js)
+    want = d.req("POST", "/v1/models/pca/project", {"X": rows}).json()
+    check(got == want and "projections" in (want or {}),
+          "kpca: the form answers as POST project", (got, want))
+    back = json.dumps(want["projections"])
+    got = predict_in_page(b, "pca", "inverse (rows are projections)", back)
+    want = d.req("POST", "/v1/models/pca/project",
+                 {"X": want["projections"], "inverse": True}).json()
+    check(got == want, "kpca inverse: the form answers as POST project inverse", (got, want))
+    # bad input: named by line and column; the server's 400 shown
+    got = predict_in_page(b, "reg", None, "1,2\n3,abc\n")
+    state = text_of(b, "predict-state")
+    check(got is None and 'line 2, column 2: "abc" is not a number' in state,
+          "a cell that is not a number is named by line and column", state)
+    got = predict_in_page(b, "reg", None, "[[1, 2, 3]]")
+    state = text_of(b, "predict-state")
+    check(got is None and "400 invalid_argument" in state and
+          "X[0] has 3 features; the model expects 2" in state,
+          "a row of the wrong width shows the server's 400", state)
+    # the keyboard alone: rows typed, Tab to the button, Enter
+    Select(b.find_element(By.ID, "predict-model")).select_by_visible_text("reg")
+    b.execute_script("document.getElementById('predict-raw').textContent = ''")
+    area = b.find_element(By.ID, "predict-rows")
+    area.clear()
+    area.send_keys("0.5 0.5")
+    area.send_keys(Keys.TAB)
+    focused = b.switch_to.active_element
+    focused.send_keys(Keys.ENTER)
+    raw = wait_for(lambda: b.find_element(By.ID, "predict-raw").get_attribute("textContent"), 10)
+    want = d.req("POST", "/v1/models/reg/predict", {"X": [[0.5, 0.5]]}).json()
+    check(focused.get_attribute("id") == "predict-run" and raw and json.loads(raw) == want,
+          "predict from the keyboard: Tab reaches the button, Enter runs it", raw)
+
+
+def check_labels(b):
+    missing = b.execute_script("""
+        return [...document.querySelectorAll('input, select, textarea')]
+          .filter(e => !e.labels.length && !e.getAttribute('aria-label'))
+          .map(e => e.id || e.outerHTML);""")
+    check(missing == [], "every input, select and textarea has a label", missing)
+
+
+def check_xss(b):
+    b.find_element(By.CSS_SELECTOR, "#models-table button[aria-label='metadata of cls']").click()
+    meta = wait_for(lambda: "classes" in text_of(b, "model-meta") and
+                    b.find_element(By.ID, "model-meta").get_attribute("textContent"))
+    check(bool(meta) and XSS_IMG in meta and XSS_SCRIPT in meta,
+          "svc metadata shows the HTML labels as text", meta)
+    scripts = [s.get_attribute("src") for s in b.find_elements(By.TAG_NAME, "script")]
+    check(no_alert(b) and b.find_elements(By.TAG_NAME, "img") == [] and
+          len(scripts) == 1 and scripts[0].endswith("/console.js"),
+          "no alert, no <img> and no <script> made from the labels",
+          (scripts, len(b.find_elements(By.TAG_NAME, "img"))))
+
+
+def check_jobs(d, b, shots):
+    rows = [row for row in zip(*run.load_csv("letter.csv", 4000))]
+    X, y = [r[0] for r in rows], [r[1] for r in rows]
+    r = d.req("POST", "/v1/models/slow/fit",
+              {"algorithm": "svc", "kernel": {"type": "rbf"}, "params": {"C": 1},
+               "X": X, "y": y, "async": True,
+               "search": {"params": {"C": [1, 10, 100], "kernel.gamma": [0.01, 0.05, 0.1]},
+                          "cv": 5}})
+    job = ((r.json() or {}).get("job") or {}).get("id")
+    check(r.status == 202 and job, "an async search starts a job", r)
+    if not job:
+        return
+    sel = f"#jobs-table tr[data-job='{job}']"
+
+    def moving():
+        tr = b.find_element(By.CSS_SELECTOR, sel)
+        v = float(tr.find_element(By.TAG_NAME, "progress").get_attribute("value"))
+        status = tr.find_elements(By.TAG_NAME, "td")[2].text
+        return (v, status) if 0 < v < 1 and status == "running" else None
+
+    seen = wait_for(moving, 120)
+    api = d.req("GET", f"/v1/jobs/{job}").json() or {}
+    check(bool(seen) and api.get("status") == "running" and
+          seen[0] <= api.get("progress", 0) < 1,
+          "the job's row shows running with a bar between 0 and 1 (as GET /v1/jobs/{id})",
+          (seen, api))
+    shot(b, shots, "jobs.png")
+    b.find_element(By.CSS_SELECTOR, sel + " button").click()
+    ended = wait_for(lambda: b.find_element(By.CSS_SELECTOR, sel)
+                     .find_elements(By.TAG_NAME, "td")[2].text == "cancelled", 60)
+    api = d.req("GET", f"/v1/jobs/{job}").json() or {}
+    check(ended and api.get("status") == "cancelled",
+          "the row's Cancel button cancels the job; the row says cancelled", api)
+    done = [tr for tr in b.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr")
+            if tr.find_elements(By.TAG_NAME, "td")[2].text == "succeeded"]
+    check(len(done) == 4 and all(
+        tr.find_element(By.TAG_NAME, "progress").get_attribute("value") == "1" and
+        "100%" in tr.text for tr in done),
+        "the four fits' jobs show succeeded with a full bar", len(done))
+
+
+def check_reference(b):
+    import yaml
+    with open(os.path.join(run.ROOT, "api", "openapi.yaml")) as f:
+        spec = yaml.safe_load(f)
+    want = []
+    for path, ops in spec["paths"].items():
+        for m, op in ops.items():
+            if m in ("get", "put", "post", "delete", "options", "head", "patch"):
+                want.append((m, path, op.get("summary", ""),
+                             ", ".join(str(s) for s in op.get("responses", {}))))
+    # each row: method, path, the summary (the cell's first text node:
+    # a <details> of the description may follow) and the statuses
+    got = wait_for(lambda: [tuple(row) for row in b.execute_script("""
+        return [...document.querySelectorAll('#reference-table tbody tr')].map(tr =>
+          [tr.dataset.method, tr.dataset.path, tr.cells[2].firstChild.textContent,
+           tr.cells[3].textContent]);""")])
+    check(got == want, f"the API reference lists the spec's {len(want)} operations "
+          "with their summaries and statuses (as PyYAML reads it)",
+          [x for x in got if x not in want] + ["|"] + [x for x in want if x not in got])
+    paths = {p for _, p, _, _ in got}
+    check({"/", "/openapi.yaml", "/v1/models/{name}/predict"} <= paths,
+          "the reference lists the console's own routes", sorted(paths))
+
+
+def check_isolation(logs, port):
+    logs.read()
+    base = f"http://127.0.0.1:{port}/"
+    out = [u for u in logs.urls if not (u.startswith(base) or u.startswith("data:"))]
+    check(logs.urls and not out, f"every request the browser made went to {base} "
+          f"({len(logs.urls)} requests)", out)
+    bad = [e for e in logs.console
+           if e.get("source") in ("javascript", "security") or
+           "Content Security Policy" in e.get("message", "")]
+    check(not bad, "no script error and no CSP violation in the browser's console", bad)
+
+
+def readme_shot(d, b, path):
+    """The README's picture: an svc of plain labels, its metadata and
+    probabilities from the form, in a tall window."""
+    X = [[0, 0], [0, 1], [1, 0], [2, 2], [2, 3], [3, 2], [4, 4], [4, 5], [5, 4]]
+    d.req("POST", "/v1/models/sizes/fit", {
+        "algorithm": "svc", "kernel": {"type": "rbf", "gamma": 0.5},
+        "params": {"C": 10, "probability": True}, "X": X,
+        "y": ["small"] * 3 + ["medium"] * 3 + ["large"] * 3})
+    b.find_element(By.ID, "models-refresh").click()
+    wait_for(lambda: "sizes" in model_names(b))
+    b.find_element(By.CSS_SELECTOR,
+                   "#models-table button[aria-label='metadata of sizes']").click()
+    wait_for(lambda: "classes" in text_of(b, "model-meta"))
+    predict_in_page(b, "sizes", "probability", "x1,x2\n0.5,0.5\n2.5,2.2\n4.2,4.9")
+    b.set_window_size(1280, 1500)
+    b.execute_script("window.scrollTo(0, 0)")
+    shot(b, os.path.dirname(os.path.abspath(path)), os.path.basename(path))
+    b.set_window_size(1280, 1000)
+
+
+def open_daemon(server, b, shots, readme):
+    tmp = tempfile.mkdtemp(prefix="kmserve-console-")
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    d = run.Daemon(os.path.abspath(server), models)
+    try:
+        d.start()
+        check_static(d)
+        fit_models(d)
+        logs = Logs(b)
+        b.get(f"http://127.0.0.1:{d.port}/")
+        names = wait_for(lambda: model_names(b) == ["cls", "gp", "pca", "reg"] and model_names(b))
+        check(names == ["cls", "gp", "pca", "reg"], "the models table lists the fitted models",
+              names)
+        shot(b, shots, "models.png")
+        check_labels(b)
+        check_xss(b)
+        check_predict(d, b)
+        shot(b, shots, "predict.png")
+        check_reference(b)
+        check_jobs(d, b, shots)
+        if readme:
+            readme_shot(d, b, readme)
+        check(no_alert(b), "no alert at the end")
+        check_isolation(logs, d.port)
+    except Exception as e:  # a crash of the runner is a failure, not a pass
+        check(False, "runner (open daemon)", repr(e))
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def enter_token(b, tok):
+    field = b.find_element(By.ID, "token-input")
+    field.clear()
+    field.send_keys(tok, Keys.ENTER)
+
+
+def token_daemon(server, b, shots):
+    tmp = tempfile.mkdtemp(prefix="kmserve-console-tok-")
+    models = os.path.join(tmp, "models")
+    os.makedirs(models)
+    tokens = os.path.join(tmp, "tokens")
+    with open(tokens, "w") as f:
+        f.write(f"{READ_TOKEN} read\n{ADMIN_TOKEN} admin\n")
+    d = run.Daemon(os.path.abspath(server), models, "--token-file", tokens)
+    try:
+        d.start()
+        admin = [("Authorization", f"Bearer {ADMIN_TOKEN}")]
+        r = d.req("POST", "/v1/models/secret/fit", {
+            "algorithm": "krr", "kernel": {"type": "linear"},
+            "X": [[0], [1], [2]], "y": [0, 1, 2]}, headers=admin)
+        check(r.status == 201, "tokens: an admin token fits over HTTP", r)
+        check(all(d.req("GET", p).status == 200 for p in STATIC) and
+              d.req("GET", "/v1/models").status == 401,
+              "tokens: the console's files and the spec are open, /v1/models is 401")
+        logs = Logs(b)
+        b.get(f"http://127.0.0.1:{d.port}/")
+        notice = wait_for(lambda: b.find_element(By.ID, "notice").is_displayed() and
+                          text_of(b, "notice"))
+        check(bool(notice) and "needs a token" in notice and "401 unauthenticated" in notice and
+              model_names(b) == [], "tokens: without a token the page asks for one (401) "
+              "and lists nothing", notice)
+        refs = wait_for(lambda: len(b.find_elements(By.CSS_SELECTOR, "#reference-table tbody tr")))
+        check(refs > 0, "tokens: the API reference shows without a token", refs)
+        shot(b, shots, "token-needed.png")
+        enter_token(b, READ_TOKEN)
+        names = wait_for(lambda: model_names(b) == ["secret"] and model_names(b))
+        jobs = wait_for(lambda: "admin token" in text_of(b, "jobs-state") and
+                        text_of(b, "jobs-state"))
+        stored = b.execute_script("return [sessionStorage.getItem('kmserve.token'), "
+                                  "localStorage.length, document.cookie]")
+        check(names == ["secret"] and not b.find_element(By.ID, "notice").is_displayed(),
+              "tokens: with a read token the models are listed", names)
+        check(bool(jobs) and "403 permission_denied" in jobs,
+              "tokens: with a read token the jobs say they need an admin token (403)", jobs)
+        check(stored == [READ_TOKEN, 0, ""],
+              "tokens: the token is kept in sessionStorage only", stored)
+        enter_token(b, ADMIN_TOKEN)
+        rows = wait_for(lambda: len(b.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr")))
+        check(rows == 1, "tokens: with an admin token the jobs are listed", rows)
+        shot(b, shots, "token-admin.png")
+        b.find_element(By.ID, "token-forget").click()
+        notice = wait_for(lambda: b.find_element(By.ID, "notice").is_displayed() and
+                          text_of(b, "notice"))
+        check(bool(notice) and "needs a token" in notice and
+              b.execute_script("return sessionStorage.getItem('kmserve.token')") is None,
+              "tokens: Forget drops the token and the page asks again", notice)
+        logs.read()
+        base = f"http://127.0.0.1:{d.port}/"
+        check(all(u.startswith(base) or u.startswith("data:") for u in logs.urls),
+              "tokens: every request went to the daemon",
+              [u for u in logs.urls if not u.startswith(base)])
+        bad = [e for e in logs.console if e.get("source") in ("javascript", "security")]
+        check(not bad, "tokens: no script error or CSP violation", bad)
+    except Exception as e:
+        check(False, "runner (tokens)", repr(e))
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
+    ap.add_argument("--readme-shot", help="also write the README's screenshot here")
+    args = ap.parse_args()
+    shots = os.path.join(os.path.dirname(os.path.abspath(args.server)), "console")
+    started = time.time()
+    b = browser()
+    try:
+        open_daemon(args.server, b, shots, args.readme_shot)
+        token_daemon(args.server, b, shots)
+    finally:
+        b.quit()
+    run.tally.note(f"screenshots in {shots}; {time.time() - started:.1f} s")
+    return run.tally.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
