@@ -72,16 +72,21 @@ const char *km_krr_centres_name(km_krr_centre_rule c)
     return (unsigned)c < KM_KRR_CENTRES_COUNT ? centres_names[c] : NULL;
 }
 
-size_t km_krr_centres(const km_krr_params *p, size_t n)
+size_t km_nys_n_centres(size_t asked, size_t n)
 {
-    if (p->n_centres)
-        return p->n_centres;
+    if (asked)
+        return asked;
     /* Falkon's m of the order of sqrt(n) log n, within [1000, 10000] */
     double c = ceil(sqrt((double)n) * log(n > 1 ? (double)n : 1.0));
     size_t m = c < KM_KRR_DEFAULT_CENTRES       ? KM_KRR_DEFAULT_CENTRES
                : c > KM_KRR_MAX_DEFAULT_CENTRES ? KM_KRR_MAX_DEFAULT_CENTRES
                                                 : (size_t)c;
     return n < m ? n : m;
+}
+
+size_t km_krr_centres(const km_krr_params *p, size_t n)
+{
+    return km_nys_n_centres(p->n_centres, n);
 }
 
 km_krr_solver km_krr_resolve_solver(const km_krr_params *p, size_t n,
@@ -139,7 +144,7 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
 /* Values of K_nm a nystrom fit holds at once: rows per block. */
 #define NYS_BLOCK_VALUES ((size_t)1 << 21)
 
-static size_t nys_block_rows(size_t n, size_t m)
+size_t km_nys_block_rows(size_t n, size_t m)
 {
     size_t b = NYS_BLOCK_VALUES / (m ? m : 1);
     b = b < 1 ? 1 : b;
@@ -209,22 +214,28 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
      * direction, its image, two work blocks, the smoothed solution and
      * residual); the model's copies of the
      * centres, norms and coefficients. */
-    size_t c = km_krr_centres(p, n), b = nys_block_rows(n, c);
+    size_t c = km_krr_centres(p, n), b = km_nys_block_rows(n, c);
     size_t v = mul_sat(n, sizeof(size_t) / D + 1);
     v = add_sat(v, mul_sat(2, mul_sat(c, c)));
     v = add_sat(v, add_sat(mul_sat(b, c), mul_sat(b, m + 1)));
     v = add_sat(v, mul_sat(2, mul_sat(c, d + 1)));
     v = add_sat(v, mul_sat(9, mul_sat(c, m)));
     v = add_sat(v, 4 * m);
-    if (p->centres == KM_KRR_CENTRES_RPCHOLESKY)
-        /* km_krr_rpcholesky, before the solve: the n x m factor F, the
-         * residual diagonal, its running sums and X's norms (n each), the
-         * proposals' rows, their residual block twice and their rows of
-         * F, the accepted ones' rows of F */
-        v = add_sat(v, add_sat(mul_sat(n, c + 3),
-                               mul_sat(RPC_BLOCK, 2 * RPC_BLOCK + d +
-                                                      2 * c)));
+    v = add_sat(v, km_nys_centres_values(n, d, c, p->centres));
     return mul_sat(D, v);
+}
+
+size_t km_nys_centres_values(size_t n, size_t d, size_t m,
+                             km_krr_centre_rule rule)
+{
+    if (rule != KM_KRR_CENTRES_RPCHOLESKY)
+        return 0;
+    /* km_krr_rpcholesky: the n x m factor F, the residual diagonal, its
+     * running sums and X's norms (n each), the proposals' rows, their
+     * residual block twice and their rows of F, the accepted ones' rows
+     * of F */
+    return add_sat(mul_sat(n, m + 3),
+                   mul_sat(RPC_BLOCK, 2 * RPC_BLOCK + d + 2 * m));
 }
 
 static void krr_free(void *payload)
@@ -733,6 +744,37 @@ void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx)
     qsort(idx, m, sizeof *idx, cmp_size);
 }
 
+km_status km_nys_pick(const km_kernel *k, const double *X, size_t n,
+                      size_t d, const size_t *given, km_krr_centre_rule rule,
+                      uint64_t seed, size_t *m, double *Z,
+                      const km_fit_control *ctl, double f0, double f1,
+                      km_error *err)
+{
+    int rpc = !given && rule == KM_KRR_CENTRES_RPCHOLESKY;
+    if (rpc && (n > INT_MAX || *m > INT_MAX / RPC_BLOCK)) /* BLAS's ints */
+        return km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times "
+                            "%d and the rows (%zu) must be below 2^31 for "
+                            "rpcholesky centres", *m, RPC_BLOCK, n);
+    size_t *idx = malloc(n * sizeof *idx);
+    if (!idx)
+        return km_error_set(err, KM_ENOMEM, "out of memory for %zu centres",
+                            *m);
+    km_status st = KM_OK;
+    if (given) {
+        memcpy(idx, given, *m * sizeof *idx);
+    } else if (rpc) {
+        st = km_krr_rpcholesky(k, X, n, d, *m, seed, idx, m, ctl, f0, f1,
+                               err);
+        qsort(idx, *m, sizeof *idx, cmp_size);
+    } else {
+        km_krr_draw_centres(seed, n, *m, idx);
+    }
+    for (size_t i = 0; st == KM_OK && i < *m; i++)
+        memcpy(Z + i * d, X + idx[i] * d, d * sizeof *X);
+    free(idx);
+    return st;
+}
+
 /*
  * Randomly pivoted Cholesky (Chen, Epperly, Tropp and Webber, "Randomly
  * pivoted Cholesky: practical approximation of a kernel matrix with few
@@ -910,9 +952,8 @@ out:
 
 /* T := the upper Cholesky factor of K_mm + s I (column-major, strict
  * lower part zeroed), computing K_mm into T; *shift gets s. */
-static km_status nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
-                                size_t d, double *T, double *shift,
-                                km_error *err)
+km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
+                            size_t d, double *T, double *shift, km_error *err)
 {
     double mean = 0;
     for (int tries = 0; tries < 5; tries++) {
@@ -960,7 +1001,6 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
 {
     km_problem pb = {X, n, d, Y, p, NULL, 0};
     km_fit_frame f;
-    size_t *idx = NULL;
     double *T = NULL, *A = NULL, *Kb = NULL, *tmp = NULL, *work = NULL;
     double *rr = NULL, *r0 = NULL, *res = NULL, *v = NULL;
     int *done = NULL;
@@ -978,14 +1018,13 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     }
     const km_kernel *k = &f.k;
     size_t m = km_krr_centres(params, n);
-    size_t block = nys_block_rows(n, m);
+    size_t block = km_nys_block_rows(n, m);
     double alpha = params->alpha;
     int rpc = !centres && params->centres == KM_KRR_CENTRES_RPCHOLESKY;
     /* progress: rpcholesky to f_sel, the preconditioner to f_pre, then CG
      * to 0.95 */
     double f_sel = rpc ? 0.3 : 0.0, f_pre = f_sel + 0.05 * (1.0 - f_sel);
-    if (m > INT_MAX / p || block > INT_MAX / m ||
-        (rpc && (n > INT_MAX || m > INT_MAX / RPC_BLOCK))) { /* BLAS's ints */
+    if (m > INT_MAX / p || block > INT_MAX / m) { /* BLAS's ints */
         st = km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times the "
                           "outputs (%zu) must be below 2^31", m, p);
         goto out;
@@ -997,27 +1036,15 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
 
     /* The centres, kept as the model's training rows. */
     pl = calloc(1, sizeof *pl);
-    idx = malloc(n * sizeof *idx);
-    if (!pl || !idx || !(pl->X = malloc(m * d * sizeof *pl->X))) {
+    if (!pl || !(pl->X = malloc(m * d * sizeof *pl->X))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for %zu centres", m);
         goto out;
     }
-    if (centres) {
-        memcpy(idx, centres, m * sizeof *idx);
-    } else if (rpc) {
-        if ((st = km_krr_rpcholesky(k, X, n, d, m, params->seed, idx, &m,
-                                    ctl, 0.0, f_sel, err)) != KM_OK)
-            goto out;
-        qsort(idx, m, sizeof *idx, cmp_size);
-        block = nys_block_rows(n, m);
-    } else {
-        km_krr_draw_centres(params->seed, n, m, idx);
-    }
+    if ((st = km_nys_pick(k, X, n, d, centres, params->centres, params->seed,
+                          &m, pl->X, ctl, 0.0, f_sel, err)) != KM_OK)
+        goto out;
+    block = km_nys_block_rows(n, m);
     size_t mp = m * p;
-    for (size_t i = 0; i < m; i++)
-        memcpy(pl->X + i * d, X + idx[i] * d, d * sizeof *X);
-    free(idx);
-    idx = NULL;
     if (!(pl->xn = km_sqnorms(pl->X, m, d))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the centres");
         goto out;
@@ -1040,7 +1067,7 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     }
     nys s = {k, X, n, d, pl->X, pl->xn, m, p, block, T, A, 0, alpha, Kb, tmp,
              ctl, 0.0};
-    if ((st = nys_factor_kmm(k, pl->X, m, d, T, &s.shift, err)) != KM_OK)
+    if ((st = km_nys_factor_kmm(k, pl->X, m, d, T, &s.shift, err)) != KM_OK)
         goto out;
     /* A^T A = T T^T / m + (alpha / n) I */
     cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)m,
@@ -1227,7 +1254,6 @@ out:
         *n_history = nh;
     km_model_free(model);
     krr_free(pl);
-    free(idx);
     free(T);
     free(A);
     free(Kb);
