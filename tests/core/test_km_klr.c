@@ -266,32 +266,32 @@ START_TEST(checks_name_the_field)
 {
     km_klr_params p = km_klr_params_default();
     km_error err = {0};
-    ck_assert_int_eq(km_klr_check(&p, 3, &err), KM_OK);
+    ck_assert_int_eq(km_klr_check(&p, 100, 3, &err), KM_OK);
     ck_assert(p.lambda == 1.0 && p.tol == 1e-8 && p.max_iter == 100 &&
               p.fit_intercept == 1 && p.multi_class == KM_KLR_MULTINOMIAL);
     p.lambda = 0;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message, "params.lambda must be a finite number > 0");
     p.lambda = INFINITY;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     p = km_klr_params_default();
     p.tol = -1;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message, "params.tol must be a finite number > 0");
     p = km_klr_params_default();
     p.max_iter = 0;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message, "params.max_iter must be in [1, 100000]");
     p.max_iter = KM_KLR_MAX_ITER + 1;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     p = km_klr_params_default();
     p.fit_intercept = 2;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message,
                      "params.fit_intercept must be true or false");
     p = km_klr_params_default();
     p.multi_class = KM_KLR_MULTI_COUNT;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message,
                      "params.multi_class must be multinomial or ovr");
     ck_assert_str_eq(km_klr_multi_name(KM_KLR_OVR), "ovr");
@@ -299,7 +299,7 @@ START_TEST(checks_name_the_field)
 
     /* one class: 422's status, from km_fit's validation and the check */
     p = km_klr_params_default();
-    ck_assert_int_eq(km_klr_check(&p, 1, &err), KM_EPROBLEM);
+    ck_assert_int_eq(km_klr_check(&p, 100, 1, &err), KM_EPROBLEM);
     double X[120];
     int y[60];
     blobs(X, y, 60, 2);
