@@ -1490,7 +1490,9 @@ const char *km_klr_multi_name(km_klr_multi m);
  * objective's gradient in the coefficients and intercepts where it
  * stopped: at most tol unless max_iter or rounding stopped it first; for
  * nystrom in the primal weights w of the features), "objective" (its
- * value there), "solver", and for nystrom multinomial "cg_iterations".
+ * value there), "solver", "factorizations" (Cholesky factorisations
+ * made: exact binary keeps one across chord steps), and for nystrom
+ * "cg_iterations" (Hessian products of its Newton-CG steps).
  * KM_ENOTPD when the kernel is not positive semi-definite enough for the
  * Newton system's Cholesky; KM_ECANCELLED when ctl asks (between panels
  * of each factorisation, or row blocks of nystrom's passes).
