@@ -633,6 +633,21 @@ static void centre_intercepts(double *b, size_t q)
         b[c] -= mb;
 }
 
+/* f zeroed but for what both solvers set alike. */
+static void fit_init(klr_fit *f, unsigned kind, size_t n, size_t q,
+                     const int *y, const km_klr_params *params,
+                     const km_fit_control *ctl)
+{
+    memset(f, 0, sizeof *f);
+    f->kind = kind;
+    f->n = n;
+    f->q = q;
+    f->y = y;
+    f->lambda = params->lambda;
+    f->intercept = params->fit_intercept;
+    f->ctl = ctl;
+}
+
 /* The exact solver: Newton on the n x q dual coefficients. */
 static km_status fit_exact(km_fit_frame *fr, const km_klr_params *params,
                            const double *X, size_t n, size_t d, const int *y,
@@ -645,14 +660,7 @@ static km_status fit_exact(km_fit_frame *fr, const km_klr_params *params,
     klr_payload *pl = res->pl;
     size_t q = n_functions(k);
     km_status st = KM_OK;
-    memset(&f, 0, sizeof f);
-    f.kind = pl->kind;
-    f.n = n;
-    f.q = q;
-    f.y = y;
-    f.lambda = params->lambda;
-    f.intercept = params->fit_intercept;
-    f.ctl = ctl;
+    fit_init(&f, pl->kind, n, q, y, params, ctl);
     f.G = malloc(n * n * sizeof *f.G);
     f.reuse = q == 1;
     f.stale = 1;
@@ -1075,7 +1083,7 @@ static km_status fit_nystrom(km_fit_frame *fr, const km_klr_params *params,
     int rpc = params->centres == KM_KRR_CENTRES_RPCHOLESKY;
     /* progress: rpcholesky to f_sel, Phi to f_phi, then Newton to 0.95 */
     double f_sel = rpc ? 0.3 : 0.0, f_phi = f_sel + 0.1 * (1.0 - f_sel);
-    memset(&f, 0, sizeof f);
+    fit_init(&f, pl->kind, n, q, y, params, ctl);
     memset(&s, 0, sizeof s);
     if (n > INT_MAX || m >= INT_MAX / (q + 1)) /* BLAS's ints */
         return km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times "
@@ -1114,13 +1122,6 @@ static km_status fit_nystrom(km_fit_frame *fr, const km_klr_params *params,
     double *G = s.U + p * q, *Xd = G + p * q, *Rr = Xd + p * q;
     double *Zc = Rr + p * q, *Dd = Zc + p * q;
     f.b = Dd + p * q;
-    f.kind = pl->kind;
-    f.n = n;
-    f.q = q;
-    f.y = y;
-    f.lambda = params->lambda;
-    f.intercept = params->fit_intercept;
-    f.ctl = ctl;
     s.f = &f;
     s.m = m;
     s.p = p;

@@ -105,6 +105,17 @@ static double max_abs_diff(const double *a, const double *b, size_t n)
     return worst;
 }
 
+/* The first n_rows of file scaled by the first n_fit; their labels (k
+ * classes) and d. */
+static int *load_case(const char *file, size_t n_rows, size_t n_fit,
+                      km_dataset *ds, size_t *k, size_t *d)
+{
+    ck_assert_int_eq(km_dataset_load(file, n_rows, ds), 0);
+    km_dataset_scale(ds, n_fit);
+    *d = ds->d;
+    return labels_of(ds, n_fit, k);
+}
+
 /* The nt rows T's k class probabilities within TOL of the reference rp;
  * each row sums to 1 and its argmax is the label. */
 static void check_probabilities(const km_model *m, const double *T,
@@ -138,10 +149,8 @@ static void linear_case(const char *file, size_t n_rows, size_t n_fit,
                         km_klr_multi multi, size_t q_want)
 {
     km_dataset ds;
-    ck_assert_int_eq(km_dataset_load(file, n_rows, &ds), 0);
-    km_dataset_scale(&ds, n_fit);
-    size_t d = ds.d, k, nt = n_rows - n_fit;
-    int *y = labels_of(&ds, n_fit, &k);
+    size_t k, d, nt = n_rows - n_fit;
+    int *y = load_case(file, n_rows, n_fit, &ds, &k, &d);
     km_kernel kern;
     km_kernel_init(&kern, KM_KERNEL_LINEAR);
     km_klr_params p = km_klr_params_default();
@@ -225,10 +234,8 @@ static void nystrom_case(const char *file, size_t n_rows, size_t n_fit,
                          double lambda, int intercept, km_klr_multi multi)
 {
     km_dataset ds;
-    ck_assert_int_eq(km_dataset_load(file, n_rows, &ds), 0);
-    km_dataset_scale(&ds, n_fit);
-    size_t d = ds.d, k, nt = n_rows - n_fit;
-    int *y = labels_of(&ds, n_fit, &k);
+    size_t k, d, nt = n_rows - n_fit;
+    int *y = load_case(file, n_rows, n_fit, &ds, &k, &d);
     km_kernel kern;
     km_kernel_init(&kern, KM_KERNEL_RBF);
     kern.gamma = 1.0 / (double)d;
@@ -298,12 +305,9 @@ END_TEST
 START_TEST(nystrom_all_rows_is_exact)
 {
     const char *file = _i ? "digits.csv" : "breast_cancer.csv";
-    size_t n_fit = 250, nt = 100;
+    size_t n_fit = 250, nt = 100, d, k;
     km_dataset ds;
-    ck_assert_int_eq(km_dataset_load(file, n_fit + nt, &ds), 0);
-    km_dataset_scale(&ds, n_fit);
-    size_t d = ds.d, k;
-    int *y = labels_of(&ds, n_fit, &k);
+    int *y = load_case(file, n_fit + nt, n_fit, &ds, &k, &d);
     km_kernel kern;
     km_kernel_init(&kern, KM_KERNEL_RBF);
     kern.gamma = 1.0 / (double)d;
