@@ -52,7 +52,7 @@ static int *labels_of(const km_dataset *ds, size_t n, size_t *k)
 
 static void set_labels(km_model *m, size_t k)
 {
-    char buf[16][4];
+    char buf[16][24];
     const char *names[16];
     for (size_t c = 0; c < k; c++) {
         snprintf(buf[c], sizeof buf[c], "%zu", c);
