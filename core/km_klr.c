@@ -186,20 +186,20 @@ static size_t nys_fit_bytes(size_t n, size_t d, size_t n_classes,
 {
     size_t k = n_classes < 2 ? 2 : n_classes, q = n_functions(k);
     size_t m = km_nys_n_centres(p->n_centres, n), P = m + 1;
-    size_t nh = k > 2 && p->multi_class == KM_KLR_MULTINOMIAL ? q : 1;
     /* The centres and their norms (the model's), T (m x m), Phi (n x m),
-     * a scaled block of it, the Hessians' factors (one, or q for
-     * multinomial), F, D, R and W (n x q each), U, G, the direction and
-     * CG's three vectors (P x q each), the intercepts, the counts, the
-     * model's coefficients and intercepts; picking the centres. */
+     * a scaled block of it, the Hessians' factors (one per function), F,
+     * D, R and W (n x q each), U, G, the direction and CG's three vectors
+     * (P x q each), the model's coefficients (m x q); the intercepts
+     * twice, the refresh flags and counts (q each), the class counts;
+     * picking the centres. */
     size_t v = mul_sat(m, d + 1);
     v = add_sat(v, mul_sat(m, m));
     v = add_sat(v, mul_sat(n, m));
     v = add_sat(v, mul_sat(km_nys_block_rows(n, m), m));
-    v = add_sat(v, mul_sat(nh, mul_sat(P, P)));
+    v = add_sat(v, mul_sat(q, mul_sat(P, P)));
     v = add_sat(v, mul_sat(4, mul_sat(n, q)));
     v = add_sat(v, mul_sat(6, mul_sat(P, q)));
-    v = add_sat(v, add_sat(mul_sat(m, q), 2 * q + k));
+    v = add_sat(v, add_sat(mul_sat(m, q), 4 * q + k));
     v = add_sat(v, km_nys_centres_values(n, d, m, p->centres));
     return mul_sat(sizeof(double), v);
 }
@@ -780,24 +780,31 @@ out:
  *     H_c = [Phi^T W_c Phi + lambda I, Phi^T w_c; w_c^T Phi, 1^T w_c],
  * W_c = diag(p_c (1 - p_c)): built in row blocks of Phi by DSYRK on
  * W^1/2-scaled rows (n m^2 flops; progress and cancel per block) and
- * factored by Cholesky (m^3/3). Binary and ovr: H_c is the whole
- * Hessian of its problem, so the step is Newton's, with an Armijo line
- * search per function. Multinomial: the whole Hessian couples the
- * classes (row i's block diag(p_i) - p_i p_i^T), so the step solves the
- * full (q p) x (q p) Newton system by conjugate gradients, each product
- * by two GEMMs with Phi (4 n m q flops), preconditioned by the q block
- * Choleskys H_c (block Jacobi), to a relative residual
+ * factored by Cholesky (m^3/3). Every Newton direction is computed by
+ * conjugate gradients on the exact Hessian, each product by two passes
+ * over Phi (4 n m flops per function: DGEMV, or DGEMM for several),
+ * preconditioned by the factors H_c, to a relative residual
  * min(0.1, sqrt(|g| / |g_0|)) (an inexact Newton method, superlinear
- * near the optimum), then one line search on the whole objective; the
- * figure cg_iterations counts the products. With the intercept the
+ * near the optimum). The factors are kept across steps and refreshed
+ * when CG needed more than twice the products it needed with fresh ones
+ * (plus NYS_CG_SLACK) or did not converge within NYS_CG_CAP: a
+ * factorisation costs n m^2, a product 4 n m. Binary and ovr: H_c is
+ * the whole Hessian of function c's problem, so with a fresh factor CG
+ * takes one product (Newton's step), and each function has its own CG
+ * and Armijo line search. Multinomial: the whole Hessian couples the
+ * classes (row i's block diag(p_i) - p_i p_i^T), so CG runs on the full
+ * (q p) x (q p) system with the q factors as a block-Jacobi
+ * preconditioner, then one line search on the whole objective. The
+ * figures cg_iterations and factorizations count the products and
+ * factorisations. With the intercept the
  * multinomial Hessian is singular along a common shift of the b_c (the
  * softmax does not see it); the gradient is orthogonal to that
  * direction, so CG's system is consistent.
  *
  * It stops as the exact solver does, on the 2-norm of the gradient in
  * (w, b). The model: the centres as training rows, c = T^-1 w.
- * Memory: Phi (8 n m bytes), q m^2 for multinomial's factors (one
- * otherwise), O(n q + m q) vectors (km_klr_fit_bytes).
+ * Memory: Phi (8 n m bytes), T and a factor per function (m^2 each),
+ * O(n q + m q) vectors (km_klr_fit_bytes).
  */
 typedef struct klr_nys {
     klr_fit *f;       /* its kind, n, q, y, lambda, intercept and F */
@@ -805,8 +812,7 @@ typedef struct klr_nys {
     size_t block;     /* rows per block of the Hessian's passes */
     const double *PhiT; /* m x n column-major: column i is phi(x_i) */
     double *S;        /* m x block: W^1/2-scaled columns of PhiT */
-    double *H;        /* p x p column-major factors: one per function
-                         (multinomial) or one */
+    double *H;        /* p x p column-major factors, one per function */
     double *U;        /* p x q: (w_c, b_c) */
     double *R, *W;    /* n x q: p - t and p (1 - p) */
     double frac;
