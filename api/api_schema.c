@@ -312,6 +312,16 @@ static const api_param kkmeans_rows[] = {
     {0},
 };
 
+static const char *klr_solver_name(int s)
+{
+    return km_klr_solver_name((km_klr_solver)s);
+}
+
+/* Only with solver "nystrom". */
+#define KLR_NYSTROM .only_if = "solver", .only_value = KM_KLR_SOLVER_NYSTROM
+
+/* n_centres: its type and lower bound here (400); its upper bound,
+ * n_samples, in km_klr_check (422), as krr's. */
 static const api_param klr_rows[] = {
     {.key = "lambda", .type = API_NUMBER, FIELD(km_klr_params, lambda),
      POSITIVE, .doc = "weight of the RKHS norm's penalty (lambda/2) |f|^2; "
@@ -331,9 +341,30 @@ static const api_param klr_rows[] = {
      .doc = "more than two classes: multinomial (softmax loss) or ovr (one "
             "binary problem per class); two classes always fit one binary "
             "function"},
+    {.key = "solver", .type = API_ENUM, FIELD(km_klr_params, solver),
+     .names = klr_solver_name, .count = KM_KLR_SOLVER_COUNT,
+     .doc = "exact: Newton on the n dual coefficients, a Cholesky of an "
+            "n x n matrix per step, memory O(n^2); nystrom: Newton on m "
+            "Nystrom features (klr restricted to the span of m centres), "
+            "memory O(n m + k m^2), the model keeps the m centres"},
+    {.key = "n_centres", .type = API_INTEGER,
+     FIELD(km_klr_params, n_centres), .range = API_RANGE_API, .min = 1,
+     .max = INT_MAX, .data_default = 1,
+     .data_bound = "the number of rows of X", KLR_NYSTROM,
+     .doc = "nystrom only: centres; default min(n, ceil(sqrt(n) ln n) "
+            "within [1000, 10000]); above n_samples is 422"},
+    {.key = "seed", .type = API_INTEGER, FIELD(km_klr_params, seed),
+     .range = API_RANGE_API, .min = 0, .max = 2147483647, KLR_NYSTROM,
+     .doc = "nystrom only: seed of the centres' draw (core's PRNG)"},
+    {.key = "centres", .type = API_ENUM, FIELD(km_klr_params, centres),
+     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, KLR_NYSTROM,
+     .doc = "nystrom only: how the centres are picked: uniform (without "
+            "replacement) or rpcholesky (randomly pivoted Cholesky, which "
+            "holds an n x m factor while it runs)"},
     {0},
 };
-_Static_assert(sizeof(km_klr_multi) == sizeof(int),
+_Static_assert(sizeof(km_klr_multi) == sizeof(int) &&
+                   sizeof(km_klr_solver) == sizeof(int),
                "API_ENUM fields are int-sized");
 
 static void krr_defaults(void *p)

@@ -565,6 +565,30 @@ km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
                             size_t d, int unshifted_first, double *T,
                             double *shift, km_error *err);
 
+/*
+ * The Nystrom machinery krr's and klr's nystrom solvers share (km_krr.c).
+ * km_nys_n_centres: m for n rows, asked when not 0, else min(n,
+ * ceil(sqrt(n) ln n)) within [KM_KRR_DEFAULT_CENTRES,
+ * KM_KRR_MAX_DEFAULT_CENTRES]. km_nys_pick: the centres' rows into Z
+ * (*m x d, row-major, in the order of X): given (*m sorted, distinct
+ * indices) when not NULL, else by rule (km_krr_draw_centres or
+ * km_krr_rpcholesky, seeded with seed; *m may fall to the number
+ * rpcholesky kept), progress from f0 to f1 through ctl. km_nys_centres_values:
+ * the doubles picking by rule holds beyond Z (rpcholesky's n x m factor
+ * and its work; 0 for uniform). km_nys_block_rows: rows of a block of
+ * K_nm (about 2^21 values; krr's, klr's and kpca's nystrom solvers). The
+ * K_mm factor is km_nys_factor_kmm above.
+ */
+size_t km_nys_n_centres(size_t asked, size_t n);
+km_status km_nys_pick(const km_kernel *k, const double *X, size_t n,
+                      size_t d, const size_t *given, km_krr_centre_rule rule,
+                      uint64_t seed, size_t *m, double *Z,
+                      const km_fit_control *ctl, double f0, double f1,
+                      km_error *err);
+size_t km_nys_centres_values(size_t n, size_t d, size_t m,
+                             km_krr_centre_rule rule);
+size_t km_nys_block_rows(size_t n, size_t m);
+
 /* A standard normal draw: Box-Muller on two km_rng_uniform values,
  * u1 = (1 - a)/2 in (0, 1], u2 = (1 + b)/2, g = sqrt(-2 ln u1)
  * cos(2 pi u2) (the sine half is not used). */

@@ -154,15 +154,6 @@ static size_t nys_centres(const km_kpca_params *p, size_t n)
     return n < KM_KRR_DEFAULT_CENTRES ? n : KM_KRR_DEFAULT_CENTRES;
 }
 
-/* Values of K_nm the nystrom solver holds at once: rows per block. */
-#define NYS_BLOCK_VALUES ((size_t)1 << 21)
-
-static size_t nys_block_rows(size_t n, size_t m)
-{
-    size_t b = NYS_BLOCK_VALUES / (m ? m : 1);
-    b = b < 1 ? 1 : b;
-    return b < n ? b : n;
-}
 
 km_kpca_params km_kpca_params_default(void)
 {
@@ -255,7 +246,7 @@ static int use_iterative(size_t n, size_t k, km_kpca_solver s)
 static size_t nystrom_fit_bytes(size_t n, size_t d, const km_kpca_params *p)
 {
     size_t k = p->n_components, m = nys_centres(p, n);
-    size_t b = nys_block_rows(n, m);
+    size_t b = km_nys_block_rows(n, m);
     if (m > ((size_t)1 << 26) || k > m)
         return SIZE_MAX;
     size_t v = n + 2 * m * m + b * (m + k) + 2 * m * (d + 1) + 37 * m +
@@ -1165,8 +1156,8 @@ static km_status finish(km_fit_frame *fr, size_t d, size_t ns,
  * gives the same eigenvalues and projections.
  *
  * Three passes over X in row blocks (kernel values by km_gram_cross_sn
- * against the centres, NYS_BLOCK_VALUES at a time): mu; Gc by DSYRK on
- * the centred block (centring each block, not subtracting n mu mu^T
+ * against the centres, about 2^21 values at a time: km_nys_block_rows):
+ * mu; Gc by DSYRK on the centred block (centring each block, not subtracting n mu mu^T
  * from the raw sum, keeps the digits a kernel close to constant would
  * cancel); the training projections, only for their signs (each
  * component's entry of largest magnitude positive, the other solvers'
@@ -1277,7 +1268,7 @@ static km_status kpca_fit_nystrom(km_fit_frame *fr, const km_kpca_params *params
                                   km_error *err)
 {
     size_t nc = params->n_components, m = nys_centres(params, n);
-    size_t block = nys_block_rows(n, m);
+    size_t block = km_nys_block_rows(n, m);
     size_t *idx = NULL;
     double *T = NULL, *G = NULL, *V = NULL, *lambda = NULL, *ratio = NULL;
     double *P = NULL, shift = 0, trace = 0;
@@ -1335,7 +1326,7 @@ static km_status kpca_fit_nystrom(km_fit_frame *fr, const km_kpca_params *params
         goto out;
     }
     /* The block buffer: G's room until pass 2 needs it would save little
-     * (a block is at most NYS_BLOCK_VALUES). */
+     * (a block is at most about 2^21 values: km_nys_block_rows). */
     double *Kb = malloc(block * m * sizeof *Kb);
     if (!Kb) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "

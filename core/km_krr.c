@@ -73,16 +73,21 @@ const char *km_krr_centres_name(km_krr_centre_rule c)
     return (unsigned)c < KM_KRR_CENTRES_COUNT ? centres_names[c] : NULL;
 }
 
-size_t km_krr_centres(const km_krr_params *p, size_t n)
+size_t km_nys_n_centres(size_t asked, size_t n)
 {
-    if (p->n_centres)
-        return p->n_centres;
+    if (asked)
+        return asked;
     /* Falkon's m of the order of sqrt(n) log n, within [1000, 10000] */
     double c = ceil(sqrt((double)n) * log(n > 1 ? (double)n : 1.0));
     size_t m = c < KM_KRR_DEFAULT_CENTRES       ? KM_KRR_DEFAULT_CENTRES
                : c > KM_KRR_MAX_DEFAULT_CENTRES ? KM_KRR_MAX_DEFAULT_CENTRES
                                                 : (size_t)c;
     return n < m ? n : m;
+}
+
+size_t km_krr_centres(const km_krr_params *p, size_t n)
+{
+    return km_nys_n_centres(p->n_centres, n);
 }
 
 km_krr_solver km_krr_resolve_solver(const km_krr_params *p, size_t n,
@@ -151,7 +156,7 @@ km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
 #define NYS_FUSED_OUTPUTS 8
 #define NYS_MAX_THREADS 8
 
-static size_t nys_block_rows(size_t n, size_t m)
+size_t km_nys_block_rows(size_t n, size_t m)
 {
     size_t b = NYS_BLOCK_VALUES / (m ? m : 1);
     b = b < 1 ? 1 : b;
@@ -222,7 +227,7 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
      * residual); the model's copies of the
      * centres, norms and coefficients; the fused pass's norms of X's rows
      * and its accumulators (m x outputs per thread). */
-    size_t c = km_krr_centres(p, n), b = nys_block_rows(n, c);
+    size_t c = km_krr_centres(p, n), b = km_nys_block_rows(n, c);
     size_t v = mul_sat(n, sizeof(size_t) / D + 2);
     v = add_sat(v, mul_sat(NYS_MAX_THREADS, mul_sat(c, m)));
     v = add_sat(v, mul_sat(2, mul_sat(c, c)));
@@ -230,15 +235,21 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
     v = add_sat(v, mul_sat(2, mul_sat(c, d + 1)));
     v = add_sat(v, mul_sat(9, mul_sat(c, m)));
     v = add_sat(v, 4 * m);
-    if (p->centres == KM_KRR_CENTRES_RPCHOLESKY)
-        /* km_krr_rpcholesky, before the solve: the n x m factor F, the
-         * residual diagonal, its running sums and X's norms (n each), the
-         * proposals' rows, their residual block twice and their rows of
-         * F, the accepted ones' rows of F */
-        v = add_sat(v, add_sat(mul_sat(n, c + 3),
-                               mul_sat(RPC_BLOCK, 2 * RPC_BLOCK + d +
-                                                      2 * c)));
+    v = add_sat(v, km_nys_centres_values(n, d, c, p->centres));
     return mul_sat(D, v);
+}
+
+size_t km_nys_centres_values(size_t n, size_t d, size_t m,
+                             km_krr_centre_rule rule)
+{
+    if (rule != KM_KRR_CENTRES_RPCHOLESKY)
+        return 0;
+    /* km_krr_rpcholesky: the n x m factor F, the residual diagonal, its
+     * running sums and X's norms (n each), the proposals' rows, their
+     * residual block twice and their rows of F, the accepted ones' rows
+     * of F */
+    return add_sat(mul_sat(n, m + 3),
+                   mul_sat(RPC_BLOCK, 2 * RPC_BLOCK + d + 2 * m));
 }
 
 static void krr_free(void *payload)
@@ -836,6 +847,37 @@ void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx)
     qsort(idx, m, sizeof *idx, cmp_size);
 }
 
+km_status km_nys_pick(const km_kernel *k, const double *X, size_t n,
+                      size_t d, const size_t *given, km_krr_centre_rule rule,
+                      uint64_t seed, size_t *m, double *Z,
+                      const km_fit_control *ctl, double f0, double f1,
+                      km_error *err)
+{
+    int rpc = !given && rule == KM_KRR_CENTRES_RPCHOLESKY;
+    if (rpc && (n > INT_MAX || *m > INT_MAX / RPC_BLOCK)) /* BLAS's ints */
+        return km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times "
+                            "%d and the rows (%zu) must be below 2^31 for "
+                            "rpcholesky centres", *m, RPC_BLOCK, n);
+    size_t *idx = malloc(n * sizeof *idx);
+    if (!idx)
+        return km_error_set(err, KM_ENOMEM, "out of memory for %zu centres",
+                            *m);
+    km_status st = KM_OK;
+    if (given) {
+        memcpy(idx, given, *m * sizeof *idx);
+    } else if (rpc) {
+        st = km_krr_rpcholesky(k, X, n, d, *m, seed, idx, m, ctl, f0, f1,
+                               err);
+        qsort(idx, *m, sizeof *idx, cmp_size);
+    } else {
+        km_krr_draw_centres(seed, n, *m, idx);
+    }
+    for (size_t i = 0; st == KM_OK && i < *m; i++)
+        memcpy(Z + i * d, X + idx[i] * d, d * sizeof *X);
+    free(idx);
+    return st;
+}
+
 /*
  * Randomly pivoted Cholesky (Chen, Epperly, Tropp and Webber, "Randomly
  * pivoted Cholesky: practical approximation of a kernel matrix with few
@@ -1062,7 +1104,6 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
 {
     km_problem pb = {X, n, d, Y, p, NULL, 0};
     km_fit_frame f;
-    size_t *idx = NULL;
     double *T = NULL, *A = NULL, *Kb = NULL, *tmp = NULL, *work = NULL;
     double *rr = NULL, *r0 = NULL, *res = NULL, *v = NULL;
     double *xr = NULL, *acc = NULL;
@@ -1081,14 +1122,13 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     }
     const km_kernel *k = &f.k;
     size_t m = km_krr_centres(params, n);
-    size_t block = nys_block_rows(n, m);
+    size_t block = km_nys_block_rows(n, m);
     double alpha = params->alpha;
     int rpc = !centres && params->centres == KM_KRR_CENTRES_RPCHOLESKY;
     /* progress: rpcholesky to f_sel, the preconditioner to f_pre, then CG
      * to 0.95 */
     double f_sel = rpc ? 0.3 : 0.0, f_pre = f_sel + 0.05 * (1.0 - f_sel);
-    if (m > INT_MAX / p || block > INT_MAX / m ||
-        (rpc && (n > INT_MAX || m > INT_MAX / RPC_BLOCK))) { /* BLAS's ints */
+    if (m > INT_MAX / p || block > INT_MAX / m) { /* BLAS's ints */
         st = km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times the "
                           "outputs (%zu) must be below 2^31", m, p);
         goto out;
@@ -1100,27 +1140,15 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
 
     /* The centres, kept as the model's training rows. */
     pl = calloc(1, sizeof *pl);
-    idx = malloc(n * sizeof *idx);
-    if (!pl || !idx || !(pl->X = malloc(m * d * sizeof *pl->X))) {
+    if (!pl || !(pl->X = malloc(m * d * sizeof *pl->X))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for %zu centres", m);
         goto out;
     }
-    if (centres) {
-        memcpy(idx, centres, m * sizeof *idx);
-    } else if (rpc) {
-        if ((st = km_krr_rpcholesky(k, X, n, d, m, params->seed, idx, &m,
-                                    ctl, 0.0, f_sel, err)) != KM_OK)
-            goto out;
-        qsort(idx, m, sizeof *idx, cmp_size);
-        block = nys_block_rows(n, m);
-    } else {
-        km_krr_draw_centres(params->seed, n, m, idx);
-    }
+    if ((st = km_nys_pick(k, X, n, d, centres, params->centres, params->seed,
+                          &m, pl->X, ctl, 0.0, f_sel, err)) != KM_OK)
+        goto out;
+    block = km_nys_block_rows(n, m);
     size_t mp = m * p;
-    for (size_t i = 0; i < m; i++)
-        memcpy(pl->X + i * d, X + idx[i] * d, d * sizeof *X);
-    free(idx);
-    idx = NULL;
     if (!(pl->xn = km_sqnorms(pl->X, m, d))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the centres");
         goto out;
@@ -1349,7 +1377,6 @@ out:
         *n_history = nh;
     km_model_free(model);
     krr_free(pl);
-    free(idx);
     free(T);
     free(A);
     free(Kb);

@@ -16,6 +16,13 @@
  * the checks' messages, a single class, cancellation and progress, the
  * model file round trip (same answers to the bit; corrupt payloads
  * refused), km_fit equal to km_klr_fit to the bit, and the estimate.
+ *
+ * The nystrom solver: against scikit-learn's Nystroem features of the
+ * same centres (core's seeded draw, redone in gen_klr_refs.py) followed
+ * by LogisticRegression: probabilities and intercepts within 1e-6
+ * (binary with and without the intercept, multinomial, ovr); with every
+ * row a centre, the exact solver's decision values within 1e-6; its
+ * checks, rpcholesky centres, progress and cancel, and its estimate.
  */
 #include "../check_main.h"
 #include "../testdata.h"
@@ -45,7 +52,7 @@ static int *labels_of(const km_dataset *ds, size_t n, size_t *k)
 
 static void set_labels(km_model *m, size_t k)
 {
-    char buf[16][4];
+    char buf[16][24];
     const char *names[16];
     for (size_t c = 0; c < k; c++) {
         snprintf(buf[c], sizeof buf[c], "%zu", c);
@@ -98,16 +105,52 @@ static double max_abs_diff(const double *a, const double *b, size_t n)
     return worst;
 }
 
+/* The first n_rows of file scaled by the first n_fit; their labels (k
+ * classes) and d. */
+static int *load_case(const char *file, size_t n_rows, size_t n_fit,
+                      km_dataset *ds, size_t *k, size_t *d)
+{
+    ck_assert_int_eq(km_dataset_load(file, n_rows, ds), 0);
+    km_dataset_scale(ds, n_fit);
+    *d = ds->d;
+    return labels_of(ds, n_fit, k);
+}
+
+/* The nt rows T's k class probabilities within TOL of the reference rp;
+ * each row sums to 1 and its argmax is the label. */
+static void check_probabilities(const km_model *m, const double *T,
+                                size_t nt, size_t k, const double *rp,
+                                const char *tag)
+{
+    double *P = malloc(nt * k * sizeof *P);
+    int *lab = malloc(nt * sizeof *lab);
+    ck_assert_int_eq(km_klr_probability(m, T, nt, P, NULL), KM_OK);
+    double e = max_abs_diff(P, rp, nt * k);
+    ck_assert_msg(e <= TOL, "%s: probabilities off by %g", tag, e);
+    ck_assert_int_eq(km_klr_predict(m, T, nt, lab, NULL), KM_OK);
+    for (size_t i = 0; i < nt; i++) {
+        double s = 0;
+        size_t best = 0;
+        for (size_t c = 0; c < k; c++) {
+            s += P[i * k + c];
+            best = P[i * k + c] > P[i * k + best] ? c : best;
+        }
+        ck_assert_msg(fabs(s - 1) <= 1e-12, "%s: row %zu sums to %.17g",
+                      tag, i, s);
+        ck_assert_int_eq(lab[i], (int)best);
+    }
+    free(P);
+    free(lab);
+}
+
 /* One case of gen_klr_refs.py. */
 static void linear_case(const char *file, size_t n_rows, size_t n_fit,
                         const char *tag, double lambda, int intercept,
                         km_klr_multi multi, size_t q_want)
 {
     km_dataset ds;
-    ck_assert_int_eq(km_dataset_load(file, n_rows, &ds), 0);
-    km_dataset_scale(&ds, n_fit);
-    size_t d = ds.d, k, nt = n_rows - n_fit;
-    int *y = labels_of(&ds, n_fit, &k);
+    size_t k, d, nt = n_rows - n_fit;
+    int *y = load_case(file, n_rows, n_fit, &ds, &k, &d);
     km_kernel kern;
     km_kernel_init(&kern, KM_KERNEL_LINEAR);
     km_klr_params p = km_klr_params_default();
@@ -142,29 +185,9 @@ static void linear_case(const char *file, size_t n_rows, size_t n_fit,
     e = max_abs_diff(b, rb, q);
     ck_assert_msg(e <= TOL, "%s: intercepts off by %g", tag, e);
 
-    double *P = malloc(nt * k * sizeof *P);
-    int *lab = malloc(nt * sizeof *lab);
-    ck_assert_int_eq(km_klr_probability(m, ds.X + n_fit * d, nt, P, NULL),
-                     KM_OK);
-    e = max_abs_diff(P, rp, nt * k);
-    ck_assert_msg(e <= TOL, "%s: probabilities off by %g", tag, e);
-    ck_assert_int_eq(km_klr_predict(m, ds.X + n_fit * d, nt, lab, NULL),
-                     KM_OK);
-    for (size_t i = 0; i < nt; i++) {
-        double s = 0;
-        size_t best = 0;
-        for (size_t c = 0; c < k; c++) {
-            s += P[i * k + c];
-            best = P[i * k + c] > P[i * k + best] ? c : best;
-        }
-        ck_assert_msg(fabs(s - 1) <= 1e-12, "%s: row %zu sums to %.17g",
-                      tag, i, s);
-        ck_assert_int_eq(lab[i], (int)best);
-    }
+    check_probabilities(m, ds.X + n_fit * d, nt, k, rp, tag);
     free(w);
     free(b);
-    free(P);
-    free(lab);
     free(rw);
     free(rb);
     free(rp);
@@ -197,6 +220,127 @@ END_TEST
 START_TEST(linear_ovr)
 {
     linear_case("digits.csv", 500, 400, "ovr", 2.0, 1, KM_KLR_OVR, 10);
+}
+END_TEST
+
+/* ------------------------------------------------------------ nystrom */
+
+/* One nystrom case of gen_klr_refs.py: core's seeded uniform centres (m
+ * of the first n_fit rows), rbf with gamma 1/d; the intercepts and the
+ * test rows' probabilities against scikit-learn's Nystroem features of
+ * the same centres and LogisticRegression (TOL). */
+static void nystrom_case(const char *file, size_t n_rows, size_t n_fit,
+                         const char *tag, size_t m_centres, uint64_t seed,
+                         double lambda, int intercept, km_klr_multi multi)
+{
+    km_dataset ds;
+    size_t k, d, nt = n_rows - n_fit;
+    int *y = load_case(file, n_rows, n_fit, &ds, &k, &d);
+    km_kernel kern;
+    km_kernel_init(&kern, KM_KERNEL_RBF);
+    kern.gamma = 1.0 / (double)d;
+    km_klr_params p = km_klr_params_default();
+    p.lambda = lambda;
+    p.fit_intercept = intercept;
+    p.multi_class = multi;
+    p.tol = 1e-10;
+    p.solver = KM_KLR_SOLVER_NYSTROM;
+    p.n_centres = m_centres;
+    p.seed = seed;
+    km_model *m = fit(&kern, &p, ds.X, n_fit, d, y, k);
+    const km_info *ti = km_model_training(m);
+    ck_assert_msg(figure(ti, "gradient_norm")[0] <= 1e-10, "%s: gradient %g",
+                  tag, figure(ti, "gradient_norm")[0]);
+    ck_assert_uint_eq(km_model_n_samples(m), m_centres);
+    ck_assert(figure(km_model_params(m), "n_centres")[0] == (double)m_centres);
+    ck_assert(figure(km_model_params(m), "solver")[0] == KM_KLR_SOLVER_NYSTROM);
+    ck_assert(figure(ti, "factorizations")[0] >= 1);
+    fprintf(stderr, "klr nystrom %s: %g Newton steps, %g CG products, %g "
+            "factorisations\n", tag, figure(ti, "iterations")[0],
+            figure(ti, "cg_iterations")[0], figure(ti, "factorizations")[0]);
+
+    char name[64];
+    size_t nb, np;
+    snprintf(name, sizeof name, "klr_%s_intercept.txt", tag);
+    double *rb = km_read_fixture(name, &nb);
+    snprintf(name, sizeof name, "klr_%s_proba.txt", tag);
+    double *rp = km_read_fixture(name, &np);
+    size_t q = km_model_n_outputs(m);
+    ck_assert_uint_eq(nb, q);
+    ck_assert_uint_eq(np, nt * k);
+    /* b = f(x) - sum_j c_j k(z_j, x), from the decision value at a point
+     * far from every centre (the kernel values there underflow to 0) */
+    double far[64], *b = malloc(q * sizeof *b);
+    ck_assert_uint_le(d, 64);
+    for (size_t j = 0; j < d; j++)
+        far[j] = 1e3;
+    ck_assert_int_eq(km_klr_decision(m, far, 1, b, NULL), KM_OK);
+    double e = max_abs_diff(b, rb, q);
+    ck_assert_msg(e <= TOL, "%s: intercepts off by %g", tag, e);
+    check_probabilities(m, ds.X + n_fit * d, nt, k, rp, tag);
+    free(b);
+    free(rb);
+    free(rp);
+    free(y);
+    km_model_free(m);
+    km_dataset_free(&ds);
+}
+
+START_TEST(nystrom_against_sklearn)
+{
+    if (_i < 2)
+        nystrom_case("breast_cancer.csv", 400, 300,
+                     _i ? "nys_bin_noint" : "nys_bin", 60, 3, 0.05, !_i,
+                     KM_KLR_MULTINOMIAL);
+    else
+        nystrom_case("digits.csv", 500, 400,
+                     _i == 2 ? "nys_multi" : "nys_ovr", 100, 5, 0.5, 1,
+                     _i == 2 ? KM_KLR_MULTINOMIAL : KM_KLR_OVR);
+}
+END_TEST
+
+/* With every row a centre the nystrom solver solves the exact problem:
+ * decision values on held-out rows equal the exact solver's within TOL
+ * (binary breast_cancer, multinomial and ovr digits; rbf). */
+START_TEST(nystrom_all_rows_is_exact)
+{
+    const char *file = _i ? "digits.csv" : "breast_cancer.csv";
+    size_t n_fit = 250, nt = 100, d, k;
+    km_dataset ds;
+    int *y = load_case(file, n_fit + nt, n_fit, &ds, &k, &d);
+    km_kernel kern;
+    km_kernel_init(&kern, KM_KERNEL_RBF);
+    kern.gamma = 1.0 / (double)d;
+    km_klr_params p = km_klr_params_default();
+    p.lambda = _i ? 0.1 : 0.01;
+    p.tol = 1e-10;
+    p.max_iter = 2000; /* the exact multinomial sweeps converge linearly */
+    p.multi_class = _i == 2 ? KM_KLR_OVR : KM_KLR_MULTINOMIAL;
+    km_model *ex = fit(&kern, &p, ds.X, n_fit, d, y, k);
+    p.solver = KM_KLR_SOLVER_NYSTROM;
+    p.n_centres = n_fit;
+    km_model *ny = fit(&kern, &p, ds.X, n_fit, d, y, k);
+    size_t q = km_model_n_outputs(ex);
+    ck_assert_uint_eq(km_model_n_outputs(ny), q);
+    ck_assert_uint_eq(km_model_n_samples(ny), n_fit);
+    double *f1 = malloc(nt * q * sizeof *f1), *f2 = malloc(nt * q * sizeof *f2);
+    ck_assert_int_eq(km_klr_decision(ex, ds.X + n_fit * d, nt, f1, NULL),
+                     KM_OK);
+    ck_assert_int_eq(km_klr_decision(ny, ds.X + n_fit * d, nt, f2, NULL),
+                     KM_OK);
+    double e = max_abs_diff(f1, f2, nt * q);
+    ck_assert_msg(e <= TOL, "%s: nystrom with m = n off the exact optimum by "
+                  "%g", file, e);
+    double o1 = figure(km_model_training(ex), "objective")[0];
+    double o2 = figure(km_model_training(ny), "objective")[0];
+    ck_assert_msg(fabs(o1 - o2) <= 1e-6 * fabs(o1), "objectives %.17g %.17g",
+                  o1, o2);
+    free(f1);
+    free(f2);
+    free(y);
+    km_model_free(ex);
+    km_model_free(ny);
+    km_dataset_free(&ds);
 }
 END_TEST
 
@@ -266,40 +410,61 @@ START_TEST(checks_name_the_field)
 {
     km_klr_params p = km_klr_params_default();
     km_error err = {0};
-    ck_assert_int_eq(km_klr_check(&p, 3, &err), KM_OK);
+    ck_assert_int_eq(km_klr_check(&p, 100, 3, &err), KM_OK);
     ck_assert(p.lambda == 1.0 && p.tol == 1e-8 && p.max_iter == 100 &&
               p.fit_intercept == 1 && p.multi_class == KM_KLR_MULTINOMIAL);
     p.lambda = 0;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message, "params.lambda must be a finite number > 0");
     p.lambda = INFINITY;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     p = km_klr_params_default();
     p.tol = -1;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message, "params.tol must be a finite number > 0");
     p = km_klr_params_default();
     p.max_iter = 0;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message, "params.max_iter must be in [1, 100000]");
     p.max_iter = KM_KLR_MAX_ITER + 1;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     p = km_klr_params_default();
     p.fit_intercept = 2;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message,
                      "params.fit_intercept must be true or false");
     p = km_klr_params_default();
     p.multi_class = KM_KLR_MULTI_COUNT;
-    ck_assert_int_eq(km_klr_check(&p, 2, &err), KM_EINVAL);
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
     ck_assert_str_eq(err.message,
                      "params.multi_class must be multinomial or ovr");
     ck_assert_str_eq(km_klr_multi_name(KM_KLR_OVR), "ovr");
     ck_assert_ptr_null(km_klr_multi_name(KM_KLR_MULTI_COUNT));
+    p = km_klr_params_default();
+    p.solver = KM_KLR_SOLVER_COUNT;
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "params.solver must be exact or nystrom");
+    ck_assert_str_eq(km_klr_solver_name(KM_KLR_SOLVER_NYSTROM), "nystrom");
+    ck_assert_ptr_null(km_klr_solver_name(KM_KLR_SOLVER_COUNT));
+    p.solver = KM_KLR_SOLVER_NYSTROM;
+    p.n_centres = 101;
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EPROBLEM);
+    ck_assert_str_eq(err.message, "params.n_centres is 101 but X has 100 "
+                     "rows: at most one centre per row");
+    p.n_centres = 100;
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_OK);
+    p.seed = ((uint64_t)1 << 53) + 1;
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message, "params.seed must be at most 2^53");
+    p.seed = 0;
+    p.centres = KM_KRR_CENTRES_COUNT;
+    ck_assert_int_eq(km_klr_check(&p, 100, 2, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message,
+                     "params.centres must be uniform or rpcholesky");
 
     /* one class: 422's status, from km_fit's validation and the check */
     p = km_klr_params_default();
-    ck_assert_int_eq(km_klr_check(&p, 1, &err), KM_EPROBLEM);
+    ck_assert_int_eq(km_klr_check(&p, 100, 1, &err), KM_EPROBLEM);
     double X[120];
     int y[60];
     blobs(X, y, 60, 2);
@@ -418,7 +583,8 @@ static int cancel_at(void *ctx, double f)
 }
 
 /* Progress never goes back and ends at 1; a cancel stops the fit with
- * KM_ECANCELLED, at the start or between Newton steps. */
+ * KM_ECANCELLED, at the start or between Newton steps (exact, then
+ * nystrom: 0.1 is where its features are done). */
 START_TEST(progress_and_cancel)
 {
     double X[600];
@@ -428,6 +594,10 @@ START_TEST(progress_and_cancel)
     km_kernel_init(&k, KM_KERNEL_RBF);
     km_klr_params p = km_klr_params_default();
     p.lambda = 1e-3;
+    if (_i) {
+        p.solver = KM_KLR_SOLVER_NYSTROM;
+        p.n_centres = 100;
+    }
     double log[2] = {0, -1};
     km_fit_control ctl = {cancel_at, log};
     km_model *m = NULL;
@@ -477,6 +647,45 @@ START_TEST(fit_bytes)
     ck_assert_uint_lt(b, nn + 100 * n * 8);
     ck_assert_uint_gt(km_klr_fit_bytes(n, 20, 10, &p), b);
     ck_assert_uint_eq(km_klr_fit_bytes((size_t)1 << 40, 20, 2, &p), SIZE_MAX);
+    /* nystrom: Phi (8 n m), q factors of (m + 1)^2, O(n q) more: m = 1000
+     * at n = 5000 (the default rule) */
+    p.solver = KM_KLR_SOLVER_NYSTROM;
+    size_t m = 1000, nm = n * m * 8;
+    b = km_klr_fit_bytes(n, 20, 2, &p);
+    ck_assert_uint_gt(b, nm + m * m * 8);
+    ck_assert_uint_lt(b, nm + 4 * m * m * 8 + 100 * n * 8);
+    ck_assert_uint_gt(km_klr_fit_bytes(n, 20, 10, &p), b + 9 * m * m * 8);
+    p.centres = KM_KRR_CENTRES_RPCHOLESKY; /* its n x m factor besides */
+    ck_assert_uint_gt(km_klr_fit_bytes(n, 20, 2, &p), b + nm);
+    ck_assert_uint_eq(km_klr_fit_bytes((size_t)1 << 62, 20, 2, &p), SIZE_MAX);
+}
+END_TEST
+
+/* rpcholesky centres: the model keeps at most m of them, the figure says
+ * the rule, and the fit classifies the blobs. */
+START_TEST(nystrom_rpcholesky)
+{
+    double X[600];
+    int y[300], lab[300];
+    blobs(X, y, 300, 3);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_klr_params p = km_klr_params_default();
+    p.lambda = 1e-2;
+    p.solver = KM_KLR_SOLVER_NYSTROM;
+    p.centres = KM_KRR_CENTRES_RPCHOLESKY;
+    p.n_centres = 30;
+    p.seed = 9;
+    km_model *m = fit(&k, &p, X, 300, 2, y, 3);
+    ck_assert_uint_le(km_model_n_samples(m), 30);
+    ck_assert(figure(km_model_params(m), "centres")[0] ==
+              KM_KRR_CENTRES_RPCHOLESKY);
+    ck_assert_int_eq(km_klr_predict(m, X, 300, lab, NULL), KM_OK);
+    size_t right = 0;
+    for (size_t i = 0; i < 300; i++)
+        right += lab[i] == y[i];
+    ck_assert_uint_ge(right, 270);
+    km_model_free(m);
 }
 END_TEST
 
@@ -494,9 +703,12 @@ static Suite *klr_suite(void)
     tcase_add_test(tc, generic_fit_is_typed_fit);
     tcase_add_test(tc, binary_decision);
     tcase_add_loop_test(tc, file_round_trip, 0, 2);
-    tcase_add_loop_test(tc, progress_and_cancel, 0, 1);
+    tcase_add_loop_test(tc, progress_and_cancel, 0, 2);
     tcase_add_test(tc, wrong_algorithm);
     tcase_add_test(tc, fit_bytes);
+    tcase_add_loop_test(tc, nystrom_against_sklearn, 0, 4);
+    tcase_add_loop_test(tc, nystrom_all_rows_is_exact, 0, 3);
+    tcase_add_test(tc, nystrom_rpcholesky);
     suite_add_tcase(s, tc);
     return s;
 }

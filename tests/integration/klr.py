@@ -20,6 +20,18 @@ The score endpoint's accuracy and log_loss equal those computed here from
 the answers. Answers are the same after a restart (loaded from the file).
 Refused: one class (422), lambda 0, tol 0, max_iter 0, multi_class
 "softmax", fit_intercept "yes" (400 naming the field).
+
+The nystrom solver (params.solver "nystrom"), on the data and centres of
+tests/fixtures/gen_klr_refs.py's nys_bin and nys_multi cases (breast_cancer
+rows 0-299 fit, 300-399 asked, 60 centres, seed 3; digits rows 0-399 fit,
+400-499 asked, 100 centres, seed 5; rbf gamma 1/d): the probabilities
+equal scikit-learn's Nystroem + LogisticRegression on the same centres
+(klr_nys_*_proba.txt) to 1e-6; the model file's training rows are the
+rows core's seeded draw picks (redone in Python: gen_nystrom_refs.
+core_draw) and decision_function is K(T, Z) c + b from its coefficients
+(1e-9 relative); metadata names the solver and the centres. Refused:
+n_centres with solver exact (400), n_centres above the rows (422), solver
+"falkon" (400).
 Usage, from the project root:
     /usr/bin/python3 tests/integration/klr.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -33,7 +45,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 import run  # noqa: E402
+from gen_nystrom_refs import core_draw  # noqa: E402
 
 
 def read_model(path):
@@ -161,6 +175,48 @@ def case(d, name, X, y, T, yt, gamma, lam, multi, kind_want):
     return labels, P.tolist()
 
 
+def nystrom_case(d, name, X, y, T, m, seed, lam, tag):
+    gamma = 1.0 / len(X[0])
+    body = {"algorithm": "klr", "kernel": {"type": "rbf", "gamma": gamma},
+            "params": {"lambda": lam, "tol": 1e-10, "solver": "nystrom",
+                       "n_centres": m, "seed": seed},
+            "X": X, "y": y}
+    r = d.req("POST", f"/v1/models/{name}/fit", body)
+    meta = (r.json() or {}).get("model", {})
+    pa, tr = meta.get("params", {}), meta.get("training", {})
+    run.check(r.status == 201 and pa.get("solver") == "nystrom" and
+              pa.get("n_centres") == m and pa.get("seed") == seed and
+              pa.get("centres") == "uniform" and
+              tr.get("solver") == "nystrom" and meta.get("n_samples") == m and
+              tr.get("gradient_norm", 1) <= 1e-10 and
+              tr.get("cg_iterations", 0) >= 1 and
+              tr.get("factorizations", 0) >= 1,
+              f"{name}: nystrom fit 201, its params and figures", meta)
+    if r.status != 201:
+        return None
+    kind, Z, C, b = read_model(os.path.join(d.models, f"{name}.kmm"))
+    want = np.array(X)[core_draw(seed, len(X), m)]
+    run.check(Z.shape == want.shape and np.array_equal(Z, want),
+              f"{name}: the model's rows are core's seeded centres", Z.shape)
+    F = rbf(np.array(T), Z, gamma) @ C + b
+    r = d.req("POST", f"/v1/models/{name}/predict",
+              {"X": T, "output": "decision_function"})
+    dec = np.array((r.json() or {}).get("predictions", []), dtype=float)
+    dec = dec.reshape(len(T), -1) if dec.size else dec
+    run.check(dec.size == F.size and
+              np.max(np.abs(dec - F) / np.maximum(np.abs(F), 1e-3)) <= 1e-9,
+              f"{name}: decision_function is K(T, Z) c + b", r)
+    r = d.req("POST", f"/v1/models/{name}/predict",
+              {"X": T, "output": "probability"})
+    P = np.array((r.json() or {}).get("predictions", []), dtype=float)
+    ref = np.array(run.read_fixture(f"klr_{tag}_proba.txt"))
+    err = np.max(np.abs(P.ravel() - ref)) if P.size == ref.size else np.inf
+    run.check(r.status == 200 and err <= 1e-6,
+              f"{name}: probabilities equal Nystroem + LogisticRegression's "
+              f"(off by {err:.2g})", err)
+    return [], P.tolist()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
@@ -178,10 +234,22 @@ def main():
                                     Xd[300:], yd[300:], 0.05, 0.01, None, 1)
         answers["klr-ovr"] = case(d, "klr-ovr", Xd[:300], yd[:300], Xd[300:],
                                   yd[300:], 0.05, 0.01, "ovr", 2)
+        Xn, yn = run.load_csv("breast_cancer.csv", 400)
+        Xn = run.scale_minmax(Xn, 300)
+        Xe, ye = run.load_csv("digits.csv", 500)
+        Xe = run.scale_minmax(Xe, 400)
+        answers["klr-nys-bin"] = nystrom_case(d, "klr-nys-bin", Xn[:300],
+                                              yn[:300], Xn[300:], 60, 3, 0.05,
+                                              "nys_bin")
+        answers["klr-nys-multi"] = nystrom_case(d, "klr-nys-multi", Xe[:400],
+                                                ye[:400], Xe[400:], 100, 5,
+                                                0.5, "nys_multi")
+        asked = {"klr-bin": Xb[200:], "klr-nys-bin": Xn[300:],
+                 "klr-nys-multi": Xe[400:]}
         d.stop()
         d.start()
         for name, want in answers.items():
-            r = d.req("POST", f"/v1/models/{name}/predict", {"X": Xd[300:] if name != "klr-bin" else Xb[200:], "output": "probability"})
+            r = d.req("POST", f"/v1/models/{name}/predict", {"X": asked.get(name, Xd[300:]), "output": "probability"})
             got = (r.json() or {}).get("predictions")
             run.check(want is not None and got == want[1],
                       f"{name}: the same probabilities after a restart", got and got[:1])
@@ -197,7 +265,15 @@ def main():
                 ({"multi_class": "softmax"}, [0, 1, 2, 1], 400,
                  "params.multi_class", "multi_class softmax"),
                 ({"fit_intercept": "yes"}, [0, 1, 0, 1], 400,
-                 "params.fit_intercept", "fit_intercept not a boolean")):
+                 "params.fit_intercept", "fit_intercept not a boolean"),
+                ({"n_centres": 2}, [0, 1, 0, 1], 400,
+                 "params.n_centres applies only with params.solver",
+                 "n_centres with solver exact"),
+                ({"solver": "nystrom", "n_centres": 5}, [0, 1, 0, 1], 422,
+                 "params.n_centres is 5 but X has 4 rows",
+                 "n_centres above the rows"),
+                ({"solver": "falkon"}, [0, 1, 0, 1], 400, "params.solver",
+                 "solver falkon")):
             r = d.req("POST", "/v1/models/bad/fit",
                       {"algorithm": "klr", "kernel": rbf_k, "params": params,
                        "X": X4, "y": y})
