@@ -44,6 +44,29 @@
 #include "km.h"
 #include "srv_file.h"
 
+#ifdef __SANITIZE_ADDRESS__
+/* LeakSanitizer asks the program for suppressions: what OpenMPI allocates
+ * in MPI_Init and keeps to the end (its components, loaded with dlopen)
+ * is OpenMPI's, not a leak of this program's; the sanitizer builds of
+ * make test SANITIZE=1 would abort every rank at exit otherwise. The
+ * suppressions match frames deep in a leak's stack, which the fast
+ * unwinder loses in OpenMPI's components (no frame pointers): the full
+ * unwinder, for this program only. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "fast_unwind_on_malloc=0";
+}
+
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:PMPI_Init\nleak:ompi_mpi_init\nleak:orte_init\n"
+           "leak:libmpi.so\nleak:libopen-pal.so\nleak:libopen-rte.so\n"
+           "leak:libpmix.so\nleak:libhwloc.so\nleak:libevent\n";
+}
+#endif
+
 /* BLACS and ScaLAPACK (Fortran symbols; character arguments carry their
  * hidden lengths last, as gfortran passes them). */
 void Cblacs_get(int ctxt, int what, int *val);
