@@ -82,6 +82,13 @@ def fresh_root(name):
         raise RuntimeError(f"untar base: {p.stderr}")
     os.chmod(root, 0o755)
     shutil.copy("/etc/resolv.conf", os.path.join(root, "etc", "resolv.conf"))
+    # debootstrap's minbase has no /etc/hosts, which every installed Debian
+    # has (the installer writes it): without it "localhost" does not
+    # resolve, and Selenium reaches chromedriver by that name
+    hosts = os.path.join(root, "etc", "hosts")
+    if not os.path.exists(hosts):
+        with open(hosts, "w") as f:
+            f.write("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
     return root
 
 

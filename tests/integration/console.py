@@ -484,7 +484,11 @@ def main():
     args = ap.parse_args()
     shots = os.path.join(os.path.dirname(os.path.abspath(args.server)), "console")
     started = time.time()
-    b = browser()
+    try:
+        b = browser()
+    except Exception as e:  # a runner ends with its tally, failed or not
+        check(False, "headless Chromium starts through chromedriver", repr(e))
+        return run.tally.summary()
     try:
         open_daemon(args.server, b, shots, args.readme_shot)
         token_daemon(args.server, b, shots)
