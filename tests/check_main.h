@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/km.h"
+
 #define KM_TEST_MAIN(suite_fn)                                               \
     int main(void)                                                           \
     {                                                                        \
@@ -78,6 +80,16 @@ static inline int km_stop_cb(void *ctx, double f)
     ck_assert(f >= s->last); /* never backwards */
     s->last = f;
     return s->calls++ == s->stop;
+}
+
+/* A leaf kernel of type t with the given gamma, its other members at
+ * their defaults (the fits' tests). */
+static inline km_kernel km_test_kernel(km_kernel_type t, double gamma)
+{
+    km_kernel k;
+    km_kernel_init(&k, t);
+    k.gamma = gamma;
+    return k;
 }
 
 #endif

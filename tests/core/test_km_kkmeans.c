@@ -53,14 +53,6 @@ static void unload(fixture *f)
     free(f->T);
 }
 
-static km_kernel kern(km_kernel_type t, double gamma)
-{
-    km_kernel k;
-    km_kernel_init(&k, t);
-    k.gamma = gamma;
-    return k;
-}
-
 static km_kkmeans_params params(size_t k, double tol, size_t max_iter)
 {
     km_kkmeans_params p = km_kkmeans_params_default();
@@ -90,7 +82,7 @@ static void against_refs(km_kernel_type type, double gamma,
     ck_assert_uint_eq(n, CONFIGS * N);
     double *ref = km_read_fixture(ref_file, &n);
     ck_assert_uint_eq(n, 2 * CONFIGS);
-    km_kernel k = kern(type, gamma);
+    km_kernel k = km_test_kernel(type, gamma);
     km_error err;
     for (int c = 0; c < CONFIGS; c++) {
         km_kkmeans_params p = params(KC, tols[c], iters[c]);
@@ -209,7 +201,7 @@ START_TEST(plusplus_and_n_init)
     ck_assert_uint_eq(n, 5);
     double *labels = km_read_fixture("kkm_pp_labels.txt", &n);
     ck_assert_uint_eq(n, N);
-    km_kernel k = kern(KM_KERNEL_RBF, 0.3);
+    km_kernel k = km_test_kernel(KM_KERNEL_RBF, 0.3);
     double *K = malloc(N * N * sizeof *K);
     ck_assert_int_eq(km_gram_sym(&k, f.X, N, DIM, K, 1, NULL), KM_OK);
     km_rng r = {5};
@@ -311,7 +303,7 @@ START_TEST(empty_cluster_relocation)
 {
     double X[5] = {0, 0, 1, 2, 10};
     size_t init[2] = {0, 1};
-    km_kernel k = kern(KM_KERNEL_LINEAR, 0);
+    km_kernel k = km_test_kernel(KM_KERNEL_LINEAR, 0);
     km_kkmeans_params p = params(2, 0, 300);
     km_model *m = NULL;
     ck_assert_int_eq(km_kkmeans_fit_init(&k, &p, X, 5, 1, init, NULL, &m,
@@ -341,7 +333,7 @@ END_TEST
 START_TEST(checks_name_the_field)
 {
     double X[6] = {0, 1, 2, 3, 4, 5};
-    km_kernel k = kern(KM_KERNEL_RBF, 0.5);
+    km_kernel k = km_test_kernel(KM_KERNEL_RBF, 0.5);
     km_error err;
     km_model *m = NULL;
     struct {
@@ -408,7 +400,7 @@ END_TEST
 START_TEST(progress_and_cancel)
 {
     fixture f = load();
-    km_kernel k = kern(KM_KERNEL_RBF, 0.3);
+    km_kernel k = km_test_kernel(KM_KERNEL_RBF, 0.3);
     km_kkmeans_params p = params(KC, 1e-4, 300);
     p.n_init = 2;
     km_stopper all = {0, 1 << 30, 0};
@@ -438,7 +430,7 @@ END_TEST
 START_TEST(generic_fit_and_preprocessing)
 {
     fixture f = load();
-    km_kernel k = kern(KM_KERNEL_RBF, 0.3);
+    km_kernel k = km_test_kernel(KM_KERNEL_RBF, 0.3);
     km_kkmeans_params p = params(KC, 1e-4, 300);
     p.n_init = 2;
     p.seed = 11;
@@ -488,7 +480,7 @@ END_TEST
 START_TEST(model_file_round_trip_and_corruption)
 {
     fixture f = load();
-    km_kernel k = kern(KM_KERNEL_RBF, 0.3);
+    km_kernel k = km_test_kernel(KM_KERNEL_RBF, 0.3);
     km_kkmeans_params p = params(KC, 1e-4, 300);
     p.n_init = 2;
     km_model *m = NULL, *back = NULL;

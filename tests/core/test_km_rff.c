@@ -34,14 +34,6 @@ static void synth(uint64_t seed, size_t n, size_t d, double *X, double *y)
     }
 }
 
-static km_kernel kern(km_kernel_type t, double gamma)
-{
-    km_kernel k;
-    km_kernel_init(&k, t);
-    k.gamma = gamma;
-    return k;
-}
-
 static km_krr_params rff(size_t D, double alpha, uint64_t seed)
 {
     km_krr_params p = km_krr_params_default();
@@ -105,7 +97,7 @@ START_TEST(same_as_dual_solve_on_the_draws)
     synth(11, N, DIM, X, y);
     synth(12, NT, DIM, T, NULL);
     for (size_t t = 0; t < 3; t++) {
-        km_kernel k = kern(types[t], 0.3);
+        km_kernel k = km_test_kernel(types[t], 0.3);
         km_krr_params p = rff(D, 0.1, 5);
         km_model *m = NULL;
         km_error err;
@@ -179,7 +171,7 @@ START_TEST(converges_towards_exact)
         p4000[NT];
     synth(21, N, DIM, X, y);
     synth(22, NT, DIM, T, NULL);
-    km_kernel k = kern(KM_KERNEL_RBF, 0.5);
+    km_kernel k = km_test_kernel(KM_KERNEL_RBF, 0.5);
     km_krr_params pe = km_krr_params_default();
     pe.alpha = 0.1;
     km_model *me = NULL, *m1 = NULL, *m2 = NULL;
@@ -238,7 +230,7 @@ START_TEST(spectral_densities)
     static double W[D * DIM], b[D], P[2 * PAIRS * DIM];
     synth(31, 2 * PAIRS, DIM, P, NULL);
     for (size_t t = 0; t < 3; t++) {
-        km_kernel k = kern(types[t], gammas[t]);
+        km_kernel k = km_test_kernel(types[t], gammas[t]);
         km_error err;
         ck_assert_int_eq(km_krr_rff_draw(&k, 9, D, DIM, W, b, &err), KM_OK);
         for (size_t i = 0; i < D; i++)
@@ -265,7 +257,7 @@ START_TEST(spectral_densities)
         }
     }
     /* composites and kernels without a spectral density are refused */
-    km_kernel poly = kern(KM_KERNEL_POLYNOMIAL, 0.5);
+    km_kernel poly = km_test_kernel(KM_KERNEL_POLYNOMIAL, 0.5);
     km_error err;
     ck_assert_int_eq(km_krr_rff_draw(&poly, 9, 4, DIM, W, b, &err), KM_EINVAL);
 }
@@ -282,7 +274,7 @@ START_TEST(model_file_version_3)
         Y[2 * i + 1] = y[i] * y[i];
     }
     synth(43, NT, DIM, T, NULL);
-    km_kernel k = kern(KM_KERNEL_LAPLACIAN, 0.4);
+    km_kernel k = km_test_kernel(KM_KERNEL_LAPLACIAN, 0.4);
     km_krr_params p = rff(D, 0.05, 1);
     km_model *m = NULL, *back = NULL;
     km_error err;
@@ -374,13 +366,13 @@ START_TEST(checks_name_the_field)
     km_model *m = NULL;
     km_error err;
     km_krr_params p = rff(10, 1.0, 0);
-    km_kernel poly = kern(KM_KERNEL_POLYNOMIAL, 0.5);
+    km_kernel poly = km_test_kernel(KM_KERNEL_POLYNOMIAL, 0.5);
     ck_assert_int_eq(km_krr_fit(&poly, &p, X, N, DIM, y, 1, NULL, &m, &err),
                      KM_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "params.solver"));
     ck_assert_ptr_nonnull(strstr(err.message, "kernel.type polynomial"));
     ck_assert_int_eq(km_krr_check_kernel(&p, &poly, &err), KM_EINVAL);
-    km_kernel rbf = kern(KM_KERNEL_RBF, 0.5);
+    km_kernel rbf = km_test_kernel(KM_KERNEL_RBF, 0.5);
     ck_assert_int_eq(km_krr_check_kernel(&p, &rbf, &err), KM_OK);
     p.n_components = KM_KRR_MAX_COMPONENTS + 1;
     ck_assert_int_eq(km_krr_check(&p, N, &err), KM_EINVAL);
@@ -407,7 +399,7 @@ START_TEST(progress_and_cancel)
     enum { N = 1000, DIM = 3, D = 1600 };
     static double X[N * DIM], y[N];
     synth(61, N, DIM, X, y);
-    km_kernel k = kern(KM_KERNEL_RBF, 0.5);
+    km_kernel k = km_test_kernel(KM_KERNEL_RBF, 0.5);
     km_krr_params p = rff(D, 0.1, 2);
     km_stopper all = {0, 1 << 30, 0};
     km_fit_control ctl = {km_stop_cb, &all, 1};
