@@ -253,8 +253,9 @@ typedef struct km_fit_control {
  * A dense linear algebra engine that an exact fit hands its system to
  * instead of forming the n x n kernel matrix in this process (the MPI
  * worker, mpi/kmserve_mpi.c, distributes it block-cyclically over its
- * ranks). Used by krr's exact solver and gpr without an optimizer when
- * km_fit_control.dense is set; every other fit ignores it.
+ * ranks). Used by krr's exact solver, gpr without an optimizer and kpca's
+ * dense solver (with its inverse map) when km_fit_control.dense is set;
+ * every other fit ignores it.
  *   solve  C (n x m, row-major) = (scale k(X, X) + shift I)^-1 Y for X
  *          (n x d, row-major, k resolved) and Y (n x m, row-major); when
  *          L is not NULL it also gets the lower Cholesky factor of
@@ -262,6 +263,15 @@ typedef struct km_fit_control {
  *          Progress from f0 to f1 through ctl, which may cancel. Statuses
  *          as km_krr_solve's: KM_ENOTPD (naming the row), KM_ECANCELLED,
  *          KM_ENOMEM, KM_EINTERNAL.
+ *   eigen  (NULL: kpca runs here) the top nev eigenpairs of the centred
+ *          Kc = H k(X, X) H (H = I - 11^T/n) for kpca's dense solver (its
+ *          eigen_solver auto or dense): col_mean (n) the column means of
+ *          k(X, X), *grand their mean, *trace the trace of Kc, lambda (nev)
+ *          the eigenvalues descending, U (n x nev, column-major: vector j
+ *          contiguous) their unit vectors in any sign. Progress from f0 to
+ *          f1. A matrix that is not finite (overflow) leaves *grand or
+ *          *trace not finite, and lambda and U unset, for the caller to
+ *          refuse. Statuses: KM_ECANCELLED, KM_ENOMEM, KM_EINTERNAL.
  */
 struct km_dense_engine {
     void *ctx;
@@ -270,6 +280,11 @@ struct km_dense_engine {
                        const double *Y, size_t m, double *C, double *L,
                        const km_fit_control *ctl, double f0, double f1,
                        km_error *err);
+    km_status (*eigen)(void *ctx, const km_kernel *k, const double *X,
+                       size_t n, size_t d, size_t nev, double *col_mean,
+                       double *grand, double *trace, double *lambda,
+                       double *U, const km_fit_control *ctl, double f0,
+                       double f1, km_error *err);
 };
 
 /*

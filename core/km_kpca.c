@@ -31,6 +31,12 @@
  * All leave the eigenvectors with the entry of largest magnitude positive
  * (scikit-learn's svd_flip), eigenvalues descending.
  *
+ * With a dense engine (km_fit_control.dense, km.h: the MPI worker) and
+ * the dense solver (or auto), the engine forms, centres and solves the
+ * matrix elsewhere (ScaLAPACK's PDSYEVR), and the inverse map's system
+ * goes to its solve: no n x n buffer here; the model is built from the
+ * eigenpairs as below.
+ *
  * Projection: with Kt the test kernel against the training rows and r its
  * row means, sklearn's centered product is
  *   (Kt - 1 m^T - r 1^T + g) A = Kt A - r s^T + (g s - m^T A),
@@ -1039,14 +1045,19 @@ static void flip_signs(double *U, size_t n, size_t k)
 
 /*
  * dual = (K(E, E) + alpha I)^-1 X by KRR's solve (km_krr_solve), in the
- * n x n buffer G that the eigensolver is done with. E is n x k, X n x d;
- * dual n x d row-major.
+ * n x n buffer G that the eigensolver is done with, or by the dense
+ * engine de when there is one (G NULL). E is n x k, X n x d; dual n x d
+ * row-major.
  */
 static km_status fit_inverse(const km_kernel *kinv, const double *E,
                              const double *X, size_t n, size_t k, size_t d,
                              double alpha, double *G, double *dual,
-                             km_error *err)
+                             const km_dense_engine *de,
+                             const km_fit_control *ctl, km_error *err)
 {
+    if (de) /* the same system, formed and solved by the engine */
+        return de->solve(de->ctx, kinv, 1.0, E, n, k, alpha, X, d, dual, NULL,
+                         ctl, 0.9, 0.95, err);
     km_status st = km_gram_sym(kinv, E, n, k, G, 0, err);
     if (st != KM_OK)
         return st;
@@ -1419,6 +1430,42 @@ out:
     return st;
 }
 
+/*
+ * The top nc eigenpairs of the centered K (destroyed) by the solver s asks
+ * for (lambda descending, U n x nc column-major); *solver the one that
+ * gave them, *fallback whether dense took over, *products the block
+ * products made.
+ */
+static km_status solve_here(double *K, size_t n, size_t nc, km_kpca_solver s,
+                            const km_fit_control *ctl, double *lambda,
+                            double *U, int *solver, int *fallback,
+                            size_t *products, km_error *err)
+{
+    km_status st = KM_OK;
+    *solver = KM_KPCA_SOLVER_DENSE;
+    if (s == KM_KPCA_SOLVER_RANDOMIZED) {
+        st = solve_randomized(K, n, nc, ctl, lambda, U, products, err);
+        if (st == KM_OK)
+            *solver = KM_KPCA_SOLVER_RANDOMIZED;
+    } else if (use_iterative(n, nc, s)) {
+        lanczos L;
+        if ((st = lanczos_init(&L, K, n, nc, err)) != KM_OK)
+            return st;
+        st = solve_iterative(&L, ctl, lambda, U, err);
+        *products = L.products;
+        lanczos_cleanup(&L);
+        if (st == KM_OK)
+            *solver = KM_KPCA_SOLVER_ITERATIVE;
+    }
+    if (st == KM_ENOCONV)
+        *fallback = 1;
+    else if (st != KM_OK)
+        return st;
+    if (*solver == KM_KPCA_SOLVER_DENSE)
+        st = solve_dense(K, n, nc, lambda, U, err);
+    return st;
+}
+
 km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
                       const double *X, size_t n, size_t d,
                       const km_fit_control *ctl, km_model **out,
@@ -1428,12 +1475,10 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     km_fit_frame fr;
     double *K = NULL, *U = NULL, *lambda = NULL, *ratio = NULL;
     kpca_payload *p = NULL;
-    lanczos L;
     int solver = KM_KPCA_SOLVER_DENSE, fallback = 0;
     size_t products = 0, nc = params->n_components;
     double trace = 0;
 
-    memset(&L, 0, sizeof L);
     km_status st = km_fit_begin(&fr, KM_ALGO_KPCA, kernel, params, &problem,
                                 err);
     if (st != KM_OK)
@@ -1443,13 +1488,21 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
         goto out;
     }
     const km_kernel *k = &fr.k;
+    /* The dense solver's work on an engine (km.h: km_dense_engine): no
+     * n x n matrix here. */
+    const km_dense_engine *de =
+        ctl && ctl->dense && ctl->dense->eigen &&
+                (params->solver == KM_KPCA_SOLVER_AUTO ||
+                 params->solver == KM_KPCA_SOLVER_DENSE)
+            ? ctl->dense
+            : NULL;
 
-    K = malloc(n * n * sizeof *K);
+    K = de ? NULL : malloc(n * n * sizeof *K);
     U = malloc(n * nc * sizeof *U);
     lambda = malloc(nc * sizeof *lambda);
     ratio = malloc(nc * sizeof *ratio);
     p = payload_new();
-    if (!K || !U || !lambda || !ratio || !p) {
+    if ((!de && !K) || !U || !lambda || !ratio || !p) {
         st = km_error_set(err, KM_ENOMEM,
                           "out of memory for a %zu x %zu kernel matrix", n, n);
         goto out;
@@ -1474,9 +1527,16 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
         goto out;
     }
 
-    if ((st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
-        goto out;
-    center(K, n, p->col_mean, &p->grand_mean, &trace);
+    if (de) {
+        st = de->eigen(de->ctx, k, X, n, d, nc, p->col_mean, &p->grand_mean,
+                       &trace, lambda, U, ctl, 0.0, 0.9, err);
+        if (st != KM_OK)
+            goto out;
+    } else {
+        if ((st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
+            goto out;
+        center(K, n, p->col_mean, &p->grand_mean, &trace);
+    }
     if (!isfinite(p->grand_mean) || !isfinite(trace)) {
         st = km_error_set(err, KM_EPROBLEM,
                           "the kernel matrix has values that are not finite "
@@ -1484,34 +1544,12 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
                           "or scale of X");
         goto out;
     }
-    if (km_progress(ctl, 0.2)) {
+    if (!de && km_progress(ctl, 0.2)) {
         st = cancelled(err);
         goto out;
     }
-
-    if (params->solver == KM_KPCA_SOLVER_RANDOMIZED) {
-        st = solve_randomized(K, n, nc, ctl, lambda, U, &products, err);
-        if (st == KM_OK)
-            solver = KM_KPCA_SOLVER_RANDOMIZED;
-        else if (st == KM_ENOCONV)
-            fallback = 1;
-        else
-            goto out;
-    } else if (use_iterative(n, nc, params->solver)) {
-        if ((st = lanczos_init(&L, K, n, nc, err)) != KM_OK)
-            goto out;
-        st = solve_iterative(&L, ctl, lambda, U, err);
-        products = L.products;
-        lanczos_cleanup(&L);
-        if (st == KM_OK)
-            solver = KM_KPCA_SOLVER_ITERATIVE;
-        else if (st == KM_ENOCONV)
-            fallback = 1;
-        else
-            goto out;
-    }
-    if (solver == KM_KPCA_SOLVER_DENSE &&
-        (st = solve_dense(K, n, nc, lambda, U, err)) != KM_OK)
+    if (!de && (st = solve_here(K, n, nc, params->solver, ctl, lambda, U,
+                                &solver, &fallback, &products, err)) != KM_OK)
         goto out;
     if (km_progress(ctl, 0.9)) {
         st = cancelled(err);
@@ -1555,7 +1593,8 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
             for (size_t j = 0; j < nc; j++)
                 p->embed[i * nc + j] = U[j * n + i] * sqrt(lambda[j]);
         if ((st = fit_inverse(&p->inv_kernel, p->embed, X, n, nc, d,
-                              params->alpha, K, p->dual, err)) != KM_OK)
+                              params->alpha, K, p->dual, de, ctl, err)) !=
+            KM_OK)
             goto out;
     }
     free(K);
