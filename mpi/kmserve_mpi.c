@@ -85,6 +85,13 @@ void pdpotrs_(const char *uplo, const int *n, const int *nrhs,
               const double *a, const int *ia, const int *ja,
               const int *desca, double *b, const int *ib, const int *jb,
               const int *descb, int *info, size_t uplo_len);
+void pdsyevr_(const char *jobz, const char *range, const char *uplo,
+              const int *n, double *a, const int *ia, const int *ja,
+              const int *desca, const double *vl, const double *vu,
+              const int *il, const int *iu, int *m, int *nz, double *w,
+              double *z, const int *iz, const int *jz, const int *descz,
+              double *work, const int *lwork, int *iwork, const int *liwork,
+              int *info, size_t jobz_len, size_t range_len, size_t uplo_len);
 
 /* The default block size: the fastest of 64, 128 and 256 for PDPOTRF at
  * n = 8000 on 2 ranks here: 8.6 s against 9.3 s (128) and 9.6 s (64);
@@ -93,7 +100,7 @@ void pdpotrs_(const char *uplo, const int *n, const int *nrhs,
 /* Values per broadcast (MPI counts are int). */
 #define BCAST_CHUNK ((size_t)1 << 26)
 
-enum { CMD_DONE = 0, CMD_SOLVE = 1 };
+enum { CMD_DONE = 0, CMD_SOLVE = 1, CMD_EIGEN = 2 };
 
 typedef struct worker {
     int rank, size, ctxt, nprow, npcol, myrow, mycol, nb;
@@ -207,11 +214,14 @@ static km_status set_err(km_error *err, km_status st, const char *fmt, ...)
 /*
  * The lower triangle of A = scale k(X, X) + shift I in this rank's tiles,
  * each through core's km_gram_block (column-major tile = row-major block
- * of the transposed pair; the matrix is symmetric).
+ * of the transposed pair; the matrix is symmetric). With finite set, a
+ * value that is not finite is KM_ENOTPD (the Cholesky's refusal); kpca
+ * finds it in the centring's sums instead.
  */
 static km_status fill_tiles(const worker *w, dist *g, const km_kernel *k,
                             const double *X, const double *xn, size_t d,
-                            double scale, double shift, km_error *err)
+                            double scale, double shift, int finite,
+                            km_error *err)
 {
     int nb = g->nb, lld = g->mloc > 1 ? g->mloc : 1;
     for (int lj = 0; lj < g->nloc; lj += nb) {
@@ -235,7 +245,7 @@ static km_status fill_tiles(const worker *w, dist *g, const km_kernel *k,
                     *v *= scale;
                     if (i0 + a == j0 + b)
                         *v += shift;
-                    if (!isfinite(*v))
+                    if (finite && !isfinite(*v))
                         return set_err(err, KM_ENOTPD, "the kernel matrix "
                                        "is not finite (row %zu, column %zu)",
                                        i0 + a, j0 + b);
@@ -245,9 +255,10 @@ static km_status fill_tiles(const worker *w, dist *g, const km_kernel *k,
     return KM_OK;
 }
 
-/* Local sizes, the budget check and the allocations, agreed by all. */
-static km_status dist_init(const worker *w, dist *g, size_t n, size_t d,
-                           size_t m, km_error *err)
+/* Local sizes and descriptors of the n x n A and the n x m B (none when m
+ * is 0) in nb x nb blocks. */
+static km_status dist_shape(const worker *w, dist *g, size_t n, size_t m,
+                            int nb, km_error *err)
 {
     memset(g, 0, sizeof *g);
     if (n > INT_MAX || m > INT_MAX)
@@ -255,31 +266,56 @@ static km_status dist_init(const worker *w, dist *g, size_t n, size_t d,
                        "for ScaLAPACK's int indices", n, m);
     g->n = (int)n;
     g->m = (int)m;
-    g->nb = w->nb;
+    g->nb = nb;
     g->mloc = local_size(g->n, g->nb, w->myrow, w->nprow);
     g->nloc = local_size(g->n, g->nb, w->mycol, w->npcol);
     g->bloc = local_size(g->m, g->nb, w->mycol, w->npcol);
-    /* A's tiles, B's, X and Y (broadcast), X's norms, the gathers (C,
-     * one panel of L) and, on rank 0, what km_fit holds beside. */
-    size_t need = 8 * ((size_t)g->mloc * (size_t)g->nloc +
-                       (size_t)g->mloc * (size_t)g->bloc + n * d + n * m + n +
-                       n * m + (size_t)g->nb * n);
+    int lld = g->mloc > 1 ? g->mloc : 1, zero = 0, info = 0;
+    descinit_(g->desc_a, &g->n, &g->n, &g->nb, &g->nb, &zero, &zero,
+              &w->ctxt, &lld, &info);
+    if (info == 0 && m)
+        descinit_(g->desc_b, &g->n, &g->m, &g->nb, &g->nb, &zero, &zero,
+                  &w->ctxt, &lld, &info);
+    if (info != 0)
+        return set_err(err, KM_EINTERNAL, "descinit argument %d", -info);
+    return KM_OK;
+}
+
+/* KM_ENOMEM when need bytes are above the per-rank budget. */
+static km_status check_budget(const worker *w, size_t need, km_error *err)
+{
     if (w->budget && need > w->budget)
         return set_err(err, KM_ENOMEM, "a rank's share needs %.1f MB, "
                        "above the per-rank budget of %.1f MB "
                        "(--mpi-memory-budget-mb); add ranks or raise the "
                        "budget", (double)need / 1048576.0,
                        (double)w->budget / 1048576.0);
-    int lld = g->mloc > 1 ? g->mloc : 1, zero = 0, info = 0;
-    descinit_(g->desc_a, &g->n, &g->n, &g->nb, &g->nb, &zero, &zero,
-              &w->ctxt, &lld, &info);
-    if (info == 0)
-        descinit_(g->desc_b, &g->n, &g->m, &g->nb, &g->nb, &zero, &zero,
-                  &w->ctxt, &lld, &info);
-    if (info != 0)
-        return set_err(err, KM_EINTERNAL, "descinit argument %d", -info);
-    g->A = malloc((size_t)lld * (size_t)(g->nloc ? g->nloc : 1) * 8);
-    g->B = malloc((size_t)lld * (size_t)(g->bloc ? g->bloc : 1) * 8);
+    return KM_OK;
+}
+
+/* A local share of n x cols (cols local columns), at least one value. */
+static double *share_alloc(const dist *g, int cols)
+{
+    size_t lld = g->mloc > 1 ? (size_t)g->mloc : 1;
+    return malloc(lld * (size_t)(cols ? cols : 1) * sizeof(double));
+}
+
+/* Local sizes, the budget check and the allocations, agreed by all. */
+static km_status dist_init(const worker *w, dist *g, size_t n, size_t d,
+                           size_t m, km_error *err)
+{
+    km_status st = dist_shape(w, g, n, m, w->nb, err);
+    if (st != KM_OK)
+        return st;
+    /* A's tiles, B's, X and Y (broadcast), X's norms, the gathers (C,
+     * one panel of L) and, on rank 0, what km_fit holds beside. */
+    size_t need = 8 * ((size_t)g->mloc * (size_t)g->nloc +
+                       (size_t)g->mloc * (size_t)g->bloc + n * d + n * m + n +
+                       n * m + (size_t)g->nb * n);
+    if ((st = check_budget(w, need, err)) != KM_OK)
+        return st;
+    g->A = share_alloc(g, g->nloc);
+    g->B = share_alloc(g, g->bloc);
     if (!g->A || !g->B)
         return set_err(err, KM_ENOMEM, "out of memory for a %zu-row share "
                        "of the %zu-row kernel matrix", (size_t)g->mloc, n);
@@ -292,20 +328,26 @@ static void dist_free(dist *g)
     free(g->B);
 }
 
-/* Sums this rank's entries of the n x m solution into C on rank 0. */
-static km_status gather_b(const worker *w, const dist *g, double *C)
+/* Sums this rank's entries of columns c0 .. c0 + cols - 1 of the
+ * distributed n-row src (lcols local columns) into dst on rank 0, entry
+ * (i, c0 + j) at dst[i * rs + j * cs]. */
+static void gather_cols(const worker *w, const dist *g, const double *src,
+                        int lcols, size_t c0, size_t cols, double *dst,
+                        size_t rs, size_t cs)
 {
-    size_t n = (size_t)g->n, m = (size_t)g->m;
+    size_t n = (size_t)g->n;
     int lld = g->mloc > 1 ? g->mloc : 1;
-    memset(C, 0, n * m * sizeof *C);
-    for (int lj = 0; lj < g->bloc; lj++) {
+    memset(dst, 0, n * cols * sizeof *dst);
+    for (int lj = 0; lj < lcols; lj++) {
         size_t j = global_of(lj, g->nb, w->mycol, w->npcol);
+        if (j < c0 || j - c0 >= cols)
+            continue;
+        j -= c0;
         for (int li = 0; li < g->mloc; li++)
-            C[global_of(li, g->nb, w->myrow, w->nprow) * m + j] =
-                g->B[(size_t)li + (size_t)lj * (size_t)lld];
+            dst[global_of(li, g->nb, w->myrow, w->nprow) * rs + j * cs] =
+                src[(size_t)li + (size_t)lj * (size_t)lld];
     }
-    reduce_doubles(C, n * m, w->rank);
-    return KM_OK;
+    reduce_doubles(dst, n * cols, w->rank);
 }
 
 /* Sums the lower factor into L (n x n row-major, rank 0), nb rows at a
@@ -343,16 +385,12 @@ static km_status gather_l(const worker *w, const dist *g, double *L,
     return KM_OK;
 }
 
-/*
- * Every rank's part of one solve; rank 0 passes the problem (others
- * receive it), and gets C (and L).
- */
-static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
-                           const double *X0, const double *Y0, double *C,
-                           double *L, const km_fit_control *ctl, double f0,
-                           double f1, km_error *err)
+/* The head and the kernel k0, from rank 0 to all, into *h and *k (to
+ * clean up when KM_OK). */
+static km_status share_problem(const worker *w, solve_head *h,
+                               const km_kernel *k0, km_kernel *k,
+                               km_error *err)
 {
-    /* The problem, from rank 0 to all. */
     unsigned char *kb = NULL;
     size_t klen = 0;
     km_status st = KM_OK;
@@ -363,7 +401,6 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
     MPI_Bcast(h, (int)sizeof *h, MPI_BYTE, 0, MPI_COMM_WORLD);
     if (h->kernel_len == 0)
         return st != KM_OK ? st : KM_EINTERNAL;
-    size_t n = h->n, d = h->d, m = h->m;
     if (w->rank != 0)
         kb = malloc(h->kernel_len);
     if (agree(kb ? KM_OK : KM_ENOMEM, err) != KM_OK) {
@@ -371,11 +408,25 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
         return KM_ENOMEM;
     }
     MPI_Bcast(kb, (int)h->kernel_len, MPI_BYTE, 0, MPI_COMM_WORLD);
-    km_kernel k;
-    st = km_kernel_load_buffer(kb, h->kernel_len, &k, err);
+    st = km_kernel_load_buffer(kb, h->kernel_len, k, err);
     free(kb);
-    if ((st = agree(st, err)) != KM_OK)
+    return agree(st, err);
+}
+
+/*
+ * Every rank's part of one solve; rank 0 passes the problem (others
+ * receive it), and gets C (and L).
+ */
+static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
+                           const double *X0, const double *Y0, double *C,
+                           double *L, const km_fit_control *ctl, double f0,
+                           double f1, km_error *err)
+{
+    km_kernel k;
+    km_status st = share_problem(w, h, k0, &k, err);
+    if (st != KM_OK)
         return st;
+    size_t n = h->n, d = h->d, m = h->m;
 
     dist g;
     double *X = NULL, *Y = NULL, *xn = NULL, *Cg = NULL;
@@ -403,7 +454,7 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
     if (w->rank == 0 && ctl->progress)
         ctl->progress(ctl->ctx, f0);
     xn = km_sqnorms(X, n, d);
-    st = xn ? fill_tiles(w, &g, &k, X, xn, d, h->scale, h->shift, err)
+    st = xn ? fill_tiles(w, &g, &k, X, xn, d, h->scale, h->shift, 1, err)
             : set_err(err, KM_ENOMEM, "out of memory for %zu norms", n);
     if ((st = agree(st, err)) != KM_OK)
         goto out;
@@ -441,7 +492,7 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
         goto out;
     }
     w->phase = "gather";
-    gather_b(w, &g, Cg);
+    gather_cols(w, &g, g.B, g.bloc, 0, m, Cg, m, 1);
     if (h->want_l)
         st = gather_l(w, &g, L, err);
 out:
@@ -472,6 +523,299 @@ static km_status engine_solve(void *ctx, const km_kernel *k, double scale,
     return st;
 }
 
+/* ------------------------------------------------------------ kpca */
+
+/*
+ * One eigen-problem's share: A (the centred matrix, lower triangle) in
+ * g, Z (PDSYEVR's n x n vectors with A's descriptor: the first mz
+ * columns get the top mz, ascending), W (n eigenvalues, on every rank)
+ * and PDSYEVR's workspace, its size queried.
+ *
+ * mz = max(nev, nb), at most n, not nev: ScaLAPACK 2.2's PDSYEVR sizes
+ * the workspace it hands PDORMTR (the back-transformation) from the
+ * number of vectors asked for, which is too small below one block
+ * (about NP0 x mz against the (NP0 + nb) x nb PDORMTR needs). PDORMTR
+ * then refuses, PDSYEVR prints it and still returns info 0 with the
+ * tridiagonal's vectors in Z. With mz >= nb and n >= nb the sizes agree
+ * ((NP0 - nb)(mz - nb) >= 0); below one block of rows the block is n.
+ * The extra vectors cost 2 n^2 mz flops, a few per cent of the
+ * reduction's 4 n^3 / 3 at n = 8000.
+ */
+typedef struct eig {
+    dist g;
+    int nev, mz, lwork, liwork;
+    double *Z, *W, *work;
+    int *iwork;
+} eig;
+
+static void eig_free(eig *e)
+{
+    dist_free(&e->g);
+    free(e->Z);
+    free(e->W);
+    free(e->work);
+    free(e->iwork);
+}
+
+/* PDSYEVR for the top mz eigenpairs (index range n - mz + 1 .. n) of
+ * A (e's shape) into W and Z; with lwork -1 (and liwork -1) a workspace
+ * query, into work[0] and iwork[0]. */
+static int eig_run(const eig *e, double *A, double *W, double *Z,
+                   double *work, int lwork, int *iwork, int liwork)
+{
+    int one = 1, il = e->g.n - e->mz + 1, iu = e->g.n, found = 0, nz = 0,
+        info = 0;
+    double v0 = 0, v1 = 0;
+    pdsyevr_("V", "I", "L", &e->g.n, A, &one, &one, e->g.desc_a, &v0, &v1,
+             &il, &iu, &found, &nz, W, Z, &one, &one, e->g.desc_a, work,
+             &lwork, iwork, &liwork, &info, 1, 1, 1);
+    if (info == 0 && lwork != -1 && (found != e->mz || nz != e->mz))
+        return INT_MAX; /* fewer than asked for */
+    return info;
+}
+
+/*
+ * PDSYEVR's minimum workspace for the top mz vectors (its LWMIN, from
+ * ScaLAPACK 2.2's source): 5n + 2 + max(18n, NP00 MQ00 + 2 nb^2) +
+ * (ceil(mz / P) + 2) n, NP00 and MQ00 the largest local sizes of n rows
+ * and of mz columns.
+ */
+static size_t eig_lwmin(const worker *w, const eig *e)
+{
+    int zero = 0, n = e->g.n, nb = e->g.nb, mz = e->mz;
+    size_t np00 = (size_t)numroc_(&n, &nb, &zero, &zero, &w->nprow);
+    size_t mq00 = (size_t)numroc_(&mz, &nb, &zero, &zero, &w->npcol);
+    size_t p = (size_t)w->nprow * (size_t)w->npcol, un = (size_t)n;
+    size_t a = 18 * un, b = np00 * mq00 + 2 * (size_t)nb * (size_t)nb;
+    return 5 * un + 2 + (a > b ? a : b) + ((size_t)mz + p - 1) / p * un +
+           2 * un;
+}
+
+/*
+ * Local sizes, PDSYEVR's workspace, the budget check and the
+ * allocations: A and Z (two shares of the n x n matrix), the workspace,
+ * and beside them X (broadcast), its norms, the column sums, W, the
+ * gather of the vectors and, on rank 0, what km_fit holds (the model's X
+ * and projections, the vectors, a preprocessed copy of X).
+ *
+ * The workspace: the optimum that PDSYEVR's query (lwork -1) answers
+ * when every rank's budget holds it, else its minimum. The optimum lets
+ * PDSYNTRD copy the whole matrix onto the largest square grid of ranks
+ * (n^2 / floor(sqrt(P))^2 values a rank: all of it on one rank for 2 or
+ * 3) and reduce it there, faster; with the minimum it reduces in place
+ * (PDSYTRD's blocked code), so a rank holds about two shares.
+ */
+static km_status eig_init(const worker *w, eig *e, size_t n, size_t d,
+                          size_t nev, km_error *err)
+{
+    memset(e, 0, sizeof *e);
+    if (nev < 1 || nev > n || n > INT_MAX)
+        return set_err(err, KM_EINVAL, "%zu eigenpairs of a %zu-row matrix",
+                       nev, n);
+    int nb = (size_t)w->nb < n ? w->nb : (int)n; /* see eig */
+    km_status st = dist_shape(w, &e->g, n, 0, nb, err);
+    if (st != KM_OK)
+        return st;
+    e->nev = (int)nev;
+    e->mz = e->nev > nb ? e->nev : nb;
+    double wq = 0, dummy = 0;
+    int iq = 0;
+    int info = eig_run(e, &dummy, &dummy, &dummy, &wq, -1, &iq, -1);
+    size_t lwmin = eig_lwmin(w, e);
+    if (info != 0 || !(wq >= 1) || iq < 1 || lwmin > INT_MAX)
+        return set_err(err, KM_EINTERNAL, "pdsyevr's workspace query "
+                       "failed (info %d)", info);
+    size_t lwopt = wq > (double)INT_MAX ? SIZE_MAX : (size_t)wq;
+    size_t share = (size_t)e->g.mloc * (size_t)e->g.nloc;
+    size_t beside = 8 * (2 * share + 3 * n * d + 3 * n * nev + 6 * n) +
+                    4 * (size_t)iq;
+    int opt = lwopt <= INT_MAX &&
+              (!w->budget || beside + 8 * lwopt <= w->budget), all = 0;
+    MPI_Allreduce(&opt, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    e->lwork = (int)(all ? lwopt : lwmin);
+    if (!all && w->rank == 0) /* in the job's log */
+        fprintf(stderr, "kmserve-mpi: pdsyevr with its minimum workspace "
+                "(%zu values; the optimum, %zu, is above a rank's "
+                "budget)\n", lwmin, lwopt);
+    e->liwork = iq;
+    if ((st = check_budget(w, beside + 8 * (size_t)e->lwork, err)) != KM_OK)
+        return st;
+    e->g.A = share_alloc(&e->g, e->g.nloc);
+    e->Z = share_alloc(&e->g, e->g.nloc);
+    e->W = malloc(n * sizeof *e->W);
+    e->work = malloc((size_t)e->lwork * sizeof *e->work);
+    e->iwork = malloc((size_t)e->liwork * sizeof *e->iwork);
+    if (!e->g.A || !e->Z || !e->W || !e->work || !e->iwork)
+        return set_err(err, KM_ENOMEM, "out of memory for a %zu-row share "
+                       "of the %zu-row kernel matrix and its eigenvectors",
+                       (size_t)e->g.mloc, n);
+    return KM_OK;
+}
+
+/*
+ * Centres this rank's lower tiles of A in place, Kc = K - 1 m^T - m 1^T
+ * + g (core's centring, km_kpca.c, distributed): the column sums of the
+ * symmetric K from the stored triangle (an entry off the diagonal counts
+ * for its row and its column) summed over all ranks, then the update;
+ * col_mean (n) gets the column means m and *grand their mean g on every
+ * rank, *trace the trace of Kc.
+ */
+static void center_tiles(const worker *w, dist *g, double *col_mean,
+                         double *grand, double *trace)
+{
+    size_t n = (size_t)g->n, lld = g->mloc > 1 ? (size_t)g->mloc : 1;
+    memset(col_mean, 0, n * sizeof *col_mean);
+    for (int lj = 0; lj < g->nloc; lj++) {
+        size_t j = global_of(lj, g->nb, w->mycol, w->npcol);
+        const double *col = g->A + (size_t)lj * lld;
+        for (int li = 0; li < g->mloc; li++) {
+            size_t i = global_of(li, g->nb, w->myrow, w->nprow);
+            if (i < j) /* above the diagonal: not filled */
+                continue;
+            col_mean[j] += col[li];
+            if (i != j)
+                col_mean[i] += col[li];
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, col_mean, g->n, MPI_DOUBLE, MPI_SUM,
+                  MPI_COMM_WORLD);
+    double gm = 0, tr = 0;
+    for (size_t i = 0; i < n; i++) {
+        col_mean[i] /= (double)n;
+        gm += col_mean[i];
+    }
+    gm /= (double)n;
+    for (int lj = 0; lj < g->nloc; lj++) {
+        size_t j = global_of(lj, g->nb, w->mycol, w->npcol);
+        double *col = g->A + (size_t)lj * lld;
+        for (int li = 0; li < g->mloc; li++) {
+            size_t i = global_of(li, g->nb, w->myrow, w->nprow);
+            if (i < j)
+                continue;
+            col[li] += gm - col_mean[i] - col_mean[j];
+            if (i == j)
+                tr += col[li];
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &tr, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    *grand = gm;
+    *trace = tr;
+}
+
+/*
+ * Every rank's part of one kpca eigen-problem (km_dense_engine.eigen);
+ * rank 0 passes the kernel and X (others receive them), and gets the
+ * column means, grand mean, trace, the nev eigenvalues descending and
+ * their vectors U (n x nev, column-major).
+ */
+static km_status eigen_all(worker *w, solve_head *h, const km_kernel *k0,
+                           const double *X0, double *col_mean, double *grand,
+                           double *trace, double *lambda, double *U,
+                           const km_fit_control *ctl, double f0, double f1,
+                           km_error *err)
+{
+    km_kernel k;
+    km_status st = share_problem(w, h, k0, &k, err);
+    if (st != KM_OK)
+        return st;
+    size_t n = h->n, d = h->d, nev = h->m;
+
+    eig e;
+    double *X = NULL, *xn = NULL, *cm = NULL, *Ug = NULL, gm = 0, tr = 0;
+    w->phase = "allocating";
+    st = eig_init(w, &e, n, d, nev, err);
+    if (st == KM_OK && w->rank != 0) {
+        X = malloc(n * d * sizeof *X);
+        cm = malloc(n * sizeof *cm);
+        Ug = malloc(n * nev * sizeof *Ug);
+        if (!X || !cm || !Ug)
+            st = set_err(err, KM_ENOMEM, "out of memory for %zu x %zu "
+                         "training rows", n, d);
+    }
+    if ((st = agree(st, err)) != KM_OK)
+        goto out;
+    if (w->rank == 0) {
+        X = (double *)X0;
+        cm = col_mean;
+        Ug = U;
+    }
+    bcast_doubles(X, n * d);
+
+    w->phase = "kernel";
+    if (w->rank == 0 && ctl->progress)
+        ctl->progress(ctl->ctx, f0);
+    xn = km_sqnorms(X, n, d);
+    st = xn ? fill_tiles(w, &e.g, &k, X, xn, d, 1.0, 0.0, 0, err)
+            : set_err(err, KM_ENOMEM, "out of memory for %zu norms", n);
+    if ((st = agree(st, err)) != KM_OK)
+        goto out;
+
+    w->phase = "centring";
+    if (w->rank == 0 && ctl->progress)
+        ctl->progress(ctl->ctx, f0 + 0.1 * (f1 - f0));
+    center_tiles(w, &e.g, cm, &gm, &tr);
+    if (!isfinite(gm) || !isfinite(tr)) /* the caller refuses it */
+        goto out;
+
+    w->phase = "eigen";
+    if (w->rank == 0 && ctl->progress)
+        ctl->progress(ctl->ctx, f0 + 0.15 * (f1 - f0));
+    int info = eig_run(&e, e.g.A, e.W, e.Z, e.work, e.lwork, e.iwork,
+                       e.liwork);
+    if (info != 0) {
+        st = info < 0 ? set_err(err, KM_EINTERNAL, "pdsyevr argument %d",
+                                -info)
+                      : set_err(err, KM_EINTERNAL, "pdsyevr found fewer "
+                                "than the %zu eigenpairs asked for (info "
+                                "%d)", nev, info == INT_MAX ? 0 : info);
+        goto out;
+    }
+
+    w->phase = "gather";
+    if (w->rank == 0 && ctl->progress)
+        ctl->progress(ctl->ctx, f0 + 0.95 * (f1 - f0));
+    /* Z's last nev of mz columns, ascending, become U's descending. */
+    gather_cols(w, &e.g, e.Z, e.g.nloc, (size_t)(e.mz - e.nev), nev, Ug, 1,
+                n);
+    if (w->rank == 0)
+        for (size_t j = 0; j < nev; j++) {
+            lambda[j] = e.W[e.mz - 1 - j];
+            if (j < nev / 2)
+                cblas_dswap((int)n, Ug + j * n, 1, Ug + (nev - 1 - j) * n, 1);
+        }
+out:
+    if (w->rank == 0) {
+        *grand = gm;
+        *trace = tr;
+    } else {
+        free(X);
+        free(cm);
+        free(Ug);
+    }
+    free(xn);
+    eig_free(&e);
+    km_kernel_cleanup(&k);
+    return st;
+}
+
+/* The engine's eigen on rank 0: tells the others to join. */
+static km_status engine_eigen(void *ctx, const km_kernel *k, const double *X,
+                              size_t n, size_t d, size_t nev,
+                              double *col_mean, double *grand, double *trace,
+                              double *lambda, double *U,
+                              const km_fit_control *ctl, double f0, double f1,
+                              km_error *err)
+{
+    worker *w = ctx;
+    int cmd = CMD_EIGEN;
+    MPI_Bcast(&cmd, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    solve_head h = {n, d, nev, 0, 0, 1.0, 0.0};
+    km_status st = eigen_all(w, &h, k, X, col_mean, grand, trace, lambda, U,
+                             ctl, f0, f1, err);
+    w->phase = "model";
+    return st;
+}
+
 /* ------------------------------------------------------------ rank 0 */
 
 static void write_error(const char *path, km_status st, const char *msg)
@@ -493,10 +837,18 @@ static km_status fit_root(worker *w, const char *request_path, km_error *err)
     free(buf);
     if (st != KM_OK)
         return st;
-    if (rq.algo != KM_ALGO_KRR && rq.algo != KM_ALGO_GPR) {
+    if (rq.algo == KM_ALGO_KPCA) { /* auto: dense here */
+        km_kpca_solver s = ((km_kpca_params *)rq.params)->solver;
+        if (s != KM_KPCA_SOLVER_AUTO && s != KM_KPCA_SOLVER_DENSE) {
+            km_request_cleanup(&rq);
+            return set_err(err, KM_EINVAL, "params.eigen_solver: "
+                           "kmserve-mpi runs kpca's dense solver (auto or "
+                           "dense), not %s", km_kpca_solver_name(s));
+        }
+    } else if (rq.algo != KM_ALGO_KRR && rq.algo != KM_ALGO_GPR) {
         km_request_cleanup(&rq);
-        return set_err(err, KM_EINVAL, "kmserve-mpi fits krr and gpr, "
-                       "not %s", km_algorithm_name(rq.algo));
+        return set_err(err, KM_EINVAL, "kmserve-mpi fits krr, gpr and "
+                       "kpca, not %s", km_algorithm_name(rq.algo));
     }
     if (rq.algo == KM_ALGO_KRR) { /* auto: resolved to exact here */
         km_krr_params *p = (km_krr_params *)rq.params;
@@ -508,7 +860,7 @@ static km_status fit_root(worker *w, const char *request_path, km_error *err)
                            "solver");
         }
     }
-    km_dense_engine eng = {w, engine_solve};
+    km_dense_engine eng = {w, engine_solve, engine_eigen};
     km_fit_control ctl = {report, w, 1, &eng};
     km_problem pb = km_request_problem(&rq);
     km_model *model = NULL;
@@ -631,10 +983,15 @@ int main(int argc, char **argv)
         for (;;) { /* serve rank 0's solves until it is done */
             int cmd = CMD_DONE;
             MPI_Bcast(&cmd, 1, MPI_INT, 0, MPI_COMM_WORLD);
-            if (cmd != CMD_SOLVE)
-                break;
             solve_head h;
-            solve_all(&w, &h, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, &err);
+            if (cmd == CMD_SOLVE)
+                solve_all(&w, &h, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0,
+                          &err);
+            else if (cmd == CMD_EIGEN)
+                eigen_all(&w, &h, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                          NULL, 0, 0, &err);
+            else
+                break;
         }
     }
     Cblacs_gridexit(w.ctxt);

@@ -2,19 +2,29 @@
 """Distributed exact fits: kmserve-mpi under mpirun, and through the daemon.
 
 Worker: mpi_check writes a staging file (krr n 600 d 3; gpr n 517 d 4,
-standardize + center_y), mpirun --oversubscribe -np 1, 2, 3 and 4 (grids
-1x1, 1x2, 1x3, 2x2) with block 64 runs kmserve-mpi on it, and mpi_check
-compares the model with core's single-process fit of the same request
-(itself checked against scikit-learn in tests/core): krr coefficients and
-predictions, gpr predictions and variances, within 1e-9 relative. A
-per-rank budget too small for the share fails with its message.
+standardize + center_y; kpca n 600 d 3, 5 components with the inverse
+map), mpirun --oversubscribe -np 1, 2, 3 and 4 (grids 1x1, 1x2, 1x3,
+2x2) with block 64 runs kmserve-mpi on it, and mpi_check compares the
+model with core's single-process fit of the same request (itself checked
+against scikit-learn in tests/core): krr coefficients and predictions,
+gpr predictions and variances, within 1e-9 relative; kpca eigenvalues,
+projections of 200 new rows (up to each component's sign) and their
+inverse images within 1e-8. Kpca n 1200 on 2 ranks under a per-rank
+budget that holds PDSYEVR's minimum workspace but not its optimum runs
+with the minimum and gives the same. A per-rank budget too small for the
+share fails with its message.
 
 Daemon (--mpi-launch "mpirun --oversubscribe -np 2 ..."): a distributed
 krr fit predicts what the local fit predicts (1e-9); under
 --memory-budget-mb 40 a 2500-row exact fit is 413 locally and 201 with
 "distributed": true; solver auto goes distributed (2500 samples, not
 nystrom's centres); nystrom distributed is 400; without --mpi-launch
-"distributed" is 400. Faults: kill -9 of one rank mid-fit fails the job
+"distributed" is 400. Kpca (5 components, with the inverse map): a
+distributed fit of 1500 rows projects 100 new rows as the local fit does
+(up to each component's sign, 1e-8) and maps them back alike; under the
+same local budget a 2500-row kpca (eigen_solver dense) is 413 locally and
+201 with "distributed": true; eigen_solver randomized distributed is 400
+naming params.eigen_solver. Faults: kill -9 of one rank mid-fit fails the job
 within seconds with no rank or staging file left and the old version
 served; DELETE during the factorisation ends every rank.
 
@@ -39,6 +49,7 @@ import tally  # noqa: E402
 
 ROOT = run.ROOT
 TOL = 1e-9
+TOL_KPCA = 1e-8  # eigenvectors: pdsyevr against dsyevr or block Lanczos
 
 
 def mpirun(np):
@@ -49,33 +60,52 @@ def mpirun(np):
     return cmd
 
 
+def worker_case(build, tmp, req, algo, np, tol, what="", extra=()):
+    """kmserve-mpi on np ranks against the single-process fit of req."""
+    check_bin = os.path.join(build, "tests", "mpi_check")
+    out = os.path.join(tmp, f"{algo}{np}.kmm")
+    files = ["--request", req, "--output", out, "--status", out + ".status",
+             "--error", out + ".err", "--block", "64", *extra]
+    p = subprocess.run(mpirun(np) + [os.path.join(build, "kmserve-mpi")] + files,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        err = open(out + ".err").read() if os.path.exists(out + ".err") else ""
+        run.check(False, f"{algo} on {np} ranks{what} runs", err + p.stdout[-2000:])
+        return p
+    c = subprocess.run([check_bin, "compare", req, out],
+                       capture_output=True, text=True, timeout=120)
+    diffs = dict(line.split() for line in c.stdout.split("\n") if line)
+    worst = max(float(v) for v in diffs.values()) if diffs else 1
+    run.check(c.returncode == 0 and worst <= tol,
+              f"{algo} on {np} ranks{what} equals the single-process fit "
+              f"within {tol:g} ({', '.join(f'{k} {v}' for k, v in diffs.items())})",
+              c.stdout + c.stderr)
+    return p
+
+
 def worker_cases(build):
     check_bin = os.path.join(build, "tests", "mpi_check")
     worker = os.path.join(build, "kmserve-mpi")
     tmp = tempfile.mkdtemp(prefix="kmserve-mpi-")
     try:
-        for algo, n, d in (("krr", 600, 3), ("gpr", 517, 4)):
+        for algo, n, d, tol in (("krr", 600, 3, TOL), ("gpr", 517, 4, TOL),
+                                ("kpca", 600, 3, TOL_KPCA)):
             req = os.path.join(tmp, algo + ".req")
             subprocess.run([check_bin, "write", req, algo, str(n), str(d), "7"],
                            check=True)
             for np in (1, 2, 3, 4):
-                out = os.path.join(tmp, f"{algo}{np}.kmm")
-                files = ["--request", req, "--output", out,
-                         "--status", out + ".status", "--error", out + ".err",
-                         "--block", "64"]
-                p = subprocess.run(mpirun(np) + [worker] + files,
-                                   capture_output=True, text=True, timeout=120)
-                if p.returncode != 0:
-                    run.check(False, f"{algo} on {np} ranks runs", p.stdout[-2000:])
-                    continue
-                c = subprocess.run([check_bin, "compare", req, out],
-                                   capture_output=True, text=True, timeout=120)
-                diffs = dict(line.split() for line in c.stdout.split("\n") if line)
-                worst = max(float(v) for v in diffs.values()) if diffs else 1
-                run.check(c.returncode == 0 and worst <= TOL,
-                          f"{algo} on {np} ranks equals the single-process fit "
-                          f"({', '.join(f'{k} {v}' for k, v in diffs.items())})",
-                          c.stdout + c.stderr)
+                worker_case(build, tmp, req, algo, np, tol)
+        # 2 ranks of n 1200: A and Z take 11.5 MB a rank, PDSYEVR's optimum
+        # (PDSYNTRD's copy: all of the matrix on one rank) 11.5 MB more,
+        # its minimum about 1 MB: 20 MB holds only the minimum.
+        big = os.path.join(tmp, "kpca1200.req")
+        subprocess.run([check_bin, "write", big, "kpca", "1200", "3", "8"],
+                       check=True)
+        p = worker_case(build, tmp, big, "kpca", 2, TOL_KPCA,
+                        " under a budget of 20 MB", ("--memory-budget-mb", "20"))
+        run.check("pdsyevr with its minimum workspace" in p.stdout + p.stderr,
+                  "... and it ran pdsyevr with its minimum workspace",
+                  p.stdout[-1000:] + p.stderr[-1000:])
         out = os.path.join(tmp, "small.kmm")
         p = subprocess.run(mpirun(2) + [worker, "--request", req, "--output", out,
                                         "--status", out + ".s", "--error", out + ".e",
@@ -110,6 +140,64 @@ def fit(d, name, X, y, params, **extra):
 def predict(d, name, T):
     return (d.req("POST", f"/v1/models/{name}/predict", {"X": T}).json()
             or {}).get("predictions", [])
+
+
+def kpca_fit(d, name, X, params, **extra):
+    body = {"algorithm": "kpca", "kernel": {"type": "rbf", "gamma": 0.3},
+            "params": {"n_components": 5, **params}, "X": X}
+    body.update(extra)
+    return d.req("POST", f"/v1/models/{name}/fit", body)
+
+
+def project(d, name, rows, inverse=False):
+    body = {"X": rows, "inverse": True} if inverse else {"X": rows}
+    return (d.req("POST", f"/v1/models/{name}/project", body).json()
+            or {}).get("projections", [])
+
+
+def signed_rel(a, b):
+    """Largest difference of b from a relative to a's largest entry, after
+    flipping each of b's columns to a's sign."""
+    if not a or len(a) != len(b):
+        return 1.0
+    cols = []
+    for j in range(len(a[0])):
+        u, v = [r[j] for r in a], [r[j] for r in b]
+        if sum(x * y for x, y in zip(u, v)) < 0:
+            v = [-y for y in v]
+        cols.append((u, v))
+    scale = max(abs(x) for u, _ in cols for x in u)
+    return max(abs(x - y) for u, v in cols for x, y in zip(u, v)) / scale
+
+
+def kpca_cases(d):
+    X, _ = run.synthetic(1500, 3, 31)
+    T, _ = run.synthetic(100, 3, 32)
+    params = {"fit_inverse_transform": True, "alpha": 0.1}
+    r = kpca_fit(d, "pca-local", X, params)
+    r2 = kpca_fit(d, "pca-dist", X, params, distributed=True)
+    a, b = project(d, "pca-local", T), project(d, "pca-dist", T)
+    run.check(r.status == 201 and r2.status == 201 and len(a) == len(b) == len(T)
+              and signed_rel(a, b) <= TOL_KPCA,
+              f"over HTTP: the distributed kpca projects as the local one, up to "
+              f"sign ({signed_rel(a, b):.1e} <= 1e-8)", (r2, a[:1], b[:1]))
+    ia, ib = project(d, "pca-local", a, True), project(d, "pca-dist", b, True)
+    run.check(len(ia) == len(ib) == len(T) and
+              max(abs(x - y) for u, v in zip(ia, ib) for x, y in zip(u, v)) <=
+              TOL_KPCA * max(abs(x) for u in ia for x in u),
+              "... and its inverse map gives the same rows back (1e-8)")
+
+    X2, _ = run.synthetic(2500, 3, 33)
+    r = kpca_fit(d, "pca-big", X2, {"eigen_solver": "dense"})
+    run.check(r.status == 413, "kpca of 2500 rows: 413 under the local budget", r)
+    r = kpca_fit(d, "pca-big", X2, {"eigen_solver": "dense"}, distributed=True)
+    meta = (r.json() or {}).get("model", {})
+    run.check(r.status == 201 and meta.get("n_samples") == 2500,
+              "the same kpca distributed: 201", r)
+    r = kpca_fit(d, "pca-bad", X, {"eigen_solver": "randomized"},
+                 distributed=True)
+    run.check(r.status == 400 and "params.eigen_solver randomized" in r.body,
+              "kpca's randomized solver distributed: 400 naming the field", r)
 
 
 def wait_gone(tag, timeout):
@@ -149,6 +237,7 @@ def daemon_cases(d):
             distributed=True)
     run.check(r.status == 400 and "nystrom" in r.body,
               "nystrom distributed: 400", r)
+    kpca_cases(d)
 
     # kill -9 of one rank mid-fit: the job fails, the old version serves
     before = predict(d, "big", T)

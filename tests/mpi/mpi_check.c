@@ -3,14 +3,19 @@
  * runs it): writes a fit request staging file, and compares a model the
  * worker wrote with the single-process km_fit of the same request.
  *
- *   mpi_check write FILE ALGO N D SEED   krr or gpr, rbf kernel, random
- *                                        X (N x D) and y from SEED
+ *   mpi_check write FILE ALGO N D SEED   krr, gpr or kpca (5
+ *                                        components with the inverse
+ *                                        map), rbf kernel, random X
+ *                                        (N x D) and y from SEED
  *   mpi_check compare FILE MODEL         fits FILE here, loads MODEL;
  *                                        prints the largest relative
  *                                        differences of the coefficients
  *                                        (krr), predictions and variances
- *                                        (gpr) at 200 other points, and
- *                                        of gpr's factor L
+ *                                        (gpr) at 200 other points; for
+ *                                        kpca of the eigenvalues, the
+ *                                        projections of those points (up
+ *                                        to each component's sign) and
+ *                                        their images by the inverse map
  *
  * The reference is core's single-process fit (km_krr_solve's blocked
  * Cholesky on one buffer), itself tested against scikit-learn in
@@ -65,17 +70,31 @@ static int write_request(const char *path, const char *algo, size_t n,
     km_problem pb = {X, n, d, y, 1, NULL, 0};
     km_krr_params kp = km_krr_params_default();
     km_gpr_params gp = km_gpr_params_default();
+    km_kpca_params cp = km_kpca_params_default();
     kp.alpha = 0.1;
     gp.noise = 0.05;
     gp.signal_variance = 2.0;
+    cp.n_components = 5;
+    cp.fit_inverse_transform = 1;
+    cp.alpha = 0.1;
     km_preprocess pre = {KM_SCALE_STANDARDIZE, 1};
-    int gpr = !strcmp(algo, "gpr");
+    km_algorithm a = KM_ALGO_KRR;
+    void *params = &kp;
+    if (!strcmp(algo, "gpr")) {
+        a = KM_ALGO_GPR;
+        params = &gp;
+    } else if (!strcmp(algo, "kpca")) {
+        a = KM_ALGO_KPCA;
+        params = &cp;
+        pre.center_y = 0;
+        pb.y = NULL; /* unsupervised */
+        pb.m = 0;
+    }
     unsigned char *buf = NULL;
     size_t len = 0;
     km_error err;
-    km_status st = km_request_save_buffer(gpr ? KM_ALGO_GPR : KM_ALGO_KRR, &k,
-                                          gpr ? (void *)&gp : (void *)&kp,
-                                          &pre, &pb, &buf, &len, &err);
+    km_status st = km_request_save_buffer(a, &k, params, &pre, &pb, &buf,
+                                          &len, &err);
     free(X);
     free(y);
     if (st != KM_OK) {
@@ -101,6 +120,81 @@ static double rel(const double *a, const double *b, size_t n)
     return den > 0 ? num / den : num;
 }
 
+/* krr and gpr: predictions at T (t rows), krr's coefficients, gpr's
+ * variances. */
+static int compare_values(const km_request *rq, const km_model *local,
+                          const km_model *dist, const double *T, size_t t)
+{
+    km_error err;
+    double *p1 = malloc(t * sizeof *p1), *p2 = malloc(t * sizeof *p2);
+    int bad = km_predict(local, KM_OUT_VALUES, T, t, p1, &err) != KM_OK ||
+              km_predict(dist, KM_OUT_VALUES, T, t, p2, &err) != KM_OK;
+    if (!bad)
+        printf("predictions %.3e\n", rel(p2, p1, t));
+    if (!bad && rq->algo == KM_ALGO_KRR)
+        printf("coefficients %.3e\n",
+               rel(km_krr_dual_coef(dist), km_krr_dual_coef(local), rq->n));
+    if (!bad && rq->algo == KM_ALGO_GPR) {
+        bad = km_predict(local, KM_OUT_VARIANCES, T, t, p1, &err) != KM_OK ||
+              km_predict(dist, KM_OUT_VARIANCES, T, t, p2, &err) != KM_OK;
+        if (!bad)
+            printf("variances %.3e\n", rel(p2, p1, t));
+    }
+    if (bad)
+        fprintf(stderr, "predict: %s\n", err.message);
+    free(p1);
+    free(p2);
+    return bad;
+}
+
+/* rel of b against a after flipping each of b's k columns (t rows,
+ * row-major) to a's sign: components are unique up to sign. */
+static double rel_signed(const double *a, double *b, size_t t, size_t k)
+{
+    for (size_t j = 0; j < k; j++) {
+        double dot = 0;
+        for (size_t i = 0; i < t; i++)
+            dot += a[i * k + j] * b[i * k + j];
+        if (dot < 0)
+            for (size_t i = 0; i < t; i++)
+                b[i * k + j] = -b[i * k + j];
+    }
+    return rel(b, a, t * k);
+}
+
+/* kpca: eigenvalues, projections of T up to sign, and the inverse map of
+ * each model's own projections. */
+static int compare_kpca(const km_model *local, const km_model *dist,
+                        const double *T, size_t t, size_t d)
+{
+    size_t k = km_model_n_outputs(local);
+    km_error err;
+    if (km_model_n_outputs(dist) != k) {
+        fprintf(stderr, "components: %zu here, %zu distributed\n", k,
+                km_model_n_outputs(dist));
+        return 1;
+    }
+    double *p1 = malloc(t * k * sizeof *p1), *p2 = malloc(t * k * sizeof *p2),
+           *x1 = malloc(t * d * sizeof *x1), *x2 = malloc(t * d * sizeof *x2);
+    int bad = km_kpca_project(local, T, t, p1, &err) != KM_OK ||
+              km_kpca_project(dist, T, t, p2, &err) != KM_OK ||
+              km_kpca_inverse(local, p1, t, x1, &err) != KM_OK ||
+              km_kpca_inverse(dist, p2, t, x2, &err) != KM_OK;
+    if (bad)
+        fprintf(stderr, "project: %s\n", err.message);
+    else {
+        printf("eigenvalues %.3e\n", rel(km_kpca_eigenvalues(dist),
+                                         km_kpca_eigenvalues(local), k));
+        printf("projections %.3e\n", rel_signed(p1, p2, t, k));
+        printf("inverse %.3e\n", rel(x2, x1, t * d));
+    }
+    free(p1);
+    free(p2);
+    free(x1);
+    free(x2);
+    return bad;
+}
+
 static int compare(const char *req_path, const char *model_path)
 {
     size_t rl = 0, ml = 0;
@@ -122,36 +216,18 @@ static int compare(const char *req_path, const char *model_path)
     }
     size_t t = 200, d = rq.d;
     uint64_t seed = 99;
-    double *T = malloc(t * d * sizeof *T), *p1 = malloc(t * sizeof *p1),
-           *p2 = malloc(t * sizeof *p2);
+    double *T = malloc(t * d * sizeof *T);
     for (size_t i = 0; i < t * d; i++)
         T[i] = 2 * uniform(&seed) - 1;
-    if (km_predict(local, KM_OUT_VALUES, T, t, p1, &err) != KM_OK ||
-        km_predict(dist, KM_OUT_VALUES, T, t, p2, &err) != KM_OK) {
-        fprintf(stderr, "predict: %s\n", err.message);
-        return 1;
-    }
-    printf("predictions %.3e\n", rel(p2, p1, t));
-    if (rq.algo == KM_ALGO_KRR)
-        printf("coefficients %.3e\n",
-               rel(km_krr_dual_coef(dist), km_krr_dual_coef(local), rq.n));
-    if (rq.algo == KM_ALGO_GPR) {
-        if (km_predict(local, KM_OUT_VARIANCES, T, t, p1, &err) != KM_OK ||
-            km_predict(dist, KM_OUT_VARIANCES, T, t, p2, &err) != KM_OK) {
-            fprintf(stderr, "variances: %s\n", err.message);
-            return 1;
-        }
-        printf("variances %.3e\n", rel(p2, p1, t));
-    }
+    int bad = rq.algo == KM_ALGO_KPCA ? compare_kpca(local, dist, T, t, d)
+                                      : compare_values(&rq, local, dist, T, t);
     free(T);
-    free(p1);
-    free(p2);
     free(rb);
     free(mb);
     km_model_free(dist);
     km_model_free(local);
     km_request_cleanup(&rq);
-    return 0;
+    return bad;
 }
 
 int main(int argc, char **argv)
@@ -162,7 +238,7 @@ int main(int argc, char **argv)
                              strtoull(argv[6], NULL, 10));
     if (argc == 4 && !strcmp(argv[1], "compare"))
         return compare(argv[2], argv[3]);
-    fprintf(stderr, "usage: mpi_check write FILE krr|gpr N D SEED | "
+    fprintf(stderr, "usage: mpi_check write FILE krr|gpr|kpca N D SEED | "
             "compare FILE MODEL\n");
     return 2;
 }
