@@ -206,22 +206,35 @@ static int krr_auto(const api_fit_request *req)
     return req->algo == KM_ALGO_KRR && req->krr.solver == KM_KRR_SOLVER_AUTO;
 }
 
-/* What the fit can run distributed as: NULL, or why not. */
-static const char *unsupported(const api_fit_request *req)
+/* NULL when the fit can run distributed, else why not (in buf or
+ * static). */
+static const char *unsupported(const api_fit_request *req, char *buf,
+                               size_t len)
 {
     if (req->search)
-        return "a fit with a search";
+        return "a fit with a search cannot run distributed";
     if (req->algo == KM_ALGO_KRR)
         return req->krr.solver == KM_KRR_SOLVER_EXACT || krr_auto(req)
                    ? NULL
-                   : "krr's nystrom or rff solver (only exact or auto)";
+                   : "krr's nystrom or rff solver cannot run distributed "
+                     "(only exact or auto)";
     if (req->algo == KM_ALGO_GPR) {
         const km_gpr_params *p = (const km_gpr_params *)req->params;
         return p->optimizer == KM_GPR_OPTIMIZER_NONE
                    ? NULL
-                   : "gpr with an optimizer (only params.optimizer none)";
+                   : "gpr with an optimizer cannot run distributed (only "
+                     "params.optimizer none)";
     }
-    return "this algorithm (only krr and gpr)";
+    if (req->algo == KM_ALGO_KPCA) {
+        km_kpca_solver s = req->kpca.solver;
+        if (s == KM_KPCA_SOLVER_AUTO || s == KM_KPCA_SOLVER_DENSE)
+            return NULL;
+        snprintf(buf, len, "params.eigen_solver %s cannot run distributed "
+                 "(kpca: only auto or dense, which run ScaLAPACK's "
+                 "pdsyevr)", km_kpca_solver_name(s));
+        return buf;
+    }
+    return "this algorithm cannot run distributed (only krr, gpr and kpca)";
 }
 
 static size_t sat_mul(size_t a, size_t b)
@@ -235,9 +248,40 @@ static size_t sat_add(size_t a, size_t b)
     return a + b < a ? SIZE_MAX : a + b;
 }
 
+/* The most rows (or columns) of n that one of p ranks holds in nb
+ * blocks, at most n. */
+static size_t local_max(size_t n, size_t nb, size_t p)
+{
+    size_t blocks = (n + nb - 1) / nb, l = sat_mul((blocks + p - 1) / p, nb);
+    return l < n ? l : n;
+}
+
+/* kpca's eigen-problem on a rows x cols grid (kmserve-mpi's eig_init):
+ * A and Z, PDSYEVR's minimum workspace for max(k, nb) vectors (the worker
+ * takes the optimum only when it fits), its integers, and X, the vectors
+ * and the model's arrays beside. */
+static size_t kpca_rank_bytes(const api_fit_request *req, size_t nb,
+                              size_t rows, size_t cols)
+{
+    size_t n = req->n, d = req->d, k = req->kpca.n_components, p = rows * cols;
+    if (nb > n)
+        nb = n;
+    size_t mz = k > nb ? k : nb;
+    size_t share = sat_mul(local_max(n, nb, rows), local_max(n, nb, cols));
+    size_t t = sat_add(sat_mul(local_max(n, nb, rows), local_max(mz, nb, cols)),
+                       2 * nb * nb);
+    size_t lwmin = sat_add(sat_add(7 * n + 2, t > 18 * n ? t : 18 * n),
+                           sat_mul((mz + p - 1) / p, n));
+    size_t nnp = n > p + 1 ? n : p + 1;
+    size_t vec = sat_add(sat_mul(n, 3 * d + 3 * k + 6), lwmin);
+    return sat_add(sat_mul(8, sat_add(sat_mul(2, share), vec)),
+                   sat_mul(4, 14 * nnp));
+}
+
 /* The largest rank's bytes (rank 0's): its share of the n x n matrix
  * (whole blocks of the grid), the broadcast X and Y, the gathers, km_fit's
- * copies on rank 0 and, for gpr, the factor L that the model keeps. */
+ * copies on rank 0 and, for gpr, the factor L that the model keeps; kpca
+ * its own (kpca_rank_bytes). */
 static size_t rank_bytes(const srv_mpi *m, const api_fit_request *req)
 {
     size_t n = req->n, d = req->d, mo = req->m ? req->m : 1;
@@ -247,10 +291,11 @@ static size_t rank_bytes(const srv_mpi *m, const api_fit_request *req)
         rows++;
     while (p % rows)
         rows--;
-    size_t cols = p / rows, blocks = (n + nb - 1) / nb;
-    size_t lr = sat_mul((blocks + rows - 1) / rows, nb);
-    size_t lc = sat_mul((blocks + cols - 1) / cols, nb);
-    size_t share = sat_mul(8, sat_mul(lr < n ? lr : n, lc < n ? lc : n));
+    size_t cols = p / rows;
+    if (req->algo == KM_ALGO_KPCA)
+        return kpca_rank_bytes(req, nb, rows, cols);
+    size_t share = sat_mul(8, sat_mul(local_max(n, nb, rows),
+                                      local_max(n, nb, cols)));
     size_t vec = sat_mul(8, sat_add(sat_mul(n, 3 * d + 4 * mo + 1),
                                     sat_mul(nb, n)));
     size_t l = req->algo == KM_ALGO_GPR ? sat_mul(8, sat_mul(n, n)) : 0;
@@ -258,10 +303,17 @@ static size_t rank_bytes(const srv_mpi *m, const api_fit_request *req)
 }
 
 /* What the daemon holds for a distributed fit: the staging buffer, the
- * model file read back and the model (gpr: with L). */
+ * model file read back and the model (gpr: with L; kpca: its projections,
+ * means and inverse map). */
 static size_t local_bytes(const api_fit_request *req)
 {
-    size_t n = req->n, v = sat_mul(8, sat_mul(n, req->d + (req->m ? req->m : 1)));
+    size_t n = req->n, per_row = req->d + (req->m ? req->m : 1);
+    if (req->algo == KM_ALGO_KPCA) {
+        size_t k = req->kpca.n_components;
+        per_row = req->d + k + 2 +
+                  (req->kpca.fit_inverse_transform ? k + req->d : 0);
+    }
+    size_t v = sat_mul(8, sat_mul(n, per_row));
     size_t l = req->algo == KM_ALGO_GPR ? sat_mul(12, sat_mul(n, n)) : 0;
     return sat_add(sat_mul(3, v), l);
 }
@@ -285,9 +337,10 @@ int srv_mpi_route(const srv_mpi *m, api_fit_request *req, size_t local_budget,
     if (!m)
         return api_invalid(e, "distributed: the server was started without "
                            "--mpi-launch");
-    const char *why = unsupported(req);
+    char buf[160];
+    const char *why = unsupported(req, buf, sizeof buf);
     if (why)
-        return api_invalid(e, "distributed: %s cannot run distributed", why);
+        return api_invalid(e, "distributed: %s", why);
     size_t share = rank_bytes(m, req);
     if (share > m->rank_budget)
         return api_raise(e, API_PAYLOAD_TOO_LARGE, "the distributed fit "
