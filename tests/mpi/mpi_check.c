@@ -3,10 +3,13 @@
  * runs it): writes a fit request staging file, and compares a model the
  * worker wrote with the single-process km_fit of the same request.
  *
- *   mpi_check write FILE ALGO N D SEED   krr, gpr or kpca (5
- *                                        components with the inverse
- *                                        map), rbf kernel, random X
- *                                        (N x D) and y from SEED
+ *   mpi_check write FILE ALGO N D SEED   krr, gpr, kpca (5 components
+ *                                        with the inverse map) or
+ *                                        kpca-dense (5 components,
+ *                                        eigen_solver dense, no inverse
+ *                                        map: bench_mpi.py's), rbf
+ *                                        kernel, random X (N x D) and y
+ *                                        from SEED
  *   mpi_check compare FILE MODEL         fits FILE here, loads MODEL;
  *                                        prints the largest relative
  *                                        differences of the coefficients
@@ -83,9 +86,13 @@ static int write_request(const char *path, const char *algo, size_t n,
     if (!strcmp(algo, "gpr")) {
         a = KM_ALGO_GPR;
         params = &gp;
-    } else if (!strcmp(algo, "kpca")) {
+    } else if (!strcmp(algo, "kpca") || !strcmp(algo, "kpca-dense")) {
         a = KM_ALGO_KPCA;
         params = &cp;
+        if (strcmp(algo, "kpca")) {
+            cp.solver = KM_KPCA_SOLVER_DENSE;
+            cp.fit_inverse_transform = 0;
+        }
         pre.center_y = 0;
         pb.y = NULL; /* unsupervised */
         pb.m = 0;
@@ -162,8 +169,8 @@ static double rel_signed(const double *a, double *b, size_t t, size_t k)
     return rel(b, a, t * k);
 }
 
-/* kpca: eigenvalues, projections of T up to sign, and the inverse map of
- * each model's own projections. */
+/* kpca: eigenvalues, projections of T up to sign, and the inverse map (if
+ * fitted) of each model's own projections. */
 static int compare_kpca(const km_model *local, const km_model *dist,
                         const double *T, size_t t, size_t d)
 {
@@ -176,17 +183,19 @@ static int compare_kpca(const km_model *local, const km_model *dist,
     }
     double *p1 = malloc(t * k * sizeof *p1), *p2 = malloc(t * k * sizeof *p2),
            *x1 = malloc(t * d * sizeof *x1), *x2 = malloc(t * d * sizeof *x2);
+    int inv = km_kpca_has_inverse(local);
     int bad = km_kpca_project(local, T, t, p1, &err) != KM_OK ||
               km_kpca_project(dist, T, t, p2, &err) != KM_OK ||
-              km_kpca_inverse(local, p1, t, x1, &err) != KM_OK ||
-              km_kpca_inverse(dist, p2, t, x2, &err) != KM_OK;
+              (inv && (km_kpca_inverse(local, p1, t, x1, &err) != KM_OK ||
+                       km_kpca_inverse(dist, p2, t, x2, &err) != KM_OK));
     if (bad)
         fprintf(stderr, "project: %s\n", err.message);
     else {
         printf("eigenvalues %.3e\n", rel(km_kpca_eigenvalues(dist),
                                          km_kpca_eigenvalues(local), k));
         printf("projections %.3e\n", rel_signed(p1, p2, t, k));
-        printf("inverse %.3e\n", rel(x2, x1, t * d));
+        if (inv)
+            printf("inverse %.3e\n", rel(x2, x1, t * d));
     }
     free(p1);
     free(p2);
@@ -238,7 +247,8 @@ int main(int argc, char **argv)
                              strtoull(argv[6], NULL, 10));
     if (argc == 4 && !strcmp(argv[1], "compare"))
         return compare(argv[2], argv[3]);
-    fprintf(stderr, "usage: mpi_check write FILE krr|gpr|kpca N D SEED | "
+    fprintf(stderr, "usage: mpi_check write FILE krr|gpr|kpca|kpca-dense N D "
+            "SEED | "
             "compare FILE MODEL\n");
     return 2;
 }
