@@ -385,6 +385,35 @@ static km_status gather_l(const worker *w, const dist *g, double *L,
     return KM_OK;
 }
 
+/* Enters a phase: its name for the status file and, on rank 0, progress
+ * f through ctl. */
+static void enter(worker *w, const km_fit_control *ctl, const char *phase,
+                  double f)
+{
+    w->phase = phase;
+    if (w->rank == 0 && ctl->progress)
+        ctl->progress(ctl->ctx, f);
+}
+
+/* X (n x d) from rank 0 to all, then, in phase "kernel" at progress f,
+ * this rank's tiles of scale k(X, X) + shift I (fill_tiles); *xn gets X's
+ * norms (the caller frees them). Agreed by all. */
+static km_status share_tiles(worker *w, dist *g, const km_kernel *k,
+                             double *X, size_t d, double scale, double shift,
+                             int finite, const km_fit_control *ctl, double f,
+                             double **xn, km_error *err)
+{
+    size_t n = (size_t)g->n;
+    bcast_doubles(X, n * d);
+    enter(w, ctl, "kernel", f);
+    *xn = km_sqnorms(X, n, d);
+    km_status st = *xn ? fill_tiles(w, g, k, X, *xn, d, scale, shift, finite,
+                                    err)
+                       : set_err(err, KM_ENOMEM, "out of memory for %zu "
+                                 "norms", n);
+    return agree(st, err);
+}
+
 /* The head and the kernel k0, from rank 0 to all, into *h and *k (to
  * clean up when KM_OK). */
 static km_status share_problem(const worker *w, solve_head *h,
@@ -447,21 +476,13 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
         Y = (double *)Y0;
         Cg = C;
     }
-    bcast_doubles(X, n * d);
     bcast_doubles(Y, n * m);
-
-    w->phase = "kernel";
-    if (w->rank == 0 && ctl->progress)
-        ctl->progress(ctl->ctx, f0);
-    xn = km_sqnorms(X, n, d);
-    st = xn ? fill_tiles(w, &g, &k, X, xn, d, h->scale, h->shift, 1, err)
-            : set_err(err, KM_ENOMEM, "out of memory for %zu norms", n);
-    if ((st = agree(st, err)) != KM_OK)
+    st = share_tiles(w, &g, &k, X, d, h->scale, h->shift, 1, ctl, f0, &xn,
+                     err);
+    if (st != KM_OK)
         goto out;
 
-    w->phase = "factor";
-    if (w->rank == 0 && ctl->progress)
-        ctl->progress(ctl->ctx, f0 + 0.1 * (f1 - f0));
+    enter(w, ctl, "factor", f0 + 0.1 * (f1 - f0));
     int one = 1, info = 0, lld = g.mloc > 1 ? g.mloc : 1;
     pdpotrf_("L", &g.n, g.A, &one, &one, g.desc_a, &info, 1);
     if (info > 0) {
@@ -476,9 +497,7 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
         goto out;
     }
 
-    w->phase = "solve";
-    if (w->rank == 0 && ctl->progress)
-        ctl->progress(ctl->ctx, f0 + 0.85 * (f1 - f0));
+    enter(w, ctl, "solve", f0 + 0.85 * (f1 - f0));
     for (int lj = 0; lj < g.bloc; lj++) {
         size_t j = global_of(lj, g.nb, w->mycol, w->npcol);
         for (int li = 0; li < g.mloc; li++)
@@ -739,27 +758,16 @@ static km_status eigen_all(worker *w, solve_head *h, const km_kernel *k0,
         cm = col_mean;
         Ug = U;
     }
-    bcast_doubles(X, n * d);
-
-    w->phase = "kernel";
-    if (w->rank == 0 && ctl->progress)
-        ctl->progress(ctl->ctx, f0);
-    xn = km_sqnorms(X, n, d);
-    st = xn ? fill_tiles(w, &e.g, &k, X, xn, d, 1.0, 0.0, 0, err)
-            : set_err(err, KM_ENOMEM, "out of memory for %zu norms", n);
-    if ((st = agree(st, err)) != KM_OK)
+    st = share_tiles(w, &e.g, &k, X, d, 1.0, 0.0, 0, ctl, f0, &xn, err);
+    if (st != KM_OK)
         goto out;
 
-    w->phase = "centring";
-    if (w->rank == 0 && ctl->progress)
-        ctl->progress(ctl->ctx, f0 + 0.1 * (f1 - f0));
+    enter(w, ctl, "centring", f0 + 0.1 * (f1 - f0));
     center_tiles(w, &e.g, cm, &gm, &tr);
     if (!isfinite(gm) || !isfinite(tr)) /* the caller refuses it */
         goto out;
 
-    w->phase = "eigen";
-    if (w->rank == 0 && ctl->progress)
-        ctl->progress(ctl->ctx, f0 + 0.15 * (f1 - f0));
+    enter(w, ctl, "eigen", f0 + 0.15 * (f1 - f0));
     int info = eig_run(&e, e.g.A, e.W, e.Z, e.work, e.lwork, e.iwork,
                        e.liwork);
     if (info != 0) {
@@ -771,9 +779,7 @@ static km_status eigen_all(worker *w, solve_head *h, const km_kernel *k0,
         goto out;
     }
 
-    w->phase = "gather";
-    if (w->rank == 0 && ctl->progress)
-        ctl->progress(ctl->ctx, f0 + 0.95 * (f1 - f0));
+    enter(w, ctl, "gather", f0 + 0.95 * (f1 - f0));
     /* Z's last nev of mz columns, ascending, become U's descending. */
     gather_cols(w, &e.g, e.Z, e.g.nloc, (size_t)(e.mz - e.nev), nev, Ug, 1,
                 n);
