@@ -357,4 +357,4 @@ $(B)/bench_%: bench/bench_%.c bench/bench_util.h $(B)/libkm.a
 clean:
 	rm -rf build build-san build-tsan build-fuzz
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) -path $(B)/deploy -prune -o -name '*.d' -type f -print 2>/dev/null)
