@@ -1,18 +1,25 @@
-# kmserve and kmctl on Debian 12 (bookworm), in two stages.
+# kmserve, kmctl and kmserve-mpi on Debian 12 (bookworm), in two stages.
 #
 #   docker build -t kmserve .
 #   docker run -p 8080:8080 -v kmserve-models:/var/lib/kmserve/models kmserve
 #
-# The build stage has the compilers and -dev packages and runs `make all`;
-# the runtime stage has only the shared libraries the two binaries load,
-# runs as an unprivileged user, listens on 0.0.0.0:8080 and keeps models in
-# a volume. Expected size: about 134 MB: debian:bookworm-slim (75 MB), the
-# runtime packages (59 MiB installed, 42 of them OpenBLAS with kernels for
-# every x86-64 CPU) and the stripped binaries (0.25 MiB), as measured by
+# The build stage has the compilers and -dev packages and runs `make all`
+# (kmserve, kmctl and, with OpenMPI and ScaLAPACK there, kmserve-mpi); the
+# runtime stage has only the shared libraries the binaries load, OpenMPI's
+# mpirun with ScaLAPACK for distributed fits, and ssh (client and server)
+# for mpirun's launch across pods (deploy/mpi/mpijob.yaml); it runs as an
+# unprivileged user, listens on 0.0.0.0:8080 and keeps models in a volume.
+# Expected size: about 215 MB: debian:bookworm-slim (75 MB), the runtime
+# packages (139 MiB installed: 42 of them OpenBLAS with kernels for every
+# x86-64 CPU, 35 ICU, which OpenMPI's hwloc plugins pull in through
+# libxml2, 9 OpenMPI, the rest its transports, ScaLAPACK, ssh and the
+# daemon's libraries) and the stripped binaries (1 MiB), as measured by
 # tests/deploy/check.sh, which carries out both stages in Debian chroots.
 #
 # Every setting is an environment variable (KMSERVE_*, see `kmserve --help`);
-# e.g. -e KMSERVE_TOKEN_FILE=/run/secrets/tokens.
+# e.g. -e KMSERVE_TOKEN_FILE=/run/secrets/tokens. Distributed fits are off
+# until KMSERVE_MPI_LAUNCH is set (docs/distributed.md); the worker is
+# /usr/local/bin/kmserve-mpi, beside kmserve, where the daemon looks.
 
 FROM debian:bookworm-slim AS build
 # Package versions are not pinned: they follow bookworm's point releases.
@@ -21,6 +28,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
       libopenblas-dev liblapacke-dev libcurl4-gnutls-dev \
+      libopenmpi-dev libscalapack-openmpi-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
@@ -28,20 +36,37 @@ COPY core/ core/
 COPY api/ api/
 COPY server/ server/
 COPY cli/ cli/
+COPY mpi/ mpi/
 RUN make -j"$(nproc)" all \
- && strip build/kmserve build/kmctl
+ && test -x build/kmserve-mpi \
+ && strip build/kmserve build/kmctl build/kmserve-mpi
 
 FROM debian:bookworm-slim
+# mpirun reaches the MPIJob's worker pods by ssh on port 2222 (the Kubeflow
+# MPI operator's convention for non-root pods): no host key prompts and no
+# known_hosts file (its .ssh is a read-only Secret); a worker runs
+# `sshd -De -f /var/lib/kmserve/.sshd_config` as the image's user, with the
+# host key the operator mounts in /var/lib/kmserve/.ssh. The user has a
+# shell (/bin/sh, not nologin): sshd runs mpirun's orted through it.
 # hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libmicrohttpd12 libcjson1 libopenblas0-pthread liblapacke libcurl3-gnutls \
+      openmpi-bin libscalapack-openmpi2.2 openssh-client openssh-server \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 kmserve \
  && useradd --system --uid 10001 --gid kmserve --home-dir /var/lib/kmserve \
-      --shell /usr/sbin/nologin kmserve \
- && install -d -o kmserve -g kmserve -m 0750 /var/lib/kmserve /var/lib/kmserve/models
-COPY --from=build /src/build/kmserve /src/build/kmctl /usr/local/bin/
+      --shell /bin/sh kmserve \
+ && install -d -o kmserve -g kmserve -m 0750 /var/lib/kmserve /var/lib/kmserve/models \
+ && install -d -m 0755 /run/sshd \
+ && printf '%s\n' 'Host *' '    Port 2222' '    StrictHostKeyChecking no' \
+      '    UserKnownHostsFile /dev/null' > /etc/ssh/ssh_config.d/kmserve-mpi.conf \
+ && printf '%s\n' 'Port 2222' 'PidFile /var/lib/kmserve/.sshd.pid' \
+      'HostKey /var/lib/kmserve/.ssh/id_rsa' 'StrictModes no' \
+      'AuthorizedKeysFile /var/lib/kmserve/.ssh/authorized_keys' \
+      'PasswordAuthentication no' 'UsePAM no' > /var/lib/kmserve/.sshd_config \
+ && chown kmserve:kmserve /var/lib/kmserve/.sshd_config
+COPY --from=build /src/build/kmserve /src/build/kmctl /src/build/kmserve-mpi /usr/local/bin/
 USER kmserve:kmserve
 WORKDIR /var/lib/kmserve
 ENV KMSERVE_LISTEN=0.0.0.0:8080 \

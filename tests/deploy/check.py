@@ -8,11 +8,17 @@ systemd unit on a machine without a Docker engine.
    lines install the build packages and run `make all`; the runtime stage
    installs its packages, makes its user, and gets the binaries by COPY
    --from=build. Then, in the runtime chroot, as the image's USER, with its
-   ENV: ldd finds every library, `kmserve --version`, no compiler or -dev
-   package is there, the daemon starts from ENTRYPOINT, the HEALTHCHECK
+   ENV: ldd finds every library (kmserve, kmctl, kmserve-mpi), `kmserve
+   --version`, kmserve-mpi answers --help with its usage, mpirun runs, no
+   compiler or -dev package is there, the daemon starts from ENTRYPOINT
+   (with KMSERVE_MPI_LAUNCH set to a 1-rank mpirun), the HEALTHCHECK
    command passes, /livez answers, kmctl fits a model into the VOLUME and
-   predicts with it, and SIGTERM ends it with 0. The installed size of the
-   runtime packages is measured and compared with the Dockerfile's claim.
+   predicts with it, a krr and a kpca fit with "distributed": true run
+   through mpirun and kmserve-mpi and answer as the same fits in the
+   daemon, and SIGTERM ends it with 0. The installed size of the runtime
+   packages is measured and compared with the Dockerfile's claim. The
+   chroots get debian:bookworm-slim's /usr/sbin/policy-rc.d (no service
+   starts while packages install: openssh-server's would).
 2. Dockerfile rules (hadolint is in neither Debian 12 nor npm): base images,
    non-root USER, HEALTHCHECK, apt hygiene, and shellcheck on every RUN line
    (as hadolint does).
@@ -29,7 +35,12 @@ systemd unit on a machine without a Docker engine.
    KMSERVE_MPI_LAUNCH names the operator's hostfile and as many ranks as
    workers x slotsPerWorker, one ReadWriteMany claim on every pod), each
    replica's pod template validated as a Pod against the Kubernetes
-   schemas; the Slurm script by shellcheck and `bash -n`.
+   schemas; against the runtime image (item 1): both pods run the image
+   deploy/k8s runs, the launcher's command, mpirun and KMSERVE_MPI_WORKER
+   are executables there, and the worker's sshd config is there and
+   passes `sshd -t` as the image's user with a host key where the
+   operator mounts sshAuthMountPath; the Slurm script by shellcheck and
+   `bash -n`.
 Every validator is also fed a broken input that it must refuse.
 
 Needs root (chroot, mount namespaces) and the network to Debian's mirror and
@@ -199,6 +210,12 @@ def run_stage(stage, images, label):
         shutil.copytree(img_from.root, root, symlinks=True)
     elif stage.base == BASE_IMAGE:
         root = fresh_root(label)
+        # debian:bookworm-slim (debuerreotype) has it: services are not
+        # started while packages install (openssh-server's would be)
+        rc = os.path.join(root, "usr", "sbin", "policy-rc.d")
+        with open(rc, "w") as f:
+            f.write("#!/bin/sh\nexit 101\n")
+        os.chmod(rc, 0o755)
     else:
         raise RuntimeError(f"FROM {stage.base}: only {BASE_IMAGE} or an earlier stage")
     img = Image(root)
@@ -338,6 +355,52 @@ def http_get(port, path):
         return 0, str(e)
 
 
+def http_post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                 data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read().decode())
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return 0, str(e)
+
+
+def mpi_fits(port, models):
+    """A krr and a kpca fit with "distributed": true (kmserve-mpi under the
+    daemon's 1-rank mpirun) answer as the same fits in the daemon."""
+    X = [[0, 0], [1, 0], [0, 1], [1, 1], [2, 1], [0.5, 2], [1.5, 0.5]]
+    y = [0, 1, 1, 2, 3, 2.5, 2]
+    fits = {"krr": ({"algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.5},
+                     "params": {"alpha": 0.1}, "X": X, "y": y}, "predict", "predictions"),
+            "kpca": ({"algorithm": "kpca", "kernel": {"type": "rbf", "gamma": 0.5},
+                      "params": {"n_components": 2}, "X": X}, "project", "projections")}
+    for name, (body, route, key) in fits.items():
+        answers = []
+        for where in ("local", "mpi"):
+            st, out = http_post(port, f"/v1/models/{name}-{where}/fit",
+                                dict(body, distributed=where == "mpi"))
+            if not check(st == 201, f"runtime: a {name} fit ({where}) answers 201", (st, out)):
+                return
+            st, out = http_post(port, f"/v1/models/{name}-{where}/{route}", {"X": X})
+            answers.append(out.get(key) if st == 200 and isinstance(out, dict) else None)
+        a, b = answers
+        ok = a is not None and b is not None and len(a) == len(b)
+        if ok and name == "kpca":  # components are unique up to sign
+            b = [[v * (1 if sum(r[j] * s[j] for r, s in zip(a, b)) >= 0 else -1)
+                  for j, v in enumerate(row)] for row in b]
+        flat = [(u, v) for ra, rb in zip(a or [], b or [])
+                for u, v in (zip(ra, rb) if isinstance(ra, list) else [(ra, rb)])]
+        err = max((abs(u - v) for u, v in flat), default=1)
+        check(ok and flat and err <= 1e-8 * max(abs(u) for u, _ in flat),
+              f"runtime: {name} fitted by kmserve-mpi under mpirun answers as the "
+              f"daemon's own fit ({err:.1e})", (a, b))
+    left = [f for f in os.listdir(models) if f.startswith(".kmserve-mpi-")]
+    check(not left, "runtime: no MPI staging file left in the VOLUME", left)
+
+
 def dpkg_sizes(root):
     p = in_root(root, ["dpkg-query", "-W", "-f", "${Package}\t${Installed-Size}\n"],
                 {"PATH": DEFAULT_PATH})
@@ -355,7 +418,7 @@ def check_runtime(img, build_img, stated_mb):
           "runtime: runs as uid 10001, gid 10001 (as deploy/k8s expects)", (img.user, user))
     env = dict(img.env)
     env["HOME"] = user[2] if user else "/root"
-    bins = ["/usr/local/bin/kmserve", "/usr/local/bin/kmctl"]
+    bins = ["/usr/local/bin/kmserve", "/usr/local/bin/kmctl", "/usr/local/bin/kmserve-mpi"]
     for b in bins:
         p = in_root(root, ["ldd", b], env, user)
         check(p.returncode == 0 and "not found" not in p.stdout,
@@ -365,6 +428,12 @@ def check_runtime(img, build_img, stated_mb):
           p.stdout + p.stderr)
     p = in_root(root, ["kmctl", "--version"], env, user)
     check(p.returncode == 0 and p.stdout.startswith("kmctl "), "runtime: kmctl --version", p)
+    p = in_root(root, ["kmserve-mpi", "--help"], env, user)
+    check(p.returncode == 2 and p.stderr.startswith("usage: kmserve-mpi --request"),
+          "runtime: kmserve-mpi --help prints its usage", p.stdout + p.stderr)
+    p = in_root(root, ["mpirun", "--version"], env, user)
+    check(p.returncode == 0 and "Open MPI" in p.stdout, "runtime: mpirun --version (OpenMPI)",
+          p.stdout + p.stderr)
 
     base = dpkg_sizes(build_img.base_root) if hasattr(build_img, "base_root") else None
     pkgs = dpkg_sizes(root)
@@ -393,10 +462,13 @@ def check_runtime(img, build_img, stated_mb):
     # Start it as `docker run` would. The chroot shares this machine's
     # network, so it listens on a free loopback port instead of 8080.
     port = free_port()
+    # Distributed fits on one local rank (machine: /sys and /dev/shm, which
+    # OpenMPI's hwloc and shared memory use).
     env_run = dict(env, KMSERVE_LISTEN=f"127.0.0.1:{port}", KMSERVE_URL=f"http://127.0.0.1:{port}",
-                   KMSERVE_ACCESS_LOG="false")
+                   KMSERVE_ACCESS_LOG="false", KMSERVE_MPI_LAUNCH="mpirun -np 1 --mca btl self")
     log = open(os.path.join(CACHE, "runtime-daemon.log"), "w")
-    proc = subprocess.Popen(in_root_argv(root, img.entrypoint + img.cmd, env_run, user, img.workdir),
+    proc = subprocess.Popen(in_root_argv(root, img.entrypoint + img.cmd, env_run, user, img.workdir,
+                                         machine=True),
                             stdout=log, stderr=log)
     try:
         deadline, status = time.time() + 30, 0
@@ -420,6 +492,7 @@ def check_runtime(img, build_img, stated_mb):
         p = in_root(root, ["kmctl", "predict", "demo", "/tmp/demo.csv"], env_run, user, img.workdir)
         check(p.returncode == 0 and len(p.stdout.splitlines()) == 6, "runtime: kmctl predicts",
               p.stdout + p.stderr)
+        mpi_fits(port, os.path.join(root, img.volumes[0].lstrip("/")))
     finally:
         proc.send_signal(getattr(signal, img.stopsignal))
         try:
@@ -461,11 +534,12 @@ def docker_checks(keep):
                 images[s.name] = img
         build = images["build"]
         check(all(os.access(os.path.join(build.root, "src/build", b), os.X_OK)
-                  for b in ("kmserve", "kmctl")),
-              "build stage: make all built kmserve and kmctl")
+                  for b in ("kmserve", "kmctl", "kmserve-mpi")),
+              "build stage: make all built kmserve, kmctl and kmserve-mpi")
         final = images[stages[-1].name or f"stage{stages[-1].index}"]
         build.base_root = fresh_root("base")
         check_runtime(final, build, stated)
+        mpijob_in_image(final)
     finally:
         if not keep:
             for label in ["base"] + [s.name or f"stage{s.index}" for s in stages]:
@@ -654,6 +728,54 @@ def mpi_checks():
     text = open(script).read()
     check("#SBATCH --nodes=" in text and "--mpi-launch" in text and "srun" in text,
           "mpi: the Slurm script is a batch job that launches fits with srun")
+
+
+def mpijob_in_image(img):
+    """deploy/mpi/mpijob.yaml against the runtime image (item 6)."""
+    root = img.root
+    user = lookup_user(root, img.user)
+    env = dict(img.env, HOME=user[2])
+    job = load_docs(os.path.join(ROOT, "deploy", "mpi", "mpijob.yaml"))[0]
+    reps = job["spec"]["mpiReplicaSpecs"]
+    dep = [d for d in load_docs(os.path.join(ROOT, "deploy", "k8s", "deployment.yaml"))
+           if d.get("kind") == "Deployment"][0]
+    image = dep["spec"]["template"]["spec"]["containers"][0]["image"]
+    images = {c["image"] for r in reps.values() for c in r["template"]["spec"]["containers"]}
+    check(images == {image}, f"mpi: the MPIJob's pods run the image deploy/k8s runs ({image})",
+          images)
+    lc = reps["Launcher"]["template"]["spec"]["containers"][0]
+    wc = reps["Worker"]["template"]["spec"]["containers"][0]
+    lenv = {e["name"]: e.get("value") for e in lc.get("env", [])}
+    launch = shlex.split(lenv.get("KMSERVE_MPI_LAUNCH", ""))
+    need = [lc["command"][0], launch[0] if launch else "mpirun",
+            lenv.get("KMSERVE_MPI_WORKER", ""), wc["command"][0]]
+    p = in_root(root, ["/bin/sh", "-c", 'for c; do command -v "$c" || exit 1; done', "-"] + need,
+                env, user)
+    check(p.returncode == 0, "mpi: the launcher's command, mpirun, KMSERVE_MPI_WORKER and the "
+          "worker's command are executables in the image", (need, p.stdout, p.stderr))
+    cmd = wc["command"]
+    conf = cmd[cmd.index("-f") + 1] if "-f" in cmd else None
+    mount = job["spec"].get("sshAuthMountPath", "")
+    text = ""
+    if conf and os.path.exists(os.path.join(root, conf.lstrip("/"))):
+        with open(os.path.join(root, conf.lstrip("/"))) as f:
+            text = f.read()
+    keys = re.findall(r"^(?:HostKey|AuthorizedKeysFile)\s+(\S+)", text, re.M)
+    check(text and keys and all(k.startswith(mount.rstrip("/") + "/") for k in keys),
+          "mpi: the worker's sshd config is in the image and takes its keys from "
+          "sshAuthMountPath", (conf, mount, keys))
+    if not (text and mount):
+        return
+    # As the operator mounts it: a key pair and authorized_keys in mount.
+    host = os.path.join(root, mount.lstrip("/"))
+    os.makedirs(host, exist_ok=True)
+    os.chown(host, user[0], user[1])
+    p = in_root(root, ["/bin/sh", "-c", f'ssh-keygen -q -t rsa -N "" -f {mount}/id_rsa && '
+                       f'cp {mount}/id_rsa.pub {mount}/authorized_keys'], env, user)
+    p2 = in_root(root, ["/usr/sbin/sshd", "-t", "-f", conf], env, user)
+    check(p.returncode == 0 and p2.returncode == 0,
+          "mpi: sshd -t accepts the worker's config as the image's user", p.stderr + p2.stderr)
+    shutil.rmtree(host, ignore_errors=True)
 
 
 def compose_checks():
