@@ -10,8 +10,11 @@
  * Also: orthonormal, centered components; dense and iterative agree to
  * 1e-9, dense and randomized to 1e-6 (issue 14's requirement); errors for
  * too many components; the model file round trip; wrong-algorithm calls;
- * cancellation and progress.
+ * cancellation and progress; a dense engine (the MPI worker's hook) that
+ * solves here from the definition gives the same model, within 1e-8.
  */
+#include <lapacke.h>
+
 #include "../check_main.h"
 #include "../testdata.h"
 #include "km.h"
@@ -1069,6 +1072,124 @@ START_TEST(nystrom_checks)
 }
 END_TEST
 
+/*
+ * A dense engine (km_dense_engine, what kmserve-mpi hands ScaLAPACK) that
+ * works here from the definition: Kc = K - 1K/n - K1/n + 1K1/n^2 in full,
+ * LAPACK's dsyevr on all of it, the top vectors with every other one
+ * negated (core must fix the signs); the inverse map's solve by
+ * km_krr_solve. It counts its calls and the progress it saw.
+ */
+typedef struct fake_engine {
+    int eigens, solves;
+    double last; /* progress */
+    int backwards;
+} fake_engine;
+
+static int fake_progress(void *ctx, double f)
+{
+    fake_engine *e = ctx;
+    e->backwards |= f < e->last;
+    e->last = f;
+    return 0;
+}
+
+static km_status fake_eigen(void *ctx, const km_kernel *k, const double *X,
+                            size_t n, size_t d, size_t nev, double *col_mean,
+                            double *grand, double *trace, double *lambda,
+                            double *U, const km_fit_control *ctl, double f0,
+                            double f1, km_error *err)
+{
+    fake_engine *e = ctx;
+    e->eigens++;
+    ctl->progress(ctl->ctx, f0);
+    double *K = malloc(n * n * sizeof *K), *w = malloc(n * sizeof *w),
+           *Z = malloc(n * n * sizeof *Z);
+    lapack_int *sup = malloc(2 * n * sizeof *sup), found = 0;
+    ck_assert_int_eq(km_gram_sym(k, X, n, d, K, 1, err), KM_OK);
+    double g = 0;
+    for (size_t j = 0; j < n; j++) {
+        double s = 0;
+        for (size_t i = 0; i < n; i++)
+            s += K[i * n + j];
+        col_mean[j] = s / (double)n;
+        g += col_mean[j] / (double)n;
+    }
+    *grand = g;
+    *trace = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            K[i * n + j] += g - col_mean[i] - col_mean[j];
+            *trace += i == j ? K[i * n + j] : 0;
+        }
+    ck_assert_int_eq(LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'V', 'A', 'U',
+                                    (lapack_int)n, K, (lapack_int)n, 0, 0, 0,
+                                    0, 0, &found, w, Z, (lapack_int)n, sup),
+                     0);
+    for (size_t j = 0; j < nev; j++) {
+        lambda[j] = w[n - 1 - j];
+        for (size_t i = 0; i < n; i++)
+            U[j * n + i] = (j % 2 ? -1 : 1) * Z[(n - 1 - j) * n + i];
+    }
+    free(K);
+    free(w);
+    free(Z);
+    free(sup);
+    ctl->progress(ctl->ctx, f1);
+    return KM_OK;
+}
+
+static km_status fake_solve(void *ctx, const km_kernel *k, double scale,
+                            const double *X, size_t n, size_t d, double shift,
+                            const double *Y, size_t m, double *C, double *L,
+                            const km_fit_control *ctl, double f0, double f1,
+                            km_error *err)
+{
+    fake_engine *e = ctx;
+    e->solves++;
+    ck_assert(L == NULL && scale == 1.0);
+    double *G = malloc(n * n * sizeof *G);
+    ck_assert_int_eq(km_gram_sym(k, X, n, d, G, 0, err), KM_OK);
+    km_status st = km_krr_solve(G, n, shift, Y, m, C, "G", ctl, f0, f1, err);
+    free(G);
+    return st;
+}
+
+START_TEST(dense_engine)
+{
+    digits t;
+    digits_load(&t);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.02;
+    km_kpca_params p = km_kpca_params_default();
+    p.n_components = 8;
+    p.fit_inverse_transform = 1;
+    p.alpha = 0.1;
+    fake_engine fe = {0};
+    km_dense_engine eng = {&fe, fake_solve, fake_eigen};
+    km_fit_control ctl = {fake_progress, &fe, 1, &eng};
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_kpca_fit(&k, &p, t.ds.X, 600, t.ds.d, &ctl, &m, &err) ==
+                      KM_OK, "%s", err.message);
+    ck_assert_int_eq(fe.eigens, 1);
+    ck_assert_int_eq(fe.solves, 1);
+    ck_assert_int_eq(fe.backwards, 0);
+    ck_assert_double_eq(fe.last, 1.0);
+    ck_assert_int_eq((int)training(m, "solver")[0], KM_KPCA_SOLVER_DENSE);
+    digits_check(&t, m, "dense engine");
+    km_model_free(m);
+    /* Not with the other solvers: they run here. */
+    p.solver = KM_KPCA_SOLVER_ITERATIVE;
+    ck_assert_int_eq(km_kpca_fit(&k, &p, t.ds.X, 600, t.ds.d, &ctl, &m, &err),
+                     KM_OK);
+    ck_assert_int_eq(fe.eigens, 1);
+    ck_assert_int_eq((int)training(m, "solver")[0], KM_KPCA_SOLVER_ITERATIVE);
+    km_model_free(m);
+    digits_free(&t);
+}
+END_TEST
+
 static Suite *kpca_suite(void)
 {
     Suite *s = suite_create("km_kpca");
@@ -1094,6 +1215,7 @@ static Suite *kpca_suite(void)
     tcase_add_test(tc, nystrom_same_as_sklearn);
     tcase_add_test(tc, nystrom_file_round_trip);
     tcase_add_test(tc, nystrom_checks);
+    tcase_add_test(tc, dense_engine);
     suite_add_tcase(s, tc);
     return s;
 }
