@@ -33,6 +33,11 @@ void km_vmap_rbf(double *row, size_t len, double xn, const double *zn,
 void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
                   double *K);
 
+/* K (nr x m, row stride ldk) = <X_r, Z_j> for nr <= 4 rows of X and m
+ * centres stored feature-major (Zt[f * m + j]); no BLAS (km_vmath.c). */
+void km_vdot_tile(const double *X, size_t nr, size_t d, const double *Zt,
+                  size_t m, double *K, size_t ldk);
+
 /* sum_j a[j] b[j]; y += a x: vectorised, in the calling thread (BLAS's
  * level 1 may hand long vectors to its thread pool) (km_vmath.c). */
 double km_vdot(const double *a, const double *b, size_t n);
