@@ -1360,6 +1360,18 @@ size_t km_kpca_fit_bytes(size_t n, size_t d, const km_kpca_params *p);
  * start whose optimum has the highest likelihood wins, and the model is
  * fitted there (its kernel holds the tuned gamma).
  */
+/* The solver of a gpr fit. The numbers are those of the params figure
+ * "solver". */
+typedef enum km_gpr_solver {
+    KM_GPR_SOLVER_EXACT = 0,   /* Cholesky of the n x n s K + noise I */
+    KM_GPR_SOLVER_NYSTROM = 1, /* m centres: the mean by krr's Falkon
+                                * solver, the variance by DTC */
+    KM_GPR_SOLVER_AUTO = 2,    /* exact when it fits the memory budget
+                                * comfortably, else nystrom
+                                * (km_gpr_resolve_solver) */
+    KM_GPR_SOLVER_COUNT
+} km_gpr_solver;
+
 typedef enum km_gpr_optimizer {
     KM_GPR_OPTIMIZER_NONE = 0,  /* the given hyperparameters */
     KM_GPR_OPTIMIZER_LBFGS = 1, /* maximise the log marginal likelihood */
@@ -1376,6 +1388,17 @@ typedef struct km_gpr_params {
     uint64_t seed;          /* LBFGS: of the restarts' draw, default 0 */
     size_t max_iter;        /* LBFGS: iterations per start, 1 ..
                                KM_GPR_MAX_ITER, default 200 */
+    /* The fields below apply to the nystrom solver (and auto, which may
+     * resolve to it) only, as krr's of the same names; seed above is
+     * also the centres' draw. The exact solver neither checks nor
+     * records them. */
+    km_gpr_solver solver;   /* default EXACT */
+    size_t n_centres;       /* m, 1 .. n; 0 (default): km_nys_n_centres */
+    double cg_tol;          /* > 0, default 1e-7 */
+    size_t cg_max_iter;     /* >= 1, default 100 */
+    km_krr_centre_rule centres; /* default UNIFORM */
+    int variance;           /* keep the DTC variance's factors (O(n m^2)
+                               at fit); default 0: the mean only */
 } km_gpr_params;
 
 #define KM_GPR_MAX_RESTARTS 100
@@ -1389,6 +1412,17 @@ km_gpr_params km_gpr_params_default(void);
 km_status km_gpr_check(const km_gpr_params *p, km_error *err) KM_MUST_CHECK;
 /* "none", "lbfgs"; NULL if invalid. */
 const char *km_gpr_optimizer_name(km_gpr_optimizer o);
+/* "exact", "nystrom", "auto"; NULL if invalid. */
+const char *km_gpr_solver_name(km_gpr_solver s);
+/*
+ * The solver a fit of p on n rows and d features runs under a memory
+ * budget of budget bytes: p->solver itself unless it is AUTO; AUTO is
+ * EXACT when the exact solver's estimate (km_gpr_fit_bytes) is at most
+ * half the budget, else NYSTROM (krr's rule, km_krr_resolve_solver).
+ * km_gpr_fit and km_gpr_fit_bytes resolve with km_memory_budget().
+ */
+km_gpr_solver km_gpr_resolve_solver(const km_gpr_params *p, size_t n,
+                                    size_t d, size_t budget);
 
 /*
  * Fits y (n finite targets) on X (n x d). Borrows all inputs; caller owns
