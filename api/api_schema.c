@@ -88,8 +88,32 @@ static const char *krr_centres_name(int c)
 #define NYSTROM_OR_RFF ONLY_NYSTROM, \
     .only_also = 1u << KM_KRR_SOLVER_AUTO | 1u << KM_KRR_SOLVER_RFF
 
-/* n_centres: its type and lower bound here (400); its upper bound,
- * n_samples, in km_krr_check (422), as kpca's n_components. */
+/* The rows of the nystrom solvers' settings that krr and gpr share (the
+ * members of the same names of T), applying where cond says.
+ * n_centres: its type and lower bound here (400); its upper bound,
+ * n_samples, in core's check (km_nys_check_centres: 422), as kpca's
+ * n_components. */
+#define NYS_N_CENTRES_ROW(T, cond)                                           \
+    {.key = "n_centres", .type = API_INTEGER, FIELD(T, n_centres),           \
+     .range = API_RANGE_API, .min = 1, .max = INT_MAX, .data_default = 1,    \
+     .data_bound = "the number of rows of X", cond,                          \
+     .doc = "nystrom and auto only: centres; default min(n, "                \
+            "ceil(sqrt(n) ln n) within [1000, 10000]); above n_samples "     \
+            "is 422"}
+#define NYS_CG_ROWS(T, cond)                                                 \
+    {.key = "cg_tol", .type = API_NUMBER, FIELD(T, cg_tol), POSITIVE,        \
+     cond, .doc = "nystrom and auto only: stop when every output's "         \
+                  "relative residual is at most this"},                      \
+    {.key = "cg_max_iter", .type = API_INTEGER, FIELD(T, cg_max_iter),       \
+     .range = API_RANGE_API, .min = 1, .max = INT_MAX, cond,                 \
+     .doc = "nystrom and auto only: most conjugate-gradient iterations"}
+#define NYS_CENTRES_ROW(T, cond)                                             \
+    {.key = "centres", .type = API_ENUM, FIELD(T, centres),                  \
+     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, cond,         \
+     .doc = "nystrom and auto only: how the centres are picked: uniform "    \
+            "(without replacement) or rpcholesky (randomly pivoted "         \
+            "Cholesky, which holds an n x m factor while it runs)"}
+
 static const api_param krr_rows[] = {
     {.key = "alpha", .type = API_NUMBER, FIELD(km_krr_params, alpha),
      POSITIVE, .doc = "ridge added to the kernel matrix's diagonal"},
@@ -102,34 +126,17 @@ static const api_param krr_rows[] = {
             "and laplacian_l2 only; auto: exact when its estimate is at "
             "most half the server's memory budget, else nystrom "
             "(training.solver says which)"},
-    {.key = "n_centres", .type = API_INTEGER,
-     FIELD(km_krr_params, n_centres), .range = API_RANGE_API, .min = 1,
-     .max = INT_MAX, .data_default = 1,
-     .data_bound = "the number of rows of X", NYSTROM,
-     .doc = "nystrom and auto only: centres; default min(n, "
-            "ceil(sqrt(n) ln n) within [1000, 10000]); above n_samples "
-            "is 422"},
+    NYS_N_CENTRES_ROW(km_krr_params, NYSTROM),
     {.key = "seed", .type = API_INTEGER, FIELD(km_krr_params, seed),
      .range = API_RANGE_API, .min = 0, .max = 2147483647, NYSTROM_OR_RFF,
      .doc = "nystrom, auto and rff only: seed of the centres' or the "
             "random features' draw (core's PRNG)"},
-    {.key = "cg_tol", .type = API_NUMBER, FIELD(km_krr_params, cg_tol),
-     POSITIVE, NYSTROM,
-     .doc = "nystrom and auto only: stop when every output's relative "
-            "residual is at most this"},
-    {.key = "cg_max_iter", .type = API_INTEGER,
-     FIELD(km_krr_params, cg_max_iter), .range = API_RANGE_API, .min = 1,
-     .max = INT_MAX, NYSTROM,
-     .doc = "nystrom and auto only: most conjugate-gradient iterations"},
+    NYS_CG_ROWS(km_krr_params, NYSTROM),
     {.key = "n_components", .type = API_INTEGER,
      FIELD(km_krr_params, n_components), .range = API_RANGE_API, .min = 1,
      .max = KM_KRR_MAX_COMPONENTS, RFF,
      .doc = "rff only: D, the number of random Fourier features"},
-    {.key = "centres", .type = API_ENUM, FIELD(km_krr_params, centres),
-     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, NYSTROM,
-     .doc = "nystrom and auto only: how the centres are picked: uniform "
-            "(without replacement) or rpcholesky (randomly pivoted "
-            "Cholesky, which holds an n x m factor while it runs)"},
+    NYS_CENTRES_ROW(km_krr_params, NYSTROM),
     {0},
 };
 _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
@@ -301,24 +308,9 @@ static const api_param gpr_rows[] = {
             "variance, the DTC variance, memory O(m^2 + n), no optimizer; "
             "auto: exact when its estimate is at most half the server's "
             "memory budget, else nystrom (training.solver says which)"},
-    {.key = "n_centres", .type = API_INTEGER,
-     FIELD(km_gpr_params, n_centres), .range = API_RANGE_API, .min = 1,
-     .max = INT_MAX, .data_default = 1,
-     .data_bound = "the number of rows of X", GPR_NYSTROM,
-     .doc = "nystrom and auto only: centres, as krr's; above n_samples is "
-            "422"},
-    {.key = "cg_tol", .type = API_NUMBER, FIELD(km_gpr_params, cg_tol),
-     POSITIVE, GPR_NYSTROM,
-     .doc = "nystrom and auto only: the mean's conjugate gradients stop "
-            "at this relative residual"},
-    {.key = "cg_max_iter", .type = API_INTEGER,
-     FIELD(km_gpr_params, cg_max_iter), .range = API_RANGE_API, .min = 1,
-     .max = INT_MAX, GPR_NYSTROM,
-     .doc = "nystrom and auto only: most conjugate-gradient iterations"},
-    {.key = "centres", .type = API_ENUM, FIELD(km_gpr_params, centres),
-     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, GPR_NYSTROM,
-     .doc = "nystrom and auto only: how the centres are picked, as krr's "
-            "(uniform or rpcholesky)"},
+    NYS_N_CENTRES_ROW(km_gpr_params, GPR_NYSTROM),
+    NYS_CG_ROWS(km_gpr_params, GPR_NYSTROM),
+    NYS_CENTRES_ROW(km_gpr_params, GPR_NYSTROM),
     {.key = "variance", .type = API_BOOL, FIELD(km_gpr_params, variance),
      GPR_NYSTROM,
      .doc = "nystrom and auto only: also keep the DTC variance's two m x m "

@@ -1005,6 +1005,29 @@ static km_status add_nystrom_figures(km_model *model, const km_gpr_params *p,
     return KM_OK;
 }
 
+/* The epilogue of both solvers: the model around pl (owned from here,
+ * also on failure), its figures (and the nystrom solver's, with cg its
+ * iterations and residual), progress 1, *out. */
+static km_status finish(km_fit_frame *f, size_t d, size_t n, gpr_payload *pl,
+                        const km_gpr_params *params, double lml,
+                        const gpr_optimum *o, const double *cg,
+                        const km_fit_control *ctl, km_model **out,
+                        km_error *err)
+{
+    km_model *model = NULL;
+    km_status st = km_fit_model(f, d, n, 1, pl, &model, err);
+    if (st != KM_OK)
+        return st;
+    if (add_figures(model, params, pl, lml, o) != KM_OK ||
+        (cg && add_nystrom_figures(model, params, cg[0], cg[1]) != KM_OK)) {
+        km_model_free(model);
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    return KM_OK;
+}
+
 km_status km_gpr_fit_nystrom(const km_kernel *kernel,
                              const km_gpr_params *params, const double *X,
                              size_t n, size_t d, const double *y,
@@ -1014,7 +1037,7 @@ km_status km_gpr_fit_nystrom(const km_kernel *kernel,
     km_problem pb = {X, n, d, y, 1, NULL, 0};
     km_fit_frame f;
     gpr_payload *pl = NULL;
-    km_model *mean = NULL, *model = NULL;
+    km_model *mean = NULL;
     double *yn = NULL, lml = NAN, its = 0, res = 0;
     km_status st = km_fit_begin(&f, KM_ALGO_GPR, kernel, params, &pb, err);
     if (st != KM_OK)
@@ -1077,23 +1100,12 @@ km_status km_gpr_fit_nystrom(const km_kernel *kernel,
                           &lml, err)) != KM_OK)
         goto out;
 
-    st = km_fit_model(&f, d, m, 1, pl, &model, err);
-    const gpr_payload *kept = pl;
-    pl = NULL; /* owned by the model now, also on failure */
-    if (st != KM_OK)
-        goto out;
     gpr_optimum none;
     memset(&none, 0, sizeof none);
-    if (add_figures(model, params, kept, lml, &none) != KM_OK ||
-        add_nystrom_figures(model, params, its, res) != KM_OK) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
-        goto out;
-    }
-    km_progress(ctl, 1.0);
-    *out = model;
-    model = NULL;
+    double cg[2] = {its, res};
+    st = finish(&f, d, m, pl, params, lml, &none, cg, ctl, out, err);
+    pl = NULL; /* owned by the model, or freed */
 out:
-    km_model_free(model);
     km_model_free(mean);
     gpr_free(pl);
     free(yn);
@@ -1142,7 +1154,6 @@ km_status km_gpr_fit(const km_kernel *kernel, const km_gpr_params *params,
     km_fit_frame f;
     gpr_eval e;
     gpr_payload *pl = NULL;
-    km_model *model = NULL;
     gpr_optimum o;
     double lml;
     memset(&e, 0, sizeof e);
@@ -1201,20 +1212,9 @@ km_status km_gpr_fit(const km_kernel *kernel, const km_gpr_params *params,
     eval_cleanup(&e);
     memset(&e, 0, sizeof e);
 
-    st = km_fit_model(&f, d, n, 1, pl, &model, err);
-    const gpr_payload *kept = pl;
-    pl = NULL; /* owned by the model now, also on failure */
-    if (st != KM_OK)
-        goto out;
-    if (add_figures(model, params, kept, lml, &o) != KM_OK) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
-        goto out;
-    }
-    km_progress(ctl, 1.0);
-    *out = model;
-    model = NULL;
+    st = finish(&f, d, n, pl, params, lml, &o, NULL, ctl, out, err);
+    pl = NULL; /* owned by the model, or freed */
 out:
-    km_model_free(model);
     gpr_free(pl);
     eval_cleanup(&e);
     km_fit_cleanup(&f);

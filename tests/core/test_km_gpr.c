@@ -642,6 +642,21 @@ static void gunload(gdata *g)
     free(g->T);
 }
 
+/* A nystrom fit of g on the given centres (NULL: core's draw). */
+static km_model *gfit(const gdata *g, const km_gpr_params *p,
+                      const size_t *centres)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.3;
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_gpr_fit_nystrom(&k, p, g->X, GN, DIM, g->y, centres,
+                                     NULL, &m, &err) == KM_OK,
+                  "%s", err.message);
+    return m;
+}
+
 static km_kernel rbf_g(void)
 {
     km_kernel k;
@@ -667,15 +682,10 @@ START_TEST(nystrom_against_numpy_and_sklearn)
 {
     gdata g;
     gload(&g, "gprn_centres.txt");
-    km_kernel k = rbf_g();
     for (size_t c = 0; c < sizeof ncases / sizeof *ncases; c++) {
         km_gpr_params p = nys_params(GM, ncases[c].s, ncases[c].noise,
                                      ncases[c].normalize, 1);
-        km_model *m = NULL;
-        km_error err = {0};
-        ck_assert_msg(km_gpr_fit_nystrom(&k, &p, g.X, GN, DIM, g.y,
-                                         g.centres, NULL, &m, &err) == KM_OK,
-                      "%s", err.message);
+        km_model *m = gfit(&g, &p, g.centres);
         answers a;
         answers_of(m, g.T, GT, &a);
         char file[64], what[64];
@@ -702,14 +712,8 @@ START_TEST(nystrom_seeded_draw)
 {
     gdata g;
     gload(&g, "gprn_seed_centres.txt");
-    km_kernel k = rbf_g();
     km_gpr_params p = nys_params(GM, 1.0, 0.05, 0, 1);
-    km_model *m = NULL, *given = NULL;
-    km_error err = {0};
-    ck_assert_msg(km_gpr_fit(&k, &p, g.X, GN, DIM, g.y, NULL, &m, &err) ==
-                      KM_OK, "%s", err.message);
-    ck_assert_int_eq(km_gpr_fit_nystrom(&k, &p, g.X, GN, DIM, g.y, g.centres,
-                                        NULL, &given, &err), KM_OK);
+    km_model *m = gfit(&g, &p, NULL), *given = gfit(&g, &p, g.centres);
     answers a, b;
     answers_of(m, g.T, GT, &a);
     answers_of(given, g.T, GT, &b);
@@ -743,15 +747,11 @@ START_TEST(nystrom_without_variance)
 {
     gdata g;
     gload(&g, "gprn_centres.txt");
-    km_kernel k = rbf_g();
     km_gpr_params p = nys_params(GM, 1.0, 0.05, 0, 0);
-    km_model *m = NULL, *v = NULL;
-    km_error err = {0};
-    ck_assert_int_eq(km_gpr_fit_nystrom(&k, &p, g.X, GN, DIM, g.y, g.centres,
-                                        NULL, &m, &err), KM_OK);
+    km_model *m = gfit(&g, &p, g.centres);
     p.variance = 1;
-    ck_assert_int_eq(km_gpr_fit_nystrom(&k, &p, g.X, GN, DIM, g.y, g.centres,
-                                        NULL, &v, &err), KM_OK);
+    km_model *v = gfit(&g, &p, g.centres);
+    km_error err = {0};
     double a[GT], b[GT];
     ck_assert_int_eq(km_predict(m, KM_OUT_VALUES, g.T, GT, a, NULL), KM_OK);
     ck_assert_int_eq(km_predict(v, KM_OUT_VALUES, g.T, GT, b, NULL), KM_OK);
