@@ -123,19 +123,29 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
     }
     if (p->solver != KM_KRR_SOLVER_NYSTROM && p->solver != KM_KRR_SOLVER_AUTO)
         return KM_OK;
-    if ((unsigned)p->centres >= KM_KRR_CENTRES_COUNT)
+    km_status st = km_nys_check_params(p->centres, p->cg_tol, p->cg_max_iter,
+                                       p->seed, err);
+    return st == KM_OK ? km_nys_check_centres(p->n_centres, n_samples, err)
+                       : st;
+}
+
+km_status km_nys_check_params(km_krr_centre_rule centres, double cg_tol,
+                              size_t cg_max_iter, uint64_t seed,
+                              km_error *err)
+{
+    if ((unsigned)centres >= KM_KRR_CENTRES_COUNT)
         return km_error_set(err, KM_EINVAL, "params.centres must be uniform "
                             "or rpcholesky");
-    if (!(p->cg_tol > 0) || !isfinite(p->cg_tol))
+    if (!(cg_tol > 0) || !isfinite(cg_tol))
         return km_error_set(err, KM_EINVAL,
                             "params.cg_tol must be a finite number > 0");
-    if (p->cg_max_iter < 1)
+    if (cg_max_iter < 1)
         return km_error_set(err, KM_EINVAL,
                             "params.cg_max_iter must be at least 1");
-    if (p->seed > ((uint64_t)1 << 53))
+    if (seed > ((uint64_t)1 << 53))
         return km_error_set(err, KM_EINVAL,
                             "params.seed must be at most 2^53");
-    return km_nys_check_centres(p->n_centres, n_samples, err);
+    return KM_OK;
 }
 
 km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
@@ -497,16 +507,25 @@ static km_status krr_fit_auto(const km_kernel *kernel,
     km_status st = km_krr_fit(kernel, &q, X, n, d, Y, m, ctl, &model, err);
     if (st != KM_OK)
         return st;
-    km_info *ti = km_model_training_mut(model);
-    if (set_figure(km_model_params_mut(model), "solver",
-                   KM_KRR_SOLVER_AUTO) != KM_OK ||
-        set_figure(ti, "solver", q.solver) != KM_OK ||
-        km_info_add1(ti, "memory_budget_mb", KM_INFO_NUMBER,
-                     (double)budget / 1048576.0) != KM_OK) {
+    if (km_auto_figures(model, KM_KRR_SOLVER_AUTO, q.solver, budget) !=
+        KM_OK) {
         km_model_free(model);
         return km_error_set(err, KM_ENOMEM, "out of memory for the model");
     }
     *out = model;
+    return KM_OK;
+}
+
+km_status km_auto_figures(km_model *model, int auto_solver, int run,
+                          size_t budget)
+{
+    km_info *ti = km_model_training_mut(model);
+    if (set_figure(km_model_params_mut(model), "solver", auto_solver) !=
+            KM_OK ||
+        set_figure(ti, "solver", run) != KM_OK ||
+        km_info_add1(ti, "memory_budget_mb", KM_INFO_NUMBER,
+                     (double)budget / 1048576.0) != KM_OK)
+        return KM_ENOMEM;
     return KM_OK;
 }
 
@@ -1522,6 +1541,19 @@ km_status km_krr_rff_features(const km_model *m, const double **W,
         return KM_ECONFLICT;
     *W = p->X;
     *b = p->b;
+    return KM_OK;
+}
+
+km_status km_krr_dual(const km_model *m, const double **X,
+                      const double **coef)
+{
+    if (km_model_algorithm(m) != KM_ALGO_KRR)
+        return KM_ECONFLICT;
+    const krr_payload *p = km_model_payload(m);
+    if (p->form != KRR_FORM_DUAL)
+        return KM_ECONFLICT;
+    *X = p->X;
+    *coef = p->coef;
     return KM_OK;
 }
 
