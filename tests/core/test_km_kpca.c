@@ -79,7 +79,9 @@ static void digits_free(digits *t)
     km_dataset_free(&t->ds);
 }
 
-static km_model *digits_fit(digits *t, km_kpca_solver solver)
+/* The digits fit with the solver and ctl (may be NULL). */
+static km_model *digits_fit_ctl(digits *t, km_kpca_solver solver,
+                                const km_fit_control *ctl)
 {
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
@@ -91,12 +93,17 @@ static km_model *digits_fit(digits *t, km_kpca_solver solver)
     p.solver = solver;
     km_model *m = NULL;
     km_error err = {0};
-    ck_assert_msg(km_kpca_fit(&k, &p, t->ds.X, 600, t->ds.d, NULL, &m, &err)
+    ck_assert_msg(km_kpca_fit(&k, &p, t->ds.X, 600, t->ds.d, ctl, &m, &err)
                       == KM_OK, "%s", err.message);
     if (solver != KM_KPCA_SOLVER_AUTO)
         ck_assert_int_eq((int)training(m, "solver")[0], solver);
     ck_assert_int_eq((int)training(m, "fallback")[0], 0);
     return m;
+}
+
+static km_model *digits_fit(digits *t, km_kpca_solver solver)
+{
+    return digits_fit_ctl(t, solver, NULL);
 }
 
 /* Checks one fitted digits model against the references. */
@@ -1158,20 +1165,10 @@ START_TEST(dense_engine)
 {
     digits t;
     digits_load(&t);
-    km_kernel k;
-    km_kernel_init(&k, KM_KERNEL_RBF);
-    k.gamma = 0.02;
-    km_kpca_params p = km_kpca_params_default();
-    p.n_components = 8;
-    p.fit_inverse_transform = 1;
-    p.alpha = 0.1;
     fake_engine fe = {0};
     km_dense_engine eng = {&fe, fake_solve, fake_eigen};
     km_fit_control ctl = {fake_progress, &fe, 1, &eng};
-    km_model *m = NULL;
-    km_error err = {0};
-    ck_assert_msg(km_kpca_fit(&k, &p, t.ds.X, 600, t.ds.d, &ctl, &m, &err) ==
-                      KM_OK, "%s", err.message);
+    km_model *m = digits_fit_ctl(&t, KM_KPCA_SOLVER_AUTO, &ctl);
     ck_assert_int_eq(fe.eigens, 1);
     ck_assert_int_eq(fe.solves, 1);
     ck_assert_int_eq(fe.backwards, 0);
@@ -1180,11 +1177,8 @@ START_TEST(dense_engine)
     digits_check(&t, m, "dense engine");
     km_model_free(m);
     /* Not with the other solvers: they run here. */
-    p.solver = KM_KPCA_SOLVER_ITERATIVE;
-    ck_assert_int_eq(km_kpca_fit(&k, &p, t.ds.X, 600, t.ds.d, &ctl, &m, &err),
-                     KM_OK);
+    m = digits_fit_ctl(&t, KM_KPCA_SOLVER_ITERATIVE, &ctl);
     ck_assert_int_eq(fe.eigens, 1);
-    ck_assert_int_eq((int)training(m, "solver")[0], KM_KPCA_SOLVER_ITERATIVE);
     km_model_free(m);
     digits_free(&t);
 }
