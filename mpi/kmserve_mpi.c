@@ -385,6 +385,29 @@ static km_status gather_l(const worker *w, const dist *g, double *L,
     return KM_OK;
 }
 
+/* The problem's three arrays on this rank, agreed by all: rank 0 uses
+ * the caller's (mine), the others allocate len[i] doubles each (none when
+ * st, the status so far, is not KM_OK). rank_free releases them. */
+static km_status rank_arrays(const worker *w, km_status st, double *v[3],
+                             double *const mine[3], const size_t len[3],
+                             km_error *err)
+{
+    for (int i = 0; i < 3; i++) {
+        v[i] = w->rank == 0 ? mine[i] : NULL;
+        if (w->rank != 0 && st == KM_OK &&
+            !(v[i] = malloc((len[i] ? len[i] : 1) * sizeof(double))))
+            st = set_err(err, KM_ENOMEM, "out of memory for %zu values of "
+                         "the problem", len[i]);
+    }
+    return agree(st, err);
+}
+
+static void rank_free(const worker *w, double *v[3])
+{
+    for (int i = 0; i < 3 && w->rank != 0; i++)
+        free(v[i]);
+}
+
 /* Enters a phase: its name for the status file and, on rank 0, progress
  * f through ctl. */
 static void enter(worker *w, const km_fit_control *ctl, const char *phase,
@@ -458,24 +481,14 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
     size_t n = h->n, d = h->d, m = h->m;
 
     dist g;
-    double *X = NULL, *Y = NULL, *xn = NULL, *Cg = NULL;
+    double *v[3], *xn = NULL; /* X, Y, C */
     w->phase = "allocating";
     st = dist_init(w, &g, n, d, m, err);
-    if (st == KM_OK && w->rank != 0) {
-        X = malloc(n * d * sizeof *X);
-        Y = malloc(n * m * sizeof *Y);
-        Cg = malloc(n * m * sizeof *Cg);
-        if (!X || !Y || !Cg)
-            st = set_err(err, KM_ENOMEM, "out of memory for %zu x %zu "
-                         "training rows", n, d);
-    }
-    if ((st = agree(st, err)) != KM_OK)
+    st = rank_arrays(w, st, v, (double *[]){(double *)X0, (double *)Y0, C},
+                     (size_t[]){n * d, n * m, n * m}, err);
+    double *X = v[0], *Y = v[1], *Cg = v[2];
+    if (st != KM_OK)
         goto out;
-    if (w->rank == 0) {
-        X = (double *)X0;
-        Y = (double *)Y0;
-        Cg = C;
-    }
     bcast_doubles(Y, n * m);
     st = share_tiles(w, &g, &k, X, d, h->scale, h->shift, 1, ctl, f0, &xn,
                      err);
@@ -515,11 +528,7 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
     if (h->want_l)
         st = gather_l(w, &g, L, err);
 out:
-    if (w->rank != 0) {
-        free(X);
-        free(Y);
-        free(Cg);
-    }
+    rank_free(w, v);
     free(xn);
     dist_free(&g);
     km_kernel_cleanup(&k);
@@ -740,24 +749,14 @@ static km_status eigen_all(worker *w, solve_head *h, const km_kernel *k0,
     size_t n = h->n, d = h->d, nev = h->m;
 
     eig e;
-    double *X = NULL, *xn = NULL, *cm = NULL, *Ug = NULL, gm = 0, tr = 0;
+    double *v[3], *xn = NULL, gm = 0, tr = 0; /* X, column means, U */
     w->phase = "allocating";
     st = eig_init(w, &e, n, d, nev, err);
-    if (st == KM_OK && w->rank != 0) {
-        X = malloc(n * d * sizeof *X);
-        cm = malloc(n * sizeof *cm);
-        Ug = malloc(n * nev * sizeof *Ug);
-        if (!X || !cm || !Ug)
-            st = set_err(err, KM_ENOMEM, "out of memory for %zu x %zu "
-                         "training rows", n, d);
-    }
-    if ((st = agree(st, err)) != KM_OK)
+    st = rank_arrays(w, st, v, (double *[]){(double *)X0, col_mean, U},
+                     (size_t[]){n * d, n, n * nev}, err);
+    double *X = v[0], *cm = v[1], *Ug = v[2];
+    if (st != KM_OK)
         goto out;
-    if (w->rank == 0) {
-        X = (double *)X0;
-        cm = col_mean;
-        Ug = U;
-    }
     st = share_tiles(w, &e.g, &k, X, d, 1.0, 0.0, 0, ctl, f0, &xn, err);
     if (st != KM_OK)
         goto out;
@@ -793,11 +792,8 @@ out:
     if (w->rank == 0) {
         *grand = gm;
         *trace = tr;
-    } else {
-        free(X);
-        free(cm);
-        free(Ug);
     }
+    rank_free(w, v);
     free(xn);
     eig_free(&e);
     km_kernel_cleanup(&k);
