@@ -804,7 +804,9 @@ static km_status svc_fit_nystrom(km_fit_frame *fr, const km_svm_params *p,
         km_info_add1(pi, "solver", KM_INFO_INTEGER, p->solver) != KM_OK ||
         km_info_add1(pi, "n_centres", KM_INFO_INTEGER, (double)m) != KM_OK ||
         km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)p->seed) != KM_OK ||
-        km_info_add1(pi, "centres", KM_INFO_INTEGER, p->centres) != KM_OK ||
+        (p->centres != KM_KRR_CENTRES_UNIFORM && /* shown when not uniform,
+                                                    the rule before it */
+         km_info_add1(pi, "centres", KM_INFO_INTEGER, p->centres) != KM_OK) ||
         km_info_add1(pi, "max_iter", KM_INFO_INTEGER,
                      (double)(p->max_iter > 0 ? p->max_iter
                                               : KM_SVM_DEFAULT_EPOCHS)) !=
