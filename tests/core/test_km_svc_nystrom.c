@@ -10,7 +10,7 @@
  * rpcholesky: core's pivots and decisions against the same features on
  * gen_rpcholesky_refs.py's pivots, m = n (all rows, or the rank) against
  * the exact linear SVM on the whole kernel's features, progress and
- * cancel; the pairs on several threads give the same answer.
+ * cancel (as uniform's); the pairs on several threads give the same answer.
  */
 #include "../check_main.h"
 #include "km.h"
@@ -380,12 +380,15 @@ static int stop_cb(void *ctx, double f)
     return ++s->calls > s->stop_after;
 }
 
+/* Progress rises to 1 (through the features or rpcholesky's pivots, then
+ * the pairs), once per centres rule; a cancel anywhere stops the fit. */
 START_TEST(progress_and_cancel)
 {
     data dt;
     load(&dt);
     km_kernel k = rbf();
     km_svm_params p = nystrom(M, 5, 1.0);
+    p.centres = (km_krr_centre_rule)_i;
     stopper all = {0, 1 << 30, 0};
     km_fit_control ctl = {stop_cb, &all, 0};
     km_model *m = NULL;
@@ -395,8 +398,9 @@ START_TEST(progress_and_cancel)
     int calls = all.calls;
     ck_assert_int_ge(calls, 10);
     km_model_free(m);
-    /* a cancel anywhere: at the start, in the features, mid-epochs */
-    int at[] = {0, 1, calls / 2, calls - 2};
+    /* a cancel anywhere: at the start, in the features (or the pivots),
+     * mid-epochs */
+    int at[] = {0, 1, 2, calls / 2, calls - 2};
     for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
         stopper s = {0, at[i], 0};
         ctl.ctx = &s;
@@ -628,39 +632,6 @@ START_TEST(rpcholesky_m_equals_n_is_exact)
 }
 END_TEST
 
-/* Progress rises to 1 through the pivots and the pairs; a cancel
- * anywhere (in the pivots, in the pairs) stops the fit. */
-START_TEST(rpcholesky_progress_and_cancel)
-{
-    data dt;
-    load(&dt);
-    km_kernel k = rbf();
-    km_svm_params p = nystrom(M, 5, 1.0);
-    p.centres = KM_KRR_CENTRES_RPCHOLESKY;
-    stopper all = {0, 1 << 30, 0};
-    km_fit_control ctl = {stop_cb, &all, 0};
-    km_model *m = NULL;
-    ck_assert_int_eq(km_svc_fit(&k, &p, dt.X, N, DIM, dt.y, K, &ctl, &m,
-                                NULL), KM_OK);
-    ck_assert_double_eq(all.last, 1.0);
-    int calls = all.calls;
-    ck_assert_int_ge(calls, 10);
-    km_model_free(m);
-    int at[] = {0, 1, 2, calls / 2, calls - 2};
-    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
-        stopper s = {0, at[i], 0};
-        ctl.ctx = &s;
-        m = NULL;
-        km_error err = {0};
-        ck_assert_int_eq(km_svc_fit(&k, &p, dt.X, N, DIM, dt.y, K, &ctl, &m,
-                                    &err), KM_ECANCELLED);
-        ck_assert_ptr_null(m);
-        ck_assert_str_eq(err.message, "fit cancelled");
-    }
-    unload(&dt);
-}
-END_TEST
-
 /* The pairs on 2 or 3 threads: the same answer to the bit as on one,
  * progress never backwards, and a cancel from any thread's report. */
 START_TEST(threads_same_answer)
@@ -723,13 +694,12 @@ static Suite *svc_nystrom_suite(void)
     tcase_add_test(tc, linear_kernel_m_equals_d_is_linear_svm);
     tcase_add_test(tc, binary_and_epoch_cap);
     tcase_add_test(tc, model_file_round_trip);
-    tcase_add_test(tc, progress_and_cancel);
+    tcase_add_loop_test(tc, progress_and_cancel, 0, KM_KRR_CENTRES_COUNT);
     tcase_add_test(tc, checks_name_the_field);
     tcase_add_test(tc, fit_bytes);
     tcase_add_test(tc, search_fits_nystrom_points);
     tcase_add_test(tc, rpcholesky_against_liblinear);
     tcase_add_test(tc, rpcholesky_m_equals_n_is_exact);
-    tcase_add_test(tc, rpcholesky_progress_and_cancel);
     tcase_add_test(tc, threads_same_answer);
     tcase_add_test(tc, rpcholesky_checks_and_bytes);
     suite_add_tcase(s, tc);
