@@ -88,6 +88,16 @@ static const char *krr_centres_name(int c)
 #define NYSTROM_OR_RFF ONLY_NYSTROM, \
     .only_also = 1u << KM_KRR_SOLVER_AUTO | 1u << KM_KRR_SOLVER_RFF
 
+/* params.centres of a nystrom solver (krr's, svc's): the same rule,
+ * names and check (km_nys_check_rule); which solvers it applies to and
+ * what its factor is for differ. */
+#define CENTRES_ROW(ptype, only, scope, factor)                              \
+    {.key = "centres", .type = API_ENUM, FIELD(ptype, centres),              \
+     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, only,         \
+     .doc = scope ": how the centres are picked: uniform (without "          \
+                  "replacement) or rpcholesky (randomly pivoted Cholesky, "  \
+                  factor ")"}
+
 /* n_centres: its type and lower bound here (400); its upper bound,
  * n_samples, in km_krr_check (422), as kpca's n_components. */
 static const api_param krr_rows[] = {
@@ -125,11 +135,8 @@ static const api_param krr_rows[] = {
      FIELD(km_krr_params, n_components), .range = API_RANGE_API, .min = 1,
      .max = KM_KRR_MAX_COMPONENTS, RFF,
      .doc = "rff only: D, the number of random Fourier features"},
-    {.key = "centres", .type = API_ENUM, FIELD(km_krr_params, centres),
-     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, NYSTROM,
-     .doc = "nystrom and auto only: how the centres are picked: uniform "
-            "(without replacement) or rpcholesky (randomly pivoted "
-            "Cholesky, which holds an n x m factor while it runs)"},
+    CENTRES_ROW(km_krr_params, NYSTROM, "nystrom and auto only",
+                "which holds an n x m factor while it runs"),
     {0},
 };
 _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
@@ -177,7 +184,7 @@ static const api_param svc_rows[] = {
      FIELD(km_svm_params, n_centres), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, .data_default = 1,
      .data_bound = "the number of rows of X", SVC_NYSTROM,
-     .doc = "nystrom only: centres, drawn uniformly from the rows; "
+     .doc = "nystrom only: centres, picked from the rows by centres; "
             "default min(n, 1000); above n_samples or below the number "
             "of classes is 422"},
     {.key = "seed", .type = API_INTEGER, FIELD(km_svm_params, seed),
@@ -189,9 +196,12 @@ static const api_param svc_rows[] = {
      .data_default = 1, /* 0 in the struct: the solver's own, 1000 */
      .doc = "nystrom only: most epochs of dual coordinate descent per "
             "class pair (default 1000)"},
+    CENTRES_ROW(km_svm_params, SVC_NYSTROM, "nystrom only",
+                "whose n x m factor is itself the features"),
     {0},
 };
-_Static_assert(sizeof(km_svm_solver) == sizeof(int),
+_Static_assert(sizeof(km_svm_solver) == sizeof(int) &&
+                   sizeof(km_krr_centre_rule) == sizeof(int),
                "API_ENUM fields are int-sized");
 
 static const api_param svr_rows[] = {

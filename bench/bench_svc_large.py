@@ -21,8 +21,12 @@ The LIBSVM fit takes tens of minutes: --libsvm-cache FILE keeps its
 result, so that a later run reuses it (--skip-libsvm-run) rather than
 fitting again.
 
+Each --ms entry is m or RULE:m, RULE the params.centres of that row
+(uniform or rpcholesky; --centres is the rule of entries without one).
+
 Usage: /usr/bin/python3 bench/bench_svc_large.py --bin build
-         [--ms 2000,4000,8000] [--krr-ms 4000] [--libsvm-cache F]
+         [--ms 2000,4000,8000] [--centres uniform]
+         [--krr-ms 4000] [--libsvm-cache F]
          [--libsvm-timeout 4500] [--skip-libsvm-run] [--only-libsvm]
          [--n 60000] [--exact] [--tol 0.1]
 """
@@ -120,7 +124,10 @@ def ours(binary, body, T):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build")
-    ap.add_argument("--ms", default="2000,4000,8000")
+    ap.add_argument("--ms", default="2000,4000,8000",
+                    help="m or RULE:m per row, e.g. uniform:2000,rpcholesky:3000")
+    ap.add_argument("--centres", default="uniform",
+                    help="params.centres of the --ms entries without a rule")
     ap.add_argument("--krr-ms", default="")
     ap.add_argument("--tol", type=float, default=0.1,
                     help="svc nystrom's tol (LIBLINEAR's default for this solver, 0.1)")
@@ -162,24 +169,26 @@ def main():
     binary = os.path.join(args.bin, "kmserve")
     kernel = {"type": "rbf", "gamma": GAMMA}
     Xl, yl = X.tolist(), y.tolist()
-    print(f"  {'what':26s} {'m':>6s} {'fit s':>8s} {'core s':>8s} {'feat s':>7s} "
+    print(f"  {'what':34s} {'m':>6s} {'fit s':>8s} {'core s':>8s} {'feat s':>7s} "
           f"{'peak MiB':>9s} {'pred s':>7s} {'accuracy':>9s} {'vs LIBSVM':>10s} "
           f"{'time ratio':>10s} {'epochs':>7s}", flush=True)
 
     def line(what, m, fit, core, peak, pred, acc, ep="", feat=float("nan")):
         dacc = (acc - ref["accuracy"]) * 100 if "accuracy" in ref else float("nan")
         ratio = core / ref["fit"] if "fit" in ref else float("nan")
-        print(f"  {what:26s} {m:6d} {fit:8.1f} {core:8.1f} {feat:7.1f} {peak:9.0f} {pred:7.1f} "
+        print(f"  {what:34s} {m:6d} {fit:8.1f} {core:8.1f} {feat:7.1f} {peak:9.0f} {pred:7.1f} "
               f"{acc:9.4f} {dacc:+9.2f}p {ratio:10.3f} {ep!s:>7s}", flush=True)
 
-    for m in [int(v) for v in args.ms.split(",") if v]:
+    for entry in [v for v in args.ms.split(",") if v]:
+        rule, _, m = entry.rpartition(":")
+        rule, m = rule or args.centres, int(m)
         body = json.dumps({"algorithm": "svc", "kernel": kernel, "X": Xl, "y": yl,
                            "params": {"C": C, "solver": "nystrom", "n_centres": m,
-                                      "tol": args.tol}}).encode()
+                                      "centres": rule, "tol": args.tol}}).encode()
         fit, peak, pred, lab, meta = ours(binary, body, T)
         tr = meta["training"]
-        line("kmserve svc nystrom", m, fit, tr["seconds"], peak, pred,
-             float((lab == t).mean()), tr.get("epochs", ""), tr["feature_seconds"])
+        line(f"kmserve svc nystrom {rule}", meta["n_samples"], fit, tr["seconds"], peak,
+             pred, float((lab == t).mean()), tr.get("epochs", ""), tr["feature_seconds"])
     if args.exact:
         body = json.dumps({"algorithm": "svc", "kernel": kernel, "X": Xl, "y": yl,
                            "params": {"C": C, "cache_mb": 2000}}).encode()

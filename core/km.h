@@ -1114,6 +1114,7 @@ typedef struct km_svm_params {
                              min(n, KM_SVM_DEFAULT_CENTRES) */
     uint64_t seed;        /* nystrom: of the centres' draw and of each
                              epoch's order; at most 2^53; default 0 */
+    km_krr_centre_rule centres; /* nystrom: as krr's; default UNIFORM */
 } km_svm_params;
 
 km_svm_params km_svm_params_default(void);
@@ -1122,8 +1123,8 @@ km_svm_params km_svm_params_default(void);
  * probability or class_weight for svr is KM_EINVAL; for svc, n_classes
  * < 2 is KM_EPROBLEM ("y has 1 distinct class; svc needs at least 2").
  * The solver: unknown, nystrom for svr, probability with nystrom, a
- * seed above 2^53 are KM_EINVAL (n_centres against the rows and classes:
- * km_svm_check_centres). */
+ * seed above 2^53, with nystrom an unknown centres rule are KM_EINVAL
+ * (n_centres against the rows and classes: km_svm_check_centres). */
 km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
                        size_t n_classes, km_error *err) KM_MUST_CHECK;
 /* With the nystrom solver: n_centres above n_samples or below

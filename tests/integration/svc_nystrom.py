@@ -13,7 +13,10 @@ decision_function has scikit-learn's sign. An async fit reports rising
 progress and is cancelled. Bad params answer 400 naming the field
 (probability or cache_mb with nystrom, n_centres or max_iter with exact,
 n_centres 0, solver for svr), n_centres above the rows or below the
-classes 422.
+classes 422. With params.centres "rpcholesky" the decision_function rows
+equal liblinear's on numpy's features of gen_rpcholesky_refs.py's pivots
+(the same fixture script), to 1e-6, and metadata shows the rule; centres
+with the exact solver or an unknown rule is 400.
 Usage, from the project root:
     /usr/bin/python3 tests/integration/svc_nystrom.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -187,6 +190,30 @@ def main():
                   "svr has no solver: 400", r)
         run.check(d.req("GET", "/v1/models/bad").status == 404,
                   "nothing created by the refused fits")
+
+        # rpcholesky centres: randomly pivoted Cholesky's factor as features
+        rpc = dict(PARAMS, centres="rpcholesky")
+        r = fit(d, "rpc", rpc, X, y)
+        meta = (r.json() or {}).get("model", {})
+        run.check(r.status == 201 and meta.get("params") == rpc
+                  and meta.get("n_samples") == 60,
+                  "rpcholesky fit: 201, metadata shows the rule", meta.get("params"))
+        r = d.req("POST", "/v1/models/rpc/predict",
+                  {"X": T, "output": "decision_function"})
+        got = [v for row in (r.json() or {}).get("predictions", []) for v in row]
+        want = run.read_fixture("svn_rpc_dec.txt")
+        run.check(max_abs(got, want) <= 1e-6,
+                  "rpcholesky: decision_function equals liblinear's on numpy's "
+                  "features of the same pivots to 1e-6", (got[:3], want[:3]))
+        for params, text, what in (
+                ({"centres": "rpcholesky"},
+                 'params.centres applies only with params.solver \\"nystrom\\"',
+                 "centres with the exact solver"),
+                ({"solver": "nystrom", "centres": "leverage"}, "params.centres",
+                 "an unknown centres rule")):
+            r = fit(d, "bad", params, X, y)
+            run.check(r.status == 400 and text in r.body,
+                      f"{what}: 400 naming the field", r)
         cancel(d)
 
     return run.with_daemon(args.server, "kmserve-svc-nystrom-", body)
