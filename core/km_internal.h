@@ -37,6 +37,10 @@ void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
  * level 1 may hand long vectors to its thread pool) (km_vmath.c). */
 double km_vdot(const double *a, const double *b, size_t n);
 void km_vaxpy(double a, const double *x, double *y, size_t n);
+/* The same with the vector x (b) in float, products and sums in double
+ * (svc's nystrom solver's float features) (km_vmath.c). */
+double km_vdot_f(const double *a, const float *b, size_t n);
+void km_vaxpy_f(double a, const float *x, double *y, size_t n);
 
 /*
  * Whether the data fit this kernel in double precision: KM_EPROBLEM

@@ -86,7 +86,8 @@ static size_t n_coef(const svm_payload *p)
 km_svm_params km_svm_params_default(void)
 {
     km_svm_params p = {1.0, 0.1, 1e-3, 200.0, 1, 0, NULL, 0,
-                       KM_SVM_SOLVER_EXACT, 0, 0, KM_KRR_CENTRES_UNIFORM};
+                       KM_SVM_SOLVER_EXACT, 0, 0, KM_KRR_CENTRES_UNIFORM,
+                       KM_SVM_PRECISION_FLOAT64};
     return p;
 }
 
@@ -98,6 +99,16 @@ static const char *const solver_names[KM_SVM_SOLVER_COUNT] = {
 const char *km_svm_solver_name(km_svm_solver s)
 {
     return (unsigned)s < KM_SVM_SOLVER_COUNT ? solver_names[s] : NULL;
+}
+
+static const char *const precision_names[KM_SVM_PRECISION_COUNT] = {
+    [KM_SVM_PRECISION_FLOAT64] = "float64",
+    [KM_SVM_PRECISION_FLOAT32] = "float32",
+};
+
+const char *km_svm_precision_name(km_svm_precision p)
+{
+    return (unsigned)p < KM_SVM_PRECISION_COUNT ? precision_names[p] : NULL;
 }
 
 static int positive(double v)
@@ -140,6 +151,9 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
         km_status st = km_nys_check_rule(p->centres, err);
         if (st != KM_OK)
             return st;
+        if ((unsigned)p->precision >= KM_SVM_PRECISION_COUNT)
+            return km_error_set(err, KM_EINVAL, "params.precision must be "
+                                "float64 or float32");
     }
     if (algo == KM_ALGO_SVR) {
         if (p->class_weight)
@@ -807,6 +821,9 @@ static km_status svc_fit_nystrom(km_fit_frame *fr, const km_svm_params *p,
         (p->centres != KM_KRR_CENTRES_UNIFORM && /* shown when not uniform,
                                                     the rule before it */
          km_info_add1(pi, "centres", KM_INFO_INTEGER, p->centres) != KM_OK) ||
+        (p->precision != KM_SVM_PRECISION_FLOAT64 && /* likewise */
+         km_info_add1(pi, "precision", KM_INFO_INTEGER, p->precision) !=
+             KM_OK) ||
         km_info_add1(pi, "max_iter", KM_INFO_INTEGER,
                      (double)(p->max_iter > 0 ? p->max_iter
                                               : KM_SVM_DEFAULT_EPOCHS)) !=

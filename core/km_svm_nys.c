@@ -80,6 +80,14 @@ static long max_epochs(const km_svm_params *p)
     return p->max_iter > 0 ? p->max_iter : KM_SVM_DEFAULT_EPOCHS;
 }
 
+/* Rows of Phi per block (kernel and triangular solve), within BLAS's
+ * ints. */
+static size_t phi_block(size_t m)
+{
+    size_t block = PHI_BLOCK_VALUES / (m ? m : 1);
+    return block < 1 ? 1 : block > INT_MAX / m ? INT_MAX / m : block;
+}
+
 size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
                             const km_svm_params *p)
 {
@@ -88,16 +96,27 @@ size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
      * coefficients and figures (3 m P + 6 P); every worker's alpha and
      * order (2 n each); the centres and their norms, twice (here and the
      * model's); the model's coefficients; with rpcholesky, its workspace
-     * (Phi being its factor). */
+     * (Phi being its factor, in double while it runs, whatever the
+     * precision). Float features: Phi in float (n m / 2 doubles) and,
+     * while they are computed, T, the centres and a block of rows in
+     * float and a block of kernel values in double (features_f). */
     uint64_t m = km_svm_centres(p, n), P = km_n_pairs(k);
-    uint64_t v = km_mul_sat(n, m + 1);
+    int rpc = p->centres == KM_KRR_CENTRES_RPCHOLESKY;
+    uint64_t v = km_mul_sat(n, m);
+    if (p->precision == KM_SVM_PRECISION_FLOAT32 && !rpc) {
+        uint64_t b = phi_block(m);
+        v = (v + 1) / 2;
+        v = km_add_sat(v, (km_mul_sat(m, m + d) + b * d) / 2 + 1);
+        v = km_add_sat(v, km_mul_sat(b, m));
+    }
+    v = km_add_sat(v, n);
     v = km_add_sat(v, km_mul_sat(n, d + 4));
     v = km_add_sat(v, km_mul_sat(2 * NYS_MAX_WORKERS, n));
     v = km_add_sat(v, km_mul_sat(m, m));
     v = km_add_sat(v, km_mul_sat(3 * (m + 2), P));
     v = km_add_sat(v, km_mul_sat(2 * m, d + 1));
     v = km_mul_sat(v, sizeof(double));
-    if (p->centres == KM_KRR_CENTRES_RPCHOLESKY)
+    if (rpc)
         v = km_add_sat(v, km_nys_rpcholesky_bytes(n, d, m));
     return v > SIZE_MAX ? SIZE_MAX : (size_t)v;
 }
@@ -106,6 +125,7 @@ size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
 typedef struct pairs_run {
     const km_svm_params *p;
     const double *Phi, *qd; /* n x m, rows in X's order; |phi_i|^2 + 1 */
+    const float *Phif;      /* Phi in float (precision float32) instead */
     const size_t *order, *start;
     size_t m, P;
     const size_t *pa, *pb;  /* pair pi is classes (pa[pi], pb[pi]) */
@@ -166,6 +186,34 @@ static size_t dcd_row(const dcd *s, size_t t)
     return s->run->order[t < s->na ? s->a0 + t : s->b0 + (t - s->na)];
 }
 
+/* |phi_i|^2 in double, from either precision's features. */
+static double phi_sqnorm(const double *Phi, const float *Phif, size_t m,
+                         size_t i)
+{
+    if (!Phif)
+        return cblas_ddot((int)m, Phi + i * m, 1, Phi + i * m, 1);
+    double s = 0;
+    for (size_t j = 0; j < m; j++)
+        s += (double)Phif[i * m + j] * Phif[i * m + j];
+    return s;
+}
+
+/* w^T phi_row (the bias apart), and w += a phi_row, in double from
+ * either precision's features. */
+static double phi_dot(const pairs_run *r, const double *w, size_t row)
+{
+    return r->Phif ? km_vdot_f(w, r->Phif + row * r->m, r->m)
+                   : cblas_ddot((int)r->m, w, 1, r->Phi + row * r->m, 1);
+}
+
+static void phi_axpy(const pairs_run *r, double a, size_t row, double *w)
+{
+    if (r->Phif)
+        km_vaxpy_f(a, r->Phif + row * r->m, w, r->m);
+    else
+        cblas_daxpy((int)r->m, a, r->Phi + row * r->m, 1, w, 1);
+}
+
 static km_status dcd_solve(dcd *s, km_error *err)
 {
     const pairs_run *r = s->run;
@@ -195,8 +243,7 @@ static km_status dcd_solve(dcd *s, km_error *err)
             size_t i = index[q], row = dcd_row(s, i);
             const double yi = i < s->na ? 1.0 : -1.0;
             const double C = i < s->na ? s->Cp : s->Cn;
-            const double *x = r->Phi + row * m;
-            double G = yi * (cblas_ddot((int)m, w, 1, x, 1) + w[m]) - 1;
+            double G = yi * (phi_dot(r, w, row) + w[m]) - 1;
             double PG = 0;
             if (alpha[i] == 0) {
                 if (G > pgmax_old) { /* shrink: stays at 0 */
@@ -228,7 +275,7 @@ static km_status dcd_solve(dcd *s, km_error *err)
                 double a = old - G / r->qd[row];
                 alpha[i] = a < 0 ? 0 : a > C ? C : a;
                 double dlt = (alpha[i] - old) * yi;
-                cblas_daxpy((int)m, dlt, x, 1, w, 1);
+                phi_axpy(r, dlt, row, w);
                 w[m] += dlt;
             }
         }
@@ -360,8 +407,7 @@ static km_status features(const km_kernel *k, const double *X, size_t n,
                           size_t m, const double *T, double *Phi,
                           const km_fit_control *ctl, km_error *err)
 {
-    size_t block = PHI_BLOCK_VALUES / m;
-    block = block < 1 ? 1 : block > INT_MAX / m ? INT_MAX / m : block;
+    size_t block = phi_block(m);
     for (size_t i0 = 0; i0 < n; i0 += block) {
         size_t nb = n - i0 < block ? n - i0 : block;
         double *P = Phi + i0 * m;
@@ -378,15 +424,117 @@ static km_status features(const km_kernel *k, const double *X, size_t n,
     return KM_OK;
 }
 
+static void round_to_float(const double *v, size_t len, float *f)
+{
+    for (size_t i = 0; i < len; i++)
+        f[i] = (float)v[i];
+}
+
+/* One block of float features, rows X (nb x d) into P (nb x m floats),
+ * before the triangular solve: for kernels of inner products, SGEMM of
+ * the rows (rounded into xf, nb x d) against the centres' (zf), then each
+ * row's kernel map in double (row, m doubles); other kernels in double
+ * by km_gram_cross_sn (into kb, nb x m), rounded. */
+static km_status block_f(const km_kernel *k, const double *X, size_t nb,
+                         size_t d, const double *Z, const double *zn,
+                         const float *zf, size_t m, float *xf, double *kb,
+                         double *row, float *P, km_error *err)
+{
+    if (!zf) {
+        km_status st = km_gram_cross_sn(k, X, nb, Z, m, zn, d, kb, m, err);
+        if (st == KM_OK)
+            round_to_float(kb, nb * m, P);
+        return st;
+    }
+    round_to_float(X, nb * d, xf);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)m,
+                (int)d, 1.0f, xf, (int)d, zf, (int)d, 0.0f, P, (int)m);
+    for (size_t i = 0; i < nb; i++) {
+        float *Pi = P + i * m;
+        for (size_t j = 0; j < m; j++)
+            row[j] = Pi[j];
+        km_kernel_map_row(k, row, m, km_vdot(X + i * d, X + i * d, d), zn,
+                          -1);
+        round_to_float(row, m, Pi);
+    }
+    return KM_OK;
+}
+
+/* features in float (precision float32): T rounded, each block by
+ * block_f, then STRSM. */
+static km_status features_f(const km_kernel *k, const double *X, size_t n,
+                            size_t d, const double *Z, const double *zn,
+                            size_t m, const double *T, float *Phi,
+                            const km_fit_control *ctl, km_error *err)
+{
+    size_t block = phi_block(m);
+    int dots = km_kernel_uses_dots(k);
+    km_status st = KM_OK;
+    float *Tf = malloc(m * m * sizeof *Tf);
+    float *zf = dots ? malloc(m * d * sizeof *zf) : NULL;
+    float *xf = dots ? malloc(block * d * sizeof *xf) : NULL;
+    double *w = malloc((dots ? m : block * m) * sizeof *w);
+    if (!Tf || !w || (dots && (!zf || !xf))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the float "
+                          "features of %zu centres", m);
+        goto out;
+    }
+    round_to_float(T, m * m, Tf);
+    if (dots)
+        round_to_float(Z, m * d, zf);
+    for (size_t i0 = 0; i0 < n; i0 += block) {
+        size_t nb = n - i0 < block ? n - i0 : block;
+        float *P = Phi + i0 * m;
+        if ((st = block_f(k, X + i0 * d, nb, d, Z, zn, zf, m, xf,
+                          dots ? NULL : w, dots ? w : NULL, P, err)) !=
+            KM_OK)
+            goto out;
+        cblas_strsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans,
+                    CblasNonUnit, (int)m, (int)nb, 1.0f, Tf, (int)m, P,
+                    (int)m);
+        if (km_progress(ctl, PHI_SHARE * (double)(i0 + nb) / (double)n)) {
+            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+            goto out;
+        }
+    }
+out:
+    free(Tf);
+    free(zf);
+    free(xf);
+    free(w);
+    return st;
+}
+
+/* F (len doubles) rounded to floats in its own buffer, shrunk to them; in
+ * chunks through copies, so that no value is read after its bytes were
+ * written (float i ends at byte 4 (i + 1) <= 8 i, where double i
+ * starts, for i >= 1). */
+static float *shrink_to_float(double *F, size_t len)
+{
+    enum { CHUNK = 512 };
+    double v[CHUNK];
+    float f[CHUNK];
+    for (size_t i0 = 0; i0 < len; i0 += CHUNK) {
+        size_t c = len - i0 < CHUNK ? len - i0 : CHUNK;
+        memcpy(v, F + i0, c * sizeof *v);
+        round_to_float(v, c, f);
+        memcpy((char *)F + i0 * sizeof *f, f, c * sizeof *f);
+    }
+    float *out = realloc(F, (len ? len : 1) * sizeof *out);
+    return out ? out : (float *)(void *)F;
+}
+
 /* Centres idx (n entries of room, m asked, *m kept), T (m x m, upper,
- * column-major) and Phi (*Phi, n x m, rows in X's order) by p's rule.
- * With rpcholesky idx is in pivot order; T = F(P, :)^T. */
+ * column-major) and the features, n x m with rows in X's order, by p's
+ * rule: *Phi in double, or *Phif in float with precision float32 (the
+ * other NULL). With rpcholesky idx is in pivot order; T = F(P, :)^T. */
 static km_status centres_features(const km_kernel *k, const km_svm_params *p,
                                   const double *X, size_t n, size_t d,
                                   size_t *m, size_t *idx, double **T,
-                                  double **Phi, const km_fit_control *ctl,
-                                  km_error *err)
+                                  double **Phi, float **Phif,
+                                  const km_fit_control *ctl, km_error *err)
 {
+    const int f32 = p->precision == KM_SVM_PRECISION_FLOAT32;
     double *Z = NULL, *zn = NULL, shift;
     km_status st = km_nys_centres(k, p->centres, p->seed, X, n, d, *m, idx, m,
                                   p->centres == KM_KRR_CENTRES_RPCHOLESKY
@@ -394,6 +542,7 @@ static km_status centres_features(const km_kernel *k, const km_svm_params *p,
                                       : NULL,
                                   ctl, 0.0, PHI_SHARE, err);
     const size_t mm = *m;
+    *Phif = NULL;
     if (st != KM_OK)
         return st;
     if (!(*T = malloc(mm * mm * sizeof **T)))
@@ -404,9 +553,14 @@ static km_status centres_features(const km_kernel *k, const km_svm_params *p,
             memcpy(*T + a * mm, *Phi + idx[a] * mm, (a + 1) * sizeof **T);
             memset(*T + a * mm + a + 1, 0, (mm - a - 1) * sizeof **T);
         }
+        if (f32) {
+            *Phif = shrink_to_float(*Phi, n * mm);
+            *Phi = NULL;
+        }
         return KM_OK;
     }
-    if (!(*Phi = malloc(n * mm * sizeof **Phi)) ||
+    if ((f32 ? !(*Phif = malloc(n * mm * sizeof **Phif))
+             : !(*Phi = malloc(n * mm * sizeof **Phi))) ||
         !(Z = malloc(mm * d * sizeof *Z))) {
         free(Z);
         return km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
@@ -416,8 +570,10 @@ static km_status centres_features(const km_kernel *k, const km_svm_params *p,
         memcpy(Z + i * d, X + idx[i] * d, d * sizeof *X);
     if (!(zn = km_sqnorms(Z, mm, d)))
         st = km_error_set(err, KM_ENOMEM, "out of memory for the centres");
-    else if ((st = km_nys_factor_kmm(k, Z, mm, d, 0, *T, &shift, err)) == KM_OK)
-        st = features(k, X, n, d, Z, zn, mm, *T, *Phi, ctl, err);
+    else if ((st = km_nys_factor_kmm(k, Z, mm, d, 0, *T, &shift, err)) ==
+             KM_OK)
+        st = f32 ? features_f(k, X, n, d, Z, zn, mm, *T, *Phif, ctl, err)
+                 : features(k, X, n, d, Z, zn, mm, *T, *Phi, ctl, err);
     free(Z);
     free(zn);
     return st;
@@ -448,6 +604,7 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
     size_t m = km_svm_centres(p, n);
     size_t *idx = NULL, *pos = NULL, *pab = NULL;
     double *T = NULL, *Phi = NULL, *qd = NULL, *W = NULL, *ws = NULL;
+    float *Phif = NULL;
     double *fig = NULL;
     long *epochs = NULL;
     int *capped = NULL;
@@ -477,8 +634,8 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
         goto out;
     }
     double t0 = km_now();
-    if ((st = centres_features(k, p, X, n, d, &m, idx, &T, &Phi, ctl,
-                               err)) != KM_OK)
+    if ((st = centres_features(k, p, X, n, d, &m, idx, &T, &Phi, &Phif,
+                               ctl, err)) != KM_OK)
         goto out;
     res->m = m;
     res->Z = malloc(m * d * sizeof *res->Z);
@@ -500,10 +657,10 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
         goto out;
     }
     for (size_t i = 0; i < n; i++)
-        qd[i] = cblas_ddot((int)m, Phi + i * m, 1, Phi + i * m, 1) + 1.0;
+        qd[i] = phi_sqnorm(Phi, Phif, m, i) + 1.0;
     res->feature_seconds = km_now() - t0;
 
-    pairs_run r = {p, Phi, qd, order, start, m, P, pab, pab + P, W,
+    pairs_run r = {p, Phi, qd, Phif, order, start, m, P, pab, pab + P, W,
                    res->objective, fig, epochs, capped, ctl,
                    PTHREAD_MUTEX_INITIALIZER, 0, fig + P, 0, 0, KM_OK,
                    {KM_OK, ""}};
@@ -544,6 +701,7 @@ out:
     free(pab);
     free(T);
     free(Phi);
+    free(Phif);
     free(qd);
     free(W);
     free(ws);

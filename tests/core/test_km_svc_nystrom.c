@@ -11,6 +11,10 @@
  * gen_rpcholesky_refs.py's pivots, m = n (all rows, or the rank) against
  * the exact linear SVM on the whole kernel's features, progress and
  * cancel (as uniform's); the pairs on several threads give the same answer.
+ * With params.precision float32: the decisions against the same
+ * references (and the float64 path's, for a kernel of L1 distances) to
+ * FLOAT_TOL, the same labels, the figure and the file, the checks and
+ * the estimate.
  */
 #include "../check_main.h"
 #include "km.h"
@@ -685,6 +689,119 @@ START_TEST(rpcholesky_checks_and_bytes)
 }
 END_TEST
 
+/* Float features against the references to this (absolute, on
+ * decisions of order 1: float's rounding, 6e-8 relative, of the
+ * features moves the optimum by that times the features'
+ * conditioning; measured 1e-7 to 1.2e-6 here). */
+#define FLOAT_TOL 1e-5
+
+/* precision float32: each rule's decisions within FLOAT_TOL of
+ * liblinear's on numpy's double features (the fixtures that the float64
+ * path meets to 1e-6), the vote's labels equal; for the L1 Laplacian
+ * (kernel values by km_gram_cross_sn, then rounded) within FLOAT_TOL of
+ * the float64 path; the same answer on 2 threads; the params figure
+ * and a file round trip. */
+START_TEST(float32_against_references)
+{
+    data dt;
+    load(&dt);
+    km_kernel k = rbf();
+    const char *refs[KM_KRR_CENTRES_COUNT] = {"svn_rbf_dec.txt",
+                                              "svn_rpc_dec.txt"};
+    for (int rule = 0; rule < KM_KRR_CENTRES_COUNT; rule++) {
+        km_svm_params p = nystrom(M, 5, 1.0);
+        p.centres = (km_krr_centre_rule)rule;
+        p.precision = KM_SVM_PRECISION_FLOAT32;
+        km_model *m = fit(&k, &p, &dt);
+        double *dec = malloc(dt.nt * NP * sizeof *dec);
+        ck_assert_int_eq(km_svc_decision(m, dt.T, dt.nt, dec, NULL), KM_OK);
+        double *ref = fixture(refs[rule], dt.nt * NP);
+        double e = max_abs(dec, ref, dt.nt * NP);
+        ck_assert_msg(e <= FLOAT_TOL, "%s: decisions off by %g",
+                      km_krr_centres_name(p.centres), e);
+        free(ref);
+        if (rule == KM_KRR_CENTRES_UNIFORM) {
+            int lab[200];
+            ck_assert_int_eq(km_svc_predict(m, dt.T, dt.nt, lab, NULL),
+                             KM_OK);
+            for (size_t i = 0; i < dt.nt; i++)
+                ck_assert_int_eq(lab[i], (int)dt.labels[i]);
+        }
+        ck_assert_double_eq(fig(km_model_params(m), "precision"),
+                            KM_SVM_PRECISION_FLOAT32);
+        km_fit_control ctl = {NULL, NULL, 2};
+        double *two = decisions(&k, &p, dt.X, N, dt.y, &ctl, &dt, NULL);
+        ck_assert_mem_eq(dec, two, dt.nt * NP * sizeof *dec);
+        free(two);
+        const char *labels[K] = {"0", "1", "2", "3"};
+        ck_assert_int_eq(km_model_set_labels(m, labels, K, 1, NULL), KM_OK);
+        unsigned char *buf;
+        size_t len;
+        km_model *back = NULL;
+        ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
+        ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
+        ck_assert_double_eq(fig(km_model_params(back), "precision"),
+                            KM_SVM_PRECISION_FLOAT32);
+        ck_assert_int_eq(km_svc_decision(back, dt.T, dt.nt, two = malloc(
+                                             dt.nt * NP * sizeof *two),
+                                         NULL), KM_OK);
+        ck_assert_mem_eq(dec, two, dt.nt * NP * sizeof *dec);
+        free(two);
+        free(buf);
+        km_model_free(back);
+        km_model_free(m);
+        free(dec);
+    }
+    /* float64 shows no figure (files as before) */
+    km_svm_params p = nystrom(M, 5, 1.0);
+    km_model *m = fit(&k, &p, &dt);
+    ck_assert_ptr_null(km_info_find(km_model_params(m), "precision"));
+    km_model_free(m);
+    km_kernel lap;
+    km_kernel_init(&lap, KM_KERNEL_LAPLACIAN);
+    lap.gamma = 0.2;
+    double *d64 = decisions(&lap, &p, dt.X, N, dt.y, NULL, &dt, NULL);
+    p.precision = KM_SVM_PRECISION_FLOAT32;
+    double *d32 = decisions(&lap, &p, dt.X, N, dt.y, NULL, &dt, NULL);
+    double e = max_abs(d64, d32, dt.nt * NP);
+    ck_assert_msg(e <= FLOAT_TOL, "laplacian: decisions off by %g", e);
+    free(d64);
+    free(d32);
+    unload(&dt);
+}
+END_TEST
+
+/* params.precision is checked with nystrom only, named; float32 halves
+ * Phi in the estimate (uniform), rpcholesky's factor being double while
+ * it runs. */
+START_TEST(float32_checks_and_bytes)
+{
+    km_svm_params p = nystrom(10, 0, 1.0);
+    km_error err;
+    p.precision = KM_SVM_PRECISION_COUNT;
+    ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_EINVAL);
+    ck_assert_str_eq(err.message,
+                     "params.precision must be float64 or float32");
+    p.solver = KM_SVM_SOLVER_EXACT;
+    ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_OK);
+    ck_assert_str_eq(km_svm_precision_name(KM_SVM_PRECISION_FLOAT64),
+                     "float64");
+    ck_assert_str_eq(km_svm_precision_name(KM_SVM_PRECISION_FLOAT32),
+                     "float32");
+    ck_assert_ptr_null(km_svm_precision_name(KM_SVM_PRECISION_COUNT));
+    p = nystrom(4000, 0, 10.0);
+    size_t d = km_svc_fit_bytes(60000, 784, 10, &p);
+    p.precision = KM_SVM_PRECISION_FLOAT32;
+    size_t f = km_svc_fit_bytes(60000, 784, 10, &p);
+    ck_assert_uint_ge(f, (size_t)4 * 60000 * 4000);
+    ck_assert_uint_le(f, d - (size_t)4 * 60000 * 4000 + ((size_t)200 << 20));
+    p.centres = KM_KRR_CENTRES_RPCHOLESKY;
+    size_t r = km_svc_fit_bytes(60000, 784, 10, &p);
+    p.precision = KM_SVM_PRECISION_FLOAT64;
+    ck_assert_uint_eq(r, km_svc_fit_bytes(60000, 784, 10, &p));
+}
+END_TEST
+
 static Suite *svc_nystrom_suite(void)
 {
     Suite *s = suite_create("km_svc_nystrom");
@@ -703,6 +820,8 @@ static Suite *svc_nystrom_suite(void)
     tcase_add_test(tc, rpcholesky_m_equals_n_is_exact);
     tcase_add_test(tc, threads_same_answer);
     tcase_add_test(tc, rpcholesky_checks_and_bytes);
+    tcase_add_test(tc, float32_against_references);
+    tcase_add_test(tc, float32_checks_and_bytes);
     suite_add_tcase(s, tc);
     return s;
 }
