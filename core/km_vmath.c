@@ -262,3 +262,12 @@ void km_vaxpy_f(double a, const float *x, double *y, size_t n)
     for (size_t j = 0; j < n; j++)
         y[j] += a * (double)x[j];
 }
+
+/* Asks for the bytes [p, p + bytes) to be brought into cache, a line of
+ * 64 bytes at a time (a hint: no effect on any value). */
+void km_prefetch(const void *p, size_t bytes)
+{
+    const char *c = p;
+    for (size_t j = 0; j < bytes; j += 64)
+        __builtin_prefetch(c + j, 0, 3);
+}
