@@ -100,7 +100,7 @@ size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
      * (Phi being its factor, in double while it runs, whatever the
      * precision). Float features: Phi in float (n m / 2 doubles) and,
      * while they are computed, T, the centres and a block of rows in
-     * float and a block of kernel values in double (features_f). */
+     * float and a block of kernel values in double (features). */
     uint64_t m = km_svm_centres(p, n), P = km_n_pairs(k);
     int rpc = p->centres == KM_KRR_CENTRES_RPCHOLESKY;
     uint64_t v = km_mul_sat(n, m);
@@ -413,29 +413,6 @@ static km_status run_pairs(pairs_run *r, size_t nw, size_t maxpair,
     return KM_OK;
 }
 
-/* Phi (n x m, row-major) := T^-T k_m(x_i) for the rows of X, in blocks. */
-static km_status features(const km_kernel *k, const double *X, size_t n,
-                          size_t d, const double *Z, const double *zn,
-                          size_t m, const double *T, double *Phi,
-                          const km_fit_control *ctl, km_error *err)
-{
-    size_t block = phi_block(m);
-    for (size_t i0 = 0; i0 < n; i0 += block) {
-        size_t nb = n - i0 < block ? n - i0 : block;
-        double *P = Phi + i0 * m;
-        km_status st = km_gram_cross_sn(k, X + i0 * d, nb, Z, m, zn, d, P,
-                                        m, err);
-        if (st != KM_OK)
-            return st;
-        /* P row-major nb x m is column-major m x nb (K^T): T^T X = K^T */
-        cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans,
-                    CblasNonUnit, (int)m, (int)nb, 1.0, T, (int)m, P, (int)m);
-        if (km_progress(ctl, PHI_SHARE * (double)(i0 + nb) / (double)n))
-            return km_error_set(err, KM_ECANCELLED, "fit cancelled");
-    }
-    return KM_OK;
-}
-
 static void round_to_float(const double *v, size_t len, float *f)
 {
     for (size_t i = 0; i < len; i++)
@@ -472,48 +449,85 @@ static km_status block_f(const km_kernel *k, const double *X, size_t nb,
     return KM_OK;
 }
 
-/* features in float (precision float32): T rounded, each block by
- * block_f, then STRSM. */
-static km_status features_f(const km_kernel *k, const double *X, size_t n,
-                            size_t d, const double *Z, const double *zn,
-                            size_t m, const double *T, float *Phi,
-                            const km_fit_control *ctl, km_error *err)
+/* The float path's buffers (features): T, the centres and a block of
+ * rows rounded, and a block of kernel values (other kernels) or one row
+ * (kernels of inner products) in double. */
+typedef struct fbufs {
+    float *T, *zf, *xf;
+    double *w;
+} fbufs;
+
+static int fbufs_init(fbufs *b, const km_kernel *k, const double *T,
+                      const double *Z, size_t m, size_t d, size_t block)
+{
+    int dots = km_kernel_uses_dots(k);
+    b->T = malloc(m * m * sizeof *b->T);
+    b->zf = dots ? malloc(m * d * sizeof *b->zf) : NULL;
+    b->xf = dots ? malloc(block * d * sizeof *b->xf) : NULL;
+    b->w = malloc((dots ? m : block * m) * sizeof *b->w);
+    if (!b->T || !b->w || (dots && (!b->zf || !b->xf)))
+        return 0;
+    round_to_float(T, m * m, b->T);
+    if (dots)
+        round_to_float(Z, m * d, b->zf);
+    return 1;
+}
+
+static void fbufs_free(fbufs *b)
+{
+    free(b->T);
+    free(b->zf);
+    free(b->xf);
+    free(b->w);
+}
+
+/* Phi (n x m, row-major) := T^-T k_m(x_i) for the rows of X, in blocks:
+ * in double into Phi (the kernel against the centres, then DTRSM), or,
+ * when Phif is not NULL, in float into it (block_f, then STRSM with T
+ * rounded). */
+static km_status features(const km_kernel *k, const double *X, size_t n,
+                          size_t d, const double *Z, const double *zn,
+                          size_t m, const double *T, double *Phi,
+                          float *Phif, const km_fit_control *ctl,
+                          km_error *err)
 {
     size_t block = phi_block(m);
-    int dots = km_kernel_uses_dots(k);
+    fbufs f = {NULL, NULL, NULL, NULL};
     km_status st = KM_OK;
-    float *Tf = malloc(m * m * sizeof *Tf);
-    float *zf = dots ? malloc(m * d * sizeof *zf) : NULL;
-    float *xf = dots ? malloc(block * d * sizeof *xf) : NULL;
-    double *w = malloc((dots ? m : block * m) * sizeof *w);
-    if (!Tf || !w || (dots && (!zf || !xf))) {
+    if (Phif && !fbufs_init(&f, k, T, Z, m, d, block)) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the float "
                           "features of %zu centres", m);
         goto out;
     }
-    round_to_float(T, m * m, Tf);
-    if (dots)
-        round_to_float(Z, m * d, zf);
     for (size_t i0 = 0; i0 < n; i0 += block) {
         size_t nb = n - i0 < block ? n - i0 : block;
-        float *P = Phi + i0 * m;
-        if ((st = block_f(k, X + i0 * d, nb, d, Z, zn, zf, m, xf,
-                          dots ? NULL : w, dots ? w : NULL, P, err)) !=
-            KM_OK)
-            goto out;
-        cblas_strsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans,
-                    CblasNonUnit, (int)m, (int)nb, 1.0f, Tf, (int)m, P,
-                    (int)m);
+        /* a block, row-major nb x m, is column-major m x nb (K^T):
+         * T^T P = K^T */
+        if (Phif) {
+            float *P = Phif + i0 * m;
+            if ((st = block_f(k, X + i0 * d, nb, d, Z, zn, f.zf, m, f.xf,
+                              f.zf ? NULL : f.w, f.zf ? f.w : NULL, P,
+                              err)) != KM_OK)
+                goto out;
+            cblas_strsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans,
+                        CblasNonUnit, (int)m, (int)nb, 1.0f, f.T, (int)m, P,
+                        (int)m);
+        } else {
+            double *P = Phi + i0 * m;
+            if ((st = km_gram_cross_sn(k, X + i0 * d, nb, Z, m, zn, d, P, m,
+                                       err)) != KM_OK)
+                goto out;
+            cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans,
+                        CblasNonUnit, (int)m, (int)nb, 1.0, T, (int)m, P,
+                        (int)m);
+        }
         if (km_progress(ctl, PHI_SHARE * (double)(i0 + nb) / (double)n)) {
             st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
             goto out;
         }
     }
 out:
-    free(Tf);
-    free(zf);
-    free(xf);
-    free(w);
+    fbufs_free(&f);
     return st;
 }
 
@@ -584,8 +598,7 @@ static km_status centres_features(const km_kernel *k, const km_svm_params *p,
         st = km_error_set(err, KM_ENOMEM, "out of memory for the centres");
     else if ((st = km_nys_factor_kmm(k, Z, mm, d, 0, *T, &shift, err)) ==
              KM_OK)
-        st = f32 ? features_f(k, X, n, d, Z, zn, mm, *T, *Phif, ctl, err)
-                 : features(k, X, n, d, Z, zn, mm, *T, *Phi, ctl, err);
+        st = features(k, X, n, d, Z, zn, mm, *T, *Phi, *Phif, ctl, err);
     free(Z);
     free(zn);
     return st;

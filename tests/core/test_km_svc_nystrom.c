@@ -668,24 +668,44 @@ START_TEST(threads_same_answer)
 }
 END_TEST
 
-/* params.centres is checked with krr's rule check (only with nystrom);
- * rpcholesky's estimate adds its workspace to the same Phi. */
-START_TEST(rpcholesky_checks_and_bytes)
+/* params.centres (krr's rule check) and params.precision are checked
+ * with nystrom only, named; rpcholesky's estimate adds its workspace to
+ * the same Phi; float32 halves Phi (uniform: rpcholesky's factor is
+ * double while it runs). */
+START_TEST(options_checks_and_bytes)
 {
-    km_svm_params p = nystrom(10, 0, 1.0);
     km_error err;
-    p.centres = KM_KRR_CENTRES_COUNT;
-    ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_EINVAL);
-    ck_assert_str_eq(err.message,
-                     "params.centres must be uniform or rpcholesky");
-    p.solver = KM_SVM_SOLVER_EXACT;
-    ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_OK);
-    p = nystrom(4000, 0, 10.0);
+    for (int opt = 0; opt < 2; opt++) {
+        km_svm_params p = nystrom(10, 0, 1.0);
+        if (opt == 0)
+            p.centres = KM_KRR_CENTRES_COUNT;
+        else
+            p.precision = KM_SVM_PRECISION_COUNT;
+        ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_EINVAL);
+        ck_assert_str_eq(err.message,
+                         opt == 0
+                             ? "params.centres must be uniform or rpcholesky"
+                             : "params.precision must be float64 or float32");
+        p.solver = KM_SVM_SOLVER_EXACT;
+        ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_OK);
+    }
+    ck_assert_str_eq(km_svm_precision_name(KM_SVM_PRECISION_FLOAT64),
+                     "float64");
+    ck_assert_str_eq(km_svm_precision_name(KM_SVM_PRECISION_FLOAT32),
+                     "float32");
+    ck_assert_ptr_null(km_svm_precision_name(KM_SVM_PRECISION_COUNT));
+    km_svm_params p = nystrom(4000, 0, 10.0);
     size_t u = km_svc_fit_bytes(60000, 784, 10, &p);
     p.centres = KM_KRR_CENTRES_RPCHOLESKY;
     size_t r = km_svc_fit_bytes(60000, 784, 10, &p);
     ck_assert_uint_eq(r, u + km_nys_rpcholesky_bytes(60000, 784, 4000));
     ck_assert_uint_le(r, u + ((size_t)16 << 20));
+    p.precision = KM_SVM_PRECISION_FLOAT32;
+    ck_assert_uint_eq(km_svc_fit_bytes(60000, 784, 10, &p), r);
+    p.centres = KM_KRR_CENTRES_UNIFORM;
+    size_t f = km_svc_fit_bytes(60000, 784, 10, &p);
+    ck_assert_uint_ge(f, (size_t)4 * 60000 * 4000);
+    ck_assert_uint_le(f, u - (size_t)4 * 60000 * 4000 + ((size_t)200 << 20));
 }
 END_TEST
 
@@ -771,37 +791,6 @@ START_TEST(float32_against_references)
 }
 END_TEST
 
-/* params.precision is checked with nystrom only, named; float32 halves
- * Phi in the estimate (uniform), rpcholesky's factor being double while
- * it runs. */
-START_TEST(float32_checks_and_bytes)
-{
-    km_svm_params p = nystrom(10, 0, 1.0);
-    km_error err;
-    p.precision = KM_SVM_PRECISION_COUNT;
-    ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_EINVAL);
-    ck_assert_str_eq(err.message,
-                     "params.precision must be float64 or float32");
-    p.solver = KM_SVM_SOLVER_EXACT;
-    ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_OK);
-    ck_assert_str_eq(km_svm_precision_name(KM_SVM_PRECISION_FLOAT64),
-                     "float64");
-    ck_assert_str_eq(km_svm_precision_name(KM_SVM_PRECISION_FLOAT32),
-                     "float32");
-    ck_assert_ptr_null(km_svm_precision_name(KM_SVM_PRECISION_COUNT));
-    p = nystrom(4000, 0, 10.0);
-    size_t d = km_svc_fit_bytes(60000, 784, 10, &p);
-    p.precision = KM_SVM_PRECISION_FLOAT32;
-    size_t f = km_svc_fit_bytes(60000, 784, 10, &p);
-    ck_assert_uint_ge(f, (size_t)4 * 60000 * 4000);
-    ck_assert_uint_le(f, d - (size_t)4 * 60000 * 4000 + ((size_t)200 << 20));
-    p.centres = KM_KRR_CENTRES_RPCHOLESKY;
-    size_t r = km_svc_fit_bytes(60000, 784, 10, &p);
-    p.precision = KM_SVM_PRECISION_FLOAT64;
-    ck_assert_uint_eq(r, km_svc_fit_bytes(60000, 784, 10, &p));
-}
-END_TEST
-
 static Suite *svc_nystrom_suite(void)
 {
     Suite *s = suite_create("km_svc_nystrom");
@@ -819,9 +808,8 @@ static Suite *svc_nystrom_suite(void)
     tcase_add_test(tc, rpcholesky_against_liblinear);
     tcase_add_test(tc, rpcholesky_m_equals_n_is_exact);
     tcase_add_test(tc, threads_same_answer);
-    tcase_add_test(tc, rpcholesky_checks_and_bytes);
+    tcase_add_test(tc, options_checks_and_bytes);
     tcase_add_test(tc, float32_against_references);
-    tcase_add_test(tc, float32_checks_and_bytes);
     suite_add_tcase(s, tc);
     return s;
 }
