@@ -534,6 +534,25 @@ static double *decisions(const km_kernel *k, const km_svm_params *p,
     return dec;
 }
 
+/* m (labels set) saved and loaded: the loaded model (the caller's), whose
+ * decisions on the test rows are dec to the bit. */
+static km_model *round_trip(km_model *m, const double *dec, const data *dt)
+{
+    const char *labels[K] = {"0", "1", "2", "3"};
+    ck_assert_int_eq(km_model_set_labels(m, labels, K, 1, NULL), KM_OK);
+    unsigned char *buf;
+    size_t len;
+    km_model *back = NULL;
+    ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
+    ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
+    free(buf);
+    double *d2 = malloc(dt->nt * NP * sizeof *d2);
+    ck_assert_int_eq(km_svc_decision(back, dt->T, dt->nt, d2, NULL), KM_OK);
+    ck_assert_mem_eq(dec, d2, dt->nt * NP * sizeof *dec);
+    free(d2);
+    return back;
+}
+
 /* rpcholesky centres: core's pivots (the feature path's, F kept) are the
  * fixture's, and the decisions liblinear's on numpy's features of them
  * (F used as the features, folded back over the pivots) to 1e-6. */
@@ -580,18 +599,7 @@ START_TEST(rpcholesky_against_liblinear)
                         KM_KRR_CENTRES_RPCHOLESKY);
     ck_assert_double_eq(fig(km_model_params(m), "n_centres"), M);
     /* the centres are rows of X, sorted: a file round trip keeps them */
-    const char *labels[K] = {"0", "1", "2", "3"};
-    ck_assert_int_eq(km_model_set_labels(m, labels, K, 1, NULL), KM_OK);
-    unsigned char *buf;
-    size_t len;
-    km_model *back = NULL;
-    ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
-    ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
-    double *d2 = malloc(dt.nt * NP * sizeof *d2);
-    ck_assert_int_eq(km_svc_decision(back, dt.T, dt.nt, d2, NULL), KM_OK);
-    ck_assert_mem_eq(dec, d2, dt.nt * NP * sizeof *dec);
-    free(buf);
-    free(d2);
+    km_model *back = round_trip(m, dec, &dt);
     free(dec);
     km_model_free(back);
     km_model_free(m);
@@ -753,21 +761,9 @@ START_TEST(float32_against_references)
         double *two = decisions(&k, &p, dt.X, N, dt.y, &ctl, &dt, NULL);
         ck_assert_mem_eq(dec, two, dt.nt * NP * sizeof *dec);
         free(two);
-        const char *labels[K] = {"0", "1", "2", "3"};
-        ck_assert_int_eq(km_model_set_labels(m, labels, K, 1, NULL), KM_OK);
-        unsigned char *buf;
-        size_t len;
-        km_model *back = NULL;
-        ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
-        ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
+        km_model *back = round_trip(m, dec, &dt);
         ck_assert_double_eq(fig(km_model_params(back), "precision"),
                             KM_SVM_PRECISION_FLOAT32);
-        ck_assert_int_eq(km_svc_decision(back, dt.T, dt.nt, two = malloc(
-                                             dt.nt * NP * sizeof *two),
-                                         NULL), KM_OK);
-        ck_assert_mem_eq(dec, two, dt.nt * NP * sizeof *dec);
-        free(two);
-        free(buf);
         km_model_free(back);
         km_model_free(m);
         free(dec);
