@@ -81,12 +81,14 @@ static long max_epochs(const km_svm_params *p)
     return p->max_iter > 0 ? p->max_iter : KM_SVM_DEFAULT_EPOCHS;
 }
 
-/* Rows of Phi per block (kernel and triangular solve), within BLAS's
- * ints. */
-static size_t phi_block(size_t m)
+/* Rows of Phi per block (kernel and triangular solve) of n rows, within
+ * BLAS's ints and n (the float path's buffers hold a block's rows). */
+static size_t phi_block(size_t n, size_t m)
 {
     size_t block = PHI_BLOCK_VALUES / (m ? m : 1);
-    return block < 1 ? 1 : block > INT_MAX / m ? INT_MAX / m : block;
+    block = block > INT_MAX / (m ? m : 1) ? INT_MAX / (m ? m : 1) : block;
+    block = block < n ? block : n;
+    return block < 1 ? 1 : block;
 }
 
 size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
@@ -105,7 +107,7 @@ size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
     int rpc = p->centres == KM_KRR_CENTRES_RPCHOLESKY;
     uint64_t v = km_mul_sat(n, m);
     if (p->precision == KM_SVM_PRECISION_FLOAT32 && !rpc) {
-        uint64_t b = phi_block(m);
+        uint64_t b = phi_block(n, m);
         v = (v + 1) / 2;
         v = km_add_sat(v, (km_mul_sat(m, m + d) + b * d) / 2 + 1);
         v = km_add_sat(v, km_mul_sat(b, m));
@@ -491,7 +493,7 @@ static km_status features(const km_kernel *k, const double *X, size_t n,
                           float *Phif, const km_fit_control *ctl,
                           km_error *err)
 {
-    size_t block = phi_block(m);
+    size_t block = phi_block(n, m);
     fbufs f = {NULL, NULL, NULL, NULL};
     km_status st = KM_OK;
     if (Phif && !fbufs_init(&f, k, T, Z, m, d, block)) {
