@@ -540,12 +540,7 @@ static km_model *round_trip(km_model *m, const double *dec, const data *dt)
 {
     const char *labels[K] = {"0", "1", "2", "3"};
     ck_assert_int_eq(km_model_set_labels(m, labels, K, 1, NULL), KM_OK);
-    unsigned char *buf;
-    size_t len;
-    km_model *back = NULL;
-    ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
-    ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
-    free(buf);
+    km_model *back = km_test_round_trip(m);
     double *d2 = malloc(dt->nt * NP * sizeof *d2);
     ck_assert_int_eq(km_svc_decision(back, dt->T, dt->nt, d2, NULL), KM_OK);
     ck_assert_mem_eq(dec, d2, dt->nt * NP * sizeof *dec);
