@@ -47,9 +47,9 @@ static const struct output {
     {KM_OUT_SCORES, "decision_function", NULL, 0, 0},
     {KM_OUT_PROBABILITIES, "probability", "params.probability: true", 0, 0},
     {KM_OUT_VALUES, "mean", NULL, KM_OUT_VARIANCES, 0},
-    {KM_OUT_VARIANCES, "std", NULL, 0, 1},
-    {KM_OUT_VARIANCES, "var", NULL, 0, 0},
-    {KM_OUT_COVARIANCE, "cov", NULL, 0, 0},
+    {KM_OUT_VARIANCES, "std", "params.variance: true", 0, 1},
+    {KM_OUT_VARIANCES, "var", "params.variance: true", 0, 0},
+    {KM_OUT_COVARIANCE, "cov", "params.variance: true", 0, 0},
 };
 #define N_OUTPUTS (sizeof outputs / sizeof *outputs)
 

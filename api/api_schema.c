@@ -88,18 +88,39 @@ static const char *krr_centres_name(int c)
 #define NYSTROM_OR_RFF ONLY_NYSTROM, \
     .only_also = 1u << KM_KRR_SOLVER_AUTO | 1u << KM_KRR_SOLVER_RFF
 
-/* params.centres of a nystrom solver (krr's, svc's): the same rule,
- * names and check (km_nys_check_rule); which solvers it applies to and
- * what its factor is for differ. */
-#define CENTRES_ROW(ptype, only, scope, factor)                              \
-    {.key = "centres", .type = API_ENUM, FIELD(ptype, centres),              \
-     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, only,         \
+/* The rows of the nystrom solvers' settings that krr and gpr share (the
+ * members of the same names of T), applying where cond says.
+ * n_centres: its type and lower bound here (400); its upper bound,
+ * n_samples, in core's check (km_nys_check_centres: 422), as kpca's
+ * n_components. */
+#define NYS_N_CENTRES_ROW(T, cond)                                           \
+    {.key = "n_centres", .type = API_INTEGER, FIELD(T, n_centres),           \
+     .range = API_RANGE_API, .min = 1, .max = INT_MAX, .data_default = 1,    \
+     .data_bound = "the number of rows of X", cond,                          \
+     .doc = "nystrom and auto only: centres; default min(n, "                \
+            "ceil(sqrt(n) ln n) within [1000, 10000]); above n_samples "     \
+            "is 422"}
+#define NYS_CG_ROWS(T, cond)                                                 \
+    {.key = "cg_tol", .type = API_NUMBER, FIELD(T, cg_tol), POSITIVE,        \
+     cond, .doc = "nystrom and auto only: stop when every output's "         \
+                  "relative residual is at most this"},                      \
+    {.key = "cg_max_iter", .type = API_INTEGER, FIELD(T, cg_max_iter),       \
+     .range = API_RANGE_API, .min = 1, .max = INT_MAX, cond,                 \
+     .doc = "nystrom and auto only: most conjugate-gradient iterations"}
+/* params.centres of a nystrom solver (krr's, gpr's, svc's): the same
+ * rule, names and check (km_nys_check_rule); which solvers it applies to
+ * (the condition, last: it expands to several members) and what its
+ * factor is for differ. */
+#define CENTRES_ROW(T, scope, factor, ...)                                   \
+    {.key = "centres", .type = API_ENUM, FIELD(T, centres),                  \
+     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, __VA_ARGS__,  \
      .doc = scope ": how the centres are picked: uniform (without "          \
                   "replacement) or rpcholesky (randomly pivoted Cholesky, "  \
                   factor ")"}
+#define NYS_CENTRES_ROW(T, cond)                                             \
+    CENTRES_ROW(T, "nystrom and auto only",                                  \
+                "which holds an n x m factor while it runs", cond)
 
-/* n_centres: its type and lower bound here (400); its upper bound,
- * n_samples, in km_krr_check (422), as kpca's n_components. */
 static const api_param krr_rows[] = {
     {.key = "alpha", .type = API_NUMBER, FIELD(km_krr_params, alpha),
      POSITIVE, .doc = "ridge added to the kernel matrix's diagonal"},
@@ -112,31 +133,17 @@ static const api_param krr_rows[] = {
             "and laplacian_l2 only; auto: exact when its estimate is at "
             "most half the server's memory budget, else nystrom "
             "(training.solver says which)"},
-    {.key = "n_centres", .type = API_INTEGER,
-     FIELD(km_krr_params, n_centres), .range = API_RANGE_API, .min = 1,
-     .max = INT_MAX, .data_default = 1,
-     .data_bound = "the number of rows of X", NYSTROM,
-     .doc = "nystrom and auto only: centres; default min(n, "
-            "ceil(sqrt(n) ln n) within [1000, 10000]); above n_samples "
-            "is 422"},
+    NYS_N_CENTRES_ROW(km_krr_params, NYSTROM),
     {.key = "seed", .type = API_INTEGER, FIELD(km_krr_params, seed),
      .range = API_RANGE_API, .min = 0, .max = 2147483647, NYSTROM_OR_RFF,
      .doc = "nystrom, auto and rff only: seed of the centres' or the "
             "random features' draw (core's PRNG)"},
-    {.key = "cg_tol", .type = API_NUMBER, FIELD(km_krr_params, cg_tol),
-     POSITIVE, NYSTROM,
-     .doc = "nystrom and auto only: stop when every output's relative "
-            "residual is at most this"},
-    {.key = "cg_max_iter", .type = API_INTEGER,
-     FIELD(km_krr_params, cg_max_iter), .range = API_RANGE_API, .min = 1,
-     .max = INT_MAX, NYSTROM,
-     .doc = "nystrom and auto only: most conjugate-gradient iterations"},
+    NYS_CG_ROWS(km_krr_params, NYSTROM),
     {.key = "n_components", .type = API_INTEGER,
      FIELD(km_krr_params, n_components), .range = API_RANGE_API, .min = 1,
      .max = KM_KRR_MAX_COMPONENTS, RFF,
      .doc = "rff only: D, the number of random Fourier features"},
-    CENTRES_ROW(km_krr_params, NYSTROM, "nystrom and auto only",
-                "which holds an n x m factor while it runs"),
+    NYS_CENTRES_ROW(km_krr_params, NYSTROM),
     {0},
 };
 _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
@@ -201,8 +208,8 @@ static const api_param svc_rows[] = {
      .data_default = 1, /* 0 in the struct: the solver's own, 1000 */
      .doc = "nystrom only: most epochs of dual coordinate descent per "
             "class pair (default 1000)"},
-    CENTRES_ROW(km_svm_params, SVC_NYSTROM, "nystrom only",
-                "whose n x m factor is itself the features"),
+    CENTRES_ROW(km_svm_params, "nystrom only",
+                "whose n x m factor is itself the features", SVC_NYSTROM),
     {.key = "precision", .type = API_ENUM, FIELD(km_svm_params, precision),
      .names = svm_precision_name, .count = KM_SVM_PRECISION_COUNT,
      SVC_NYSTROM,
@@ -275,8 +282,16 @@ static const char *gpr_optimizer_name(int o)
     return km_gpr_optimizer_name((km_gpr_optimizer)o);
 }
 
-/* Only with optimizer "lbfgs". */
+static const char *gpr_solver_name(int s)
+{
+    return km_gpr_solver_name((km_gpr_solver)s);
+}
+
+/* Only with optimizer "lbfgs"; only with solver "nystrom" or "auto" (as
+ * krr's NYSTROM). */
 #define LBFGS .only_if = "optimizer", .only_value = KM_GPR_OPTIMIZER_LBFGS
+#define GPR_NYSTROM .only_if = "solver", .only_value = KM_GPR_SOLVER_NYSTROM, \
+                    .only_also = 1u << KM_GPR_SOLVER_AUTO
 
 static const api_param gpr_rows[] = {
     {.key = "noise", .type = API_NUMBER, FIELD(km_gpr_params, noise),
@@ -301,13 +316,32 @@ static const api_param gpr_rows[] = {
      .doc = "lbfgs only: starts drawn in the bounds after the given one"},
     {.key = "seed", .type = API_INTEGER, FIELD(km_gpr_params, seed),
      .range = API_RANGE_API, .min = 0, .max = 2147483647, LBFGS,
-     .doc = "lbfgs only: seed of the restarts' draw (core's PRNG)"},
+     .or_if = "solver", .or_value = KM_GPR_SOLVER_NYSTROM,
+     .or_also = 1u << KM_GPR_SOLVER_AUTO,
+     .doc = "lbfgs, nystrom and auto only: seed of the restarts' or the "
+            "centres' draw (core's PRNG)"},
     {.key = "max_iter", .type = API_INTEGER, FIELD(km_gpr_params, max_iter),
      .range = API_RANGE_API, .min = 1, .max = KM_GPR_MAX_ITER, LBFGS,
      .doc = "lbfgs only: iterations per start"},
+    {.key = "solver", .type = API_ENUM, FIELD(km_gpr_params, solver),
+     .names = gpr_solver_name, .count = KM_GPR_SOLVER_COUNT,
+     .doc = "exact: Cholesky of the n x n kernel matrix; nystrom: m "
+            "centres, the mean by krr's nystrom solver (Falkon) and, with "
+            "variance, the DTC variance, memory O(m^2 + n), no optimizer; "
+            "auto: exact when its estimate is at most half the server's "
+            "memory budget, else nystrom (training.solver says which)"},
+    NYS_N_CENTRES_ROW(km_gpr_params, GPR_NYSTROM),
+    NYS_CG_ROWS(km_gpr_params, GPR_NYSTROM),
+    NYS_CENTRES_ROW(km_gpr_params, GPR_NYSTROM),
+    {.key = "variance", .type = API_BOOL, FIELD(km_gpr_params, variance),
+     GPR_NYSTROM,
+     .doc = "nystrom and auto only: also keep the DTC variance's two m x m "
+            "factors (n m^2 more work at fit), so that output std, var and "
+            "cov and the log marginal likelihood are available"},
     {0},
 };
-_Static_assert(sizeof(km_gpr_optimizer) == sizeof(int),
+_Static_assert(sizeof(km_gpr_optimizer) == sizeof(int) &&
+                   sizeof(km_gpr_solver) == sizeof(int),
                "API_ENUM fields are int-sized");
 /* n_clusters: its type and lower bound here (400); its upper bound,
  * n_samples, in km_kkmeans_check (422), as kpca's n_components. */
@@ -701,28 +735,41 @@ int api_schema_read_row(const cJSON *obj, const char *path,
     return read_row(obj, path, r, s, params, e);
 }
 
+/* Whether the enum row named key of s holds value (or one of also's) in
+ * params; the condition's words ("params.solver \"nystrom\" or
+ * \"auto\"") into buf. */
+static int holds(const api_schema *s, const char *key, int value,
+                 unsigned also, const void *params, const char *path,
+                 char *buf, size_t len)
+{
+    const api_param *dep = api_schema_find(s, key);
+    int v;
+    memcpy(&v, (const char *)params + dep->offset, sizeof v);
+    char by[160];
+    field(by, sizeof by, path, dep->key);
+    size_t used = (size_t)snprintf(buf, len, "%s \"%s\"", by,
+                                   dep->names(value));
+    for (int i = 0; i < 32 && i < dep->count && used < len; i++)
+        if (also >> i & 1u)
+            used += (size_t)snprintf(buf + used, len - used, " or \"%s\"",
+                                     dep->names(i));
+    return v == value || (v >= 0 && v < 32 && (also >> v & 1u));
+}
+
 int api_schema_applies(const api_schema *s, const api_param *r,
                        const void *params, const char *path, api_error *e)
 {
     if (!r->only_if)
         return 0;
-    const api_param *dep = api_schema_find(s, r->only_if);
-    int v;
-    memcpy(&v, (const char *)params + dep->offset, sizeof v);
-    if (v == r->only_value ||
-        (v >= 0 && v < 32 && (r->only_also >> v & 1u)))
+    char name[160], one[256], two[256] = "";
+    if (holds(s, r->only_if, r->only_value, r->only_also, params, path, one,
+              sizeof one) ||
+        (r->or_if && holds(s, r->or_if, r->or_value, r->or_also, params,
+                           path, two, sizeof two)))
         return 0;
-    char name[160], by[160], also[96] = "";
     field(name, sizeof name, path, r->key);
-    field(by, sizeof by, path, dep->key);
-    for (int i = 0; i < 32 && i < dep->count; i++)
-        if (r->only_also >> i & 1u) {
-            size_t used = strlen(also);
-            snprintf(also + used, sizeof also - used, " or \"%s\"",
-                     dep->names(i));
-        }
-    return api_invalid(e, "%s applies only with %s \"%s\"%s", name, by,
-                       dep->names(r->only_value), also);
+    return api_invalid(e, "%s applies only with %s%s%s", name, one,
+                       *two ? ", or with " : "", two);
 }
 
 int api_schema_read(const cJSON *obj, const char *path, const api_schema *s,

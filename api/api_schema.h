@@ -80,6 +80,12 @@ typedef struct api_param {
     /* Other values of only_if's row it also applies with, one bit per
      * value (krr's seed: solver "nystrom" or "rff"); 0: none. */
     unsigned only_also;
+    /* A second row whose values it also applies with, as only_if's
+     * (gpr's seed: optimizer "lbfgs", or solver "nystrom" or "auto");
+     * NULL: none. */
+    const char *or_if;
+    int or_value;
+    unsigned or_also;
     const char *doc;      /* one line for the OpenAPI description */
 } api_param;
 

@@ -49,13 +49,10 @@ def run_json(cmd):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default="build")
-    ap.add_argument("--n", type=int, default=5000)
-    args = ap.parse_args()
-    n, d, nt, noise = args.n, 8, 1000, 0.1
-    gamma = 1.0 / d
+def data(n, d, nt):
+    """The benchmark's rows (seed 0): X (n x d), y, T (nt x d), written as
+    .bin files into a new temporary folder; the folder, the paths and
+    the generator (bench_gpr_nystrom.py draws the test targets from it)."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, d))
     y = np.sin(X[:, 0]) + X[:, 1] ** 2 / 2 + 0.1 * rng.standard_normal(n)
@@ -64,6 +61,17 @@ def main():
     paths = [os.path.join(tmp, f) for f in ("X.bin", "y.bin", "T.bin")]
     for p, a in zip(paths, (X, y, T)):
         a.astype("<f8").tofile(p)
+    return tmp, paths, rng
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="build")
+    ap.add_argument("--n", type=int, default=5000)
+    args = ap.parse_args()
+    n, d, nt, noise = args.n, 8, 1000, 0.1
+    gamma = 1.0 / d
+    tmp, paths, _ = data(n, d, nt)
     ours = run_json([os.path.join(args.bin, "bench_gpr"), *paths, str(n), str(d),
                      str(nt), repr(gamma), repr(noise)])
     skl = run_json([sys.executable, "-c", SKLEARN_SIDE, *paths, str(d),

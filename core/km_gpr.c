@@ -38,13 +38,23 @@
 
 #include "km_internal.h"
 
+/* Two forms: exact (the training rows, a and the factor of K) and
+ * nystrom (the centres, their coefficients and, with params.variance,
+ * the two factors of the DTC variance). */
+enum { GPR_FORM_EXACT = 0, GPR_FORM_NYSTROM = 1, GPR_FORM_COUNT };
+
 typedef struct gpr_payload {
+    unsigned form;         /* GPR_FORM_* */
     double signal, noise;  /* s and the noise of K = s k + noise I */
     double y_mean, y_std;  /* normalize_y's; else 0 and 1 */
-    double *X;             /* n x d training rows */
-    double *coef;          /* n: a = K^-1 y' */
+    double *X;             /* n x d training rows (nystrom: the m centres) */
+    double *coef;          /* n: a = K^-1 y' (nystrom: c / s, c krr's
+                              coefficients of the SoR mean) */
     double *L;             /* n x n row-major, lower triangle: K = L L^T;
-                              the upper triangle is 0 */
+                              the upper triangle is 0 (nystrom: K_mm's
+                              factor, or NULL without the variance) */
+    double *C;             /* nystrom with the variance: m x m lower,
+                              C C^T = alpha I + Phi^T Phi; else NULL */
     double *xn;            /* derived: squared norms of X's rows */
     double *w;             /* derived: s y_std a, the mean's weights */
 } gpr_payload;
@@ -59,8 +69,22 @@ static const double bound_hi[TH_COUNT] = {1e5, 5e9, 1e5};
 
 km_gpr_params km_gpr_params_default(void)
 {
-    km_gpr_params p = {1e-10, 1.0, 0, KM_GPR_OPTIMIZER_NONE, 0, 0, 200};
+    km_krr_params k = km_krr_params_default(); /* nystrom's, as krr's */
+    km_gpr_params p = {1e-10, 1.0, 0, KM_GPR_OPTIMIZER_NONE, 0, 0, 200,
+                       KM_GPR_SOLVER_EXACT, 0, k.cg_tol, k.cg_max_iter,
+                       k.centres, 0};
     return p;
+}
+
+static const char *const solver_names[KM_GPR_SOLVER_COUNT] = {
+    [KM_GPR_SOLVER_EXACT] = "exact",
+    [KM_GPR_SOLVER_NYSTROM] = "nystrom",
+    [KM_GPR_SOLVER_AUTO] = "auto",
+};
+
+const char *km_gpr_solver_name(km_gpr_solver s)
+{
+    return (unsigned)s < KM_GPR_SOLVER_COUNT ? solver_names[s] : NULL;
 }
 
 static const char *const optimizer_names[KM_GPR_OPTIMIZER_COUNT] = {
@@ -93,19 +117,90 @@ km_status km_gpr_check(const km_gpr_params *p, km_error *err)
     if (p->seed > ((uint64_t)1 << 53))
         return km_error_set(err, KM_EINVAL,
                             "params.seed must be at most 2^53");
-    return KM_OK;
+    if ((unsigned)p->solver >= KM_GPR_SOLVER_COUNT)
+        return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
+                            "nystrom or auto");
+    if (p->solver == KM_GPR_SOLVER_EXACT)
+        return KM_OK;
+    if (p->optimizer == KM_GPR_OPTIMIZER_LBFGS)
+        return km_error_set(err, KM_EINVAL, "params.optimizer lbfgs needs "
+                            "params.solver exact (the optimizer's gradient "
+                            "is the exact likelihood's); give "
+                            "params.optimizer none with params.solver %s",
+                            km_gpr_solver_name(p->solver));
+    double alpha = p->noise / p->signal_variance;
+    if (!(alpha > 0) || !isfinite(alpha))
+        return km_error_set(err, KM_EINVAL, "params.noise / "
+                            "params.signal_variance must be a finite number "
+                            "> 0 with params.solver %s (it is the ridge of "
+                            "krr's nystrom solver)",
+                            km_gpr_solver_name(p->solver));
+    return km_nys_check_params(p->centres, p->cg_tol, p->cg_max_iter,
+                               p->seed, err);
+}
+
+/* krr's nystrom params for gpr's mean: the SoR mean of s k + noise I is
+ * KRR on k with alpha = noise / s. */
+static km_krr_params mean_params(const km_gpr_params *p)
+{
+    km_krr_params q = km_krr_params_default();
+    q.alpha = p->noise / p->signal_variance;
+    q.solver = KM_KRR_SOLVER_NYSTROM;
+    q.n_centres = p->n_centres;
+    q.seed = p->seed;
+    q.cg_tol = p->cg_tol;
+    q.cg_max_iter = p->cg_max_iter;
+    q.centres = p->centres;
+    return q;
+}
+
+km_gpr_solver km_gpr_resolve_solver(const km_gpr_params *p, size_t n,
+                                    size_t d, size_t budget)
+{
+    if (!p)
+        return KM_GPR_SOLVER_EXACT;
+    if (p->solver != KM_GPR_SOLVER_AUTO)
+        return p->solver;
+    km_gpr_params q = *p;
+    q.solver = KM_GPR_SOLVER_EXACT;
+    return km_gpr_fit_bytes(n, d, &q) <= budget / 2 ? KM_GPR_SOLVER_EXACT
+                                                    : KM_GPR_SOLVER_NYSTROM;
 }
 
 size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p)
 {
-    /* K (its factor becomes the model's L) and, with the optimizer,
-     * k(X, X); the model's X and norms, y's normalised copy, a, the
-     * mean's weights and the solve's copy of y (saturating). */
-    uint64_t grams = p && p->optimizer == KM_GPR_OPTIMIZER_LBFGS ? 2 : 1;
-    uint64_t v = km_mul_sat(grams, km_mul_sat(n, n));
-    v = km_add_sat(v, km_mul_sat(n, d));
-    v = km_add_sat(v, km_mul_sat(n, 6));
-    v = km_mul_sat(sizeof(double), v);
+    if (p && p->solver == KM_GPR_SOLVER_AUTO) {
+        km_gpr_params q = *p;
+        q.solver = km_gpr_resolve_solver(p, n, d, km_memory_budget());
+        return km_gpr_fit_bytes(n, d, &q);
+    }
+    uint64_t v;
+    if (p && p->solver == KM_GPR_SOLVER_NYSTROM) {
+        /* y's normalised copy and the model's centres, norms, a and
+         * weights; then the larger of krr's nystrom fit of the mean (its
+         * own estimate, which counts the centres and its model, freed
+         * once copied) and, with the variance, K_mm's factor, the m x m
+         * sum that becomes the second factor, a block of K_nm (b x m)
+         * and its product with y */
+        km_krr_params q = mean_params(p);
+        size_t m = km_krr_centres(&q, n), b = km_nys_block_rows(n, m);
+        uint64_t mean = km_krr_fit_bytes(n, d, 1, &q), var = 0;
+        if (p->variance) /* after the mean's fit has freed its own */
+            var = km_mul_sat(sizeof(double),
+                             km_add_sat(km_mul_sat(2, km_mul_sat(m, m)),
+                                        km_mul_sat(b + 1, m)));
+        v = km_mul_sat(sizeof(double), km_add_sat(n, km_mul_sat(m, d + 3)));
+        v = km_add_sat(v, mean > var ? mean : var);
+    } else {
+        /* K (its factor becomes the model's L) and, with the optimizer,
+         * k(X, X); the model's X and norms, y's normalised copy, a, the
+         * mean's weights and the solve's copy of y (saturating). */
+        uint64_t grams = p && p->optimizer == KM_GPR_OPTIMIZER_LBFGS ? 2 : 1;
+        v = km_mul_sat(grams, km_mul_sat(n, n));
+        v = km_add_sat(v, km_mul_sat(n, d));
+        v = km_add_sat(v, km_mul_sat(n, 6));
+        v = km_mul_sat(sizeof(double), v);
+    }
     return v > SIZE_MAX ? SIZE_MAX : (size_t)v;
 }
 
@@ -551,6 +646,7 @@ static void gpr_free(void *payload)
     free(p->X);
     free(p->coef);
     free(p->L);
+    free(p->C);
     free(p->xn);
     free(p->w);
     free(p);
@@ -567,26 +663,83 @@ static km_status derive(gpr_payload *p, size_t n, size_t d)
     return KM_OK;
 }
 
+/* The format version a model needs: 6 for the nystrom form (its payload
+ * starts with the form), else the default. */
+static uint32_t gpr_file_format(const void *payload)
+{
+    return ((const gpr_payload *)payload)->form == GPR_FORM_NYSTROM ? 6 : 0;
+}
+
+/* The lower triangle of the n x n row-major L, by rows, as an f64s. */
+static void write_tri(km_writer *w, const double *L, size_t n)
+{
+    km_write_u64(w, (uint64_t)n * (n + 1) / 2);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j <= i; j++)
+            km_write_f64(w, L[i * n + j]);
+}
+
 static void gpr_save(const void *payload, const km_model *m, km_writer *w)
 {
     const gpr_payload *p = payload;
     size_t n = km_model_n_samples(m);
+    if (p->form == GPR_FORM_NYSTROM) /* version 6 */
+        km_write_u32(w, GPR_FORM_NYSTROM);
     km_write_f64(w, p->signal);
     km_write_f64(w, p->noise);
     km_write_f64(w, p->y_mean);
     km_write_f64(w, p->y_std);
     km_write_f64s(w, p->X, n * km_model_n_features(m));
     km_write_f64s(w, p->coef, n);
-    km_write_u64(w, (uint64_t)n * (n + 1) / 2);
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j <= i; j++)
-            km_write_f64(w, p->L[i * n + j]);
+    if (p->form == GPR_FORM_NYSTROM) {
+        km_write_u32(w, p->L != NULL);
+        if (!p->L)
+            return;
+        write_tri(w, p->L, n);
+        write_tri(w, p->C, n);
+        return;
+    }
+    write_tri(w, p->L, n);
 }
 
 /* Elements of L's lower triangle, saturating. */
 static uint64_t tri(uint64_t n)
 {
     return n % 2 ? km_mul_sat(n, (n + 1) / 2) : km_mul_sat(n / 2, n + 1);
+}
+
+/* Reads what write_tri wrote into a new n x n row-major matrix (upper
+ * triangle 0); NULL with r->failed set on a bad count, NULL alone when
+ * out of memory. */
+static double *read_tri(km_reader *r, size_t n)
+{
+    size_t count = km_read_count(r, sizeof(double));
+    if (r->failed || count != tri(n)) {
+        r->failed = 1;
+        return NULL;
+    }
+    double *L = calloc(km_mul3(n, n, 1), sizeof *L);
+    for (size_t i = 0; L && i < n; i++)
+        for (size_t j = 0; j <= i; j++)
+            L[i * n + j] = km_read_f64(r);
+    return L;
+}
+
+/* KM_ECORRUPT unless the n x n factor L (what names it) is finite with a
+ * diagonal > 0. */
+static km_status check_factor(const double *L, size_t n, const char *what,
+                              km_error *err)
+{
+    if (!km_all_finite(L, n * n))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "%s holds a value that is not a finite number",
+                            what);
+    for (size_t i = 0; i < n; i++)
+        if (!(L[i * n + i] > 0))
+            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                "process %s[%zu][%zu] is not > 0", what, i,
+                                i);
+    return KM_OK;
 }
 
 static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
@@ -597,25 +750,35 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
     if (!nx || !nl)
         return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
                             "of %zu rows is too large", n);
+    unsigned form = GPR_FORM_EXACT;
+    if (km_model_file_format(m) >= 6) { /* the payload starts with its form */
+        uint32_t f = km_read_u32(r);
+        if (r->failed || f >= GPR_FORM_COUNT)
+            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                "process payload form %u is not 0 (exact) "
+                                "or 1 (nystrom)", (unsigned)f);
+        form = f;
+    }
     gpr_payload *p = calloc(1, sizeof *p);
     if (!p)
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    p->form = form;
     p->signal = km_read_f64(r);
     p->noise = km_read_f64(r);
     p->y_mean = km_read_f64(r);
     p->y_std = km_read_f64(r);
     p->X = km_read_f64s(r, nx);
     p->coef = p->X ? km_read_f64s(r, n) : NULL;
-    size_t count = p->coef ? km_read_count(r, sizeof(double)) : 0;
-    if (p->coef && !r->failed && count == tri(n))
-        p->L = calloc(nl, sizeof *p->L);
-    else if (p->coef)
+    uint32_t has = 1; /* the factors: always in the exact form */
+    if (p->coef && form == GPR_FORM_NYSTROM && (has = km_read_u32(r)) > 1)
         r->failed = 1;
-    for (size_t i = 0; p->L && i < n; i++)
-        for (size_t j = 0; j <= i; j++)
-            p->L[i * n + j] = km_read_f64(r);
+    if (p->coef && has && !r->failed)
+        p->L = read_tri(r, n);
+    if (p->L && form == GPR_FORM_NYSTROM)
+        p->C = read_tri(r, n);
     km_status st = KM_OK;
-    if (!p->X || !p->coef || !p->L || r->failed)
+    if (!p->X || !p->coef || (has && !p->L) ||
+        (has && form == GPR_FORM_NYSTROM && !p->C) || r->failed)
         st = km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                           "model file: bad gaussian process payload");
     else if (!(p->signal > 0) || !isfinite(p->signal) || !(p->noise > 0) ||
@@ -624,15 +787,19 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
         st = km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
                           "signal_variance, noise and y_std must be finite "
                           "numbers > 0 and y_mean a finite number");
-    else if (!km_all_finite(p->X, nx) || !km_all_finite(p->coef, n) ||
-             !km_all_finite(p->L, nl))
+    else if (form == GPR_FORM_NYSTROM &&
+             (!(p->noise / p->signal > 0) || !isfinite(p->noise / p->signal)))
         st = km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
-                          "training rows, coefficients or factor are not all "
+                          "noise / signal_variance is not a finite number "
+                          "> 0");
+    else if (!km_all_finite(p->X, nx) || !km_all_finite(p->coef, n))
+        st = km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                          "training rows or coefficients are not all "
                           "finite numbers");
-    for (size_t i = 0; st == KM_OK && i < n; i++)
-        if (!(p->L[i * n + i] > 0))
-            st = km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
-                              "factor L[%zu][%zu] is not > 0", i, i);
+    if (st == KM_OK && p->L)
+        st = check_factor(p->L, n, "factor L", err);
+    if (st == KM_OK && p->C)
+        st = check_factor(p->C, n, "factor C", err);
     if (st == KM_OK && derive(p, n, d) != KM_OK)
         st = km_error_set(err, KM_ENOMEM, "out of memory reading a model");
     if (st != KM_OK) {
@@ -645,15 +812,17 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
 
 static size_t gpr_bytes(const void *payload, const km_model *m)
 {
-    (void)payload;
+    const gpr_payload *p = payload;
     size_t n = km_model_n_samples(m);
+    size_t factors = (p->L ? n * n : 0) + (p->C ? n * n : 0);
     return sizeof(gpr_payload) +
-           (n * n + n * (km_model_n_features(m) + 3)) * sizeof(double);
+           (factors + n * (km_model_n_features(m) + 3)) * sizeof(double);
 }
 
 /* ------------------------------------------------------------ fit */
 
-/* The params and training figures of a fitted model. */
+/* The params and training figures of a fitted model (the likelihood
+ * only when it is a number: a nystrom fit without the variance has none). */
 static km_status add_figures(km_model *model, const km_gpr_params *p,
                              const gpr_payload *pl, double lml,
                              const gpr_optimum *o)
@@ -672,8 +841,8 @@ static km_status add_figures(km_model *model, const km_gpr_params *p,
                     KM_OK ||
                 km_info_add1(pi, "max_iter", KM_INFO_INTEGER,
                              (double)p->max_iter) != KM_OK)) ||
-        km_info_add1(ti, "log_marginal_likelihood", KM_INFO_NUMBER, lml) !=
-            KM_OK ||
+        (isfinite(lml) && km_info_add1(ti, "log_marginal_likelihood",
+                                       KM_INFO_NUMBER, lml) != KM_OK) ||
         km_info_add1(ti, "signal_variance", KM_INFO_NUMBER, pl->signal) !=
             KM_OK ||
         km_info_add1(ti, "noise", KM_INFO_NUMBER, pl->noise) != KM_OK)
@@ -693,15 +862,298 @@ static km_status add_figures(km_model *model, const km_gpr_params *p,
     return KM_OK;
 }
 
+/* ------------------------------------------------------------ nystrom */
+
+/* A fit's progress from f0 to f1 as a sub-fit's 0 to 1. */
+typedef struct sub_progress {
+    const km_fit_control *ctl;
+    double f0, f1;
+} sub_progress;
+
+static int sub_progress_cb(void *ctx, double f)
+{
+    const sub_progress *s = ctx;
+    return km_progress(s->ctl, s->f0 + (s->f1 - s->f0) * f);
+}
+
+/*
+ * The DTC variance's factors and the approximation's log marginal
+ * likelihood, for the centres Z = p->X (m rows) and the normalised
+ * targets y (n): p->L := K_mm's lower Cholesky factor (unshifted, or with
+ * krr's tiny shift when K_mm is numerically singular), then, with
+ * Phi = K_nm L^-T (computed in row blocks of X, never whole), p->C :=
+ * the lower factor of alpha I + Phi^T Phi (DSYRK per block: n m^2
+ * flops), and b = Phi^T y along the way. With Q = s Phi Phi^T (the
+ * Nystrom approximation of s K) the likelihood of y under
+ * N(0, Q + noise I) = N(0, s (Phi Phi^T + alpha I)) is, by the matrix
+ * determinant lemma and Woodbury's identity,
+ *   -(y^T y - |C^-1 b|^2) / (2 s alpha)
+ *   - (n log s + (n - m) log alpha + 2 sum_i log C_ii) / 2
+ *   - (n / 2) log(2 pi).
+ * Progress from f0 to f1 by blocks, which may cancel.
+ */
+static km_status dtc_factors(const km_kernel *k, const double *X, size_t n,
+                             size_t d, const double *y, gpr_payload *p,
+                             size_t m, double alpha,
+                             const km_fit_control *ctl, double f0, double f1,
+                             double *lml, km_error *err)
+{
+    size_t block = km_nys_block_rows(n, m);
+    double *L = malloc(m * m * sizeof *L), *A = calloc(m * m, sizeof *A);
+    double *Kb = malloc(block * m * sizeof *Kb), *b = calloc(m, sizeof *b);
+    double shift;
+    km_status st = KM_OK;
+    if (!L || !A || !Kb || !b) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the variance's "
+                          "factors of %zu centres", m);
+        goto out;
+    }
+    /* column-major upper == row-major lower */
+    if ((st = km_nys_factor_kmm(k, p->X, m, d, 1, L, &shift, err)) != KM_OK)
+        goto out;
+    for (size_t i0 = 0; i0 < n; i0 += block) {
+        size_t nb = n - i0 < block ? n - i0 : block;
+        if ((st = km_gram_cross_sn(k, X + i0 * d, nb, p->X, m, p->xn, d, Kb,
+                                   m, err)) != KM_OK)
+            goto out;
+        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
+                    CblasNonUnit, (int)nb, (int)m, 1.0, L, (int)m, Kb,
+                    (int)m);
+        cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)m, (int)nb,
+                    1.0, Kb, (int)m, 1.0, A, (int)m);
+        cblas_dgemv(CblasRowMajor, CblasTrans, (int)nb, (int)m, 1.0, Kb,
+                    (int)m, y + i0, 1, 1.0, b, 1);
+        if (km_progress(ctl, f0 + (f1 - f0) * (double)(i0 + nb) / (double)n)) {
+            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < m; i++)
+        A[i * m + i] += alpha;
+    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)m, A,
+                                     (lapack_int)m);
+    if (info != 0) {
+        st = info > 0 ? km_error_set(err, KM_ENOTPD, "alpha I + Phi^T Phi of "
+                                     "the variance is not positive definite; "
+                                     "use a larger params.noise")
+                      : km_error_set(err, KM_EINTERNAL, "dpotrf argument %d",
+                                     (int)-info);
+        goto out;
+    }
+    cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)m,
+                A, (int)m, b, 1);
+    km_ksum q = {0, 0}, det = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        km_ksum_add(&q, y[i] * y[i]);
+    for (size_t i = 0; i < m; i++) {
+        km_ksum_add(&q, -b[i] * b[i]);
+        km_ksum_add(&det, 2 * log(A[i * m + i]));
+    }
+    km_ksum_add(&det, (double)n * log(p->signal));
+    km_ksum_add(&det, (double)(n - m) * log(alpha));
+    *lml = -0.5 * km_ksum_get(&q) / (p->signal * alpha) -
+           0.5 * km_ksum_get(&det) - 0.5 * (double)n * log(2.0 * M_PI);
+    if (!km_all_finite(L, m * m) || !km_all_finite(A, m * m)) {
+        st = km_error_set(err, KM_ENOTPD, "the variance's factors are not "
+                          "finite numbers; use a larger params.noise");
+        goto out;
+    }
+    p->L = L;
+    p->C = A;
+    L = A = NULL;
+out:
+    free(L);
+    free(A);
+    free(Kb);
+    free(b);
+    return st;
+}
+
+/* The conjugate gradients' iterations and residual of krr's fit. */
+static km_status mean_figures(const km_model *mean, double *its, double *res)
+{
+    const km_info *mt = km_model_training(mean);
+    const km_info_entry *i = km_info_find(mt, "iterations");
+    const km_info_entry *r = km_info_find(mt, "residual");
+    if (!i || !r)
+        return KM_EINTERNAL;
+    *its = i->values[0];
+    *res = r->values[0];
+    return KM_OK;
+}
+
+/* The nystrom fit's own figures, after add_figures's: its params, and
+ * krr's iterations and residual. */
+static km_status add_nystrom_figures(km_model *model, const km_gpr_params *p,
+                                     double its, double res)
+{
+    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
+    if (km_info_add1(pi, "solver", KM_INFO_INTEGER, p->solver) != KM_OK ||
+        km_info_add1(pi, "n_centres", KM_INFO_INTEGER,
+                     (double)km_model_n_samples(model)) != KM_OK ||
+        km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)p->seed) != KM_OK ||
+        km_info_add1(pi, "cg_tol", KM_INFO_NUMBER, p->cg_tol) != KM_OK ||
+        km_info_add1(pi, "cg_max_iter", KM_INFO_INTEGER,
+                     (double)p->cg_max_iter) != KM_OK ||
+        km_info_add1(pi, "centres", KM_INFO_INTEGER, p->centres) != KM_OK ||
+        km_info_add1(pi, "variance", KM_INFO_BOOLEAN, p->variance != 0) !=
+            KM_OK ||
+        km_info_add1(ti, "solver", KM_INFO_INTEGER, p->solver) != KM_OK ||
+        km_info_add1(ti, "iterations", KM_INFO_INTEGER, its) != KM_OK ||
+        km_info_add1(ti, "residual", KM_INFO_NUMBER, res) != KM_OK)
+        return KM_ENOMEM;
+    return KM_OK;
+}
+
+/* The epilogue of both solvers: the model around pl (owned from here,
+ * also on failure), its figures (and the nystrom solver's, with cg its
+ * iterations and residual), progress 1, *out. */
+static km_status finish(km_fit_frame *f, size_t d, size_t n, gpr_payload *pl,
+                        const km_gpr_params *params, double lml,
+                        const gpr_optimum *o, const double *cg,
+                        const km_fit_control *ctl, km_model **out,
+                        km_error *err)
+{
+    km_model *model = NULL;
+    km_status st = km_fit_model(f, d, n, 1, pl, &model, err);
+    if (st != KM_OK)
+        return st;
+    if (add_figures(model, params, pl, lml, o) != KM_OK ||
+        (cg && add_nystrom_figures(model, params, cg[0], cg[1]) != KM_OK)) {
+        km_model_free(model);
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
+    km_progress(ctl, 1.0);
+    *out = model;
+    return KM_OK;
+}
+
+km_status km_gpr_fit_nystrom(const km_kernel *kernel,
+                             const km_gpr_params *params, const double *X,
+                             size_t n, size_t d, const double *y,
+                             const size_t *centres, const km_fit_control *ctl,
+                             km_model **out, km_error *err)
+{
+    km_problem pb = {X, n, d, y, 1, NULL, 0};
+    km_fit_frame f;
+    gpr_payload *pl = NULL;
+    km_model *mean = NULL;
+    double *yn = NULL, lml = NAN, its = 0, res = 0;
+    km_status st = km_fit_begin(&f, KM_ALGO_GPR, kernel, params, &pb, err);
+    if (st != KM_OK)
+        goto out;
+    if (params->solver != KM_GPR_SOLVER_NYSTROM) {
+        st = km_error_set(err, KM_EINVAL, "params.solver is not nystrom");
+        goto out;
+    }
+    pl = calloc(1, sizeof *pl);
+    yn = malloc(n * sizeof *yn);
+    if (!pl || !yn) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    pl->form = GPR_FORM_NYSTROM;
+    pl->signal = params->signal_variance;
+    pl->noise = params->noise;
+    normalise(y, n, params->normalize_y, yn, &pl->y_mean, &pl->y_std);
+
+    /* The mean: krr's nystrom solver (Falkon) on y' with alpha = noise / s. */
+    km_krr_params q = mean_params(params);
+    double f1 = params->variance ? 0.6 : 0.95;
+    sub_progress sp = {ctl, 0.0, f1};
+    km_fit_control sub = {sub_progress_cb, &sp, ctl ? ctl->threads : 0, NULL};
+    if ((st = km_krr_fit_nystrom(&f.k, &q, X, n, d, yn, 1, centres, NULL,
+                                 NULL, &sub, &mean, err)) != KM_OK) {
+        if (st == KM_ENOTPD && err) { /* krr's alpha is noise / s here */
+            char inner[sizeof err->message];
+            snprintf(inner, sizeof inner, "%s", err->message);
+            km_error_set(err, st, "%.180s (here alpha is params.noise / "
+                         "params.signal_variance)", inner);
+        }
+        goto out;
+    }
+    size_t m = km_model_n_samples(mean);
+    const double *Z, *c;
+    if (km_krr_dual(mean, &Z, &c) != KM_OK) {
+        st = km_error_set(err, KM_EINTERNAL, "the nystrom mean is not a "
+                          "dual krr model");
+        goto out;
+    }
+    pl->X = malloc(m * d * sizeof *pl->X);
+    pl->coef = malloc(m * sizeof *pl->coef);
+    if (!pl->X || !pl->coef) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    memcpy(pl->X, Z, m * d * sizeof *Z);
+    for (size_t i = 0; i < m; i++) /* the mean s k_x^T a is k_x^T c */
+        pl->coef[i] = c[i] / pl->signal;
+    if (derive(pl, m, d) != KM_OK ||
+        mean_figures(mean, &its, &res) != KM_OK) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
+    km_model_free(mean);
+    mean = NULL;
+    if (params->variance &&
+        (st = dtc_factors(&f.k, X, n, d, yn, pl, m, q.alpha, ctl, f1, 0.95,
+                          &lml, err)) != KM_OK)
+        goto out;
+
+    gpr_optimum none;
+    memset(&none, 0, sizeof none);
+    double cg[2] = {its, res};
+    st = finish(&f, d, m, pl, params, lml, &none, cg, ctl, out, err);
+    pl = NULL; /* owned by the model, or freed */
+out:
+    km_model_free(mean);
+    gpr_free(pl);
+    free(yn);
+    km_fit_cleanup(&f);
+    return st;
+}
+
+/* The auto solver: the fit of the solver it resolves to, with krr's auto
+ * figures; the params checked as auto's first (the exact fit would not
+ * look at nystrom's, nor refuse the optimizer). */
+static km_status gpr_fit_auto(const km_kernel *kernel,
+                              const km_gpr_params *params, const double *X,
+                              size_t n, size_t d, const double *y,
+                              const km_fit_control *ctl, km_model **out,
+                              km_error *err)
+{
+    km_problem pb = {X, n, d, y, 1, NULL, 0};
+    km_status st = km_fit_validate(KM_ALGO_GPR, kernel, params, &pb, err);
+    if (st != KM_OK)
+        return st;
+    size_t budget = km_memory_budget();
+    km_gpr_params q = *params;
+    q.solver = km_gpr_resolve_solver(params, n, d, budget);
+    km_model *model = NULL;
+    if ((st = km_gpr_fit(kernel, &q, X, n, d, y, ctl, &model, err)) != KM_OK)
+        return st;
+    if (km_auto_figures(model, KM_GPR_SOLVER_AUTO, q.solver, budget) !=
+        KM_OK) {
+        km_model_free(model);
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
+    *out = model;
+    return KM_OK;
+}
+
 km_status km_gpr_fit(const km_kernel *kernel, const km_gpr_params *params,
                      const double *X, size_t n, size_t d, const double *y,
                      const km_fit_control *ctl, km_model **out, km_error *err)
 {
+    if (params && params->solver == KM_GPR_SOLVER_AUTO)
+        return gpr_fit_auto(kernel, params, X, n, d, y, ctl, out, err);
+    if (params && params->solver == KM_GPR_SOLVER_NYSTROM)
+        return km_gpr_fit_nystrom(kernel, params, X, n, d, y, NULL, ctl, out,
+                                  err);
     km_problem pb = {X, n, d, y, 1, NULL, 0};
     km_fit_frame f;
     gpr_eval e;
     gpr_payload *pl = NULL;
-    km_model *model = NULL;
     gpr_optimum o;
     double lml;
     memset(&e, 0, sizeof e);
@@ -760,20 +1212,9 @@ km_status km_gpr_fit(const km_kernel *kernel, const km_gpr_params *params,
     eval_cleanup(&e);
     memset(&e, 0, sizeof e);
 
-    st = km_fit_model(&f, d, n, 1, pl, &model, err);
-    const gpr_payload *kept = pl;
-    pl = NULL; /* owned by the model now, also on failure */
-    if (st != KM_OK)
-        goto out;
-    if (add_figures(model, params, kept, lml, &o) != KM_OK) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
-        goto out;
-    }
-    km_progress(ctl, 1.0);
-    *out = model;
-    model = NULL;
+    st = finish(&f, d, n, pl, params, lml, &o, NULL, ctl, out, err);
+    pl = NULL; /* owned by the model, or freed */
 out:
-    km_model_free(model);
     gpr_free(pl);
     eval_cleanup(&e);
     km_fit_cleanup(&f);
@@ -797,7 +1238,8 @@ km_status km_gpr_predict(const km_model *m, const double *X, size_t n,
                             &p->y_mean, X, n, out, err);
 }
 
-/* B (nb x ns) = s k(X, S) L^-T: row i is (L^-1 k_x)^T for x = X_i. */
+/* B (nb x ns) = s k(X, S) L^-T: row i is (L^-1 k_x)^T for x = X_i (the
+ * nystrom form: k(X, Z) L^-T, the rows phi(x) of its features). */
 static km_status whitened(const km_model *m, const gpr_payload *p,
                           const double *X, size_t nb, double *B,
                           km_error *err)
@@ -807,16 +1249,44 @@ static km_status whitened(const km_model *m, const gpr_payload *p,
                                     p->xn, d, B, ns, err);
     if (st != KM_OK)
         return st;
+    double scale = p->form == GPR_FORM_NYSTROM ? 1.0 : p->signal;
     cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                CblasNonUnit, (int)nb, (int)ns, p->signal, p->L, (int)ns, B,
+                CblasNonUnit, (int)nb, (int)ns, scale, p->L, (int)ns, B,
                 (int)ns);
     return KM_OK;
 }
 
+/* B (nb x m) := B C^-T: the nystrom form's rows psi(x) = C^-1 phi(x). */
+static void nys_psi(const gpr_payload *p, size_t nb, size_t m, double *B)
+{
+    cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
+                CblasNonUnit, (int)nb, (int)m, 1.0, p->C, (int)m, B, (int)m);
+}
+
+/* The preamble of the variance and the covariance: the model's and X's
+ * checks, and KM_ECONFLICT for a nystrom model without the variance. */
+static km_status expect_spread(const km_model *m, const double *X, size_t n,
+                               km_error *err)
+{
+    km_status st = km_model_expect_input(m, KM_ALGO_GPR, "predict", X, n, err);
+    if (st == KM_OK && !((const gpr_payload *)km_model_payload(m))->L)
+        return km_error_set(err, KM_ECONFLICT, "the variance needs a gpr "
+                            "model fitted with params.variance = true (this "
+                            "nystrom model answers the mean only)");
+    return st;
+}
+
+/*
+ * The variances: exact, s k(x, x) - |L^-1 k_x|^2; nystrom (DTC), with
+ * phi = L^-1 k(Z, x) and psi = C^-1 phi,
+ *   s (k(x, x) - |phi|^2 + alpha |psi|^2),  alpha = noise / s,
+ * that is s k(x, x) minus the Nystrom approximation of it plus the
+ * posterior variance of the weights; both clipped at 0 and times y_std^2.
+ */
 km_status km_gpr_variance(const km_model *m, const double *X, size_t n,
                           double *out, km_error *err)
 {
-    km_status st = km_model_expect_input(m, KM_ALGO_GPR, "predict", X, n, err);
+    km_status st = expect_spread(m, X, n, err);
     if (st != KM_OK || n == 0)
         return st;
     const gpr_payload *p = km_model_payload(m);
@@ -824,18 +1294,30 @@ km_status km_gpr_variance(const km_model *m, const double *X, size_t n,
     size_t ns = km_model_n_samples(m), d = km_model_n_features(m);
     size_t block = VAR_BLOCK_VALUES / ns ? VAR_BLOCK_VALUES / ns : 1;
     block = block < n ? block : n;
-    double *B = malloc(km_mul3(block, ns, sizeof *B));
+    int nys = p->form == GPR_FORM_NYSTROM;
+    double *B = malloc(km_mul3(block, ns, (nys ? 2 : 1) * sizeof *B));
     if (!B)
         return km_error_set(err, KM_ENOMEM, "out of memory for a prediction");
-    double scale = p->y_std * p->y_std;
+    double scale = p->y_std * p->y_std, alpha = p->noise / p->signal;
+    double *P = B + block * ns; /* nystrom: psi */
     for (size_t i0 = 0; i0 < n && st == KM_OK; i0 += block) {
         size_t nb = n - i0 < block ? n - i0 : block;
         if ((st = whitened(m, p, X + i0 * d, nb, B, err)) != KM_OK)
             break;
+        if (nys) {
+            memcpy(P, B, nb * ns * sizeof *P);
+            nys_psi(p, nb, ns, P);
+        }
         for (size_t i = 0; i < nb; i++) {
             const double *x = X + (i0 + i) * d, *b = B + i * ns;
-            double v = p->signal * km_kernel_eval(k, x, x, d) -
-                       cblas_ddot((int)ns, b, 1, b, 1);
+            double kxx = km_kernel_eval(k, x, x, d), v;
+            if (nys) {
+                const double *q = P + i * ns;
+                v = p->signal * (kxx - cblas_ddot((int)ns, b, 1, b, 1) +
+                                 alpha * cblas_ddot((int)ns, q, 1, q, 1));
+            } else {
+                v = p->signal * kxx - cblas_ddot((int)ns, b, 1, b, 1);
+            }
             out[i0 + i] = (v > 0 ? v : 0) * scale; /* sklearn clips at 0 */
         }
     }
@@ -846,7 +1328,7 @@ km_status km_gpr_variance(const km_model *m, const double *X, size_t n,
 km_status km_gpr_covariance(const km_model *m, const double *X, size_t n,
                             double *out, km_error *err)
 {
-    km_status st = km_model_expect_input(m, KM_ALGO_GPR, "predict", X, n, err);
+    km_status st = expect_spread(m, X, n, err);
     if (st != KM_OK || n == 0)
         return st;
     if (n > KM_COV_MAX_ROWS)
@@ -856,16 +1338,25 @@ km_status km_gpr_covariance(const km_model *m, const double *X, size_t n,
                             KM_COV_MAX_ROWS, n);
     const gpr_payload *p = km_model_payload(m);
     size_t ns = km_model_n_samples(m), d = km_model_n_features(m);
+    int nys = p->form == GPR_FORM_NYSTROM;
     double *B = malloc(km_mul3(n, ns, sizeof *B));
     if (!B)
         return km_error_set(err, KM_ENOMEM, "out of memory for a prediction");
     if ((st = km_gram_sym(km_model_kernel(m), X, n, d, out, 0, err)) ==
             KM_OK &&
         (st = whitened(m, p, X, n, B, err)) == KM_OK) {
-        /* lower triangle: s k(X, X) - B B^T, then mirrored and scaled */
+        /* lower triangle: s k(X, X) - B B^T (nystrom: s (k(X, X) -
+         * Phi Phi^T + alpha Psi Psi^T)), then mirrored and scaled */
         cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)n, (int)ns,
-                    -1.0, B, (int)ns, p->signal, out, (int)n);
+                    -1.0, B, (int)ns, nys ? 1.0 : p->signal, out, (int)n);
         double scale = p->y_std * p->y_std;
+        if (nys) {
+            nys_psi(p, n, ns, B);
+            cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)n,
+                        (int)ns, p->noise / p->signal, B, (int)ns, 1.0, out,
+                        (int)n);
+            scale *= p->signal;
+        }
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j <= i; j++)
                 out[j * n + i] = out[i * n + j] *= scale;
@@ -888,14 +1379,36 @@ static uint64_t max_outputs(uint64_t ns)
 }
 
 /* Four numbers, X, a, then the count and values of L's lower triangle:
- * exactly. */
+ * exactly. From version 6 the form first; the nystrom form has a flag
+ * after a, then nothing or two triangles. */
 static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                           uint64_t no, uint64_t *lo, uint64_t *hi)
 {
-    (void)format, (void)no;
+    (void)no;
     uint64_t v = km_add_sat(32, km_f64s_bytes(km_mul_sat(ns, nf)));
     v = km_add_sat(v, km_f64s_bytes(ns));
     *lo = *hi = km_add_sat(v, km_f64s_bytes(tri(ns)));
+    if (format < 6)
+        return;
+    *lo = km_add_sat(v, 8); /* form, flag */
+    *hi = km_add_sat(*lo, km_mul_sat(2, km_f64s_bytes(tri(ns))));
+}
+
+/* The variance and covariance only with the factors: nystrom fits
+ * without params.variance have none. */
+static unsigned model_outputs(const km_model *m)
+{
+    const gpr_payload *p = km_model_payload(m);
+    return KM_OUT_VALUES |
+           (p->L ? KM_OUT_VARIANCES | KM_OUT_COVARIANCE : 0);
+}
+
+static unsigned params_outputs(const void *params)
+{
+    const km_gpr_params *p = params;
+    return KM_OUT_VALUES | (p->solver == KM_GPR_SOLVER_EXACT || p->variance
+                                ? KM_OUT_VARIANCES | KM_OUT_COVARIANCE
+                                : 0);
 }
 
 /* The typed fit takes one target per row. */
@@ -911,7 +1424,10 @@ static km_status check_targets(const km_problem *pb, km_error *err)
 static km_status check(const void *params, const km_problem *pb,
                        km_error *err)
 {
-    km_status st = km_gpr_check(params, err);
+    const km_gpr_params *p = params;
+    km_status st = km_gpr_check(p, err);
+    if (st == KM_OK && p->solver != KM_GPR_SOLVER_EXACT)
+        st = km_nys_check_centres(p->n_centres, pb->n, err);
     return st == KM_OK ? check_targets(pb, err) : st;
 }
 
@@ -932,6 +1448,8 @@ static km_status fit(const km_kernel *k, const void *params,
 
 const km_algo km_gpr_algo = {
     .outputs = KM_OUT_VALUES | KM_OUT_VARIANCES | KM_OUT_COVARIANCE,
+    .model_outputs = model_outputs,
+    .params_outputs = params_outputs,
     .params_size = sizeof(km_gpr_params),
     .params_default = params_default,
     .check = check,
@@ -945,5 +1463,6 @@ const km_algo km_gpr_algo = {
     .free_payload = gpr_free,
     .save = gpr_save,
     .load = gpr_load,
+    .file_format = gpr_file_format,
     .bytes = gpr_bytes,
 };

@@ -33,6 +33,11 @@ void km_vmap_rbf(double *row, size_t len, double xn, const double *zn,
 void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
                   double *K);
 
+/* K (nr x m, row stride ldk) = <X_r, Z_j> for nr <= 4 rows of X and m
+ * centres stored feature-major (Zt[f * m + j]); no BLAS (km_vmath.c). */
+void km_vdot_tile(const double *X, size_t nr, size_t d, const double *Zt,
+                  size_t m, double *K, size_t ldk);
+
 /* sum_j a[j] b[j]; y += a x: vectorised, in the calling thread (BLAS's
  * level 1 may hand long vectors to its thread pool) (km_vmath.c). */
 double km_vdot(const double *a, const double *b, size_t n);
@@ -544,6 +549,15 @@ km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
                              double *history, size_t *n_history,
                              const km_fit_control *ctl, km_model **out,
                              km_error *err);
+/* gpr's nystrom solver (km_gpr.c), with the centres, when not NULL,
+ * given as m sorted, distinct row indices (m = p->n_centres, or its
+ * default) instead of the seeded draw, as km_krr_fit_nystrom's.
+ * p->solver must be NYSTROM. */
+km_status km_gpr_fit_nystrom(const km_kernel *k, const km_gpr_params *p,
+                             const double *X, size_t n, size_t d,
+                             const double *y, const size_t *centres,
+                             const km_fit_control *ctl, km_model **out,
+                             km_error *err);
 /* The centres' draw of the nystrom solver: m sorted distinct indices of
  * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by
  * km_rng seeded with seed, then the first m sorted). */
@@ -578,7 +592,8 @@ km_status km_nys_centres(const km_kernel *k, km_krr_centre_rule rule,
                          const km_fit_control *ctl, double f0, double f1,
                          km_error *err);
 /* KM_EINVAL naming params.centres unless it is a rule of
- * km_krr_centre_rule (krr's, klr's and svc's checks). */
+ * km_krr_centre_rule (krr's and gpr's through km_nys_check_params,
+ * klr's and svc's checks). */
 km_status km_nys_check_rule(km_krr_centre_rule rule, km_error *err);
 /* Bytes randomly pivoted Cholesky of m pivots on n rows of d features
  * holds beside its n x m factor. */
@@ -646,6 +661,24 @@ km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
  * if m is not a krr model of the rff form. */
 km_status km_krr_rff_features(const km_model *m, const double **W,
                               const double **b);
+/* A dual-form krr model's training rows (the centres of a nystrom fit,
+ * n_samples x n_features) and coefficients (n_samples x n_outputs),
+ * borrowed; KM_OK, or KM_ECONFLICT if m is not a krr model of the dual
+ * form (gpr's nystrom solver takes its mean from krr's). */
+km_status km_krr_dual(const km_model *m, const double **X,
+                      const double **coef);
+/* The nystrom solvers' checks of their params that do not depend on the
+ * data (krr's and gpr's): KM_EINVAL naming params.centres (not a rule),
+ * params.cg_tol (not a finite number > 0), params.cg_max_iter (0) or
+ * params.seed (above 2^53). */
+km_status km_nys_check_params(km_krr_centre_rule centres, double cg_tol,
+                              size_t cg_max_iter, uint64_t seed,
+                              km_error *err);
+/* An auto fit's figures (krr's and gpr's): the params figure "solver"
+ * set to auto_solver, the training figures "solver" (run, the one that
+ * ran) and "memory_budget_mb" (budget, in MiB). KM_ENOMEM on failure. */
+km_status km_auto_figures(km_model *model, int auto_solver, int run,
+                          size_t budget);
 
 /* ------------------------------------------------------- kernel k-means */
 

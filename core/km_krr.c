@@ -25,6 +25,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,19 +123,29 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
     }
     if (p->solver != KM_KRR_SOLVER_NYSTROM && p->solver != KM_KRR_SOLVER_AUTO)
         return KM_OK;
-    km_status st = km_nys_check_rule(p->centres, err);
+    km_status st = km_nys_check_params(p->centres, p->cg_tol, p->cg_max_iter,
+                                       p->seed, err);
+    return st == KM_OK ? km_nys_check_centres(p->n_centres, n_samples, err)
+                       : st;
+}
+
+km_status km_nys_check_params(km_krr_centre_rule centres, double cg_tol,
+                              size_t cg_max_iter, uint64_t seed,
+                              km_error *err)
+{
+    km_status st = km_nys_check_rule(centres, err);
     if (st != KM_OK)
         return st;
-    if (!(p->cg_tol > 0) || !isfinite(p->cg_tol))
+    if (!(cg_tol > 0) || !isfinite(cg_tol))
         return km_error_set(err, KM_EINVAL,
                             "params.cg_tol must be a finite number > 0");
-    if (p->cg_max_iter < 1)
+    if (cg_max_iter < 1)
         return km_error_set(err, KM_EINVAL,
                             "params.cg_max_iter must be at least 1");
-    if (p->seed > ((uint64_t)1 << 53))
+    if (seed > ((uint64_t)1 << 53))
         return km_error_set(err, KM_EINVAL,
                             "params.seed must be at most 2^53");
-    return km_nys_check_centres(p->n_centres, n_samples, err);
+    return KM_OK;
 }
 
 km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
@@ -155,6 +166,7 @@ km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
  * outputs; see nys_pass_fused) runs on at most NYS_MAX_THREADS threads. */
 #define NYS_FUSED_OUTPUTS 8
 #define NYS_MAX_THREADS 8
+#define NYS_TILE 4 /* rows per km_vdot_tile */
 
 size_t km_nys_block_rows(size_t n, size_t m)
 {
@@ -226,7 +238,9 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
      * direction, its image, two work blocks, the smoothed solution and
      * residual); the model's copies of the
      * centres, norms and coefficients; the fused pass's norms of X's rows
-     * and its accumulators (m x outputs per thread). */
+     * and its accumulators (m x outputs per thread). The fused pass holds
+     * no block of K_nm but the centres feature-major and NYS_TILE rows
+     * per thread, fewer values than the block counted here. */
     size_t c = km_krr_centres(p, n), b = km_nys_block_rows(n, c);
     size_t v = mul_sat(n, sizeof(size_t) / D + 2);
     v = add_sat(v, mul_sat(NYS_MAX_THREADS, mul_sat(c, m)));
@@ -499,16 +513,25 @@ static km_status krr_fit_auto(const km_kernel *kernel,
     km_status st = km_krr_fit(kernel, &q, X, n, d, Y, m, ctl, &model, err);
     if (st != KM_OK)
         return st;
-    km_info *ti = km_model_training_mut(model);
-    if (set_figure(km_model_params_mut(model), "solver",
-                   KM_KRR_SOLVER_AUTO) != KM_OK ||
-        set_figure(ti, "solver", q.solver) != KM_OK ||
-        km_info_add1(ti, "memory_budget_mb", KM_INFO_NUMBER,
-                     (double)budget / 1048576.0) != KM_OK) {
+    if (km_auto_figures(model, KM_KRR_SOLVER_AUTO, q.solver, budget) !=
+        KM_OK) {
         km_model_free(model);
         return km_error_set(err, KM_ENOMEM, "out of memory for the model");
     }
     *out = model;
+    return KM_OK;
+}
+
+km_status km_auto_figures(km_model *model, int auto_solver, int run,
+                          size_t budget)
+{
+    km_info *ti = km_model_training_mut(model);
+    if (set_figure(km_model_params_mut(model), "solver", auto_solver) !=
+            KM_OK ||
+        set_figure(ti, "solver", run) != KM_OK ||
+        km_info_add1(ti, "memory_budget_mb", KM_INFO_NUMBER,
+                     (double)budget / 1048576.0) != KM_OK)
+        return KM_ENOMEM;
     return KM_OK;
 }
 
@@ -639,17 +662,23 @@ out:
  * triangular solves), then K_nm^T (K_nm U) over row blocks of X, plus
  * alpha (T^T (T U) - s U), then B^T (two triangular solves). For kernels
  * of inner products (rbf, polynomial, ...) and at most NYS_FUSED_OUTPUTS
- * outputs a block is one GEMM of inner products against the centres
- * (BLAS's threads), then, on the fit's ctl->threads threads, each row's
- * kernel map and its two products (k_i . u, then acc += (k_i . u) k_i)
- * while the row is in cache, into one accumulator per thread
- * (nys_pass_fused). Other kernels and outputs: the block's kernel values
- * by km_gram_cross_sn, then two GEMMs. Measured at n = 100,000, m =
- * 10,000, d = 20 on this project's 2 cores: the unfused pass (GEMM, a
- * one-thread map, two GEMMs over the 16 MB block) took about 3.3 s, the
- * fused one about 4.2 CPU-seconds (~2.1 s on 2 free cores), of which the
- * GEMM (K = d = 20, its AVX2 kernel near peak) is about half. Memory: T,
- * A (2 m^2), one block of K_nm (NYS_BLOCK_VALUES), and O(m p) vectors
+ * outputs the pass is fused (nys_pass_fused): X's rows are split over the
+ * fit's ctl->threads threads, and each takes four rows at a time through
+ * their inner products with the centres (km_vdot_tile, register-blocked,
+ * no BLAS), each row's kernel map and its two products (k_i . u, then
+ * acc += (k_i . u) k_i) while the rows are in cache, into one accumulator
+ * per thread. Other kernels and outputs: a block's kernel values by
+ * km_gram_cross_sn, then two GEMMs. Measured at n = 100,000, d = 20 on
+ * this project's 2 cores: at m = 10,000 the unfused pass (GEMM, a
+ * one-thread map, two GEMMs over a 16 MB block) took about 3.3 s; the
+ * first fused pass (a DGEMM of inner products per block on BLAS's
+ * threads, then the map and products on the fit's) 3.65 CPU-seconds,
+ * about a quarter of them OpenBLAS's idle threads spinning in
+ * sched_yield beside the fit's and zeroing the block for beta = 0; this
+ * one 2.4 CPU-seconds, of which the rbf map's exponentials are about
+ * two thirds. Memory: T,
+ * A (2 m^2), one block of K_nm (NYS_BLOCK_VALUES; the fused pass: the
+ * centres feature-major and NYS_TILE rows per thread), and O(m p) vectors
  * per thread (km_krr_fit_bytes). The preconditioner costs two Choleskys
  * of m^3 / 3 and T T^T by dlauum (m^3 / 3; DSYRK would take m^3: 22 s
  * against about 7 s at m = 10,000).
@@ -676,73 +705,86 @@ typedef struct nys {
     double shift, alpha;
     double *Kb, *tmp; /* block x m row-major; block x p */
     double *acc;      /* fused path: threads accumulators of m x p */
+    const double *Zt; /* fused path: the centres feature-major, d x m */
+    double *rows;     /* fused path: NYS_TILE x m per thread */
+    atomic_int *stop; /* fused path: set on cancel */
     size_t threads;
     const km_fit_control *ctl;
     double frac; /* progress so far */
 } nys;
 
-/* Rows [r0, r1) of the block of K_nm that starts at row i0 of X, for one
- * thread of the fused path: each row's kernel map, then its share of
- * K_nm^T (K_nm U) (or of K_nm^T Y when U is NULL) while it is in cache. */
+/* Rows [r0, r1) of K_nm for one thread of the fused pass: four rows at a
+ * time, their inner products with the centres (km_vdot_tile), each row's
+ * kernel map, then its share of K_nm^T (K_nm U) (or of K_nm^T Y when U
+ * is NULL), all while the rows are in cache. The calling thread (first)
+ * reports progress and raises stop on cancel; the others watch stop. */
 typedef struct nys_rows {
     const nys *s;
-    size_t i0, r0, r1;
+    size_t r0, r1;
     const double *U, *Y;
-    double *acc; /* m x p column-major */
+    double *acc;  /* m x p column-major */
+    double *rows; /* NYS_TILE x m */
+    int first;
 } nys_rows;
 
 static void *nys_rows_run(void *arg)
 {
     const nys_rows *w = arg;
     const nys *s = w->s;
-    size_t m = s->m, p = s->p;
-    for (size_t r = w->r0; r < w->r1; r++) {
-        double *row = s->Kb + r * m;
-        size_t i = w->i0 + r;
-        km_kernel_map_row(s->k, row, m, s->xn ? s->xn[i] : 0, s->zn, -1);
-        for (size_t j = 0; j < p; j++) {
-            double t = w->U ? km_vdot(row, w->U + j * m, m) : w->Y[i * p + j];
-            km_vaxpy(t, row, w->acc + j * m, m);
+    size_t m = s->m, p = s->p, d = s->d, since = 0;
+    for (size_t i0 = w->r0; i0 < w->r1; i0 += NYS_TILE) {
+        size_t nr = w->r1 - i0 < NYS_TILE ? w->r1 - i0 : NYS_TILE;
+        km_vdot_tile(s->X + i0 * d, nr, d, s->Zt, m, w->rows, m);
+        for (size_t r = 0; r < nr; r++) {
+            double *row = w->rows + r * m;
+            size_t i = i0 + r;
+            km_kernel_map_row(s->k, row, m, s->xn[i], s->zn, -1);
+            for (size_t j = 0; j < p; j++) {
+                double t = w->U ? km_vdot(row, w->U + j * m, m)
+                                : w->Y[i * p + j];
+                km_vaxpy(t, row, w->acc + j * m, m);
+            }
         }
+        if ((since += nr) < s->block)
+            continue;
+        since = 0;
+        if (atomic_load_explicit(s->stop, memory_order_relaxed))
+            break;
+        if (w->first && km_progress(s->ctl, s->frac))
+            atomic_store(s->stop, 1);
     }
     return NULL;
 }
 
-/* The fused pass: per block one GEMM of inner products (BLAS's threads),
- * then the map and both products row by row on s->threads threads, each
- * into its own accumulator; out is their sum. */
+/* The fused pass: X's rows split evenly over s->threads threads (this one
+ * the first), each into its own accumulator; out is their sum. No BLAS
+ * inside, so OpenBLAS's threads stay idle instead of spinning beside
+ * ours between GEMMs. */
 static km_status nys_pass_fused(nys *s, const double *U, const double *Y,
                                 double *out, km_error *err)
 {
     size_t m = s->m, p = s->p, nt = s->threads, mp = m * p;
     nys_rows w[NYS_MAX_THREADS];
     pthread_t tid[NYS_MAX_THREADS];
+    int started[NYS_MAX_THREADS] = {0};
     memset(s->acc, 0, nt * mp * sizeof *s->acc);
-    for (size_t i0 = 0; i0 < s->n; i0 += s->block) {
-        size_t nb = s->n - i0 < s->block ? s->n - i0 : s->block;
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)m,
-                    (int)s->d, 1.0, s->X + i0 * s->d, (int)s->d, s->Z,
-                    (int)s->d, 0.0, s->Kb, (int)m);
-        size_t per = (nb + nt - 1) / nt;
-        int started[NYS_MAX_THREADS] = {0};
-        for (size_t t = 0; t < nt; t++) {
-            size_t r0 = t * per < nb ? t * per : nb;
-            size_t r1 = r0 + per < nb ? r0 + per : nb;
-            w[t] = (nys_rows){s, i0, r0, r1, U, Y, s->acc + t * mp};
-            /* thread 0 is this one; a thread that cannot start runs here */
-            if (t > 0 && r0 < r1)
-                started[t] = pthread_create(&tid[t], NULL, nys_rows_run,
-                                            &w[t]) == 0;
-        }
-        for (size_t t = 0; t < nt; t++)
-            if (!started[t])
-                nys_rows_run(&w[t]);
-        for (size_t t = 1; t < nt; t++)
-            if (started[t])
-                pthread_join(tid[t], NULL);
-        if (km_progress(s->ctl, s->frac))
-            return km_error_set(err, KM_ECANCELLED, "fit cancelled");
+    atomic_store(s->stop, 0);
+    for (size_t t = 0; t < nt; t++) {
+        w[t] = (nys_rows){s, s->n * t / nt, s->n * (t + 1) / nt, U, Y,
+                          s->acc + t * mp, s->rows + t * NYS_TILE * m, t == 0};
+        /* thread 0 is this one; a thread that cannot start runs here */
+        if (t > 0)
+            started[t] = pthread_create(&tid[t], NULL, nys_rows_run,
+                                        &w[t]) == 0;
     }
+    for (size_t t = 0; t < nt; t++)
+        if (!started[t])
+            nys_rows_run(&w[t]);
+    for (size_t t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+    if (atomic_load(s->stop) || km_progress(s->ctl, s->frac))
+        return km_error_set(err, KM_ECANCELLED, "fit cancelled");
     memcpy(out, s->acc, mp * sizeof *out);
     for (size_t t = 1; t < nt; t++)
         cblas_daxpy((int)mp, 1.0, s->acc + t * mp, 1, out, 1);
@@ -1203,7 +1245,8 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     km_fit_frame f;
     double *T = NULL, *A = NULL, *Kb = NULL, *tmp = NULL, *work = NULL;
     double *rr = NULL, *r0 = NULL, *res = NULL, *v = NULL;
-    double *xr = NULL, *acc = NULL;
+    double *xr = NULL, *acc = NULL, *zt = NULL, *rows = NULL;
+    atomic_int stop = 0;
     int *done = NULL;
     krr_payload *pl = NULL;
     km_model *model = NULL;
@@ -1254,14 +1297,13 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     /* The preconditioner's factors. */
     T = malloc(m * m * sizeof *T);
     A = malloc(m * m * sizeof *A);
-    Kb = malloc(block * m * sizeof *Kb);
     tmp = malloc(block * p * sizeof *tmp);
     work = malloc(8 * mp * sizeof *work);
     rr = malloc(p * sizeof *rr);
     r0 = malloc(p * sizeof *r0);
     res = malloc(p * sizeof *res);
     done = calloc(p, sizeof *done);
-    if (!T || !A || !Kb || !tmp || !work || !rr || !r0 || !res || !done) {
+    if (!T || !A || !tmp || !work || !rr || !r0 || !res || !done) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
                           "solver of %zu centres", m);
         goto out;
@@ -1273,14 +1315,22 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     if (km_kernel_uses_dots(k) && p <= NYS_FUSED_OUTPUTS) {
         xr = km_sqnorms(X, n, d);
         acc = malloc(nt * mp * sizeof *acc);
-        if (!xr || !acc) {
-            st = km_error_set(err, KM_ENOMEM, "out of memory for the "
-                              "nystrom solver of %zu centres", m);
-            goto out;
-        }
+        zt = malloc(m * d * sizeof *zt);
+        rows = malloc(nt * NYS_TILE * m * sizeof *rows);
+        if (zt)
+            for (size_t j = 0; j < m; j++)
+                for (size_t f = 0; f < d; f++)
+                    zt[f * m + j] = pl->X[j * d + f];
+    } else {
+        Kb = malloc(block * m * sizeof *Kb);
+    }
+    if (acc ? !xr || !zt || !rows : !Kb) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
+                          "solver of %zu centres", m);
+        goto out;
     }
     nys s = {k, X, xr, n, d, pl->X, pl->xn, m, p, block, T, A, 0, alpha, Kb,
-             tmp, acc, nt, ctl, 0.0};
+             tmp, acc, zt, rows, &stop, nt, ctl, 0.0};
     if ((st = km_nys_factor_kmm(k, pl->X, m, d, 0, T, &s.shift, err)) != KM_OK)
         goto out;
     /* A^T A = T T^T / m + (alpha / n) I: T T^T of the triangular T by
@@ -1486,6 +1536,8 @@ out:
     free(v);
     free(xr);
     free(acc);
+    free(zt);
+    free(rows);
     km_fit_cleanup(&f);
     return st;
 }
@@ -1586,6 +1638,19 @@ km_status km_krr_rff_features(const km_model *m, const double **W,
         return KM_ECONFLICT;
     *W = p->X;
     *b = p->b;
+    return KM_OK;
+}
+
+km_status km_krr_dual(const km_model *m, const double **X,
+                      const double **coef)
+{
+    if (km_model_algorithm(m) != KM_ALGO_KRR)
+        return KM_ECONFLICT;
+    const krr_payload *p = km_model_payload(m);
+    if (p->form != KRR_FORM_DUAL)
+        return KM_ECONFLICT;
+    *X = p->X;
+    *coef = p->coef;
     return KM_OK;
 }
 

@@ -221,6 +221,75 @@ void km_vdot_rows(const double *x, const double *Z, size_t nz, size_t d,
     }
 }
 
+static inline __attribute__((always_inline)) void store8(double *p, v8d v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/*
+ * K (nr x m, row stride ldk) = the inner products of nr <= 4 rows of X
+ * (d features each) with m centres given feature-major (Zt[f * m + j] is
+ * centre j's feature f), in the calling thread. A 4 x 16 tile of
+ * products stays in eight vector registers over all d features, which
+ * makes it compute-bound where a row at a time (km_vdot_rows) is bound
+ * by the horizontal sums and DGEMM by writing its output block to memory
+ * before the kernel map reads it back (it also zeroes that block first
+ * when beta is 0). The fused nystrom pass calls it for a few rows at a
+ * time, so their products are still in cache for the map and the
+ * products that follow.
+ */
+KM_CLONES
+void km_vdot_tile(const double *X, size_t nr, size_t d, const double *Zt,
+                  size_t m, double *K, size_t ldk)
+{
+    size_t j = 0;
+    if (nr == 4) {
+        const double *x0 = X, *x1 = X + d, *x2 = X + 2 * d, *x3 = X + 3 * d;
+        for (; j + 16 <= m; j += 16) {
+            v8d a0 = {0}, b0 = {0}, a1 = {0}, b1 = {0};
+            v8d a2 = {0}, b2 = {0}, a3 = {0}, b3 = {0};
+            for (size_t f = 0; f < d; f++) {
+                const double *z = Zt + f * m + j;
+                v8d za = load8(z), zb = load8(z + 8);
+                a0 += x0[f] * za;
+                b0 += x0[f] * zb;
+                a1 += x1[f] * za;
+                b1 += x1[f] * zb;
+                a2 += x2[f] * za;
+                b2 += x2[f] * zb;
+                a3 += x3[f] * za;
+                b3 += x3[f] * zb;
+            }
+            store8(K + j, a0);
+            store8(K + j + 8, b0);
+            store8(K + ldk + j, a1);
+            store8(K + ldk + j + 8, b1);
+            store8(K + 2 * ldk + j, a2);
+            store8(K + 2 * ldk + j + 8, b2);
+            store8(K + 3 * ldk + j, a3);
+            store8(K + 3 * ldk + j + 8, b3);
+        }
+    }
+    /* fewer rows, and the last m % 16 centres: a row at a time */
+    for (size_t r = 0; r < nr; r++) {
+        const double *x = X + r * d;
+        double *k = K + r * ldk;
+        size_t c = j;
+        for (; c + 8 <= m; c += 8) {
+            v8d a = {0};
+            for (size_t f = 0; f < d; f++)
+                a += x[f] * load8(Zt + f * m + c);
+            store8(k + c, a);
+        }
+        for (; c < m; c++) {
+            double s = 0;
+            for (size_t f = 0; f < d; f++)
+                s += x[f] * Zt[f * m + c];
+            k[c] = s;
+        }
+    }
+}
+
 /* sum_j a[j] b[j], vectorised (in the calling thread, unlike BLAS's ddot
  * which may hand a long vector to its thread pool). */
 KM_CLONES

@@ -217,6 +217,8 @@ static const char *unsupported(const api_fit_request *req)
                    : "krr's nystrom or rff solver (only exact or auto)";
     if (req->algo == KM_ALGO_GPR) {
         const km_gpr_params *p = (const km_gpr_params *)req->params;
+        if (p->solver != KM_GPR_SOLVER_EXACT)
+            return "gpr's nystrom or auto solver (only params.solver exact)";
         return p->optimizer == KM_GPR_OPTIMIZER_NONE
                    ? NULL
                    : "gpr with an optimizer (only params.optimizer none)";

@@ -219,6 +219,20 @@ START_TEST(ranges_are_cores)
 }
 END_TEST
 
+/* Whether the enum row named key holds want (or a value of also) in a
+ * fit that gives dep the value value and every other row its default. */
+static int holds_in_fit(const api_schema *s, const unsigned char *defaults,
+                        const api_param *dep, int value, const char *key,
+                        int want, unsigned also)
+{
+    int v;
+    if (dep && !strcmp(dep->key, key))
+        v = value;
+    else
+        memcpy(&v, defaults + api_schema_find(s, key)->offset, sizeof v);
+    return v >= 0 && (v == want || (v < 32 && (also >> v & 1u)));
+}
+
 /* A default fit of algorithm a (with only_if set to the rows' value of
  * row dep, when not NULL) records every default of the rows that apply,
  * and none of those that do not. */
@@ -247,16 +261,14 @@ static int defaults_recorded(km_algorithm a, const api_param *dep, int value)
         const km_info_entry *fig = km_info_find(km_model_params(m), r->key);
         /* the row it depends on holds value, or its default when the
          * fit does not give it (svc's cache_mb applies to the default
-         * solver, exact) */
-        int v = -1;
-        if (r->only_if && dep && !strcmp(dep->key, r->only_if))
-            v = value;
-        else if (r->only_if && !dep)
-            memcpy(&v, defaults + api_schema_find(s, r->only_if)->offset,
-                   sizeof v);
+         * solver, exact); or the second row it may depend on (gpr's
+         * seed) */
         int applies = !r->only_if ||
-                      (v >= 0 && (v == r->only_value ||
-                                  (v < 32 && (r->only_also >> v & 1u))));
+                      holds_in_fit(s, defaults, dep, value, r->only_if,
+                                   r->only_value, r->only_also) ||
+                      (r->or_if && holds_in_fit(s, defaults, dep, value,
+                                                r->or_if, r->or_value,
+                                                r->or_also));
         if (!applies) { /* a fit it does not apply to shows nothing */
             ck_assert_msg(fig == NULL, "%s %s: metadata shows params.%s",
                           km_algorithm_name(a), params, r->key);
@@ -400,6 +412,34 @@ START_TEST(rows_apply_only_with_their_value)
     ck_assert_int_eq(e.http, 400);
     ck_assert_ptr_nonnull(strstr(e.message, "params.solver rff"));
     ck_assert_ptr_nonnull(strstr(e.message, "kernel.type polynomial"));
+    api_fit_request_cleanup(&req);
+    /* gpr's seed: with the optimizer or with the nystrom solver */
+    ck_assert_int_ne(parse_fit(KM_ALGO_GPR, "{\"seed\":3}", &req, &e), 0);
+    ck_assert_int_eq(e.http, 400);
+    ck_assert_str_eq(e.message, "params.seed applies only with "
+                     "params.optimizer \"lbfgs\", or with params.solver "
+                     "\"nystrom\" or \"auto\"");
+    api_fit_request_cleanup(&req);
+    const char *gpr_ok[] = {"{\"optimizer\":\"lbfgs\",\"seed\":3}",
+                            "{\"solver\":\"nystrom\",\"seed\":3,"
+                            "\"variance\":true,\"centres\":\"rpcholesky\"}",
+                            "{\"solver\":\"auto\",\"seed\":3}"};
+    for (size_t i = 0; i < sizeof gpr_ok / sizeof *gpr_ok; i++) {
+        ck_assert_msg(parse_fit(KM_ALGO_GPR, gpr_ok[i], &req, &e) == 0,
+                      "%s: %s", gpr_ok[i], e.message);
+        api_fit_request_cleanup(&req);
+    }
+    ck_assert_int_ne(parse_fit(KM_ALGO_GPR, "{\"variance\":true}", &req, &e),
+                     0);
+    ck_assert_str_eq(e.message, "params.variance applies only with "
+                     "params.solver \"nystrom\" or \"auto\"");
+    api_fit_request_cleanup(&req);
+    /* the optimizer needs the exact solver: core's check, 400 */
+    ck_assert_int_ne(parse_fit(KM_ALGO_GPR, "{\"solver\":\"nystrom\","
+                               "\"optimizer\":\"lbfgs\"}", &req, &e), 0);
+    ck_assert_int_eq(e.http, 400);
+    ck_assert_ptr_nonnull(strstr(e.message, "params.optimizer lbfgs needs "
+                                            "params.solver exact"));
     api_fit_request_cleanup(&req);
 }
 END_TEST

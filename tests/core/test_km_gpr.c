@@ -14,6 +14,7 @@
 #include "../check_main.h"
 #include "model_bytes.h"
 #include "km.h"
+#include "km_internal.h"
 
 #define FLOOR 1e-3
 #define TOL 1e-8
@@ -532,6 +533,436 @@ START_TEST(file_numbers_checked)
 }
 END_TEST
 
+/* ------------------------------------------------------------ nystrom */
+
+/* gpr's nystrom params: m centres, the variance, CG to convergence. */
+static km_gpr_params nys_params(size_t m, double s, double noise, int norm,
+                                int variance)
+{
+    km_gpr_params p = km_gpr_params_default();
+    p.solver = KM_GPR_SOLVER_NYSTROM;
+    p.n_centres = m;
+    p.signal_variance = s;
+    p.noise = noise;
+    p.normalize_y = norm;
+    p.variance = variance;
+    p.cg_tol = 1e-14;
+    p.cg_max_iter = 1000;
+    p.seed = 7;
+    return p;
+}
+
+/* Mean, variances, covariance of the first 8 rows of T and the lml of a
+ * model (lml NAN when it has none). */
+typedef struct answers {
+    double mean[64], var[64], cov[64], lml;
+} answers;
+
+static void answers_of(const km_model *m, const double *Ts, size_t nt,
+                       answers *a)
+{
+    km_error err = {0};
+    memset(a, 0, sizeof *a);
+    ck_assert_uint_le(nt, 64);
+    ck_assert_msg(km_predict(m, KM_OUT_VALUES, Ts, nt, a->mean, &err) ==
+                      KM_OK, "%s", err.message);
+    ck_assert_msg(km_predict(m, KM_OUT_VARIANCES, Ts, nt, a->var, &err) ==
+                      KM_OK, "%s", err.message);
+    ck_assert_msg(km_predict(m, KM_OUT_COVARIANCE, Ts, 8, a->cov, &err) ==
+                      KM_OK, "%s", err.message);
+    const km_info_entry *e = km_info_find(km_model_training(m),
+                                          "log_marginal_likelihood");
+    a->lml = e ? e->values[0] : NAN;
+}
+
+static void close_to(const char *what, const double *got, const double *want,
+                     size_t n, double tol)
+{
+    double e = km_max_rel_err(got, want, n, FLOOR);
+    ck_assert_msg(e <= tol, "%s: off by %g relative (tolerance %g)", what, e,
+                  tol);
+}
+
+/* With every row a centre, DTC is exact: the nystrom model's mean,
+ * variances, covariance and likelihood are exact gpr's (1e-6). */
+START_TEST(nystrom_all_rows_is_exact)
+{
+    load_data();
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        km_kernel k = rbf_l(cases[c].l);
+        km_gpr_params p = nys_params(NX, cases[c].s, cases[c].noise,
+                                     cases[c].normalize, 1);
+        km_gpr_params e = p;
+        e.solver = KM_GPR_SOLVER_EXACT;
+        km_model *ex = fit_ok(&k, &e), *ny = fit_ok(&k, &p);
+        ck_assert_uint_eq(km_model_n_samples(ny), NX);
+        answers a, b;
+        answers_of(ex, T, NT, &a);
+        answers_of(ny, T, NT, &b);
+        close_to("mean", b.mean, a.mean, NT, 1e-6);
+        close_to("variance", b.var, a.var, NT, 1e-6);
+        close_to("covariance", b.cov, a.cov, 64, 1e-6);
+        close_to("lml", &b.lml, &a.lml, 1, 1e-6);
+        km_model_free(ex);
+        km_model_free(ny);
+    }
+    free_data();
+}
+END_TEST
+
+#define GN 400
+#define GT 40
+#define GM 40
+
+typedef struct gdata {
+    double *X, *y, *T;
+    size_t centres[GM];
+} gdata;
+
+static void gload(gdata *g, const char *centres)
+{
+    size_t n;
+    g->X = km_read_fixture("gprn_X.txt", &n);
+    ck_assert_uint_eq(n, GN * DIM);
+    g->y = km_read_fixture("gprn_y.txt", &n);
+    ck_assert_uint_eq(n, GN);
+    g->T = km_read_fixture("gprn_T.txt", &n);
+    ck_assert_uint_eq(n, GT * DIM);
+    double *c = km_read_fixture(centres, &n);
+    ck_assert_uint_eq(n, GM);
+    for (size_t i = 0; i < GM; i++)
+        g->centres[i] = (size_t)c[i];
+    free(c);
+}
+
+static void gunload(gdata *g)
+{
+    free(g->X);
+    free(g->y);
+    free(g->T);
+}
+
+/* A nystrom fit of g on the given centres (NULL: core's draw). */
+static km_model *gfit(const gdata *g, const km_gpr_params *p,
+                      const size_t *centres)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.3;
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_gpr_fit_nystrom(&k, p, g->X, GN, DIM, g->y, centres,
+                                     NULL, &m, &err) == KM_OK,
+                  "%s", err.message);
+    return m;
+}
+
+static km_kernel rbf_g(void)
+{
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.3;
+    return k;
+}
+
+/* gen_gpr_nystrom_refs.py's CASES. */
+static const struct {
+    const char *name;
+    double s, noise;
+    int normalize;
+} ncases[] = {
+    {"a", 1.0, 0.05, 0},
+    {"b", 2.5, 0.02, 1},
+};
+
+/* On the fixture's centres, through the internal hook: mean, variances,
+ * covariance and likelihood against the formulas in numpy (1e-8), the
+ * mean against scikit-learn's Nystroem + Ridge (1e-8). */
+START_TEST(nystrom_against_numpy_and_sklearn)
+{
+    gdata g;
+    gload(&g, "gprn_centres.txt");
+    for (size_t c = 0; c < sizeof ncases / sizeof *ncases; c++) {
+        km_gpr_params p = nys_params(GM, ncases[c].s, ncases[c].noise,
+                                     ncases[c].normalize, 1);
+        km_model *m = gfit(&g, &p, g.centres);
+        answers a;
+        answers_of(m, g.T, GT, &a);
+        char file[64], what[64];
+        const char *part[] = {"mean", "var", "cov", "lml", "skl"};
+        const double *got[] = {a.mean, a.var, a.cov, &a.lml, a.mean};
+        const size_t count[] = {GT, GT, 64, 1, GT};
+        for (int i = 0; i < 5; i++) {
+            snprintf(file, sizeof file, "gprn_%s_%s.txt", ncases[c].name,
+                     part[i]);
+            snprintf(what, sizeof what, "case %s: %s", ncases[c].name,
+                     part[i]);
+            compare(what, got[i], file, count[i], TOL);
+        }
+        ck_assert_double_le(figure(km_model_training(m), "residual"), 1e-14);
+        km_model_free(m);
+    }
+    gunload(&g);
+}
+END_TEST
+
+/* Core's own draw with params.seed: the centres numpy draws again from
+ * its definition, so the same answers. */
+START_TEST(nystrom_seeded_draw)
+{
+    gdata g;
+    gload(&g, "gprn_seed_centres.txt");
+    km_gpr_params p = nys_params(GM, 1.0, 0.05, 0, 1);
+    km_model *m = gfit(&g, &p, NULL), *given = gfit(&g, &p, g.centres);
+    answers a, b;
+    answers_of(m, g.T, GT, &a);
+    answers_of(given, g.T, GT, &b);
+    ck_assert_mem_eq(a.mean, b.mean, sizeof a.mean);
+    ck_assert_mem_eq(a.var, b.var, sizeof a.var);
+    compare("seeded mean", a.mean, "gprn_seed_mean.txt", GT, TOL);
+    compare("seeded var", a.var, "gprn_seed_var.txt", GT, TOL);
+    compare("seeded lml", &a.lml, "gprn_seed_lml.txt", 1, TOL);
+    /* its figures */
+    const km_info *pi = km_model_params(m), *ti = km_model_training(m);
+    ck_assert_double_eq(figure(pi, "solver"), KM_GPR_SOLVER_NYSTROM);
+    ck_assert_double_eq(figure(pi, "n_centres"), GM);
+    ck_assert_double_eq(figure(pi, "seed"), 7);
+    ck_assert_double_eq(figure(pi, "cg_tol"), 1e-14);
+    ck_assert_double_eq(figure(pi, "cg_max_iter"), 1000);
+    ck_assert_double_eq(figure(pi, "centres"), KM_KRR_CENTRES_UNIFORM);
+    ck_assert_double_eq(figure(pi, "variance"), 1);
+    ck_assert_double_eq(figure(ti, "solver"), KM_GPR_SOLVER_NYSTROM);
+    ck_assert_double_ge(figure(ti, "iterations"), 1);
+    ck_assert_double_le(figure(ti, "residual"), 1e-14);
+    ck_assert_ptr_null(km_info_find(pi, "n_restarts"));
+    km_model_free(m);
+    km_model_free(given);
+    gunload(&g);
+}
+END_TEST
+
+/* Without params.variance: the mean alone (the same mean), no
+ * likelihood, and the variance and covariance refused naming the param. */
+START_TEST(nystrom_without_variance)
+{
+    gdata g;
+    gload(&g, "gprn_centres.txt");
+    km_gpr_params p = nys_params(GM, 1.0, 0.05, 0, 0);
+    km_model *m = gfit(&g, &p, g.centres);
+    p.variance = 1;
+    km_model *v = gfit(&g, &p, g.centres);
+    km_error err = {0};
+    double a[GT], b[GT];
+    ck_assert_int_eq(km_predict(m, KM_OUT_VALUES, g.T, GT, a, NULL), KM_OK);
+    ck_assert_int_eq(km_predict(v, KM_OUT_VALUES, g.T, GT, b, NULL), KM_OK);
+    ck_assert_mem_eq(a, b, sizeof a);
+    ck_assert_uint_eq(km_model_outputs(m), KM_OUT_VALUES);
+    ck_assert_uint_eq(km_model_outputs(v), KM_OUT_VALUES | KM_OUT_VARIANCES |
+                                               KM_OUT_COVARIANCE);
+    ck_assert_ptr_null(km_info_find(km_model_training(m),
+                                    "log_marginal_likelihood"));
+    ck_assert_double_eq(figure(km_model_params(m), "variance"), 0);
+    ck_assert_int_eq(km_predict(m, KM_OUT_VARIANCES, g.T, GT, a, &err),
+                     KM_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.variance = true"));
+    ck_assert_int_eq(km_gpr_covariance(m, g.T, 4, a, &err), KM_ECONFLICT);
+    ck_assert_ptr_nonnull(strstr(err.message, "params.variance"));
+    /* what a fit of these params will answer, before it */
+    const km_algo *al = km_algo_of(KM_ALGO_GPR);
+    ck_assert_uint_eq(al->params_outputs(&p) & KM_OUT_VARIANCES,
+                      KM_OUT_VARIANCES);
+    p.variance = 0;
+    ck_assert_uint_eq(al->params_outputs(&p), KM_OUT_VALUES);
+    km_model_free(m);
+    km_model_free(v);
+    gunload(&g);
+}
+END_TEST
+
+START_TEST(nystrom_checks)
+{
+    load_data();
+    km_gpr_params d = nys_params(10, 1.0, 0.1, 0, 1), p;
+    p = d, p.optimizer = KM_GPR_OPTIMIZER_LBFGS;
+    expect_msg(&p, 1, KM_EINVAL, "params.optimizer lbfgs needs "
+                                 "params.solver exact");
+    p.solver = KM_GPR_SOLVER_AUTO;
+    expect_msg(&p, 1, KM_EINVAL, "params.optimizer none with params.solver "
+                                 "auto");
+    p = d, p.n_centres = NX + 1;
+    expect_msg(&p, 1, KM_EPROBLEM, "params.n_centres is 81 but X has 80 "
+                                   "rows");
+    p = d, p.cg_tol = 0;
+    expect_msg(&p, 1, KM_EINVAL, "params.cg_tol must be a finite number > 0");
+    p = d, p.cg_max_iter = 0;
+    expect_msg(&p, 1, KM_EINVAL, "params.cg_max_iter must be at least 1");
+    p = d, p.centres = KM_KRR_CENTRES_COUNT;
+    expect_msg(&p, 1, KM_EINVAL, "params.centres must be uniform or "
+                                 "rpcholesky");
+    p = d, p.solver = KM_GPR_SOLVER_COUNT;
+    expect_msg(&p, 1, KM_EINVAL, "params.solver must be exact, nystrom or "
+                                 "auto");
+    p = d, p.noise = 1e-300, p.signal_variance = 1e300;
+    expect_msg(&p, 1, KM_EINVAL, "params.noise / params.signal_variance");
+    /* the exact solver ignores the nystrom fields */
+    p = d, p.solver = KM_GPR_SOLVER_EXACT, p.cg_tol = 0;
+    km_model *m = fit_ok(&(km_kernel){.type = KM_KERNEL_RBF, .gamma = 0.5},
+                         &p);
+    ck_assert_ptr_null(km_info_find(km_model_params(m), "solver"));
+    ck_assert_ptr_null(km_info_find(km_model_params(m), "cg_tol"));
+    km_model_free(m);
+    ck_assert_str_eq(km_gpr_solver_name(KM_GPR_SOLVER_NYSTROM), "nystrom");
+    ck_assert_ptr_null(km_gpr_solver_name(KM_GPR_SOLVER_COUNT));
+    free_data();
+}
+END_TEST
+
+/* The estimate: nystrom's O(m^2 + block m) (plus 2 m^2 with the
+ * variance) where exact's is n^2; auto picks exact while it takes at
+ * most half the budget. */
+START_TEST(nystrom_memory_and_auto)
+{
+    km_gpr_params p = nys_params(0, 1.0, 0.1, 0, 0);
+    size_t n = 1000000, m = 10000; /* the default m at 10^6 rows */
+    size_t mean = km_gpr_fit_bytes(n, 20, &p);
+    ck_assert_uint_ge(mean, 2 * m * m * sizeof(double)); /* Falkon's */
+    p.variance = 1;
+    size_t var = km_gpr_fit_bytes(n, 20, &p);
+    ck_assert_uint_ge(var, mean);
+    ck_assert_uint_le(var, (size_t)2 << 30); /* admitted on this machine */
+    p.solver = KM_GPR_SOLVER_EXACT;
+    size_t exact = km_gpr_fit_bytes(n, 20, &p);
+    ck_assert_uint_ge(exact, n * n * sizeof(double));
+    p.solver = KM_GPR_SOLVER_AUTO;
+    ck_assert_int_eq(km_gpr_resolve_solver(&p, n, 20, exact * 2),
+                     KM_GPR_SOLVER_EXACT);
+    ck_assert_int_eq(km_gpr_resolve_solver(&p, n, 20, exact * 2 - 2),
+                     KM_GPR_SOLVER_NYSTROM);
+    ck_assert_int_eq(km_gpr_resolve_solver(&p, n, 20, 1 << 30),
+                     KM_GPR_SOLVER_NYSTROM);
+    /* an auto fit says what it ran */
+    load_data();
+    km_kernel k = rbf_l(1.0);
+    p.n_centres = 30;
+    km_model *a = fit_ok(&k, &p);
+    ck_assert_double_eq(figure(km_model_params(a), "solver"),
+                        KM_GPR_SOLVER_AUTO);
+    ck_assert_double_eq(figure(km_model_training(a), "solver"),
+                        KM_GPR_SOLVER_EXACT); /* 80 rows fit */
+    ck_assert_ptr_nonnull(km_info_find(km_model_training(a),
+                                       "memory_budget_mb"));
+    ck_assert_uint_eq(km_model_n_samples(a), NX);
+    km_model_free(a);
+    free_data();
+}
+END_TEST
+
+/* Progress up to 1 and cancel; km_fit as the typed fit; the file: format
+ * version 6 (exact models keep 2), the same answers after a load, the
+ * model's bytes; and the loader's checks of the nystrom form. */
+START_TEST(nystrom_fit_file_and_cancel)
+{
+    gdata g;
+    gload(&g, "gprn_centres.txt");
+    km_kernel k = rbf_g();
+    for (int variance = 0; variance < 2; variance++) {
+        km_gpr_params p = nys_params(GM, 2.5, 0.02, 1, variance);
+        cancel_at all = {2, 0, 0, 0};
+        km_fit_control ctl = {cancel_cb, &all};
+        km_model *m = NULL, *gen = NULL, *back = NULL;
+        km_error err = {0};
+        ck_assert_int_eq(km_gpr_fit(&k, &p, g.X, GN, DIM, g.y, &ctl, &m,
+                                    &err), KM_OK);
+        ck_assert_int_eq(all.decreasing, 0);
+        ck_assert_double_eq(all.last, 1.0);
+        cancel_at mid = {variance ? 0.7 : 0.3, 0, 0, 0};
+        ctl.ctx = &mid;
+        ck_assert_int_eq(km_gpr_fit(&k, &p, g.X, GN, DIM, g.y, &ctl, &gen,
+                                    &err), KM_ECANCELLED);
+        ck_assert_ptr_null(gen);
+        km_problem pb = {g.X, GN, DIM, g.y, 1, NULL, 0};
+        ck_assert_int_eq(km_fit(KM_ALGO_GPR, &k, &p, NULL, &pb, NULL, &gen,
+                                &err), KM_OK);
+        double a[GT], b[GT];
+        ck_assert_int_eq(km_predict(m, KM_OUT_VALUES, g.T, GT, a, NULL),
+                         KM_OK);
+        ck_assert_int_eq(km_predict(gen, KM_OUT_VALUES, g.T, GT, b, NULL),
+                         KM_OK);
+        ck_assert_mem_eq(a, b, sizeof a);
+        unsigned char *buf;
+        size_t len;
+        ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
+        ck_assert_uint_eq(get32(buf + 4), 6);
+        ck_assert_int_eq(km_model_load_buffer(buf, len, &back, &err), KM_OK);
+        ck_assert_uint_eq(km_model_bytes(back), km_model_bytes(m));
+        ck_assert_uint_eq(km_model_outputs(back), km_model_outputs(m));
+        ck_assert_int_eq(km_predict(back, KM_OUT_VALUES, g.T, GT, b, NULL),
+                         KM_OK);
+        ck_assert_mem_eq(a, b, sizeof a);
+        if (variance) {
+            answers x, y;
+            answers_of(m, g.T, GT, &x);
+            answers_of(back, g.T, GT, &y);
+            ck_assert_mem_eq(x.var, y.var, sizeof x.var);
+            ck_assert_mem_eq(x.cov, y.cov, sizeof x.cov);
+        }
+        /* saved again: the same bytes */
+        unsigned char *again;
+        size_t len2;
+        ck_assert_int_eq(km_model_save_buffer(back, &again, &len2, NULL),
+                         KM_OK);
+        ck_assert_uint_eq(len2, len);
+        ck_assert_mem_eq(again, buf, len);
+        free(again);
+        /* the payload's end: [form ... a] flag [L C]; C's last diagonal
+         * value, or the flag, altered */
+        size_t t = (size_t)GM * (GM + 1) / 2;
+        size_t flag = len - 4 - 4 - (variance ? 2 * (8 + 8 * t) : 0);
+        unsigned char *bad = malloc(len);
+        memcpy(bad, buf, len);
+        put32(bad + flag, 2);
+        put32(bad + len - 4, crc32_ref(bad, len - 4));
+        km_model *no = NULL;
+        ck_assert_int_eq(km_model_load_buffer(bad, len, &no, &err),
+                         KM_ECORRUPT);
+        ck_assert_ptr_nonnull(strstr(err.message, "bad gaussian process "
+                                                  "payload"));
+        if (variance) {
+            memcpy(bad, buf, len);
+            double neg = -1;
+            uint64_t u;
+            memcpy(&u, &neg, 8);
+            put64(bad + len - 4 - 8, u); /* C[m-1][m-1] */
+            put32(bad + len - 4, crc32_ref(bad, len - 4));
+            ck_assert_int_eq(km_model_load_buffer(bad, len, &no, &err),
+                             KM_ECORRUPT);
+            ck_assert_ptr_nonnull(strstr(err.message, "factor C[39][39] is "
+                                                      "not > 0"));
+        }
+        /* the form: 2 is none */
+        size_t form = flag - (8 + 8 * GM) - (8 + 8 * GM * DIM) - 32 - 4;
+        memcpy(bad, buf, len);
+        ck_assert_uint_eq(get32(bad + form), 1);
+        put32(bad + form, 2);
+        put32(bad + len - 4, crc32_ref(bad, len - 4));
+        ck_assert_int_eq(km_model_load_buffer(bad, len, &no, &err),
+                         KM_ECORRUPT);
+        ck_assert_ptr_nonnull(strstr(err.message, "payload form 2 is not 0 "
+                                                  "(exact) or 1 (nystrom)"));
+        free(bad);
+        free(buf);
+        km_model_free(m);
+        km_model_free(gen);
+        km_model_free(back);
+    }
+    /* an exact model is still written as version 2 */
+    gfile f = small_file();
+    ck_assert_uint_eq(get32(f.buf + 4), 2);
+    free(f.buf);
+    gunload(&g);
+}
+END_TEST
+
 Suite *gpr_suite(void)
 {
     Suite *s = suite_create("gpr");
@@ -545,6 +976,13 @@ Suite *gpr_suite(void)
     tcase_add_test(tc, cancelled);
     tcase_add_test(tc, km_fit_and_file_round_trip);
     tcase_add_test(tc, file_numbers_checked);
+    tcase_add_test(tc, nystrom_all_rows_is_exact);
+    tcase_add_test(tc, nystrom_against_numpy_and_sklearn);
+    tcase_add_test(tc, nystrom_seeded_draw);
+    tcase_add_test(tc, nystrom_without_variance);
+    tcase_add_test(tc, nystrom_checks);
+    tcase_add_test(tc, nystrom_memory_and_auto);
+    tcase_add_test(tc, nystrom_fit_file_and_cancel);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return s;

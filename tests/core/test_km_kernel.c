@@ -7,6 +7,7 @@
  */
 #include "../check_main.h"
 #include "km.h"
+#include "km_internal.h"
 
 static const double x3[3] = {1.0, -2.0, 0.5};
 static const double z3[3] = {0.5, 1.0, -1.5};
@@ -280,6 +281,51 @@ START_TEST(vexp_accuracy)
 }
 END_TEST
 
+/* km_vdot_tile (the nystrom pass's inner products, no BLAS) against sums
+ * in long double, for every row count it takes, centre counts off its
+ * 16- and 8-wide steps and feature counts below and above a vector. */
+START_TEST(vdot_tile_against_sums)
+{
+    static const size_t ms[] = {1, 7, 8, 15, 16, 17, 40, 203};
+    static const size_t ds[] = {1, 3, 8, 20, 33};
+    km_rng state = {7};
+    for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+        for (size_t b = 0; b < sizeof ds / sizeof *ds; b++)
+            for (size_t nr = 1; nr <= 4; nr++) {
+                size_t m = ms[a], d = ds[b], ldk = m + 3;
+                double *X = malloc(nr * d * sizeof *X);
+                double *Zt = malloc(d * m * sizeof *Zt);
+                double *K = malloc(nr * ldk * sizeof *K);
+                for (size_t i = 0; i < nr * d; i++)
+                    X[i] = km_rng_uniform(&state) * 4 - 2;
+                for (size_t i = 0; i < d * m; i++)
+                    Zt[i] = km_rng_uniform(&state) * 4 - 2;
+                for (size_t i = 0; i < nr * ldk; i++)
+                    K[i] = NAN; /* the gaps past m must stay untouched */
+                km_vdot_tile(X, nr, d, Zt, m, K, ldk);
+                for (size_t r = 0; r < nr; r++) {
+                    for (size_t j = 0; j < m; j++) {
+                        long double s = 0, mag = 0;
+                        for (size_t f = 0; f < d; f++) {
+                            s += (long double)X[r * d + f] * Zt[f * m + j];
+                            mag += fabsl((long double)X[r * d + f] *
+                                         Zt[f * m + j]);
+                        }
+                        ck_assert_msg(fabsl(K[r * ldk + j] - s) <=
+                                          4e-16L * mag * d,
+                                      "m %zu d %zu rows %zu: K[%zu][%zu]",
+                                      m, d, nr, r, j);
+                    }
+                    for (size_t j = m; j < ldk; j++)
+                        ck_assert(isnan(K[r * ldk + j]));
+                }
+                free(X);
+                free(Zt);
+                free(K);
+            }
+}
+END_TEST
+
 /* ------------------------------------------------- kernels of the table
  * added after the first seven: laplacian_l2, exponential, normalized. */
 
@@ -522,6 +568,7 @@ static Suite *kernel_suite(void)
     tcase_add_test(tc, validation_names_field);
     tcase_add_test(tc, type_names_round_trip);
     tcase_add_test(tc, vexp_accuracy);
+    tcase_add_test(tc, vdot_tile_against_sums);
     tcase_add_test(tc, new_kernels_closed_forms);
     tcase_add_test(tc, new_kernels_paths_agree);
     tcase_add_test(tc, new_kernels_against_numpy);

@@ -7,7 +7,8 @@ fuzz target appends). The files are made by a real
 daemon, so they are what a fit writes (format version 2; krr's rff
 solver, the "rff" entries of FITS with the rbf and both laplacian
 kernels, version 3; svc's nystrom solver, "svcnys", version 4; kpca's
-nystrom eigen-solver, "kpcanys", version 5). Fits with each
+nystrom eigen-solver, "kpcanys", version 5; gpr's nystrom solver with
+and without the variance, "gprnys" and "gprnysmean", version 6). Fits with each
 preprocessing (the "pre" entries of FITS) give seeds of the preprocessing
 section; one of them is also written with a search record added
 (krrsearch_rbf: the daemon does not write one yet, so it is spliced in
@@ -96,6 +97,11 @@ FITS = {
                 "params": {"n_components": 2, "eigen_solver": "nystrom",
                            "n_centres": 4, "seed": 1},
                 "preprocess": {"scale": "standardize"}},
+    "gprnys": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
+               "params": {"solver": "nystrom", "n_centres": 4, "seed": 1,
+                          "variance": True, "normalize_y": True}},
+    "gprnysmean": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
+                   "params": {"solver": "nystrom", "n_centres": 3}},
 }
 
 

@@ -14,6 +14,16 @@ kernel matrix that cannot be factored are refused; score answers r2, mse
 and mae of the mean; the model file holds algorithm id GPR_ID and every
 answer survives a restart bit for bit.
 
+The nystrom solver (tests/fixtures/gen_gpr_nystrom_refs.py): a fit with
+params.solver "nystrom", params.seed 7 and params.variance true answers
+the mean, std and var of the formulas in numpy on the centres core's
+draw picks (1e-8) and shows their log marginal likelihood; its file is
+format version 6; without params.variance the same mean, and std, var
+and cov are 409 naming params.variance; the optimizer with nystrom, n_centres
+0 (400) and above the rows (422), and variance without nystrom are
+refused; under --memory-budget-mb 1 the exact fit of its 400 rows is 413
+while the nystrom fit, and auto (which resolves to it), are admitted.
+
 Standard library only. Usage, from the project root:
     /usr/bin/python3 tests/integration/gpr.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -205,6 +215,95 @@ def refusals(d, X, T, y):
               "nothing created by the refused fits")
 
 
+NYS = {"solver": "nystrom", "n_centres": 40, "seed": 7, "noise": 0.05,
+       "signal_variance": 1.0, "cg_tol": 1e-14, "cg_max_iter": 1000}
+NYS_KERNEL = {"type": "rbf", "gamma": 0.3}
+
+
+def nystrom(d, answers):
+    X, T = rows("gprn_X.txt"), rows("gprn_T.txt")
+    y = run.read_fixture("gprn_y.txt")
+    r = fit(d, "gpr-nys", NYS_KERNEL, dict(NYS, variance=True), X, y)
+    meta = (r.json() or {}).get("model", {})
+    tr = meta.get("training", {})
+    run.check(r.status == 201 and meta.get("n_samples") == 40 and
+              meta.get("params") == dict(NYS, variance=True,
+                                         normalize_y=False, optimizer="none",
+                                         centres="uniform") and
+              tr.get("solver") == "nystrom" and tr.get("residual", 1) <= 1e-14,
+              "nystrom: fit 201; metadata shows its params, 40 centres, the "
+              "solver and the residual", r)
+    lml = tr.get("log_marginal_likelihood")
+    want = run.read_fixture("gprn_seed_lml.txt")
+    run.check(lml is not None and near([lml], want),
+              "nystrom: the approximation's log marginal likelihood as "
+              "numpy's to 1e-8", (lml, want))
+    mean = run.read_fixture("gprn_seed_mean.txt")
+    var = run.read_fixture("gprn_seed_var.txt")
+    for output, want in ((None, mean), ("mean", mean), ("var", var),
+                         ("std", [math.sqrt(v) for v in var])):
+        r, got = predict(d, "gpr-nys", T, output)
+        run.check(r.status == 200 and near(got, want),
+                  f"nystrom: output {output or '(default)'} as numpy's DTC "
+                  "formulas to 1e-8", r)
+        answers[("gpr-nys", output)] = got
+    r, got = predict(d, "gpr-nys", T[:8], "cov")
+    run.check(r.status == 200 and len(got or []) == 8 and
+              all(abs(got[i][i] - var[i]) <= 1e-12 for i in range(8)),
+              "nystrom: output cov's diagonal is var", r)
+    answers[("gpr-nys", "cov")] = got
+    with open(os.path.join(d.models, "gpr-nys.kmm"), "rb") as f:
+        head = f.read(12)
+    run.check(struct.unpack("<II", head[4:12]) == (6, GPR_ID),
+              "nystrom: its model file is format version 6", head)
+
+    r = fit(d, "gpr-nys-mean", NYS_KERNEL, NYS, X, y)
+    tr = (r.json() or {}).get("model", {}).get("training", {})
+    run.check(r.status == 201 and "log_marginal_likelihood" not in tr,
+              "nystrom without variance: fit 201, no likelihood", r)
+    r, got = predict(d, "gpr-nys-mean", T)
+    run.check(r.status == 200 and got == answers[("gpr-nys", None)],
+              "nystrom without variance: the same mean", r)
+    for output in ("std", "var", "cov"):
+        r, _ = predict(d, "gpr-nys-mean", T[:4], output)
+        run.check(r.status == 409 and "params.variance: true" in r.body and
+                  f"{output} is not available" in r.body,
+                  f"nystrom without variance: output {output} is 409 naming "
+                  "params.variance", r)
+    for params, status, text, what in (
+            (dict(NYS, optimizer="lbfgs"), 400,
+             "params.optimizer lbfgs needs params.solver exact",
+             "optimizer lbfgs with nystrom"),
+            (dict(NYS, n_centres=0), 400, "params.n_centres", "n_centres 0"),
+            (dict(NYS, n_centres=401), 422,
+             "params.n_centres is 401 but X has 400 rows", "n_centres 401"),
+            ({"variance": True}, 400, "params.variance applies only with "
+             'params.solver \\"nystrom\\"', "variance with exact"),
+            (dict(NYS, cg_tol=0), 400, "params.cg_tol", "cg_tol 0")):
+        r = fit(d, "gpr-bad", NYS_KERNEL, params, X, y)
+        run.check(r.status == status and text in r.body,
+                  f"nystrom: {what}: {status} naming the field", r)
+
+
+def small_budget(server):
+    X, y = rows("gprn_X.txt"), run.read_fixture("gprn_y.txt")
+    with run.temp_daemon(server, "kmserve-gpr-budget-",
+                         "--memory-budget-mb", "1") as d:
+        r = fit(d, "gpr-exact", NYS_KERNEL, {"noise": 0.05}, X, y)
+        run.check(r.status == 413, "1 MiB budget: the exact fit of 400 "
+                  "rows is 413", r)
+        r = fit(d, "gpr-nys", NYS_KERNEL, dict(NYS, variance=True), X, y)
+        run.check(r.status == 201, "1 MiB budget: its nystrom fit of 40 "
+                  "centres with the variance is admitted", r)
+        r = fit(d, "gpr-auto", NYS_KERNEL,
+                dict(NYS, solver="auto", variance=True), X, y)
+        meta = (r.json() or {}).get("model", {})
+        run.check(r.status == 201 and meta.get("params", {}).get("solver") ==
+                  "auto" and meta.get("training", {}).get("solver") ==
+                  "nystrom" and meta.get("n_samples") == 40,
+                  "1 MiB budget: auto resolves to nystrom and says so", r)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
@@ -218,6 +317,8 @@ def main():
         score(d, T)
         search(d, X, y)
         refusals(d, X, T, y)
+        nystrom(d, answers)
+        small_budget(args.server)
         with open(os.path.join(d.models, "gpr-a.kmm"), "rb") as f:
             head = f.read(12)
         run.check(head[:4] == b"KMSM" and
@@ -225,8 +326,11 @@ def main():
                   f"the model file holds algorithm id {GPR_ID}", head)
         d.stop()
         d.start()
+        Tn = rows("gprn_T.txt")
         for (name, output), want in answers.items():
-            r, got = predict(d, name, T[:8] if output == "cov" else T, output)
+            Tm = Tn if name == "gpr-nys" else T
+            r, got = predict(d, name, Tm[:8] if output == "cov" else Tm,
+                             output)
             run.check(r.status == 200 and got == want,
                       f"{name} output {output}: the same answer after a "
                       "restart (loaded from its file)", r)
