@@ -107,12 +107,19 @@ static const char *krr_centres_name(int c)
     {.key = "cg_max_iter", .type = API_INTEGER, FIELD(T, cg_max_iter),       \
      .range = API_RANGE_API, .min = 1, .max = INT_MAX, cond,                 \
      .doc = "nystrom and auto only: most conjugate-gradient iterations"}
-#define NYS_CENTRES_ROW(T, cond)                                             \
+/* params.centres of a nystrom solver (krr's, gpr's, svc's): the same
+ * rule, names and check (km_nys_check_rule); which solvers it applies to
+ * (the condition, last: it expands to several members) and what its
+ * factor is for differ. */
+#define CENTRES_ROW(T, scope, factor, ...)                                   \
     {.key = "centres", .type = API_ENUM, FIELD(T, centres),                  \
-     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, cond,         \
-     .doc = "nystrom and auto only: how the centres are picked: uniform "    \
-            "(without replacement) or rpcholesky (randomly pivoted "         \
-            "Cholesky, which holds an n x m factor while it runs)"}
+     .names = krr_centres_name, .count = KM_KRR_CENTRES_COUNT, __VA_ARGS__,  \
+     .doc = scope ": how the centres are picked: uniform (without "          \
+                  "replacement) or rpcholesky (randomly pivoted Cholesky, "  \
+                  factor ")"}
+#define NYS_CENTRES_ROW(T, cond)                                             \
+    CENTRES_ROW(T, "nystrom and auto only",                                  \
+                "which holds an n x m factor while it runs", cond)
 
 static const api_param krr_rows[] = {
     {.key = "alpha", .type = API_NUMBER, FIELD(km_krr_params, alpha),
@@ -150,6 +157,11 @@ static const char *svm_solver_name(int s)
     return km_svm_solver_name((km_svm_solver)s);
 }
 
+static const char *svm_precision_name(int p)
+{
+    return km_svm_precision_name((km_svm_precision)p);
+}
+
 /* svc: only with solver "exact"; "nystrom". */
 #define SVC_EXACT .only_if = "solver", .only_value = KM_SVM_SOLVER_EXACT
 #define SVC_NYSTROM .only_if = "solver", .only_value = KM_SVM_SOLVER_NYSTROM
@@ -184,7 +196,7 @@ static const api_param svc_rows[] = {
      FIELD(km_svm_params, n_centres), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, .data_default = 1,
      .data_bound = "the number of rows of X", SVC_NYSTROM,
-     .doc = "nystrom only: centres, drawn uniformly from the rows; "
+     .doc = "nystrom only: centres, picked from the rows by centres; "
             "default min(n, 1000); above n_samples or below the number "
             "of classes is 422"},
     {.key = "seed", .type = API_INTEGER, FIELD(km_svm_params, seed),
@@ -196,9 +208,19 @@ static const api_param svc_rows[] = {
      .data_default = 1, /* 0 in the struct: the solver's own, 1000 */
      .doc = "nystrom only: most epochs of dual coordinate descent per "
             "class pair (default 1000)"},
+    CENTRES_ROW(km_svm_params, "nystrom only",
+                "whose n x m factor is itself the features", SVC_NYSTROM),
+    {.key = "precision", .type = API_ENUM, FIELD(km_svm_params, precision),
+     .names = svm_precision_name, .count = KM_SVM_PRECISION_COUNT,
+     SVC_NYSTROM,
+     .doc = "nystrom only: the features' precision: float64 or float32 "
+            "(half the memory, SGEMM and STRSM, about twice as fast; the "
+            "descent's sums and the model stay double)"},
     {0},
 };
-_Static_assert(sizeof(km_svm_solver) == sizeof(int),
+_Static_assert(sizeof(km_svm_solver) == sizeof(int) &&
+                   sizeof(km_krr_centre_rule) == sizeof(int) &&
+                   sizeof(km_svm_precision) == sizeof(int),
                "API_ENUM fields are int-sized");
 
 static const api_param svr_rows[] = {

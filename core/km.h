@@ -1105,6 +1105,17 @@ typedef enum km_svm_solver {
     KM_SVM_SOLVER_COUNT
 } km_svm_solver;
 
+/* The precision svc's nystrom solver holds its features in: FLOAT64
+ * (double, the default) or FLOAT32 (float: half the memory; the kernel
+ * block by SGEMM and the triangular solve by STRSM, the descent reading
+ * float rows into double sums and double weights; the model is the same
+ * double model, to float's rounding of the features). */
+typedef enum km_svm_precision {
+    KM_SVM_PRECISION_FLOAT64 = 0,
+    KM_SVM_PRECISION_FLOAT32 = 1,
+    KM_SVM_PRECISION_COUNT
+} km_svm_precision;
+
 /* The default number of centres of svc's nystrom solver: min(n, this). */
 #define KM_SVM_DEFAULT_CENTRES 1000
 /* The nystrom solver's default cap on epochs per pair (LIBLINEAR's). */
@@ -1129,6 +1140,9 @@ typedef struct km_svm_params {
                              min(n, KM_SVM_DEFAULT_CENTRES) */
     uint64_t seed;        /* nystrom: of the centres' draw and of each
                              epoch's order; at most 2^53; default 0 */
+    km_krr_centre_rule centres; /* nystrom: as krr's; default UNIFORM */
+    km_svm_precision precision; /* nystrom: the features'; default
+                                   FLOAT64 */
 } km_svm_params;
 
 km_svm_params km_svm_params_default(void);
@@ -1137,8 +1151,9 @@ km_svm_params km_svm_params_default(void);
  * probability or class_weight for svr is KM_EINVAL; for svc, n_classes
  * < 2 is KM_EPROBLEM ("y has 1 distinct class; svc needs at least 2").
  * The solver: unknown, nystrom for svr, probability with nystrom, a
- * seed above 2^53 are KM_EINVAL (n_centres against the rows and classes:
- * km_svm_check_centres). */
+ * seed above 2^53, with nystrom an unknown centres rule or precision
+ * are KM_EINVAL
+ * (n_centres against the rows and classes: km_svm_check_centres). */
 km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
                        size_t n_classes, km_error *err) KM_MUST_CHECK;
 /* With the nystrom solver: n_centres above n_samples or below
@@ -1149,6 +1164,8 @@ km_status km_svm_check_centres(const km_svm_params *p, size_t n_samples,
 size_t km_svm_centres(const km_svm_params *p, size_t n);
 /* "exact", "nystrom"; NULL for a value out of range. */
 const char *km_svm_solver_name(km_svm_solver s);
+/* "float64", "float32"; NULL for an invalid value. */
+const char *km_svm_precision_name(km_svm_precision p);
 
 /* y: n class indices in [0, n_classes); every class must occur
  * (KM_EPROBLEM for fewer than 2 or a class without rows; KM_EINVAL for an

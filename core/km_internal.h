@@ -42,6 +42,14 @@ void km_vdot_tile(const double *X, size_t nr, size_t d, const double *Zt,
  * level 1 may hand long vectors to its thread pool) (km_vmath.c). */
 double km_vdot(const double *a, const double *b, size_t n);
 void km_vaxpy(double a, const double *x, double *y, size_t n);
+/* The same with the vector x (b) in float, products and sums in double
+ * (svc's nystrom solver's float features) (km_vmath.c). */
+double km_vdot_f(const double *a, const float *b, size_t n);
+void km_vaxpy_f(double a, const float *x, double *y, size_t n);
+/* A hint to bring [p, p + bytes) into cache (svc's nystrom descent asks
+ * for the next row while it reads this one; rows in random order defeat
+ * the hardware's prefetch across rows) (km_vmath.c). */
+void km_prefetch(const void *p, size_t bytes);
 
 /*
  * Whether the data fit this kernel in double precision: KM_EPROBLEM
@@ -564,6 +572,32 @@ km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
                             size_t d, size_t m, uint64_t seed, size_t *piv,
                             size_t *kept, const km_fit_control *ctl,
                             double f0, double f1, km_error *err);
+/*
+ * The centres of the nystrom solvers by rule (params.centres; krr's,
+ * klr's and kpca's through km_nys_pick, svc's with F): m indices of X's
+ * n rows into idx (n entries of room), *kept how many (m, or fewer with
+ * RPCHOLESKY when K's numerical rank is reached; KM_EINVAL when n or m
+ * times its block of proposals passes BLAS's ints). UNIFORM: km_krr_draw_centres, sorted. RPCHOLESKY:
+ * km_krr_rpcholesky's pivots, sorted when F is NULL; with F, in the order
+ * chosen, and *F (the caller's to free) gets randomly pivoted Cholesky's
+ * own factor, row-major n x *kept: F F^T = K(:, P) K(P, P)^-1 K(P, :) for
+ * the pivots P (to rounding), F(P, :) lower triangular, so F = K(:, P)
+ * L^-T with L = F(P, :), L L^T = K(P, P): Nystrom features on P, as
+ * cheap as the pivots themselves. With UNIFORM *F is NULL. Progress from
+ * f0 to f1 (RPCHOLESKY only).
+ */
+km_status km_nys_centres(const km_kernel *k, km_krr_centre_rule rule,
+                         uint64_t seed, const double *X, size_t n, size_t d,
+                         size_t m, size_t *idx, size_t *kept, double **F,
+                         const km_fit_control *ctl, double f0, double f1,
+                         km_error *err);
+/* KM_EINVAL naming params.centres unless it is a rule of
+ * km_krr_centre_rule (krr's and gpr's through km_nys_check_params,
+ * klr's and svc's checks). */
+km_status km_nys_check_rule(km_krr_centre_rule rule, km_error *err);
+/* Bytes randomly pivoted Cholesky of m pivots on n rows of d features
+ * holds beside its n x m factor. */
+size_t km_nys_rpcholesky_bytes(size_t n, size_t d, size_t m);
 /* KM_EPROBLEM naming params.n_centres when it is above n_samples (the
  * nystrom solvers of krr, svc and kpca); KM_OK otherwise. */
 km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
@@ -585,8 +619,8 @@ km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
  * ceil(sqrt(n) ln n)) within [KM_KRR_DEFAULT_CENTRES,
  * KM_KRR_MAX_DEFAULT_CENTRES]. km_nys_pick: the centres' rows into Z
  * (*m x d, row-major, in the order of X): given (*m sorted, distinct
- * indices) when not NULL, else by rule (km_krr_draw_centres or
- * km_krr_rpcholesky, seeded with seed; *m may fall to the number
+ * indices) when not NULL, else by rule (km_nys_centres, sorted, seeded
+ * with seed; *m may fall to the number
  * rpcholesky kept), progress from f0 to f1 through ctl. km_nys_centres_values:
  * the doubles picking by rule holds beyond Z (rpcholesky's n x m factor
  * and its work; 0 for uniform). km_nys_block_rows: rows of a block of

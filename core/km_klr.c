@@ -146,9 +146,9 @@ km_status km_klr_check(const km_klr_params *p, size_t n_samples,
         return km_error_set(err, KM_EINVAL,
                             "params.solver must be exact or nystrom");
     if (p->solver == KM_KLR_SOLVER_NYSTROM) {
-        if ((unsigned)p->centres >= KM_KRR_CENTRES_COUNT)
-            return km_error_set(err, KM_EINVAL, "params.centres must be "
-                                "uniform or rpcholesky");
+        km_status st = km_nys_check_rule(p->centres, err);
+        if (st != KM_OK)
+            return st;
         if (p->seed > ((uint64_t)1 << 53))
             return km_error_set(err, KM_EINVAL,
                                 "params.seed must be at most 2^53");

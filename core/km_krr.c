@@ -133,9 +133,9 @@ km_status km_nys_check_params(km_krr_centre_rule centres, double cg_tol,
                               size_t cg_max_iter, uint64_t seed,
                               km_error *err)
 {
-    if ((unsigned)centres >= KM_KRR_CENTRES_COUNT)
-        return km_error_set(err, KM_EINVAL, "params.centres must be uniform "
-                            "or rpcholesky");
+    km_status st = km_nys_check_rule(centres, err);
+    if (st != KM_OK)
+        return st;
     if (!(cg_tol > 0) || !isfinite(cg_tol))
         return km_error_set(err, KM_EINVAL,
                             "params.cg_tol must be a finite number > 0");
@@ -253,17 +253,23 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
     return mul_sat(D, v);
 }
 
+/* Doubles randomly pivoted Cholesky holds beside its n x m factor: the
+ * residual diagonal, its running sums and X's norms (n each), the
+ * proposals' rows, their residual block twice and their rows of F, the
+ * accepted ones' rows of F. */
+static size_t rpc_work_values(size_t n, size_t d, size_t m)
+{
+    return add_sat(mul_sat(n, 3),
+                   mul_sat(RPC_BLOCK, 2 * RPC_BLOCK + d + 2 * m));
+}
+
 size_t km_nys_centres_values(size_t n, size_t d, size_t m,
                              km_krr_centre_rule rule)
 {
     if (rule != KM_KRR_CENTRES_RPCHOLESKY)
         return 0;
-    /* km_krr_rpcholesky: the n x m factor F, the residual diagonal, its
-     * running sums and X's norms (n each), the proposals' rows, their
-     * residual block twice and their rows of F, the accepted ones' rows
-     * of F */
-    return add_sat(mul_sat(n, m + 3),
-                   mul_sat(RPC_BLOCK, 2 * RPC_BLOCK + d + 2 * m));
+    /* km_krr_rpcholesky: the n x m factor F and its workspace */
+    return add_sat(mul_sat(n, m), rpc_work_values(n, d, m));
 }
 
 static void krr_free(void *payload)
@@ -895,29 +901,64 @@ km_status km_nys_pick(const km_kernel *k, const double *X, size_t n,
                       const km_fit_control *ctl, double f0, double f1,
                       km_error *err)
 {
-    int rpc = !given && rule == KM_KRR_CENTRES_RPCHOLESKY;
-    if (rpc && (n > INT_MAX || *m > INT_MAX / RPC_BLOCK)) /* BLAS's ints */
-        return km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times "
-                            "%d and the rows (%zu) must be below 2^31 for "
-                            "rpcholesky centres", *m, RPC_BLOCK, n);
     size_t *idx = malloc(n * sizeof *idx);
     if (!idx)
         return km_error_set(err, KM_ENOMEM, "out of memory for %zu centres",
                             *m);
     km_status st = KM_OK;
-    if (given) {
+    if (given)
         memcpy(idx, given, *m * sizeof *idx);
-    } else if (rpc) {
-        st = km_krr_rpcholesky(k, X, n, d, *m, seed, idx, m, ctl, f0, f1,
-                               err);
-        qsort(idx, *m, sizeof *idx, cmp_size);
-    } else {
-        km_krr_draw_centres(seed, n, *m, idx);
-    }
+    else
+        st = km_nys_centres(k, rule, seed, X, n, d, *m, idx, m, NULL, ctl,
+                            f0, f1, err);
     for (size_t i = 0; st == KM_OK && i < *m; i++)
         memcpy(Z + i * d, X + idx[i] * d, d * sizeof *X);
     free(idx);
     return st;
+}
+
+/* F's next t columns, column-major F (n x m, leading dimension n), from
+ * the accepted rows XP (t x d), their rows of F so far FT (t x s) and L:
+ * G = K(:, T) - F F(T, :)^T, then G L^-T. */
+static km_status rpc_extend_cols(const km_kernel *k, const double *X,
+                                 const double *xn, size_t n, size_t d,
+                                 size_t s, size_t t, const double *XP,
+                                 const double *FT, const double *L, double *F,
+                                 km_error *err)
+{
+    double *Fn = F + s * n;
+    /* column-major n x t is row-major t x n: k(x_T, X) */
+    km_status st = km_gram_cross_sn(k, XP, t, X, n, xn, d, Fn, n, err);
+    if (st != KM_OK)
+        return st;
+    if (s)
+        /* FT row-major t x s is column-major s x t: F(T, :)^T */
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n,
+                    (int)t, (int)s, -1.0, F, (int)n, FT, (int)s, 1.0, Fn,
+                    (int)n);
+    cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans,
+                CblasNonUnit, (int)n, (int)t, 1.0, L, (int)t, Fn, (int)n);
+    return KM_OK;
+}
+
+/* The same for row-major F (n x m, leading dimension m): columns s ..
+ * s + t of every row. */
+static km_status rpc_extend_rows(const km_kernel *k, const double *X,
+                                 size_t n, size_t d, size_t m, size_t s,
+                                 size_t t, const double *XP, const double *FT,
+                                 const double *L, double *F, km_error *err)
+{
+    double *Fn = F + s;
+    km_status st = km_gram_cross_sn(k, X, n, XP, t, NULL, d, Fn, m, err);
+    if (st != KM_OK)
+        return st;
+    if (s)
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)t,
+                    (int)s, -1.0, F, (int)m, FT, (int)s, 1.0, Fn, (int)m);
+    /* Fn (row-major n x t) is column-major t x n, Fn^T: L^-1 Fn^T */
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans,
+                CblasNonUnit, (int)t, (int)n, 1.0, L, (int)t, Fn, (int)m);
+    return KM_OK;
 }
 
 /*
@@ -960,10 +1001,15 @@ km_status km_nys_pick(const km_kernel *k, const double *X, size_t n,
  * their number. k is the resolved kernel. Progress goes from f0 to f1 by
  * the pivots held. Memory: km_krr_fit_bytes's rpcholesky share.
  */
-km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
-                            size_t d, size_t m, uint64_t seed, size_t *piv,
-                            size_t *kept, const km_fit_control *ctl,
-                            double f0, double f1, km_error *err)
+/* F's layout: column-major n x m (krr's, leading dimension n) or
+ * row-major n x m (svc's features, leading dimension m); *keep, when not
+ * NULL, gets F (then the caller's) instead of its being freed. */
+#define FAT(i, c) (rows ? (i) * m + (c) : (c) * n + (i))
+static km_status rpc_run(const km_kernel *k, const double *X, size_t n,
+                         size_t d, size_t m, uint64_t seed, int rows,
+                         size_t *piv, size_t *kept, double **keep,
+                         const km_fit_control *ctl, double f0, double f1,
+                         km_error *err)
 {
     const size_t B = RPC_BLOCK;
     km_status st = KM_OK;
@@ -1011,7 +1057,7 @@ km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
             P[j] = lo;
             memcpy(XP + j * d, X + lo * d, d * sizeof *XP);
             for (size_t c = 0; c < s; c++) /* F(P, :s), b x s row-major */
-                FP[j * s + c] = F[c * n + lo];
+                FP[j * s + c] = F[FAT(lo, c)];
         }
         /* H = K(P, P) - F(P, :) F(P, :)^T */
         if ((st = km_gram_cross_sn(k, XP, B, XP, B, NULL, d, H, B, err)) !=
@@ -1049,28 +1095,18 @@ km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
         for (size_t q = 0; q < t; q++) {
             memcpy(XP + q * d, X + P[T[q]] * d, d * sizeof *XP);
             for (size_t c = 0; c < s; c++)
-                FT[q * s + c] = F[c * n + P[T[q]]];
+                FT[q * s + c] = F[FAT(P[T[q]], c)];
         }
-        double *Fn = F + s * n;
-        if (t && (st = km_gram_cross_sn(k, XP, t, X, n, xn, d, Fn, n,
-                                        err)) != KM_OK)
+        if (t && (st = rows ? rpc_extend_rows(k, X, n, d, m, s, t, XP, FT, L,
+                                              F, err)
+                            : rpc_extend_cols(k, X, xn, n, d, s, t, XP, FT,
+                                              L, F, err)) != KM_OK)
             goto out;
-        if (t && s)
-            /* FT row-major t x s is column-major s x t: F(T, :)^T */
-            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n,
-                        (int)t, (int)s, -1.0, F, (int)n, FT, (int)s, 1.0, Fn,
-                        (int)n);
-        if (t)
-            cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans,
-                        CblasNonUnit, (int)n, (int)t, 1.0, L, (int)t, Fn,
-                        (int)n);
-        for (size_t q = 0; q < t; q++) {
-            const double *f = Fn + q * n;
-            for (size_t i = 0; i < n; i++) {
-                double v = r[i] - f[i] * f[i];
+        for (size_t i = 0; i < n; i++) /* in column order, either way */
+            for (size_t q = 0; q < t; q++) {
+                double f = F[FAT(i, s + q)], v = r[i] - f * f;
                 r[i] = v > 0 ? v : 0;
             }
-        }
         for (size_t q = 0; q < t; q++) {
             piv[s + q] = P[T[q]];
             r[P[T[q]]] = 0;
@@ -1082,6 +1118,10 @@ km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
         }
     }
     *kept = s;
+    if (keep) {
+        *keep = F;
+        F = NULL;
+    }
 out:
     free(F);
     free(r);
@@ -1093,6 +1133,63 @@ out:
     free(FP);
     free(FT);
     return st;
+}
+#undef FAT
+
+km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
+                            size_t d, size_t m, uint64_t seed, size_t *piv,
+                            size_t *kept, const km_fit_control *ctl,
+                            double f0, double f1, km_error *err)
+{
+    return rpc_run(k, X, n, d, m, seed, 0, piv, kept, NULL, ctl, f0, f1,
+                   err);
+}
+
+/* km_internal.h (the nystrom solvers' centres). */
+km_status km_nys_centres(const km_kernel *k, km_krr_centre_rule rule,
+                         uint64_t seed, const double *X, size_t n, size_t d,
+                         size_t m, size_t *idx, size_t *kept, double **F,
+                         const km_fit_control *ctl, double f0, double f1,
+                         km_error *err)
+{
+    if (F)
+        *F = NULL;
+    if (rule == KM_KRR_CENTRES_RPCHOLESKY &&
+        (n > INT_MAX || m > INT_MAX / RPC_BLOCK)) /* BLAS's ints */
+        return km_error_set(err, KM_EINVAL, "params.n_centres (%zu) times "
+                            "%d and the rows (%zu) must be below 2^31 for "
+                            "rpcholesky centres", m, RPC_BLOCK, n);
+    if (rule != KM_KRR_CENTRES_RPCHOLESKY) {
+        km_krr_draw_centres(seed, n, m, idx);
+        *kept = m;
+        return KM_OK;
+    }
+    km_status st = rpc_run(k, X, n, d, m, seed, F != NULL, idx, kept, F, ctl,
+                           f0, f1, err);
+    if (st != KM_OK)
+        return st;
+    if (!F) {
+        qsort(idx, *kept, sizeof *idx, cmp_size);
+        return KM_OK;
+    }
+    /* rows of m values to rows of the kept ones (never overlapping
+     * forwards) */
+    for (size_t i = 1; *kept < m && i < n; i++)
+        memmove(*F + i * *kept, *F + i * m, *kept * sizeof **F);
+    return KM_OK;
+}
+
+km_status km_nys_check_rule(km_krr_centre_rule rule, km_error *err)
+{
+    if ((unsigned)rule >= KM_KRR_CENTRES_COUNT)
+        return km_error_set(err, KM_EINVAL, "params.centres must be uniform "
+                            "or rpcholesky");
+    return KM_OK;
+}
+
+size_t km_nys_rpcholesky_bytes(size_t n, size_t d, size_t m)
+{
+    return mul_sat(sizeof(double), rpc_work_values(n, d, m));
 }
 
 /* km_internal.h (also the nystrom solvers of svc and kpca). */

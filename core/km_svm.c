@@ -86,7 +86,8 @@ static size_t n_coef(const svm_payload *p)
 km_svm_params km_svm_params_default(void)
 {
     km_svm_params p = {1.0, 0.1, 1e-3, 200.0, 1, 0, NULL, 0,
-                       KM_SVM_SOLVER_EXACT, 0, 0};
+                       KM_SVM_SOLVER_EXACT, 0, 0, KM_KRR_CENTRES_UNIFORM,
+                       KM_SVM_PRECISION_FLOAT64};
     return p;
 }
 
@@ -98,6 +99,16 @@ static const char *const solver_names[KM_SVM_SOLVER_COUNT] = {
 const char *km_svm_solver_name(km_svm_solver s)
 {
     return (unsigned)s < KM_SVM_SOLVER_COUNT ? solver_names[s] : NULL;
+}
+
+static const char *const precision_names[KM_SVM_PRECISION_COUNT] = {
+    [KM_SVM_PRECISION_FLOAT64] = "float64",
+    [KM_SVM_PRECISION_FLOAT32] = "float32",
+};
+
+const char *km_svm_precision_name(km_svm_precision p)
+{
+    return (unsigned)p < KM_SVM_PRECISION_COUNT ? precision_names[p] : NULL;
 }
 
 static int positive(double v)
@@ -137,6 +148,12 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
         if (p->seed > ((uint64_t)1 << 53))
             return km_error_set(err, KM_EINVAL,
                                 "params.seed must be at most 2^53");
+        km_status st = km_nys_check_rule(p->centres, err);
+        if (st != KM_OK)
+            return st;
+        if ((unsigned)p->precision >= KM_SVM_PRECISION_COUNT)
+            return km_error_set(err, KM_EINVAL, "params.precision must be "
+                                "float64 or float32");
     }
     if (algo == KM_ALGO_SVR) {
         if (p->class_weight)
@@ -748,15 +765,15 @@ static int binary_alloc(binary *b, size_t n, size_t d)
 /* The nystrom solver's fit (km_svm_nys.c) of the rows X, grouped by
  * class into Xg (class c at rows start[c] .. start[c + 1)). */
 static km_status svc_fit_nystrom(km_fit_frame *fr, const km_svm_params *p,
-                                 const double *X, const double *Xg, size_t n,
-                                 size_t d, const size_t *start, size_t K,
-                                 const km_fit_control *ctl, km_model **out,
-                                 km_error *err)
+                                 const double *X, size_t n, size_t d,
+                                 const size_t *order, const size_t *start,
+                                 size_t K, const km_fit_control *ctl,
+                                 km_model **out, km_error *err)
 {
     svc_nys_result r;
     km_model *model = NULL;
-    km_status st = km_svc_nys_solve(&fr->k, p, X, Xg, n, d, start, K, ctl, &r,
-                                    err);
+    km_status st = km_svc_nys_solve(&fr->k, p, X, n, d, order, start, K, ctl,
+                                    &r, err);
     if (st != KM_OK)
         return st;
     const size_t np = n_pairs(K), m = r.m;
@@ -801,6 +818,12 @@ static km_status svc_fit_nystrom(km_fit_frame *fr, const km_svm_params *p,
         km_info_add1(pi, "solver", KM_INFO_INTEGER, p->solver) != KM_OK ||
         km_info_add1(pi, "n_centres", KM_INFO_INTEGER, (double)m) != KM_OK ||
         km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)p->seed) != KM_OK ||
+        (p->centres != KM_KRR_CENTRES_UNIFORM && /* shown when not uniform,
+                                                    the rule before it */
+         km_info_add1(pi, "centres", KM_INFO_INTEGER, p->centres) != KM_OK) ||
+        (p->precision != KM_SVM_PRECISION_FLOAT64 && /* likewise */
+         km_info_add1(pi, "precision", KM_INFO_INTEGER, p->precision) !=
+             KM_OK) ||
         km_info_add1(pi, "max_iter", KM_INFO_INTEGER,
                      (double)(p->max_iter > 0 ? p->max_iter
                                               : KM_SVM_DEFAULT_EPOCHS)) !=
@@ -905,8 +928,8 @@ static km_status svc_fit_rows(const km_kernel *kernel,
     }
     if (params->solver == KM_SVM_SOLVER_NYSTROM) {
         /* no shared Gram: the features are the nystrom solver's own */
-        st = svc_fit_nystrom(&fr, params, X, Xg, n, d, start, K, ctl, out,
-                             err);
+        st = svc_fit_nystrom(&fr, params, X, n, d, order, start, K, ctl,
+                             out, err);
         goto out;
     }
 

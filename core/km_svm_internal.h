@@ -82,7 +82,7 @@ void km_pairwise_coupling(size_t k, const double *r, double *p,
  * arrays (km_svc_nys_free). */
 typedef struct svc_nys_result {
     double *Z;         /* m x d centres, in the order of X */
-    size_t m;
+    size_t m;          /* (rpcholesky: fewer than asked at K's rank) */
     double *coef;      /* m x P row-major: pair p's T^-1 w in column p */
     double *rho;       /* P: decision = k_m(x)^T coef - rho */
     double *objective; /* P: dual objectives a^T Q a / 2 - sum a */
@@ -93,12 +93,13 @@ typedef struct svc_nys_result {
 } svc_nys_result;
 
 /* The solve of an svc fit with params.solver nystrom (p checked): X the
- * rows in their order (for the centres' draw), Xg the same rows grouped
- * by class, class c at rows start[c] .. start[c + 1) of Xg. Progress
+ * rows in their order, grouped by class through order: class c is rows
+ * order[start[c]] .. order[start[c + 1] - 1] of X. The pairs run on up
+ * to ctl->threads threads (the same answer on any number). Progress
  * from 0 to 0.99; KM_ECANCELLED when it asks to stop. */
 km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
-                           const double *X, const double *Xg, size_t n,
-                           size_t d, const size_t *start, size_t K,
+                           const double *X, size_t n, size_t d,
+                           const size_t *order, const size_t *start, size_t K,
                            const km_fit_control *ctl, svc_nys_result *res,
                            km_error *err) KM_MUST_CHECK;
 void km_svc_nys_free(svc_nys_result *r);

@@ -310,3 +310,33 @@ void km_vaxpy(double a, const double *x, double *y, size_t n)
     for (size_t j = 0; j < n; j++)
         y[j] += a * x[j];
 }
+
+/* sum_j a[j] b[j] with b in float, each product and the sum in double
+ * (svc's nystrom descent on float features), in the calling thread. */
+KM_CLONES
+double km_vdot_f(const double *a, const float *b, size_t n)
+{
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (size_t j = 0; j < n; j++)
+        s += a[j] * (double)b[j];
+    return s;
+}
+
+/* y[j] += a x[j] with x in float, in double, in the calling thread. */
+KM_CLONES
+void km_vaxpy_f(double a, const float *x, double *y, size_t n)
+{
+#pragma omp simd
+    for (size_t j = 0; j < n; j++)
+        y[j] += a * (double)x[j];
+}
+
+/* Asks for the bytes [p, p + bytes) to be brought into cache, a line of
+ * 64 bytes at a time (a hint: no effect on any value). */
+void km_prefetch(const void *p, size_t bytes)
+{
+    const char *c = p;
+    for (size_t j = 0; j < bytes; j += 64)
+        __builtin_prefetch(c + j, 0, 3);
+}

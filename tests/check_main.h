@@ -92,4 +92,17 @@ static inline km_kernel km_test_kernel(km_kernel_type t, double gamma)
     return k;
 }
 
+/* m saved to a buffer and loaded back: the loaded model, the caller's
+ * (the file tests of score and svc nystrom). */
+static inline km_model *km_test_round_trip(const km_model *m)
+{
+    unsigned char *buf;
+    size_t len;
+    km_model *back = NULL;
+    ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
+    ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
+    free(buf);
+    return back;
+}
+
 #endif

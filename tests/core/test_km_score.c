@@ -250,17 +250,6 @@ static double figure(const km_model *m, const char *key, size_t i)
     return e->values[i];
 }
 
-/* The model's figures survive its file. */
-static km_model *round_trip(km_model *m)
-{
-    unsigned char *buf;
-    size_t len;
-    km_model *back = NULL;
-    ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
-    ck_assert_int_eq(km_model_load_buffer(buf, len, &back, NULL), KM_OK);
-    free(buf);
-    return back;
-}
 
 START_TEST(krr_figures)
 {
@@ -310,7 +299,7 @@ START_TEST(krr_figures)
     ck_assert_double_eq(s, -r.mae);
     free(P);
 
-    km_model *back = round_trip(m);
+    km_model *back = km_test_round_trip(m);
     ck_assert_double_eq(figure(back, "training_score", 0),
                         figure(m, "training_score", 0));
     ck_assert_double_eq(figure(back, "rkhs_norm_sq", 1),
@@ -421,7 +410,7 @@ START_TEST(svc_figures)
                      "params.probability; scoring neg_log_loss needs it");
     static const char *const labels[] = {"0", "1", "2"};
     ck_assert_int_eq(km_model_set_labels(m, labels, 3, 1, NULL), KM_OK);
-    km_model *back = round_trip(m);
+    km_model *back = km_test_round_trip(m);
     ck_assert_double_eq(figure(back, "margin", 2), figure(m, "margin", 2));
     /* with its labels, the classes are the labels' */
     ck_assert_int_eq(km_model_score(back, KM_SCORING_ACCURACY, &pb, &s, NULL),

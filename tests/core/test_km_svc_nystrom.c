@@ -6,7 +6,15 @@
  * the linear kernel with m = d against LinearSVC on X itself, the vote's
  * labels, the figures, the model file (format version 4) and its
  * corruptions, progress and cancel, the checks' messages, the memory
- * estimate, and a search over nystrom points.
+ * estimate, and a search over nystrom points. With params.centres
+ * rpcholesky: core's pivots and decisions against the same features on
+ * gen_rpcholesky_refs.py's pivots, m = n (all rows, or the rank) against
+ * the exact linear SVM on the whole kernel's features, progress and
+ * cancel (as uniform's); the pairs on several threads give the same answer.
+ * With params.precision float32: the decisions against the same
+ * references (and the float64 path's, for a kernel of L1 distances) to
+ * FLOAT_TOL, the same labels, the figure and the file, the checks and
+ * the estimate.
  */
 #include "../check_main.h"
 #include "km.h"
@@ -376,12 +384,15 @@ static int stop_cb(void *ctx, double f)
     return ++s->calls > s->stop_after;
 }
 
+/* Progress rises to 1 (through the features or rpcholesky's pivots, then
+ * the pairs), once per centres rule; a cancel anywhere stops the fit. */
 START_TEST(progress_and_cancel)
 {
     data dt;
     load(&dt);
     km_kernel k = rbf();
     km_svm_params p = nystrom(M, 5, 1.0);
+    p.centres = (km_krr_centre_rule)_i;
     stopper all = {0, 1 << 30, 0};
     km_fit_control ctl = {stop_cb, &all, 0};
     km_model *m = NULL;
@@ -391,8 +402,9 @@ START_TEST(progress_and_cancel)
     int calls = all.calls;
     ck_assert_int_ge(calls, 10);
     km_model_free(m);
-    /* a cancel anywhere: at the start, in the features, mid-epochs */
-    int at[] = {0, 1, calls / 2, calls - 2};
+    /* a cancel anywhere: at the start, in the features (or the pivots),
+     * mid-epochs */
+    int at[] = {0, 1, 2, calls / 2, calls - 2};
     for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
         stopper s = {0, at[i], 0};
         ctl.ctx = &s;
@@ -505,6 +517,271 @@ START_TEST(search_fits_nystrom_points)
 }
 END_TEST
 
+static double *decisions(const km_kernel *k, const km_svm_params *p,
+                          const double *X, size_t n, const int *y,
+                          const km_fit_control *ctl, const data *dt,
+                          size_t *kept)
+{
+    km_model *m = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_svc_fit(k, p, X, n, DIM, y, K, ctl, &m, &err) == KM_OK,
+                  "%s", err.message);
+    double *dec = malloc(dt->nt * NP * sizeof *dec);
+    ck_assert_int_eq(km_svc_decision(m, dt->T, dt->nt, dec, NULL), KM_OK);
+    if (kept)
+        *kept = km_model_n_samples(m);
+    km_model_free(m);
+    return dec;
+}
+
+/* m (labels set) saved and loaded: the loaded model (the caller's), whose
+ * decisions on the test rows are dec to the bit. */
+static km_model *round_trip(km_model *m, const double *dec, const data *dt)
+{
+    const char *labels[K] = {"0", "1", "2", "3"};
+    ck_assert_int_eq(km_model_set_labels(m, labels, K, 1, NULL), KM_OK);
+    km_model *back = km_test_round_trip(m);
+    double *d2 = malloc(dt->nt * NP * sizeof *d2);
+    ck_assert_int_eq(km_svc_decision(back, dt->T, dt->nt, d2, NULL), KM_OK);
+    ck_assert_mem_eq(dec, d2, dt->nt * NP * sizeof *dec);
+    free(d2);
+    return back;
+}
+
+/* rpcholesky centres: core's pivots (the feature path's, F kept) are the
+ * fixture's, and the decisions liblinear's on numpy's features of them
+ * (F used as the features, folded back over the pivots) to 1e-6. */
+START_TEST(rpcholesky_against_liblinear)
+{
+    data dt;
+    load(&dt);
+    km_kernel k = rbf();
+    double *want = fixture("svn_rpc_pivots.txt", M);
+    size_t idx[N], kept = 0;
+    double *F = NULL;
+    ck_assert_int_eq(km_nys_centres(&k, KM_KRR_CENTRES_RPCHOLESKY, 5, dt.X,
+                                    N, DIM, M, idx, &kept, &F, NULL, 0, 1,
+                                    NULL), KM_OK);
+    ck_assert_uint_eq(kept, M);
+    for (size_t i = 0; i < M; i++)
+        ck_assert_uint_eq(idx[i], (size_t)want[i]);
+    /* F(P, :) is lower triangular (to rounding) with F(P,:) F(P,:)^T =
+     * K(P, P): row a against row b */
+    for (size_t a = 0; a < M; a += 7)
+        for (size_t b = 0; b < M; b += 5) {
+            double dot = 0;
+            for (size_t c = 0; c < M; c++)
+                dot += F[idx[a] * M + c] * F[idx[b] * M + c];
+            double kab = km_kernel_eval(&k, dt.X + idx[a] * DIM,
+                                        dt.X + idx[b] * DIM, DIM);
+            ck_assert_double_eq_tol(dot, kab, 1e-12);
+            if (b > a)
+                ck_assert_double_le(fabs(F[idx[a] * M + b]), 1e-12);
+        }
+    free(F);
+    free(want);
+    km_svm_params p = nystrom(M, 5, 1.0);
+    p.centres = KM_KRR_CENTRES_RPCHOLESKY;
+    km_model *m = fit(&k, &p, &dt);
+    ck_assert_uint_eq(km_model_n_samples(m), M);
+    double *dec = malloc(dt.nt * NP * sizeof *dec);
+    ck_assert_int_eq(km_svc_decision(m, dt.T, dt.nt, dec, NULL), KM_OK);
+    double *ref = fixture("svn_rpc_dec.txt", dt.nt * NP);
+    double e = max_abs(dec, ref, dt.nt * NP);
+    free(ref);
+    ck_assert_msg(e <= 1e-6, "decisions off by %g", e);
+    ck_assert_double_eq(fig(km_model_params(m), "centres"),
+                        KM_KRR_CENTRES_RPCHOLESKY);
+    ck_assert_double_eq(fig(km_model_params(m), "n_centres"), M);
+    /* the centres are rows of X, sorted: a file round trip keeps them */
+    km_model *back = round_trip(m, dec, &dt);
+    free(dec);
+    km_model_free(back);
+    km_model_free(m);
+    unload(&dt);
+}
+END_TEST
+
+/* m = n: rpcholesky with every row (the first 120, K well conditioned:
+ * all are drawn) or until the rank (the linear kernel: 5 of 400 asked)
+ * is the exact linear SVM on the whole kernel matrix's features (the
+ * kernel SVM with the bias as a feature); so is uniform with m = n. */
+START_TEST(rpcholesky_m_equals_n_is_exact)
+{
+    data dt;
+    load(&dt);
+    km_kernel k = rbf();
+    double *full = fixture("svn_full_dec.txt", dt.nt * NP);
+    for (int rule = 0; rule < KM_KRR_CENTRES_COUNT; rule++) {
+        km_svm_params p = nystrom(120, 7, 1.0);
+        p.centres = (km_krr_centre_rule)rule;
+        size_t kept;
+        double *dec = decisions(&k, &p, dt.X, 120, dt.y, NULL, &dt, &kept);
+        ck_assert_uint_eq(kept, 120);
+        double e = max_abs(dec, full, dt.nt * NP);
+        ck_assert_msg(e <= 1e-6, "%s: decisions off by %g",
+                      km_krr_centres_name(p.centres), e);
+        free(dec);
+    }
+    free(full);
+    km_kernel lin;
+    km_kernel_init(&lin, KM_KERNEL_LINEAR);
+    km_svm_params p = nystrom(N, 9, 0.5);
+    p.centres = KM_KRR_CENTRES_RPCHOLESKY;
+    size_t kept;
+    double *dec = decisions(&lin, &p, dt.X, N, dt.y, NULL, &dt, &kept);
+    double *piv = fixture("svn_lin_rpc_pivots.txt", DIM);
+    ck_assert_uint_eq(kept, DIM);
+    free(piv);
+    double e = max_abs(dec, dt.lin_dec, dt.nt * NP);
+    ck_assert_msg(e <= 1e-6, "linear: decisions off by %g", e);
+    free(dec);
+    unload(&dt);
+}
+END_TEST
+
+/* The pairs on 2 or 3 threads: the same answer to the bit as on one,
+ * progress never backwards, and a cancel from any thread's report. */
+START_TEST(threads_same_answer)
+{
+    data dt;
+    load(&dt);
+    km_kernel k = rbf();
+    for (int rule = 0; rule < KM_KRR_CENTRES_COUNT; rule++) {
+        km_svm_params p = nystrom(M, 5, 1.0);
+        p.centres = (km_krr_centre_rule)rule;
+        double *one = decisions(&k, &p, dt.X, N, dt.y, NULL, &dt, NULL);
+        for (int t = 2; t <= 3; t++) {
+            stopper all = {0, 1 << 30, 0};
+            km_fit_control ctl = {stop_cb, &all, t};
+            double *dec = decisions(&k, &p, dt.X, N, dt.y, &ctl, &dt, NULL);
+            ck_assert_mem_eq(one, dec, dt.nt * NP * sizeof *dec);
+            ck_assert_double_eq(all.last, 1.0);
+            free(dec);
+            stopper s = {0, all.calls / 2, 0};
+            ctl.ctx = &s;
+            km_model *m = NULL;
+            ck_assert_int_eq(km_svc_fit(&k, &p, dt.X, N, DIM, dt.y, K, &ctl,
+                                        &m, NULL), KM_ECANCELLED);
+            ck_assert_ptr_null(m);
+        }
+        free(one);
+    }
+    unload(&dt);
+}
+END_TEST
+
+/* params.centres (krr's rule check) and params.precision are checked
+ * with nystrom only, named; rpcholesky's estimate adds its workspace to
+ * the same Phi; float32 halves Phi (uniform: rpcholesky's factor is
+ * double while it runs). */
+START_TEST(options_checks_and_bytes)
+{
+    km_error err;
+    for (int opt = 0; opt < 2; opt++) {
+        km_svm_params p = nystrom(10, 0, 1.0);
+        if (opt == 0)
+            p.centres = KM_KRR_CENTRES_COUNT;
+        else
+            p.precision = KM_SVM_PRECISION_COUNT;
+        ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_EINVAL);
+        ck_assert_str_eq(err.message,
+                         opt == 0
+                             ? "params.centres must be uniform or rpcholesky"
+                             : "params.precision must be float64 or float32");
+        p.solver = KM_SVM_SOLVER_EXACT;
+        ck_assert_int_eq(km_svm_check(&p, KM_ALGO_SVC, 3, &err), KM_OK);
+    }
+    ck_assert_str_eq(km_svm_precision_name(KM_SVM_PRECISION_FLOAT64),
+                     "float64");
+    ck_assert_str_eq(km_svm_precision_name(KM_SVM_PRECISION_FLOAT32),
+                     "float32");
+    ck_assert_ptr_null(km_svm_precision_name(KM_SVM_PRECISION_COUNT));
+    km_svm_params p = nystrom(4000, 0, 10.0);
+    size_t u = km_svc_fit_bytes(60000, 784, 10, &p);
+    p.centres = KM_KRR_CENTRES_RPCHOLESKY;
+    size_t r = km_svc_fit_bytes(60000, 784, 10, &p);
+    ck_assert_uint_eq(r, u + km_nys_rpcholesky_bytes(60000, 784, 4000));
+    ck_assert_uint_le(r, u + ((size_t)16 << 20));
+    p.precision = KM_SVM_PRECISION_FLOAT32;
+    ck_assert_uint_eq(km_svc_fit_bytes(60000, 784, 10, &p), r);
+    p.centres = KM_KRR_CENTRES_UNIFORM;
+    size_t f = km_svc_fit_bytes(60000, 784, 10, &p);
+    ck_assert_uint_ge(f, (size_t)4 * 60000 * 4000);
+    ck_assert_uint_le(f, u - (size_t)4 * 60000 * 4000 + ((size_t)200 << 20));
+}
+END_TEST
+
+/* Float features against the references to this (absolute, on
+ * decisions of order 1: float's rounding, 6e-8 relative, of the
+ * features moves the optimum by that times the features'
+ * conditioning; measured 1e-7 to 1.2e-6 here). */
+#define FLOAT_TOL 1e-5
+
+/* precision float32: each rule's decisions within FLOAT_TOL of
+ * liblinear's on numpy's double features (the fixtures that the float64
+ * path meets to 1e-6), the vote's labels equal; for the L1 Laplacian
+ * (kernel values by km_gram_cross_sn, then rounded) within FLOAT_TOL of
+ * the float64 path; the same answer on 2 threads; the params figure
+ * and a file round trip. */
+START_TEST(float32_against_references)
+{
+    data dt;
+    load(&dt);
+    km_kernel k = rbf();
+    const char *refs[KM_KRR_CENTRES_COUNT] = {"svn_rbf_dec.txt",
+                                              "svn_rpc_dec.txt"};
+    for (int rule = 0; rule < KM_KRR_CENTRES_COUNT; rule++) {
+        km_svm_params p = nystrom(M, 5, 1.0);
+        p.centres = (km_krr_centre_rule)rule;
+        p.precision = KM_SVM_PRECISION_FLOAT32;
+        km_model *m = fit(&k, &p, &dt);
+        double *dec = malloc(dt.nt * NP * sizeof *dec);
+        ck_assert_int_eq(km_svc_decision(m, dt.T, dt.nt, dec, NULL), KM_OK);
+        double *ref = fixture(refs[rule], dt.nt * NP);
+        double e = max_abs(dec, ref, dt.nt * NP);
+        ck_assert_msg(e <= FLOAT_TOL, "%s: decisions off by %g",
+                      km_krr_centres_name(p.centres), e);
+        free(ref);
+        if (rule == KM_KRR_CENTRES_UNIFORM) {
+            int lab[200];
+            ck_assert_int_eq(km_svc_predict(m, dt.T, dt.nt, lab, NULL),
+                             KM_OK);
+            for (size_t i = 0; i < dt.nt; i++)
+                ck_assert_int_eq(lab[i], (int)dt.labels[i]);
+        }
+        ck_assert_double_eq(fig(km_model_params(m), "precision"),
+                            KM_SVM_PRECISION_FLOAT32);
+        km_fit_control ctl = {NULL, NULL, 2};
+        double *two = decisions(&k, &p, dt.X, N, dt.y, &ctl, &dt, NULL);
+        ck_assert_mem_eq(dec, two, dt.nt * NP * sizeof *dec);
+        free(two);
+        km_model *back = round_trip(m, dec, &dt);
+        ck_assert_double_eq(fig(km_model_params(back), "precision"),
+                            KM_SVM_PRECISION_FLOAT32);
+        km_model_free(back);
+        km_model_free(m);
+        free(dec);
+    }
+    /* float64 shows no figure (files as before) */
+    km_svm_params p = nystrom(M, 5, 1.0);
+    km_model *m = fit(&k, &p, &dt);
+    ck_assert_ptr_null(km_info_find(km_model_params(m), "precision"));
+    km_model_free(m);
+    km_kernel lap;
+    km_kernel_init(&lap, KM_KERNEL_LAPLACIAN);
+    lap.gamma = 0.2;
+    double *d64 = decisions(&lap, &p, dt.X, N, dt.y, NULL, &dt, NULL);
+    p.precision = KM_SVM_PRECISION_FLOAT32;
+    double *d32 = decisions(&lap, &p, dt.X, N, dt.y, NULL, &dt, NULL);
+    double e = max_abs(d64, d32, dt.nt * NP);
+    ck_assert_msg(e <= FLOAT_TOL, "laplacian: decisions off by %g", e);
+    free(d64);
+    free(d32);
+    unload(&dt);
+}
+END_TEST
+
 static Suite *svc_nystrom_suite(void)
 {
     Suite *s = suite_create("km_svc_nystrom");
@@ -515,10 +792,15 @@ static Suite *svc_nystrom_suite(void)
     tcase_add_test(tc, linear_kernel_m_equals_d_is_linear_svm);
     tcase_add_test(tc, binary_and_epoch_cap);
     tcase_add_test(tc, model_file_round_trip);
-    tcase_add_test(tc, progress_and_cancel);
+    tcase_add_loop_test(tc, progress_and_cancel, 0, KM_KRR_CENTRES_COUNT);
     tcase_add_test(tc, checks_name_the_field);
     tcase_add_test(tc, fit_bytes);
     tcase_add_test(tc, search_fits_nystrom_points);
+    tcase_add_test(tc, rpcholesky_against_liblinear);
+    tcase_add_test(tc, rpcholesky_m_equals_n_is_exact);
+    tcase_add_test(tc, threads_same_answer);
+    tcase_add_test(tc, options_checks_and_bytes);
+    tcase_add_test(tc, float32_against_references);
     suite_add_tcase(s, tc);
     return s;
 }

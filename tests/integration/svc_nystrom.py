@@ -13,7 +13,13 @@ decision_function has scikit-learn's sign. An async fit reports rising
 progress and is cancelled. Bad params answer 400 naming the field
 (probability or cache_mb with nystrom, n_centres or max_iter with exact,
 n_centres 0, solver for svr), n_centres above the rows or below the
-classes 422.
+classes 422. With params.centres "rpcholesky" the decision_function rows
+equal liblinear's on numpy's features of gen_rpcholesky_refs.py's pivots
+(the same fixture script), to 1e-6, and metadata shows the rule; centres
+with the exact solver or an unknown rule is 400. With params.precision
+"float32" (float features) the decision_function rows equal the same
+liblinear references to 1e-5 and the labels the vote's, and metadata
+shows it; precision with the exact solver or an unknown value is 400.
 Usage, from the project root:
     /usr/bin/python3 tests/integration/svc_nystrom.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -187,6 +193,56 @@ def main():
                   "svr has no solver: 400", r)
         run.check(d.req("GET", "/v1/models/bad").status == 404,
                   "nothing created by the refused fits")
+
+        # rpcholesky centres: randomly pivoted Cholesky's factor as features
+        rpc = dict(PARAMS, centres="rpcholesky")
+        r = fit(d, "rpc", rpc, X, y)
+        meta = (r.json() or {}).get("model", {})
+        run.check(r.status == 201 and meta.get("params") == rpc
+                  and meta.get("n_samples") == 60,
+                  "rpcholesky fit: 201, metadata shows the rule", meta.get("params"))
+        r = d.req("POST", "/v1/models/rpc/predict",
+                  {"X": T, "output": "decision_function"})
+        got = [v for row in (r.json() or {}).get("predictions", []) for v in row]
+        want = run.read_fixture("svn_rpc_dec.txt")
+        run.check(max_abs(got, want) <= 1e-6,
+                  "rpcholesky: decision_function equals liblinear's on numpy's "
+                  "features of the same pivots to 1e-6", (got[:3], want[:3]))
+        # float features: within 1e-5 of the float64 path's references
+        for name, rule, ref in (("f32", "uniform", want_dec),
+                                ("f32rpc", "rpcholesky", want)):
+            f32 = dict(PARAMS, centres=rule, precision="float32")
+            r = fit(d, name, f32, X, y)
+            meta = (r.json() or {}).get("model", {})
+            shown = dict(f32)
+            if rule == "uniform":
+                del shown["centres"]
+            run.check(r.status == 201 and meta.get("params") == shown,
+                      f"float32 {rule} fit: 201, metadata shows the precision",
+                      meta.get("params"))
+            r = d.req("POST", f"/v1/models/{name}/predict",
+                      {"X": T, "output": "decision_function"})
+            got = [v for row in (r.json() or {}).get("predictions", []) for v in row]
+            run.check(max_abs(got, ref) <= 1e-5,
+                      f"float32 {rule}: decision_function within 1e-5 of "
+                      "liblinear's on numpy's double features", (got[:3], ref[:3]))
+        labels = d.req("POST", "/v1/models/f32/predict", {"X": T}).json()["predictions"]
+        run.check(labels == want_lab, "float32: labels the reference's vote",
+                  labels[:10])
+        for params, text, what in (
+                ({"centres": "rpcholesky"},
+                 'params.centres applies only with params.solver \\"nystrom\\"',
+                 "centres with the exact solver"),
+                ({"solver": "nystrom", "centres": "leverage"}, "params.centres",
+                 "an unknown centres rule"),
+                ({"precision": "float32"},
+                 'params.precision applies only with params.solver \\"nystrom\\"',
+                 "precision with the exact solver"),
+                ({"solver": "nystrom", "precision": "float16"}, "params.precision",
+                 "an unknown precision")):
+            r = fit(d, "bad", params, X, y)
+            run.check(r.status == 400 and text in r.body,
+                      f"{what}: 400 naming the field", r)
         cancel(d)
 
     return run.with_daemon(args.server, "kmserve-svc-nystrom-", body)
