@@ -29,8 +29,8 @@ with the nystrom solver one-vs-all on one-hot targets (argmax; alpha
 --krr-alpha, cg_tol 1e-4, at most 50 iterations), the issue's other
 large-n classifier.
 
-The LIBSVM fit takes tens of minutes: --libsvm-cache FILE keeps its
-result, so that a later run reuses it (--skip-libsvm-run) rather than
+The LIBSVM fit takes minutes: --libsvm-cache FILE (default
+BIN/bench_svc_large_libsvm.json, in the build folder) keeps its result, so that a later run reuses it (--skip-libsvm-run) rather than
 fitting again.
 
 Each --ms entry is m or RULE:m, RULE the params.centres of that row
@@ -185,7 +185,7 @@ def main():
     ap.add_argument("--tol", type=float, default=0.1,
                     help="svc nystrom's tol (LIBLINEAR's default for this solver, 0.1)")
     ap.add_argument("--krr-alpha", type=float, default=1.0)
-    ap.add_argument("--libsvm-cache", default="bench_svc_large_libsvm.json")
+    ap.add_argument("--libsvm-cache", default=None)
     ap.add_argument("--libsvm-timeout", type=float, default=4500)
     ap.add_argument("--skip-libsvm-run", action="store_true")
     ap.add_argument("--only-libsvm", action="store_true")
@@ -203,6 +203,8 @@ def main():
                     help="tuning: train on the first 50,000 training rows, score on the "
                          "last 10,000 (never the test set); LIBSVM is not run")
     args = ap.parse_args()
+    if args.libsvm_cache is None:
+        args.libsvm_cache = os.path.join(args.bin, "bench_svc_large_libsvm.json")
     X, y = load("train")
     if args.validate:
         X, y, T, t = X[:50000], y[:50000], X[50000:], y[50000:]
