@@ -26,10 +26,9 @@ int main(int argc, char **argv)
                 "[m out.bin]\n", argv[0]);
         return 2;
     }
-    size_t n = strtoul(argv[4], NULL, 10), d = strtoul(argv[5], NULL, 10);
-    size_t nt = strtoul(argv[6], NULL, 10);
-    double *X = bench_read_bin(argv[1], n * d), *y = bench_read_bin(argv[2], n);
-    double *T = bench_read_bin(argv[3], nt * d);
+    bench_data b = bench_read_data(argv);
+    size_t n = b.n, d = b.d, nt = b.nt;
+    double *X = b.X, *y = b.y, *T = b.T;
     double *mean = malloc(nt * sizeof *mean), *var = malloc(nt * sizeof *var);
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);

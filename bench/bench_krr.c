@@ -19,11 +19,10 @@ int main(int argc, char **argv)
                 "reps\n", argv[0]);
         return 2;
     }
-    size_t n = strtoul(argv[4], NULL, 10), d = strtoul(argv[5], NULL, 10);
-    size_t nt = strtoul(argv[6], NULL, 10);
+    bench_data b = bench_read_data(argv);
+    size_t n = b.n, d = b.d, nt = b.nt;
     int reps = atoi(argv[9]);
-    double *X = bench_read_bin(argv[1], n * d), *y = bench_read_bin(argv[2], n);
-    double *T = bench_read_bin(argv[3], nt * d), *out = malloc(nt * sizeof *out);
+    double *X = b.X, *y = b.y, *T = b.T, *out = malloc(nt * sizeof *out);
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_RBF);
     k.gamma = atof(argv[7]);

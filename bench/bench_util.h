@@ -56,4 +56,24 @@ static inline double *bench_read_bin(const char *path, size_t count)
     return v;
 }
 
+/* The regression drivers' common first arguments, "X.bin y.bin T.bin n d
+ * n_test": training rows X (n x d), targets y (n) and test rows T
+ * (n_test x d); exits with status 2 when a file cannot be read. */
+typedef struct bench_data {
+    size_t n, d, nt;
+    double *X, *y, *T;
+} bench_data;
+
+static inline bench_data bench_read_data(char **argv)
+{
+    bench_data b;
+    b.n = strtoul(argv[4], NULL, 10);
+    b.d = strtoul(argv[5], NULL, 10);
+    b.nt = strtoul(argv[6], NULL, 10);
+    b.X = bench_read_bin(argv[1], b.n * b.d);
+    b.y = bench_read_bin(argv[2], b.n);
+    b.T = bench_read_bin(argv[3], b.nt * b.d);
+    return b;
+}
+
 #endif

@@ -53,10 +53,8 @@ def small_budget(d, X, y):
 
     # rpcholesky against the numpy reference, over HTTP
     F = 3
-    v = run.read_fixture("rpc_X.txt")
-    Xr = [v[i:i + F] for i in range(0, len(v), F)]
-    v = run.read_fixture("rpc_T.txt")
-    Tr = [v[i:i + F] for i in range(0, len(v), F)]
+    Xr = run.fixture_rows("rpc_X.txt", F)
+    Tr = run.fixture_rows("rpc_T.txt", F)
     params = {"alpha": 0.01, "solver": "nystrom", "centres": "rpcholesky",
               "n_centres": 100, "seed": 11, "cg_tol": 1e-13, "cg_max_iter": 500}
     r, meta = fit(d, "rpc", params, Xr, run.read_fixture("rpc_y.txt"))

@@ -48,8 +48,7 @@ CASES = {  # gen_gpr_refs.py's: s, l, noise, normalize_y
 
 
 def rows(name):
-    v = run.read_fixture(name)
-    return [v[i:i + DIM] for i in range(0, len(v), DIM)]
+    return run.fixture_rows(name, DIM)
 
 
 def rbf(l):

@@ -42,7 +42,6 @@ Needs libsvm-tools (svm-train, svm-predict), python3-libsvm and numpy.
 Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
-import json
 import os
 import random
 import subprocess

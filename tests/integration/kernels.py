@@ -33,8 +33,7 @@ KERNELS = {
 
 
 def rows(name):
-    v = run.read_fixture(name)
-    return [v[i:i + D] for i in range(0, len(v), D)]
+    return run.fixture_rows(name, D)
 
 
 def main():

@@ -48,8 +48,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
     args = ap.parse_args()
-    v = run.read_fixture("kkm_http_X.txt")
-    X = [v[i:i + 2] for i in range(0, len(v), 2)]
+    X = run.fixture_rows("kkm_http_X.txt", 2)
     truth = [int(t) for t in run.read_fixture("kkm_http_y.txt")]
     noisy = [int(t) for t in run.read_fixture("kkm_http_noisy.txt")]
     inertia_ref, ari_ref = run.read_fixture("kkm_http_ref.txt")

@@ -33,8 +33,7 @@ PARAMS = {"n_components": K, "fit_inverse_transform": False, "alpha": 1.0,
 
 
 def rows(name, w=D):
-    v = run.read_fixture(name)
-    return [v[i:i + w] for i in range(0, len(v), w)]
+    return run.fixture_rows(name, w)
 
 
 def fit(d, name, params, X):

@@ -45,7 +45,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run  # noqa: E402
-import tally  # noqa: E402
 
 ROOT = run.ROOT
 TOL = 1e-9

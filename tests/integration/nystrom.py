@@ -33,8 +33,7 @@ PARAMS = {"alpha": 0.01, "solver": "nystrom", "n_centres": 80, "seed": 7,
 
 
 def rows(name):
-    v = run.read_fixture(name)
-    return [v[i:i + D] for i in range(0, len(v), D)]
+    return run.fixture_rows(name, D)
 
 
 def fit(d, name, params, X, y, **extra):

@@ -32,8 +32,7 @@ KINDS = ("rbf", "laplacian", "laplacian_l2")
 
 
 def rows(name):
-    v = run.read_fixture(name)
-    return [v[i:i + DIM] for i in range(0, len(v), DIM)]
+    return run.fixture_rows(name, DIM)
 
 
 def fit(d, name, kernel, params, X, y, **extra):

@@ -218,6 +218,16 @@ def read_fixture(name):
         return [float(v) for v in f.read().split()]
 
 
+def chunk(v, width):
+    """A flat list as rows of width values."""
+    return [v[i:i + width] for i in range(0, len(v), width)]
+
+
+def fixture_rows(name, width):
+    """A fixture file's values as rows of width values."""
+    return chunk(read_fixture(name), width)
+
+
 def max_rel(a, b, floor=1e-3):
     return max(abs(x - y) / max(abs(y), floor) for x, y in zip(a, b))
 
@@ -346,7 +356,7 @@ def scenario_sklearn_parity(d):
     Ys = read_fixture("krr_syn_Y.txt")
     T = read_fixture("krr_syn_T.txt")
     pred = read_fixture("krr_syn_pred.txt")
-    rows = lambda v, k: [v[i:i + k] for i in range(0, len(v), k)]
+    rows = chunk
     r = d.req("POST", "/v1/models/syn/fit", {
         "algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.3},
         "params": {"alpha": 0.1}, "X": rows(Xs, 5), "y": rows(Ys, 2)})
@@ -473,7 +483,7 @@ def scenario_kpca(d):
     ref_eig = read_fixture("kpca_digits_eigenvalues.txt")
     check(r.status == 201 and len(eig) == k and max_rel(eig, ref_eig) <= 1e-8,
           "kpca: fit, eigenvalues within 1e-8 of scikit-learn", r)
-    rows = lambda v, w: [v[i:i + w] for i in range(0, len(v), w)]
+    rows = chunk
     ref = rows(read_fixture("kpca_digits_proj.txt"), k)
     r = d.req("POST", "/v1/models/digits-kpca/project", {"X": X[600:800]})
     got = (r.json() or {}).get("projections", [])

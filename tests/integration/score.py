@@ -30,9 +30,7 @@ GAMMA = 0.5
 RBF = {"type": "rbf", "gamma": GAMMA}
 
 
-def rows(name, width):
-    v = run.read_fixture(name)
-    return [v[i:i + width] for i in range(0, len(v), width)]
+rows = run.fixture_rows
 
 
 def close(a, b, tol=TIGHT):

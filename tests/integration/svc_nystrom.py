@@ -41,8 +41,7 @@ PARAMS = {"C": 1.0, "tol": 1e-9, "shrinking": True, "solver": "nystrom",
 
 
 def rows(name):
-    v = run.read_fixture(name)
-    return [v[i:i + D] for i in range(0, len(v), D)]
+    return run.fixture_rows(name, D)
 
 
 def fit(d, name, params, X, y, algorithm="svc", **extra):
