@@ -489,26 +489,13 @@ size_t api_search_bytes(const api_search *s, const api_fit_request *req)
     return most;
 }
 
-/* The job's progress: the search's fits, then the refit as one more. */
-typedef struct span {
-    const km_fit_control *outer;
-    double from, to;
-} span;
-
-static int span_progress(void *ctx, double f)
-{
-    const span *sp = ctx;
-    const km_fit_control *o = sp->outer;
-    return o && o->progress
-               ? o->progress(o->ctx, sp->from + f * (sp->to - sp->from))
-               : 0;
-}
-
+/* The job's progress: the search's fits, then the refit as one more
+ * (km_progress_span). */
 static int refit_progress(void *ctx, double f)
 {
     const api_search *s = ctx;
-    span sp = {s->outer, s->refit_from, 1.0};
-    return span_progress(&sp, f);
+    km_progress_span sp = {s->outer, s->refit_from, 1.0};
+    return km_progress_span_report(&sp, f);
 }
 
 int api_search_select(api_search *s, const api_fit_request *req,
@@ -524,10 +511,11 @@ int api_search_select(api_search *s, const api_fit_request *req,
                        ? (double)s->cv.folds : 1.0);
     s->outer = ctl;
     s->refit_from = fits / (fits + 1);
-    span sp = {ctl, 0, s->refit_from};
+    km_progress_span sp = {ctl, 0, s->refit_from};
     /* the caller's threads carried over: km_search runs
      * min(ctl->threads, req->threads) points at once */
-    km_fit_control sub = {span_progress, &sp, ctl ? ctl->threads : 0};
+    km_fit_control sub = {km_progress_span_report, &sp,
+                          ctl ? ctl->threads : 0};
     km_search_result_cleanup(&s->result);
     if (km_search(&spec, &pb, ctl ? &sub : NULL, &s->result, &kerr) != KM_OK)
         return api_fail_km(e, &kerr);

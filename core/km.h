@@ -250,6 +250,18 @@ typedef struct km_fit_control {
 } km_fit_control;
 
 /*
+ * A part of a fit reported as a whole: a control whose progress 0..1 is
+ * the outer control's from..to (cancel passes through). Usage:
+ *   km_progress_span sp = {outer, 0.0, 0.6};
+ *   km_fit_control sub = {km_progress_span_report, &sp, threads};
+ */
+typedef struct km_progress_span {
+    const km_fit_control *outer;
+    double from, to;
+} km_progress_span;
+int km_progress_span_report(void *span, double fraction);
+
+/*
  * A dense linear algebra engine that an exact fit hands its system to
  * instead of forming the n x n kernel matrix in this process (the MPI
  * worker, mpi/kmserve_mpi.c, distributes it block-cyclically over its

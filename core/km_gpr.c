@@ -864,18 +864,6 @@ static km_status add_figures(km_model *model, const km_gpr_params *p,
 
 /* ------------------------------------------------------------ nystrom */
 
-/* A fit's progress from f0 to f1 as a sub-fit's 0 to 1. */
-typedef struct sub_progress {
-    const km_fit_control *ctl;
-    double f0, f1;
-} sub_progress;
-
-static int sub_progress_cb(void *ctx, double f)
-{
-    const sub_progress *s = ctx;
-    return km_progress(s->ctl, s->f0 + (s->f1 - s->f0) * f);
-}
-
 /*
  * The DTC variance's factors and the approximation's log marginal
  * likelihood, for the centres Z = p->X (m rows) and the normalised
@@ -1060,8 +1048,9 @@ km_status km_gpr_fit_nystrom(const km_kernel *kernel,
     /* The mean: krr's nystrom solver (Falkon) on y' with alpha = noise / s. */
     km_krr_params q = mean_params(params);
     double f1 = params->variance ? 0.6 : 0.95;
-    sub_progress sp = {ctl, 0.0, f1};
-    km_fit_control sub = {sub_progress_cb, &sp, ctl ? ctl->threads : 0, NULL};
+    km_progress_span sp = {ctl, 0.0, f1};
+    km_fit_control sub = {km_progress_span_report, &sp,
+                          ctl ? ctl->threads : 0, NULL};
     if ((st = km_krr_fit_nystrom(&f.k, &q, X, n, d, yn, 1, centres, NULL,
                                  NULL, &sub, &mean, err)) != KM_OK) {
         if (st == KM_ENOTPD && err) { /* krr's alpha is noise / s here */

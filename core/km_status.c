@@ -68,6 +68,12 @@ int km_progress(const km_fit_control *ctl, double fraction)
     return ctl->progress(ctl->ctx, fraction);
 }
 
+int km_progress_span_report(void *span, double fraction)
+{
+    const km_progress_span *sp = span;
+    return km_progress(sp->outer, sp->from + (sp->to - sp->from) * fraction);
+}
+
 uint64_t km_rng_next(km_rng *r)
 {
     uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
