@@ -162,9 +162,12 @@ static const char *svm_precision_name(int p)
     return km_svm_precision_name((km_svm_precision)p);
 }
 
-/* svc: only with solver "exact"; "nystrom". */
+/* svc: only with solver "exact"; "nystrom"; "exact" or "screened";
+ * "nystrom" or "screened". */
 #define SVC_EXACT .only_if = "solver", .only_value = KM_SVM_SOLVER_EXACT
 #define SVC_NYSTROM .only_if = "solver", .only_value = KM_SVM_SOLVER_NYSTROM
+#define SVC_SMO SVC_EXACT, .only_also = 1u << KM_SVM_SOLVER_SCREENED
+#define SVC_SCREEN SVC_NYSTROM, .only_also = 1u << KM_SVM_SOLVER_SCREENED
 
 /* n_centres: its type and lower bound here (400); its bounds from the
  * data (at most n_samples, at least the classes) in km_svm_check_centres
@@ -176,7 +179,8 @@ static const api_param svc_rows[] = {
      .doc = "stopping tolerance of SMO (nystrom: of the dual coordinate "
             "descent's projected-gradient spread)"},
     {.key = "cache_mb", .type = API_NUMBER, FIELD(km_svm_params, cache_mb),
-     POSITIVE, SVC_EXACT, .doc = "MiB for kernel values"},
+     POSITIVE, SVC_SMO, .doc = "MiB for kernel values (exact and "
+                               "screened)"},
     {.key = "shrinking", .type = API_BOOL,
      FIELD(km_svm_params, shrinking), .doc = "shrinking heuristic"},
     {.key = "class_weight", .type = API_LABEL_WEIGHTS,
@@ -191,18 +195,22 @@ static const api_param svc_rows[] = {
      .names = svm_solver_name, .count = KM_SVM_SOLVER_COUNT,
      .doc = "exact: SMO on the kernel (LIBSVM); nystrom: m centres, "
             "Nystrom features and LIBLINEAR's dual coordinate descent per "
-            "class pair, memory O(n m)"},
+            "class pair, memory O(n m); screened: SMO per pair on the rows "
+            "a nystrom screen puts near the margins, grown until every row "
+            "meets the optimality conditions (the exact optimum), the "
+            "kernel within cache_mb"},
     {.key = "n_centres", .type = API_INTEGER,
      FIELD(km_svm_params, n_centres), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, .data_default = 1,
-     .data_bound = "the number of rows of X", SVC_NYSTROM,
-     .doc = "nystrom only: centres, picked from the rows by centres; "
-            "default min(n, 1000); above n_samples or below the number "
-            "of classes is 422"},
+     .data_bound = "the number of rows of X", SVC_SCREEN,
+     .doc = "nystrom and screened only: centres (screened: the screen's, "
+            "uniform), picked from the rows by centres; default min(n, "
+            "1000); above n_samples or below the number of classes is "
+            "422"},
     {.key = "seed", .type = API_INTEGER, FIELD(km_svm_params, seed),
-     .range = API_RANGE_API, .min = 0, .max = 2147483647, SVC_NYSTROM,
-     .doc = "nystrom only: seed of the centres' draw and of each epoch's "
-            "order (core's PRNG)"},
+     .range = API_RANGE_API, .min = 0, .max = 2147483647, SVC_SCREEN,
+     .doc = "nystrom and screened only: seed of the centres' draw and of "
+            "each epoch's order (core's PRNG)"},
     {.key = "max_iter", .type = API_INTEGER, FIELD(km_svm_params, max_iter),
      .range = API_RANGE_API, .min = 1, .max = INT_MAX, SVC_NYSTROM,
      .data_default = 1, /* 0 in the struct: the solver's own, 1000 */

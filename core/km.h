@@ -1114,6 +1114,10 @@ typedef enum km_svm_solver {
     KM_SVM_SOLVER_EXACT = 0,   /* SMO on the kernel (LIBSVM) */
     KM_SVM_SOLVER_NYSTROM = 1, /* svc only: m centres, Nystrom features,
                                   LIBLINEAR's dual coordinate descent */
+    KM_SVM_SOLVER_SCREENED = 2, /* svc only: SMO on working sets that a
+                                   nystrom screen picks, grown until all
+                                   rows meet the optimality conditions:
+                                   the exact solver's optimum */
     KM_SVM_SOLVER_COUNT
 } km_svm_solver;
 
@@ -1147,11 +1151,14 @@ typedef struct km_svm_params {
                              nystrom: epochs per pair, <= 0 for
                              KM_SVM_DEFAULT_EPOCHS */
     /* Last, so that the fields above alone are an exact fit as before: */
-    km_svm_solver solver; /* default EXACT; NYSTROM for svc only */
-    size_t n_centres;     /* nystrom: m, n_classes .. n; 0 (default):
+    km_svm_solver solver; /* default EXACT; NYSTROM and SCREENED for svc
+                             only */
+    size_t n_centres;     /* nystrom (screened: the screen's): m,
+                             n_classes .. n; 0 (default):
                              min(n, KM_SVM_DEFAULT_CENTRES) */
-    uint64_t seed;        /* nystrom: of the centres' draw and of each
-                             epoch's order; at most 2^53; default 0 */
+    uint64_t seed;        /* nystrom and screened: of the centres' draw
+                             and of each epoch's order; at most 2^53;
+                             default 0 */
     km_krr_centre_rule centres; /* nystrom: as krr's; default UNIFORM */
     km_svm_precision precision; /* nystrom: the features'; default
                                    FLOAT64 */

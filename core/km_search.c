@@ -1043,7 +1043,7 @@ static km_status run_generic(search_run *r, km_error *err)
     unsigned need = km_scoring_needs(s->scoring);
     int share = (s->algo == KM_ALGO_SVC || s->algo == KM_ALGO_SVR) &&
                 s->pre.x == KM_SCALE_NONE && !s->pre.center_y;
-    /* svc's nystrom points compute their own features, not a Gram */
+    /* svc's nystrom and screened points compute their own kernel values */
     for (size_t p = 0; share && p < s->n_points; p++)
         share = ((const km_svm_params *)s->params)[p].solver ==
                 KM_SVM_SOLVER_EXACT;

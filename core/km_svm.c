@@ -94,6 +94,7 @@ km_svm_params km_svm_params_default(void)
 static const char *const solver_names[KM_SVM_SOLVER_COUNT] = {
     [KM_SVM_SOLVER_EXACT] = "exact",
     [KM_SVM_SOLVER_NYSTROM] = "nystrom",
+    [KM_SVM_SOLVER_SCREENED] = "screened",
 };
 
 const char *km_svm_solver_name(km_svm_solver s)
@@ -136,18 +137,21 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
                             "params.cache_mb must be a finite number > 0 "
                             "(at most 2^30)");
     if ((unsigned)p->solver >= KM_SVM_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.solver must be exact or nystrom");
-    if (p->solver == KM_SVM_SOLVER_NYSTROM) {
+        return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
+                            "nystrom or screened");
+    if (p->solver != KM_SVM_SOLVER_EXACT) {
+        const char *name = km_svm_solver_name(p->solver);
         if (algo == KM_ALGO_SVR)
-            return km_error_set(err, KM_EINVAL, "params.solver nystrom "
-                                "applies to svc only");
+            return km_error_set(err, KM_EINVAL, "params.solver %s "
+                                "applies to svc only", name);
         if (p->probability)
             return km_error_set(err, KM_EINVAL, "params.probability is not "
-                                "available with params.solver nystrom");
+                                "available with params.solver %s", name);
         if (p->seed > ((uint64_t)1 << 53))
             return km_error_set(err, KM_EINVAL,
                                 "params.seed must be at most 2^53");
+    }
+    if (p->solver == KM_SVM_SOLVER_NYSTROM) {
         km_status st = km_nys_check_rule(p->centres, err);
         if (st != KM_OK)
             return st;
@@ -184,7 +188,7 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
 km_status km_svm_check_centres(const km_svm_params *p, size_t n_samples,
                                size_t n_classes, km_error *err)
 {
-    if (p->solver != KM_SVM_SOLVER_NYSTROM)
+    if (p->solver == KM_SVM_SOLVER_EXACT)
         return KM_OK;
     size_t m = km_svm_centres(p, n_samples);
     if (m < n_classes)
@@ -216,6 +220,8 @@ size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
     size_t k = n_classes < 2 ? 2 : n_classes, budget = budget_bytes(p);
     if (p->solver == KM_SVM_SOLVER_NYSTROM)
         return km_svc_nys_fit_bytes(n, d, k, p);
+    if (p->solver == KM_SVM_SOLVER_SCREENED)
+        return km_svc_screen_fit_bytes(n, d, k, p);
     /* Grouped X, the pair's rows and the cache's two copies of them; the
      * coefficient table; solver and cross-validation workspace per
      * variable; the model's copies. */
@@ -561,6 +567,36 @@ static km_status add_training(km_model *m, long iterations,
 
 /* ------------------------------------------------------------ C-SVC */
 
+/* The screened solver's params and figures besides the exact solver's:
+ * params solver (2), n_centres (the screen's) and seed; training solver,
+ * screen_seconds, working_rows (of all pairs' final working sets),
+ * rows_added (by the checks) and rounds (the most of one pair). */
+static km_status add_screened(km_model *m, const km_svm_params *p,
+                              const svc_screen_figures *f)
+{
+    km_info *pi = km_model_params_mut(m), *ti = km_model_training_mut(m);
+    km_status st = km_info_add1(pi, "solver", KM_INFO_INTEGER, p->solver);
+    if (st == KM_OK)
+        st = km_info_add1(pi, "n_centres", KM_INFO_INTEGER,
+                          (double)f->centres);
+    if (st == KM_OK)
+        st = km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)p->seed);
+    if (st == KM_OK)
+        st = km_info_add1(ti, "solver", KM_INFO_INTEGER, p->solver);
+    if (st == KM_OK)
+        st = km_info_add1(ti, "screen_seconds", KM_INFO_NUMBER,
+                          f->screen_seconds);
+    if (st == KM_OK)
+        st = km_info_add1(ti, "working_rows", KM_INFO_INTEGER,
+                          (double)f->working);
+    if (st == KM_OK)
+        st = km_info_add1(ti, "rows_added", KM_INFO_INTEGER,
+                          (double)f->added);
+    if (st == KM_OK)
+        st = km_info_add1(ti, "rounds", KM_INFO_INTEGER, f->rounds);
+    return st;
+}
+
 /* The training figure "margin", per pair: 1/|w| from each pair's |w|^2.
  * Left out when some |w|^2 is not > 0 (a kernel that is not positive
  * semi-definite, as sigmoid can be, has no margin). */
@@ -773,7 +809,7 @@ static km_status svc_fit_nystrom(km_fit_frame *fr, const km_svm_params *p,
     svc_nys_result r;
     km_model *model = NULL;
     km_status st = km_svc_nys_solve(&fr->k, p, X, n, d, order, start, K, ctl,
-                                    &r, err);
+                                    NULL, &r, err);
     if (st != KM_OK)
         return st;
     const size_t np = n_pairs(K), m = r.m;
@@ -933,6 +969,21 @@ static km_status svc_fit_rows(const km_kernel *kernel,
         goto out;
     }
 
+    const size_t np_total = n_pairs(K);
+    long iterations = 0;
+    int capped = 0;
+    svc_screen_figures sf;
+    memset(&sf, 0, sizeof sf);
+    if (params->solver == KM_SVM_SOLVER_SCREENED) {
+        st = km_svc_screen_solve(&fr.k, params, X, Xg, n, d, order, start, K,
+                                 ctl, coef, nz, pl->rho, obj, wsq, &sf, err);
+        if (st != KM_OK)
+            goto out;
+        iterations = sf.iterations;
+        capped = sf.capped;
+        goto support;
+    }
+
     size_t max_pair = 0;
     for (size_t a = 0; a < K; a++)
         for (size_t c = a + 1; c < K; c++)
@@ -979,7 +1030,6 @@ static km_status svc_fit_rows(const km_kernel *kernel,
     svc_fit f = {&fr.k, params, Xg, n, d, sg ? sg->K : Kall,
                  sg ? sg->X_all : Xg, sg ? sg->n_all : n, kmap, ctl, budget,
                  0, 0, {PROB_SEED}};
-    const size_t np_total = n_pairs(K);
     size_t pi = 0;
     for (size_t a = 0; a < K; a++)
         for (size_t c = a + 1; c < K; c++, pi++) {
@@ -1034,7 +1084,10 @@ static km_status svc_fit_rows(const km_kernel *kernel,
         }
     free(Kall);
     Kall = NULL;
+    iterations = f.iterations;
+    capped = f.capped;
 
+support:
     /* Keep the support vectors, in class order. */
     for (size_t g = 0; g < n; g++)
         pl->nsv += nz[g];
@@ -1078,9 +1131,11 @@ static km_status svc_fit_rows(const km_kernel *kernel,
     {
         const svm_payload *mp = km_model_payload(model);
         if (add_params(model, params, KM_ALGO_SVC, K) != KM_OK ||
-            add_training(model, f.iterations, obj, np_total,
-                         mp->n_support, K, f.capped) != KM_OK ||
-            add_margins(model, wsq, np_total) != KM_OK) {
+            add_training(model, iterations, obj, np_total, mp->n_support, K,
+                         capped) != KM_OK ||
+            add_margins(model, wsq, np_total) != KM_OK ||
+            (params->solver == KM_SVM_SOLVER_SCREENED &&
+             add_screened(model, params, &sf) != KM_OK)) {
             st = oom(err);
             goto out;
         }

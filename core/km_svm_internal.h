@@ -96,16 +96,51 @@ typedef struct svc_nys_result {
  * rows in their order, grouped by class through order: class c is rows
  * order[start[c]] .. order[start[c + 1] - 1] of X. The pairs run on up
  * to ctl->threads threads (the same answer on any number). Progress
- * from 0 to 0.99; KM_ECANCELLED when it asks to stop. */
+ * from 0 to 0.99; KM_ECANCELLED when it asks to stop. margin, when not
+ * NULL (n x (K - 1), grouped rows), gets every row's y f(x) in each of
+ * its pairs, LIBSVM's coefficient layout: row g of class c, pair (c, b)
+ * at column b if b < c else b - 1, y = +1 for class c. */
 km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
                            const double *X, size_t n, size_t d,
                            const size_t *order, const size_t *start, size_t K,
-                           const km_fit_control *ctl, svc_nys_result *res,
-                           km_error *err) KM_MUST_CHECK;
+                           const km_fit_control *ctl, double *margin,
+                           svc_nys_result *res, km_error *err) KM_MUST_CHECK;
 void km_svc_nys_free(svc_nys_result *r);
 /* Bytes a nystrom fit of n rows, d features and k classes holds. */
 size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
                             const km_svm_params *p);
+
+/* ------------------------------------------------ svc's screened solver */
+
+/* Figures of a screened solve (km_svm_screen.c). */
+typedef struct svc_screen_figures {
+    long iterations;       /* SMO's, over all pairs and rounds */
+    int capped;            /* solves stopped by the iteration cap */
+    size_t centres;        /* the screen's centres */
+    size_t working;        /* rows of the final working sets, all pairs */
+    size_t added;          /* rows the checks added to them */
+    int rounds;            /* most rounds of one pair */
+    double screen_seconds; /* of the screen */
+} svc_screen_figures;
+
+/* The solve of an svc fit with params.solver screened (p checked): X the
+ * rows in their order, Xg the same rows grouped by class (class c at
+ * rows start[c] .. start[c + 1] - 1; Xg's row g is X's row order[g]).
+ * Fills what the exact solver's pairs fill: coef (n x (K - 1), zeroed by
+ * the caller; LIBSVM's layout), nz (n, zeroed: 1 for a support vector),
+ * and per pair rho, the dual objective and |w|^2. Progress from 0 to
+ * 0.99; KM_ECANCELLED when it asks to stop. */
+km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
+                              const double *X, const double *Xg, size_t n,
+                              size_t d, const size_t *order,
+                              const size_t *start, size_t K,
+                              const km_fit_control *ctl, double *coef,
+                              unsigned char *nz, double *rho, double *obj,
+                              double *wsq, svc_screen_figures *fig,
+                              km_error *err) KM_MUST_CHECK;
+/* Bytes a screened fit of n rows, d features and k classes holds. */
+size_t km_svc_screen_fit_bytes(size_t n, size_t d, size_t k,
+                               const km_svm_params *p);
 
 /* ------------------------------------------------ payloads made elsewhere */
 

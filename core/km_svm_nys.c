@@ -136,6 +136,8 @@ typedef struct pairs_run {
     double *objective, *gap;
     long *epochs;
     int *capped;
+    double *margin;         /* NULL, or n x (k - 1): see km_svc_nys_solve */
+    size_t k;
     const km_fit_control *ctl;
     pthread_mutex_t lock;   /* next, done, reported, st, err; progress */
     size_t next;            /* the next pair to start */
@@ -348,6 +350,14 @@ static km_status pair_solve(pairs_run *r, size_t pi, double *alpha,
     r->epochs[pi] = s.epochs;
     r->capped[pi] = s.capped;
     r->gap[pi] = s.gap;
+    /* each row's y f(x) in this pair: class a's rows at column b - 1,
+     * class b's at column a (pairs write disjoint entries) */
+    for (size_t t = 0; r->margin && t < s.na + s.nb; t++) {
+        size_t g = t < s.na ? s.a0 + t : s.b0 + (t - s.na);
+        double f = phi_dot(r, s.w, r->order[g], SIZE_MAX) + s.w[m];
+        r->margin[g * (r->k - 1) + (t < s.na ? b - 1 : a)] =
+            t < s.na ? f : -f;
+    }
     /* the dual objective a^T Q a / 2 - sum a = |w|^2 / 2 - sum a */
     km_ksum o = {0, 0};
     km_ksum_add(&o, 0.5 * cblas_ddot((int)(m + 1), s.w, 1, s.w, 1));
@@ -624,8 +634,8 @@ static int cmp_pos(const void *a, const void *b)
 km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
                            const double *X, size_t n, size_t d,
                            const size_t *order, const size_t *start, size_t K,
-                           const km_fit_control *ctl, svc_nys_result *res,
-                           km_error *err)
+                           const km_fit_control *ctl, double *margin,
+                           svc_nys_result *res, km_error *err)
 {
     const size_t P = K * (K - 1) / 2;
     size_t m = km_svm_centres(p, n);
@@ -688,7 +698,7 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
     res->feature_seconds = km_now() - t0;
 
     pairs_run r = {p, Phi, qd, Phif, order, start, m, P, pab, pab + P, W,
-                   res->objective, fig, epochs, capped, ctl,
+                   res->objective, fig, epochs, capped, margin, K, ctl,
                    PTHREAD_MUTEX_INITIALIZER, 0, fig + P, 0, 0, KM_OK,
                    {KM_OK, ""}};
     for (size_t a = 0, pi = 0; a < K; a++)

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""svc's nystrom solver over HTTP (params.solver "nystrom").
+"""svc's nystrom and screened solvers over HTTP (params.solver "nystrom",
+"screened").
 
 A fit with seed 5 and 60 centres on the fixture set of
 tests/fixtures/gen_svc_nystrom_refs.py answers decision_function rows
@@ -20,6 +21,13 @@ with the exact solver or an unknown rule is 400. With params.precision
 "float32" (float features) the decision_function rows equal the same
 liblinear references to 1e-5 and the labels the vote's, and metadata
 shows it; precision with the exact solver or an unknown value is 400.
+params.solver "screened" (SMO on working sets a screen of 8 centres
+picks, grown by rounds until every row meets the optimality conditions)
+answers decision_function rows equal to the exact solver's to 1e-5, both
+at tol 1e-9; metadata shows the solver, the screen's centres and seed,
+cache_mb, and the rounds and rows they added; probability, max_iter,
+centres and precision with it are 400, n_centres above the rows 422,
+and svr has no such solver (400).
 Usage, from the project root:
     /usr/bin/python3 tests/integration/svc_nystrom.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -82,6 +90,57 @@ def cancel(d):
     run.check(job and job["status"] == "cancelled", "the job ends cancelled", job)
     run.check(d.req("GET", "/v1/models/long").status == 404,
               "a cancelled first fit leaves no model")
+
+
+def screened(d, X, y, T):
+    """params.solver "screened": the exact optimum, found on working sets."""
+    r = fit(d, "ex9", {"C": 1.0, "tol": 1e-9}, X, y)
+    run.check(r.status == 201, "exact fit at tol 1e-9: 201", r)
+    want = [v for row in d.req("POST", "/v1/models/ex9/predict",
+                               {"X": T, "output": "decision_function"}
+                               ).json()["predictions"] for v in row]
+    given = {"solver": "screened", "tol": 1e-9, "n_centres": 8, "seed": 2,
+             "cache_mb": 50}
+    r = fit(d, "scr", given, X, y)
+    meta = (r.json() or {}).get("model", {})
+    run.check(r.status == 201, "svc screened fit: 201", r)
+    run.check(meta.get("params") == dict(given, C=1.0, shrinking=True,
+                                         probability=False),
+              "metadata params: the solver by name, the screen's centres "
+              "and seed, the exact solver's params", meta.get("params"))
+    tr = meta.get("training", {})
+    run.check(tr.get("solver") == "screened" and tr.get("rounds", 0) >= 2
+              and tr.get("rows_added", 0) > 0
+              and 0 < tr.get("working_rows", 0) <= 3 * 400
+              and tr.get("screen_seconds", -1) >= 0
+              and len(tr.get("objective", [])) == 6,
+              "metadata training: the solver, its rounds, the rows they "
+              "added, the working rows, one objective per pair", tr)
+    got = [v for row in d.req("POST", "/v1/models/scr/predict",
+                              {"X": T, "output": "decision_function"}
+                              ).json()["predictions"] for v in row]
+    run.check(max_abs(got, want) <= 1e-5,
+              "screened: decision_function equals the exact solver's to 1e-5",
+              (got[:3], want[:3]))
+    for params, status, text, what in (
+            ({"solver": "screened", "probability": True}, 400,
+             'params.probability applies only with params.solver \\"exact\\"',
+             "probability with screened"),
+            ({"solver": "screened", "max_iter": 5}, 400, "params.max_iter",
+             "max_iter with screened"),
+            ({"solver": "screened", "centres": "rpcholesky"}, 400,
+             "params.centres", "centres with screened"),
+            ({"solver": "screened", "precision": "float32"}, 400,
+             "params.precision", "precision with screened"),
+            ({"solver": "screened", "n_centres": 401}, 422, "params.n_centres",
+             "the screen's centres above the rows")):
+        r = fit(d, "bad", params, X, y)
+        run.check(r.status == status and text in r.body,
+                  f"{what}: {status} naming the field", r)
+    r = fit(d, "bad", {"solver": "screened"}, X, [float(v) for v in y],
+            algorithm="svr")
+    run.check(r.status == 400 and "params.solver" in r.body,
+              "svr has no screened solver: 400", r)
 
 
 def main():
@@ -242,6 +301,7 @@ def main():
             r = fit(d, "bad", params, X, y)
             run.check(r.status == 400 and text in r.body,
                       f"{what}: 400 naming the field", r)
+        screened(d, X, y, T)
         cancel(d)
 
     return run.with_daemon(args.server, "kmserve-svc-nystrom-", body)

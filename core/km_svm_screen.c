@@ -1,0 +1,723 @@
+/*
+ * km_svm_screen.c - svc's screened solver: exact SMO per class pair on a
+ * working set of rows that a Nystrom model picks, grown until every row
+ * of the pair meets the optimality conditions.
+ *
+ * Most rows of a large classification problem lie far from every margin:
+ * their dual variables are 0 at the optimum, and removing them leaves the
+ * optimum as it is. LIBSVM's SMO nevertheless computes kernel columns
+ * over all of a pair's rows for as long as it runs. This solver guesses
+ * the rows that matter, solves on them alone, and proves the guess:
+ *
+ * 1. Screen. svc's nystrom solver (km_svm_nys.c) on all rows: params.
+ *    n_centres uniform centres (default min(n, 1000)), float features,
+ *    a loose tolerance (SCREEN_TOL), the fit's C, class weights and seed.
+ *    It gives every row's margin y f(x) in each of its pairs.
+ * 2. Per pair (a, b), the working set W is the pair's rows whose
+ *    screened margin is below SCREEN_MARGIN (at least one row of each
+ *    class), the other rows R. Then rounds:
+ *      solve   SMO (km_smo.c, as the exact solver: LIBSVM's selection,
+ *              shrinking, tolerance and bias) on W, warm-started from the
+ *              previous round's alphas (the new rows' at 0); Q from the
+ *              Gram of W, computed once and extended by the new rows'
+ *              kernel values each round while it fits the budget,
+ *      check   f(x) = sum_W y_t alpha_t k(x_t, x) - rho on every row of R
+ *              (the kernel columns of R against the support vectors are
+ *              kept across rounds while they fit, so each round computes
+ *              only the new support vectors' columns), and
+ *      grow    W by the rows of R with y f(x) < 1 - tol.
+ *    A round that adds no row ends the pair: the alphas (0 on R) meet
+ *    SMO's stopping rule on W and y f(x) >= 1 - tol on R, which are the
+ *    optimality conditions of the whole pair's problem to the tolerance
+ *    the exact solver stops at. W only grows, so the rounds end (at worst
+ *    with W = the pair). The model is the exact solver's: support
+ *    vectors, LIBSVM's coefficient layout, one rho per pair.
+ *
+ * Memory: besides the rows (two packed copies of the largest pair's rows)
+ * the kernel values stay within params.cache_mb: the working set's Gram
+ * while it takes at most GRAM_SHARE of it (during an extension the old
+ * and the new one are held), the check's columns while they take at most
+ * COLS_SHARE, SMO's column cache the rest. Past those, SMO computes its
+ * columns from the packed rows (LRU cache) and the check recomputes the
+ * kernel against the support vectors each round: slower, the same
+ * answer.
+ *
+ * The pairs run on up to ctl->threads workers (at most the CPUs and
+ * MAX_WORKERS; each with its own buffers and an equal part of the kernel
+ * budget); a pair's answer does not depend on the worker. With more
+ * than one worker, BLAS runs one thread per call meanwhile (see
+ * blas_single_begin).
+ *
+ * Thread-safety: reentrant; the workers share the read-only rows and
+ * margins, write disjoint entries of the results, and report progress
+ * under a lock. OpenBLAS's thread count is the process's: overlapping
+ * fits set and restore it under a lock.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "km_svm_internal.h"
+
+/* Rows whose screened margin y f(x) is below this start in the working
+ * set. Measured on Fashion-MNIST (60,000 rows, 45 pairs, rbf gamma 0.02,
+ * C = 10, screen m = 1000): 1.2 left so many support vectors out that
+ * the checks added 82,000 rows (33 s); 2.0 put in 182,000 rows whose
+ * Grams cost 14 s (33 s); 1.5 started 77,000 rows, the checks added
+ * 20,000 (26 s), the same optimum every time. */
+#define SCREEN_MARGIN 1.5
+/* The screen's tolerance (projected-gradient spread): it only ranks
+ * rows, so LIBLINEAR's loose end suffices. */
+#define SCREEN_TOL 0.5
+/* The screen's share of the fit's progress. */
+#define SCREEN_SHARE 0.2
+/* Most workers over the pairs (also at most the online CPUs). */
+#define MAX_WORKERS 8
+/* Shares of a worker's kernel budget (params.cache_mb over the workers):
+ * the working set's Gram
+ * (twice this during an extension), the check's columns; SMO's cache
+ * gets what is left, at least MIN_SHARE. */
+#define GRAM_SHARE 0.35
+#define COLS_SHARE 0.2
+#define MIN_SHARE 0.1
+
+/* OpenBLAS's process-wide thread count (declared here: Debian's cblas.h
+ * may lack these). */
+void openblas_set_num_threads(int n);
+int openblas_get_num_threads(void);
+
+/*
+ * While the pairs run on several workers, BLAS runs one thread per call.
+ * OpenBLAS runs one threaded level-3 call at a time (a process-wide
+ * lock) and its idle threads spin: two workers each calling 2-thread
+ * DGEMMs queue for each other and lose the cores to the spinning, while
+ * 1-thread DGEMMs run side by side. Measured on Fashion-MNIST (2 cores,
+ * 2 workers, back to back): the fit took 22.2 to 23.2 s with 2-thread
+ * calls, 19.2 to 19.3 s with 1-thread calls (one worker with 2-thread
+ * calls: 26.2 s).
+ * The count is the process's: the first of overlapping screened fits
+ * sets it to 1 and the last puts back what it was; other BLAS calls
+ * meanwhile (predictions) run on one thread too.
+ */
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static int blas_users, blas_saved;
+
+static void blas_single_begin(void)
+{
+    pthread_mutex_lock(&blas_lock);
+    if (blas_users++ == 0) {
+        blas_saved = openblas_get_num_threads();
+        openblas_set_num_threads(1);
+    }
+    pthread_mutex_unlock(&blas_lock);
+}
+
+static void blas_single_end(void)
+{
+    pthread_mutex_lock(&blas_lock);
+    if (--blas_users == 0)
+        openblas_set_num_threads(blas_saved);
+    pthread_mutex_unlock(&blas_lock);
+}
+
+/* The most workers on this machine: MAX_WORKERS, at most its CPUs. */
+static size_t most_workers(void)
+{
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c < 1 ? 1 : (size_t)c < MAX_WORKERS ? (size_t)c : MAX_WORKERS;
+}
+
+static size_t budget_of(const km_svm_params *p)
+{
+    double b = p->cache_mb * 1048576.0;
+    return b >= (double)(SIZE_MAX / 4) ? SIZE_MAX / 4 : (size_t)b;
+}
+
+size_t km_svc_screen_fit_bytes(size_t n, size_t d, size_t k,
+                               const km_svm_params *p)
+{
+    km_svm_params s = *p;
+    s.solver = KM_SVM_SOLVER_NYSTROM;
+    s.precision = KM_SVM_PRECISION_FLOAT32;
+    s.centres = KM_KRR_CENTRES_UNIFORM;
+    /* The screen, with the grouped rows and the margins (n (k - 1)),
+     * which the pairs keep. */
+    uint64_t screen = km_add_sat(km_svc_nys_fit_bytes(n, d, k, &s),
+                                 km_mul_sat(km_mul_sat(n, k - 1), 8));
+    /* The pairs: the grouped rows and their coefficient table (n (d + k)),
+     * per worker (at most most_workers()) the largest pair's rows packed
+     * twice (at most n rows each) and per-row state (about 20 doubles a row, SMO's included),
+     * the kernel budget (shared by the workers), and the model's copies
+     * of the support vectors (at most all rows). */
+    uint64_t pairs = km_mul_sat(n, 2 * d + 2 * k);
+    pairs = km_add_sat(pairs, km_mul_sat(most_workers(),
+                                         km_mul_sat(n, 2 * d + 20)));
+    pairs = km_add_sat(km_mul_sat(pairs, 8), budget_of(p));
+    uint64_t v = km_add_sat(screen, pairs);
+    return v > SIZE_MAX ? SIZE_MAX : (size_t)v;
+}
+
+typedef struct scr_run scr_run;
+
+/* One worker's state for its current pair; the buffers hold the largest
+ * pair. */
+typedef struct scr_pair {
+    scr_run *run;
+    size_t pi;              /* the pair's index */
+    km_fit_control smo_ctl; /* SMO's progress, through the run's lock */
+    double span_lo, span_hi; /* this round's share of the pair's 0..1 */
+    double *Xs;             /* support vectors packed (check) */
+    pthread_t tid;
+    const km_kernel *k;
+    const km_svm_params *p;
+    const double *Xg;       /* grouped rows */
+    size_t d, K;
+    const double *margin;   /* n x (K - 1): the screen's y f(x) */
+    size_t budget;
+    const km_fit_control *ctl;
+    /* the pair: local rows t < na are grouped rows a0 + t (class a, +1),
+     * the others b0 + t - na (class b, -1) */
+    size_t a, b, a0, na, b0, nb;
+    double Ca, Cb;
+    /* working set: nw variables, local row wrow[t], packed rows Xw */
+    size_t nw, *wrow;
+    signed char *y;
+    double *C, *lin, *alpha, *Xw;
+    double *G;              /* nw x nw Gram of Xw, or NULL */
+    /* rows outside: nr local rows rrow, packed rows Xr */
+    size_t nr, *rrow;
+    double *Xr, *f;
+    /* the check's columns: ncol columns of nr values each (column c
+     * holds k(Xw[wcol[c]], Xr)), or NULL */
+    double *KR;
+    size_t ncol, *wcol;
+    long *col_of;           /* per working variable: its column or -1 */
+    double *cv;             /* column coefficients */
+    unsigned char *inw;     /* per local row: in the working set */
+    /* figures: this pair's rounds; over the worker's pairs */
+    int rounds, max_rounds;
+    long iterations;
+    int capped;
+    size_t added, working;
+} scr_pair;
+
+static size_t grouped(const scr_pair *s, size_t t)
+{
+    return t < s->na ? s->a0 + t : s->b0 + (t - s->na);
+}
+
+static double screened_margin(const scr_pair *s, size_t t)
+{
+    return s->margin[grouped(s, t) * (s->K - 1) +
+                     (t < s->na ? s->b - 1 : s->a)];
+}
+
+static km_status oom(km_error *err, const char *what)
+{
+    return km_error_set(err, KM_ENOMEM, "out of memory for the screened "
+                        "solver's %s", what);
+}
+
+/* Local row t into the working set, alpha 0. */
+static void add_working(scr_pair *s, size_t t)
+{
+    size_t w = s->nw++;
+    s->wrow[w] = t;
+    s->y[w] = t < s->na ? 1 : -1;
+    s->C[w] = t < s->na ? s->Ca : s->Cb;
+    s->lin[w] = -1;
+    s->alpha[w] = 0;
+    s->col_of[w] = -1;
+    s->inw[t] = 1;
+    memcpy(s->Xw + w * s->d, s->Xg + grouped(s, t) * s->d,
+           s->d * sizeof *s->Xw);
+}
+
+/* The Gram of the working set after rows [n0, nw) joined it: a new
+ * matrix with the old one's values and the new rows' kernel values, or
+ * none when it would not fit (SMO then computes its columns). */
+static km_status grow_gram(scr_pair *s, size_t n0, km_error *err)
+{
+    const size_t n = s->nw;
+    if (!s->G && n0 > 0)
+        return KM_OK; /* already past the budget */
+    if ((double)n * n * sizeof(double) > GRAM_SHARE * s->budget) {
+        free(s->G);
+        s->G = NULL;
+        return KM_OK;
+    }
+    double *G = malloc(n * n * sizeof *G);
+    if (!G)
+        return oom(err, "working-set Gram");
+    km_status st;
+    if (n0 == 0) {
+        st = km_gram_sym(s->k, s->Xw, n, s->d, G, 1, err);
+    } else {
+        for (size_t i = 0; i < n0; i++)
+            memcpy(G + i * n, s->G + i * n0, n0 * sizeof *G);
+        st = km_gram_cross(s->k, s->Xw + n0 * s->d, n - n0, s->Xw, n, s->d,
+                           G + n0 * n, n, err);
+        /* the old rows' new columns: the new rows' old columns,
+         * transposed in tiles (a row at a time would miss the cache on
+         * every write) */
+        enum { TILE = 32 };
+        for (size_t i0 = n0; i0 < n && st == KM_OK; i0 += TILE)
+            for (size_t j0 = 0; j0 < n0; j0 += TILE)
+                for (size_t j = j0; j < j0 + TILE && j < n0; j++)
+                    for (size_t i = i0; i < i0 + TILE && i < n; i++)
+                        G[j * n + i] = G[i * n + j];
+    }
+    free(s->G);
+    s->G = st == KM_OK ? G : NULL;
+    if (st != KM_OK)
+        free(G);
+    return st;
+}
+
+/* f on the rows outside, from the support vectors of this round: by the
+ * kept columns (computing those of new support vectors) while they fit
+ * the budget, else by the kernel against the support vectors. */
+static km_status check_values(scr_pair *s, double rho, double *Xs,
+                              km_error *err)
+{
+    const size_t d = s->d;
+    size_t nnew = 0, nsv = 0;
+    for (size_t w = 0; w < s->nw; w++)
+        if (s->alpha[w] > 0) {
+            nsv++;
+            nnew += s->col_of[w] < 0;
+        }
+    double room = COLS_SHARE * (double)s->budget;
+    if (s->KR && (double)(s->ncol + nnew) * s->nr * sizeof(double) > room) {
+        free(s->KR);
+        s->KR = NULL; /* past the budget: no columns from here on */
+    }
+    if (s->KR || (s->ncol == 0 && (double)nnew * s->nr * 8 <= room)) {
+        if (nnew) {
+            double *KR = realloc(s->KR, (s->ncol + nnew) * s->nr * 8);
+            if (!KR)
+                return oom(err, "check's kernel columns");
+            s->KR = KR;
+            size_t c = 0;
+            for (size_t w = 0; w < s->nw; w++)
+                if (s->alpha[w] > 0 && s->col_of[w] < 0) {
+                    memcpy(Xs + c * d, s->Xw + w * d, d * sizeof *Xs);
+                    s->wcol[s->ncol + c] = w;
+                    s->col_of[w] = (long)(s->ncol + c);
+                    c++;
+                }
+            km_status st = km_gram_cross(s->k, Xs, nnew, s->Xr, s->nr, d,
+                                         s->KR + s->ncol * s->nr, s->nr,
+                                         err);
+            if (st != KM_OK)
+                return st;
+            s->ncol += nnew;
+        }
+        for (size_t c = 0; c < s->ncol; c++) {
+            size_t w = s->wcol[c];
+            s->cv[c] = s->y[w] * s->alpha[w];
+        }
+        memset(s->f, 0, s->nr * sizeof *s->f); /* no columns: f = -rho */
+        if (s->ncol)
+            cblas_dgemv(CblasRowMajor, CblasTrans, (int)s->ncol, (int)s->nr,
+                        1.0, s->KR, (int)s->nr, s->cv, 1, 0.0, s->f, 1);
+        for (size_t r = 0; r < s->nr; r++)
+            s->f[r] -= rho;
+        return KM_OK;
+    }
+    size_t c = 0;
+    for (size_t w = 0; w < s->nw; w++)
+        if (s->alpha[w] > 0) {
+            memcpy(Xs + c * d, s->Xw + w * d, d * sizeof *Xs);
+            s->cv[c++] = s->y[w] * s->alpha[w];
+        }
+    double bias = -rho;
+    return km_kernel_expand(s->k, Xs, nsv, d, NULL, s->cv, 1, &bias, s->Xr,
+                            s->nr, s->f, err);
+}
+
+/* Moves the rows outside with y f < 1 - tol into the working set and
+ * compacts the rest (and its kept columns). Returns the rows moved. */
+static size_t grow_working(scr_pair *s)
+{
+    const double floor = 1 - s->p->tol;
+    size_t keep = 0, moved = 0;
+    for (size_t r = 0; r < s->nr; r++) {
+        size_t t = s->rrow[r];
+        double yf = t < s->na ? s->f[r] : -s->f[r];
+        if (yf < floor) {
+            add_working(s, t);
+            moved++;
+            continue;
+        }
+        if (keep != r) {
+            s->rrow[keep] = t;
+            memcpy(s->Xr + keep * s->d, s->Xr + r * s->d,
+                   s->d * sizeof *s->Xr);
+            for (size_t c = 0; s->KR && c < s->ncol; c++)
+                s->KR[c * s->nr + keep] = s->KR[c * s->nr + r];
+        }
+        keep++;
+    }
+    /* the columns' stride becomes keep */
+    for (size_t c = 1; s->KR && moved && c < s->ncol; c++)
+        memmove(s->KR + c * keep, s->KR + c * s->nr, keep * sizeof *s->KR);
+    s->nr = keep;
+    return moved;
+}
+
+/* The pairs of one fit, shared by the workers. */
+struct scr_run {
+    const km_fit_control *ctl;
+    const size_t *start;
+    size_t K, P;
+    double *coef, *rho, *obj, *wsq; /* the results (disjoint entries) */
+    pthread_mutex_t lock;   /* next, done, reported, st, err; progress */
+    size_t next;            /* the next pair to start */
+    double *done;           /* P: each pair's fraction done */
+    double reported;
+    atomic_int stop;        /* a pair failed or the fit was cancelled */
+    km_status st;
+    km_error err;
+};
+
+/* Pair pi has done the fraction f of its work: the fit's progress (the
+ * pairs' mean after the screen's share), reported under the lock, never
+ * backwards. Nonzero: stop (cancelled here or elsewhere). */
+static int pair_progress(scr_run *r, size_t pi, double f)
+{
+    pthread_mutex_lock(&r->lock);
+    r->done[pi] = f > r->done[pi] ? f : r->done[pi];
+    double sum = 0;
+    for (size_t q = 0; q < r->P; q++)
+        sum += r->done[q];
+    double g = SCREEN_SHARE + (0.99 - SCREEN_SHARE) * sum / (double)r->P;
+    int stop = atomic_load(&r->stop);
+    if (!stop && g > r->reported) {
+        r->reported = g;
+        if (km_progress(r->ctl, g))
+            atomic_store(&r->stop, stop = 1);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return stop;
+}
+
+/* SMO's progress callback: its 0..1 into the round's share of the
+ * pair. */
+static int smo_progress(void *ctx, double f)
+{
+    scr_pair *s = ctx;
+    return pair_progress(s->run, s->pi,
+                         s->span_lo + (s->span_hi - s->span_lo) * f);
+}
+
+/* The current pair: rounds until no row outside violates; the result
+ * into the exact solver's tables (coefficients of the pair's rows, and
+ * the pair's rho, objective and |w|^2). */
+static km_status solve_pair(scr_pair *s, km_error *err)
+{
+    scr_run *r = s->run;
+    const size_t l = s->na + s->nb, d = s->d, pi = s->pi;
+    s->nw = s->nr = s->ncol = 0;
+    s->rounds = 0;
+    memset(s->inw, 0, l);
+    size_t best[2] = {SIZE_MAX, SIZE_MAX};
+    int have[2] = {0, 0};
+    for (size_t t = 0; t < l; t++) {
+        int side = t >= s->na;
+        double v = screened_margin(s, t);
+        if (v < SCREEN_MARGIN) {
+            add_working(s, t);
+            have[side] = 1;
+        } else if (best[side] == SIZE_MAX ||
+                   v < screened_margin(s, best[side])) {
+            best[side] = t;
+        }
+    }
+    for (int side = 0; side < 2; side++)
+        if (!have[side]) /* SMO needs both classes */
+            add_working(s, best[side]);
+    for (size_t t = 0; t < l; t++)
+        if (!s->inw[t]) {
+            s->rrow[s->nr] = t;
+            memcpy(s->Xr + s->nr * d, s->Xg + grouped(s, t) * d,
+                   d * sizeof *s->Xr);
+            s->nr++;
+        }
+    km_status st = grow_gram(s, 0, err);
+    smo_result res;
+    while (st == KM_OK) {
+        s->rounds++;
+        smo_problem pb;
+        memset(&pb, 0, sizeof pb);
+        pb.n = s->nw;
+        pb.d = d;
+        pb.X = s->Xw;
+        pb.n_points = s->nw;
+        pb.K = s->G;
+        pb.y = s->y;
+        pb.p = s->lin;
+        pb.C = s->C;
+        pb.alpha = s->alpha;
+        smo_options o;
+        memset(&o, 0, sizeof o);
+        o.tol = s->p->tol;
+        o.shrinking = s->p->shrinking != 0;
+        o.max_iter = s->p->max_iter;
+        double left = 1 - (s->G ? GRAM_SHARE : 0) - COLS_SHARE;
+        o.cache_bytes = (size_t)((left > MIN_SHARE ? left : MIN_SHARE) *
+                                 (double)s->budget);
+        o.storage = SMO_AUTO;
+        o.ctl = &s->smo_ctl;
+        o.progress_lo = 0;
+        o.progress_hi = 1;
+        /* the rounds' count is not known ahead: each takes half of
+         * what is left of the pair */
+        int h = s->rounds - 1 < 30 ? s->rounds - 1 : 30;
+        s->span_lo = 1 - 1.0 / (double)(1u << h);
+        s->span_hi = 1 - 0.5 / (double)(1u << h);
+        if ((st = km_smo_solve(s->k, &pb, &o, &res, err)) != KM_OK)
+            break;
+        s->iterations += res.iterations;
+        s->capped += res.capped;
+        if (s->nr == 0)
+            break;
+        if ((st = check_values(s, res.rho, s->Xs, err)) != KM_OK)
+            break;
+        size_t n0 = s->nw, moved = grow_working(s);
+        if (!moved)
+            break;
+        s->added += moved;
+        st = grow_gram(s, n0, err);
+        if (st == KM_OK && pair_progress(r, pi, s->span_hi))
+            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+    }
+    free(s->G);
+    s->G = NULL;
+    free(s->KR);
+    s->KR = NULL;
+    if (st != KM_OK)
+        return st;
+    s->working += s->nw;
+    s->max_rounds = s->rounds > s->max_rounds ? s->rounds : s->max_rounds;
+    r->rho[pi] = res.rho;
+    r->obj[pi] = res.objective;
+    /* |w|^2 = a^T Q a = 2 (objective + sum a), as the exact solver */
+    km_ksum sa = {0, 0};
+    km_ksum_add(&sa, res.objective);
+    for (size_t w = 0; w < s->nw; w++) {
+        if (!(s->alpha[w] > 0))
+            continue;
+        km_ksum_add(&sa, s->alpha[w]);
+        size_t t = s->wrow[w];
+        r->coef[grouped(s, t) * (s->K - 1) + (t < s->na ? s->b - 1 : s->a)] =
+            s->y[w] * s->alpha[w];
+    }
+    r->wsq[pi] = 2 * km_ksum_get(&sa);
+    return KM_OK;
+}
+
+/* A worker: the next pair until there is none or the run has stopped;
+ * the first failure is the run's. */
+static void *pair_work(void *arg)
+{
+    scr_pair *s = arg;
+    scr_run *r = s->run;
+    const km_svm_params *p = s->p;
+    for (;;) {
+        pthread_mutex_lock(&r->lock);
+        size_t pi = r->next < r->P ? r->next++ : r->P;
+        pthread_mutex_unlock(&r->lock);
+        if (pi >= r->P || atomic_load(&r->stop))
+            break;
+        /* pair pi's classes (a, b), LIBSVM's order */
+        size_t a = 0, q = pi;
+        while (q >= r->K - 1 - a) {
+            q -= r->K - 1 - a;
+            a++;
+        }
+        size_t b = a + 1 + q;
+        s->pi = pi;
+        s->a = a;
+        s->b = b;
+        s->a0 = r->start[a];
+        s->na = r->start[a + 1] - r->start[a];
+        s->b0 = r->start[b];
+        s->nb = r->start[b + 1] - r->start[b];
+        s->Ca = p->C * (p->class_weight ? p->class_weight[a] : 1);
+        s->Cb = p->C * (p->class_weight ? p->class_weight[b] : 1);
+        km_error e = {0};
+        km_status st = solve_pair(s, &e);
+        if (st == KM_OK && pair_progress(r, pi, 1.0))
+            st = km_error_set(&e, KM_ECANCELLED, "fit cancelled");
+        if (st != KM_OK) {
+            pthread_mutex_lock(&r->lock);
+            if (r->st == KM_OK) {
+                r->st = st;
+                r->err = e;
+            }
+            atomic_store(&r->stop, 1);
+            pthread_mutex_unlock(&r->lock);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void worker_free(scr_pair *s)
+{
+    free(s->wrow);
+    free(s->y);
+    free(s->C);
+    free(s->lin);
+    free(s->alpha);
+    free(s->Xw);
+    free(s->rrow);
+    free(s->Xr);
+    free(s->f);
+    free(s->wcol);
+    free(s->col_of);
+    free(s->cv);
+    free(s->inw);
+    free(s->Xs);
+}
+
+static int worker_alloc(scr_pair *s, size_t maxpair, size_t d)
+{
+    s->wrow = malloc(maxpair * sizeof *s->wrow);
+    s->y = malloc(maxpair);
+    s->C = malloc(maxpair * sizeof *s->C);
+    s->lin = malloc(maxpair * sizeof *s->lin);
+    s->alpha = malloc(maxpair * sizeof *s->alpha);
+    s->Xw = malloc(maxpair * d * sizeof *s->Xw);
+    s->rrow = malloc(maxpair * sizeof *s->rrow);
+    s->Xr = malloc(maxpair * d * sizeof *s->Xr);
+    s->f = malloc(maxpair * sizeof *s->f);
+    s->wcol = malloc(maxpair * sizeof *s->wcol);
+    s->col_of = malloc(maxpair * sizeof *s->col_of);
+    s->cv = malloc(maxpair * sizeof *s->cv);
+    s->inw = malloc(maxpair);
+    s->Xs = malloc(maxpair * d * sizeof *s->Xs);
+    return s->wrow && s->y && s->C && s->lin && s->alpha && s->Xw &&
+           s->rrow && s->Xr && s->f && s->wcol && s->col_of && s->cv &&
+           s->inw && s->Xs;
+}
+
+/* Workers for k classes: ctl->threads, at most the pairs and
+ * most_workers(). */
+static size_t screen_workers(const km_fit_control *ctl, size_t k)
+{
+    size_t P = k * (k - 1) / 2, nw = ctl && ctl->threads > 1
+                                          ? (size_t)ctl->threads
+                                          : 1;
+    nw = nw < P ? nw : P;
+    return nw < most_workers() ? nw : most_workers();
+}
+
+km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
+                              const double *X, const double *Xg, size_t n,
+                              size_t d, const size_t *order,
+                              const size_t *start, size_t K,
+                              const km_fit_control *ctl, double *coef,
+                              unsigned char *nz, double *rho, double *obj,
+                              double *wsq, svc_screen_figures *fig,
+                              km_error *err)
+{
+    const size_t P = K * (K - 1) / 2;
+    memset(fig, 0, sizeof *fig);
+    double *margin = malloc(n * (K - 1) * sizeof *margin);
+    if (!margin)
+        return oom(err, "margins");
+    /* 1. the screen */
+    km_svm_params sp = *p;
+    sp.solver = KM_SVM_SOLVER_NYSTROM;
+    sp.centres = KM_KRR_CENTRES_UNIFORM;
+    sp.precision = KM_SVM_PRECISION_FLOAT32;
+    sp.tol = SCREEN_TOL;
+    sp.max_iter = 0;
+    sp.shrinking = 1;
+    svc_nys_result nr;
+    km_progress_span span = {ctl, 0.0, SCREEN_SHARE};
+    km_fit_control sub = {km_progress_span_report, &span,
+                          ctl ? ctl->threads : 1, NULL};
+    double t0 = km_now();
+    km_status st = km_svc_nys_solve(k, &sp, X, n, d, order, start, K, &sub,
+                                    margin, &nr, err);
+    if (st != KM_OK) {
+        free(margin);
+        return st;
+    }
+    fig->centres = nr.m;
+    km_svc_nys_free(&nr);
+    fig->screen_seconds = km_now() - t0;
+
+    /* 2. the pairs, on the workers */
+    size_t maxpair = 0;
+    for (size_t a = 0; a < K; a++)
+        for (size_t b = a + 1; b < K; b++) {
+            size_t c = start[a + 1] - start[a] + start[b + 1] - start[b];
+            maxpair = c > maxpair ? c : maxpair;
+        }
+    const size_t nw = screen_workers(ctl, K);
+    scr_run run = {ctl, start, K, P, coef, rho, obj, wsq,
+                   PTHREAD_MUTEX_INITIALIZER, 0, NULL, SCREEN_SHARE, 0,
+                   KM_OK, {KM_OK, ""}};
+    scr_pair wk[MAX_WORKERS];
+    memset(wk, 0, sizeof wk);
+    size_t started = 1;
+    run.done = calloc(P, sizeof *run.done);
+    int ok = run.done != NULL;
+    for (size_t w = 0; w < nw; w++) {
+        scr_pair *s = &wk[w];
+        s->run = &run;
+        s->smo_ctl = (km_fit_control){smo_progress, s, 1, NULL};
+        s->k = k;
+        s->p = p;
+        s->Xg = Xg;
+        s->d = d;
+        s->K = K;
+        s->margin = margin;
+        s->budget = budget_of(p) / nw;
+        ok = ok && worker_alloc(s, maxpair, d);
+    }
+    if (!ok) {
+        st = oom(err, "working sets");
+        goto out;
+    }
+    if (nw > 1)
+        blas_single_begin();
+    for (; started < nw; started++)
+        if (pthread_create(&wk[started].tid, NULL, pair_work, &wk[started]))
+            break; /* fewer workers */
+    pair_work(&wk[0]);
+    for (size_t w = 1; w < started; w++)
+        pthread_join(wk[w].tid, NULL);
+    if (nw > 1)
+        blas_single_end();
+    if (run.st != KM_OK) {
+        st = km_error_set(err, run.st, "%s", run.err.message);
+        goto out;
+    }
+    for (size_t w = 0; w < nw; w++) {
+        fig->iterations += wk[w].iterations;
+        fig->capped += wk[w].capped;
+        fig->added += wk[w].added;
+        fig->working += wk[w].working;
+        fig->rounds = wk[w].max_rounds > fig->rounds ? wk[w].max_rounds
+                                                     : fig->rounds;
+    }
+    for (size_t g = 0; g < n; g++)
+        for (size_t c = 0; c + 1 < K; c++)
+            nz[g] |= coef[g * (K - 1) + c] != 0;
+out:
+    pthread_mutex_destroy(&run.lock);
+    free(run.done);
+    free(margin);
+    for (size_t w = 0; w < nw; w++)
+        worker_free(&wk[w]);
+    return st;
+}
