@@ -330,18 +330,25 @@ static int stop_cb(void *ctx, double f)
     return ++s->calls > s->stop_after;
 }
 
+int openblas_get_num_threads(void);
+void openblas_set_num_threads(int n);
+
 /* Progress rises to 1 through the screen and the pairs, on one worker or
- * two; a cancel anywhere stops the fit. */
+ * two; a cancel anywhere stops the fit. BLAS's thread count (1 while
+ * two workers' pairs run) is back to what it was after every fit, done
+ * or cancelled. */
 START_TEST(progress_and_cancel)
 {
     sat s;
     sat_load(&s);
     km_kernel kern = rbf(0.5);
     km_svm_params p = screened(10, 6);
+    openblas_set_num_threads(3);
     for (int t = 1; t <= 2; t++) {
         stopper all = {0, 1 << 30, 0};
         km_fit_control ctl = {stop_cb, &all, t, NULL};
         km_model *m = fit(&kern, &p, s.X, NE, s.ds.d, s.y, s.k, &ctl);
+        ck_assert_int_eq(openblas_get_num_threads(), 3);
         ck_assert_double_eq(all.last, 1.0);
         int calls = all.calls;
         ck_assert_int_ge(calls, 20);
@@ -357,7 +364,9 @@ START_TEST(progress_and_cancel)
                              KM_ECANCELLED);
             ck_assert_ptr_null(m);
             ck_assert_str_eq(err.message, "fit cancelled");
+            ck_assert_int_eq(openblas_get_num_threads(), 3);
         }
+        ck_assert_int_eq(openblas_get_num_threads(), 3);
     }
     sat_free(&s);
 }
