@@ -162,12 +162,16 @@ static const char *svm_precision_name(int p)
     return km_svm_precision_name((km_svm_precision)p);
 }
 
-/* svc: only with solver "exact"; "nystrom"; "exact" or "screened";
- * "nystrom" or "screened". */
-#define SVC_EXACT .only_if = "solver", .only_value = KM_SVM_SOLVER_EXACT
+/* svc: only with solver "exact" or "auto"; "nystrom"; "exact",
+ * "screened" or "auto"; "nystrom", "screened" or "auto". */
+#define SVC_EXACT .only_if = "solver", .only_value = KM_SVM_SOLVER_EXACT, \
+                  .only_also = 1u << KM_SVM_SOLVER_AUTO
 #define SVC_NYSTROM .only_if = "solver", .only_value = KM_SVM_SOLVER_NYSTROM
-#define SVC_SMO SVC_EXACT, .only_also = 1u << KM_SVM_SOLVER_SCREENED
-#define SVC_SCREEN SVC_NYSTROM, .only_also = 1u << KM_SVM_SOLVER_SCREENED
+#define SVC_SMO .only_if = "solver", .only_value = KM_SVM_SOLVER_EXACT, \
+                .only_also = 1u << KM_SVM_SOLVER_SCREENED | \
+                             1u << KM_SVM_SOLVER_AUTO
+#define SVC_SCREEN SVC_NYSTROM, .only_also = 1u << KM_SVM_SOLVER_SCREENED | \
+                                             1u << KM_SVM_SOLVER_AUTO
 
 /* n_centres: its type and lower bound here (400); its bounds from the
  * data (at most n_samples, at least the classes) in km_svm_check_centres
@@ -179,8 +183,8 @@ static const api_param svc_rows[] = {
      .doc = "stopping tolerance of SMO (nystrom: of the dual coordinate "
             "descent's projected-gradient spread)"},
     {.key = "cache_mb", .type = API_NUMBER, FIELD(km_svm_params, cache_mb),
-     POSITIVE, SVC_SMO, .doc = "MiB for kernel values (exact and "
-                               "screened)"},
+     POSITIVE, SVC_SMO, .doc = "MiB for kernel values (exact, screened "
+                               "and auto)"},
     {.key = "shrinking", .type = API_BOOL,
      FIELD(km_svm_params, shrinking), .doc = "shrinking heuristic"},
     {.key = "class_weight", .type = API_LABEL_WEIGHTS,
@@ -190,7 +194,7 @@ static const api_param svc_rows[] = {
     {.key = "probability", .type = API_BOOL,
      FIELD(km_svm_params, probability), SVC_EXACT,
      .doc = "fit Platt sigmoids so that output probability is available "
-            "(exact solver only)"},
+            "(exact solver only; auto then runs exact)"},
     {.key = "solver", .type = API_ENUM, FIELD(km_svm_params, solver),
      .names = svm_solver_name, .count = KM_SVM_SOLVER_COUNT,
      .doc = "exact: SMO on the kernel (LIBSVM); nystrom: m centres, "
@@ -198,19 +202,21 @@ static const api_param svc_rows[] = {
             "class pair, memory O(n m); screened: SMO per pair on the rows "
             "a nystrom screen puts near the margins, grown until every row "
             "meets the optimality conditions (the exact optimum), the "
-            "kernel within cache_mb"},
+            "kernel within cache_mb; auto: exact with probability, up to "
+            "2000 rows, or when its Gram shared by the pairs fits half of "
+            "cache_mb, else screened (training.solver says which)"},
     {.key = "n_centres", .type = API_INTEGER,
      FIELD(km_svm_params, n_centres), .range = API_RANGE_API, .min = 1,
      .max = INT_MAX, .data_default = 1,
      .data_bound = "the number of rows of X", SVC_SCREEN,
-     .doc = "nystrom and screened only: centres (screened: the screen's, "
-            "uniform), picked from the rows by centres; default min(n, "
-            "1000); above n_samples or below the number of classes is "
-            "422"},
+     .doc = "nystrom, screened and auto only: centres (screened: the "
+            "screen's, uniform), picked from the rows by centres; default "
+            "min(n, 1000); above n_samples or below the number of classes "
+            "is 422"},
     {.key = "seed", .type = API_INTEGER, FIELD(km_svm_params, seed),
      .range = API_RANGE_API, .min = 0, .max = 2147483647, SVC_SCREEN,
-     .doc = "nystrom and screened only: seed of the centres' draw and of "
-            "each epoch's order (core's PRNG)"},
+     .doc = "nystrom, screened and auto only: seed of the centres' draw "
+            "and of each epoch's order (core's PRNG)"},
     {.key = "max_iter", .type = API_INTEGER, FIELD(km_svm_params, max_iter),
      .range = API_RANGE_API, .min = 1, .max = INT_MAX, SVC_NYSTROM,
      .data_default = 1, /* 0 in the struct: the solver's own, 1000 */

@@ -95,6 +95,7 @@ static const char *const solver_names[KM_SVM_SOLVER_COUNT] = {
     [KM_SVM_SOLVER_EXACT] = "exact",
     [KM_SVM_SOLVER_NYSTROM] = "nystrom",
     [KM_SVM_SOLVER_SCREENED] = "screened",
+    [KM_SVM_SOLVER_AUTO] = "auto",
 };
 
 const char *km_svm_solver_name(km_svm_solver s)
@@ -138,13 +139,13 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
                             "(at most 2^30)");
     if ((unsigned)p->solver >= KM_SVM_SOLVER_COUNT)
         return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
-                            "nystrom or screened");
+                            "nystrom, screened or auto");
     if (p->solver != KM_SVM_SOLVER_EXACT) {
         const char *name = km_svm_solver_name(p->solver);
         if (algo == KM_ALGO_SVR)
             return km_error_set(err, KM_EINVAL, "params.solver %s "
                                 "applies to svc only", name);
-        if (p->probability)
+        if (p->probability && p->solver != KM_SVM_SOLVER_AUTO)
             return km_error_set(err, KM_EINVAL, "params.probability is not "
                                 "available with params.solver %s", name);
         if (p->seed > ((uint64_t)1 << 53))
@@ -205,6 +206,18 @@ static size_t budget_bytes(const km_svm_params *p)
     return b >= (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
 }
 
+km_svm_solver km_svm_resolve_solver(const km_svm_params *p, size_t n,
+                                    size_t k)
+{
+    if (p->solver != KM_SVM_SOLVER_AUTO)
+        return p->solver;
+    size_t gram = km_mul3(n, n, sizeof(double));
+    if (p->probability || n <= KM_SVM_AUTO_EXACT_ROWS ||
+        (k > 2 && gram && gram <= budget_bytes(p) / 2))
+        return KM_SVM_SOLVER_EXACT;
+    return KM_SVM_SOLVER_SCREENED;
+}
+
 /* Kernel storage of a solve of nv variables: the column cache holds at
  * most every column, at most the budget, at least two columns. */
 static size_t kernel_bytes(size_t nv, size_t budget)
@@ -218,9 +231,10 @@ size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
                         const km_svm_params *p)
 {
     size_t k = n_classes < 2 ? 2 : n_classes, budget = budget_bytes(p);
-    if (p->solver == KM_SVM_SOLVER_NYSTROM)
+    km_svm_solver run = km_svm_resolve_solver(p, n, k);
+    if (run == KM_SVM_SOLVER_NYSTROM)
         return km_svc_nys_fit_bytes(n, d, k, p);
-    if (p->solver == KM_SVM_SOLVER_SCREENED)
+    if (run == KM_SVM_SOLVER_SCREENED)
         return km_svc_screen_fit_bytes(n, d, k, p);
     /* Grouped X, the pair's rows and the cache's two copies of them; the
      * coefficient table; solver and cross-validation workspace per
@@ -567,22 +581,32 @@ static km_status add_training(km_model *m, long iterations,
 
 /* ------------------------------------------------------------ C-SVC */
 
-/* The screened solver's params and figures besides the exact solver's:
- * params solver (2), n_centres (the screen's) and seed; training solver,
+/* The screened and auto solvers' params and figures besides the exact
+ * solver's (an exact fit asked for writes none, as before they existed):
+ * params solver (2 screened, 3 auto), n_centres (the screen's, also
+ * when auto ran exact: what it would have used) and seed; training
+ * solver (the one run: 0 exact or 2 screened) and, when screened ran,
  * screen_seconds, working_rows (of all pairs' final working sets),
  * rows_added (by the checks) and rounds (the most of one pair). */
-static km_status add_screened(km_model *m, const km_svm_params *p,
-                              const svc_screen_figures *f)
+static km_status add_solver(km_model *m, const km_svm_params *p,
+                            km_svm_solver run, size_t n,
+                            const svc_screen_figures *f)
 {
+    if (p->solver == KM_SVM_SOLVER_EXACT)
+        return KM_OK;
     km_info *pi = km_model_params_mut(m), *ti = km_model_training_mut(m);
+    size_t centres = run == KM_SVM_SOLVER_SCREENED ? f->centres
+                                                   : km_svm_centres(p, n);
     km_status st = km_info_add1(pi, "solver", KM_INFO_INTEGER, p->solver);
     if (st == KM_OK)
         st = km_info_add1(pi, "n_centres", KM_INFO_INTEGER,
-                          (double)f->centres);
+                          (double)centres);
     if (st == KM_OK)
         st = km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)p->seed);
     if (st == KM_OK)
-        st = km_info_add1(ti, "solver", KM_INFO_INTEGER, p->solver);
+        st = km_info_add1(ti, "solver", KM_INFO_INTEGER, run);
+    if (st != KM_OK || run != KM_SVM_SOLVER_SCREENED)
+        return st;
     if (st == KM_OK)
         st = km_info_add1(ti, "screen_seconds", KM_INFO_NUMBER,
                           f->screen_seconds);
@@ -962,7 +986,8 @@ static km_status svc_fit_rows(const km_kernel *kernel,
         }
         free(fill);
     }
-    if (params->solver == KM_SVM_SOLVER_NYSTROM) {
+    const km_svm_solver run = km_svm_resolve_solver(params, n, K);
+    if (run == KM_SVM_SOLVER_NYSTROM) {
         /* no shared Gram: the features are the nystrom solver's own */
         st = svc_fit_nystrom(&fr, params, X, n, d, order, start, K, ctl,
                              out, err);
@@ -974,7 +999,7 @@ static km_status svc_fit_rows(const km_kernel *kernel,
     int capped = 0;
     svc_screen_figures sf;
     memset(&sf, 0, sizeof sf);
-    if (params->solver == KM_SVM_SOLVER_SCREENED) {
+    if (run == KM_SVM_SOLVER_SCREENED) {
         st = km_svc_screen_solve(&fr.k, params, X, Xg, n, d, order, start, K,
                                  ctl, coef, nz, pl->rho, obj, wsq, &sf, err);
         if (st != KM_OK)
@@ -1134,8 +1159,7 @@ support:
             add_training(model, iterations, obj, np_total, mp->n_support, K,
                          capped) != KM_OK ||
             add_margins(model, wsq, np_total) != KM_OK ||
-            (params->solver == KM_SVM_SOLVER_SCREENED &&
-             add_screened(model, params, &sf) != KM_OK)) {
+            add_solver(model, params, run, n, &sf) != KM_OK) {
             st = oom(err);
             goto out;
         }

@@ -283,6 +283,73 @@ START_TEST(threads_same_answer)
 }
 END_TEST
 
+/* ------------------------------------------------------------ auto */
+
+/* auto runs exact with probability, up to 2000 rows, or when the exact
+ * solver's shared Gram fits half of cache_mb; screened otherwise. Its
+ * model is the one of the solver it ran (the same decisions to the bit),
+ * metadata says auto in params and the solver run in training; the
+ * estimate is the solver run's. */
+START_TEST(auto_picks)
+{
+    km_svm_params p = screened(10, 0);
+    p.solver = KM_SVM_SOLVER_AUTO;
+    ck_assert_int_eq(km_svm_resolve_solver(&p, 2000, 10), KM_SVM_SOLVER_EXACT);
+    ck_assert_int_eq(km_svm_resolve_solver(&p, 5000, 10),
+                     KM_SVM_SOLVER_SCREENED); /* 200 MB > 200 / 2 MiB */
+    p.cache_mb = 400;
+    ck_assert_int_eq(km_svm_resolve_solver(&p, 5000, 10), KM_SVM_SOLVER_EXACT);
+    ck_assert_int_eq(km_svm_resolve_solver(&p, 5000, 2), /* one pair */
+                     KM_SVM_SOLVER_SCREENED);
+    p.probability = 1;
+    ck_assert_int_eq(km_svm_resolve_solver(&p, 60000, 10),
+                     KM_SVM_SOLVER_EXACT);
+    p.probability = 0;
+    p.solver = KM_SVM_SOLVER_NYSTROM;
+    ck_assert_int_eq(km_svm_resolve_solver(&p, 60000, 10),
+                     KM_SVM_SOLVER_NYSTROM);
+    ck_assert_str_eq(km_svm_solver_name(KM_SVM_SOLVER_AUTO), "auto");
+
+    km_dataset ds;
+    size_t k;
+    int *y = load_classes("satellite.csv", 4435, &ds, &k);
+    km_kernel kern = rbf(0.5);
+    for (int big = 0; big < 2; big++) {
+        /* 4435 rows: a 157 MB Gram; with cache_mb 200 it is not shared
+         * (screened), with 400 it is (exact) */
+        km_svm_params a = screened(10, 200), want = a;
+        a.solver = KM_SVM_SOLVER_AUTO;
+        a.cache_mb = want.cache_mb = big ? 400 : 200;
+        want.solver = big ? KM_SVM_SOLVER_EXACT : KM_SVM_SOLVER_SCREENED;
+        km_model *ma = fit(&kern, &a, ds.X, 4435, ds.d, y, k, NULL);
+        km_model *mw = fit(&kern, &want, ds.X, 4435, ds.d, y, k, NULL);
+        size_t P = k * (k - 1) / 2;
+        double *da = malloc(500 * P * sizeof *da), *dw = malloc(500 * P *
+                                                                sizeof *dw);
+        const double *T = ds.X + (ds.n - 500) * ds.d;
+        ck_assert_int_eq(km_svc_decision(ma, T, 500, da, NULL), KM_OK);
+        ck_assert_int_eq(km_svc_decision(mw, T, 500, dw, NULL), KM_OK);
+        ck_assert_mem_eq(da, dw, 500 * P * sizeof *da);
+        ck_assert_double_eq(fig(km_model_params(ma), "solver"),
+                            KM_SVM_SOLVER_AUTO);
+        ck_assert_double_eq(fig(km_model_params(ma), "n_centres"), 200);
+        ck_assert_double_eq(fig(km_model_training(ma), "solver"),
+                            want.solver);
+        ck_assert_int_eq(km_info_find(km_model_training(ma), "rounds") !=
+                             NULL,
+                         !big);
+        ck_assert_uint_eq(km_svc_fit_bytes(4435, ds.d, k, &a),
+                          km_svc_fit_bytes(4435, ds.d, k, &want));
+        free(da);
+        free(dw);
+        km_model_free(ma);
+        km_model_free(mw);
+    }
+    free(y);
+    km_dataset_free(&ds);
+}
+END_TEST
+
 /* ------------------------------------------------------------ model */
 
 START_TEST(model_file_round_trip)
@@ -434,6 +501,7 @@ static Suite *svc_screened_suite(void)
     tcase_add_test(tc, parity_digits);
     tcase_add_test(tc, equals_exact);
     tcase_add_test(tc, threads_same_answer);
+    tcase_add_test(tc, auto_picks);
     tcase_add_test(tc, model_file_round_trip);
     tcase_add_test(tc, progress_and_cancel);
     tcase_add_test(tc, checks_name_the_field);

@@ -27,7 +27,9 @@ answers decision_function rows equal to the exact solver's to 1e-5, both
 at tol 1e-9; metadata shows the solver, the screen's centres and seed,
 cache_mb, and the rounds and rows they added; probability, max_iter,
 centres and precision with it are 400, n_centres above the rows 422,
-and svr has no such solver (400).
+and svr has no such solver (400). params.solver "auto" on these 400 rows
+runs exact (training.solver says so) and answers the exact fit's
+decisions; with probability it is accepted (exact runs).
 Usage, from the project root:
     /usr/bin/python3 tests/integration/svc_nystrom.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -122,6 +124,21 @@ def screened(d, X, y, T):
     run.check(max_abs(got, want) <= 1e-5,
               "screened: decision_function equals the exact solver's to 1e-5",
               (got[:3], want[:3]))
+    # auto: exact up to 2000 rows (here 400), and the exact model
+    r = fit(d, "auto", {"solver": "auto", "tol": 1e-9}, X, y)
+    meta = (r.json() or {}).get("model", {})
+    run.check(r.status == 201 and meta.get("params", {}).get("solver") == "auto"
+              and meta.get("training", {}).get("solver") == "exact"
+              and "rounds" not in meta.get("training", {}),
+              "svc auto on 400 rows: 201, params.solver auto, training.solver "
+              "exact", meta)
+    got = [v for row in d.req("POST", "/v1/models/auto/predict",
+                              {"X": T, "output": "decision_function"}
+                              ).json()["predictions"] for v in row]
+    run.check(got == want, "auto's exact fit answers the exact fit's decisions",
+              (got[:3], want[:3]))
+    r = fit(d, "autop", {"solver": "auto", "probability": True}, X, y)
+    run.check(r.status == 201, "auto with probability: 201 (exact runs)", r)
     for params, status, text, what in (
             ({"solver": "screened", "probability": True}, 400,
              'params.probability applies only with params.solver \\"exact\\"',
