@@ -12,6 +12,9 @@
 #ifndef KM_SVM_INTERNAL_H
 #define KM_SVM_INTERNAL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "km_internal.h"
 
 /* How the solver reaches Q. */
@@ -75,6 +78,41 @@ double km_sigmoid_predict(double dec, double A, double B);
  * Wu, Lin and Weng's second method. work: k*k + k doubles. */
 void km_pairwise_coupling(size_t k, const double *r, double *p,
                           double *work);
+
+/* ------------------------------------------------ class pairs on workers */
+
+/* Most workers over one fit's class pairs. */
+#define SVC_MAX_WORKERS 8
+
+/* The class pairs of one fit on workers (km_svm_pairs.c): the caller
+ * sets ctl, P, the progress range lo..hi the pairs fill, and solve;
+ * svc_pairs_run fills the rest. */
+typedef struct svc_pairs {
+    const km_fit_control *ctl;
+    size_t P;
+    double lo, hi;
+    /* pair pi on a worker's state; KM_OK, or a failure that stops the
+     * run (reported to the caller, the first one) */
+    km_status (*solve)(void *state, size_t pi, km_error *err);
+    pthread_mutex_t lock;   /* next, done, reported, st, err; progress */
+    size_t next;            /* the next pair to start */
+    double *done;           /* P: each pair's fraction done */
+    double reported;
+    atomic_int stop;        /* a pair failed or the fit was cancelled */
+    km_status st;
+    km_error err;
+} svc_pairs;
+
+/* Runs q's pairs, in order, on nw workers (the calling thread and the
+ * threads it can start, at most SVC_MAX_WORKERS): worker w's state is
+ * states + w * size. Each pair ends with its progress at 1; the first
+ * failure (or a cancel) stops the others and is returned. */
+km_status svc_pairs_run(svc_pairs *q, void *states, size_t size, size_t nw,
+                        km_error *err) KM_MUST_CHECK;
+/* Pair pi has done the fraction f of its work (never backwards): the
+ * fit's progress, lo + (hi - lo) times the pairs' mean, reported under
+ * the lock. Nonzero: stop (cancelled here or elsewhere). */
+int svc_pairs_progress(svc_pairs *q, size_t pi, double f);
 
 /* ------------------------------------------------ svc's nystrom solver */
 

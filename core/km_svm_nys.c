@@ -40,7 +40,7 @@
  *    the variables visited in an epoch, is at most params.tol (on all
  *    variables), or after params.max_iter epochs. The pairs are
  *    independent: they run on up to ctl->threads threads (at most
- *    NYS_MAX_WORKERS), each pair's answer the same on any number.
+ *    SVC_MAX_WORKERS), each pair's answer the same on any number.
  * 3. Model. f_ab(x) = w^T phi(x) + w_B = (T^-1 w)^T k_m(x) + w_B: the
  *    centres (sorted by row), an m x P matrix of coefficients T^-1 w (one
  *    column per pair, LIBSVM's pair order) and one intercept per pair,
@@ -53,8 +53,6 @@
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,9 +63,6 @@
 #define PHI_BLOCK_VALUES ((size_t)1 << 21)
 /* Share of the progress for the features; the pairs share the rest. */
 #define PHI_SHARE 0.3
-/* Most threads the pairs run on (each holds 2 x the largest pair's rows
- * of workspace: km_svc_nys_fit_bytes counts this many). */
-#define NYS_MAX_WORKERS 8
 
 size_t km_svm_centres(const km_svm_params *p, size_t n)
 {
@@ -114,7 +109,7 @@ size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
     }
     v = km_add_sat(v, n);
     v = km_add_sat(v, km_mul_sat(n, d + 4));
-    v = km_add_sat(v, km_mul_sat(2 * NYS_MAX_WORKERS, n));
+    v = km_add_sat(v, km_mul_sat(2 * SVC_MAX_WORKERS, n));
     v = km_add_sat(v, km_mul_sat(m, m));
     v = km_add_sat(v, km_mul_sat(3 * (m + 2), P));
     v = km_add_sat(v, km_mul_sat(2 * m, d + 1));
@@ -138,36 +133,8 @@ typedef struct pairs_run {
     int *capped;
     double *margin;         /* NULL, or n x (k - 1): see km_svc_nys_solve */
     size_t k;
-    const km_fit_control *ctl;
-    pthread_mutex_t lock;   /* next, done, reported, st, err; progress */
-    size_t next;            /* the next pair to start */
-    double *done;           /* P: each pair's share of its progress */
-    double reported;
-    atomic_int stop;        /* a pair failed or the fit was cancelled */
-    km_status st;
-    km_error err;
+    svc_pairs q;            /* the queue (km_svm_pairs.c) */
 } pairs_run;
-
-/* Pair pi has done the fraction f of its work: the fit's progress (the
- * pairs' mean), under the lock so that one call is made at a time.
- * Nonzero: stop (cancelled here or elsewhere). */
-static int pair_progress(pairs_run *r, size_t pi, double f)
-{
-    pthread_mutex_lock(&r->lock);
-    r->done[pi] = f;
-    double sum = 0;
-    for (size_t q = 0; q < r->P; q++)
-        sum += r->done[q];
-    double g = PHI_SHARE + (1 - PHI_SHARE) * 0.99 * sum / (double)r->P;
-    int stop = atomic_load(&r->stop);
-    if (!stop && g > r->reported) {
-        r->reported = g;
-        if (km_progress(r->ctl, g))
-            atomic_store(&r->stop, stop = 1);
-    }
-    pthread_mutex_unlock(&r->lock);
-    return stop;
-}
 
 /* The dual coordinate descent of one pair: its positives are grouped rows
  * [a0, a0 + na), its negatives [b0, b0 + nb) (rows order[.] of Phi). w
@@ -324,7 +291,7 @@ static km_status dcd_solve(dcd *s, km_error *err)
         }
         f = f < 1 ? f : 1;
         s->done = f > s->done ? f : s->done; /* never back */
-        if (pair_progress(s->run, s->pi, s->done))
+        if (svc_pairs_progress(&s->run->q, s->pi, s->done))
             return km_error_set(err, KM_ECANCELLED, "fit cancelled");
     }
     if (s->epochs >= cap && !(s->gap <= tol))
@@ -332,10 +299,21 @@ static km_status dcd_solve(dcd *s, km_error *err)
     return KM_OK;
 }
 
-/* Pair pi, with a worker's alpha and index (the largest pair's rows). */
-static km_status pair_solve(pairs_run *r, size_t pi, double *alpha,
-                            size_t *index, km_error *err)
+/* A worker's state: the run, and alpha and index for the largest
+ * pair's rows. */
+typedef struct pair_worker {
+    pairs_run *run;
+    double *alpha;
+    size_t *index;
+} pair_worker;
+
+/* Pair pi on a worker (svc_pairs' solve). */
+static km_status pair_solve(void *state, size_t pi, km_error *err)
 {
+    const pair_worker *wk = state;
+    pairs_run *r = wk->run;
+    double *alpha = wk->alpha;
+    size_t *index = wk->index;
     const km_svm_params *p = r->p;
     const size_t a = r->pa[pi], b = r->pb[pi], m = r->m;
     double wa = p->class_weight ? p->class_weight[a] : 1;
@@ -367,62 +345,19 @@ static km_status pair_solve(pairs_run *r, size_t pi, double *alpha,
     return KM_OK;
 }
 
-typedef struct pair_worker {
-    pairs_run *run;
-    double *alpha;
-    size_t *index;
-    pthread_t tid;
-} pair_worker;
-
-/* A worker: the next pair until there is none or the run has stopped;
- * the first failure is the run's. */
-static void *pair_work(void *arg)
-{
-    pair_worker *wk = arg;
-    pairs_run *r = wk->run;
-    for (;;) {
-        pthread_mutex_lock(&r->lock);
-        size_t pi = r->next < r->P ? r->next++ : r->P;
-        pthread_mutex_unlock(&r->lock);
-        if (pi >= r->P || atomic_load(&r->stop))
-            break;
-        km_error e = {0};
-        km_status st = pair_solve(r, pi, wk->alpha, wk->index, &e);
-        if (st != KM_OK) {
-            pthread_mutex_lock(&r->lock);
-            if (r->st == KM_OK) {
-                r->st = st;
-                r->err = e;
-            }
-            atomic_store(&r->stop, 1);
-            pthread_mutex_unlock(&r->lock);
-            break;
-        }
-    }
-    return NULL;
-}
-
 /* The pairs on nw workers (the calling thread and those it can start),
  * each with 2 x maxpair of workspace at ws. */
 static km_status run_pairs(pairs_run *r, size_t nw, size_t maxpair,
                            double *ws, km_error *err)
 {
-    pair_worker wk[NYS_MAX_WORKERS];
-    size_t started = 1;
+    pair_worker wk[SVC_MAX_WORKERS];
+    nw = nw < SVC_MAX_WORKERS ? nw : SVC_MAX_WORKERS;
     for (size_t t = 0; t < nw; t++) {
         wk[t].run = r;
         wk[t].alpha = ws + 2 * maxpair * t;
         wk[t].index = (size_t *)(wk[t].alpha + maxpair);
     }
-    for (; started < nw; started++)
-        if (pthread_create(&wk[started].tid, NULL, pair_work, &wk[started]))
-            break; /* fewer workers */
-    pair_work(&wk[0]);
-    for (size_t t = 1; t < started; t++)
-        pthread_join(wk[t].tid, NULL);
-    if (r->st != KM_OK)
-        return km_error_set(err, r->st, "%s", r->err.message);
-    return KM_OK;
+    return svc_pairs_run(&r->q, wk, sizeof *wk, nw, err);
 }
 
 static void round_to_float(const double *v, size_t len, float *f)
@@ -661,7 +596,7 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
         }
     size_t nw = ctl && ctl->threads > 1 ? (size_t)ctl->threads : 1;
     nw = nw < P ? nw : P;
-    nw = nw < NYS_MAX_WORKERS ? nw : NYS_MAX_WORKERS;
+    nw = nw < SVC_MAX_WORKERS ? nw : SVC_MAX_WORKERS;
     if (!(idx = malloc(n * sizeof *idx))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the centres");
         goto out;
@@ -684,7 +619,7 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
     qd = malloc(n * sizeof *qd);
     W = malloc((m + 1) * P * sizeof *W);
     ws = malloc(2 * nw * maxpair * sizeof *ws);
-    fig = calloc(2 * P, sizeof *fig);
+    fig = calloc(P, sizeof *fig);
     epochs = calloc(P, sizeof *epochs);
     capped = calloc(P, sizeof *capped);
     if (!res->Z || !res->coef || !res->rho || !res->objective || !pos ||
@@ -698,16 +633,18 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
     res->feature_seconds = km_now() - t0;
 
     pairs_run r = {p, Phi, qd, Phif, order, start, m, P, pab, pab + P, W,
-                   res->objective, fig, epochs, capped, margin, K, ctl,
-                   PTHREAD_MUTEX_INITIALIZER, 0, fig + P, 0, 0, KM_OK,
-                   {KM_OK, ""}};
+                   res->objective, fig, epochs, capped, margin, K, {0}};
+    r.q.ctl = ctl;
+    r.q.P = P;
+    r.q.lo = PHI_SHARE;
+    r.q.hi = PHI_SHARE + (1 - PHI_SHARE) * 0.99;
+    r.q.solve = pair_solve;
     for (size_t a = 0, pi = 0; a < K; a++)
         for (size_t b = a + 1; b < K; b++, pi++) {
             pab[pi] = a;
             pab[P + pi] = b;
         }
     st = run_pairs(&r, nw, maxpair, ws, err);
-    pthread_mutex_destroy(&r.lock);
     if (st != KM_OK)
         goto out;
     for (size_t pi = 0; pi < P; pi++) {

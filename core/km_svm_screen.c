@@ -42,11 +42,11 @@
  * kernel against the support vectors each round: slower, the same
  * answer.
  *
- * The pairs run on up to ctl->threads workers (at most the CPUs and
- * MAX_WORKERS; each with its own buffers and an equal part of the kernel
- * budget); a pair's answer does not depend on the worker. With more
- * than one worker, BLAS runs one thread per call meanwhile (see
- * blas_single_begin).
+ * The pairs run on up to ctl->threads workers (km_svm_pairs.c; at most
+ * the CPUs and SVC_MAX_WORKERS; each with its own buffers and an equal
+ * part of the kernel budget); a pair's answer does not depend on the
+ * worker. With more than one worker, BLAS runs one thread per call
+ * meanwhile (see blas_single_begin).
  *
  * Thread-safety: reentrant; the workers share the read-only rows and
  * margins, write disjoint entries of the results, and report progress
@@ -56,7 +56,6 @@
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,8 +74,6 @@
 #define SCREEN_TOL 0.5
 /* The screen's share of the fit's progress. */
 #define SCREEN_SHARE 0.2
-/* Most workers over the pairs (also at most the online CPUs). */
-#define MAX_WORKERS 8
 /* Shares of a worker's kernel budget (params.cache_mb over the workers):
  * the working set's Gram
  * (twice this during an extension), the check's columns; SMO's cache
@@ -124,11 +121,13 @@ static void blas_single_end(void)
     pthread_mutex_unlock(&blas_lock);
 }
 
-/* The most workers on this machine: MAX_WORKERS, at most its CPUs. */
+/* The most workers on this machine: SVC_MAX_WORKERS, at most its CPUs. */
 static size_t most_workers(void)
 {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c < 1 ? 1 : (size_t)c < MAX_WORKERS ? (size_t)c : MAX_WORKERS;
+    return c < 1                          ? 1
+           : (size_t)c < SVC_MAX_WORKERS ? (size_t)c
+                                         : SVC_MAX_WORKERS;
 }
 
 static size_t budget_of(const km_svm_params *p)
@@ -171,7 +170,6 @@ typedef struct scr_pair {
     km_fit_control smo_ctl; /* SMO's progress, through the run's lock */
     double span_lo, span_hi; /* this round's share of the pair's 0..1 */
     double *Xs;             /* support vectors packed (check) */
-    pthread_t tid;
     const km_kernel *k;
     const km_svm_params *p;
     const double *Xg;       /* grouped rows */
@@ -372,47 +370,19 @@ static size_t grow_working(scr_pair *s)
 
 /* The pairs of one fit, shared by the workers. */
 struct scr_run {
-    const km_fit_control *ctl;
+    svc_pairs q;            /* the queue (km_svm_pairs.c) */
     const size_t *start;
-    size_t K, P;
+    size_t K;
     double *coef, *rho, *obj, *wsq; /* the results (disjoint entries) */
-    pthread_mutex_t lock;   /* next, done, reported, st, err; progress */
-    size_t next;            /* the next pair to start */
-    double *done;           /* P: each pair's fraction done */
-    double reported;
-    atomic_int stop;        /* a pair failed or the fit was cancelled */
-    km_status st;
-    km_error err;
 };
-
-/* Pair pi has done the fraction f of its work: the fit's progress (the
- * pairs' mean after the screen's share), reported under the lock, never
- * backwards. Nonzero: stop (cancelled here or elsewhere). */
-static int pair_progress(scr_run *r, size_t pi, double f)
-{
-    pthread_mutex_lock(&r->lock);
-    r->done[pi] = f > r->done[pi] ? f : r->done[pi];
-    double sum = 0;
-    for (size_t q = 0; q < r->P; q++)
-        sum += r->done[q];
-    double g = SCREEN_SHARE + (0.99 - SCREEN_SHARE) * sum / (double)r->P;
-    int stop = atomic_load(&r->stop);
-    if (!stop && g > r->reported) {
-        r->reported = g;
-        if (km_progress(r->ctl, g))
-            atomic_store(&r->stop, stop = 1);
-    }
-    pthread_mutex_unlock(&r->lock);
-    return stop;
-}
 
 /* SMO's progress callback: its 0..1 into the round's share of the
  * pair. */
 static int smo_progress(void *ctx, double f)
 {
     scr_pair *s = ctx;
-    return pair_progress(s->run, s->pi,
-                         s->span_lo + (s->span_hi - s->span_lo) * f);
+    return svc_pairs_progress(&s->run->q, s->pi,
+                              s->span_lo + (s->span_hi - s->span_lo) * f);
 }
 
 /* The current pair: rounds until no row outside violates; the result
@@ -493,7 +463,7 @@ static km_status solve_pair(scr_pair *s, km_error *err)
             break;
         s->added += moved;
         st = grow_gram(s, n0, err);
-        if (st == KM_OK && pair_progress(r, pi, s->span_hi))
+        if (st == KM_OK && svc_pairs_progress(&r->q, pi, s->span_hi))
             st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
     }
     free(s->G);
@@ -521,51 +491,29 @@ static km_status solve_pair(scr_pair *s, km_error *err)
     return KM_OK;
 }
 
-/* A worker: the next pair until there is none or the run has stopped;
- * the first failure is the run's. */
-static void *pair_work(void *arg)
+/* Pair pi on a worker (svc_pairs' solve): its classes (a, b) in
+ * LIBSVM's order, then its rounds. */
+static km_status screen_pair(void *state, size_t pi, km_error *err)
 {
-    scr_pair *s = arg;
-    scr_run *r = s->run;
+    scr_pair *s = state;
+    const scr_run *r = s->run;
     const km_svm_params *p = s->p;
-    for (;;) {
-        pthread_mutex_lock(&r->lock);
-        size_t pi = r->next < r->P ? r->next++ : r->P;
-        pthread_mutex_unlock(&r->lock);
-        if (pi >= r->P || atomic_load(&r->stop))
-            break;
-        /* pair pi's classes (a, b), LIBSVM's order */
-        size_t a = 0, q = pi;
-        while (q >= r->K - 1 - a) {
-            q -= r->K - 1 - a;
-            a++;
-        }
-        size_t b = a + 1 + q;
-        s->pi = pi;
-        s->a = a;
-        s->b = b;
-        s->a0 = r->start[a];
-        s->na = r->start[a + 1] - r->start[a];
-        s->b0 = r->start[b];
-        s->nb = r->start[b + 1] - r->start[b];
-        s->Ca = p->C * (p->class_weight ? p->class_weight[a] : 1);
-        s->Cb = p->C * (p->class_weight ? p->class_weight[b] : 1);
-        km_error e = {0};
-        km_status st = solve_pair(s, &e);
-        if (st == KM_OK && pair_progress(r, pi, 1.0))
-            st = km_error_set(&e, KM_ECANCELLED, "fit cancelled");
-        if (st != KM_OK) {
-            pthread_mutex_lock(&r->lock);
-            if (r->st == KM_OK) {
-                r->st = st;
-                r->err = e;
-            }
-            atomic_store(&r->stop, 1);
-            pthread_mutex_unlock(&r->lock);
-            break;
-        }
+    size_t a = 0, q = pi;
+    while (q >= r->K - 1 - a) {
+        q -= r->K - 1 - a;
+        a++;
     }
-    return NULL;
+    size_t b = a + 1 + q;
+    s->pi = pi;
+    s->a = a;
+    s->b = b;
+    s->a0 = r->start[a];
+    s->na = r->start[a + 1] - r->start[a];
+    s->b0 = r->start[b];
+    s->nb = r->start[b + 1] - r->start[b];
+    s->Ca = p->C * (p->class_weight ? p->class_weight[a] : 1);
+    s->Cb = p->C * (p->class_weight ? p->class_weight[b] : 1);
+    return solve_pair(s, err);
 }
 
 static void worker_free(scr_pair *s)
@@ -663,14 +611,16 @@ km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
             maxpair = c > maxpair ? c : maxpair;
         }
     const size_t nw = screen_workers(ctl, K);
-    scr_run run = {ctl, start, K, P, coef, rho, obj, wsq,
-                   PTHREAD_MUTEX_INITIALIZER, 0, NULL, SCREEN_SHARE, 0,
-                   KM_OK, {KM_OK, ""}};
-    scr_pair wk[MAX_WORKERS];
+    scr_run run = {.start = start, .K = K, .coef = coef, .rho = rho,
+                   .obj = obj, .wsq = wsq};
+    run.q.ctl = ctl;
+    run.q.P = P;
+    run.q.lo = SCREEN_SHARE;
+    run.q.hi = 0.99;
+    run.q.solve = screen_pair;
+    scr_pair wk[SVC_MAX_WORKERS];
     memset(wk, 0, sizeof wk);
-    size_t started = 1;
-    run.done = calloc(P, sizeof *run.done);
-    int ok = run.done != NULL;
+    int ok = 1;
     for (size_t w = 0; w < nw; w++) {
         scr_pair *s = &wk[w];
         s->run = &run;
@@ -690,18 +640,11 @@ km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
     }
     if (nw > 1)
         blas_single_begin();
-    for (; started < nw; started++)
-        if (pthread_create(&wk[started].tid, NULL, pair_work, &wk[started]))
-            break; /* fewer workers */
-    pair_work(&wk[0]);
-    for (size_t w = 1; w < started; w++)
-        pthread_join(wk[w].tid, NULL);
+    st = svc_pairs_run(&run.q, wk, sizeof *wk, nw, err);
     if (nw > 1)
         blas_single_end();
-    if (run.st != KM_OK) {
-        st = km_error_set(err, run.st, "%s", run.err.message);
+    if (st != KM_OK)
         goto out;
-    }
     for (size_t w = 0; w < nw; w++) {
         fig->iterations += wk[w].iterations;
         fig->capped += wk[w].capped;
@@ -714,8 +657,6 @@ km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
         for (size_t c = 0; c + 1 < K; c++)
             nz[g] |= coef[g * (K - 1) + c] != 0;
 out:
-    pthread_mutex_destroy(&run.lock);
-    free(run.done);
     free(margin);
     for (size_t w = 0; w < nw; w++)
         worker_free(&wk[w]);
