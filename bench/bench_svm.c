@@ -19,31 +19,6 @@
 #include "bench_util.h"
 #include "km.h"
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted distinct labels of rows [0, n); returns the count. */
-static size_t classes(km_dataset *ds, size_t n, char ***out)
-{
-    char **s = malloc(n * sizeof *s);
-    memcpy(s, ds->label, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_str);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (k == 0 || strcmp(s[k - 1], s[i]) != 0)
-            s[k++] = s[i];
-    *out = s;
-    return k;
-}
-
-static int index_of(char **cls, size_t k, const char *label)
-{
-    char *const *hit = bsearch(&label, cls, k, sizeof *cls, cmp_str);
-    return hit ? (int)(hit - cls) : -1;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 6) {
@@ -73,11 +48,10 @@ int main(int argc, char **argv)
     }
     size_t test0 = ds.n - n_test;
     km_dataset_scale(&ds, n_train);
-    char **cls;
-    size_t k = classes(&ds, n_train, &cls);
-    int *y = malloc(ds.n * sizeof *y);
-    for (size_t i = 0; i < ds.n; i++)
-        y[i] = index_of(cls, k, ds.label[i]);
+    size_t k;
+    int *y = km_dataset_classes(&ds, n_train, &k);
+    if (!y)
+        return 1;
 
     km_kernel kern;
     km_kernel_init(&kern, KM_KERNEL_RBF);
@@ -119,7 +93,6 @@ int main(int argc, char **argv)
     free(t_fit);
     free(t_pred);
     free(y);
-    free(cls);
     km_dataset_free(&ds);
     return 0;
 }

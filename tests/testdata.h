@@ -97,4 +97,58 @@ static inline void km_dataset_scale(km_dataset *ds, size_t n_fit)
     }
 }
 
+static inline int km_dataset_cmp_label(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Class indices as libkm takes them: y[i] (all n rows) is the index of
+ * row i's label among the sorted distinct labels of rows [0, n_fit);
+ * their count goes to *k. Returns y (malloc'd), or NULL when a row's
+ * label is not among them (reported on stderr) or memory runs out. */
+static inline int *km_dataset_classes(const km_dataset *ds, size_t n_fit,
+                                      size_t *k)
+{
+    char **s = malloc((n_fit ? n_fit : 1) * sizeof *s);
+    int *y = malloc((ds->n ? ds->n : 1) * sizeof *y);
+    if (!s || !y) {
+        free(s);
+        free(y);
+        return NULL;
+    }
+    memcpy(s, ds->label, n_fit * sizeof *s);
+    qsort(s, n_fit, sizeof *s, km_dataset_cmp_label);
+    size_t nk = 0;
+    for (size_t i = 0; i < n_fit; i++)
+        if (nk == 0 || strcmp(s[nk - 1], s[i]) != 0)
+            s[nk++] = s[i];
+    for (size_t i = 0; i < ds->n; i++) {
+        char *const *hit = bsearch(&ds->label[i], s, nk, sizeof *s,
+                                   km_dataset_cmp_label);
+        if (!hit) {
+            fprintf(stderr, "row %zu: label %s is not among the first %zu "
+                    "rows'\n", i, ds->label[i], n_fit);
+            free(s);
+            free(y);
+            return NULL;
+        }
+        y[i] = (int)(hit - s);
+    }
+    free(s);
+    *k = nk;
+    return y;
+}
+
+/* A data set (all its rows) scaled by its first n_fit rows, with its
+ * class indices (km_dataset_classes); NULL when it cannot be read or a
+ * label is not among the first n_fit rows'. */
+static inline int *km_dataset_load_classes(const char *file, size_t n_fit,
+                                           km_dataset *ds, size_t *k)
+{
+    if (km_dataset_load(file, (size_t)-1, ds) != 0)
+        return NULL;
+    km_dataset_scale(ds, n_fit);
+    return km_dataset_classes(ds, n_fit, k);
+}
+
 #endif

@@ -21,34 +21,13 @@
 #include "km.h"
 #include "km_svm_internal.h"
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* A data set scaled by its first n_train rows, labels as indices into
- * the sorted distinct training labels (as test_km_svm.c). */
+/* Loads a data set, scales it by the first n_train rows, and maps its
+ * labels to indices into the sorted distinct training labels. */
 static int *load_classes(const char *file, size_t n_train, km_dataset *ds,
                          size_t *k)
 {
-    ck_assert_msg(km_dataset_load(file, (size_t)-1, ds) == 0,
-                  "cannot read %s", file);
-    km_dataset_scale(ds, n_train);
-    char **s = malloc(n_train * sizeof *s);
-    memcpy(s, ds->label, n_train * sizeof *s);
-    qsort(s, n_train, sizeof *s, cmp_str);
-    size_t nk = 0;
-    for (size_t i = 0; i < n_train; i++)
-        if (nk == 0 || strcmp(s[nk - 1], s[i]) != 0)
-            s[nk++] = s[i];
-    int *y = malloc(ds->n * sizeof *y);
-    for (size_t i = 0; i < ds->n; i++) {
-        char *const *hit = bsearch(&ds->label[i], s, nk, sizeof *s, cmp_str);
-        ck_assert_ptr_nonnull(hit);
-        y[i] = (int)(hit - s);
-    }
-    free(s);
-    *k = nk;
+    int *y = km_dataset_load_classes(file, n_train, ds, k);
+    ck_assert_msg(y != NULL, "cannot read %s", file);
     return y;
 }
 
