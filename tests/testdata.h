@@ -103,9 +103,10 @@ static inline int km_dataset_cmp_label(const void *a, const void *b)
 }
 
 /* Class indices as libkm takes them: y[i] (all n rows) is the index of
- * row i's label among the sorted distinct labels of rows [0, n_fit);
- * their count goes to *k. Returns y (malloc'd), or NULL when a row's
- * label is not among them (reported on stderr) or memory runs out. */
+ * row i's label among the sorted distinct labels of rows [0, n_fit), or
+ * -1 when it is not among them (a test row of a class the training rows
+ * lack); their count goes to *k. Returns y (malloc'd), or NULL when
+ * memory runs out. */
 static inline int *km_dataset_classes(const km_dataset *ds, size_t n_fit,
                                       size_t *k)
 {
@@ -125,14 +126,7 @@ static inline int *km_dataset_classes(const km_dataset *ds, size_t n_fit,
     for (size_t i = 0; i < ds->n; i++) {
         char *const *hit = bsearch(&ds->label[i], s, nk, sizeof *s,
                                    km_dataset_cmp_label);
-        if (!hit) {
-            fprintf(stderr, "row %zu: label %s is not among the first %zu "
-                    "rows'\n", i, ds->label[i], n_fit);
-            free(s);
-            free(y);
-            return NULL;
-        }
-        y[i] = (int)(hit - s);
+        y[i] = hit ? (int)(hit - s) : -1;
     }
     free(s);
     *k = nk;
@@ -140,8 +134,7 @@ static inline int *km_dataset_classes(const km_dataset *ds, size_t n_fit,
 }
 
 /* A data set (all its rows) scaled by its first n_fit rows, with its
- * class indices (km_dataset_classes); NULL when it cannot be read or a
- * label is not among the first n_fit rows'. */
+ * class indices (km_dataset_classes); NULL when it cannot be read. */
 static inline int *km_dataset_load_classes(const char *file, size_t n_fit,
                                            km_dataset *ds, size_t *k)
 {

@@ -28,6 +28,9 @@ static int *load_classes(const char *file, size_t n_train, km_dataset *ds,
 {
     int *y = km_dataset_load_classes(file, n_train, ds, k);
     ck_assert_msg(y != NULL, "cannot read %s", file);
+    for (size_t i = 0; i < ds->n; i++)
+        ck_assert_msg(y[i] >= 0, "%s: row %zu's label is not a training "
+                      "row's", file, i);
     return y;
 }
 
