@@ -61,6 +61,13 @@ def fit(d, name, params, X, y, algorithm="svc", **extra):
     return d.req("POST", f"/v1/models/{name}/fit", body)
 
 
+def decisions(d, name, T):
+    """decision_function of model name on T, its rows flattened."""
+    r = d.req("POST", f"/v1/models/{name}/predict",
+              {"X": T, "output": "decision_function"})
+    return [v for row in (r.json() or {}).get("predictions", []) for v in row]
+
+
 def max_abs(a, b):
     return max(abs(p - q) for p, q in zip(a, b)) if len(a) == len(b) else float("inf")
 
@@ -98,9 +105,7 @@ def screened(d, X, y, T):
     """params.solver "screened": the exact optimum, found on working sets."""
     r = fit(d, "ex9", {"C": 1.0, "tol": 1e-9}, X, y)
     run.check(r.status == 201, "exact fit at tol 1e-9: 201", r)
-    want = [v for row in d.req("POST", "/v1/models/ex9/predict",
-                               {"X": T, "output": "decision_function"}
-                               ).json()["predictions"] for v in row]
+    want = decisions(d, "ex9", T)
     given = {"solver": "screened", "tol": 1e-9, "n_centres": 8, "seed": 2,
              "cache_mb": 50}
     r = fit(d, "scr", given, X, y)
@@ -118,9 +123,7 @@ def screened(d, X, y, T):
               and len(tr.get("objective", [])) == 6,
               "metadata training: the solver, its rounds, the rows they "
               "added, the working rows, one objective per pair", tr)
-    got = [v for row in d.req("POST", "/v1/models/scr/predict",
-                              {"X": T, "output": "decision_function"}
-                              ).json()["predictions"] for v in row]
+    got = decisions(d, "scr", T)
     run.check(max_abs(got, want) <= 1e-5,
               "screened: decision_function equals the exact solver's to 1e-5",
               (got[:3], want[:3]))
@@ -132,9 +135,7 @@ def screened(d, X, y, T):
               and "rounds" not in meta.get("training", {}),
               "svc auto on 400 rows: 201, params.solver auto, training.solver "
               "exact", meta)
-    got = [v for row in d.req("POST", "/v1/models/auto/predict",
-                              {"X": T, "output": "decision_function"}
-                              ).json()["predictions"] for v in row]
+    got = decisions(d, "auto", T)
     run.check(got == want, "auto's exact fit answers the exact fit's decisions",
               (got[:3], want[:3]))
     r = fit(d, "autop", {"solver": "auto", "probability": True}, X, y)
@@ -185,9 +186,7 @@ def main():
                   "objective per pair", tr)
         run.check(meta.get("n_samples") == 60 and meta.get("classes") == [0, 1, 2, 3],
                   "n_samples is the number of centres; the classes", meta)
-        r = d.req("POST", "/v1/models/nys/predict",
-                  {"X": T, "output": "decision_function"})
-        got = [v for row in (r.json() or {}).get("predictions", []) for v in row]
+        got = decisions(d, "nys", T)
         run.check(max_abs(got, want_dec) <= 1e-6,
                   "decision_function equals liblinear's on the same centres to 1e-6",
                   (got[:3], want_dec[:3]))
@@ -212,9 +211,7 @@ def main():
                   "the model file is format version 4", head)
         d.stop()
         d.start()
-        r = d.req("POST", "/v1/models/nys/predict",
-                  {"X": T, "output": "decision_function"})
-        again = [v for row in (r.json() or {}).get("predictions", []) for v in row]
+        again = decisions(d, "nys", T)
         run.check(again == got, "a restarted server answers the same", again[:3])
 
         # binary: scikit-learn's sign, positive for the second class
@@ -276,9 +273,7 @@ def main():
         run.check(r.status == 201 and meta.get("params") == rpc
                   and meta.get("n_samples") == 60,
                   "rpcholesky fit: 201, metadata shows the rule", meta.get("params"))
-        r = d.req("POST", "/v1/models/rpc/predict",
-                  {"X": T, "output": "decision_function"})
-        got = [v for row in (r.json() or {}).get("predictions", []) for v in row]
+        got = decisions(d, "rpc", T)
         want = run.read_fixture("svn_rpc_dec.txt")
         run.check(max_abs(got, want) <= 1e-6,
                   "rpcholesky: decision_function equals liblinear's on numpy's "
@@ -295,9 +290,7 @@ def main():
             run.check(r.status == 201 and meta.get("params") == shown,
                       f"float32 {rule} fit: 201, metadata shows the precision",
                       meta.get("params"))
-            r = d.req("POST", f"/v1/models/{name}/predict",
-                      {"X": T, "output": "decision_function"})
-            got = [v for row in (r.json() or {}).get("predictions", []) for v in row]
+            got = decisions(d, name, T)
             run.check(max_abs(got, ref) <= 1e-5,
                       f"float32 {rule}: decision_function within 1e-5 of "
                       "liblinear's on numpy's double features", (got[:3], ref[:3]))
