@@ -595,8 +595,9 @@ static km_status add_solver(km_model *m, const km_svm_params *p,
     if (p->solver == KM_SVM_SOLVER_EXACT)
         return KM_OK;
     km_info *pi = km_model_params_mut(m), *ti = km_model_training_mut(m);
-    size_t centres = run == KM_SVM_SOLVER_SCREENED ? f->centres
-                                                   : km_svm_centres(p, n);
+    size_t centres = run == KM_SVM_SOLVER_SCREENED && f->centres
+                         ? f->centres
+                         : km_svm_centres(p, n);
     km_status st = km_info_add1(pi, "solver", KM_INFO_INTEGER, p->solver);
     if (st == KM_OK)
         st = km_info_add1(pi, "n_centres", KM_INFO_INTEGER,

@@ -154,7 +154,8 @@ size_t km_svc_nys_fit_bytes(size_t n, size_t d, size_t k,
 typedef struct svc_screen_figures {
     long iterations;       /* SMO's, over all pairs and rounds */
     int capped;            /* solves stopped by the iteration cap */
-    size_t centres;        /* the screen's centres */
+    size_t centres;        /* the screen's centres (0: no screen, K_mm
+                              could not be factored) */
     size_t working;        /* rows of the final working sets, all pairs */
     size_t added;          /* rows the checks added to them */
     int rounds;            /* most rounds of one pair */

@@ -12,7 +12,10 @@
  * 1. Screen. svc's nystrom solver (km_svm_nys.c) on all rows: params.
  *    n_centres uniform centres (default min(n, 1000)), float features,
  *    a loose tolerance (SCREEN_TOL), the fit's C, class weights and seed.
- *    It gives every row's margin y f(x) in each of its pairs.
+ *    It gives every row's margin y f(x) in each of its pairs. When it
+ *    cannot be built (K_mm cannot be factored: a kernel that is not
+ *    positive semi-definite on the centres), every row starts in the
+ *    working sets.
  * 2. Per pair (a, b), the working set W is the pair's rows whose
  *    screened margin is below SCREEN_MARGIN (at least one row of each
  *    class), the other rows R. Then rounds:
@@ -33,7 +36,7 @@
  *    with W = the pair). The model is the exact solver's: support
  *    vectors, LIBSVM's coefficient layout, one rho per pair.
  *
- * Memory: besides the rows (two packed copies of the largest pair's rows)
+ * Memory: besides the rows (three packed copies of the largest pair's)
  * the kernel values stay within params.cache_mb: the working set's Gram
  * while it takes at most GRAM_SHARE of it (during an extension the old
  * and the new one are held), the check's columns while they take at most
@@ -63,11 +66,13 @@
 #include "km_svm_internal.h"
 
 /* Rows whose screened margin y f(x) is below this start in the working
- * set. Measured on Fashion-MNIST (60,000 rows, 45 pairs, rbf gamma 0.02,
- * C = 10, screen m = 1000): 1.2 left so many support vectors out that
- * the checks added 82,000 rows (33 s); 2.0 put in 182,000 rows whose
- * Grams cost 14 s (33 s); 1.5 started 77,000 rows, the checks added
- * 20,000 (26 s), the same optimum every time. */
+ * set. Measured on Fashion-MNIST (rbf gamma 0.02, C = 10, screen
+ * m = 1000; the same optimum every time): on the first 50,000 rows 1.5
+ * took 17.6 s, 1.7 18.5 s, 1.9 20.8 s; on all 60,000, with an early
+ * version on one worker, 1.2 left so many support vectors out that the
+ * checks added 82,000 rows (33 s), 2.0 put in 182,000 rows whose Grams
+ * cost 14 s (33 s), and 1.5 started 77,000 rows, to which the checks
+ * added 20,000 (26 s). */
 #define SCREEN_MARGIN 1.5
 /* The screen's tolerance (projected-gradient spread): it only ranks
  * rows, so LIBLINEAR's loose end suffices. */
@@ -75,9 +80,9 @@
 /* The screen's share of the fit's progress. */
 #define SCREEN_SHARE 0.2
 /* Shares of a worker's kernel budget (params.cache_mb over the workers):
- * the working set's Gram
- * (twice this during an extension), the check's columns; SMO's cache
- * gets what is left, at least MIN_SHARE. */
+ * the working set's Gram (twice this during an extension, when SMO's
+ * cache is not held), the check's columns; SMO's cache gets what is
+ * left, at least MIN_SHARE. */
 #define GRAM_SHARE 0.35
 #define COLS_SHARE 0.2
 #define MIN_SHARE 0.1
@@ -94,9 +99,7 @@ int openblas_get_num_threads(void);
  * DGEMMs queue for each other and lose the cores to the spinning, while
  * 1-thread DGEMMs run side by side. Measured on Fashion-MNIST (2 cores,
  * 2 workers, back to back): the fit took 22.2 to 23.2 s with 2-thread
- * calls, 19.2 to 19.3 s with 1-thread calls (one worker with 2-thread
- * calls: 26.2 s).
- * The count is the process's: the first of overlapping screened fits
+ * calls, 19.2 to 19.3 s with 1-thread calls. The count is the process's: the first of overlapping screened fits
  * sets it to 1 and the last puts back what it was; other BLAS calls
  * meanwhile (predictions) run on one thread too.
  */
@@ -148,13 +151,14 @@ size_t km_svc_screen_fit_bytes(size_t n, size_t d, size_t k,
     uint64_t screen = km_add_sat(km_svc_nys_fit_bytes(n, d, k, &s),
                                  km_mul_sat(km_mul_sat(n, k - 1), 8));
     /* The pairs: the grouped rows and their coefficient table (n (d + k)),
-     * per worker (at most most_workers()) the largest pair's rows packed
-     * twice (at most n rows each) and per-row state (about 20 doubles a row, SMO's included),
-     * the kernel budget (shared by the workers), and the model's copies
-     * of the support vectors (at most all rows). */
+     * per worker (at most most_workers()) three packed copies of the
+     * largest pair's rows (working set, rows outside, support vectors; at
+     * most n rows each) and per-row state (about 20 doubles a row, SMO's
+     * included), the kernel budget (shared by the workers), and the
+     * model's copies of the support vectors (at most all rows). */
     uint64_t pairs = km_mul_sat(n, 2 * d + 2 * k);
     pairs = km_add_sat(pairs, km_mul_sat(most_workers(),
-                                         km_mul_sat(n, 2 * d + 20)));
+                                         km_mul_sat(n, 3 * d + 20)));
     pairs = km_add_sat(km_mul_sat(pairs, 8), budget_of(p));
     uint64_t v = km_add_sat(screen, pairs);
     return v > SIZE_MAX ? SIZE_MAX : (size_t)v;
@@ -195,6 +199,8 @@ typedef struct scr_pair {
     size_t ncol, *wcol;
     long *col_of;           /* per working variable: its column or -1 */
     double *cv;             /* column coefficients */
+    size_t *kept;           /* rows outside kept by a round (their old
+                               positions) */
     unsigned char *inw;     /* per local row: in the working set */
     /* figures: this pair's rounds; over the worker's pairs */
     int rounds, max_rounds;
@@ -339,33 +345,38 @@ static km_status check_values(scr_pair *s, double rho, double *Xs,
 }
 
 /* Moves the rows outside with y f < 1 - tol into the working set and
- * compacts the rest (and its kept columns). Returns the rows moved. */
+ * compacts the rest, then the kept columns (column by column, each
+ * read and written in order). Returns the rows moved. */
 static size_t grow_working(scr_pair *s)
 {
     const double floor = 1 - s->p->tol;
-    size_t keep = 0, moved = 0;
-    for (size_t r = 0; r < s->nr; r++) {
+    const size_t nr = s->nr;
+    size_t keep = 0;
+    for (size_t r = 0; r < nr; r++) {
         size_t t = s->rrow[r];
         double yf = t < s->na ? s->f[r] : -s->f[r];
         if (yf < floor) {
             add_working(s, t);
-            moved++;
             continue;
         }
+        s->kept[keep] = r;
         if (keep != r) {
             s->rrow[keep] = t;
             memcpy(s->Xr + keep * s->d, s->Xr + r * s->d,
                    s->d * sizeof *s->Xr);
-            for (size_t c = 0; s->KR && c < s->ncol; c++)
-                s->KR[c * s->nr + keep] = s->KR[c * s->nr + r];
         }
         keep++;
     }
-    /* the columns' stride becomes keep */
-    for (size_t c = 1; s->KR && moved && c < s->ncol; c++)
-        memmove(s->KR + c * keep, s->KR + c * s->nr, keep * sizeof *s->KR);
+    /* column c moves from c nr to c keep: never past what is still to
+     * be read */
+    for (size_t c = 0; s->KR && keep < nr && c < s->ncol; c++) {
+        const double *from = s->KR + c * nr;
+        double *to = s->KR + c * keep;
+        for (size_t i = 0; i < keep; i++)
+            to[i] = from[s->kept[i]];
+    }
     s->nr = keep;
-    return moved;
+    return nr - keep;
 }
 
 /* The pairs of one fit, shared by the workers. */
@@ -531,6 +542,7 @@ static void worker_free(scr_pair *s)
     free(s->col_of);
     free(s->cv);
     free(s->inw);
+    free(s->kept);
     free(s->Xs);
 }
 
@@ -550,9 +562,10 @@ static int worker_alloc(scr_pair *s, size_t maxpair, size_t d)
     s->cv = malloc(maxpair * sizeof *s->cv);
     s->inw = malloc(maxpair);
     s->Xs = malloc(maxpair * d * sizeof *s->Xs);
+    s->kept = malloc(maxpair * sizeof *s->kept);
     return s->wrow && s->y && s->C && s->lin && s->alpha && s->Xw &&
            s->rrow && s->Xr && s->f && s->wcol && s->col_of && s->cv &&
-           s->inw && s->Xs;
+           s->inw && s->Xs && s->kept;
 }
 
 /* Workers for k classes: ctl->threads, at most the pairs and
@@ -595,12 +608,21 @@ km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
     double t0 = km_now();
     km_status st = km_svc_nys_solve(k, &sp, X, n, d, order, start, K, &sub,
                                     margin, &nr, err);
-    if (st != KM_OK) {
+    if (st == KM_ENOTPD) {
+        /* No screen: K_mm cannot be factored (a kernel that is not
+         * positive semi-definite on the centres, as sigmoid can be).
+         * Every row starts in the working sets: the exact solver's
+         * problem, the same answer. */
+        for (size_t i = 0; i < n * (K - 1); i++)
+            margin[i] = -HUGE_VAL;
+        st = KM_OK;
+    } else if (st != KM_OK) {
         free(margin);
         return st;
+    } else {
+        fig->centres = nr.m;
+        km_svc_nys_free(&nr);
     }
-    fig->centres = nr.m;
-    km_svc_nys_free(&nr);
     fig->screen_seconds = km_now() - t0;
 
     /* 2. the pairs, on the workers */
