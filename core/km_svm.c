@@ -518,8 +518,8 @@ static km_status oom(km_error *err)
     return km_error_set(err, KM_ENOMEM, "out of memory for an SVM fit");
 }
 
-static void set_options(smo_options *o, const km_svm_params *p,
-                        const km_fit_control *ctl, double lo, double hi)
+void km_smo_options_of(smo_options *o, const km_svm_params *p,
+                       const km_fit_control *ctl, double lo, double hi)
 {
     o->tol = p->tol;
     o->shrinking = p->shrinking != 0;
@@ -699,7 +699,7 @@ static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
         b->alpha[t] = 0;
         b->p[t] = -1;
     }
-    set_options(&o, f->params, f->ctl, lo, hi);
+    km_smo_options_of(&o, f->params, f->ctl, lo, hi);
     o.cache_bytes = f->budget;
     km_status st = km_smo_solve(f->k, &pb, &o, res, err);
     f->iterations += res->iterations;
@@ -1248,7 +1248,7 @@ static km_status svr_fit_rows(const km_kernel *kernel,
                       sg ? sg->K : NULL, sy, p, C, alpha};
     smo_options o;
     smo_result res;
-    set_options(&o, params, ctl, 0.0, 0.99);
+    km_smo_options_of(&o, params, ctl, 0.0, 0.99);
     if ((st = km_smo_solve(&fr.k, &pb, &o, &res, err)) != KM_OK)
         goto out;
 

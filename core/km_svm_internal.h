@@ -60,6 +60,11 @@ typedef struct smo_result {
     int dense;                /* used the dense Q */
 } smo_result;
 
+/* o from an SVM fit's params p: tol, shrinking, max_iter, the cache_mb
+ * budget, SMO_AUTO storage, and progress through ctl from lo to hi. */
+void km_smo_options_of(smo_options *o, const km_svm_params *p,
+                       const km_fit_control *ctl, double lo, double hi);
+
 /* Solves pb; fills res. KM_ECANCELLED when the progress callback asks,
  * KM_ENOMEM when buffers cannot be allocated. Borrows k and pb. */
 km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,

@@ -445,17 +445,10 @@ static km_status solve_pair(scr_pair *s, km_error *err)
         pb.C = s->C;
         pb.alpha = s->alpha;
         smo_options o;
-        memset(&o, 0, sizeof o);
-        o.tol = s->p->tol;
-        o.shrinking = s->p->shrinking != 0;
-        o.max_iter = s->p->max_iter;
+        km_smo_options_of(&o, s->p, &s->smo_ctl, 0, 1);
         double left = 1 - (s->G ? GRAM_SHARE : 0) - COLS_SHARE;
         o.cache_bytes = (size_t)((left > MIN_SHARE ? left : MIN_SHARE) *
                                  (double)s->budget);
-        o.storage = SMO_AUTO;
-        o.ctl = &s->smo_ctl;
-        o.progress_lo = 0;
-        o.progress_hi = 1;
         /* the rounds' count is not known ahead: each takes half of
          * what is left of the pair */
         int h = s->rounds - 1 < 30 ? s->rounds - 1 : 30;
