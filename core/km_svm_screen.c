@@ -154,12 +154,18 @@ size_t km_svc_screen_fit_bytes(size_t n, size_t d, size_t k,
      * per worker (at most most_workers()) three packed copies of the
      * largest pair's rows (working set, rows outside, support vectors; at
      * most n rows each) and per-row state (about 20 doubles a row, SMO's
-     * included), the kernel budget (shared by the workers), and the
-     * model's copies of the support vectors (at most all rows). */
+     * included), the kernel budget (shared by the workers; at most what
+     * a worker's pair of at most n rows can hold: the Gram twice during
+     * an extension, the check's columns and SMO's cache, each at most
+     * n^2 doubles), and the model's copies of the support vectors (at
+     * most all rows). */
     uint64_t pairs = km_mul_sat(n, 2 * d + 2 * k);
     pairs = km_add_sat(pairs, km_mul_sat(most_workers(),
                                          km_mul_sat(n, 3 * d + 20)));
-    pairs = km_add_sat(km_mul_sat(pairs, 8), budget_of(p));
+    uint64_t kernel = km_mul_sat(km_mul_sat(4 * most_workers(), n),
+                                 km_mul_sat(n, 8));
+    kernel = kernel < budget_of(p) ? kernel : budget_of(p);
+    pairs = km_add_sat(km_mul_sat(pairs, 8), kernel);
     uint64_t v = km_add_sat(screen, pairs);
     return v > SIZE_MAX ? SIZE_MAX : (size_t)v;
 }

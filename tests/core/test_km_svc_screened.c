@@ -501,8 +501,14 @@ START_TEST(fit_bytes)
                              ((size_t)2000 << 20) + (3 + 3 * w) * rows);
     km_problem pb = {NULL, 60000, 784, NULL, 0, NULL, 10};
     ck_assert_uint_eq(km_algorithm_fit_bytes(KM_ALGO_SVC, &p, &pb), b);
+    /* a budget past what the pairs can hold (4 n^2 doubles a worker)
+     * counts that */
     p.cache_mb = 1048576.0 * 1024;
-    ck_assert_uint_ge(km_svc_fit_bytes(60000, 784, 10, &p), (size_t)1 << 50);
+    size_t kernel = (size_t)32 * w * 60000 * 60000;
+    ck_assert_uint_ge(km_svc_fit_bytes(60000, 784, 10, &p), kernel);
+    ck_assert_uint_le(km_svc_fit_bytes(60000, 784, 10, &p),
+                      kernel + km_svc_fit_bytes(60000, 784, 10, &s) +
+                          (3 + 3 * w) * rows);
 }
 END_TEST
 
