@@ -16,6 +16,10 @@
  * svr's, then gather from it through an index map. Such a Gram (DSYRK)
  * rounds differently from the columns a solve computes, so a fit agrees
  * with one without it to the solver's tolerance, as with svc's own Gram.
+ * With params.solver screened (km_svm_screen.c) the pairs' SMO runs on
+ * working sets a nystrom screen picks instead, filling the same tables
+ * (the same optimum); auto picks exact or screened
+ * (km_svm_resolve_solver); nystrom (km_svm_nys.c) builds its own form.
  * With probability, each pair first runs LIBSVM's 5-fold
  * cross-validation (folds shuffled by core's one PRNG, km_rng, with a fixed seed) and fits
  * Platt's sigmoid to the held-out decision values.
@@ -608,9 +612,8 @@ static km_status add_solver(km_model *m, const km_svm_params *p,
         st = km_info_add1(ti, "solver", KM_INFO_INTEGER, run);
     if (st != KM_OK || run != KM_SVM_SOLVER_SCREENED)
         return st;
-    if (st == KM_OK)
-        st = km_info_add1(ti, "screen_seconds", KM_INFO_NUMBER,
-                          f->screen_seconds);
+    st = km_info_add1(ti, "screen_seconds", KM_INFO_NUMBER,
+                      f->screen_seconds);
     if (st == KM_OK)
         st = km_info_add1(ti, "working_rows", KM_INFO_INTEGER,
                           (double)f->working);
