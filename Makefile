@@ -196,7 +196,7 @@ $(B)/kmctl: $(CTL_OBJ)
 	@$(if $(V),,echo "  LINK    $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CTL_LIBS)
 
-$(B)/tests/core/%: tests/core/%.c tests/check_main.h tests/core/model_bytes.h $(B)/libkm.a
+$(B)/tests/core/%: tests/core/%.c tests/check_main.h tests/core/model_bytes.h tests/core/svm_data.h $(B)/libkm.a
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  TEST    $@")
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(CHECK_LIBS) $(LIBS) $(LDFLAGS)

@@ -16,32 +16,11 @@
  * files, errors and figures.
  */
 #include "../check_main.h"
-#include "../testdata.h"
+#include "svm_data.h"
 #include "km.h"
 #include "km_svm_internal.h"
 
 /* ------------------------------------------------------------ helpers */
-
-/* Loads a data set, scales it by the first n_train rows, and maps its
- * labels to indices into the sorted distinct training labels. */
-static int *load_classes(const char *file, size_t n_train, km_dataset *ds,
-                         size_t *k)
-{
-    int *y = km_dataset_load_classes(file, n_train, ds, k);
-    ck_assert_msg(y != NULL, "cannot read %s", file);
-    for (size_t i = 0; i < ds->n; i++)
-        ck_assert_msg(y[i] >= 0, "%s: row %zu's label is not a training "
-                      "row's", file, i);
-    return y;
-}
-
-static km_kernel rbf(double gamma)
-{
-    km_kernel k;
-    km_kernel_init(&k, KM_KERNEL_RBF);
-    k.gamma = gamma;
-    return k;
-}
 
 static km_kernel linear(void)
 {
