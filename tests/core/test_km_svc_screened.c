@@ -61,43 +61,13 @@ static void parity_case(const char *name, const char *file, size_t n_train,
     km_svm_params p = screened(C, m);
     km_model *mo = fit(&kern, &p, ds.X, n_train, ds.d, y, k, NULL);
 
-    char f[128];
-    size_t np, nn;
-    snprintf(f, sizeof f, "svm_%s_pred.txt", name);
-    double *ref = km_read_fixture(f, &np);
-    snprintf(f, sizeof f, "svm_%s_nsv.txt", name);
-    double *ref_nsv = km_read_fixture(f, &nn);
-    ck_assert_uint_eq(np, n_test);
-    ck_assert_uint_eq(nn, k);
-    int *pred = malloc(n_test * sizeof *pred);
-    ck_assert_int_eq(km_svc_predict(mo, ds.X + t0 * ds.d, n_test, pred,
-                                    NULL), KM_OK);
-    size_t ours = 0, theirs = 0, same = 0;
-    for (size_t i = 0; i < n_test; i++) {
-        ours += pred[i] == y[t0 + i];
-        theirs += (int)ref[i] == y[t0 + i];
-        same += pred[i] == (int)ref[i];
-    }
-    double acc = 100.0 * ours / n_test, lacc = 100.0 * theirs / n_test;
-    ck_assert_msg(fabs(acc - lacc) <= 0.2 + 1e-9,
-                  "%s: accuracy %.2f%%, LIBSVM %.2f%%", name, acc, lacc);
-    ck_assert_msg(same >= 0.995 * n_test,
-                  "%s: labels agree with LIBSVM on %zu of %zu rows", name,
-                  same, n_test);
-    const int *ns = km_svc_n_support(mo);
-    for (size_t c = 0; c < k; c++)
-        ck_assert_msg(fabs(ns[c] - ref_nsv[c]) <= 0.02 * ref_nsv[c] + 1,
-                      "%s: class %zu has %d support vectors, LIBSVM %g",
-                      name, c, ns[c], ref_nsv[c]);
+    check_libsvm_parity(name, mo, ds.X + t0 * ds.d, y + t0, n_test, k);
     /* the screen left rows out: the pairs' rows number (k - 1) n */
     const km_info *ti = km_model_training(mo);
     ck_assert_double_lt(fig(ti, "working_rows"), 0.8 * (k - 1) * n_train);
     ck_assert_double_eq(fig(ti, "solver"), KM_SVM_SOLVER_SCREENED);
     ck_assert_double_ge(fig(ti, "rounds"), 1);
     ck_assert_double_eq(fig(km_model_params(mo), "n_centres"), (double)m);
-    free(pred);
-    free(ref);
-    free(ref_nsv);
     free(y);
     km_model_free(mo);
     km_dataset_free(&ds);

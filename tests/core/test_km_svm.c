@@ -55,47 +55,11 @@ static void parity_case(const char *name, const char *file, size_t n_train,
     ck_assert_msg(km_svc_fit(&kern, &p, ds.X, n_train, ds.d, y, k, NULL, &m,
                              &err) == KM_OK, "%s: %s", name, err.message);
 
-    char f[128];
-    size_t np, nn;
-    snprintf(f, sizeof f, "svm_%s_pred.txt", name);
-    double *ref = km_read_fixture(f, &np);
-    snprintf(f, sizeof f, "svm_%s_nsv.txt", name);
-    double *ref_nsv = km_read_fixture(f, &nn);
-    ck_assert_uint_eq(np, n_test);
-    ck_assert_uint_eq(nn, k);
-
-    int *pred = malloc(n_test * sizeof *pred);
-    ck_assert_int_eq(km_svc_predict(m, ds.X + t0 * ds.d, n_test, pred, &err),
-                     KM_OK);
-    size_t ours = 0, theirs = 0, same = 0;
-    for (size_t i = 0; i < n_test; i++) {
-        ours += pred[i] == y[t0 + i];
-        theirs += (int)ref[i] == y[t0 + i];
-        same += pred[i] == (int)ref[i];
-    }
-    double acc = 100.0 * ours / n_test, lacc = 100.0 * theirs / n_test;
-    ck_assert_msg(fabs(acc - lacc) <= 0.2 + 1e-9,
-                  "%s: accuracy %.2f%%, LIBSVM %.2f%%", name, acc, lacc);
-    ck_assert_msg(same >= 0.995 * n_test,
-                  "%s: labels agree with LIBSVM on %zu of %zu rows", name,
-                  same, n_test);
-
-    const int *ns = km_svc_n_support(m);
-    size_t total = 0, ref_total = 0;
-    for (size_t c = 0; c < k; c++) {
-        ck_assert_msg(fabs(ns[c] - ref_nsv[c]) <= 0.02 * ref_nsv[c] + 1,
-                      "%s: class %zu has %d support vectors, LIBSVM %g",
-                      name, c, ns[c], ref_nsv[c]);
-        total += (size_t)ns[c];
-        ref_total += (size_t)ref_nsv[c];
-    }
-    ck_assert_msg(fabs((double)total - ref_total) <= 0.02 * ref_total,
-                  "%s: %zu support vectors, LIBSVM %zu", name, total,
-                  ref_total);
-    ck_assert_uint_eq(km_svm_support_count(m), total);
+    check_libsvm_parity(name, m, ds.X + t0 * ds.d, y + t0, n_test, k);
 
     if (k == 2) {
         size_t nd;
+        char f[128];
         snprintf(f, sizeof f, "svm_%s_dec.txt", name);
         double *dref = km_read_fixture(f, &nd);
         ck_assert_uint_eq(nd, n_test);
@@ -111,9 +75,6 @@ static void parity_case(const char *name, const char *file, size_t n_train,
         free(dec);
         free(dref);
     }
-    free(pred);
-    free(ref);
-    free(ref_nsv);
     free(y);
     km_model_free(m);
     km_dataset_free(&ds);
