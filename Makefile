@@ -222,74 +222,15 @@ unit: $(UNIT_BIN)
 	  echo "== $$t"; CK_FORK=yes $$t || fail=1; \
 	done; exit $$fail
 
-# run.py: the cases and scenarios; kmctl_test.py: the client; compat.py:
-# model files of earlier servers (tests/fixtures/models); kernels.py: the
-# kernels added through the kernel table against numpy; preprocess.py:
-# preprocessing kept in the model against scikit-learn's pipelines;
-# score.py: the score endpoint against metrics computed in the runner;
-# search.py: hyperparameter search against scikit-learn's GridSearchCV
-# and brute-force leave-one-out; nystrom.py: krr's nystrom solver
-# against scikit-learn's Nystroem + Ridge, its metadata, its refusals and
-# its admission; rff.py: krr's rff solver against Ridge on core's draws
-# redone in numpy, its model file (format 3) and its refusals;
-# auto.py: krr's solver auto under two memory budgets and the rpcholesky
-# centres against numpy's pivots;
-# gpr.py: Gaussian-process regression's outputs and optimizer against
-# scikit-learn's GaussianProcessRegressor, its refusals and reload;
-# kkmeans.py: kernel k-means' fit, cluster ids, inertia and Rand index,
-# its refusals and reload;
-# pyclient.py: the Python client (clients/python) pip-installed into a
-# venv, every Client method, and its estimators against scikit-learn's
-# own and in its tools;
-# klr.py: kernel logistic regression's objective and gradient at its
-# optimum, its answers and scores, checked in numpy from its model file;
-# console.py: the web console (GET /) in headless Chromium against the
-# daemon: models, predict equal to the API's, a job's progress bar, the
-# API reference against the spec, tokens, HTML labels shown as text, no
-# request leaving 127.0.0.1; screenshots in $(B)/console/;
-# svc_nystrom.py: svc's nystrom solver against liblinear on numpy's
-# Nystrom features, its model file (format 4), cancel and refusals;
-# interchange.py: LIBSVM model files in and out against svm-train,
-# svm-predict and python3-libsvm, kmm files moved between two daemons,
-# hostile uploads;
-# oip.py: --keep-versions, pinned versions and rollback, and the Open
-# Inference Protocol (/v2) against /v1's answers to the bit;
-# oip_conformance.py: every required endpoint and field of the protocol's
-# REST spec;
-# mpi.py: kmserve-mpi on 1-4 ranks against the single-process fit, and
-# distributed fits through the daemon (--mpi-launch), kill -9 of a rank,
-# cancel (skipped with a note when kmserve-mpi was not built);
-# kpca_nystrom.py: kpca's nystrom eigen-solver against Nystroem + PCA,
-# its model file (format 5), refusals and admission;
-# each hostile_*.py: hostile input and
-# faults of one kind. Each ends with
-# "N passed, N failed".
+# Every tests/integration/*.py is a runner, run in name order with the
+# daemon to test (--server); kmctl's path is in KM_KMCTL. A runner's
+# docstring says what it checks. Each ends with "N passed, N failed".
+# A new runner is a new file: nothing here lists them.
+IT_RUNNERS := $(sort $(wildcard tests/integration/*.py))
 integration: $(B)/kmserve $(B)/kmctl mpi $(if $(HAVE_MPI),$(B)/tests/mpi_check)
-	@fail=0; \
-	$(PYTHON) tests/integration/run.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/kmctl_test.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
-	$(PYTHON) tests/integration/compat.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/kernels.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/score.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/preprocess.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/search.py --server $(B)/kmserve --kmctl $(B)/kmctl || fail=1; \
-	$(PYTHON) tests/integration/nystrom.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/rff.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/auto.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/gpr.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/kkmeans.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/pyclient.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/klr.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/console.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/svc_nystrom.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/interchange.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/oip.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/oip_conformance.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/mpi.py --server $(B)/kmserve || fail=1; \
-	$(PYTHON) tests/integration/kpca_nystrom.py --server $(B)/kmserve || fail=1; \
-	for t in tests/integration/hostile_*.py; do \
-	  [ -e "$$t" ] || continue; echo "== $$t"; \
-	  $(PYTHON) $$t --server $(B)/kmserve || fail=1; \
+	@fail=0; for t in $(IT_RUNNERS); do \
+	  echo "== $$t"; \
+	  KM_KMCTL=$(B)/kmctl $(PYTHON) $$t --server $(B)/kmserve || fail=1; \
 	done; exit $$fail
 
 # The Dockerfile's build and runtime stages in debootstrap chroots of

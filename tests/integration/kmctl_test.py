@@ -692,7 +692,7 @@ def main():
     global KMCTL
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default="build/kmserve")
-    ap.add_argument("--kmctl", default="build/kmctl")
+    ap.add_argument("--kmctl", default=os.environ.get("KM_KMCTL", "build/kmctl"))
     args = ap.parse_args()
     binary = os.path.abspath(args.server)
     KMCTL = os.path.abspath(args.kmctl)

@@ -268,7 +268,7 @@ def scenario_kmctl(d, kmctl):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
-    ap.add_argument("--kmctl", default=os.path.join(run.ROOT, "build", "kmctl"))
+    ap.add_argument("--kmctl", default=os.environ.get("KM_KMCTL", os.path.join(run.ROOT, "build", "kmctl")))
     args = ap.parse_args()
     server = os.path.abspath(args.server)
 
