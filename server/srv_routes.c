@@ -30,6 +30,7 @@
 #include "../api/api_v2.h"
 #include "srv_log.h"
 #include "srv_routes.h"
+#include "srv_test.h"
 
 static void h_livez(srv_request *rq, srv_reply *rp);
 static void h_readyz(srv_request *rq, srv_reply *rp);
@@ -396,6 +397,7 @@ static km_model *load_kept(srv_request *rq, srv_reply *rp, uint64_t version,
         return NULL;
     }
     *held = need;
+    srv_test_pause("kept_sized");
     km_model *m = srv_store_load_version(rq->s->store, rq->param, version,
                                          why, sizeof why);
     if (!m) {
@@ -798,6 +800,7 @@ static void h_versions(srv_request *rq, srv_reply *rp)
         srv_ref_release(ref);
         return;
     }
+    srv_test_pause("versions_listed");
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", rq->param);
     cJSON_AddNumberToObject(o, "current", (double)v[0]);
@@ -865,6 +868,7 @@ static void h_rollback(srv_request *rq, srv_reply *rp)
     km_model *m = load_kept(rq, rp, (uint64_t)v, current, &held);
     if (!m)
         return;
+    srv_test_pause("rollback_loaded");
     if (srv_commit_rollback(rq->s->commit, rq->param, m, (uint64_t)v, &meta,
                             &e)) {
         srv_reply_error(rp, &e);

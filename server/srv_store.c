@@ -26,6 +26,7 @@
 #include "../api/api_model.h"
 #include "srv_log.h"
 #include "srv_store.h"
+#include "srv_test.h"
 
 #define SUFFIX ".kmm"
 /* Largest model file read at start (far beyond what a fit produces). */
@@ -1027,6 +1028,7 @@ static int keep_replaced(srv_store *s, const char *name, uint64_t replaced)
             return 0; /* unreadable: its scan quarantines it */
     }
     kept_file(kept, sizeof kept, name, v);
+    srv_test_pause("keep_link");
     if (linkat(s->dirfd, file, s->dirfd, kept, 0) == 0)
         return 0;
     int rc = errno;

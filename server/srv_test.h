@@ -1,0 +1,33 @@
+/*
+ * srv_test.h - pause points, for tests that must hit a race window.
+ *
+ * A few places where two requests (or two replicas) can interleave call
+ * srv_test_pause("name"). Unless the environment variable
+ * KMSERVE_TEST_PAUSE_DIR names a directory, that is all it does. When it
+ * does, and the file DIR/name exists (the test "arms" the point), the
+ * first thread to reach the point renames it to DIR/name.paused, logs
+ * test_pause, and waits until that file is removed (the test "releases"
+ * it) before it goes on; at most 10 minutes, so that a test that died
+ * does not hold the daemon forever. One arming pauses one thread once.
+ * A test so waits for an event (the .paused file), never for a time.
+ *
+ * The points, in the order a request meets them:
+ *   versions_listed  GET .../versions, after it read which versions
+ *                    the directory keeps, before it reads each one
+ *   kept_sized       a request naming a kept version (pinned predict,
+ *                    GET, v2 infer, rollback), after it found the file,
+ *                    before it reads it
+ *   rollback_loaded  a rollback, after it read the kept version, before
+ *                    it commits it
+ *   keep_link        a save with --keep-versions > 1, after it learnt
+ *                    which version the file it replaces holds, before it
+ *                    keeps that file
+ *
+ * Thread-safety: safe from any thread.
+ */
+#ifndef SRV_TEST_H
+#define SRV_TEST_H
+
+void srv_test_pause(const char *point);
+
+#endif
