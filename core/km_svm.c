@@ -383,9 +383,10 @@ static km_status payload_load(km_reader *r, const km_model *m, int svc,
     if ((flags & 2) && !(p->vote = km_read_i32s(r, p->k)))
         goto failed;
     if (p->vote && !is_permutation(p->vote, p->k)) {
-        payload_free(p);
+        payload_free(p); /* the message reads k, not the freed p->k */
         return km_error_set(err, KM_ECORRUPT, "model file: svc vote order "
-                            "is not a permutation of the %zu classes", p->k);
+                            "is not a permutation of the %zu classes",
+                            (size_t)k);
     }
     size_t total = 0;
     for (size_t c = 0; c < p->k; c++) {

@@ -365,6 +365,43 @@ START_TEST(svc_counts_and_indices)
 }
 END_TEST
 
+/* An svc read from a LIBSVM file whose labels are not ascending (2 1 3)
+ * keeps LIBSVM's label order as its vote order (ranks 1 0 2): format 3,
+ * the payload ending with the k vote entries. */
+static const char LIBSVM_213[] =
+    "svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 3\ntotal_sv 3\n"
+    "rho 0.1 0.2 0.3\nlabel 2 1 3\nnr_sv 1 1 1\nSV\n"
+    "1 1 1:1\n-1 1 1:2\n-1 -1 1:3\n";
+
+START_TEST(svc_vote_order)
+{
+    km_model *m = NULL;
+    km_error err = {KM_OK, ""};
+    ck_assert_msg(km_libsvm_read(LIBSVM_213, strlen(LIBSVM_213), 0, &m,
+                                 &err) == KM_OK, "%s", err.message);
+    file f = save(m);
+    km_model_free(m);
+    ck_assert_uint_eq(get32(f.buf + 4), 3);
+    size_t vote = f.len - 4 - 3 * 4;
+    ck_assert_uint_eq(get64(f.buf + vote - 8), 3);
+    ck_assert_uint_eq(get32(f.buf + vote), 1);
+    ck_assert_uint_eq(get32(f.buf + vote + 4), 0);
+    ck_assert_uint_eq(get32(f.buf + vote + 8), 2);
+    expect_ok(&f);
+    /* Not a permutation: the loader frees what it read, and its message
+     * must not read it back (issue 24, defect 8: a use after free). */
+    static const uint32_t bad[][3] = {{0, 0, 1}, {1, 0, 3}, {2, 1, 0xFFFFFFFFu}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        for (int j = 0; j < 3; j++)
+            put32(f.buf + vote + 4 * j, bad[i][j]);
+        fix_crc(f.buf, f.len);
+        expect(&f, KM_ECORRUPT,
+               "svc vote order is not a permutation of the 3 classes");
+    }
+    free(f.buf);
+}
+END_TEST
+
 START_TEST(figures_and_kernel)
 {
     file f = krr_file();
@@ -499,6 +536,7 @@ static Suite *model_file_suite(void)
     tcase_add_test(tc, identity_ranges);
     tcase_add_test(tc, numbers_finite);
     tcase_add_test(tc, svc_counts_and_indices);
+    tcase_add_test(tc, svc_vote_order);
     tcase_add_test(tc, figures_and_kernel);
     tcase_add_test(tc, size_against_header);
     tcase_add_test(tc, load_file_stops_at_header_bound);

@@ -8,7 +8,9 @@ with special files (a FIFO, a symlink to /dev/zero, a directory) and files
 whose names break the model-name rule, before a start and while a daemon
 runs. Each time the daemon must become ready, keep serving the good
 models, set the bad ones aside or skip them with a log line (once per
-file), never crash, and keep GET /v1/models valid JSON.
+file), never crash, and keep GET /v1/models valid JSON. An import is the
+same loader from the network: an svc file whose vote order is not a
+permutation is a 400 naming it, and the daemon serves on.
 
 Standard library only. Usage (from the project root):
     /usr/bin/python3 tests/integration/hostile_models.py --server build/kmserve
@@ -495,6 +497,61 @@ def scenario_last_version(binary, tmp, files):
         d.stop()
 
 
+LIBSVM_213 = (b"svm_type c_svc\nkernel_type rbf\ngamma 0.5\nnr_class 3\n"
+              b"total_sv 3\nrho 0.1 0.2 0.3\nlabel 2 1 3\nnr_sv 1 1 1\nSV\n"
+              b"1 1 1:1\n-1 1 1:2\n-1 -1 1:3\n")
+
+
+def scenario_vote_order(binary, tmp):
+    """An svc file of format 3 (LIBSVM's label order kept as the vote
+    order; the payload ends with it) whose vote order is not a
+    permutation, imported with a valid checksum: 400 naming the vote order
+    and the class count (the loader once freed the payload and then read
+    the count from it: a use after free), nothing stored, the daemon
+    serving on."""
+    models = os.path.join(tmp, "vote", "models")
+    os.makedirs(models)
+    d = run.Daemon(binary, models)
+    octet = [("Content-Type", "application/octet-stream")]
+    try:
+        d.start()
+        r = d.req("POST", "/v1/models/lib/import", LIBSVM_213,
+                  headers=[("Content-Type", "text/plain")], timeout=10)
+        check(r.status == 201, "vote order: LIBSVM labels 2 1 3 import", r)
+        r = d.req("GET", "/v1/models/lib/export?format=kmm", timeout=10)
+        kmm = r.raw
+        vote = len(kmm) - 4 - 12
+        ok = (r.status == 200 and u32(kmm, 4) == 3 and
+              u64(kmm, vote - 8) == 3 and
+              struct.unpack_from("<3i", kmm, vote) == (1, 0, 2))
+        check(ok, "vote order: its kmm is format 3 ending with the vote "
+              "order 1 0 2", (r.status, kmm[:8]))
+        if ok:
+            r = d.req("POST", "/v1/models/same/import", kmm, headers=octet,
+                      timeout=10)
+            check(r.status == 201, "vote order: the kmm imports back", r)
+            for bad in ((0, 0, 1), (2, 1, 3), (0, 1, -1)):
+                data = bytearray(kmm)
+                struct.pack_into("<3i", data, vote, *bad)
+                r = d.req("POST", "/v1/models/bad/import", with_crc(data),
+                          headers=octet, timeout=10)
+                check(r.status == 400 and "vote order is not a permutation "
+                      "of the 3 classes" in r.body,
+                      f"vote order: {list(bad)} is a 400 naming it", r)
+            check(d.req("GET", "/v1/models/bad", timeout=10).status == 404,
+                  "vote order: nothing stored")
+        check(d.req("GET", "/livez", timeout=5).status == 200 and
+              d.req("POST", "/v1/models/lib/predict", {"X": [[2]]},
+                    timeout=10).status == 200,
+              "vote order: the daemon keeps serving")
+    except Exception as e:
+        check(False, "vote order: runner", repr(e))
+    finally:
+        alive = d.proc is not None and d.proc.poll() is None
+        rc = d.stop()
+        check(alive and rc == 0, "vote order: no crash; SIGTERM exits 0", rc)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
@@ -510,6 +567,7 @@ def main():
         scenario_size(binary, tmp, files)
         scenario_fit_labels(binary, tmp)
         scenario_last_version(binary, tmp, files)
+        scenario_vote_order(binary, tmp)
     except Exception as e:  # a crash of the runner is a failure, not a pass
         check(False, "runner", repr(e))
     finally:
