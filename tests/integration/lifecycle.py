@@ -526,6 +526,11 @@ def self_test():
          [f1, f2, d, fit(4, "A", n, 8, 9, 1),
           op("rollback", "A", n, 10, 11, 200, restored=2, label=2)], None,
          {C_ROLLBACK}),
+        ("a pinned read answered by another version",
+         [f1, f2, read("A", n, 4, 5, 200, 2, 2, pinned=1)], None,
+         {C_LABEL, C_KEPT}),
+        ("a pinned read of another replica's unknown version answering 404",
+         [f1, f2, read("B", n, 4, 5, 404, pinned=1)], None, set()),
         ("a 500", [f1, read("A", n, 2, 3, 500, pinned=1)], None, {C_STATUS}),
     ]
     ls = op("list", "B", n, 6, 7, 200, listed=[2, 1])
