@@ -1,18 +1,30 @@
 #!/usr/bin/python3
 """Writes the seed corpus of fuzz_model_file: small valid model files of
-every algorithm (krr, svc, svc with probability, svr, kpca, kpca with the
-inverse map, gpr, gpr with normalize_y and the optimizer, kkmeans) and
+every algorithm and file form, each with and without preprocessing, and
 every kernel type, without their last four bytes (the checksum, which the
-fuzz target appends). The files are made by a real
-daemon, so they are what a fit writes (format version 2; krr's rff
-solver, the "rff" entries of FITS with the rbf and both laplacian
-kernels, version 3; svc's nystrom solver, "svcnys", version 4; kpca's
-nystrom eigen-solver, "kpcanys", version 5; gpr's nystrom solver with
-and without the variance, "gprnys" and "gprnysmean", version 6). Fits with each
-preprocessing (the "pre" entries of FITS) give seeds of the preprocessing
-section; one of them is also written with a search record added
-(krrsearch_rbf: the daemon does not write one yet, so it is spliced in
-here, as core/km_model.c lays it out).
+fuzz target appends). The files are made by a real daemon, so they are
+what a fit or an import writes:
+  krr       exact (one and two outputs), nystrom, rff (with the rbf and
+            both laplacian kernels; file format 3)
+  svc       exact (with and without probability), nystrom (format 4),
+            screened (an exact model's file)
+  svr       exact
+  kpca      exact (with and without the inverse map), nystrom (format 5)
+  gpr       exact (with normalize_y and the optimizer), nystrom with and
+            without the variance (format 6)
+  kkmeans
+  klr       binary, multinomial of 3 and of 4 classes, one-vs-rest of 4,
+            nystrom of 4 (a classifier of k > 2 classes answers k
+            decision values a row, not svc's k(k-1)/2)
+  libsvm    imported LIBSVM files: svc of 3 classes whose label order is
+            not ascending (kept as the vote order: format 3), binary svc
+            with probability, epsilon_svr
+The "pre" entries are fitted with preprocessing (scale standardize, and
+center_y for the regressions; a few minmax); an import has none, so its
+"pre" entries are the imported file with a preprocessing section spliced
+in (as core/km_model.c lays it out). One file is also written with a
+search record added (krrsearch_rbf: the daemon does not write one yet, so
+it is spliced in here).
 
 Usage (from the project root, after make):
     /usr/bin/python3 tests/fuzz/make_model_corpus.py --server build/kmserve
@@ -46,7 +58,23 @@ KERNELS = {
     "normalized": {"type": "normalized", "kernels": [{"type": "polynomial",
                                                       "degree": 2}]},
 }
-X = [[0, 0], [0, 1], [3, 3], [3, 4], [-3, 3], [-3, 4]]
+
+
+def widen(rows):
+    """rows with 14 more features of small values: 16 features, so that
+    the fuzz target's batch of three preprocessing blocks (2^17 / 16 rows
+    a block) stays quick."""
+    return [r + [((i + 1) * (j + 2) % 7) / 8 for j in range(14)]
+            for i, r in enumerate(rows)]
+
+
+X2 = [[0, 0], [0, 1], [3, 3], [3, 4], [-3, 3], [-3, 4]]
+X = widen(X2)
+# four classes (klr's k decision values; the screened svc)
+X4 = widen(X2 + [[0, -3], [1, -3]])
+Y4 = [0, 0, 1, 1, 2, 2, 3, 3]
+STD = {"scale": "standardize"}
+STD_Y = {"scale": "standardize", "center_y": True}
 FITS = {
     "krr": {"algorithm": "krr", "X": X, "y": [0, 1, 1, 0, 2, 2]},
     "krr2": {"algorithm": "krr", "X": X[:4],
@@ -102,11 +130,78 @@ FITS = {
                           "variance": True, "normalize_y": True}},
     "gprnysmean": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
                    "params": {"solver": "nystrom", "n_centres": 3}},
+    # each form with and without preprocessing
+    "krrnys": {"algorithm": "krr", "X": X, "y": [0, 1, 1, 0, 2, 2],
+               "params": {"solver": "nystrom", "n_centres": 4, "seed": 1}},
+    "krrnyspre": {"algorithm": "krr", "X": X, "y": [0, 1, 1, 0, 2, 2],
+                  "params": {"solver": "nystrom", "n_centres": 4, "seed": 1},
+                  "preprocess": STD_Y},
+    "krrrffpre": {"algorithm": "krr", "X": X, "y": [0, 1, 1, 0, 2, 2],
+                  "params": {"solver": "rff", "n_components": 8, "seed": 1},
+                  "preprocess": STD_Y},
+    "svcstd": {"algorithm": "svc", "X": X, "y": ["a", "a", "b", "b", "c", "c"],
+               "preprocess": STD},
+    "svcprobpre": {"algorithm": "svc", "params": {"probability": True},
+                   "X": X + X, "y": [0, 0, 1, 1, 1, 1] * 2, "preprocess": STD},
+    "svcnyspre": {"algorithm": "svc", "X": X,
+                  "y": ["a", "a", "b", "b", "c", "c"],
+                  "params": {"solver": "nystrom", "n_centres": 4, "seed": 1},
+                  "preprocess": STD},
+    "svcscr": {"algorithm": "svc", "X": X4, "y": Y4,
+               "params": {"solver": "screened", "n_centres": 4, "seed": 1}},
+    "svcscrpre": {"algorithm": "svc", "X": X4, "y": Y4,
+                  "params": {"solver": "screened", "n_centres": 4, "seed": 1},
+                  "preprocess": STD},
+    "kpcapre": {"algorithm": "kpca", "params": {"n_components": 2}, "X": X,
+                "preprocess": STD},
+    "kpcanysraw": {"algorithm": "kpca", "X": X,
+                   "params": {"n_components": 2, "eigen_solver": "nystrom",
+                              "n_centres": 4, "seed": 1}},
+    "gprnyspre": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
+                  "params": {"solver": "nystrom", "n_centres": 4, "seed": 1,
+                             "variance": True},
+                  "preprocess": STD_Y},
+    "kkmeansstd": {"algorithm": "kkmeans", "X": X,
+                   "params": {"n_clusters": 3, "n_init": 1},
+                   "preprocess": STD},
+    "klrpre": {"algorithm": "klr", "X": X, "y": ["a", "a", "b", "b", "a", "b"],
+               "preprocess": STD},
+    "klrmultipre": {"algorithm": "klr", "X": X, "y": [0, 0, 1, 1, 2, 2],
+                    "params": {"lambda": 0.1}, "preprocess": STD},
+    "klr4": {"algorithm": "klr", "X": X4, "y": Y4},
+    "klr4pre": {"algorithm": "klr", "X": X4, "y": Y4, "preprocess": STD},
+    "klr4ovr": {"algorithm": "klr", "X": X4, "y": Y4,
+                "params": {"multi_class": "ovr"}},
+    "klr4ovrpre": {"algorithm": "klr", "X": X4, "y": Y4,
+                   "params": {"multi_class": "ovr"}, "preprocess": STD},
+    "klr4nys": {"algorithm": "klr", "X": X4, "y": Y4,
+                "params": {"solver": "nystrom", "n_centres": 6, "seed": 1}},
+    "klr4nyspre": {"algorithm": "klr", "X": X4, "y": Y4,
+                   "params": {"solver": "nystrom", "n_centres": 6, "seed": 1},
+                   "preprocess": STD},
+}
+
+# LIBSVM model files (svm-train's layout; 16 features, the largest index)
+# imported as they are, and with a preprocessing section spliced in
+# (with_pre: standardize, and center_y for the svr).
+LIBSVM = {
+    # labels not ascending: LIBSVM's order is kept as the vote order
+    "libsvm3": ("rbf", "svm_type c_svc\nkernel_type rbf\ngamma 0.5\n"
+                "nr_class 3\ntotal_sv 4\nrho 0.1 -0.2 0.3\nlabel 2 1 3\n"
+                "nr_sv 2 1 1\nSV\n1 0.5 1:1 2:0.5\n0.5 0 1:0.25\n"
+                "-1 1 2:2\n-0.5 -1 1:-3 2:3 16:0.5\n"),
+    "libsvmprob": ("linear", "svm_type c_svc\nkernel_type linear\n"
+                   "nr_class 2\ntotal_sv 2\nrho 0.5\nlabel 1 -1\n"
+                   "probA -1.5\nprobB 0.2\nnr_sv 1 1\nSV\n"
+                   "1 1:1 2:0.5\n-1 1:-1 2:0.25 16:1\n"),
+    "libsvmsvr": ("sigmoid", "svm_type epsilon_svr\nkernel_type sigmoid\n"
+                  "gamma 0.1\ncoef0 0\nnr_class 2\ntotal_sv 2\nrho 0.1\n"
+                  "SV\n0.5 1:1 2:2\n-0.5 1:-1 2:3 16:0.25\n"),
 }
 
 
-def search_section(b):
-    """Offset of the search record's u32 flag in a version-2 file b."""
+def pre_section(b):
+    """Offset of the preprocessing section in a file b of version >= 2."""
     u32 = lambda p: struct.unpack_from("<I", b, p)[0]  # noqa: E731
     u64 = lambda p: struct.unpack_from("<Q", b, p)[0]  # noqa: E731
 
@@ -130,6 +225,14 @@ def search_section(b):
     p += 12
     for _ in range(n):
         p += 4 + u32(p)
+    return p
+
+
+def search_section(b):
+    """Offset of the search record's u32 flag in a version-2 file b."""
+    u32 = lambda p: struct.unpack_from("<I", b, p)[0]  # noqa: E731
+    u64 = lambda p: struct.unpack_from("<Q", b, p)[0]  # noqa: E731
+    p = pre_section(b)
     scale, center = u32(p), u32(p + 4)
     p += 8
     for _ in range(2 if scale else 0):
@@ -154,6 +257,21 @@ def with_search(b):
         rec += struct.pack("<Q3d", 3, *arr)
     rec += struct.pack("<Q", 1)
     return b[:at] + rec + b[at + 4:]
+
+
+def with_pre(b, center_y):
+    """b (without its checksum, no preprocessing) with scale standardize
+    (shift and scale per feature) and, with center_y, a y mean per
+    output."""
+    nf, no = (struct.unpack_from("<Q", b, at)[0] for at in (12, 28))
+    at = pre_section(b)
+    assert struct.unpack_from("<II", b, at) == (0, 0)
+    sec = struct.pack("<II", 1, 1 if center_y else 0)
+    sec += struct.pack(f"<Q{nf}d", nf, *[0.5 * (j + 1) for j in range(nf)])
+    sec += struct.pack(f"<Q{nf}d", nf, *[1.5 + j for j in range(nf)])
+    if center_y:
+        sec += struct.pack(f"<Q{no}d", no, *[0.25] * no)
+    return b[:at] + sec + b[at + 8:]
 
 
 def main():
@@ -197,6 +315,20 @@ def main():
                     with open(os.path.join(args.out, "krrsearch_rbf"), "wb") as f:
                         f.write(with_search(data[:-4]))
                     made += 1
+        for lname, (kname, text) in LIBSVM.items():
+            name = f"{lname}_{kname}"
+            r = d.req("POST", f"/v1/models/{name}/import", text.encode(),
+                      headers=[("Content-Type", "text/plain")])
+            if r.status != 201:
+                print(f"{name}: {r}", file=sys.stderr)
+                continue
+            with open(os.path.join(models, name + ".kmm"), "rb") as f:
+                data = f.read()[:-4]
+            pre = with_pre(data, center_y=lname == "libsvmsvr")
+            for out_name, out in ((name, data), (f"{lname}pre_{kname}", pre)):
+                with open(os.path.join(args.out, out_name), "wb") as f:
+                    f.write(out)
+                made += 1
     finally:
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
