@@ -19,9 +19,11 @@
 
 static const char *const format_names[] = {"libsvm", "kmm"};
 
-/* Working memory of a kmm import beyond the file: the model holds about
- * as much again, plus derived norms. */
-#define KMM_SLACK ((size_t)1 << 16)
+/* How much larger the store's file of an imported model may be than the
+ * uploaded file (kmm: a new name and version, records a format from before
+ * them lacked) or than the model's heap (libsvm: the same arrays, less
+ * the norms, with the header, labels and figures). */
+#define FILE_SLACK ((size_t)64 << 10)
 
 int api_transfer_param(const char *name, int import, api_error *e)
 {
@@ -108,23 +110,39 @@ static int upload_fault(const km_error *kerr, const char *what, api_error *e)
     return api_fail_km(e, kerr);
 }
 
+static size_t add_sat(size_t a, size_t b)
+{
+    return a + b < a ? SIZE_MAX : a + b;
+}
+
+/*
+ * The body is held until the reply; while it is, the read holds at most
+ * its peak, and once it is done the model (kept) and the store's file of
+ * it (srv_store_save: at most the uploaded kmm file, or a LIBSVM model's
+ * heap, and FILE_SLACK) are held together.
+ */
 int api_import_bytes(api_format f, const char *body, size_t len,
                      size_t n_features, size_t *bytes, api_error *e)
 {
     km_error kerr;
+    km_load_bytes lb;
+    size_t file;
     if (f == API_FORMAT_KMM) {
-        /* the header bounds the file's size; the CRC and the rest wait
-         * for the read */
-        if (km_model_check_header((const unsigned char *)body, len, len, NULL,
-                                  &kerr) != KM_OK)
+        /* the header, the size and the records before the payload; the
+         * CRC and the rest wait for the read */
+        if (km_model_load_bytes((const unsigned char *)body, len, &lb,
+                                &kerr) != KM_OK)
             return upload_fault(&kerr, "the uploaded model file", e);
-        *bytes = 2 * len + KMM_SLACK;
-        return 0;
+        file = len;
+    } else {
+        km_libsvm_info info;
+        if (km_libsvm_scan(body, len, n_features, &info, &kerr) != KM_OK)
+            return upload_fault(&kerr, "the uploaded file", e);
+        km_libsvm_bytes(&info, &lb);
+        file = lb.kept;
     }
-    km_libsvm_info info;
-    if (km_libsvm_scan(body, len, n_features, &info, &kerr) != KM_OK)
-        return upload_fault(&kerr, "the uploaded file", e);
-    *bytes = km_libsvm_bytes(&info);
+    size_t stored = add_sat(lb.kept, add_sat(file, FILE_SLACK));
+    *bytes = add_sat(len, lb.peak > stored ? lb.peak : stored);
     return 0;
 }
 

@@ -48,8 +48,11 @@ int api_export_format(const api_transfer_query *q, api_format *f,
                       api_error *e);
 
 /* Checks an import's body without building the model (a LIBSVM file in
- * full, a kmm file's header against its size) and gives the bytes
- * reading it needs: 400 naming the line and field (libsvm) or the fault
+ * full, a kmm file's header against its size and its records before the
+ * payload) and gives the bytes the import holds at its peak, the body's
+ * own included: the body, and the read's peak or the model with the
+ * store's file of it (core's km_model_load_bytes and km_libsvm_bytes
+ * give the read's). 400 naming the line and field (libsvm) or the fault
  * (kmm). */
 int api_import_bytes(api_format f, const char *body, size_t len,
                      size_t n_features, size_t *bytes, api_error *e);

@@ -569,6 +569,24 @@ km_status km_model_check_header(const unsigned char *head, size_t len,
                                 uint64_t file_size, uint64_t *max_size,
                                 km_error *err) KM_MUST_CHECK;
 
+/* What reading a model takes (admission control, before the read), in
+ * bytes, not counting the bytes read: kept, what the model it makes
+ * holds (for a model file exactly its km_model_bytes), and peak, the
+ * most heap the read holds at once (at least kept; with an allowance for
+ * the allocator's own overhead). */
+typedef struct km_load_bytes {
+    size_t peak, kept;
+} km_load_bytes;
+
+/* What km_model_load_buffer of buf takes, from the sizes it allocates
+ * by: the header checked against len as the load checks it, the records
+ * before the payload read as the load reads them, and the payload's
+ * leading counts (the checksum and the rest are the load's to check).
+ * Fails as the load would on what it reads. Borrows buf. */
+km_status km_model_load_bytes(const unsigned char *buf, size_t len,
+                              km_load_bytes *out,
+                              km_error *err) KM_MUST_CHECK;
+
 /* Checks that X (n rows) fits the model: n_features columns, all finite.
  * Names the first bad entry ("X[3][1] is not a finite number"). */
 km_status km_model_check_input(const km_model *m, const double *X, size_t n,
@@ -1801,14 +1819,18 @@ typedef struct km_libsvm_info {
     size_t n_sv;            /* total_sv */
     size_t n_features;      /* of the model it makes */
     int has_probability;    /* svc with probA and probB */
+    int reordered;          /* svc whose labels do not ascend: its
+                               classes are renumbered */
 } km_libsvm_info;
 
 /* Checks the whole text without building the model (nothing allocated
  * grows with the SV lines) and says what it holds. */
 km_status km_libsvm_scan(const char *text, size_t len, size_t n_features,
                          km_libsvm_info *info, km_error *err) KM_MUST_CHECK;
-/* Peak bytes of km_libsvm_read of a file that scanned as info. */
-size_t km_libsvm_bytes(const km_libsvm_info *info);
+/* What km_libsvm_read of a file that scanned as info takes (not
+ * counting the text): its peak, and what the model keeps (an upper bound
+ * of its km_model_bytes). */
+void km_libsvm_bytes(const km_libsvm_info *info, km_load_bytes *out);
 /*
  * The model of a LIBSVM file: an svc (labels numeric, kmserve's
  * ascending class order: pairs whose classes LIBSVM orders the other way

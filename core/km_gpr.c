@@ -810,13 +810,40 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
     return KM_OK;
 }
 
+/* The heap of a payload of m's sizes with this many n x n factors (L,
+ * and the nystrom form's C): X, the coefficients, the norms and the
+ * weights, and the factors, each of which the file stores as a triangle
+ * and read_tri makes whole. */
+static size_t heap_bytes(const km_model *m, unsigned factors)
+{
+    uint64_t n = km_model_n_samples(m);
+    uint64_t values = km_mul_sat(n, km_add_sat(km_model_n_features(m), 3));
+    values = km_add_sat(values, km_mul_sat(factors, km_mul_sat(n, n)));
+    return (size_t)km_add_sat(sizeof(gpr_payload),
+                              km_mul_sat(values, sizeof(double)));
+}
+
 static size_t gpr_bytes(const void *payload, const km_model *m)
 {
     const gpr_payload *p = payload;
-    size_t n = km_model_n_samples(m);
-    size_t factors = (p->L ? n * n : 0) + (p->C ? n * n : 0);
-    return sizeof(gpr_payload) +
-           (factors + n * (km_model_n_features(m) + 3)) * sizeof(double);
+    return heap_bytes(m, (p->L != NULL) + (p->C != NULL));
+}
+
+/* The factors from the form and the nystrom form's flag (after the four
+ * numbers, X and the coefficients). */
+static void gpr_load_bytes(km_reader r, const km_model *m, size_t *kept,
+                           size_t *peak)
+{
+    unsigned factors = 1;
+    if (km_model_file_format(m) >= 6 &&
+        km_read_u32(&r) == GPR_FORM_NYSTROM) {
+        for (int i = 0; i < 4; i++)
+            km_read_f64(&r);
+        km_skip_array(&r, 8); /* X */
+        km_skip_array(&r, 8); /* the coefficients */
+        factors = km_read_u32(&r) ? 2 : 0;
+    }
+    *kept = *peak = heap_bytes(m, factors);
 }
 
 /* ------------------------------------------------------------ fit */
@@ -1454,4 +1481,5 @@ const km_algo km_gpr_algo = {
     .load = gpr_load,
     .file_format = gpr_file_format,
     .bytes = gpr_bytes,
+    .load_bytes = gpr_load_bytes,
 };

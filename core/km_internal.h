@@ -108,9 +108,17 @@ typedef struct km_writer {
     unsigned char *buf;
     size_t len, cap;
     int failed; /* an allocation failed; later writes are dropped */
+    int counting; /* km_writer_init_count: len counts, nothing is kept */
 } km_writer;
 
 void km_writer_init(km_writer *w);
+/* A writer that keeps nothing: len becomes the bytes a serialiser
+ * writes, so a second pass can allocate exactly that (buf stays NULL). */
+void km_writer_init_count(km_writer *w);
+/* Allocates room for n bytes in all (0, or -1 with failed set), so
+ * writing up to n never moves the buffer (a growing buffer's copy would
+ * hold the bytes twice for a moment). */
+int km_writer_reserve(km_writer *w, size_t n);
 void km_writer_cleanup(km_writer *w);
 void km_write_u32(km_writer *w, uint32_t v);
 void km_write_u64(km_writer *w, uint64_t v);
@@ -177,6 +185,9 @@ int km_all_finite(const double *v, size_t n);
 int km_utf8_valid(const char *s);
 /* A count of elements of elem_size bytes that must fit in what is left. */
 size_t km_read_count(km_reader *r, size_t elem_size);
+/* Steps over a stored count and that many elements of elem_size bytes
+ * (an f64s: 8, an i32s: 4), allocating nothing. */
+void km_skip_array(km_reader *r, size_t elem_size);
 
 uint32_t km_crc32(const unsigned char *p, size_t n);
 
@@ -289,6 +300,15 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   reads it back (r is positioned at it and must be
  *                   consumed exactly); bytes counts its heap memory (m
  *                   gives the sizes).
+ *   load_bytes      before a load, what it will take (admission control):
+ *                   *kept, the bytes (as bytes counts them) of the
+ *                   payload it makes, and *peak, the most heap it holds
+ *                   at once (at least *kept), from m's sizes and the
+ *                   payload's leading fields, read from r (a copy,
+ *                   positioned as load's r). Computed by the function
+ *                   bytes uses, so the two cannot drift apart; on a
+ *                   payload load refuses, still a bound of what load
+ *                   allocates before refusing it.
  */
 typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
                                    size_t n, double *out, km_error *err);
@@ -324,6 +344,8 @@ typedef struct km_algo {
     km_status (*load)(km_reader *r, const km_model *m, void **payload,
                       km_error *err);
     size_t (*bytes)(const void *payload, const km_model *m);
+    void (*load_bytes)(km_reader r, const km_model *m, size_t *kept,
+                       size_t *peak);
 } km_algo;
 
 #define KM_ALGO_EXTERN(e, id, name, desc) extern const km_algo desc;

@@ -25,12 +25,36 @@ void km_writer_cleanup(km_writer *w)
     memset(w, 0, sizeof *w);
 }
 
+void km_writer_init_count(km_writer *w)
+{
+    memset(w, 0, sizeof *w);
+    w->counting = 1;
+}
+
+int km_writer_reserve(km_writer *w, size_t n)
+{
+    if (w->failed || w->counting || n <= w->cap)
+        return w->failed ? -1 : 0;
+    unsigned char *nb = realloc(w->buf, n);
+    if (!nb) {
+        w->failed = 1;
+        return -1;
+    }
+    w->buf = nb;
+    w->cap = n;
+    return 0;
+}
+
 void km_write_bytes(km_writer *w, const void *p, size_t n)
 {
     if (w->failed || n == 0)
         return;
     if (w->len + n < w->len) {
         w->failed = 1;
+        return;
+    }
+    if (w->counting) {
+        w->len += n;
         return;
     }
     if (w->len + n > w->cap) {
@@ -178,6 +202,12 @@ double *km_read_f64s(km_reader *r, size_t n)
         return NULL;
     }
     return v;
+}
+
+void km_skip_array(km_reader *r, size_t elem_size)
+{
+    size_t n = km_read_count(r, elem_size);
+    take(r, n * elem_size);
 }
 
 int *km_read_i32s(km_reader *r, size_t n)

@@ -208,12 +208,33 @@ out:
     return st;
 }
 
+/* The heap of a payload of n rows, d features and k clusters: X, the
+ * memberships, the centroid constants, W (n x k) and the norms. */
+static size_t heap_bytes(uint64_t n, uint64_t d, uint64_t k)
+{
+    uint64_t v = km_add_sat(km_mul_sat(n, d),
+                            km_add_sat(km_mul_sat(n, k), km_add_sat(n, k)));
+    return (size_t)km_add_sat(km_add_sat(sizeof(kkm_payload),
+                                         km_mul_sat(n, 4)),
+                              km_mul_sat(v, 8));
+}
+
 static size_t kkm_bytes(const void *payload, const km_model *m)
 {
     (void)m;
     const kkm_payload *p = payload;
-    return sizeof *p + p->n * p->d * 8 + p->n * 4 + p->k * 8 +
-           p->n * p->k * 8 + p->n * 8;
+    return heap_bytes(p->n, p->d, p->k);
+}
+
+/* k from the payload's start (at most n, as the load checks); while it
+ * loads, check_members's marks and derive's counts too. */
+static void kkm_load_bytes(km_reader r, const km_model *m, size_t *kept,
+                           size_t *peak)
+{
+    uint64_t n = km_model_n_samples(m), k = km_read_u64(&r);
+    k = k < 1 ? 1 : k > n ? n : k;
+    *kept = heap_bytes(n, km_model_n_features(m), k);
+    *peak = (size_t)km_add_sat(*kept, km_mul_sat(k, 1 + sizeof(size_t)));
 }
 
 /* ------------------------------------------------------------ Lloyd */
@@ -825,4 +846,5 @@ const km_algo km_kkmeans_algo = {
     .save = kkm_save,
     .load = kkm_load,
     .bytes = kkm_bytes,
+    .load_bytes = kkm_load_bytes,
 };

@@ -1493,12 +1493,25 @@ static km_status klr_load(km_reader *r, const km_model *m, void **payload,
     return KM_OK;
 }
 
+/* The heap of a payload of m's sizes: X, the coefficients, the norms
+ * and the intercepts. */
 static size_t klr_bytes(const void *payload, const km_model *m)
 {
     (void)payload;
-    size_t n = km_model_n_samples(m), q = km_model_n_outputs(m);
-    return sizeof(klr_payload) +
-           (n * (km_model_n_features(m) + q + 1) + q) * sizeof(double);
+    uint64_t q = km_model_n_outputs(m);
+    uint64_t per_row = km_add_sat(km_model_n_features(m), km_add_sat(q, 1));
+    uint64_t values = km_add_sat(km_mul_sat(km_model_n_samples(m), per_row),
+                                 q);
+    return (size_t)km_add_sat(sizeof(klr_payload),
+                              km_mul_sat(values, sizeof(double)));
+}
+
+/* All from the header: nothing but the payload is allocated. */
+static void klr_load_bytes(km_reader r, const km_model *m, size_t *kept,
+                           size_t *peak)
+{
+    (void)r;
+    *kept = *peak = klr_bytes(NULL, m);
 }
 
 /* ------------------------------------------------------------ descriptor */
@@ -1567,4 +1580,5 @@ const km_algo km_klr_algo = {
     .save = klr_save,
     .load = klr_load,
     .bytes = klr_bytes,
+    .load_bytes = klr_load_bytes,
 };

@@ -378,7 +378,6 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
     size_t n = km_model_n_samples(m), k = km_model_n_outputs(m);
     size_t d = km_model_n_features(m);
     km_status st = KM_OK;
-    double *flat = NULL;
     if (k < 1 || k >= n || !km_mul3(n, k + 1, 8) || !km_mul3(n, d, 8))
         return km_error_set(err, KM_ECORRUPT,
                             "model file: bad kernel PCA dimensions");
@@ -399,8 +398,17 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
         p->form = f;
     }
     p->eigval = km_read_f64s(r, k);
-    flat = p->eigval ? km_read_f64s(r, n * k) : NULL;
-    p->col_mean = flat ? km_read_f64s(r, n) : NULL;
+    /* proj without its 1/n column, read straight into its rows (no
+     * flat copy beside them) */
+    p->proj = p->eigval ? malloc(n * (k + 1) * sizeof *p->proj) : NULL;
+    if (p->proj && km_read_count(r, 8) != n * k)
+        r->failed = 1;
+    for (size_t i = 0; p->proj && !r->failed && i < n; i++) {
+        for (size_t j = 0; j < k; j++)
+            p->proj[i * (k + 1) + j] = km_read_f64(r);
+        p->proj[i * (k + 1) + k] = 1.0 / (double)n;
+    }
+    p->col_mean = p->proj && !r->failed ? km_read_f64s(r, n) : NULL;
     p->grand_mean = km_read_f64(r);
     p->X = p->col_mean ? km_read_f64s(r, n * d) : NULL;
     uint32_t has_inverse = km_read_u32(r);
@@ -418,7 +426,8 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
             goto out;
         }
     /* What a projection computes with must be finite, as a fit makes it. */
-    if (!km_all_finite(flat, n * k) || !km_all_finite(p->col_mean, n) ||
+    if (!km_all_finite(p->proj, n * (k + 1)) ||
+        !km_all_finite(p->col_mean, n) ||
         !isfinite(p->grand_mean) || !km_all_finite(p->X, n * d)) {
         st = km_error_set(err, KM_ECORRUPT, "model file: kernel PCA "
                           "projections, means or training rows are not all "
@@ -447,16 +456,11 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
             goto out;
         }
     }
-    p->proj = malloc(n * (k + 1) * sizeof *p->proj);
     p->sum_proj = malloc(k * sizeof *p->sum_proj);
     p->bias = malloc(k * sizeof *p->bias);
-    if (!p->proj || !p->sum_proj || !p->bias) {
+    if (!p->sum_proj || !p->bias) {
         st = km_error_set(err, KM_ENOMEM, "out of memory reading a model");
         goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        memcpy(p->proj + i * (k + 1), flat + i * k, k * sizeof *flat);
-        p->proj[i * (k + 1) + k] = 1.0 / (double)n;
     }
     if (derive(p, n, k) != 0) {
         st = km_error_set(err, KM_ENOMEM, "out of memory reading a model");
@@ -465,20 +469,43 @@ static km_status kpca_load(km_reader *r, const km_model *m, void **payload,
     *payload = p;
     p = NULL;
 out:
-    free(flat);
     kpca_free(p);
     return st;
+}
+
+/* The heap of a payload of n rows, d features, k components, with the
+ * inverse map or not: X, eigval, proj, col_mean, sum_proj, bias, the
+ * norms, and the map's embedding and dual coefficients. */
+static size_t heap_bytes(uint64_t n, uint64_t d, uint64_t k, int inverse)
+{
+    uint64_t nd = km_mul_sat(n, d), nk = km_mul_sat(n, k);
+    uint64_t v = km_add_sat(nd, km_add_sat(km_mul_sat(n, k + 1),
+                                           km_add_sat(2 * n, 3 * k)));
+    if (inverse)
+        v = km_add_sat(v, km_add_sat(nk, nd));
+    return (size_t)km_add_sat(sizeof(kpca_payload), km_mul_sat(v, 8));
 }
 
 static size_t kpca_bytes(const void *payload, const km_model *m)
 {
     (void)m; /* the payload keeps its own sizes */
     const kpca_payload *p = payload;
-    size_t b = sizeof *p + p->n * p->d * 8 + p->k * 8 +
-               p->n * (p->k + 1) * 8 + p->n * 8 + 2 * p->k * 8;
-    if (p->has_inverse)
-        b += p->n * p->k * 8 + p->n * p->d * 8;
-    return b;
+    return heap_bytes(p->n, p->d, p->k, p->has_inverse);
+}
+
+/* The inverse map's flag, after the form, eigval, proj, col_mean,
+ * grand_mean and X. */
+static void kpca_load_bytes(km_reader r, const km_model *m, size_t *kept,
+                            size_t *peak)
+{
+    if (km_model_file_format(m) >= 5)
+        km_read_u32(&r); /* the form */
+    for (int i = 0; i < 3; i++)
+        km_skip_array(&r, 8); /* eigval, proj, col_mean */
+    km_read_f64(&r);
+    km_skip_array(&r, 8); /* X */
+    *kept = *peak = heap_bytes(km_model_n_samples(m), km_model_n_features(m),
+                               km_model_n_outputs(m), km_read_u32(&r) != 0);
 }
 
 
@@ -1754,4 +1781,5 @@ const km_algo km_kpca_algo = {
     .load = kpca_load,
     .file_format = kpca_file_format,
     .bytes = kpca_bytes,
+    .load_bytes = kpca_load_bytes,
 };

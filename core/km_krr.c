@@ -372,13 +372,25 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     return KM_OK;
 }
 
+/* The heap of a payload of m's sizes, either form (rff: b instead of the
+ * norms, as many): X, the coefficients, n more. */
 static size_t krr_bytes(const void *payload, const km_model *m)
 {
-    (void)payload; /* rff: b instead of the norms, as many */
-    size_t n = km_model_n_samples(m);
-    return sizeof(krr_payload) +
-           n * (km_model_n_features(m) + km_model_n_outputs(m) + 1) *
-               sizeof(double);
+    (void)payload;
+    uint64_t per_row = km_add_sat(km_model_n_features(m),
+                                  km_add_sat(km_model_n_outputs(m), 1));
+    return (size_t)km_add_sat(sizeof(krr_payload),
+                              km_mul_sat(km_mul_sat(km_model_n_samples(m),
+                                                    per_row),
+                                         sizeof(double)));
+}
+
+/* All from the header: nothing but the payload is allocated. */
+static void krr_load_bytes(km_reader r, const km_model *m, size_t *kept,
+                           size_t *peak)
+{
+    (void)r;
+    *kept = *peak = krr_bytes(NULL, m);
 }
 
 static km_status krr_fit_rff(const km_kernel *kernel,
@@ -1706,6 +1718,15 @@ static km_status krr_fit_rff(const km_kernel *kernel,
     for (size_t i0 = 0; i0 < n; i0 += block) {
         size_t nb = n - i0 < block ? n - i0 : block;
         rff_map(pl->X, pl->b, D, d, X + i0 * d, nb, Zb);
+        for (size_t i = 0; i < nb; i++)
+            if (!km_all_finite(Zb + i * D, D)) { /* x.w overflowed */
+                st = km_error_set(err, KM_EPROBLEM, "the random features of "
+                                  "X[%zu] are not finite numbers: the values "
+                                  "of X are too large for params.solver rff "
+                                  "in double precision (overflow); rescale "
+                                  "X", i0 + i);
+                goto out;
+            }
         cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)D, (int)nb,
                     1.0, Zb, (int)D, 1.0, A, (int)D);
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)D, (int)p,
@@ -1879,4 +1900,5 @@ const km_algo km_krr_algo = {
     .load = krr_load,
     .file_format = krr_file_format,
     .bytes = krr_bytes,
+    .load_bytes = krr_load_bytes,
 };

@@ -615,6 +615,9 @@ static void fill_info(const parsed *p, size_t n_features, km_libsvm_info *info)
     info->n_sv = p->nsv;
     info->n_features = d ? d : 1;
     info->has_probability = p->probA != NULL;
+    info->reordered = 0; /* labels not ascending: renumbered (build) */
+    for (size_t i = 1; i < p->k; i++)
+        info->reordered |= p->label[i] < p->label[i - 1];
 }
 
 km_status km_libsvm_scan(const char *text, size_t len, size_t n_features,
@@ -628,18 +631,30 @@ km_status km_libsvm_scan(const char *text, size_t len, size_t n_features,
     return st;
 }
 
-size_t km_libsvm_bytes(const km_libsvm_info *info)
+/* What the model of an import holds beside its payload: the struct, at
+ * most 256 labels of 11 characters, four figures (n_support: one value
+ * per class). */
+#define MODEL_SLACK ((size_t)64 << 10)
+
+/* As km_libsvm_read allocates: the header's arrays (parsed); the arrays
+ * of the SV lines (alloc_arrays), which the model takes, or, when the
+ * classes are renumbered, gives up for a renumbered copy it takes
+ * (build); the rows' norms and the labels and figures it adds. */
+void km_libsvm_bytes(const km_libsvm_info *info, km_load_bytes *out)
 {
     size_t k = info->n_classes, nsv = info->n_sv, d = info->n_features;
-    size_t ncoef = k ? k - 1 : 1, npair = k ? km_n_pairs(k) : 1;
-    /* The rows, coefficients and norms twice (the reader's and the
-     * model's copies), the header's arrays. */
-    size_t rows = km_mul3(nsv, d, 2 * sizeof(double));
-    size_t coef = km_mul3(nsv, ncoef + 1, 2 * sizeof(double));
-    if (!rows && nsv && d)
-        return SIZE_MAX; /* overflow */
-    size_t b = rows + coef + nsv * 8 + npair * 48 + k * 64 + 4096;
-    return b < rows ? SIZE_MAX : b;
+    int prob = info->has_probability;
+    uint64_t npair = k ? km_n_pairs(k) : 1;
+    uint64_t header = km_add_sat(km_mul_sat(npair, 3 * sizeof(double)),
+                                 km_mul_sat(k, 2 * sizeof(long)));
+    uint64_t kept = km_add_sat(km_svm_dual_bytes(k, nsv, d, prob,
+                                                 info->reordered),
+                               MODEL_SLACK);
+    uint64_t peak = km_add_sat(kept, header);
+    if (info->reordered) /* the file's order and the renumbered copy */
+        peak = km_add_sat(peak, km_svm_dual_bytes(k, nsv, d, prob, 0));
+    out->kept = (size_t)kept;
+    out->peak = (size_t)peak;
 }
 
 /* ------------------------------------------------------------ the model */
@@ -676,33 +691,17 @@ static size_t pair_index(size_t a, size_t b, size_t k)
     return a * k - a * (a + 1) / 2 + (b - a - 1);
 }
 
-/* The arrays of one-vs-one parts renumbered (renumber). */
-typedef struct ovo {
-    int *n_support, *sv_index;
-    double *sv, *coef, *rho, *probA, *probB;
-} ovo;
-
-static void ovo_free(ovo *o)
-{
-    free(o->n_support);
-    free(o->sv_index);
-    free(o->sv);
-    free(o->coef);
-    free(o->rho);
-    free(o->probA);
-    free(o->probB);
-}
-
 /*
  * The svc parts in with its classes renumbered, class i becoming
  * rank[i]: support vectors regrouped in the new class order (each class's
  * own order kept), each coefficient moved to its new column, and the
  * pairs whose two classes swap order negated (coefficients, rho, probB;
  * probA kept), so every decision value keeps its meaning. out's arrays
- * are allocated here (free with ovo_free, also on failure).
+ * are allocated here (free with km_svm_arrays_free, also on failure).
  */
 static km_status renumber(const km_svm_parts *in, size_t d,
-                          const size_t *rank, ovo *out, km_error *err)
+                          const size_t *rank, km_svm_arrays *out,
+                          km_error *err)
 {
     size_t k = in->k, nsv = in->nsv, nc = k - 1, np = km_n_pairs(k);
     size_t from[KM_LIBSVM_MAX_CLASSES], to[KM_LIBSVM_MAX_CLASSES];
@@ -801,34 +800,50 @@ static km_status add_figures(km_model *m, const parsed *p, const size_t *rank)
     return st;
 }
 
-/* The model of parts (LIBSVM's class order) for the parsed file p:
- * classes renumbered in ascending label order, LIBSVM's order kept as
- * the vote order of ties unless it is that order. */
+/* Whether rank is the identity: LIBSVM's class order is kmserve's. */
+static int in_order(const size_t *rank, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        if (rank[i] != i)
+            return 0;
+    return 1;
+}
+
+/* The model of the arrays a (LIBSVM's class order; the model takes them)
+ * for the parsed file p: classes renumbered in ascending label order, a
+ * renumbered copy replacing a's arrays unless LIBSVM's order is that
+ * order, and LIBSVM's order kept as the vote order of ties. */
 static km_status build(const parsed *p, const km_kernel *kern, size_t d,
-                       km_svm_parts *parts, km_model **out, km_error *err)
+                       km_svm_arrays *a, km_model **out, km_error *err)
 {
     size_t rank[KM_LIBSVM_MAX_CLASSES];
-    int vote[KM_LIBSVM_MAX_CLASSES], ascending = 1;
-    ovo o;
+    km_svm_arrays o;
     memset(&o, 0, sizeof o);
     km_status st = KM_OK;
     if (p->k) {
         class_ranks(p, rank);
-        for (size_t i = 0; i < p->k; i++) {
-            vote[i] = (int)rank[i];
-            ascending &= rank[i] == i;
+        if (!in_order(rank, p->k)) {
+            km_svm_parts in = {p->k, p->nsv, a->n_support, a->sv_index,
+                               a->sv, a->coef, a->rho, a->probA, a->probB,
+                               NULL};
+            if ((st = renumber(&in, d, rank, &o, err)) != KM_OK)
+                goto out;
+            if (!(o.vote = malloc(p->k * sizeof *o.vote))) {
+                st = oom(err);
+                goto out;
+            }
+            for (size_t i = 0; i < p->k; i++)
+                o.vote[i] = (int)rank[i];
+            km_svm_arrays_free(a); /* the rows once more, not three times */
+            *a = o;
+            memset(&o, 0, sizeof o);
         }
-        if ((st = renumber(parts, d, rank, &o, err)) != KM_OK)
-            goto out;
-        km_svm_parts sorted = {p->k, p->nsv, o.n_support, o.sv_index, o.sv,
-                               o.coef, o.rho, o.probA, o.probB,
-                               ascending ? NULL : vote};
-        *parts = sorted;
     }
     /* Every class has a row, so n_samples is at least the class count. */
     size_t ns = p->nsv > p->k ? p->nsv : p->k;
     km_model *m = NULL;
-    st = km_svm_model_new(p->algo, kern, d, ns ? ns : 1, parts, &m, err);
+    st = km_svm_model_new(p->algo, kern, d, ns ? ns : 1, p->k, p->nsv, a, &m,
+                          err);
     if (st == KM_OK && p->k)
         st = set_labels(m, p, rank, err);
     if (st == KM_OK && add_figures(m, p, rank) != KM_OK)
@@ -838,8 +853,42 @@ static km_status build(const parsed *p, const km_kernel *kern, size_t d,
     else
         km_model_free(m);
 out:
-    ovo_free(&o);
+    km_svm_arrays_free(&o);
     return st;
+}
+
+/* A copy of n doubles (at least one allocated), or NULL. */
+static double *dup_doubles(const double *v, size_t n)
+{
+    double *c = malloc((n ? n : 1) * sizeof *c);
+    if (c && n)
+        memcpy(c, v, n * sizeof *c);
+    return c;
+}
+
+/* The arrays of the parsed file p as LIBSVM orders them, the SV lines
+ * not yet read (rows zero); 0, or -1 out of memory (a freed by the
+ * caller either way). */
+static int alloc_arrays(const parsed *p, size_t d, km_svm_arrays *a)
+{
+    size_t nsv = p->nsv ? p->nsv : 1;
+    a->sv = calloc(nsv * d, sizeof *a->sv);
+    a->coef = malloc(nsv * p->ncoef * sizeof *a->coef);
+    a->sv_index = malloc(nsv * sizeof *a->sv_index);
+    a->rho = dup_doubles(p->rho, p->npair);
+    if (p->probA) {
+        a->probA = dup_doubles(p->probA, p->npair);
+        a->probB = dup_doubles(p->probB, p->npair);
+    }
+    if (p->k && (a->n_support = malloc(p->k * sizeof *a->n_support)))
+        for (size_t i = 0; i < p->k; i++)
+            a->n_support[i] = (int)p->nr_sv[i];
+    if (!a->sv || !a->coef || !a->sv_index || !a->rho ||
+        (p->probA && (!a->probA || !a->probB)) || (p->k && !a->n_support))
+        return -1;
+    for (size_t s = 0; s < p->nsv; s++)
+        a->sv_index[s] = (int)s; /* its place among the SV lines */
+    return 0;
 }
 
 km_status km_libsvm_read(const char *text, size_t len, size_t n_features,
@@ -848,43 +897,32 @@ km_status km_libsvm_read(const char *text, size_t len, size_t n_features,
     parsed p;
     km_libsvm_info info;
     km_kernel kern;
-    double *sv = NULL, *coef = NULL;
-    int *sv_index = NULL, nr_sv[KM_LIBSVM_MAX_CLASSES];
+    km_svm_arrays a;
+    memset(&a, 0, sizeof a);
     km_kernel_init(&kern, KM_KERNEL_LINEAR);
     km_status st = scan(text, len, n_features, &p, err);
     if (st != KM_OK)
         goto out;
     fill_info(&p, n_features, &info);
-    size_t d = info.n_features, nsv = p.nsv;
+    size_t d = info.n_features;
     if ((st = make_kernel(&p, d, &kern, err)) != KM_OK)
         goto out;
-    if (nsv && !km_mul3(nsv, d, sizeof *sv)) {
+    if (p.nsv && !km_mul3(p.nsv, d, sizeof(double))) {
         st = oom(err);
         goto out;
     }
-    sv = calloc(nsv ? nsv * d : 1, sizeof *sv);
-    coef = malloc((nsv ? nsv : 1) * p.ncoef * sizeof *coef);
-    sv_index = malloc((nsv ? nsv : 1) * sizeof *sv_index);
-    if (!sv || !coef || !sv_index) {
+    if (alloc_arrays(&p, d, &a) != 0) {
         st = oom(err);
         goto out;
     }
-    sv_sink sink = {d, sv, coef};
+    sv_sink sink = {d, a.sv, a.coef};
     if ((st = sv_lines(&p, text + len, &sink, err)) != KM_OK)
         goto out;
-    for (size_t s = 0; s < nsv; s++)
-        sv_index[s] = (int)s; /* its place among the SV lines */
-    for (size_t i = 0; i < p.k; i++)
-        nr_sv[i] = (int)p.nr_sv[i];
-    km_svm_parts parts = {p.k, nsv, p.k ? nr_sv : NULL, sv_index, sv, coef,
-                          p.rho, p.probA, p.probB, NULL};
-    st = build(&p, &kern, d, &parts, out, err);
+    st = build(&p, &kern, d, &a, out, err);
 out:
     km_kernel_cleanup(&kern);
     parsed_free(&p);
-    free(sv);
-    free(coef);
-    free(sv_index);
+    km_svm_arrays_free(&a);
     return st;
 }
 
@@ -1031,7 +1069,7 @@ km_status km_libsvm_write(const km_model *m, char **text, size_t *len,
     size_t d = km_model_n_features(m);
     size_t rank[KM_LIBSVM_MAX_CLASSES];
     const char *label[KM_LIBSVM_MAX_CLASSES];
-    ovo o;
+    km_svm_arrays o;
     memset(&o, 0, sizeof o);
     for (size_t pos = 0; pos < p.k; pos++) {
         /* LIBSVM's class pos is the pos-th of the vote order */
@@ -1041,7 +1079,7 @@ km_status km_libsvm_write(const km_model *m, char **text, size_t *len,
     }
     if (p.vote) {
         if ((st = renumber(&p, d, rank, &o, err)) != KM_OK) {
-            ovo_free(&o);
+            km_svm_arrays_free(&o);
             return st;
         }
         km_svm_parts q = {p.k, p.nsv, o.n_support, o.sv_index, o.sv, o.coef,
@@ -1052,7 +1090,7 @@ km_status km_libsvm_write(const km_model *m, char **text, size_t *len,
     km_writer_init(&w);
     write_text(&w, km_model_kernel(m), d, &p, label,
                p.k ? NULL : km_info_find(km_model_training(m), "probA"));
-    ovo_free(&o);
+    km_svm_arrays_free(&o);
     km_write_bytes(&w, "", 1); /* a NUL after the text, not counted */
     if (w.failed) {
         km_writer_cleanup(&w);

@@ -798,32 +798,48 @@ static km_status read_search(km_reader *r, km_model *m, km_error *err)
 
 /* ------------------------------------------------------------ file format */
 
+/* The file of m up to its checksum. */
+static void write_model(km_writer *w, const km_model *m)
+{
+    const km_algo *ops = km_algo_of(m->algo);
+    uint32_t fv = ops->file_format ? ops->file_format(m->payload) : 0;
+    km_write_bytes(w, MAGIC, 4);
+    km_write_u32(w, fv ? fv : FORMAT_DEFAULT);
+    km_write_u32(w, (uint32_t)m->algo);
+    km_write_u64(w, m->n_features);
+    km_write_u64(w, m->n_samples);
+    km_write_u64(w, m->n_outputs);
+    km_write_str(w, m->name);
+    km_write_u64(w, m->version);
+    km_write_u64(w, (uint64_t)m->created_at_ms);
+    km_kernel_write(w, &m->kernel);
+    km_info_write(w, &m->params);
+    km_info_write(w, &m->training);
+    km_write_u64(w, m->n_labels);
+    km_write_u32(w, (uint32_t)m->labels_numeric);
+    for (size_t i = 0; i < m->n_labels; i++)
+        km_write_str(w, m->labels[i]);
+    km_pre_write(w, &m->pre, m->n_features, m->n_outputs);
+    write_search(w, m);
+    ops->save(m->payload, m, w);
+}
+
+/* Two passes: the first counts, so the buffer is allocated once at its
+ * size (a doubling buffer would hold up to twice the file, and its copy
+ * the file twice for a moment: a model's file is its largest copy). */
 km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
                                size_t *len, km_error *err)
 {
-    const km_algo *ops = km_algo_of(m->algo);
     km_writer w;
+    km_writer_init_count(&w);
+    write_model(&w, m);
+    int counted = !w.failed && w.len + 4 > w.len;
+    size_t size = w.len + 4; /* and the checksum */
     km_writer_init(&w);
-    uint32_t fv = ops->file_format ? ops->file_format(m->payload) : 0;
-    km_write_bytes(&w, MAGIC, 4);
-    km_write_u32(&w, fv ? fv : FORMAT_DEFAULT);
-    km_write_u32(&w, (uint32_t)m->algo);
-    km_write_u64(&w, m->n_features);
-    km_write_u64(&w, m->n_samples);
-    km_write_u64(&w, m->n_outputs);
-    km_write_str(&w, m->name);
-    km_write_u64(&w, m->version);
-    km_write_u64(&w, (uint64_t)m->created_at_ms);
-    km_kernel_write(&w, &m->kernel);
-    km_info_write(&w, &m->params);
-    km_info_write(&w, &m->training);
-    km_write_u64(&w, m->n_labels);
-    km_write_u32(&w, (uint32_t)m->labels_numeric);
-    for (size_t i = 0; i < m->n_labels; i++)
-        km_write_str(&w, m->labels[i]);
-    km_pre_write(&w, &m->pre, m->n_features, m->n_outputs);
-    write_search(&w, m);
-    ops->save(m->payload, m, &w);
+    if (!counted || km_writer_reserve(&w, size) != 0)
+        w.failed = 1;
+    else
+        write_model(&w, m);
     km_write_u32(&w, w.failed ? 0 : km_crc32(w.buf, w.len));
     if (w.failed) {
         km_writer_cleanup(&w);
@@ -1012,6 +1028,98 @@ static km_status read_identity(km_reader *r, km_model *m, km_error *err)
     return KM_OK;
 }
 
+/* The checks of a file's header against its size, and a reader of its
+ * body (after the fixed header, before the checksum). */
+static km_status open_file(const unsigned char *buf, size_t len,
+                           file_header *h, km_reader *r, km_error *err)
+{
+    uint64_t lo, hi;
+    km_status st = parse_header(buf, len, h, &lo, &hi, err);
+    if (st == KM_OK)
+        st = check_size(h, lo, hi, len, err);
+    if (st != KM_OK)
+        return st;
+    km_reader body = {buf + KM_MODEL_HEADER_BYTES,
+                      len - KM_MODEL_HEADER_BYTES - 4, 0};
+    *r = body;
+    return KM_OK;
+}
+
+/* A model of header h with the records before the payload read from r:
+ * identity, kernel, figures, labels, preprocessing and search. */
+static km_status read_records(km_reader *r, const file_header *h,
+                              km_model **out, km_error *err)
+{
+    km_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
+    m->algo = h->algo;
+    m->n_features = (size_t)h->nf;
+    m->n_samples = (size_t)h->ns;
+    m->n_outputs = (size_t)h->no;
+    m->file_format = h->format;
+    size_t figures = (size_t)max_figure_values(h->algo, h->ns);
+    km_status st = read_identity(r, m, err);
+    if (st == KM_OK)
+        st = km_kernel_read(r, &m->kernel, 0, err);
+    if (st == KM_OK)
+        st = km_info_read(r, &m->params, figures, err);
+    if (st == KM_OK)
+        st = km_info_read(r, &m->training, figures, err);
+    if (st == KM_OK)
+        st = read_labels(r, m, err);
+    if (st == KM_OK && h->format >= 2)
+        st = km_pre_read(r, &m->pre, m->algo, m->n_features, m->n_outputs,
+                         err);
+    if (st == KM_OK && h->format >= 2)
+        st = read_search(r, m, err);
+    if (st != KM_OK) {
+        km_model_free(m);
+        return st;
+    }
+    *out = m;
+    return KM_OK;
+}
+
+/* The allocator's overhead a load may add beyond what km_model_bytes
+ * counts: a chunk header per allocation (a few dozen: the arrays, the
+ * figures), the pages of each large array rounded up, and one small chunk
+ * per label (a string of a byte or two takes 32). */
+#define LOAD_SLACK ((size_t)64 << 10)
+#define LABEL_SLACK 32
+
+km_status km_model_load_bytes(const unsigned char *buf, size_t len,
+                              km_load_bytes *out, km_error *err)
+{
+    km_error local;
+    if (!err)
+        err = &local; /* the label check rewrites its message */
+    file_header h;
+    km_reader r;
+    km_model *m = NULL;
+    km_status st = open_file(buf, len, &h, &r, err);
+    if (st == KM_OK)
+        st = read_records(&r, &h, &m, err);
+    if (st != KM_OK)
+        return st;
+    size_t kept, peak;
+    km_algo_of(m->algo)->load_bytes(r, m, &kept, &peak);
+    /* the records as they are held (no payload yet), and read_search's
+     * arrays, read apart, then copied into one */
+    uint64_t records = km_model_bytes(m);
+    uint64_t search = m->has_search ? km_mul_sat(m->search.n_points *
+                                                 (m->search.n_params + 3),
+                                                 sizeof(double))
+                                    : 0;
+    uint64_t slack = km_add_sat(LOAD_SLACK,
+                                km_mul_sat(m->n_labels, LABEL_SLACK));
+    out->kept = (size_t)km_add_sat(records, kept);
+    out->peak = (size_t)km_add_sat(km_add_sat(records, peak),
+                                   km_add_sat(search, slack));
+    km_model_free(m);
+    return KM_OK;
+}
+
 km_status km_model_load_buffer(const unsigned char *buf, size_t len,
                                km_model **out, km_error *err)
 {
@@ -1019,10 +1127,9 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
     if (!err)
         err = &local; /* the label check rewrites its message */
     file_header h;
-    uint64_t lo, hi;
-    km_status st = parse_header(buf, len, &h, &lo, &hi, err);
-    if (st == KM_OK)
-        st = check_size(&h, lo, hi, len, err);
+    km_reader r;
+    km_model *m = NULL;
+    km_status st = open_file(buf, len, &h, &r, err);
     if (st != KM_OK)
         return st;
     km_reader tail = {buf + len - 4, 4, 0};
@@ -1031,35 +1138,9 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
         return km_error_set(err, KM_ECORRUPT,
                             "model checksum mismatch (file truncated or "
                             "altered)");
-    /* The body: after the fixed header, before the checksum. */
-    km_reader r = {buf + KM_MODEL_HEADER_BYTES,
-                   len - KM_MODEL_HEADER_BYTES - 4, 0};
-
-    km_model *m = calloc(1, sizeof *m);
-    if (!m)
-        return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
-    m->algo = h.algo;
-    m->n_features = (size_t)h.nf;
-    m->n_samples = (size_t)h.ns;
-    m->n_outputs = (size_t)h.no;
-    m->file_format = h.format;
-    size_t figures = (size_t)max_figure_values(h.algo, h.ns);
-    st = read_identity(&r, m, err);
-    if (st == KM_OK)
-        st = km_kernel_read(&r, &m->kernel, 0, err);
-    if (st == KM_OK)
-        st = km_info_read(&r, &m->params, figures, err);
-    if (st == KM_OK)
-        st = km_info_read(&r, &m->training, figures, err);
-    if (st == KM_OK)
-        st = read_labels(&r, m, err);
-    if (st == KM_OK && h.format >= 2)
-        st = km_pre_read(&r, &m->pre, m->algo, m->n_features, m->n_outputs,
-                         err);
-    if (st == KM_OK && h.format >= 2)
-        st = read_search(&r, m, err);
-    if (st == KM_OK)
-        st = km_algo_of(m->algo)->load(&r, m, &m->payload, err);
+    if ((st = read_records(&r, &h, &m, err)) != KM_OK)
+        return st;
+    st = km_algo_of(m->algo)->load(&r, m, &m->payload, err);
     if (st == KM_OK && (r.failed || r.left != 0))
         st = km_error_set(err, KM_ECORRUPT,
                           "model file: payload does not match its header");

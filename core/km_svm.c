@@ -503,16 +503,60 @@ static km_status svr_load(km_reader *r, const km_model *m, void **out,
     return payload_load(r, m, 0, out, err);
 }
 
+/* The heap of a payload of this form and these sizes: the rows, their
+ * norms, the coefficients, rho (and probA, probB) per pair; the dual form
+ * also the class counts, row indices and vote order. */
+static size_t heap_bytes(unsigned form, uint64_t k, uint64_t nsv, uint64_t d,
+                         int prob, int vote)
+{
+    uint64_t npair = k ? km_n_pairs(k) : 1;
+    uint64_t ncoef = form == SVC_FORM_NYSTROM ? npair : k ? k - 1 : 1;
+    uint64_t per_row = km_add_sat(d, km_add_sat(ncoef, 1));
+    uint64_t b = km_mul_sat(km_mul_sat(nsv, per_row), 8);
+    b = km_add_sat(b, km_mul_sat(npair, 8 * (prob ? 3 : 1)));
+    if (form != SVC_FORM_NYSTROM)
+        b = km_add_sat(b, 4 * (k + nsv + (vote ? k : 0)));
+    return (size_t)km_add_sat(b, sizeof(svm_payload));
+}
+
+size_t km_svm_dual_bytes(size_t k, size_t nsv, size_t d, int prob, int vote)
+{
+    return heap_bytes(SVC_FORM_DUAL, k, nsv, d, prob, vote);
+}
+
 static size_t payload_bytes(const void *v, const km_model *m)
 {
     (void)m; /* the payload keeps its own sizes */
     const svm_payload *p = v;
-    size_t npair = p->k ? n_pairs(p->k) : 1;
-    if (p->form == SVC_FORM_NYSTROM)
-        return sizeof *p + p->nsv * (p->d + 1 + npair) * 8 + npair * 8;
-    return sizeof *p + p->k * 4 + p->nsv * 4 +
-           p->nsv * (p->d + n_coef(p)) * 8 +
-           npair * 8 * (p->probA ? 3 : 1) + (p->vote ? p->k * 4 : 0);
+    return heap_bytes(p->form, p->k, p->nsv, p->d, p->probA != NULL,
+                      p->vote != NULL);
+}
+
+/* The form, k and the row count from the payload's start (clamped as
+ * the load checks them); the dual form's flags after its arrays. */
+static void load_bytes(km_reader r, const km_model *m, size_t *kept,
+                       size_t *peak)
+{
+    int svc = km_model_algorithm(m) == KM_ALGO_SVC;
+    uint64_t ns = km_model_n_samples(m), kmax = km_max_classes(ns);
+    unsigned form = SVC_FORM_DUAL;
+    if (svc && km_model_file_format(m) >= 4)
+        form = km_read_u32(&r) == SVC_FORM_NYSTROM ? SVC_FORM_NYSTROM
+                                                   : SVC_FORM_DUAL;
+    uint64_t k = km_read_u64(&r), nsv = km_read_u64(&r);
+    k = !svc ? 0 : k < 2 ? 2 : k > kmax ? kmax : k;
+    nsv = form == SVC_FORM_NYSTROM || nsv > ns ? ns : nsv;
+    uint32_t flags = 0;
+    if (form == SVC_FORM_DUAL) {
+        km_skip_array(&r, 4); /* n_support */
+        km_skip_array(&r, 4); /* sv_index */
+        for (int i = 0; i < 3; i++)
+            km_skip_array(&r, 8); /* sv, coef, rho */
+        flags = km_read_u32(&r);
+    }
+    *kept = heap_bytes(form, k, nsv, km_model_n_features(m), flags & 1,
+                       (flags & 2) != 0);
+    *peak = *kept + (size_t)k; /* and is_permutation's marks */
 }
 
 
@@ -1612,44 +1656,45 @@ const double *km_svm_rho(const km_model *m)
 
 /* ------------------------------------------------------------ made elsewhere */
 
-/* A copy of n elements of size sz (at least one byte allocated), or NULL. */
-static void *dup_array(const void *src, size_t n, size_t sz)
+void km_svm_arrays_free(km_svm_arrays *a)
 {
-    void *p = malloc(n ? n * sz : 1);
-    if (p && n)
-        memcpy(p, src, n * sz);
-    return p;
+    free(a->n_support);
+    free(a->sv_index);
+    free(a->sv);
+    free(a->coef);
+    free(a->rho);
+    free(a->probA);
+    free(a->probB);
+    free(a->vote);
+    memset(a, 0, sizeof *a);
 }
 
+/* The arrays are taken, not copied: a model read from a LIBSVM file
+ * holds its rows once. */
 km_status km_svm_model_new(km_algorithm algo, const km_kernel *kernel,
-                           size_t d, size_t n_samples,
-                           const km_svm_parts *parts, km_model **out,
-                           km_error *err)
+                           size_t d, size_t n_samples, size_t k, size_t nsv,
+                           km_svm_arrays *a, km_model **out, km_error *err)
 {
     svm_payload *p = calloc(1, sizeof *p);
-    if (!p)
+    if (!p) {
+        km_svm_arrays_free(a);
         return oom(err);
-    p->k = algo == KM_ALGO_SVC ? parts->k : 0;
-    p->nsv = parts->nsv;
+    }
+    p->k = algo == KM_ALGO_SVC ? k : 0;
+    p->nsv = nsv;
     p->d = d;
-    size_t npair = p->k ? n_pairs(p->k) : 1;
-    p->n_support = dup_array(parts->n_support, p->k, sizeof(int));
-    p->sv_index = dup_array(parts->sv_index, p->nsv, sizeof(int));
-    p->sv = dup_array(parts->sv, p->nsv * d, sizeof(double));
-    p->coef = dup_array(parts->coef, p->nsv * n_coef(p), sizeof(double));
-    p->rho = dup_array(parts->rho, npair, sizeof(double));
-    if (p->k && parts->probA) {
-        p->probA = dup_array(parts->probA, npair, sizeof(double));
-        p->probB = dup_array(parts->probB, npair, sizeof(double));
-    }
-    if (p->k && parts->vote && !(p->vote = dup_array(parts->vote, p->k,
-                                                       sizeof(int)))) {
-        payload_free(p);
-        return oom(err);
-    }
+    p->n_support = a->n_support;
+    p->sv_index = a->sv_index;
+    p->sv = a->sv;
+    p->coef = a->coef;
+    p->rho = a->rho;
+    p->probA = a->probA;
+    p->probB = a->probB;
+    p->vote = a->vote;
+    memset(a, 0, sizeof *a); /* the payload's now */
     p->svn = p->sv ? km_sqnorms(p->sv, p->nsv, d) : NULL;
-    if (!p->n_support || !p->sv_index || !p->sv || !p->coef || !p->rho ||
-        (p->k && parts->probA && (!p->probA || !p->probB)) || !p->svn) {
+    if ((p->k && !p->n_support) || !p->sv_index || !p->sv || !p->coef ||
+        !p->rho || (p->k && p->probA && !p->probB) || !p->svn) {
         payload_free(p);
         return oom(err);
     }
@@ -1829,6 +1874,7 @@ const km_algo km_svc_algo = {
     .load = svc_load,
     .file_format = svc_file_format,
     .bytes = payload_bytes,
+    .load_bytes = load_bytes,
 };
 
 const km_algo km_svr_algo = {
@@ -1845,4 +1891,5 @@ const km_algo km_svr_algo = {
     .save = payload_save,
     .load = svr_load,
     .bytes = payload_bytes,
+    .load_bytes = load_bytes,
 };

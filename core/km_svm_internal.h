@@ -204,14 +204,33 @@ typedef struct km_svm_parts {
                                  ascending */
 } km_svm_parts;
 
-/* A model of algo (svc or svr) holding copies of parts, for a reader
- * other than the model file's (km_libsvm.c). Nothing is checked here
- * but the allocation: the caller has checked what km_svm.c's loader
- * checks. Labels and figures are the caller's to add. */
+/* The arrays of an svc or svr payload in the layout of km_svm_parts, each
+ * from malloc or NULL (n_support of an svr, probA and probB without
+ * probabilities, vote in ascending order). */
+typedef struct km_svm_arrays {
+    int *n_support, *sv_index;
+    double *sv, *coef, *rho, *probA, *probB;
+    int *vote;
+} km_svm_arrays;
+
+/* Frees a's arrays and zeroes it. */
+void km_svm_arrays_free(km_svm_arrays *a);
+
+/* A model of algo (svc or svr; k classes, or 0) and nsv support vectors
+ * of d features that takes a's arrays (zeroing a: the model frees them,
+ * also on failure), for a reader other than the model file's
+ * (km_libsvm.c). Nothing is checked here but the allocation: the caller
+ * has checked what km_svm.c's loader checks. It adds the rows' norms
+ * (its heap is km_svm_dual_bytes). Labels and figures are the caller's to
+ * add. */
 km_status km_svm_model_new(km_algorithm algo, const km_kernel *kernel,
-                           size_t d, size_t n_samples,
-                           const km_svm_parts *parts, km_model **out,
+                           size_t d, size_t n_samples, size_t k, size_t nsv,
+                           km_svm_arrays *a, km_model **out,
                            km_error *err) KM_MUST_CHECK;
+/* The heap of a dual-form payload of k classes (0: svr), nsv rows of d
+ * features, probA and probB or not, a vote order or not: what the
+ * model's bytes counts, and what its load keeps. */
+size_t km_svm_dual_bytes(size_t k, size_t nsv, size_t d, int prob, int vote);
 /* The payload of an svc or svr model, borrowed (valid while m is). */
 void km_svm_parts_of(const km_model *m, km_svm_parts *out);
 

@@ -1023,8 +1023,9 @@ static int transfer_query(srv_request *rq, srv_reply *rp, int import,
 
 /* An uploaded model file becomes the model's next version through the
  * same store-then-swap as a fit; reading it is admitted against the
- * memory budget (413) once its size is known from a check that
- * allocates nothing that grows with it. */
+ * memory budget (413) by api_import_bytes (the body, the read's peak or
+ * the model with the store's file of it), from a check that builds
+ * nothing of the model's size. */
 static void h_import(srv_request *rq, srv_reply *rp)
 {
     api_transfer_query q;
