@@ -433,6 +433,7 @@ class Analysis:
         if op.pinned is not None and op.status in (200, 404):
             need = self.must_exist(ix, op.rep, op.pinned, op.send, op.recv)
             if need:
+                self.counts["pinned reads of versions that must answer"] += 1
                 want = set().union(*(self.contents_of(ix, x) for x in need))
                 if op.status != 200 or op.cid not in want:
                     self.fail(C_KEPT, f"{op!r} though {need} must be there")
@@ -986,7 +987,7 @@ def main():
              (" " + op.sig_kind if op.sig_kind else "")) for op in world.ops)
         run.tally.note("requests: " + ", ".join(
             f"{k} {v}" for k, v in sorted(kinds.items())))
-        run.tally.note("statuses: " + ", ".join(
+        run.tally.note("outcomes: " + ", ".join(
             f"{k}: {v}" for k, v in sorted(c.items())))
         run.tally.note(f"rescans: A {len(world.scans.get('A', []))}, "
                        f"B {len(world.scans.get('B', []))}")
@@ -996,6 +997,7 @@ def main():
         # The run did exercise what it claims to.
         check(c["fit 201"] >= 8 and c["delete 204"] >= 1 and
               c["rollback 200"] >= 1 and c["read 200"] >= 20 and
+              c["pinned reads of versions that must answer"] >= 5 and
               sum(1 for op in world.ops if op.kind == "read" and op.pinned and
                   op.status == 200 and op.send < deadline) >= 5,
               "the run fitted, deleted, rolled back and read (pinned too)",
