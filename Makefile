@@ -127,10 +127,10 @@ mpi:
 	@echo "note: kmserve-mpi not built: no mpicc linking $(SCALAPACK_LIBS) (make deps installs $(DEPS_MPI))"
 endif
 
-$(B)/kmserve-mpi: mpi/kmserve_mpi.c $(B)/server/srv_file.o $(B)/libkm.a
+$(B)/kmserve-mpi: mpi/kmserve_mpi.c $(B)/server/srv_file.o $(B)/server/srv_beat.o $(B)/libkm.a
 	@$(if $(V),,echo "  MPICC   $@")
 	$(Q)OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Iserver -o $@ $< \
-	    $(B)/server/srv_file.o $(B)/libkm.a $(SCALAPACK_LIBS) $(LIBS) $(LDFLAGS)
+	    $(B)/server/srv_file.o $(B)/server/srv_beat.o $(B)/libkm.a $(SCALAPACK_LIBS) $(LIBS) $(LDFLAGS)
 
 $(B)/tests/mpi_check: tests/mpi/mpi_check.c $(B)/libkm.a
 	@mkdir -p $(dir $@)

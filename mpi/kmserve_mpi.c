@@ -5,6 +5,7 @@
  *
  *   kmserve-mpi --request R --output O --status S --error E
  *               [--block NB] [--memory-budget-mb MB] [--blas-threads T]
+ *               [--heartbeat PREFIX [--heartbeat-interval SECONDS]]
  *
  * BLAS threads per rank: T, or OpenBLAS's default (OPENBLAS_NUM_THREADS,
  * else every core) when 0 or absent; one rank per node wants the node's
@@ -26,7 +27,19 @@
  * checks its share (NUMROC's local sizes) against the per-rank budget.
  * Krr (exact solver) and gpr (optimizer none); anything else is refused.
  *
- * Thread-safety: one thread per rank.
+ * Liveness, for the daemon's deadlines (docs/distributed.md): with
+ * --heartbeat, a thread of each rank rewrites the rank's record
+ * PREFIX<rank> (srv_beat.h: rank, pid, a counter, the phase) every
+ * interval (1 s unless given) and at once at each phase change: a
+ * thread, so that a rank inside one long ScaLAPACK call still beats. It
+ * starts in main() when the launcher gives the rank in the environment
+ * (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID), in phase
+ * mpi-init, else when MPI_Init returns; the last record, after
+ * MPI_Finalize, says exit:CODE. Test hook: with KMSERVE_MPI_TEST_HOLD=FILE
+ * in the environment a rank waits at the phase FILE names (set_phase).
+ *
+ * Thread-safety: the rank's work on one thread; the heartbeat's thread
+ * calls no MPI and shares only the record, under its lock.
  */
 #include <cblas.h>
 #include <errno.h>
@@ -35,13 +48,16 @@
 #include <math.h>
 #include <stdarg.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "km.h"
+#include "srv_beat.h"
 #include "srv_file.h"
 
 #ifdef __SANITIZE_ADDRESS__
@@ -102,11 +118,27 @@ void pdsyevr_(const char *jobz, const char *range, const char *uplo,
 
 enum { CMD_DONE = 0, CMD_SOLVE = 1, CMD_EIGEN = 2 };
 
+/* The heartbeat: a thread that rewrites this rank's liveness record
+ * (srv_beat.h) every interval, and at once when the phase, the state or
+ * the rank changes. Off (no thread) without --heartbeat. */
+typedef struct heart {
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+    pthread_t thread;
+    int running, stop, dirty;
+    double interval;         /* seconds */
+    const char *prefix;      /* record of rank R: PREFIX<R>; NULL: off */
+    char path[PATH_MAX];
+    srv_beat rec;            /* guarded by lock */
+} heart;
+
 typedef struct worker {
     int rank, size, ctxt, nprow, npcol, myrow, mycol, nb;
     size_t budget; /* bytes per rank; 0: unchecked */
     const char *status_path, *output_path;
     const char *phase;
+    const char *hold;  /* KMSERVE_MPI_TEST_HOLD's file, or NULL */
+    heart hb;
 } worker;
 
 /* ------------------------------------------------------------ files */
@@ -132,6 +164,143 @@ static int report(void *ctx, double fraction)
     int len = snprintf(line, sizeof line, "%.4f %s\n", fraction, w->phase);
     write_atomic(w->status_path, line, (size_t)len);
     return 0; /* cancel: the daemon ends the process group */
+}
+
+/* ------------------------------------------------------------ heartbeat */
+
+static int heart_path(heart *h, int rank)
+{
+    h->rec.rank = rank;
+    return snprintf(h->path, sizeof h->path, "%s%d", h->prefix, rank) <
+                   (int)sizeof h->path
+               ? 0
+               : -1;
+}
+
+static void *heart_main(void *arg)
+{
+    heart *h = arg;
+    pthread_mutex_lock(&h->lock);
+    while (!h->stop) {
+        h->rec.beat++;
+        srv_beat_write(h->path, &h->rec); /* a miss shows as silence */
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        double t = (double)until.tv_sec + until.tv_nsec / 1e9 + h->interval;
+        until.tv_sec = (time_t)t;
+        until.tv_nsec = (long)((t - (double)until.tv_sec) * 1e9);
+        while (!h->stop && !h->dirty &&
+               pthread_cond_timedwait(&h->wake, &h->lock, &until) == 0)
+            ;
+        h->dirty = 0;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+/* The rank, and a rank's record from then on: starts the thread the first
+ * time (rank -1: not yet known, nothing), moves the record when the rank
+ * changes. */
+static void heart_rank(heart *h, int rank)
+{
+    if (!h->prefix || rank < 0)
+        return;
+    pthread_mutex_lock(&h->lock);
+    if (h->running && rank != h->rec.rank) {
+        unlink(h->path);
+        if (heart_path(h, rank) == 0)
+            h->dirty = 1;
+        pthread_cond_signal(&h->wake);
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (h->running || heart_path(h, rank) != 0)
+        return;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    h->running = pthread_create(&h->thread, NULL, heart_main, h) == 0;
+    if (!h->running)
+        fprintf(stderr, "kmserve-mpi: rank %d: no heartbeat thread\n", rank);
+}
+
+/* A new phase or state for the record, written at once. */
+static void heart_set(heart *h, const char *phase, const char *state)
+{
+    pthread_mutex_lock(&h->lock);
+    snprintf(h->rec.phase, sizeof h->rec.phase, "%s", phase);
+    snprintf(h->rec.state, sizeof h->rec.state, "%s", state);
+    h->dirty = 1;
+    if (h->running)
+        pthread_cond_signal(&h->wake);
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* Stops the thread and writes the last record, "exit:CODE". */
+static void heart_stop(heart *h, int code)
+{
+    if (!h->running)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->stop = 1;
+    pthread_cond_signal(&h->wake);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->thread, NULL);
+    pthread_cond_destroy(&h->wake);
+    h->running = 0;
+    snprintf(h->rec.state, sizeof h->rec.state, "exit:%d", code);
+    h->rec.beat++;
+    srv_beat_write(h->path, &h->rec);
+}
+
+/* The rank that the launcher gives in the environment, before MPI_Init
+ * (OpenMPI, PMIx, MPICH's PMI, Slurm); -1 when none does. */
+static int env_rank(void)
+{
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                          "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0 && r < INT_MAX)
+            return (int)r;
+    }
+    return -1;
+}
+
+/* 1 while the test hook's file names phase as its first word. */
+static int held(const worker *w, const char *phase)
+{
+    size_t len = 0;
+    unsigned char *s = w->hold ? srv_file_read(w->hold, 256, &len) : NULL;
+    int yes = 0;
+    if (s) {
+        s[strcspn((char *)s, " \t\n")] = 0;
+        yes = strcmp((char *)s, phase) == 0;
+        free(s);
+    }
+    return yes;
+}
+
+/*
+ * Enters a phase: its name for the status file and the record. The test
+ * hook (docs/distributed.md): with KMSERVE_MPI_TEST_HOLD=FILE in the
+ * environment, a rank entering the phase that FILE names waits there,
+ * its record in state "held" (the heartbeat goes on), until FILE names
+ * another phase or is gone.
+ */
+static void set_phase(worker *w, const char *phase)
+{
+    w->phase = phase;
+    heart_set(&w->hb, phase, "run");
+    if (!held(w, phase))
+        return;
+    heart_set(&w->hb, phase, "held");
+    while (held(w, phase))
+        nanosleep(&(struct timespec){0, 20000000}, NULL);
+    heart_set(&w->hb, phase, "run");
 }
 
 /* ------------------------------------------------------------ broadcast */
@@ -413,7 +582,7 @@ static void rank_free(const worker *w, double *v[3])
 static void enter(worker *w, const km_fit_control *ctl, const char *phase,
                   double f)
 {
-    w->phase = phase;
+    set_phase(w, phase);
     if (w->rank == 0 && ctl->progress)
         ctl->progress(ctl->ctx, f);
 }
@@ -482,7 +651,7 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
 
     dist g;
     double *v[3], *xn = NULL; /* X, Y, C */
-    w->phase = "allocating";
+    set_phase(w, "allocating");
     st = dist_init(w, &g, n, d, m, err);
     st = rank_arrays(w, st, v, (double *[]){(double *)X0, (double *)Y0, C},
                      (size_t[]){n * d, n * m, n * m}, err);
@@ -523,7 +692,7 @@ static km_status solve_all(worker *w, solve_head *h, const km_kernel *k0,
         st = set_err(err, KM_EINTERNAL, "pdpotrs argument %d", -info);
         goto out;
     }
-    w->phase = "gather";
+    set_phase(w, "gather");
     gather_cols(w, &g, g.B, g.bloc, 0, m, Cg, m, 1);
     if (h->want_l)
         st = gather_l(w, &g, L, err);
@@ -547,7 +716,7 @@ static km_status engine_solve(void *ctx, const km_kernel *k, double scale,
     MPI_Bcast(&cmd, 1, MPI_INT, 0, MPI_COMM_WORLD);
     solve_head h = {n, d, m, 0, L != NULL, scale, shift};
     km_status st = solve_all(w, &h, k, X, Y, C, L, ctl, f0, f1, err);
-    w->phase = "model";
+    set_phase(w, "model");
     return st;
 }
 
@@ -750,7 +919,7 @@ static km_status eigen_all(worker *w, solve_head *h, const km_kernel *k0,
 
     eig e;
     double *v[3], *xn = NULL, gm = 0, tr = 0; /* X, column means, U */
-    w->phase = "allocating";
+    set_phase(w, "allocating");
     st = eig_init(w, &e, n, d, nev, err);
     st = rank_arrays(w, st, v, (double *[]){(double *)X0, col_mean, U},
                      (size_t[]){n * d, n, n * nev}, err);
@@ -814,7 +983,7 @@ static km_status engine_eigen(void *ctx, const km_kernel *k, const double *X,
     solve_head h = {n, d, nev, 0, 0, 1.0, 0.0};
     km_status st = eigen_all(w, &h, k, X, col_mean, grand, trace, lambda, U,
                              ctl, f0, f1, err);
-    w->phase = "model";
+    set_phase(w, "model");
     return st;
 }
 
@@ -866,14 +1035,13 @@ static km_status fit_root(worker *w, const char *request_path, km_error *err)
     km_fit_control ctl = {report, w, 1, &eng};
     km_problem pb = km_request_problem(&rq);
     km_model *model = NULL;
-    w->phase = "starting";
     report(w, 0.0);
     st = km_fit(rq.algo, &rq.kernel, rq.params, &rq.pre, &pb, &ctl, &model,
                 err);
     km_request_cleanup(&rq);
     if (st != KM_OK)
         return st;
-    w->phase = "writing";
+    set_phase(w, "writing");
     report(w, 0.97);
     unsigned char *out = NULL;
     size_t out_len = 0;
@@ -884,7 +1052,7 @@ static km_status fit_root(worker *w, const char *request_path, km_error *err)
                      out_len);
     free(out);
     if (st == KM_OK) {
-        w->phase = "done";
+        set_phase(w, "done");
         report(w, 1.0);
     }
     return st;
@@ -896,7 +1064,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: kmserve-mpi --request FILE --output FILE "
             "--status FILE --error FILE [--block 64..1024] "
-            "[--memory-budget-mb MB] [--blas-threads N]\n");
+            "[--memory-budget-mb MB] [--blas-threads N] "
+            "[--heartbeat PREFIX [--heartbeat-interval SECONDS]]\n");
 }
 
 /* The near-square grid: the largest divisor of p at most sqrt(p) rows. */
@@ -915,7 +1084,13 @@ int main(int argc, char **argv)
     worker w;
     memset(&w, 0, sizeof w);
     w.nb = DEFAULT_BLOCK;
-    w.phase = "starting";
+    w.phase = SRV_BEAT_PHASE_INIT;
+    pthread_mutex_init(&w.hb.lock, NULL);
+    w.hb.interval = 1.0;
+    w.hb.rec.pid = (long)getpid();
+    srv_beat_where(w.hb.rec.where, sizeof w.hb.rec.where);
+    const char *hold = getenv("KMSERVE_MPI_TEST_HOLD");
+    w.hold = hold && *hold ? hold : NULL;
     long blas = 0; /* OpenBLAS's own choice (OPENBLAS_NUM_THREADS) */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -947,6 +1122,15 @@ int main(int argc, char **argv)
                 return 2;
             }
             w.budget = (size_t)mb << 20;
+        } else if (!strcmp(a, "--heartbeat")) {
+            w.hb.prefix = v;
+        } else if (!strcmp(a, "--heartbeat-interval")) {
+            double t = strtod(v, &end);
+            if (*end || !(t >= 0.01 && t <= 60)) {
+                usage();
+                return 2;
+            }
+            w.hb.interval = t;
         } else if (!strcmp(a, "--blas-threads")) {
             blas = strtol(v, &end, 10);
             if (*end || blas < 0 || blas > 1024) {
@@ -964,9 +1148,15 @@ int main(int argc, char **argv)
     }
     if (blas > 0)
         openblas_set_num_threads((int)blas);
+    /* beats from here when the launcher tells the rank, else from
+     * MPI_Init's return */
+    heart_rank(&w.hb, env_rank());
+    set_phase(&w, SRV_BEAT_PHASE_INIT);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+    heart_rank(&w.hb, w.rank);
+    set_phase(&w, "starting");
     grid_shape(w.size, &w.nprow, &w.npcol);
     Cblacs_get(-1, 0, &w.ctxt);
     Cblacs_gridinit(&w.ctxt, "Row", w.nprow, w.npcol);
@@ -984,6 +1174,7 @@ int main(int argc, char **argv)
     } else {
         for (;;) { /* serve rank 0's solves until it is done */
             int cmd = CMD_DONE;
+            set_phase(&w, "ready");
             MPI_Bcast(&cmd, 1, MPI_INT, 0, MPI_COMM_WORLD);
             solve_head h;
             if (cmd == CMD_SOLVE)
@@ -996,7 +1187,11 @@ int main(int argc, char **argv)
                 break;
         }
     }
+    set_phase(&w, "finalize");
     Cblacs_gridexit(w.ctxt);
     MPI_Finalize();
-    return st == KM_OK ? 0 : 1;
+    int code = st == KM_OK ? 0 : 1;
+    heart_stop(&w.hb, code);
+    pthread_mutex_destroy(&w.hb.lock);
+    return code;
 }
