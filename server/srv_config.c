@@ -123,6 +123,15 @@ static const struct option_def {
     {"mpi-worker", "KMSERVE_MPI_WORKER", "",
      "path of kmserve-mpi (empty: beside the kmserve executable)", OPT_STR,
      S(mpi_worker), 0, 0},
+    {"mpi-start-timeout", "KMSERVE_MPI_START_TIMEOUT", "120",
+     "seconds from a distributed fit's launch until every rank has "
+     "returned from MPI_Init; then the fit fails and its processes are "
+     "killed", OPT_NUM, S(mpi_start_timeout), 1, 86400},
+    {"mpi-heartbeat-timeout", "KMSERVE_MPI_HEARTBEAT_TIMEOUT", "30",
+     "seconds a rank of a distributed fit may go without a heartbeat "
+     "(ranks beat every timeout/10 s, within 0.1 .. 1 s); then the fit fails "
+     "and its processes are killed", OPT_NUM, S(mpi_heartbeat_timeout), 1,
+     86400},
 #undef S
 };
 

@@ -41,6 +41,8 @@ typedef struct srv_config {
     int mpi_block;           /* ScaLAPACK block size; 0 = the worker's */
     double mpi_memory_budget_mb; /* per rank */
     char mpi_worker[1024];   /* "" = kmserve-mpi beside kmserve */
+    double mpi_start_timeout;     /* seconds until every rank is up */
+    double mpi_heartbeat_timeout; /* seconds a rank may go silent */
 } srv_config;
 
 /* Parses argv over the environment and the defaults. Returns 0 to run,

@@ -6,15 +6,20 @@
  * estimate exceeds the local budget but whose per-rank share fits
  * --mpi-memory-budget-mb, runs as a job that writes the request to a
  * staging file in the models directory, starts the launch command plus
- * the worker (kmserve-mpi) in a process group of its own, follows the
- * worker's status file, and loads the model the worker wrote; the job
- * then commits it like any other fit. Cancel and --fit-timeout end the
- * process group (SIGTERM, then SIGKILL after 3 s). Staging files are
- * removed in every path, and at start those that a gone daemon of this
- * host left behind.
+ * the worker (kmserve-mpi) in a session of its own, follows the worker's
+ * status file and the ranks' liveness records, and loads the model the
+ * worker wrote; the job then commits it like any other fit. Cancel,
+ * --fit-timeout and the liveness rule (--mpi-start-timeout,
+ * --mpi-heartbeat-timeout, a dead rank) end the job's processes
+ * (SIGTERM to the launcher, SIGKILL to all of its session after 3 s), so
+ * a distributed fit never holds a fit worker indefinitely. Staging files
+ * are removed in every path, and at start those that a gone daemon of
+ * this host left behind.
  *
- * Thread-safety: created and freed by the main thread; srv_mpi_fit runs
- * on any number of fit workers at once.
+ * Thread-safety: created and freed by the main thread (srv_mpi_create
+ * makes the process a child subreaper, so that ranks orphaned by their
+ * launcher are reaped by their job); srv_mpi_fit runs on any number of
+ * fit workers at once.
  */
 #ifndef SRV_MPI_H
 #define SRV_MPI_H
