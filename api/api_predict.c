@@ -101,15 +101,16 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
 {
     size_t numbers = api_json_max_numbers(body, len);
     size_t nf = km_model_n_features(m), no = km_model_n_outputs(m);
-    size_t d = nf, width = no ? no : 1;
-    if (answers_of(m) & ANSWERS_CLASSES) {
-        size_t k = km_model_n_labels(m), cols = km_model_score_columns(m, NULL);
-        width = k > cols ? k : cols;
-    } else if (answers_of(m) & KM_OUT_PROJECTIONS) {
-        /* project, or inverse: rows of no in, nf out */
-        d = no < nf ? no : nf;
-        width = no > nf ? no : nf;
+    size_t d = nf, width = 1;
+    /* the widest row of any answer but the covariance (counted below) */
+    for (unsigned a = 1; a && a <= answers_of(m); a <<= 1) {
+        size_t w = a & answers_of(m) & ~KM_OUT_COVARIANCE
+                       ? km_model_answer_width(m, a, 1)
+                       : 0;
+        width = w > width ? w : width;
     }
+    if (answers_of(m) & KM_OUT_PROJECTIONS) /* inverse: rows of no in */
+        d = no < nf ? no : nf;
     size_t rows = numbers / (d ? d : 1) + 1;
     size_t ns = km_model_n_samples(m);
     size_t block = rows * ns < KERNEL_BLOCK_VALUES ? rows * ns
@@ -211,27 +212,6 @@ static int end_answer(api_text *t, api_error *e)
     return api_raise(e, API_INTERNAL, "out of memory building the answer");
 }
 
-size_t api_answer_width(const km_model *m, unsigned answer, size_t n)
-{
-    size_t k = km_model_n_labels(m);
-    switch (answer) {
-    case KM_OUT_LABELS:
-    case KM_OUT_CLUSTERS:
-        return 1;
-    case KM_OUT_PROBABILITIES:
-        return k;
-    case KM_OUT_COVARIANCE:
-        return n;
-    case KM_OUT_INVERSE:
-        return km_model_n_features(m);
-    case KM_OUT_SCORES: /* the descriptor's: svc one per pair of classes
-                           (LIBSVM's one-vs-one), klr one per class */
-        return km_model_score_columns(m, NULL);
-    default: /* values, variances, projections */
-        return km_model_n_outputs(m);
-    }
-}
-
 void api_answer_free(api_answer *a)
 {
     free(a->v);
@@ -255,7 +235,7 @@ int api_answer_compute(const km_model *m, unsigned answer, int root,
     memset(a, 0, sizeof *a);
     a->answer = answer;
     a->rows = n;
-    a->width = api_answer_width(m, answer, n);
+    a->width = km_model_answer_width(m, answer, n);
     if (answer == KM_OUT_LABELS || answer == KM_OUT_CLUSTERS) {
         a->idx = malloc((n ? n : 1) * sizeof *a->idx);
         st = a->idx ? km_predict_labels(m, X, n, a->idx, &kerr) : KM_ENOMEM;
@@ -408,8 +388,11 @@ int api_project(const km_model *m, api_body *body, api_text *out,
         return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
                         "params.fit_inverse_transform: true; inverse is not "
                         "available", km_model_name(m));
-    size_t nc = km_model_n_outputs(m), nf = km_model_n_features(m);
-    size_t in_d = inverse ? nc : nf, out_d = inverse ? nf : nc;
+    /* inverse reads rows of projections and answers rows of features */
+    unsigned answer = inverse ? KM_OUT_INVERSE : KM_OUT_PROJECTIONS;
+    size_t in_d = inverse ? km_model_answer_width(m, KM_OUT_PROJECTIONS, 0)
+                          : km_model_n_features(m);
+    size_t out_d = km_model_answer_width(m, answer, 0);
     double *X = NULL, *P = NULL;
     size_t n = 0;
     km_error kerr = {KM_OK, ""};
@@ -417,8 +400,7 @@ int api_project(const km_model *m, api_body *body, api_text *out,
         return -1;
     P = malloc(n * out_d * sizeof *P);
     km_status st = !P ? KM_ENOMEM
-                   : km_predict(m, inverse ? KM_OUT_INVERSE : KM_OUT_PROJECTIONS,
-                                X, n, P, &kerr);
+                   : km_predict(m, answer, X, n, P, &kerr);
     api_text t = {0};
     int bad = st == KM_OK && check_finite(P, n, out_d, "projections", e);
     if (st == KM_OK && !bad) {

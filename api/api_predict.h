@@ -33,14 +33,8 @@ typedef struct api_answer {
     unsigned answer; /* its KM_OUT_* flag */
     double *v;       /* rows x width numbers; NULL for labels, clusters */
     int *idx;        /* rows label indices or cluster ids; else NULL */
-    size_t rows, width;
+    size_t rows, width; /* width: km_model_answer_width's */
 } api_answer;
-
-/* How many values answer gives per row for n rows: labels and cluster
- * ids 1; decision values a classifier's pairs of classes (one when there
- * are two), else n_outputs; probabilities one per class; the covariance
- * n; inverse n_features; values, variances, projections n_outputs. */
-size_t api_answer_width(const km_model *m, unsigned answer, size_t n);
 
 /* Computes answer (a KM_OUT_* flag; root: the square roots of its values)
  * for X's n rows through core's km_predict or km_predict_labels. 0, or

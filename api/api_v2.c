@@ -134,7 +134,7 @@ cJSON *api_v2_model_json(const km_model *m, const uint64_t *versions,
         const struct v2_output *d = &v2_outputs[i];
         if (!model_offers(m, d))
             continue;
-        size_t w = api_answer_width(m, d->answer, 2);
+        size_t w = km_model_answer_width(m, d->answer, 2);
         long long width = d->answer == KM_OUT_COVARIANCE ? -1 : (long long)w;
         cJSON_AddItemToArray(out, tensor_json(d->name,
                                               datatype_of(m, d->answer),

@@ -377,6 +377,14 @@ size_t km_model_score_columns(const km_model *m, double *sign);
 /* A classifier's class count: its labels' once set, before that (inside
  * a fit) what its payload holds; 0 for a model of no classes. */
 size_t km_model_n_classes(const km_model *m);
+/* Values per row of m's answer (a KM_OUT_* flag) for n rows: what
+ * km_predict writes a row and what every caller sizes and indexes its
+ * buffer by, the one place that says it. Labels and cluster ids 1;
+ * decision values km_model_score_columns; probabilities one per class
+ * (km_model_n_classes); the covariance n; the inverse map n_features;
+ * values, variances and projections n_outputs. 0 when m answers no such
+ * thing of that width (a classifier of no classes yet). */
+size_t km_model_answer_width(const km_model *m, unsigned answer, size_t n);
 km_status km_predict(const km_model *m, unsigned answer, const double *X,
                      size_t n, double *out, km_error *err) KM_MUST_CHECK;
 km_status km_predict_labels(const km_model *m, const double *X, size_t n,

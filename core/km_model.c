@@ -196,6 +196,25 @@ size_t km_model_n_classes(const km_model *m)
     return k ? k : al->n_classes ? al->n_classes(m) : 0;
 }
 
+size_t km_model_answer_width(const km_model *m, unsigned answer, size_t n)
+{
+    switch (answer) {
+    case KM_OUT_LABELS:
+    case KM_OUT_CLUSTERS:
+        return 1;
+    case KM_OUT_SCORES:
+        return km_model_score_columns(m, NULL);
+    case KM_OUT_PROBABILITIES:
+        return km_model_n_classes(m);
+    case KM_OUT_COVARIANCE:
+        return n;
+    case KM_OUT_INVERSE:
+        return m->n_features;
+    default: /* values, variances, projections */
+        return m->n_outputs;
+    }
+}
+
 km_status km_predict(const km_model *m, unsigned answer, const double *X,
                      size_t n, double *out, km_error *err)
 {

@@ -325,24 +325,6 @@ static size_t block_rows(size_t d)
     return r ? r : 1;
 }
 
-/* Values per row of answer (what the typed functions write, km.h); 0
- * when unknown. */
-static size_t answer_width(const km_model *m, unsigned answer)
-{
-    size_t k = km_model_n_labels(m);
-    switch (answer) {
-    case KM_OUT_PROBABILITIES:
-        return k;
-    case KM_OUT_SCORES:
-        return km_algo_of(km_model_algorithm(m))->classes ? k * (k - 1) / 2
-                                                          : 1;
-    case KM_OUT_INVERSE:
-        return km_model_n_features(m);
-    default: /* values, projections */
-        return km_model_n_outputs(m);
-    }
-}
-
 typedef km_status (*labels_fn)(const km_model *, const double *, size_t,
                                int *, km_error *);
 
@@ -378,7 +360,8 @@ km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
                          km_error *err)
 {
     const km_pre_stats *s = km_model_pre(m);
-    size_t d = km_model_n_features(m), w = answer_width(m, answer);
+    size_t d = km_model_n_features(m);
+    size_t w = km_model_answer_width(m, answer, n);
     km_status st;
     if (answer == KM_OUT_INVERSE) {
         /* X holds projections; the answer is in the model's space */
@@ -390,8 +373,8 @@ km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
                                  s->x_shift[j];
         return KM_OK;
     }
-    /* Without the row width (a classifier whose labels were not set: its
-     * class count is the payload's) the rows go in one block; so does a
+    /* The row width is the model's (km_model_answer_width, what fn
+     * writes a row); without one the rows go in one block, and so does a
      * covariance, one answer for the whole batch. */
     if (answer == KM_OUT_COVARIANCE)
         w = 0;

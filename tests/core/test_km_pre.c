@@ -498,6 +498,131 @@ START_TEST(many_rows_in_blocks)
 }
 END_TEST
 
+/* A classifier of 4 classes, scaled, on a batch of three blocks of the
+ * scaled copy (2^17 / 512 features = 256 rows a block; 704 rows, the
+ * last block part full): every answer it offers has the row width the
+ * docs give (labels 1; decision values klr k, svc k(k-1)/2;
+ * probabilities k) and km_model_answer_width says so; the batch's answer
+ * fills a buffer of exactly n such rows (issue 24: klr's decision values
+ * were placed k(k-1)/2 a row apart, past the buffer's end, which ASan
+ * reports) and each row equals that row predicted alone: the first and
+ * last row of every block and some between (numbers to 1e-12 of the
+ * answer's largest value, as above; labels exactly). */
+#define CB_D 512
+#define CB_BLOCK (((size_t)1 << 17) / CB_D)
+#define CB_N (2 * CB_BLOCK + 3 * CB_BLOCK / 4)
+#define CB_TRAIN 40
+#define CB_K 4
+
+static const struct {
+    const char *name;
+    km_algorithm algo;
+    km_klr_multi multi;
+    size_t scores; /* decision values a row */
+} CB_CASES[] = {
+    {"klr multinomial", KM_ALGO_KLR, KM_KLR_MULTINOMIAL, CB_K},
+    {"klr ovr", KM_ALGO_KLR, KM_KLR_OVR, CB_K},
+    {"svc", KM_ALGO_SVC, KM_KLR_MULTINOMIAL, CB_K * (CB_K - 1) / 2},
+};
+#define N_CB_CASES (sizeof CB_CASES / sizeof *CB_CASES)
+
+/* n rows of class i % CB_K: a class's mark on its features, noise, and
+ * features of unequal shift and scale (so that the scaling matters). */
+static void cb_rows(double *X, int *cls, size_t n, uint64_t *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        int c = (int)(i % CB_K);
+        if (cls)
+            cls[i] = c;
+        for (size_t j = 0; j < CB_D; j++) {
+            *s = *s * 6364136223846793005u + 1442695040888963407u;
+            double noise = (double)(*s >> 11) / 9007199254740992.0 - 0.5;
+            double z = (j % CB_K == (size_t)c ? 0.6 : 0) + noise;
+            X[i * CB_D + j] = z * (1 + (double)(j % 7)) + (double)(j % 5);
+        }
+    }
+}
+
+START_TEST(classes_in_three_blocks)
+{
+    const char *labels[CB_K] = {"a", "b", "c", "d"};
+    uint64_t seed = 24;
+    double *Xtr = malloc(CB_TRAIN * CB_D * sizeof *Xtr);
+    double *X = malloc(CB_N * CB_D * sizeof *X);
+    int cls[CB_TRAIN];
+    ck_assert(Xtr && X);
+    cb_rows(Xtr, cls, CB_TRAIN, &seed);
+    cb_rows(X, NULL, CB_N, &seed);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.5 / CB_D;
+    union {
+        km_klr_params klr;
+        km_svm_params svm;
+    } p;
+    if (CB_CASES[_i].algo == KM_ALGO_KLR) {
+        p.klr = km_klr_params_default();
+        p.klr.multi_class = CB_CASES[_i].multi;
+    } else {
+        p.svm = km_svm_params_default();
+    }
+    km_problem pb = {Xtr, CB_TRAIN, CB_D, NULL, 0, cls, CB_K};
+    km_preprocess pre = {KM_SCALE_STANDARDIZE, 0};
+    km_model *m = NULL;
+    km_error err;
+    ck_assert_int_eq(km_fit(CB_CASES[_i].algo, &k, &p, &pre, &pb, NULL, &m,
+                            &err), KM_OK);
+    ck_assert_int_eq(km_model_set_labels(m, labels, CB_K, 0, NULL), KM_OK);
+
+    /* rows asked alone: the first and last of each block, and some more */
+    size_t rows[12], nr = 0;
+    for (size_t b = 0; b < CB_N; b += CB_BLOCK) {
+        rows[nr++] = b;
+        rows[nr++] = (b + CB_BLOCK < CB_N ? b + CB_BLOCK : CB_N) - 1;
+    }
+    rows[nr++] = CB_BLOCK / 3;
+    rows[nr++] = CB_BLOCK + CB_BLOCK / 2 + 1;
+    rows[nr++] = 2 * CB_BLOCK + 7;
+
+    int *lab = malloc(CB_N * sizeof *lab);
+    ck_assert_int_eq(km_predict_labels(m, X, CB_N, lab, &err), KM_OK);
+    for (size_t r = 0; r < nr; r++) {
+        int one = -1;
+        ck_assert_int_eq(km_predict_labels(m, X + rows[r] * CB_D, 1, &one,
+                                           &err), KM_OK);
+        ck_assert_msg(lab[rows[r]] == one, "%s: label of row %zu",
+                      CB_CASES[_i].name, rows[r]);
+    }
+    free(lab);
+
+    static const unsigned answers[] = {KM_OUT_SCORES, KM_OUT_PROBABILITIES};
+    for (size_t a = 0; a < 2; a++) {
+        if (!(km_model_outputs(m) & answers[a]))
+            continue; /* svc fitted without probability */
+        size_t w = answers[a] == KM_OUT_SCORES ? CB_CASES[_i].scores : CB_K;
+        ck_assert_uint_eq(km_model_answer_width(m, answers[a], CB_N), w);
+        double *big = malloc(CB_N * w * sizeof *big), one[CB_K * CB_K];
+        ck_assert_int_eq(km_predict(m, answers[a], X, CB_N, big, &err), KM_OK);
+        double scale = max_abs(big, CB_N * w);
+        for (size_t r = 0; r < nr; r++) {
+            ck_assert_int_eq(km_predict(m, answers[a], X + rows[r] * CB_D, 1,
+                                        one, &err), KM_OK);
+            for (size_t j = 0; j < w; j++)
+                ck_assert_msg(fabs(big[rows[r] * w + j] - one[j]) <=
+                              1e-12 * scale, "%s: answer 0x%x, row %zu, "
+                              "value %zu: %.17g in the batch, %.17g alone",
+                              CB_CASES[_i].name, answers[a], rows[r], j,
+                              big[rows[r] * w + j], one[j]);
+        }
+        free(big);
+    }
+    km_model_free(m);
+    km_kernel_cleanup(&k);
+    free(Xtr);
+    free(X);
+}
+END_TEST
+
 /* What km_fit refuses, and the generic sizes. */
 START_TEST(checks_and_sizes)
 {
@@ -977,6 +1102,7 @@ static Suite *pre_suite(void)
     tcase_add_loop_test(tc, against_sklearn, 0, (int)N_CASES);
     tcase_add_test(tc, typed_predict_model_space);
     tcase_add_test(tc, many_rows_in_blocks);
+    tcase_add_loop_test(tc, classes_in_three_blocks, 0, (int)N_CB_CASES);
     tcase_add_test(tc, checks_and_sizes);
     tcase_add_test(tc, search_record_round_trip);
     tcase_add_test(tc, version_1_loads);

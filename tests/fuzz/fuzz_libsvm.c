@@ -63,9 +63,7 @@ static size_t predict_zeros(const km_model *m, double *out)
             km_status st = km_predict(m, answers[i], x, 1, out + n, &err);
             /* a kernel of huge parameters may overflow: not an error */
             CHECK(st == KM_OK || st == KM_EPROBLEM);
-            size_t k = km_model_n_labels(m);
-            n += answers[i] == KM_OUT_SCORES && k ? k * (k - 1) / 2
-                 : answers[i] == KM_OUT_PROBABILITIES ? k : 1;
+            n += km_model_answer_width(m, answers[i], 1);
         }
     free(x);
     return n;
