@@ -1317,7 +1317,7 @@ const double *km_svm_rho(const km_model *m);
  * "solver" training figure. */
 typedef enum km_kpca_solver {
     KM_KPCA_SOLVER_AUTO = 0,      /* choose by n and n_components */
-    KM_KPCA_SOLVER_DENSE = 1,     /* LAPACK dsyevr on an index range */
+    KM_KPCA_SOLVER_DENSE = 1,     /* LAPACK, the top k by index */
     KM_KPCA_SOLVER_ITERATIVE = 2, /* restarted block Lanczos; dense when it
                                      does not converge, or when n is below
                                      12 block sizes (~24 n_components) */
