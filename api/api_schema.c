@@ -273,7 +273,7 @@ static const api_param kpca_rows[] = {
      FIELD(km_kpca_params, solver), .names = kpca_solver_name,
      .count = KM_KPCA_SOLVER_COUNT,
      .doc = "auto: restarted block Lanczos when n >= 1000 and "
-            "n_components <= n/50, else LAPACK dsyevr; randomized (the "
+            "n_components <= n/50, else dense LAPACK; randomized (the "
             "randomized range finder) only when asked; nystrom: "
             "eigenvectors of the centred Nystrom approximation on "
             "n_centres centres, memory O(m^2), never the n x n matrix, "
