@@ -5,7 +5,9 @@
  * POST /v1/models/{name}/import?format=libsvm. It goes through
  * api_import_bytes (the scan: nothing built) and, when the model it
  * describes is small enough to build quickly, api_import (the read);
- * the two must agree (both succeed or both fail with the same message).
+ * the two must agree (both succeed or both fail with the same message),
+ * and the bytes the first gives hold the body and the model the second
+ * makes.
  * Every error must be a 400 whose message names the LIBSVM model. A
  * model that reads is used as the server would: its metadata as JSON, a
  * one-row prediction of zeros with each output it offers; then it is
@@ -83,6 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     km_model *m = NULL, *back = NULL;
     CHECK(api_import(API_FORMAT_LIBSVM, text, size, 0, &m, &e2) == 0);
+    /* the import's estimate holds the body and the model it makes */
+    CHECK(bytes >= size + km_model_bytes(m));
     cJSON *meta = api_model_json(m);
     CHECK(meta);
     cJSON_Delete(meta);

@@ -16,7 +16,9 @@
  * and cluster ids in range, labels written as the predict answer writes
  * them); and a save that gives back the same bytes (a file of format
  * version 1 is saved as version 2, which must load and save back to
- * itself). Any crash, leak, sanitizer report, or a disagreement aborts.
+ * itself). km_model_load_bytes (the admission of an import) refuses only
+ * what the load refuses, and for a model that loads gives its bytes.
+ * Any crash, leak, sanitizer report, or a disagreement aborts.
  * The batch is asked only of small models (MAX_BATCH_WORK), which every
  * seed is, so that a mutation that grows a model does not slow the run.
  *
@@ -287,6 +289,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(st2 == st || st == KM_ENOMEM || st2 == KM_ENOMEM);
         fclose(f);
     }
+
+    /* What an import is admitted by, read before the load: refused only
+     * where the load refuses, and for a model that loads, kept is what
+     * it holds (km_model_bytes), peak at least that. */
+    km_load_bytes lb;
+    km_status st3 = km_model_load_bytes(buf, len, &lb, &err2);
+    CHECK(st3 == KM_OK || st != KM_OK);
+    CHECK(!m || (lb.kept == km_model_bytes(m) && lb.peak >= lb.kept));
 
     if (m) {
         use(m);
