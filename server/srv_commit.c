@@ -46,36 +46,59 @@ pthread_mutex_t *srv_commit_lock(srv_commit *c)
     return &c->lock;
 }
 
-/* Store, then swap, under the commit lock: model becomes the next
- * version of name. imported: an upload's model (1) or a fit's (0);
- * restores: the kept version whose content it is (a rollback), or 0. */
+/* Store, then swap, under the commit lock and name's lock (shared with
+ * the replicas): model becomes the next version of name, numbered after
+ * the file on disk (another replica's, when it wrote last). imported: an
+ * upload's model (1) or a fit's (0); restores: the kept version whose
+ * content it is (a rollback), or 0; kept: then the file it was read from,
+ * which must still be that version's file (see srv_commit_rollback). */
 static int commit(srv_commit *c, const char *name, km_model *model,
-                  int imported, uint64_t restores, cJSON **metadata,
-                  api_error *e)
+                  int imported, uint64_t restores, int kept,
+                  cJSON **metadata, api_error *e)
 {
+    srv_store_head head;
     pthread_mutex_lock(&c->lock);
-    uint64_t current = srv_registry_version(c->registry, name);
+    int lock = srv_store_lock(c->store, name);
+    int rc = srv_store_read_head(c->store, name, &head);
+    /* a file that cannot be read holds, for numbering, what is served */
+    uint64_t current = !head.present ? 0
+                       : head.version ? head.version
+                                      : srv_registry_version(c->registry,
+                                                             name);
     uint64_t version = current + 1;
     const char *refusal = NULL;
     api_code code = API_CONFLICT;
-    if (restores && !current) {
+    if (rc) {
+        code = API_INSUFFICIENT_STORAGE;
+        refusal = "could not be read from the models directory";
+    } else if (restores && !current) {
         code = API_NOT_FOUND;
         refusal = "does not exist";
     } else if (restores && restores == current) {
         refusal = "is already at that version";
+    } else if (restores &&
+               !srv_store_still_kept(c->store, name, restores, kept)) {
+        code = API_NOT_FOUND;
+        refusal = "no longer has the version to restore (it was pruned, or "
+                  "deleted with the model, since it was read); it is at";
     } else if (version > KM_MODEL_MAX_VERSION) { /* a file could not hold it */
         refusal = "is at the last version a model file can hold; delete it "
                   "to fit it again from version 1";
     }
     if (refusal) {
+        srv_store_unlock(c->store, name, lock, 0);
         pthread_mutex_unlock(&c->lock);
         km_model_free(model);
+        if (rc)
+            return api_raise(e, code, "model \"%s\" %s: %s", name, refusal,
+                             strerror(rc));
         return api_raise(e, code, "model \"%s\" %s (version %llu)", name,
                          refusal, (unsigned long long)current);
     }
     km_model_set_identity(model, name, version, srv_now_ms());
-    int rc = srv_store_save(c->store, model, current);
+    rc = srv_store_save(c->store, model, &head);
     if (rc) {
+        srv_store_unlock(c->store, name, lock, 0);
         pthread_mutex_unlock(&c->lock);
         km_model_free(model);
         srv_log(SRV_ERROR, "model_not_stored", "%s version %llu: %s", name,
@@ -85,6 +108,7 @@ static int commit(srv_commit *c, const char *name, km_model *model,
                         "previous version stays", srv_store_dir(c->store),
                         strerror(rc));
     }
+    srv_store_unlock(c->store, name, lock, 0);
     *metadata = api_model_json(model);
     if (restores) {
         srv_metrics_rollback(c->metrics);
@@ -117,19 +141,21 @@ static int commit(srv_commit *c, const char *name, km_model *model,
 int srv_commit_model(srv_commit *c, const char *name, km_model *model,
                      cJSON **metadata, api_error *e)
 {
-    return commit(c, name, model, 0, 0, metadata, e);
+    return commit(c, name, model, 0, 0, -1, metadata, e);
 }
 
 int srv_commit_import(srv_commit *c, const char *name, km_model *model,
                       cJSON **metadata, api_error *e)
 {
-    return commit(c, name, model, 1, 0, metadata, e);
+    return commit(c, name, model, 1, 0, -1, metadata, e);
 }
 
 int srv_commit_rollback(srv_commit *c, const char *name, km_model *model,
-                        uint64_t restores, cJSON **metadata, api_error *e)
+                        uint64_t restores, int kept, cJSON **metadata,
+                        api_error *e)
 {
-    return commit(c, name, model, 0, restores ? restores : 1, metadata, e);
+    return commit(c, name, model, 0, restores ? restores : 1, kept, metadata,
+                  e);
 }
 
 /* A file already gone (another replica deleted it) is no failure: the
@@ -138,11 +164,13 @@ int srv_commit_delete(srv_commit *c, const char *name, api_error *e)
 {
     pthread_mutex_lock(&c->lock);
     srv_ref *ref = srv_registry_get(c->registry, name);
+    int lock = ref ? srv_store_lock(c->store, name) : -1;
     int rc = ref ? srv_store_delete(c->store, name) : ENOENT;
     if (ref && (rc == 0 || rc == ENOENT)) {
         srv_registry_remove(c->registry, name);
         rc = 0;
     }
+    srv_store_unlock(c->store, name, lock, ref && !rc);
     pthread_mutex_unlock(&c->lock);
     if (!ref)
         return api_raise(e, API_NOT_FOUND, "model \"%s\" does not exist",

@@ -11,7 +11,10 @@
  *
  * The commit lock serialises every change to a name (commits, deletes,
  * and the store's syncs, which take it through srv_commit_lock), so
- * versions and files stay consistent. Predict lookups never take it.
+ * versions and files stay consistent; commits and deletes also take the
+ * name's lock in the directory (srv_store_lock), which serialises them
+ * with the other replicas' and numbers a version after the file on disk.
+ * Predict lookups never take either.
  *
  * Thread-safety: all functions may run from any thread.
  */
@@ -39,11 +42,13 @@ void srv_commit_free(srv_commit *c);
  * srv_store_watch. Borrowed: valid until srv_commit_free. */
 pthread_mutex_t *srv_commit_lock(srv_commit *c);
 
-/* Commits a fitted model under name: assigns the next version and the
- * creation time, writes the file, swaps it into the registry. Takes
- * ownership of model. Returns 0 and the model's metadata in *metadata
- * (caller owns it), or -1 with e set: 409 when the name is at the last
- * version a file can hold, 507 when the file cannot be written (the
+/* Commits a fitted model under name: assigns the next version (after
+ * the one NAME.kmm holds on disk: the one served, or another replica's
+ * that wrote last; 1 when there is none) and the creation time, writes
+ * the file, swaps it into the registry. Takes ownership of model. Returns
+ * 0 and the model's metadata in *metadata (caller owns it), or -1 with e
+ * set: 409 when the name is at the last version a file can hold, 507 when
+ * the file cannot be written, or the one there cannot be looked at (the
  * previous version stays served). */
 int srv_commit_model(srv_commit *c, const char *name, km_model *model,
                      cJSON **metadata, api_error *e);
@@ -53,14 +58,19 @@ int srv_commit_model(srv_commit *c, const char *name, km_model *model,
 int srv_commit_import(srv_commit *c, const char *name, km_model *model,
                       cJSON **metadata, api_error *e);
 /* Makes model, the content of name's kept version restores (loaded by
- * the caller), the next version of name, as a fit would: the same store
- * and swap, the version it replaces kept as any other. Counted as a
- * rollback (not a fit) and logged as model_rolled_back. Takes ownership
- * of model. 0 and the metadata as srv_commit_model, or -1 with e set:
- * 404 when name is no longer served, 409 when restores is the version
- * served now, 507 as srv_commit_model. */
+ * the caller from the file kept, still open: srv_store_load_version), the
+ * next version of name, as a fit would: the same store and swap, the
+ * version it replaces kept as any other. Counted as a rollback (not a
+ * fit) and logged as model_rolled_back. Takes ownership of model (not of
+ * kept). 0 and the metadata as srv_commit_model, or -1 with e set: 404
+ * when name has no file any more (deleted, here or by a replica), or when
+ * kept is no longer the file of that version: pruned, or deleted with the
+ * name (so a version of an earlier life of the name, before a delete, is
+ * never restored into a later one: a delete is final); 409 when restores
+ * is the version now current; 507 as srv_commit_model. */
 int srv_commit_rollback(srv_commit *c, const char *name, km_model *model,
-                        uint64_t restores, cJSON **metadata, api_error *e);
+                        uint64_t restores, int kept, cJSON **metadata,
+                        api_error *e);
 
 /* Stops serving name: removes its file and its kept versions, then its
  * registry entry. 0, or -1

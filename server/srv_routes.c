@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../api/api_fit.h"
 #include "../api/api_json.h"
@@ -376,14 +377,18 @@ static void unhold(srv_request *rq, size_t held)
 /* Loads a kept version of the request's model (below current, the
  * version served now), holding against the memory budget its file read
  * whole and the model made from it (about the file's size again): *held,
- * released with unhold. NULL with a reply: 404 when it is not kept, 413
- * when its memory cannot be held, 500 when its file cannot be read. */
+ * released with unhold. file (may be NULL): as srv_store_load_version's.
+ * NULL with a reply: 404 when it is not kept (also when it was pruned or
+ * deleted since it was listed: a version that is gone is not found, not
+ * an error), 413 when its memory cannot be held, 500 when its file cannot
+ * be read. */
 static km_model *load_kept(srv_request *rq, srv_reply *rp, uint64_t version,
-                           uint64_t current, size_t *held)
+                           uint64_t current, size_t *held, int *file)
 {
     size_t size;
     api_error e;
     char why[300];
+    int gone;
     *held = 0;
     if (version > current ||
         srv_store_version_size(rq->s->store, rq->param, version, &size)) {
@@ -399,8 +404,12 @@ static km_model *load_kept(srv_request *rq, srv_reply *rp, uint64_t version,
     *held = need;
     srv_test_pause("kept_sized");
     km_model *m = srv_store_load_version(rq->s->store, rq->param, version,
-                                         why, sizeof why);
-    if (!m) {
+                                         file, &gone, why, sizeof why);
+    if (!m && gone) {
+        no_version(rq, rp, version, current);
+        unhold(rq, *held);
+        *held = 0;
+    } else if (!m) {
         srv_log(SRV_ERROR, "version_unreadable", "%s version %llu: %s",
                 rq->param, (unsigned long long)version, why);
         srv_reply_fail(rp, API_INTERNAL, "version %llu of model \"%s\" "
@@ -425,7 +434,7 @@ static srv_ref *find_version(srv_request *rq, srv_reply *rp, size_t *held)
     if (!ref || !v || (uint64_t)v == current)
         return ref;
     srv_ref_release(ref);
-    km_model *m = load_kept(rq, rp, (uint64_t)v, current, held);
+    km_model *m = load_kept(rq, rp, (uint64_t)v, current, held, NULL);
     srv_ref *own = m ? srv_ref_own(m) : NULL;
     if (m && !own) {
         srv_reply_fail(rp, API_INTERNAL, "out of memory");
@@ -763,14 +772,19 @@ static int all_versions(srv_request *rq, srv_reply *rp, uint64_t current,
 }
 
 /* A kept version's entry in the list: its brief metadata (read from its
- * file, its memory held meanwhile), or {"version", "error"} when it
- * cannot be read. */
+ * file, its memory held meanwhile), {"version", "error"} when it cannot be
+ * read, or NULL when it is gone (pruned or deleted since it was listed:
+ * the list shows only versions that exist). */
 static cJSON *kept_entry(srv_request *rq, uint64_t v, uint64_t current)
 {
     srv_reply err = {0};
     size_t held;
-    km_model *m = load_kept(rq, &err, v, current, &held);
+    km_model *m = load_kept(rq, &err, v, current, &held, NULL);
     cJSON *o;
+    if (!m && err.status == 404) {
+        free(err.body);
+        return NULL;
+    }
     if (m) {
         o = api_model_brief_json(m);
         km_model_free(m);
@@ -811,8 +825,11 @@ static void h_versions(srv_request *rq, srv_reply *rp)
     cJSON_AddBoolToObject(cur, "current", 1);
     cJSON_AddItemToArray(a, cur);
     srv_ref_release(ref);
-    for (size_t i = 1; i < n; i++)
-        cJSON_AddItemToArray(a, kept_entry(rq, v[i], v[0]));
+    for (size_t i = 1; i < n; i++) {
+        cJSON *entry = kept_entry(rq, v[i], v[0]);
+        if (entry)
+            cJSON_AddItemToArray(a, entry);
+    }
     free(v);
     srv_reply_json(rp, 200, o);
 }
@@ -865,12 +882,13 @@ static void h_rollback(srv_request *rq, srv_reply *rp)
                        "%ld", rq->param, v);
         return;
     }
-    km_model *m = load_kept(rq, rp, (uint64_t)v, current, &held);
+    int kept;
+    km_model *m = load_kept(rq, rp, (uint64_t)v, current, &held, &kept);
     if (!m)
         return;
     srv_test_pause("rollback_loaded");
-    if (srv_commit_rollback(rq->s->commit, rq->param, m, (uint64_t)v, &meta,
-                            &e)) {
+    if (srv_commit_rollback(rq->s->commit, rq->param, m, (uint64_t)v, kept,
+                            &meta, &e)) {
         srv_reply_error(rp, &e);
     } else {
         cJSON *o = cJSON_CreateObject();
@@ -878,6 +896,7 @@ static void h_rollback(srv_request *rq, srv_reply *rp)
         cJSON_AddNumberToObject(o, "restored_version", (double)v);
         srv_reply_json(rp, 200, o);
     }
+    close(kept);
     unhold(rq, held);
 }
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -29,6 +30,7 @@
 #include "srv_test.h"
 
 #define SUFFIX ".kmm"
+#define LOCK_SUFFIX SUFFIX ".lock"
 /* Largest model file read at start (far beyond what a fit produces). */
 #define MAX_FILE ((size_t)64 << 30)
 
@@ -38,7 +40,8 @@ typedef struct known_file {
     ino_t ino;
     off_t size;
     struct timespec mtime;
-    int seen; /* during a sync */
+    uint64_t version; /* the version the file holds */
+    int seen;         /* during a sync */
 } known_file;
 
 struct srv_store {
@@ -56,6 +59,7 @@ struct srv_store {
     int dir_errno;             /* why the path was unusable at the last
                                   sync, or 0 (sync_lock) */
     int keep;                  /* versions kept of each name (>= 1) */
+    atomic_int lock_warned;    /* store_unlocked logged */
     pthread_mutex_t sync_lock; /* one sync at a time */
     /* the watcher */
     pthread_t watcher;
@@ -178,8 +182,10 @@ static int same_file(const known_file *k, const struct stat *st)
            k->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-/* Records name's file as it is now (st), or forgets it (st NULL). */
-static void remember(srv_store *s, const char *name, const struct stat *st)
+/* Records name's file as it is now (st), holding version, or forgets it
+ * (st NULL). */
+static void remember(srv_store *s, const char *name, const struct stat *st,
+                     uint64_t version)
 {
     pthread_mutex_lock(&s->lock);
     known_file *k = find_known(s, name);
@@ -204,22 +210,32 @@ static void remember(srv_store *s, const char *name, const struct stat *st)
             k->ino = st->st_ino;
             k->size = st->st_size;
             k->mtime = st->st_mtim;
+            k->version = version;
             k->seen = 1;
         }
     }
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Whether the file of name is the one the store knows. */
-static int is_known(srv_store *s, const char *name, const struct stat *st)
+/* Whether the file of name is the one the store knows; if so, *version
+ * (may be NULL) gets the version it holds. */
+static int known_version(srv_store *s, const char *name,
+                         const struct stat *st, uint64_t *version)
 {
     pthread_mutex_lock(&s->lock);
     known_file *k = find_known(s, name);
     int same = k && same_file(k, st);
     if (k)
         k->seen = 1;
+    if (same && version)
+        *version = k->version;
     pthread_mutex_unlock(&s->lock);
     return same;
+}
+
+static int is_known(srv_store *s, const char *name, const struct stat *st)
+{
+    return known_version(s, name, st, NULL);
 }
 
 const char *srv_store_dir(const srv_store *s)
@@ -394,24 +410,25 @@ static ssize_t read_at(int fd, unsigned char *buf, size_t n, off_t off)
     return (ssize_t)got;
 }
 
+/* Opens a model file of the directory to read: without blocking and
+ * without becoming a controlling terminal. -1 with errno set. */
+static int open_model(int dirfd, const char *file)
+{
+    return openat(dirfd, file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+}
+
 /*
- * Reads and loads one model file. It is opened without blocking and
- * without becoming a controlling terminal, and checked again through the
- * descriptor (the entry may have been swapped for a FIFO since it was
- * checked); then its header is read and checked against the file's size
- * before the rest is read. NULL with why filled when it cannot be loaded;
- * *special is set when it is not a regular file (skipped, not moved).
+ * Reads and loads the model file open as fd (borrowed), checked again
+ * through the descriptor (the entry may have been swapped for a FIFO since
+ * it was checked); its header is read and checked against the file's
+ * size before the rest is read. NULL with why filled when it cannot be
+ * loaded; *special is set when it is not a regular file (skipped, not
+ * moved).
  */
-static km_model *read_model(int dirfd, const char *file, char *why,
-                            size_t whylen, int *special)
+static km_model *read_model_fd(int fd, char *why, size_t whylen,
+                               int *special)
 {
     *special = 0;
-    int fd = openat(dirfd, file,
-                    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, whylen, "%s", strerror(errno));
-        return NULL;
-    }
     km_model *m = NULL;
     unsigned char *buf = NULL;
     unsigned char head[KM_MODEL_HEADER_BYTES];
@@ -453,6 +470,20 @@ static km_model *read_model(int dirfd, const char *file, char *why,
         snprintf(why, whylen, "%s", err.message);
 out:
     free(buf);
+    return m;
+}
+
+/* read_model_fd on the file of that name in dirfd. */
+static km_model *read_model(int dirfd, const char *file, char *why,
+                            size_t whylen, int *special)
+{
+    *special = 0;
+    int fd = open_model(dirfd, file);
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return NULL;
+    }
+    km_model *m = read_model_fd(fd, why, whylen, special);
     close(fd);
     return m;
 }
@@ -470,18 +501,40 @@ out:
  *     its writer is gone;
  *   - anything else (other hosts, live processes, names of another
  *     form) only once its mtime is TEMP_MAX_AGE old.
- * Another replica's write in flight is therefore never touched. */
+ * Another replica's write in flight is therefore never touched.
+ *
+ * A save that keeps the version it replaces first links (or copies) that
+ * file to .NAME.kmm.keep-HOST-NS-PID-NONCE-COUNTER (see keep_replaced),
+ * judged the same way, but by its ctime: a link has the mtime of the file
+ * it links, however old, while linking it sets its ctime. */
 
 enum { TEMP_KEEP, TEMP_OURS, TEMP_STALE };
 
-/* Splits the owner fields off a temporary file's name; -1 if it is not
- * of the form above. */
-static int temp_owner(const char *file, char *host, size_t hostlen,
-                      unsigned long *ns, long *pid, unsigned *nonce)
+#define TEMP_MARK SUFFIX ".tmp-"
+#define KEEP_MARK SUFFIX ".keep-"
+
+/* Whether file is a temporary file of either kind above (by its name). */
+static int temp_file(const char *file)
 {
-    const char *mark = SUFFIX ".tmp-", *tail = NULL;
-    for (const char *p = strstr(file, mark); p; p = strstr(p + 1, mark))
-        tail = p + strlen(mark);
+    return file[0] == '.' && (strstr(file, TEMP_MARK) || strstr(file,
+                                                                KEEP_MARK));
+}
+
+/* Splits the owner fields off a temporary file's name; -1 if it is not
+ * of the form above. *keep: whether it is a keep link. */
+static int temp_owner(const char *file, char *host, size_t hostlen,
+                      unsigned long *ns, long *pid, unsigned *nonce,
+                      int *keep)
+{
+    static const char *const marks[] = {TEMP_MARK, KEEP_MARK};
+    const char *tail = NULL;
+    for (int k = 0; k < 2; k++)
+        for (const char *p = strstr(file, marks[k]); p;
+             p = strstr(p + 1, marks[k]))
+            if (!tail || p + strlen(marks[k]) > tail) {
+                tail = p + strlen(marks[k]);
+                *keep = k;
+            }
     if (!tail)
         return -1;
     char buf[256], *field[4];
@@ -514,14 +567,17 @@ static int temp_verdict(const srv_store *s, const char *file,
     unsigned long ns;
     long pid;
     unsigned nonce;
-    if (temp_owner(file, host, sizeof host, &ns, &pid, &nonce) == 0 &&
-        !strcmp(host, s->host) && ns == s->pid_ns) {
+    int keep = 0;
+    int owned = temp_owner(file, host, sizeof host, &ns, &pid, &nonce,
+                           &keep) == 0;
+    if (owned && !strcmp(host, s->host) && ns == s->pid_ns) {
         if (pid == (long)getpid())
             return nonce == s->nonce ? TEMP_OURS : TEMP_STALE;
         if (ns && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
             return TEMP_STALE;
     }
-    return time(NULL) - st->st_mtime > TEMP_MAX_AGE ? TEMP_STALE : TEMP_KEEP;
+    time_t since = owned && keep ? st->st_ctime : st->st_mtime;
+    return time(NULL) - since > TEMP_MAX_AGE ? TEMP_STALE : TEMP_KEEP;
 }
 
 /* Removes the temporary file if it is provably stale (see above). */
@@ -645,7 +701,7 @@ static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
         uint64_t version = km_model_version(m);
         const char *algo = km_algorithm_name(km_model_algorithm(m));
         if (srv_registry_put(r, m) == 0) {
-            remember(s, name, &st);
+            remember(s, name, &st, version);
             loaded = 1;
             srv_log(SRV_INFO, "model_loaded", "%s version %llu (%s)", name,
                     (unsigned long long)version, algo);
@@ -688,7 +744,9 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
     while ((e = readdir(d)) != NULL) {
         const char *file = e->d_name;
         struct stat st;
-        if (file[0] == '.' && strstr(file, SUFFIX ".tmp-")) {
+        if (file[0] == '.' && ends_with(file, LOCK_SUFFIX))
+            continue; /* a name's lock (see srv_store_lock) */
+        if (temp_file(file)) {
             clean_temp(s, commit, file);
             continue;
         }
@@ -721,9 +779,11 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
                 srv_log(SRV_INFO, "model_unloaded", "%s: its file was removed",
                         name);
             }
-            remember(s, name, NULL);
+            remember(s, name, NULL, 0);
         } else {
-            remember(s, name, &st); /* it came back meanwhile */
+            /* it came back meanwhile (or the scan missed it): the next
+             * scan loads it if it is not the file the store knows */
+            is_known(s, name, &st);
         }
         pthread_mutex_unlock(commit);
     }
@@ -904,26 +964,51 @@ int srv_store_version_size(srv_store *s, const char *name, uint64_t version,
 }
 
 km_model *srv_store_load_version(srv_store *s, const char *name,
-                                 uint64_t version, char *why, size_t whylen)
+                                 uint64_t version, int *file, int *gone,
+                                 char *why, size_t whylen)
 {
-    char file[128];
-    int special, fd = dir_dup(s);
-    kept_file(file, sizeof file, name, version);
-    if (fd < 0) {
+    char kept[128];
+    int special, dfd = dir_dup(s);
+    *gone = 0;
+    if (file)
+        *file = -1;
+    kept_file(kept, sizeof kept, name, version);
+    if (dfd < 0) {
         snprintf(why, whylen, "%s", strerror(errno));
         return NULL;
     }
-    km_model *m = read_model(fd, file, why, whylen, &special);
-    close(fd);
+    int fd = open_model(dfd, kept), rc = fd < 0 ? errno : 0;
+    close(dfd);
+    if (fd < 0) {
+        *gone = rc == ENOENT; /* pruned or deleted since it was listed */
+        snprintf(why, whylen, "%s", strerror(rc));
+        return NULL;
+    }
+    km_model *m = read_model_fd(fd, why, whylen, &special);
     if (m && km_model_version(m) != version) {
-        snprintf(why, whylen, "%s holds version %llu", file,
+        snprintf(why, whylen, "%s holds version %llu", kept,
                  (unsigned long long)km_model_version(m));
         km_model_free(m);
-        return NULL;
+        m = NULL;
     }
     if (m)
         km_model_set_identity(m, name, version, km_model_created_at_ms(m));
+    if (m && file)
+        *file = fd;
+    else
+        close(fd);
     return m;
+}
+
+int srv_store_still_kept(srv_store *s, const char *name, uint64_t version,
+                         int file)
+{
+    char kept[128];
+    struct stat read, named;
+    kept_file(kept, sizeof kept, name, version);
+    return file >= 0 && fstat(file, &read) == 0 &&
+           fstatat(s->dirfd, kept, &named, 0) == 0 &&
+           read.st_dev == named.st_dev && read.st_ino == named.st_ino;
 }
 
 static int write_all(int fd, const unsigned char *p, size_t n)
@@ -953,10 +1038,12 @@ static void sync_dir(srv_store *s, const char *what, const char *file)
                 "crash", what, s->dir, file, strerror(errno));
 }
 
-/* A fresh temporary file name for name (see "temporary files"). */
-static void temp_name(srv_store *s, const char *name, char *buf, size_t len)
+/* A fresh temporary file name for name (see "temporary files"); mark:
+ * TEMP_MARK, or KEEP_MARK for a keep link. */
+static void temp_name(srv_store *s, const char *name, const char *mark,
+                      char *buf, size_t len)
 {
-    snprintf(buf, len, ".%s" SUFFIX ".tmp-%s-%lu-%ld-%08x-%u", name, s->host,
+    snprintf(buf, len, ".%s%s%s-%lu-%ld-%08x-%u", name, mark, s->host,
              s->pid_ns, (long)getpid(), s->nonce,
              atomic_fetch_add(&s->counter, 1));
 }
@@ -1002,64 +1089,73 @@ static int copy_temp(srv_store *s, const char *file, const char *tmp)
     return rc;
 }
 
-/* Keeps the version NAME.kmm holds now as NAME.kmm.vVERSION, before a
- * save replaces it: replaced is the version the registry serves, which is
- * the file's when the store knows the file (it wrote or loaded it); a file
- * another replica wrote meanwhile is read for its version. A kept file of
- * that version already there (left by a crash between this link and the
- * rename) is the same version: it is replaced. 0, or an errno value (the
- * save then fails, and nothing has changed but the kept file). Commit lock
- * held. */
-static int keep_replaced(srv_store *s, const char *name, uint64_t replaced)
+/* Keeps the file NAME.kmm is now as NAME.kmm.vVERSION, VERSION the one
+ * it holds, before a save replaces it. The file is first linked to a
+ * temporary name, .NAME.kmm.keep-... (copied, where the file system has
+ * no hard links), and VERSION is that of the file so linked: the one
+ * srv_store_read_head found when it is the same file (as it is while the
+ * name's lock is held), else read from the link. So a kept file always
+ * holds the version its name says, whatever another writer did to
+ * NAME.kmm meanwhile (a replica without the lock, a hand), where linking
+ * NAME.kmm by name after reading it could keep another file than the one
+ * read. The rename replaces a kept file of that version already there
+ * (left by a crash between this and the save's rename: the same version).
+ * 0, or an errno value (the save then fails, nothing changed but the kept
+ * file). Commit lock held. */
+static int keep_replaced(srv_store *s, const char *name,
+                         const srv_store_head *head)
 {
     char file[96], kept[128], tmp[512];
     struct stat st;
     snprintf(file, sizeof file, "%s" SUFFIX, name);
-    if (fstatat(s->dirfd, file, &st, 0) != 0)
-        return errno == ENOENT ? 0 : errno; /* nothing to keep */
-    uint64_t v = replaced;
-    if (!v || !is_known(s, name, &st)) {
+    temp_name(s, name, KEEP_MARK, tmp, sizeof tmp);
+    srv_test_pause("keep_link");
+    int rc = linkat(s->dirfd, file, s->dirfd, tmp, 0) == 0 ? 0 : errno;
+    if (rc == EPERM || rc == EOPNOTSUPP || rc == EMLINK || rc == ENOSYS ||
+        rc == EXDEV)
+        rc = copy_temp(s, file, tmp);
+    if (rc)
+        return rc == ENOENT ? 0 : rc; /* no file: nothing to keep */
+    uint64_t v = 0;
+    if (fstatat(s->dirfd, tmp, &st, 0) != 0) {
+        rc = errno;
+    } else if (head->version && head->dev == st.st_dev &&
+               head->ino == st.st_ino && head->size == st.st_size &&
+               head->mtime.tv_sec == st.st_mtim.tv_sec &&
+               head->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+        v = head->version;
+    } else {
         char why[300];
         int special;
-        km_model *m = read_model(s->dirfd, file, why, sizeof why, &special);
-        v = m ? km_model_version(m) : 0;
+        km_model *m = read_model(s->dirfd, tmp, why, sizeof why, &special);
+        v = m ? km_model_version(m) : 0; /* 0: unreadable, not kept */
         km_model_free(m);
-        if (!v)
-            return 0; /* unreadable: its scan quarantines it */
     }
-    kept_file(kept, sizeof kept, name, v);
-    srv_test_pause("keep_link");
-    if (linkat(s->dirfd, file, s->dirfd, kept, 0) == 0)
-        return 0;
-    int rc = errno;
-    if (rc == EEXIST) {
-        if (unlinkat(s->dirfd, kept, 0) != 0 && errno != ENOENT)
-            return errno;
-        if (linkat(s->dirfd, file, s->dirfd, kept, 0) == 0)
-            return 0;
-        rc = errno;
+    if (!rc && v) {
+        kept_file(kept, sizeof kept, name, v);
+        if (renameat(s->dirfd, tmp, s->dirfd, kept) != 0)
+            rc = errno;
     }
-    if (rc != EPERM && rc != EOPNOTSUPP && rc != EMLINK && rc != ENOSYS &&
-        rc != EXDEV)
-        return rc;
-    temp_name(s, name, tmp, sizeof tmp);
-    if ((rc = copy_temp(s, file, tmp)) == 0 &&
-        renameat(s->dirfd, tmp, s->dirfd, kept) != 0) {
-        rc = errno;
-        unlinkat(s->dirfd, tmp, 0);
-    }
+    /* gone after the rename, unless tmp and kept were already links to
+     * one file (the rename then does nothing) */
+    unlinkat(s->dirfd, tmp, 0);
     return rc;
 }
 
 /* Removes the kept files of name but the newest keep - 1 below current
- * (current 0: every one). Returns how many were removed; a failure is
- * logged (the file is tried again at the next save). Commit lock held. */
-static size_t prune_kept(srv_store *s, const char *name, uint64_t current)
+ * (current 0: every one). *removed gets how many were removed. 0, or the
+ * errno value of the first that could not be removed (logged; the others
+ * are still tried, and it is tried again at the next save). Commit lock
+ * held. */
+static int prune_kept(srv_store *s, const char *name, uint64_t current,
+                      size_t *removed)
 {
     uint64_t *v;
-    size_t n, kept = 0, removed = 0;
-    if (list_kept(s->dirfd, name, &v, &n) != 0)
-        return 0;
+    size_t n, kept = 0;
+    *removed = 0;
+    int rc = list_kept(s->dirfd, name, &v, &n);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         char file[128];
         if (current && v[i] < current && kept + 1 < (size_t)s->keep) {
@@ -1067,32 +1163,67 @@ static size_t prune_kept(srv_store *s, const char *name, uint64_t current)
             continue;
         }
         kept_file(file, sizeof file, name, v[i]);
-        if (unlinkat(s->dirfd, file, 0) == 0)
-            removed++;
-        else if (errno != ENOENT)
+        if (unlinkat(s->dirfd, file, 0) == 0) {
+            (*removed)++;
+        } else if (errno != ENOENT) {
+            if (!rc)
+                rc = errno;
             srv_log(SRV_ERROR, "store_prune", "cannot remove %s/%s: %s",
                     s->dir, file, strerror(errno));
+        }
     }
     free(v);
-    return removed;
+    return rc;
 }
 
-int srv_store_save(srv_store *s, const km_model *m, uint64_t replaced)
+int srv_store_read_head(srv_store *s, const char *name, srv_store_head *head)
+{
+    char file[96], why[300];
+    struct stat st;
+    int special;
+    memset(head, 0, sizeof *head);
+    snprintf(file, sizeof file, "%s" SUFFIX, name);
+    int fd = open_model(s->dirfd, file);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : errno;
+    int rc = fstat(fd, &st) != 0 ? errno : 0;
+    if (!rc) {
+        head->present = 1;
+        head->dev = st.st_dev;
+        head->ino = st.st_ino;
+        head->size = st.st_size;
+        head->mtime = st.st_mtim;
+        if (!known_version(s, name, &st, &head->version)) {
+            /* another replica's, or a hand's: read what it holds */
+            km_model *m = read_model_fd(fd, why, sizeof why, &special);
+            head->version = m ? km_model_version(m) : 0;
+            km_model_free(m);
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+int srv_store_save(srv_store *s, const km_model *m,
+                   const srv_store_head *replaced)
 {
     unsigned char *buf = NULL;
-    size_t len = 0;
+    size_t len = 0, pruned;
     km_error err;
+    struct stat st;
     if (km_model_save_buffer(m, &buf, &len, &err) != KM_OK)
         return ENOMEM;
     const char *name = km_model_name(m);
     char tmp[512], file[512];
     snprintf(file, sizeof file, "%s" SUFFIX, name);
-    temp_name(s, name, tmp, sizeof tmp);
+    temp_name(s, name, TEMP_MARK, tmp, sizeof tmp);
     int rc = write_temp(s, tmp, buf, len);
     free(buf);
     if (rc)
         return rc;
-    if (s->keep > 1)
+    if (fstatat(s->dirfd, tmp, &st, 0) != 0) /* the file renamed below */
+        rc = errno;
+    if (!rc && s->keep > 1)
         rc = keep_replaced(s, name, replaced);
     if (!rc && renameat(s->dirfd, tmp, s->dirfd, file) != 0)
         rc = errno;
@@ -1100,24 +1231,94 @@ int srv_store_save(srv_store *s, const km_model *m, uint64_t replaced)
         unlinkat(s->dirfd, tmp, 0);
         return rc;
     }
-    struct stat st;
-    if (fstatat(s->dirfd, file, &st, 0) == 0)
-        remember(s, name, &st); /* not to be loaded back */
-    prune_kept(s, name, km_model_version(m));
+    remember(s, name, &st, km_model_version(m)); /* not to be loaded back */
+    prune_kept(s, name, km_model_version(m), &pruned);
     sync_dir(s, "saving", file);
     return 0;
 }
 
+/* The kept files go first: when one cannot be removed the delete fails
+ * with NAME.kmm still there, rather than leave a version of this life of
+ * the name beside a later one. */
 int srv_store_delete(srv_store *s, const char *name)
 {
     char file[512];
+    size_t pruned;
     snprintf(file, sizeof file, "%s" SUFFIX, name);
-    int rc = unlinkat(s->dirfd, file, 0) == 0 ? 0 : errno;
-    if (rc && rc != ENOENT)
-        return rc;
+    int rc = prune_kept(s, name, 0, &pruned);
     if (!rc)
-        remember(s, name, NULL);
-    if (prune_kept(s, name, 0) || !rc)
+        rc = unlinkat(s->dirfd, file, 0) == 0 ? 0 : errno;
+    if (!rc)
+        remember(s, name, NULL, 0);
+    if (pruned || !rc)
         sync_dir(s, "deleting", file);
     return rc;
+}
+
+/* ------------------------------------------------------ the name's lock
+ *
+ * Replicas sharing the directory serialise their changes to a name with
+ * flock(2) on .NAME.kmm.lock (hidden: scans pass over it), taken after the
+ * commit lock and held while the change runs. A delete removes the file
+ * while it holds it; whoever was waiting on it then finds that the name
+ * no longer leads to the file it locked, and locks the one there now. */
+
+static void lock_file(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, ".%s" LOCK_SUFFIX, name);
+}
+
+/* No lock to be had: logged once per store, unless the directory cannot
+ * be written (the change fails on its own, with its own reason). */
+static int no_lock(srv_store *s, const char *file, int err)
+{
+    if (err != EACCES && err != EROFS && err != EPERM &&
+        !atomic_exchange(&s->lock_warned, 1))
+        srv_log(SRV_WARN, "store_unlocked", "cannot lock %s/%s (%s): changes "
+                "to a model are not coordinated with other replicas sharing "
+                "the directory", s->dir, file, strerror(err));
+    return -1;
+}
+
+int srv_store_lock(srv_store *s, const char *name)
+{
+    char file[128];
+    lock_file(file, sizeof file, name);
+    srv_test_pause("name_lock");
+    for (int tries = 0; tries < 1000; tries++) {
+        struct stat held, named;
+        int fd = openat(s->dirfd, file, O_RDONLY | O_CREAT | O_NOFOLLOW |
+                        O_NONBLOCK | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return no_lock(s, file, errno);
+        if (fstat(fd, &held) != 0 || !S_ISREG(held.st_mode)) {
+            close(fd);
+            return no_lock(s, file, EINVAL);
+        }
+        int rc;
+        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+            ;
+        if (rc != 0) {
+            int err = errno;
+            close(fd);
+            return no_lock(s, file, err);
+        }
+        if (fstatat(s->dirfd, file, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+            named.st_dev == held.st_dev && named.st_ino == held.st_ino)
+            return fd;
+        close(fd); /* removed by a delete meanwhile: lock the one there now */
+    }
+    return no_lock(s, file, EAGAIN);
+}
+
+void srv_store_unlock(srv_store *s, const char *name, int lock, int remove)
+{
+    char file[128];
+    if (lock < 0)
+        return;
+    if (remove) {
+        lock_file(file, sizeof file, name);
+        unlinkat(s->dirfd, file, 0);
+    }
+    close(lock);
 }

@@ -27,16 +27,22 @@
  * SIGHUP, and every --watch-interval from the watcher thread) loads files
  * that are new or changed since it last saw them and unloads models whose
  * file is gone. The store remembers each file it wrote or loaded (inode,
- * size, mtime), so its own writes are not loaded back.
+ * size, mtime, version), so its own writes are not loaded back. Changes
+ * to one name's files are serialised across replicas by the name's lock
+ * (srv_store_lock), and each numbers its version after the file on disk
+ * (srv_store_read_head), not after what its registry last saw.
  *
  * Thread-safety: all functions may run from any thread. Everything that
  * changes a name (save + registry swap, delete, a sync's load) runs under
- * the commit lock the caller gives, so files and registry agree.
+ * the commit lock the caller gives, so files and registry agree; saves
+ * and deletes also under the name's lock.
  */
 #ifndef SRV_STORE_H
 #define SRV_STORE_H
 
 #include <pthread.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include "../core/km.h"
 #include "srv_registry.h"
@@ -58,19 +64,54 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
 int srv_store_watch(srv_store *s, srv_registry *r,
                     pthread_mutex_t *commit_lock, double interval);
 
-/* Writes m as NAME.kmm atomically. replaced: the version it replaces as
- * the registry serves it (0: none). With more than one version kept, the
- * file it replaces is first kept as NAME.kmm.vVERSION, and after the
- * rename kept files beyond the newest keep - 1 are removed. 0, or an
- * errno value (ENOSPC, EIO...) with NAME.kmm untouched. Once the rename
- * is done the result is 0 (a failed fsync of the directory after it is
- * logged). Call with the commit lock held. */
-int srv_store_save(srv_store *s, const km_model *m, uint64_t replaced);
+/* Takes name's lock shared with the other processes on the directory
+ * (replicas): an exclusive flock(2) on the hidden file .NAME.kmm.lock.
+ * Every change of name's files (save, delete) runs under it, taken after
+ * the commit lock, so that two replicas changing one name take turns:
+ * each sees the other's file, numbers its version after it and keeps it.
+ * Returns the lock for srv_store_unlock, or -1 when none can be had (the
+ * directory cannot be written, so the change fails anyway; or the file
+ * system has no locks: logged once as store_unlocked, and the change runs
+ * under the commit lock alone). */
+int srv_store_lock(srv_store *s, const char *name);
+/* Releases it; remove: after a delete, also removes the lock's file. */
+void srv_store_unlock(srv_store *s, const char *name, int lock, int remove);
 
-/* Removes NAME.kmm and every kept version of it. 0, or an errno value
+/* What NAME.kmm is on disk: present or not, the file (device, inode, size,
+ * modification time) and the version it holds (0 when it cannot be
+ * read; a scan quarantines it). Read under the name's lock, it is the
+ * version the next one follows, whichever replica wrote it. */
+typedef struct srv_store_head {
+    int present;
+    uint64_t version;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} srv_store_head;
+
+/* Fills *head: 0, or an errno value other than ENOENT (no file is
+ * present 0). A file the store wrote or loaded itself is not read again.
+ * Commit lock (and name's lock) held. */
+int srv_store_read_head(srv_store *s, const char *name, srv_store_head *head);
+
+/* Writes m as NAME.kmm atomically. replaced: what NAME.kmm was, as
+ * srv_store_read_head found it under the same locks. With more than one
+ * version kept, the file it replaces is first kept as NAME.kmm.vVERSION,
+ * VERSION the one that file holds (see keep_replaced in srv_store.c), and
+ * after the rename kept files beyond the newest keep - 1 are removed. 0,
+ * or an errno value (ENOSPC, EIO...) with NAME.kmm untouched. Once the
+ * rename is done the result is 0 (a failed fsync of the directory after
+ * it is logged). Call with the commit lock and name's lock held. */
+int srv_store_save(srv_store *s, const km_model *m,
+                   const srv_store_head *replaced);
+
+/* Removes every kept version of name, then NAME.kmm. 0, or an errno value
  * (ENOENT if NAME.kmm was absent, the kept ones removed all the same;
- * EACCES, EROFS... when the directory cannot be changed, the file then
- * stays). Call with the commit lock held. */
+ * EACCES, EROFS... when the directory cannot be changed: NAME.kmm then
+ * stays, so a delete that fails leaves the name with its current version,
+ * never a kept version without it). Call with the commit lock and name's
+ * lock held. */
 int srv_store_delete(srv_store *s, const char *name);
 
 /* --keep-versions: how many versions of each name are kept on disk, the
@@ -89,10 +130,22 @@ int srv_store_versions(srv_store *s, const char *name, uint64_t below,
 int srv_store_version_size(srv_store *s, const char *name, uint64_t version,
                            size_t *size);
 /* Loads the kept version of name from its file, checked as a scan checks
- * (it must hold that version); NULL with the reason in why. Caller owns
- * the model. Needs no lock: the file is never written in place. */
+ * (it must hold that version); NULL with the reason in why, and *gone set
+ * when there is no such file (never kept, or pruned or deleted since it
+ * was listed: not found, not an error). With file non-NULL, *file gets the
+ * file read, still open (caller closes it), for srv_store_still_kept.
+ * Caller owns the model. Needs no lock: the file is never written in
+ * place. */
 km_model *srv_store_load_version(srv_store *s, const char *name,
-                                 uint64_t version, char *why, size_t whylen);
+                                 uint64_t version, int *file, int *gone,
+                                 char *why, size_t whylen);
+/* Whether name's kept version is still the file open as file (from
+ * srv_store_load_version): 0 when it has been pruned, or deleted with the
+ * name, since; a file of that version written in a later life of the
+ * name (after a delete) is another file. Holding the file open keeps its
+ * inode from being reused meanwhile. Commit lock and name's lock held. */
+int srv_store_still_kept(srv_store *s, const char *name, uint64_t version,
+                         int file);
 
 const char *srv_store_dir(const srv_store *s);
 

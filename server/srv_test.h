@@ -19,6 +19,8 @@
  *                    before it reads it
  *   rollback_loaded  a rollback, after it read the kept version, before
  *                    it commits it
+ *   name_lock        a commit or delete, before it takes the name's lock
+ *                    that replicas share (srv_store_lock)
  *   keep_link        a save with --keep-versions > 1, after it learnt
  *                    which version the file it replaces holds, before it
  *                    keeps that file
