@@ -24,9 +24,24 @@ distributed fit of 1500 rows projects 100 new rows as the local fit does
 (up to each component's sign, 1e-8) and maps them back alike; under the
 same local budget a 2500-row kpca (eigen_solver dense) is 413 locally and
 201 with "distributed": true; eigen_solver randomized distributed is 400
-naming params.eigen_solver. Faults: kill -9 of one rank mid-fit fails the job
-within seconds with no rank or staging file left and the old version
-served; DELETE during the factorisation ends every rank.
+naming params.eigen_solver.
+
+Faults, on a daemon with one fit worker, --mpi-heartbeat-timeout 10 and
+--mpi-start-timeout 30. Each fit is held at a named phase by the
+worker's test hook (KMSERVE_MPI_TEST_HOLD names a file; a rank entering
+the phase the file names waits, its liveness record in state "held"), so
+the ranks are found from their own records (rank, pid, phase) and the
+launcher as their session's leader, never by matching command lines:
+kill -9 of rank 1 at the factorisation; the same with the launcher
+stopped first (a launcher that never notices: the daemon's liveness rule
+alone must end the job); SIGSTOP of rank 1 there (a silent rank: its
+heartbeat stops); kill -9 of rank 1 during start-up, before MPI_Init has
+returned; a start-up that never completes. Each must fail the job with
+a message naming the rank (or the start-up deadline), leave no process
+of the launcher's session and no staging file, keep the old version
+served, and leave the worker free: the next distributed fit, held at its
+factorisation to show that it runs, succeeds. A DELETE of a fit held at
+its factorisation cancels it (not "before it ran") and ends every rank.
 
 Skipped (with a note) when kmserve-mpi was not built or mpirun is absent.
 Usage, from the project root:
@@ -35,6 +50,7 @@ Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -118,13 +134,6 @@ def worker_cases(build):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def ranks_of(tag):
-    """pids of kmserve-mpi processes whose command line names tag."""
-    p = subprocess.run(["pgrep", "-f", f"kmserve-mpi --request {tag}"],
-                       capture_output=True, text=True)
-    return [int(x) for x in p.stdout.split()]
-
-
 def staging(models):
     return [f for f in os.listdir(models) if f.startswith(".kmserve-mpi-")]
 
@@ -199,13 +208,6 @@ def kpca_cases(d):
               "kpca's randomized solver distributed: 400 naming the field", r)
 
 
-def wait_gone(tag, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline and ranks_of(tag):
-        time.sleep(0.1)
-    return not ranks_of(tag)
-
-
 def daemon_cases(d):
     models = d.models
     X, y = run.synthetic(1500, 3, 21)
@@ -238,47 +240,211 @@ def daemon_cases(d):
               "nystrom distributed: 400", r)
     kpca_cases(d)
 
-    # kill -9 of one rank mid-fit: the job fails, the old version serves
-    before = predict(d, "big", T)
-    r = fit(d, "big", X2, [v * 2 for v in y2], {"alpha": 0.5},
-            distributed=True, **{"async": True})
-    job = (r.json() or {}).get("job", {}).get("id")
-    tag = models
-    deadline = time.time() + 30
-    while time.time() < deadline and len(ranks_of(tag)) < 2:
-        time.sleep(0.05)
-    pids = ranks_of(tag)
-    if pids:
-        os.kill(pids[-1], signal.SIGKILL)
-    t0 = time.time()
-    j = run.wait_job(d, job, ("failed", "succeeded"), timeout=30)
-    took = time.time() - t0
-    run.check(len(pids) >= 2 and j and j.get("status") == "failed" and took < 15,
-              f"kill -9 of a rank fails the job ({took:.1f} s)", j)
-    run.check(wait_gone(tag, 10) and staging(models) == [],
-              "no rank and no staging file left", (ranks_of(tag), staging(models)))
-    run.check(predict(d, "big", T) == before, "the old version still serves")
 
-    # cancel during the factorisation
-    X3, y3 = run.synthetic(4500, 3, 24)
-    r = fit(d, "cancel", X3, y3, {"alpha": 0.5}, distributed=True,
-            **{"async": True})
-    job = (r.json() or {}).get("job", {}).get("id")
-    deadline = time.time() + 60
-    j = {}
-    while time.time() < deadline:
+# ---------------------------------------------------------------- faults
+
+HOLD = os.path.join(tempfile.gettempdir(), f"kmserve-mpi-hold-{os.getpid()}")
+
+
+def hold(phase):
+    """Ranks entering phase wait there (the worker's test hook)."""
+    with open(HOLD + ".tmp", "w") as f:
+        f.write(phase + "\n")
+    os.replace(HOLD + ".tmp", HOLD)
+
+
+def release():
+    if os.path.exists(HOLD):
+        os.unlink(HOLD)
+
+
+def records(models):
+    """The liveness records of the distributed fit running in models
+    (server/srv_beat.h: "RANK PID BEAT PHASE STATE WHERE"), by rank."""
+    out = {}
+    for name in os.listdir(models):
+        m = re.fullmatch(r"\.kmserve-mpi-.*\.rank(\d+)", name)
+        if not m:
+            continue
+        try:
+            with open(os.path.join(models, name)) as fh:
+                f = fh.read().split()
+        except FileNotFoundError:  # the job ended meanwhile
+            continue
+        if len(f) == 6 and f[0] == m.group(1):
+            out[int(f[0])] = {"pid": int(f[1]), "phase": f[3], "state": f[4]}
+    return out
+
+
+def proc_stat(pid):
+    """(state, ppid, session) of process pid, None when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+    except OSError:
+        return None
+    f = s[s.rindex(")") + 2:].split()
+    return f[0], int(f[1]), int(f[3])
+
+
+def session(sid):
+    """The processes (zombies too) of session sid."""
+    out = []
+    for p in os.listdir("/proc"):
+        st = proc_stat(int(p)) if p.isdigit() else None
+        if st and st[2] == sid:
+            out.append((int(p), st[0]))
+    return out
+
+
+def poll(pred, timeout):
+    """pred() once true, polled up to timeout s; its last value."""
+    deadline = time.time() + timeout
+    v = pred()
+    while not v and time.time() < deadline:
+        time.sleep(0.05)
+        v = pred()
+    return v
+
+
+def job_of(r):
+    return ((r.json() or {}).get("job") or {}).get("id")
+
+
+def held_fit(d, name, phase, X, y):
+    """An async distributed fit whose ranks are held at phase: (job, the
+    records of its 2 ranks, the launcher's pid) once every rank is held
+    there, the launcher the leader of the ranks' session and the
+    daemon's child; records and launcher None if that never comes."""
+    hold(phase)
+    job = job_of(fit(d, name, X, y, {"alpha": 0.5}, distributed=True,
+                     **{"async": True}))
+
+    seen = {}
+
+    def settled():  # every rank held at phase, or the job over
+        r = records(d.models)
+        if len(r) == 2 and all(v["phase"] == phase and v["state"] == "held"
+                               for v in r.values()):
+            seen["recs"] = r
+            return True
         j = d.req("GET", f"/v1/jobs/{job}").json() or {}
-        if j.get("progress", 0) >= 0.1 or j.get("status") != "running" and \
-                j.get("status") != "queued":
-            break
-        time.sleep(0.02)
-    phase = j.get("progress")
+        return j.get("status") not in ("queued", "running")
+    poll(settled, 180)
+    recs = seen.get("recs")
+    if not recs:
+        return job, None, None
+    st = [proc_stat(v["pid"]) for v in recs.values()]
+    sids = {x[2] for x in st if x}
+    sid = sids.pop() if len(sids) == 1 and len(st) == 2 and all(st) else None
+    leader = proc_stat(sid) if sid else None
+    if not leader or leader[1] != d.proc.pid:
+        return job, recs, None
+    return job, recs, sid
+
+
+def wait_end(d, job):
+    """The job once it has ended (bounded generously), and the seconds."""
+    t0 = time.time()
+    j = run.wait_job(d, job, ("failed", "succeeded", "cancelled"),
+                     timeout=180) or {}
+    return j, time.time() - t0
+
+
+def check_clean(d, what, sid):
+    """No process of the launcher's session, no staging file."""
+    left = poll(lambda: not session(sid), 30)
+    run.check(left and staging(d.models) == [],
+              f"{what}: no process of its session and no staging file left",
+              (session(sid), staging(d.models)))
+
+
+def worker_free(d, what, X, y):
+    """The next distributed fit runs (held at its factorisation: it is
+    running, not queued) and succeeds."""
+    job, recs, sid = held_fit(d, "next", "factor", X, y)
+    release()
+    j, took = wait_end(d, job)
+    run.check(recs is not None and j.get("status") == "succeeded",
+              f"{what}: the worker is free, the next distributed fit runs and "
+              f"succeeds ({took:.1f} s after its release)", (recs, j))
+    if sid:
+        check_clean(d, "... and after it", sid)
+
+
+def fault(d, what, phase, act, expect, X, y, T, keep_held=False):
+    """A fit of "f" held at phase, act(records, launcher) done to its ranks,
+    released (unless keep_held): the job fails with a message holding each
+    of expect(records), nothing of it is left, the old version serves and
+    the worker is free."""
+    before = predict(d, "f", T)
+    job, recs, sid = held_fit(d, "f", phase, X, [v * 3 for v in y])
+    run.check(recs is not None and sid is not None,
+              f"{what}: its ranks are held at phase {phase}, found by their "
+              f"records, their session led by the daemon's launcher",
+              (recs, sid))
+    if recs is None or sid is None:
+        release()
+        d.req("DELETE", f"/v1/jobs/{job}")
+        wait_end(d, job)
+        return
+    act(recs, sid)
+    if not keep_held:
+        release()
+    j, took = wait_end(d, job)
+    release()
+    msg = (j.get("error") or {}).get("message", "")
+    want = expect(recs)
+    run.check(j.get("status") == "failed" and all(w in msg for w in want),
+              f"{what}: the job fails naming {want} ({took:.1f} s: {msg})", j)
+    check_clean(d, what, sid)
+    run.check(predict(d, "f", T) == before, f"{what}: the old version serves")
+    worker_free(d, what, X, y)
+
+
+def fault_cases(d):
+    X, y = run.synthetic(600, 3, 41)
+    T, _ = run.synthetic(20, 3, 42)
+    r = fit(d, "f", X, y, {"alpha": 0.5}, distributed=True)
+    run.check(r.status == 201, "faults: a first version of the model", r)
+
+    def kill(rank, sig=signal.SIGKILL):
+        return lambda recs, sid: os.kill(recs[rank]["pid"], sig)
+
+    def stop_launcher_then_kill(recs, sid):
+        os.kill(sid, signal.SIGSTOP)
+        os.kill(recs[1]["pid"], signal.SIGKILL)
+
+    fault(d, "kill -9 of rank 1 at the factorisation", "factor", kill(1),
+          lambda recs: ["rank 1"], X, y, T)
+    fault(d, "kill -9 of rank 1 at the factorisation, its launcher stopped",
+          "factor", stop_launcher_then_kill,
+          lambda recs: [f"rank 1 (pid {recs[1]['pid']}) died in phase factor"],
+          X, y, T)
+    fault(d, "SIGSTOP of rank 1 at the factorisation", "factor",
+          kill(1, signal.SIGSTOP),
+          lambda recs: [f"rank 1 (pid {recs[1]['pid']}) sent no heartbeat",
+                        "in phase factor", "--mpi-heartbeat-timeout"],
+          X, y, T)
+    fault(d, "kill -9 of rank 1 during start-up, before MPI_Init returned",
+          "mpi-init", kill(1), lambda recs: ["rank 1"], X, y, T)
+    fault(d, "a start-up that never completes", "mpi-init",
+          lambda recs, sid: None,
+          lambda recs: ["was still in MPI_Init", "--mpi-start-timeout 30"],
+          X, y, T, keep_held=True)
+
+    # DELETE of a fit held at its factorisation: cancelled while it ran
+    job, recs, sid = held_fit(d, "f", "factor", X, y)
     d.req("DELETE", f"/v1/jobs/{job}")
-    j = run.wait_job(d, job, ("cancelled", "failed", "succeeded"), timeout=20)
-    run.check(j and j.get("status") == "cancelled" and wait_gone(tag, 10),
-              f"cancel at progress {phase} ends every rank", j)
-    run.check(staging(models) == [], "no staging file after the cancel",
-              staging(models))
+    j, _ = wait_end(d, job)
+    release()
+    msg = (j.get("error") or {}).get("message", "")
+    run.check(recs is not None and j.get("status") == "cancelled" and
+              "before it ran" not in msg,
+              "a DELETE at the factorisation cancels the running fit", j)
+    if sid:
+        check_clean(d, "the cancel", sid)
+    worker_free(d, "the cancel", X, y)
 
 
 def main():
@@ -299,6 +465,20 @@ def main():
         run.check(r.status == 400 and "--mpi-launch" in r.body,
                   "distributed without --mpi-launch: 400", r)
     launch = " ".join(mpirun(2))
+    os.environ["KMSERVE_MPI_TEST_HOLD"] = HOLD  # off while the file is absent
+    release()
+    try:
+        with run.temp_daemon(args.server, "kmserve-mpi-faults-",
+                             "--mpi-launch", launch, "--workers", "1",
+                             "--mpi-heartbeat-timeout", "10",
+                             "--mpi-start-timeout", "30",
+                             "--mpi-memory-budget-mb", "200",
+                             "--mpi-block", "64") as d:
+            fault_cases(d)
+    except Exception as e:  # a crash of the runner is a failure
+        run.check(False, "fault cases", repr(e))
+    finally:
+        release()
     return run.with_daemon(args.server, "kmserve-mpi-", daemon_cases,
                            "--mpi-launch", launch, "--memory-budget-mb", "40",
                            "--mpi-memory-budget-mb", "200", "--mpi-block", "64")
