@@ -113,6 +113,8 @@ void pdsyevr_(const char *jobz, const char *range, const char *uplo,
  * n = 8000 on 2 ranks here: 8.6 s against 9.3 s (128) and 9.6 s (64);
  * bench/RESULTS.md, "kmserve-mpi". */
 #define DEFAULT_BLOCK 256
+/* Longest hold of the test hook (set_phase), in seconds. */
+#define HOLD_MAX_S 600
 /* Values per broadcast (MPI counts are int). */
 #define BCAST_CHUNK ((size_t)1 << 26)
 
@@ -289,7 +291,8 @@ static int held(const worker *w, const char *phase)
  * hook (docs/distributed.md): with KMSERVE_MPI_TEST_HOLD=FILE in the
  * environment, a rank entering the phase that FILE names waits there,
  * its record in state "held" (the heartbeat goes on), until FILE names
- * another phase or is gone.
+ * another phase or is gone; at most HOLD_MAX_S, so that a test that died
+ * does not hold a fit forever.
  */
 static void set_phase(worker *w, const char *phase)
 {
@@ -298,7 +301,7 @@ static void set_phase(worker *w, const char *phase)
     if (!held(w, phase))
         return;
     heart_set(&w->hb, phase, "held");
-    while (held(w, phase))
+    for (int t = 0; t < HOLD_MAX_S * 50 && held(w, phase); t++)
         nanosleep(&(struct timespec){0, 20000000}, NULL);
     heart_set(&w->hb, phase, "run");
 }
