@@ -376,8 +376,8 @@ static void unhold(srv_request *rq, size_t held)
 
 /* Loads a kept version of the request's model (below current, the
  * version served now), holding against the memory budget its file read
- * whole and the model made from it (about the file's size again): *held,
- * released with unhold. file (may be NULL): as srv_store_load_version's.
+ * whole and what loading it takes (srv_store_version_bytes: core's
+ * km_model_load_bytes of the file): *held, released with unhold. file (may be NULL): as srv_store_load_version's.
  * NULL with a reply: 404 when it is not kept (also when it was pruned or
  * deleted since it was listed: a version that is gone is not found, not
  * an error), 413 when its memory cannot be held, 500 when its file cannot
@@ -385,17 +385,16 @@ static void unhold(srv_request *rq, size_t held)
 static km_model *load_kept(srv_request *rq, srv_reply *rp, uint64_t version,
                            uint64_t current, size_t *held, int *file)
 {
-    size_t size;
+    size_t need;
     api_error e;
     char why[300];
     int gone;
     *held = 0;
     if (version > current ||
-        srv_store_version_size(rq->s->store, rq->param, version, &size)) {
+        srv_store_version_bytes(rq->s->store, rq->param, version, &need)) {
         no_version(rq, rp, version, current);
         return NULL;
     }
-    size_t need = 2 * size;
     if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need, "load of a kept "
                                         "version", &e)) {
         srv_reply_error(rp, &e);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -961,6 +962,47 @@ int srv_store_version_size(srv_store *s, const char *name, uint64_t version,
     close(fd);
     *size = rc ? 0 : (size_t)st.st_size;
     return rc;
+}
+
+int srv_store_version_bytes(srv_store *s, const char *name, uint64_t version,
+                            size_t *bytes)
+{
+    char file[128];
+    struct stat st;
+    km_load_bytes lb;
+    kept_file(file, sizeof file, name, version);
+    *bytes = 0;
+    int dfd = dir_dup(s);
+    if (dfd < 0)
+        return errno;
+    int fd = open_model(dfd, file), rc = fd < 0 ? errno : 0;
+    close(dfd);
+    if (!rc && fstat(fd, &st) != 0)
+        rc = errno;
+    else if (!rc && !S_ISREG(st.st_mode))
+        rc = ENOENT; /* as srv_store_version_size: not a kept file */
+    if (rc) {
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    size_t size = (size_t)st.st_size;
+    /* its records and payload counts read from a mapping: nothing of the
+     * file's size allocated */
+    void *map = size && (uint64_t)st.st_size <= MAX_FILE
+                    ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0)
+                    : MAP_FAILED;
+    close(fd);
+    int known = map != MAP_FAILED &&
+                km_model_load_bytes(map, size, &lb, NULL) == KM_OK;
+    if (map != MAP_FAILED)
+        munmap(map, size);
+    /* unreadable records: the load fails on them, having held the file
+     * and what it read of them */
+    *bytes = size + (known ? lb.peak : size);
+    if (*bytes < size)
+        *bytes = SIZE_MAX;
+    return 0;
 }
 
 km_model *srv_store_load_version(srv_store *s, const char *name,

@@ -129,6 +129,14 @@ int srv_store_versions(srv_store *s, const char *name, uint64_t below,
  * version is not kept. */
 int srv_store_version_size(srv_store *s, const char *name, uint64_t version,
                            size_t *size);
+/* What loading the kept file of name's version takes: its size (the file
+ * read whole) and the peak of reading it (km_model_load_bytes, from a
+ * read-only mapping of the file: nothing of its size is allocated), or
+ * the size again when its records cannot be read (the load fails on
+ * them). 0, or ENOENT when that version is not kept (another errno when
+ * it cannot be opened). */
+int srv_store_version_bytes(srv_store *s, const char *name, uint64_t version,
+                            size_t *bytes);
 /* Loads the kept version of name from its file, checked as a scan checks
  * (it must hold that version); NULL with the reason in why, and *gone set
  * when there is no such file (never kept, or pruned or deleted since it

@@ -456,6 +456,74 @@ def scenario_triggers(binary, tmp, small):
                   f"grew {grew / MIB:.1f} MiB")
 
 
+def with_version(b, version):
+    """The file b holding this version, checksum recomputed."""
+    out = bytearray(b[:-4])
+    struct.pack_into("<Q", out, layout(b)["version"], version)
+    return with_crc(bytes(out))
+
+
+def pinned(binary, tmp, kept, current, row, budget_mib):
+    """A fresh daemon (--keep-versions 2) whose models directory holds
+    current as k.kmm (version 2) and kept as k.kmm.v1 answers a predict
+    pinned to version 1: (reply, growth of its peak resident bytes,
+    whether it runs under a sanitizer)."""
+    models = os.path.join(tmp, "k", "models")
+    shutil.rmtree(os.path.dirname(models), ignore_errors=True)
+    os.makedirs(models)
+    for name, data in (("k.kmm", with_version(current, 2)),
+                       ("k.kmm.v1", with_version(kept, 1))):
+        with open(os.path.join(models, name), "wb") as f:
+            f.write(data)
+    d = run.Daemon(binary, models, "--keep-versions", "2",
+                   "--memory-budget-mb", f"{budget_mib:.3f}")
+    try:
+        d.start()
+        pid = d.proc.pid
+        san = sanitized(pid)
+        reset_peak(pid)
+        before = status_kib(pid, "VmRSS")
+        r = d.req("POST", "/v1/models/k/versions/1/predict", {"X": [row]})
+        peak = status_kib(pid, "VmHWM")
+        return r, (peak - before) * 1024.0, san
+    finally:
+        d.stop()
+
+
+def scenario_kept(binary, tmp, small):
+    """A pinned read loads a kept version's file for the request: held
+    against the budget by the same estimate (the file, and what loading
+    it takes), so a kept file whose model is far larger than the file
+    (kkmeans' n x k matrix, gpr's full factor) is refused or held."""
+    kept = []
+    if "kkmeans" in small:
+        kept.append(("kkmeans of 1024 clusters", small["kkmeans"],
+                     kkmeans(small["kkmeans"], N, 16, 1024), 16))
+    if "gpr" in small:
+        kept.append(("gpr of 2048 rows", small["gpr"],
+                     gpr(small["gpr"], 2048, 256, 1), 256))
+    for what, current, file, d in kept:
+        row = [0.0] * d
+        r, _, _ = pinned(binary, tmp, file, current, row, 1)
+        m = ESTIMATE_RE.search(r.body)
+        if not check(r.status == 413 and m, f"kept {what}: a pinned predict "
+                     "refused under a 1 MiB budget, the estimate in the "
+                     "message", r):
+            continue
+        est = float(m.group(1)) * MIB
+        # the predict's own reservation: the body, a row's answer and
+        # kernel values, well within a MiB
+        r, grew, san = pinned(binary, tmp, file, current, row,
+                              est / MIB + 1)
+        check(r.status == 200, f"kept {what} ({len(file) / MIB:.1f} MiB): "
+              f"a pinned predict admitted just above its estimate "
+              f"({est / MIB:.1f} MiB)", r)
+        if not san:
+            check(grew <= est + MIB + NOISE, f"kept {what}: peak resident "
+                  f"growth {grew / MIB:.1f} MiB within the estimate",
+                  f"grew {grew / MIB:.1f} MiB")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
@@ -466,6 +534,7 @@ def main():
         small = make_small(binary, tmp)
         scenario_triggers(binary, tmp, small)
         scenario_forms(binary, tmp, small)
+        scenario_kept(binary, tmp, small)
     except Exception as e:  # a crash of the runner is a failure, not a pass
         check(False, "runner", repr(e))
     finally:
