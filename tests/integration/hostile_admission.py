@@ -22,7 +22,10 @@ loader's checks all pass). And the two imports issue 24 found
 underestimated, as explicit cases: a LIBSVM file of 4 support vectors
 whose largest index is 2^22 (three dense copies) under a budget of 300
 MiB, and a 24 MiB gpr file (its triangle made a full matrix) under 60:
-each is refused, or admitted and held within the budget.
+each is refused, or admitted and held within the budget. A pinned read
+of a kept version loads its file for the request under the same kind of
+estimate: kept kkmeans (an n x k matrix from a small file) and gpr files
+are read the same two ways.
 
 Under a sanitizer (its runtime in the daemon's maps) resident memory is
 not the program's: the imports run, the resident checks are skipped.
