@@ -27,6 +27,8 @@ the file. Every wait is for an event, never for a time.
   - a writer that takes no lock (an older replica, a hand) replacing or
     removing NAME.kmm while a save is about to keep it: the kept file is
     the file whose version names it, and the fit is 201, not 507;
+  - a scan and a listing of the directory at once (GET .../versions) each
+    read every entry (they once shared one position in the directory);
   - another host's keep link of an old file is not taken for a stale
     temporary file.
 
@@ -556,6 +558,55 @@ def scenario_lockless_writer(binary, tmp):
         d.stop()
 
 
+def scenario_scan_beside_listing(binary, tmp):
+    """A scan and a listing of the directory at once (GET .../versions reads
+    it for the kept files): each must read every entry. A directory of
+    3000 entries takes several reads of the kernel's listing; the scan is
+    held after its first entry while a listing runs, then released: every
+    model file put there before the scan must be loaded by it."""
+    models = os.path.join(tmp, "listing", "models")
+    os.makedirs(models)
+    for i in range(3000):  # hidden: not model files, passed over
+        open(os.path.join(models, f".filler-{i:06d}-" + "x" * 32), "w").close()
+    pauses = Pauses(tmp, "listing-pauses")
+    d = daemon(binary, models, pauses, "--keep-versions", "3")
+    try:
+        for a in (1.0, 2.0):
+            fit(d, "x", a)
+        with open(os.path.join(models, "x.kmm"), "rb") as f:
+            content = f.read()
+        names = [f"copy{i}" for i in range(12)]
+        for n in names:  # files another replica (or a hand) put there
+            with open(os.path.join(models, f".{n}"), "wb") as f:
+                f.write(content)
+            os.rename(os.path.join(models, f".{n}"),
+                      os.path.join(models, f"{n}.kmm"))
+        seen = rescans(d)
+        pauses.arm("scan_listing")
+        d.proc.send_signal(signal.SIGHUP)
+        if not check(pauses.wait("scan_listing"),
+                     "listing: the scan reaches scan_listing"):
+            return
+        r = d.req("GET", "/v1/models/x/versions")
+        listed = [x.get("version") for x in (r.json() or {}).get("versions",
+                                                                  [])]
+        check(r.status == 200 and listed == [2, 1],
+              "listing: GET .../versions during a scan lists every version",
+              r)
+        pauses.release("scan_listing")
+        deadline = time.time() + WAIT
+        while rescans(d) == seen and time.time() < deadline:
+            time.sleep(0.005)
+        served = [n for n in names
+                  if d.req("GET", f"/v1/models/{n}").status == 200]
+        check(served == names, "listing: the scan loaded every model file "
+              "there before it began, a listing beside it notwithstanding",
+              sorted(set(names) - set(served)))
+    finally:
+        pauses.release("scan_listing")
+        d.stop()
+
+
 def scenario_foreign_keep_link(binary, tmp):
     """Another host's keep link (.NAME.kmm.keep-..., made by a save just
     before it renames it to NAME.kmm.vV) links a model file whose mtime
@@ -595,7 +646,8 @@ def main():
     scenarios = [scenario_delete_is_final, scenario_delete_is_final_replicas,
                  scenario_gone_is_404, scenario_replicas_in_turn,
                  scenario_replicas_held_commit, scenario_replicas_hammer,
-                 scenario_lockless_writer, scenario_foreign_keep_link]
+                 scenario_lockless_writer, scenario_scan_beside_listing,
+                 scenario_foreign_keep_link]
     only = [s for s in args.only.split(",") if s]
     tmp = tempfile.mkdtemp(prefix="kmserve-races-")
     try:
