@@ -239,6 +239,16 @@ static int is_known(srv_store *s, const char *name, const struct stat *st)
     return known_version(s, name, st, NULL);
 }
 
+/* Marks name's known file as seen by the sync under way. */
+static void mark_seen(srv_store *s, const char *name)
+{
+    pthread_mutex_lock(&s->lock);
+    known_file *k = find_known(s, name);
+    if (k)
+        k->seen = 1;
+    pthread_mutex_unlock(&s->lock);
+}
+
 const char *srv_store_dir(const srv_store *s)
 {
     return s->dir;
@@ -677,20 +687,63 @@ int srv_store_check(srv_store *s, char *why, size_t len)
 }
 
 /* Loads (or reloads) one file under the commit lock. 1 if loaded. */
+/* Unloads name, whose file is gone (commit lock held); *gone counts it. */
+static void unload(srv_store *s, srv_registry *r, const char *name,
+                   size_t *gone)
+{
+    if (srv_registry_remove(r, name) == 0) {
+        (*gone)++;
+        srv_log(SRV_INFO, "model_unloaded", "%s: its file was removed", name);
+    }
+    remember(s, name, NULL, 0);
+}
+
+/* A listing of the directory dirfd is open on, with a position of its
+ * own: a dup of dirfd would share its position with every other dup, so
+ * that two listings at once (a scan, GET .../versions, a save's prune)
+ * would each skip entries the other read. NULL with errno set. */
+static DIR *open_listing(int dirfd)
+{
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+    }
+    return d;
+}
+
+/* Loads (or reloads) one file under the commit lock. 1 if loaded. A file
+ * gone by the time it is opened (deleted meanwhile, here or by a replica)
+ * unloads the model it was, as a scan that finds it gone does, rather
+ * than leave the deleted model served: *gone counts it. The file known is
+ * the one opened and read (its stat through the descriptor). */
 static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
-                    const char *file, const char *name)
+                    const char *file, const char *name, size_t *gone)
 {
     struct stat st;
-    int loaded = 0;
+    int loaded = 0, special = 0;
+    char why[300] = "";
+    km_model *m = NULL;
     pthread_mutex_lock(commit);
-    /* Re-check under the lock: a commit may have just written it. */
-    if (fstatat(s->dirfd, file, &st, 0) != 0 || is_known(s, name, &st)) {
+    /* Opened under the lock: a commit may have just written it. */
+    int fd = open_model(s->dirfd, file);
+    if (fd < 0 && errno == ENOENT) {
+        unload(s, r, name, gone);
         pthread_mutex_unlock(commit);
         return 0;
     }
-    char why[300] = "";
-    int special;
-    km_model *m = read_model(s->dirfd, file, why, sizeof why, &special);
+    if (fd < 0) {
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    } else if (fstat(fd, &st) != 0 || is_known(s, name, &st)) {
+        close(fd);
+        pthread_mutex_unlock(commit);
+        return 0;
+    } else {
+        m = read_model_fd(fd, why, sizeof why, &special);
+        close(fd);
+    }
     if (!m) {
         if (!special) /* a special file is skipped by the next scan */
             quarantine(s, file, why);
@@ -730,21 +783,19 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
         s->files[i].seen = 0;
     pthread_mutex_unlock(&s->lock);
 
-    int fd = dup(s->dirfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    DIR *d = open_listing(s->dirfd);
     if (!d) {
-        if (fd >= 0)
-            close(fd);
         srv_log(SRV_ERROR, "store_scan", "cannot read %s: %s", s->dir,
                 strerror(errno));
         pthread_mutex_unlock(&s->sync_lock);
         return 0;
     }
-    rewinddir(d);
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
+    for (int first = 1; (e = readdir(d)) != NULL; first = 0) {
         const char *file = e->d_name;
         struct stat st;
+        if (first)
+            srv_test_pause("scan_listing");
         if (file[0] == '.' && ends_with(file, LOCK_SUFFIX))
             continue; /* a name's lock (see srv_store_lock) */
         if (temp_file(file)) {
@@ -755,7 +806,7 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
         if (!model_entry(s, file, name, sizeof name, &st) ||
             is_known(s, name, &st))
             continue;
-        loaded += (size_t)sync_one(s, r, commit, file, name);
+        loaded += (size_t)sync_one(s, r, commit, file, name, &gone);
     }
     closedir(d);
     forget_skipped(s, 0);
@@ -774,19 +825,18 @@ size_t srv_store_sync(srv_store *s, srv_registry *r,
         char file[96];
         snprintf(file, sizeof file, "%s" SUFFIX, name);
         pthread_mutex_lock(commit);
-        if (fstatat(s->dirfd, file, &st, 0) != 0) {
-            if (srv_registry_remove(r, name) == 0) {
-                gone++;
-                srv_log(SRV_INFO, "model_unloaded", "%s: its file was removed",
-                        name);
-            }
-            remember(s, name, NULL, 0);
-        } else {
-            /* it came back meanwhile (or the scan missed it): the next
-             * scan loads it if it is not the file the store knows */
-            is_known(s, name, &st);
-        }
+        int there = fstatat(s->dirfd, file, &st, 0) == 0;
+        if (!there)
+            unload(s, r, name, &gone);
         pthread_mutex_unlock(commit);
+        if (there) {
+            /* it came back meanwhile, or the listing missed it (a rename
+             * while it was read): loaded now unless it is the file the
+             * store knows, so that no scan that began after a delete and
+             * a new fit leaves the deleted model served */
+            loaded += (size_t)sync_one(s, r, commit, file, name, &gone);
+            mark_seen(s, name);
+        }
     }
     pthread_mutex_unlock(&s->sync_lock);
     if (removed)
@@ -886,21 +936,18 @@ static int newest_first(const void *a, const void *b)
 static int list_kept(int dirfd, const char *name, uint64_t **out, size_t *n)
 {
     size_t cap = 8;
-    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    DIR *d = open_listing(dirfd);
+    int rc = d ? 0 : errno;
     *n = 0;
     *out = malloc(cap * sizeof **out);
     if (!d || !*out) {
-        int rc = !*out ? ENOMEM : errno;
+        rc = !*out ? ENOMEM : rc;
         if (d)
             closedir(d);
-        else if (fd >= 0)
-            close(fd);
         free(*out);
         *out = NULL;
         return rc;
     }
-    rewinddir(d);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         uint64_t v = kept_version(e->d_name, name);

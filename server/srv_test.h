@@ -21,6 +21,8 @@
  *                    it commits it
  *   name_lock        a commit or delete, before it takes the name's lock
  *                    that replicas share (srv_store_lock)
+ *   scan_listing     a scan of the models directory (SIGHUP, the
+ *                    watcher), after it read the first entry
  *   keep_link        a save with --keep-versions > 1, after it learnt
  *                    which version the file it replaces holds, before it
  *                    keeps that file
