@@ -48,15 +48,14 @@ answered, linearizability-style:
   - Versions: every answer's version must be one its content was
     acknowledged with (a fit's version, or a rollback's new version when it
     restored a version the content held), and a pinned answer names the
-    version asked for.
+    version asked for. No two acknowledged writes of one life of a name
+    (no delete can fall between them) share a version number, whichever
+    replicas made them: replicas take turns on a name and number a write
+    after the file on disk (docs/operations.md, the store's promises).
   - Kept versions: an acknowledged version X must answer, with its content,
     on a replica that knows X, when no delete and at most K-1 writes (of
-    any outcome) follow or overlap it, and X and those writes were
-    "fresh" (made while their replica knew every write of the other one
-    to the name that could have touched the files before they ended).
-    Writes of two replicas that do not know each other's number their
-    versions independently (the last file written wins), so nothing is
-    asserted of versions they may have shadowed.
+    any outcome, on either replica) follow or overlap it: the K newest
+    acknowledged versions are on disk, also for a name both replicas write.
   - Listing: each version listed answers the pinned predict that follows,
     or is 404 only when a write to the name (any replica, any outcome)
     or a scan of that replica overlapped the time from the listing's
@@ -124,10 +123,11 @@ C_DEAD = "no content of a deleted life answers once the replica knows the delete
 C_STALE = ("no unpinned answer older than a write the replica knows "
            "(404 only after a delete)")
 C_KEPT = "acknowledged versions within --keep-versions answer with their content"
+C_UNIQUE = "no two acknowledged writes of one life of a name share a version"
 C_LIST = "the listing shows only versions that exist"
 C_ROLLBACK = "no rollback sent after a delete's answer restores the deleted life"
-RULES = (C_STATUS, C_TORN, C_LABEL, C_DEAD, C_STALE, C_KEPT, C_LIST,
-         C_ROLLBACK)
+RULES = (C_STATUS, C_TORN, C_LABEL, C_UNIQUE, C_DEAD, C_STALE, C_KEPT,
+         C_LIST, C_ROLLBACK)
 
 
 class Op:
@@ -234,16 +234,6 @@ class Analysis:
                 m = max(m, w.send)
                 pm.append(m)
             ix["acked"][rep] = ([w.recv for w in ws], pm)
-        # each replica's writes that may have happened, by send, with the
-        # latest answer so far (freshness)
-        ix["nonref"] = {}
-        for rep in ("A", "B"):
-            ws = [w for w in writes if w.rep == rep]
-            pm, m = [], -INF
-            for w in ws:
-                m = max(m, w.recv)
-                pm.append(m)
-            ix["nonref"][rep] = ([w.send for w in ws], pm)
         # acknowledged deletes by send, with the earliest answer from there
         # on, for each replica (deleted content)
         dels = sorted((w for w in writes if w.kind == "delete" and
@@ -298,7 +288,6 @@ class Analysis:
             pm.append(m)
         ix["del_send_all"] = [w.send for w in ix["deletes"]]
         ix["del_pmax_recv"] = pm
-        ix["fresh"] = {id(w): self._fresh(ix, w) for w in writes}
         return ix
 
     def bound(self, rep, t):
@@ -308,11 +297,6 @@ class Analysis:
 
     def knows(self, w, rep, t):
         return (w.rep == rep and w.recv < t) or w.recv < self.bound(rep, t)
-
-    def _fresh(self, ix, w):
-        sends, pm = ix["nonref"][other(w.rep)]
-        i = bisect.bisect_left(sends, w.recv)
-        return not i or pm[i - 1] < self.bound(w.rep, w.send)
 
     def superseding(self, ix, rep, t):
         """The latest send among the acknowledged writes rep knows at t."""
@@ -358,7 +342,7 @@ class Analysis:
         for i in range(bisect.bisect_left(recvs, lo),
                        bisect.bisect_left(recvs, ts)):
             x = xs[i]
-            if not self.knows(x, rep, ts) or not ix["fresh"][id(x)]:
+            if not self.knows(x, rep, ts):
                 continue
             j = bisect.bisect_left(ix["write_send"], x.send - ix["maxdur"])
             later, ok, writes = 0, True, ix["writes"]
@@ -369,8 +353,7 @@ class Analysis:
                 if w is x or w.recv <= x.send:
                     continue
                 later += 1
-                if (w.kind == "delete" or not ix["fresh"][id(w)] or
-                        later > self.keep - 1):
+                if w.kind == "delete" or later > self.keep - 1:
                     ok = False
                     break
             if ok:
@@ -396,7 +379,19 @@ class Analysis:
                 self.rollback(ix, op)
             elif op.kind == "list" and op.status == 200 and op.errors:
                 self.fail(C_LIST, f"{op!r} lists error entries {op.errors}")
+        for ix in self.by_name.values():
+            self.unique(ix)
         return self
+
+    def unique(self, ix):
+        """Two acknowledged writes of one version number with no delete
+        (of any outcome) that could fall between their commits."""
+        for label, (_, xs) in ix["acked_by_label"].items():
+            xs = sorted(xs, key=lambda w: w.send)
+            for x, y in zip(xs, xs[1:]):
+                if not any(d.recv > x.send and d.send < y.recv
+                           for d in ix["deletes"]):
+                    self.fail(C_UNIQUE, f"{x!r} and {y!r}")
 
     def read(self, ix, op):
         if op.status == 200:
@@ -533,6 +528,11 @@ def self_test():
         ("a pinned read of another replica's unknown version answering 404",
          [f1, f2, read("B", n, 4, 5, 404, pinned=1)], None, set()),
         ("a 500", [f1, read("A", n, 2, 3, 500, pinned=1)], None, {C_STATUS}),
+        ("two fits of one life acknowledged as one version",
+         [f1, fit(2, "B", n, 2, 3, 1)], None, {C_UNIQUE}),
+        ("two fits of one version with a delete between",
+         [f1, op("delete", "B", n, 1.5, 1.8, 204), fit(2, "B", n, 2, 3, 1)],
+         None, set()),
     ]
     ls = op("list", "B", n, 6, 7, 200, listed=[2, 1])
     cases.append(("a listed version that is 404 with nothing between",
