@@ -709,9 +709,11 @@ class World:
         return r
 
     def saw(self, name, label):
-        if label:
-            with self.lock:
-                self.top[name] = max(self.top[name], label)
+        """The name's version as the latest answer of a write or listing
+        gave it (0 after a delete), around which pinned reads and rollbacks
+        pick theirs: so they follow the name's life."""
+        if isinstance(label, int):
+            self.top[name] = label
 
     def learn(self, tid, name, algo, rng):
         """A new content for name: the oracle's exact answers first."""
@@ -777,7 +779,8 @@ class World:
     def delete(self, rng, name):
         _, owner = NAMES[name]
         op = Op("delete", owner or rng.choice("AB"), name)
-        self.request(op, "DELETE", f"/v1/models/{name}")
+        if self.request(op, "DELETE", f"/v1/models/{name}").status == 204:
+            self.saw(name, 0)
 
     def read(self, rng, name, rep=None, pinned=None, listing=None,
              kind=None):
@@ -789,7 +792,6 @@ class World:
         r = self.request(op, "POST", path, body)
         if r.status == 200:
             op.sig, op.label = signature(api, r)
-            self.saw(name, op.label)
         return op
 
     def listing(self, rng, name, rep=None):
@@ -799,9 +801,10 @@ class World:
             vs = (r.json() or {}).get("versions") or []
             op.listed = [e.get("version") for e in vs]
             op.errors = [e for e in vs if "error" in e]
+            if op.listed:
+                self.saw(name, op.listed[0])
             for v in op.listed:
                 if isinstance(v, int):
-                    self.saw(name, v)
                     self.read(rng, name, op.rep, pinned=v, listing=op,
                               kind=read_kinds(NAMES[name][0])[0])
         return op
