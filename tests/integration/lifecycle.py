@@ -73,7 +73,7 @@ fail is caught.
 
 Usage, from the project root:
     /usr/bin/python3 tests/integration/lifecycle.py --server build/kmserve
-    [--seconds 20] [--threads 6] [--max-ops 4000] [--seed 1]
+    [--seconds 20] [--threads 6] [--max-ops N] [--seed 1] [--ledger FILE]
 Under ThreadSanitizer (.ci/run sets KM_IT_BIG) the defaults are smaller:
 12 s, 4 threads. Ends with the line "N passed, N failed"; exits 1 if any
 failed.
@@ -897,8 +897,9 @@ def main():
                                                      "kmserve"))
     ap.add_argument("--seconds", type=float, default=12 if big else 20)
     ap.add_argument("--threads", type=int, default=4 if big else 6)
-    ap.add_argument("--max-ops", type=int, default=4000,
-                    help="requests a client thread makes at most")
+    ap.add_argument("--max-ops", type=int, default=0,
+                    help="operations a client thread makes at most (default "
+                    "300 a second of --seconds)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep-dir", action="store_true",
                     help="leave the models directory and logs for a look")
@@ -907,6 +908,7 @@ def main():
                     "(times: seconds of the wall clock)")
     args = ap.parse_args()
     binary = os.path.abspath(args.server)
+    max_ops = args.max_ops or int(300 * args.seconds) + 1
 
     self_test()
 
@@ -933,7 +935,7 @@ def main():
         hup = threading.Thread(target=world.hup,
                                args=(stop, random.Random(args.seed), lost))
         clients = [threading.Thread(target=world.client,
-                                    args=(i, deadline, args.max_ops))
+                                    args=(i, deadline, max_ops))
                    for i in range(args.threads)]
         hup.start()
         for t in clients:
