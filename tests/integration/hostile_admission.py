@@ -115,17 +115,22 @@ def tri(n, diag=1.0):
     return u64(n * (n + 1) // 2) + bytes(b)
 
 
-def with_crc(b):
-    return b + struct.pack("<I", zlib.crc32(b) & 0xFFFFFFFF)
+def with_crc(b, *more):
+    """b and more joined (one copy of the large arrays), then their CRC."""
+    crc = zlib.crc32(b)
+    for part in more:
+        crc = zlib.crc32(part, crc)
+    return b"".join((b,) + more + (struct.pack("<I", crc & 0xFFFFFFFF),))
 
 
-def inflate(small, n, d, payload):
+def inflate(small, n, d, *payload):
     """The small file with n_samples n, n_features d and its payload
-    replaced (the records before it kept), checksum recomputed."""
+    replaced by the parts given (the records before it kept), checksum
+    recomputed."""
     o = layout(small)
     head = bytearray(small[:o["payload"]])
     struct.pack_into("<QQ", head, 12, d, n)
-    return with_crc(bytes(head) + payload)
+    return with_crc(bytes(head), *payload)
 
 
 def small_payload(small):
@@ -147,13 +152,13 @@ def n_outputs(b):
 def krr_dual(small, n, d):
     no = n_outputs(small)
     form = u32(0) if fmt(small) >= 3 else b""
-    return inflate(small, n, d, form + f64s(n * d) + f64s(n * no))
+    return inflate(small, n, d, form, f64s(n * d), f64s(n * no))
 
 
 def krr_rff(small, n, d):
     no = n_outputs(small)
     phases = doubles([1.0] * n)
-    return inflate(small, n, d, u32(1) + f64s(n * d) + f64s(n, phases) +
+    return inflate(small, n, d, u32(1), f64s(n * d), f64s(n, phases),
                    f64s(n * no))
 
 
@@ -174,30 +179,29 @@ def svc_dual(small, n, d):
     ncoef = k - 1 if k else 1
     pairs = k * (k - 1) // 2 if k else 1
     rho = f64s(pairs)
-    body = (p[:at] + u64(k) + u64(n) + i32s(support) + i32s(list(range(n))) +
-            f64s(n * d) + f64s(n * ncoef) + rho + tail)
-    return inflate(small, n, d, body)
+    return inflate(small, n, d, p[:at] + u64(k) + u64(n) + i32s(support) +
+                   i32s(list(range(n))), f64s(n * d), f64s(n * ncoef),
+                   rho + tail)
 
 
 def svc_nystrom(small, n, d):
     p = small_payload(small)
     k = struct.unpack_from("<Q", p, 4)[0]
     pairs = k * (k - 1) // 2
-    return inflate(small, n, d, u32(1) + u64(k) + u64(n) + f64s(n * d) +
-                   f64s(n * pairs) + f64s(pairs))
+    return inflate(small, n, d, u32(1) + u64(k) + u64(n), f64s(n * d),
+                   f64s(n * pairs), f64s(pairs))
 
 
 def gpr(small, n, d, factors):
     """The exact form (factors 1) in the small file's format, or the
     nystrom form with both factors (2) or none (0)."""
     nums = f64(1.0) + f64(0.1) + f64(0.0) + f64(1.0)
-    body = nums + f64s(n * d) + f64s(n)
     if factors == 1:
         form = u32(0) if fmt(small) >= 6 else b""
-        return inflate(small, n, d, form + body + tri(n))
-    t = tri(n)
-    rest = u32(1) + t + t if factors == 2 else u32(0)
-    return inflate(small, n, d, u32(1) + body + rest)
+        return inflate(small, n, d, form + nums, f64s(n * d), f64s(n),
+                       tri(n))
+    rest = (u32(1), tri(n), tri(n)) if factors == 2 else (u32(0),)
+    return inflate(small, n, d, u32(1) + nums, f64s(n * d), f64s(n), *rest)
 
 
 def kpca(small, n, d):
@@ -213,18 +217,18 @@ def kpca(small, n, d):
     q += 8
     q += 8 + 8 * struct.unpack_from("<Q", p, q)[0]
     inverse = struct.unpack_from("<I", p, q)[0]
-    body = (p[:at] + f64s(k, doubles([float(k - j) for j in range(k)])) +
-            f64s(n * k) + f64s(n) + f64(0.0) + f64s(n * d) + u32(inverse))
+    parts = (p[:at] + f64s(k, doubles([float(k - j) for j in range(k)])),
+             f64s(n * k), f64s(n) + f64(0.0), f64s(n * d), u32(inverse))
     if inverse:
         kernel_end = skip_kernel(p, q + 4)
-        body += p[q + 4:kernel_end] + f64s(n * k) + f64s(n * d)
+        parts += (p[q + 4:kernel_end], f64s(n * k), f64s(n * d))
     assert not (nys and inverse)
-    return inflate(small, n, d, body)
+    return inflate(small, n, d, *parts)
 
 
 def kkmeans(small, n, d, k):
     members = [i % k for i in range(n)]
-    return inflate(small, n, d, u64(k) + i32s(members) + f64s(k) +
+    return inflate(small, n, d, u64(k) + i32s(members) + f64s(k),
                    f64s(n * d))
 
 
@@ -232,7 +236,7 @@ def klr(small, n, d):
     p = small_payload(small)
     kind = struct.unpack_from("<I", p, 0)[0]
     q = n_outputs(small)
-    return inflate(small, n, d, u32(kind) + f64s(n * d) + f64s(n * q) +
+    return inflate(small, n, d, u32(kind), f64s(n * d), f64s(n * q),
                    f64s(q))
 
 
@@ -325,8 +329,8 @@ def make_small(binary, tmp):
 
 
 def cases(small):
-    """name -> (body, headers): every import form, inflated."""
-    out = {}
+    """(what, make, headers) of every import form: make() builds the
+    inflated body (one at a time: each is tens of MiB)."""
     makers = {
         "krr": lambda s: krr_dual(s, N, D),
         "krr-nystrom": lambda s: krr_dual(s, N, D),
@@ -344,16 +348,16 @@ def cases(small):
         "klr": lambda s: klr(s, N, D),
         "klr-multi": lambda s: klr(s, N, D),
     }
-    for name, make in makers.items():
-        if name in small:
-            out["kmm " + name] = (make(small[name]), KMM)
-    # LIBSVM: rows of 2^21 features, a value every 512 (one per page of
-    # their dense copy)
-    out["libsvm c_svc, labels not in order"] = (
-        libsvm("svc", 8, 1 << 21, 512, (1, -1)), TEXT)
-    out["libsvm c_svc, 3 labels in order"] = (
-        libsvm("svc", 8, 1 << 21, 512, (1, 2, 3)), TEXT)
-    out["libsvm epsilon_svr"] = (libsvm("svr", 8, 1 << 21, 512), TEXT)
+    out = [("kmm " + name, (lambda m=make, f=small[name]: m(f)), KMM)
+           for name, make in makers.items() if name in small]
+    # LIBSVM: 8 rows of 2^20 features (64 MiB dense), a value every 512
+    # (one per page of their dense copy)
+    out += [
+        ("libsvm c_svc, labels not in order",
+         lambda: libsvm("svc", 8, 1 << 20, 512, (1, -1)), TEXT),
+        ("libsvm c_svc, 3 labels in order",
+         lambda: libsvm("svc", 8, 1 << 20, 512, (1, 2, 3)), TEXT),
+        ("libsvm epsilon_svr", lambda: libsvm("svr", 8, 1 << 20, 512), TEXT)]
     return out
 
 
@@ -411,31 +415,28 @@ def measured(binary, tmp, name, body, headers, budget_mib):
 
 
 def scenario_forms(binary, tmp, small):
-    forms = cases(small)
     models = os.path.join(tmp, "probe", "models")
     os.makedirs(models)
     probe = run.Daemon(binary, models, "--memory-budget-mb", "1",
                        "--max-body-mb", "512")
-    estimates = {}
     try:
         probe.start()
-        for i, (what, (body, headers)) in enumerate(forms.items()):
-            estimates[what] = estimate(probe, what, f"m{i}", body, headers)
+        for i, (what, make, headers) in enumerate(cases(small)):
+            body = make()
+            est = estimate(probe, what, f"m{i}", body, headers)
+            if est is None:
+                continue
+            r, grew, san = measured(binary, tmp, f"m{i}", body, headers,
+                                    est / MIB + 0.2)
+            check(r.status == 201, f"{what} ({len(body) / MIB:.1f} MiB): "
+                  f"admitted just above its estimate ({est / MIB:.1f} MiB)",
+                  r)
+            if not san:
+                check(grew <= est + NOISE, f"{what}: peak resident growth "
+                      f"{grew / MIB:.1f} MiB within the estimate "
+                      f"{est / MIB:.1f} MiB", f"grew {grew / MIB:.1f} MiB")
     finally:
         probe.stop()
-    for i, (what, (body, headers)) in enumerate(forms.items()):
-        est = estimates[what]
-        if est is None:
-            continue
-        r, grew, san = measured(binary, tmp, f"m{i}", body, headers,
-                                est / MIB + 0.2)
-        check(r.status == 201, f"{what} ({len(body) / MIB:.1f} MiB): "
-              f"admitted just above its estimate ({est / MIB:.1f} MiB)", r)
-        if san:
-            continue
-        check(grew <= est + NOISE, f"{what}: peak resident growth "
-              f"{grew / MIB:.1f} MiB within the estimate {est / MIB:.1f} MiB",
-              f"grew {grew / MIB:.1f} MiB")
 
 
 def scenario_triggers(binary, tmp, small):
