@@ -1091,6 +1091,8 @@ int main(int argc, char **argv)
     pthread_mutex_init(&w.hb.lock, NULL);
     w.hb.interval = 1.0;
     w.hb.rec.pid = (long)getpid();
+    snprintf(w.hb.rec.phase, sizeof w.hb.rec.phase, "%s", w.phase);
+    snprintf(w.hb.rec.state, sizeof w.hb.rec.state, "run");
     srv_beat_where(w.hb.rec.where, sizeof w.hb.rec.where);
     const char *hold = getenv("KMSERVE_MPI_TEST_HOLD");
     w.hold = hold && *hold ? hold : NULL;

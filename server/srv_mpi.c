@@ -511,7 +511,11 @@ static int end_job(pid_t pid, double grace, const char *job_id)
     }
     kill(-pid, SIGKILL);
     int left = sweep(pid), status = 0;
-    if (left)
+    if (left < 0)
+        srv_log(SRV_WARN, "mpi_sweep", "job %s: cannot list /proc to end "
+                "what is left of the launcher's session %ld", job_id,
+                (long)pid);
+    else if (left)
         srv_log(SRV_WARN, "mpi_sweep", "job %s: %d processes of the "
                 "launcher's session %ld did not end", job_id, left,
                 (long)pid);
