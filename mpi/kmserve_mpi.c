@@ -35,7 +35,8 @@
  * starts in main() when the launcher gives the rank in the environment
  * (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID), in phase
  * mpi-init, else when MPI_Init returns; the last record, after
- * MPI_Finalize, says exit:CODE. Test hook: with KMSERVE_MPI_TEST_HOLD=FILE
+ * MPI_Finalize, says exit:CODE. A rank whose request file R is gone (the
+ * daemon ended the job) removes its record and exits 3. Test hook: with KMSERVE_MPI_TEST_HOLD=FILE
  * in the environment a rank waits at the phase FILE names (set_phase).
  *
  * Thread-safety: the rank's work on one thread; the heartbeat's thread
@@ -130,6 +131,7 @@ typedef struct heart {
     int running, stop, dirty;
     double interval;         /* seconds */
     const char *prefix;      /* record of rank R: PREFIX<R>; NULL: off */
+    const char *request;     /* the staging file: gone, the job is over */
     char path[PATH_MAX];
     srv_beat rec;            /* guarded by lock */
 } heart;
@@ -186,6 +188,17 @@ static void *heart_main(void *arg)
     while (!h->stop) {
         h->rec.beat++;
         srv_beat_write(h->path, &h->rec); /* a miss shows as silence */
+        /* The daemon removes the request first and the records last when
+         * it ends a job, so a record written after that is removed here:
+         * a rank the launcher did not end (on another host, say) ends
+         * itself within a beat, and leaves no file. */
+        if (h->request && access(h->request, F_OK) != 0 && errno == ENOENT) {
+            unlink(h->path);
+            fprintf(stderr, "kmserve-mpi: rank %d: the job's staging file "
+                    "is gone (the daemon ended the job); exiting\n",
+                    h->rec.rank);
+            _exit(3);
+        }
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         double t = (double)until.tv_sec + until.tv_nsec / 1e9 + h->interval;
@@ -1153,6 +1166,7 @@ int main(int argc, char **argv)
     }
     if (blas > 0)
         openblas_set_num_threads((int)blas);
+    w.hb.request = request;
     /* beats from here when the launcher tells the rank, else from
      * MPI_Init's return */
     heart_rank(&w.hb, env_rank());

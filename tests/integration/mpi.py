@@ -42,6 +42,9 @@ of the launcher's session and no staging file, keep the old version
 served, and leave the worker free: the next distributed fit, held at its
 factorisation to show that it runs, succeeds. A DELETE of a fit held at
 its factorisation cancels it (not "before it ran") and ends every rank.
+And kmserve-mpi under mpirun alone, held at the factorisation: when its
+request file is removed (as the daemon does when it ends a job), every
+rank ends itself and removes its liveness record.
 
 Skipped (with a note) when kmserve-mpi was not built or mpirun is absent.
 Usage, from the project root:
@@ -402,6 +405,52 @@ def fault(d, what, phase, act, expect, X, y, T, keep_held=False):
     worker_free(d, what, X, y)
 
 
+def orphan_case(build):
+    """kmserve-mpi straight under mpirun, with --heartbeat: its ranks held
+    at the factorisation, the request file removed (as the daemon does
+    when it ends a job): every rank ends itself, within a beat, and
+    removes its record, though its main thread is held."""
+    check_bin = os.path.join(build, "tests", "mpi_check")
+    tmp = tempfile.mkdtemp(prefix="kmserve-mpi-orphan-")
+    p = None
+    try:
+        req = os.path.join(tmp, "r.req")
+        subprocess.run([check_bin, "write", req, "krr", "600", "3", "9"],
+                       check=True)
+        out = os.path.join(tmp, "r.kmm")
+        hold("factor")
+        log = open(os.path.join(tmp, "log"), "w")
+        p = subprocess.Popen(
+            mpirun(2) + [os.path.join(build, "kmserve-mpi"), "--request", req,
+                         "--output", out, "--status", out + ".status",
+                         "--error", out + ".err", "--block", "64",
+                         "--heartbeat", os.path.join(tmp, ".kmserve-mpi-o.rank"),
+                         "--heartbeat-interval", "0.2"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        def all_held():
+            r = records(tmp)
+            return len(r) == 2 and all(v["state"] == "held"
+                                       for v in r.values())
+        poll(lambda: all_held() or p.poll() is not None, 180)
+        recs = records(tmp)
+        os.unlink(req)
+        try:
+            rc = p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            rc = None
+        run.check(len(recs) == 2 and rc not in (None, 0) and
+                  records(tmp) == {} and poll(lambda: not session(p.pid), 30),
+                  "a rank whose request file is gone ends itself and its "
+                  f"record (mpirun exit status {rc})",
+                  (recs, records(tmp), session(p.pid)))
+    finally:
+        release()
+        if p and p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def fault_cases(d):
     X, y = run.synthetic(600, 3, 41)
     T, _ = run.synthetic(20, 3, 42)
@@ -467,6 +516,7 @@ def main():
     launch = " ".join(mpirun(2))
     os.environ["KMSERVE_MPI_TEST_HOLD"] = HOLD  # off while the file is absent
     release()
+    orphan_case(build)
     try:
         with run.temp_daemon(args.server, "kmserve-mpi-faults-",
                              "--mpi-launch", launch, "--workers", "1",
