@@ -272,6 +272,26 @@ class Analysis:
                         label_cids[rb.label] |= new
                         changed = True
         ix["any_label"], ix["label_cids"] = any_label, label_cids
+
+        def by_send(cids):
+            """The fits of cids by send, with the latest answer so far."""
+            fs = sorted((self.fit_of[c] for c in cids), key=lambda f: f.send)
+            pm, m = [], -INF
+            for f in fs:
+                m = max(m, f.recv)
+                pm.append(m)
+            return [f.send for f in fs], pm
+        ix["label_by_send"] = {lab: by_send(cs) for lab, cs in
+                               label_cids.items()}
+        ix["any_by_send"] = by_send(any_label)
+        acked_dels = sorted((w for w in writes if w.kind == "delete" and
+                             w.outcome == "ack"), key=lambda w: w.recv)
+        pm, m = [], -INF
+        for d in acked_dels:
+            m = max(m, d.send)
+            pm.append(m)
+        ix["dels_by_recv"] = [d.recv for d in acked_dels]
+        ix["dels_pmax_send"] = pm
         ix["rb_by_label"] = collections.defaultdict(list)
         for rb in rbs:
             ix["rb_by_label"][rb.label].append(rb)
@@ -360,10 +380,16 @@ class Analysis:
                 out.append(x)
         return out
 
-    def contents_of(self, ix, x):
-        if x.kind == "fit":
-            return {x.cid}
-        return {c for c in ix["label_cids"].get(x.restored, ())} | ix["any_label"]
+    def content_of(self, ix, x, cid):
+        """Whether write x may have made content cid current."""
+        return cid == x.cid if x.kind == "fit" else self.holds(ix, cid,
+                                                                x.restored)
+
+    def latest_delete(self, ix, t):
+        """The latest send among the acknowledged deletes answered before
+        t: a content whose fit was answered before it is deleted at t."""
+        i = bisect.bisect_left(ix["dels_by_recv"], t)
+        return ix["dels_pmax_send"][i - 1] if i else -INF
 
     # -- the rules
     def run(self):
@@ -383,14 +409,19 @@ class Analysis:
             self.unique(ix)
         return self
 
+    def between(self, ix, x, y):
+        """Whether a delete (of any outcome) may have come after x's commit
+        and before y's: answered after x was sent, sent before y's answer."""
+        i = bisect.bisect_left(ix["del_send_all"], y.recv)
+        return i > 0 and ix["del_pmax_recv"][i - 1] > x.send
+
     def unique(self, ix):
         """Two acknowledged writes of one version number with no delete
-        (of any outcome) that could fall between their commits."""
+        that could fall between their commits, in either order."""
         for label, (_, xs) in ix["acked_by_label"].items():
             xs = sorted(xs, key=lambda w: w.send)
             for x, y in zip(xs, xs[1:]):
-                if not any(d.recv > x.send and d.send < y.recv
-                           for d in ix["deletes"]):
+                if not self.between(ix, x, y) and not self.between(ix, y, x):
                     self.fail(C_UNIQUE, f"{x!r} and {y!r}")
 
     def read(self, ix, op):
@@ -429,8 +460,8 @@ class Analysis:
             need = self.must_exist(ix, op.rep, op.pinned, op.send, op.recv)
             if need:
                 self.counts["pinned reads of versions that must answer"] += 1
-                want = set().union(*(self.contents_of(ix, x) for x in need))
-                if op.status != 200 or op.cid not in want:
+                if op.status != 200 or not any(
+                        self.content_of(ix, x, op.cid) for x in need):
                     self.fail(C_KEPT, f"{op!r} though {need} must be there")
             elif op.status == 404 and op.listing is not None:
                 ls = op.listing
@@ -455,15 +486,20 @@ class Analysis:
                 self.fail(C_KEPT, f"{op!r} though {need} must be there")
         if op.status != 200:
             return
-        cands = [c for c in (ix["label_cids"].get(op.restored, set()) |
-                             ix["any_label"])
-                 if self.fit_of[c].send < op.recv]
-        if not cands:
+        # the contents that may have been that version (fitted before the
+        # rollback's answer): all deleted when the latest answered is
+        ended = self.latest_delete(ix, op.send)
+        seen, alive = False, False
+        for sends, pm in (ix["label_by_send"].get(op.restored, ((), ())),
+                          ix["any_by_send"]):
+            i = bisect.bisect_left(sends, op.recv)
+            seen = seen or i > 0
+            alive = alive or (i > 0 and pm[i - 1] >= ended)
+        if not seen:
             self.fail(C_LABEL, f"{op!r}: no content was ever version "
                       f"{op.restored}")
-        elif all(self.dead(ix, c, None, op.send) for c in cands):
-            self.fail(C_ROLLBACK, f"{op!r} restored deleted content "
-                      f"(candidates {sorted(cands)[:5]})")
+        elif not alive:
+            self.fail(C_ROLLBACK, f"{op!r} restored deleted content")
 
 
 def self_test():
@@ -532,6 +568,11 @@ def self_test():
          [f1, fit(2, "B", n, 2, 3, 1)], None, {C_UNIQUE}),
         ("two fits of one version with a delete between",
          [f1, op("delete", "B", n, 1.5, 1.8, 204), fit(2, "B", n, 2, 3, 1)],
+         None, set()),
+        ("two overlapping fits of one version, the later sent answered "
+         "first, a delete between", [fit(1, "A", n, 0, 5, 1),
+                                     fit(2, "A", n, 1, 2, 1),
+                                     op("delete", "A", n, 3, 4, 204)],
          None, set()),
     ]
     ls = op("list", "B", n, 6, 7, 200, listed=[2, 1])
