@@ -10,7 +10,7 @@ infers, listings of /v1/models/{name}/versions followed by a pinned predict
 of each version listed; one more thread sends SIGHUP to each replica in
 turn. Four names: a_krr written only through A, b_svc only through B
 (their writer serves them as one linearizable store), s_krr and s_svc
-written through both (the documented last-writer-wins). Reads of every
+written through both (in turns, the last writer wins). Reads of every
 name go to both.
 
 Content. Every fit's body is new random data; before it is sent, a third
@@ -20,8 +20,9 @@ decision_function and labels, /v2 outputs). So an answer of a replica
 names exactly one content, and a content one fit: an answer equal to no
 recorded one (to the bit) is a torn answer.
 
-The ledger holds every request: replica, name, body, the time it was sent
-and the time its answer was received (monotonic clock), status, answer.
+The ledger holds every request: replica, name, what it asked (the
+content fitted, the version pinned or restored), the time it was sent and
+the time its answer was received (monotonic clock), status, answer.
 A write is acknowledged (201 fit, 200 rollback, 204 delete), refused (4xx,
 429, 503: it changed nothing) or unknown (no answer, other 5xx: it may
 have happened). Nothing waits on a timer: only intervals are compared. A
