@@ -12,6 +12,7 @@
 #include "srv_clock.h"
 #include "srv_commit.h"
 #include "srv_log.h"
+#include "srv_test.h"
 
 struct srv_commit {
     srv_registry *registry;
@@ -56,7 +57,7 @@ static int commit(srv_commit *c, const char *name, km_model *model,
                   int imported, uint64_t restores, int kept,
                   cJSON **metadata, api_error *e)
 {
-    srv_store_head head;
+    srv_store_head head, written;
     pthread_mutex_lock(&c->lock);
     int lock = srv_store_lock(c->store, name);
     int rc = srv_store_read_head(c->store, name, &head);
@@ -96,7 +97,7 @@ static int commit(srv_commit *c, const char *name, km_model *model,
                          refusal, (unsigned long long)current);
     }
     km_model_set_identity(model, name, version, srv_now_ms());
-    rc = srv_store_save(c->store, model, &head);
+    rc = srv_store_save(c->store, model, &head, &written);
     if (rc) {
         srv_store_unlock(c->store, name, lock, 0);
         pthread_mutex_unlock(&c->lock);
@@ -128,12 +129,18 @@ static int commit(srv_commit *c, const char *name, km_model *model,
                 km_algorithm_name(km_model_algorithm(model)),
                 km_model_n_samples(model));
     }
+    srv_test_pause("commit_stored");
     if (srv_registry_put(c->registry, model)) {
+        /* the file stays unknown: the next sync loads it */
         pthread_mutex_unlock(&c->lock);
         cJSON_Delete(*metadata);
         *metadata = NULL;
         return api_raise(e, API_INTERNAL, "out of memory serving the model");
     }
+    /* known only now that it is served, in the same hold of the lock: a
+     * sync never finds it known while the registry serves the previous
+     * model */
+    srv_store_served(c->store, name, &written);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }

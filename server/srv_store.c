@@ -2,11 +2,13 @@
  * srv_store.c - model files on disk; see srv_store.h for the guarantees.
  *
  * Thread-safety: the table of known files is guarded by the store's lock;
- * syncs are serialised by sync_lock; changes to a name run under the
- * caller's commit lock. The directory handle is replaced only by a sync,
- * under sync_lock, the commit lock and the store's lock, so saves and
- * deletes (commit lock), the scan (sync_lock) and srv_store_check (the
- * store's lock) always see one handle.
+ * a file is recorded there only under the commit lock too, once the
+ * registry serves its model, so a sync that finds it known without the
+ * commit lock knows it served. Syncs are serialised by sync_lock; changes
+ * to a name run under the caller's commit lock. The directory handle is
+ * replaced only by a sync, under sync_lock, the commit lock and the
+ * store's lock, so saves and deletes (commit lock), the scan (sync_lock)
+ * and srv_store_check (the store's lock) always see one handle.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -219,14 +221,16 @@ static void remember(srv_store *s, const char *name, const struct stat *st,
 }
 
 /* Whether the file of name is the one the store knows; if so, *version
- * (may be NULL) gets the version it holds. */
+ * (may be NULL) gets the version it holds. seen: a sync's check, which
+ * marks name's known file seen (only a sync may: a name seen is one the
+ * sync's unload loop passes over). */
 static int known_version(srv_store *s, const char *name,
-                         const struct stat *st, uint64_t *version)
+                         const struct stat *st, uint64_t *version, int seen)
 {
     pthread_mutex_lock(&s->lock);
     known_file *k = find_known(s, name);
     int same = k && same_file(k, st);
-    if (k)
+    if (k && seen)
         k->seen = 1;
     if (same && version)
         *version = k->version;
@@ -234,9 +238,12 @@ static int known_version(srv_store *s, const char *name,
     return same;
 }
 
+/* A sync's check: known files are recorded only once the registry serves
+ * their model (srv_store_served, sync_one), under the commit lock, so a
+ * file found known here is served even when the check runs without it. */
 static int is_known(srv_store *s, const char *name, const struct stat *st)
 {
-    return known_version(s, name, st, NULL);
+    return known_version(s, name, st, NULL, 1);
 }
 
 /* Marks name's known file as seen by the sync under way. */
@@ -726,6 +733,7 @@ static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
     int loaded = 0, special = 0;
     char why[300] = "";
     km_model *m = NULL;
+    srv_test_pause("scan_load");
     pthread_mutex_lock(commit);
     /* Opened under the lock: a commit may have just written it. */
     int fd = open_model(s->dirfd, file);
@@ -1282,7 +1290,7 @@ int srv_store_read_head(srv_store *s, const char *name, srv_store_head *head)
         head->ino = st.st_ino;
         head->size = st.st_size;
         head->mtime = st.st_mtim;
-        if (!known_version(s, name, &st, &head->version)) {
+        if (!known_version(s, name, &st, &head->version, 0)) {
             /* another replica's, or a hand's: read what it holds */
             km_model *m = read_model_fd(fd, why, sizeof why, &special);
             head->version = m ? km_model_version(m) : 0;
@@ -1294,7 +1302,7 @@ int srv_store_read_head(srv_store *s, const char *name, srv_store_head *head)
 }
 
 int srv_store_save(srv_store *s, const km_model *m,
-                   const srv_store_head *replaced)
+                   const srv_store_head *replaced, srv_store_head *written)
 {
     unsigned char *buf = NULL;
     size_t len = 0, pruned;
@@ -1320,10 +1328,29 @@ int srv_store_save(srv_store *s, const km_model *m,
         unlinkat(s->dirfd, tmp, 0);
         return rc;
     }
-    remember(s, name, &st, km_model_version(m)); /* not to be loaded back */
+    /* remembered only once its model is served (srv_store_served) */
+    memset(written, 0, sizeof *written);
+    written->present = 1;
+    written->version = km_model_version(m);
+    written->dev = st.st_dev;
+    written->ino = st.st_ino;
+    written->size = st.st_size;
+    written->mtime = st.st_mtim;
     prune_kept(s, name, km_model_version(m), &pruned);
     sync_dir(s, "saving", file);
     return 0;
+}
+
+void srv_store_served(srv_store *s, const char *name,
+                      const srv_store_head *written)
+{
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    st.st_dev = written->dev;
+    st.st_ino = written->ino;
+    st.st_size = written->size;
+    st.st_mtim = written->mtime;
+    remember(s, name, &st, written->version); /* not to be loaded back */
 }
 
 /* The kept files go first: when one cannot be removed the delete fails

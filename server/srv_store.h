@@ -102,9 +102,18 @@ int srv_store_read_head(srv_store *s, const char *name, srv_store_head *head);
  * after the rename kept files beyond the newest keep - 1 are removed. 0,
  * or an errno value (ENOSPC, EIO...) with NAME.kmm untouched. Once the
  * rename is done the result is 0 (a failed fsync of the directory after
- * it is logged). Call with the commit lock and name's lock held. */
+ * it is logged), and *written is the file written (the temporary file's
+ * own identity, whatever NAME.kmm is by now). The store does not know the
+ * file yet: a sync meanwhile loads it, after the commit lock. Call with
+ * the commit lock and name's lock held. */
 int srv_store_save(srv_store *s, const km_model *m,
-                   const srv_store_head *replaced);
+                   const srv_store_head *replaced, srv_store_head *written);
+/* Records the file srv_store_save wrote as the one the store knows, so
+ * that syncs pass over it. Call once the registry serves its model, in the
+ * same hold of the commit lock as the save: a sync that finds the file
+ * known concludes that the registry serves it. */
+void srv_store_served(srv_store *s, const char *name,
+                      const srv_store_head *written);
 
 /* Removes every kept version of name, then NAME.kmm. 0, or an errno value
  * (ENOENT if NAME.kmm was absent, the kept ones removed all the same;

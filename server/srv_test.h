@@ -23,9 +23,16 @@
  *                    that replicas share (srv_store_lock)
  *   scan_listing     a scan of the models directory (SIGHUP, the
  *                    watcher), after it read the first entry
+ *   scan_load        a scan, before it takes the commit lock to load a
+ *                    file it does not know (or unload a name whose file
+ *                    is gone by then)
  *   keep_link        a save with --keep-versions > 1, after it learnt
  *                    which version the file it replaces holds, before it
  *                    keeps that file
+ *   commit_stored    a commit (fit, upload, rollback), after its file
+ *                    is renamed into place and the name's lock released,
+ *                    before the registry serves its model (commit lock
+ *                    held)
  *
  * Thread-safety: safe from any thread.
  */

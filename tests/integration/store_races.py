@@ -29,6 +29,10 @@ the file. Every wait is for an event, never for a time.
     the file whose version names it, and the fit is 201, not 507;
   - a scan and a listing of the directory at once (GET .../versions) each
     read every entry (they once shared one position in the directory);
+  - a scan while the replica's own fit of a name is between its rename and
+    its registry swap, after another replica deleted the name: the scan
+    never leaves the deleted content served (the store once remembered
+    its file before the swap, so the scan neither loaded nor unloaded it);
   - another host's keep link of an old file is not taken for a stale
     temporary file.
 
@@ -607,6 +611,130 @@ def scenario_scan_beside_listing(binary, tmp):
         d.stop()
 
 
+def predictions(d, name):
+    """(status, predictions) of an unpinned predict of name on Q."""
+    r = d.req("POST", f"/v1/models/{name}/predict", {"X": Q})
+    return r.status, (r.json() or {}).get("predictions")
+
+
+def scenario_scan_beside_commit(binary, tmp):
+    """A scan while the replica's own fit of a name is committing. B serves
+    s (alpha 0.31); A deletes s (B does not know yet); B's fit of s (alpha
+    0.32) is held after its file is renamed into place, before its registry
+    serves it; B rescans. The scan must not end with B serving the deleted
+    content: once found the file known (the store once remembered its own
+    file before the registry swap), it neither loaded nor unloaded s. Either
+    the scan completes while the fit is held and s answers 404, or it waits
+    for the commit (it is held at scan_load first), and s then answers the
+    new fit."""
+    pa, pb = Pauses(tmp, "commit-scan-a"), Pauses(tmp, "commit-scan-b")
+    models, a, b = two_replicas(binary, tmp, "commit-scan", pa, pb)
+    try:
+        check(fit(b, "s", 0.31).status == 201, "commit scan: B fits s (0.31)")
+        deleted = predictions(b, "s")
+        rescan(a)
+        r = a.req("DELETE", "/v1/models/s")
+        check(r.status == 204, "commit scan: A deletes s", r)
+        pb.arm("commit_stored")
+        call = Call(b, "POST", "/v1/models/s/fit", krr(0.32))
+        if not held(pb, "commit_stored", call,
+                    "commit scan: B's fit reaches commit_stored"):
+            return
+        seen = rescans(b)
+        pb.arm("scan_load")
+        b.proc.send_signal(signal.SIGHUP)
+        load = os.path.join(pb.dir, "scan_load.paused")
+        deadline = time.time() + WAIT
+        while rescans(b) == seen and not os.path.exists(load):
+            if time.time() > deadline:
+                raise RuntimeError("the scan neither ended nor reached "
+                                   "scan_load")
+            time.sleep(0.005)
+        if rescans(b) != seen:  # the scan ended while the fit was held
+            got = predictions(b, "s")
+            check(got[0] == 404 and got != deleted,
+                  "commit scan: after a scan during B's commit, s is not "
+                  "the deleted content (404 until the fit is served)",
+                  (got, deleted))
+            pb.disarm("scan_load")
+            pb.release("commit_stored")
+            r = call.result()
+        else:  # the scan waits for the commit
+            pb.release("scan_load")
+            pb.release("commit_stored")
+            r = call.result()
+            while rescans(b) == seen:
+                if time.time() > deadline:
+                    raise RuntimeError("no rescan logged after SIGHUP")
+                time.sleep(0.005)
+        check(r is not None and r.status == 201,
+              "commit scan: B's fit (0.32) is 201", r)
+        got = predictions(b, "s")
+        check(got[0] == 200 and got != deleted and
+              alpha_of(b, "s")[2] == 0.32,
+              "commit scan: B then serves its new fit, not the deleted "
+              "content", (got, deleted, alpha_of(b, "s")))
+    finally:
+        pb.release("commit_stored")
+        pb.release("scan_load")
+        pb.disarm("scan_load")
+        a.stop()
+        b.stop()
+
+
+def scenario_scan_beside_refused_commit(binary, tmp):
+    """A commit that is refused does not mark its name seen by a scan. B
+    serves s at version 2 (alpha 0.42; 0.41 kept as version 1); B's
+    rollback to version 1 is held after it read the kept file; A deletes s;
+    B's scan is held after its listing (which has no s.kmm); A fits s anew
+    (0.43, version 1); B's rollback is released and refused (s is at
+    version 1 already), then the scan. The scan began after the delete, so
+    it must end with s unloaded or A's new file loaded, never the deleted
+    content: the rollback's read of the file once marked s seen, and the
+    scan's unload loop passed it over."""
+    pa, pb = Pauses(tmp, "refused-scan-a"), Pauses(tmp, "refused-scan-b")
+    models, a, b = two_replicas(binary, tmp, "refused-scan", pa, pb)
+    try:
+        for alpha in (0.41, 0.42):
+            fit(b, "s", alpha)
+        deleted = predictions(b, "s")
+        rescan(a)
+        pb.arm("rollback_loaded")
+        call = Call(b, "POST", "/v1/models/s/rollback", {"version": 1})
+        if not held(pb, "rollback_loaded", call,
+                    "refused scan: B's rollback reaches rollback_loaded"):
+            return
+        r = a.req("DELETE", "/v1/models/s")
+        check(r.status == 204, "refused scan: A deletes s", r)
+        seen = rescans(b)
+        pb.arm("scan_listing")
+        b.proc.send_signal(signal.SIGHUP)
+        if not check(pb.wait("scan_listing"),
+                     "refused scan: B's scan reaches scan_listing"):
+            return
+        check(fit(a, "s", 0.43).status == 201, "refused scan: A fits s anew")
+        pb.release("rollback_loaded")
+        r = call.result()
+        check(r is not None and r.status == 409,
+              "refused scan: B's rollback is refused (s is at version 1)", r)
+        pb.release("scan_listing")
+        deadline = time.time() + WAIT
+        while rescans(b) == seen:
+            if time.time() > deadline:
+                raise RuntimeError("no rescan logged after SIGHUP")
+            time.sleep(0.005)
+        got = predictions(b, "s")
+        check(got != deleted and (got[0] == 404 or
+                                  alpha_of(b, "s")[2] == 0.43),
+              "refused scan: after the scan s is not the deleted content "
+              "(404, or A's new fit)", (got, deleted, alpha_of(b, "s")))
+    finally:
+        pb.release("rollback_loaded")
+        pb.release("scan_listing")
+        a.stop()
+        b.stop()
+
+
 def scenario_foreign_keep_link(binary, tmp):
     """Another host's keep link (.NAME.kmm.keep-..., made by a save just
     before it renames it to NAME.kmm.vV) links a model file whose mtime
@@ -647,6 +775,8 @@ def main():
                  scenario_gone_is_404, scenario_replicas_in_turn,
                  scenario_replicas_held_commit, scenario_replicas_hammer,
                  scenario_lockless_writer, scenario_scan_beside_listing,
+                 scenario_scan_beside_commit,
+                 scenario_scan_beside_refused_commit,
                  scenario_foreign_keep_link]
     only = [s for s in args.only.split(",") if s]
     tmp = tempfile.mkdtemp(prefix="kmserve-races-")
