@@ -648,6 +648,11 @@ int km_scale_parse(const char *name, km_scale *s);
 size_t km_preprocess_fit_bytes(const km_preprocess *pre,
                                const km_problem *pb);
 
+/* Rows per block of the scaled copy of X a preprocessed model predicts
+ * through (about 1 MiB of doubles: 2^17 / d rows, at least one): a batch
+ * of more rows is answered block by block. */
+size_t km_pre_block_rows(size_t d);
+
 /*
  * What a model learnt of its preprocessing (borrowed views, valid while
  * the model lives). spec is what was asked ({KM_SCALE_NONE, 0} for a

@@ -318,8 +318,7 @@ km_status km_pre_fit(km_algorithm a, const km_kernel *k, const void *params,
 
 /* ------------------------------------------------------------ predict */
 
-/* Rows per block of the scaled copy of X: about 1 MiB of doubles. */
-static size_t block_rows(size_t d)
+size_t km_pre_block_rows(size_t d)
 {
     size_t r = ((size_t)1 << 17) / (d ? d : 1);
     return r ? r : 1;
@@ -378,8 +377,8 @@ km_status km_pre_predict(const km_model *m, unsigned answer, km_predict_fn fn,
      * covariance, one answer for the whole batch. */
     if (answer == KM_OUT_COVARIANCE)
         w = 0;
-    st = s->x_shift ? scaled_blocks(m, s, X, n, w ? block_rows(d) : n, fn,
-                                    w, NULL, out, err)
+    size_t block = w ? km_pre_block_rows(d) : n;
+    st = s->x_shift ? scaled_blocks(m, s, X, n, block, fn, w, NULL, out, err)
                     : fn(m, X, n, out, err);
     if (st == KM_OK && answer == KM_OUT_VALUES && s->y_mean)
         for (size_t i = 0; i < n; i++)
@@ -395,8 +394,8 @@ km_status km_pre_predict_labels(const km_model *m, labels_fn labels,
     const km_pre_stats *s = km_model_pre(m);
     if (!s->x_shift)
         return labels(m, X, n, out, err);
-    return scaled_blocks(m, s, X, n, block_rows(km_model_n_features(m)),
-                         NULL, 0, labels, out, err);
+    size_t block = km_pre_block_rows(km_model_n_features(m));
+    return scaled_blocks(m, s, X, n, block, NULL, 0, labels, out, err);
 }
 
 /* ------------------------------------------------------------ file */

@@ -42,10 +42,8 @@
  * loader; a row of 2^24 zeros only costs time. */
 #define MAX_PREDICT_FEATURES 4096
 /* A preprocessed model predicts through a scaled copy of X made one
- * block at a time: 2^17 values of X a block, so 2^17 / d rows (at least
- * one; core/km_pre.c's block_rows). The batch spans three blocks
+ * block at a time (km_pre_block_rows). The batch spans three blocks
  * (2.5 of them: the last one partial). */
-#define PRE_BLOCK_VALUES ((size_t)1 << 17)
 /* The batch is asked only of models it costs at most this much work:
  * rows x training rows x (features + training rows + answer width + 32),
  * about the operations of its kernel rows (32 for a kernel map's exp), a
@@ -235,8 +233,7 @@ static void use(const km_model *m)
     /* ... and on a batch of zeros that spans three blocks, where a
      * width computed apart from the model's (km_model_answer_width)
      * writes past the answer or leaves part of it unwritten. */
-    size_t b = PRE_BLOCK_VALUES / (d ? d : 1);
-    b = b ? b : 1;
+    size_t b = km_pre_block_rows(d);
     size_t n = 2 * b + (b + 1) / 2;
     size_t w = widest(m, n);
     if ((double)n * (double)ns * (double)(d + ns + w + 32) > MAX_BATCH_WORK ||

@@ -59,7 +59,7 @@ import run  # noqa: E402
 from run import check  # noqa: E402
 
 D = 512
-BLOCK = (1 << 17) // D  # core/km_pre.c's block_rows(d)
+BLOCK = (1 << 17) // D  # core/km_pre.c's km_pre_block_rows(d)
 N = 2 * BLOCK + 3 * BLOCK // 4  # three blocks, the last partly full
 N_TRAIN = 48
 K = 4
