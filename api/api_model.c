@@ -239,6 +239,10 @@ static cJSON *info_json(const km_info *info, const api_schema *s)
             cJSON_AddItemToObject(o, e->key, info_value(e, 0));
             continue;
         }
+        if (e->count == 0) { /* absent: its value could not be stored */
+            cJSON_AddItemToObject(o, e->key, cJSON_CreateNull());
+            continue;
+        }
         cJSON *a = cJSON_AddArrayToObject(o, e->key);
         for (size_t j = 0; a && j < e->count; j++)
             cJSON_AddItemToArray(a, info_value(e, j));

@@ -475,7 +475,9 @@ int64_t km_model_created_at_ms(const km_model *m);
 /*
  * Named figures that describe a model: its parameters ("alpha", "C", ...)
  * and its training ("seconds", "iterations", "n_support", ...). Values are
- * numbers; kind says how to show them.
+ * numbers; kind says how to show them. A figure with no values (count 0)
+ * is absent: its value could not be stored (not finite, or not of its
+ * kind), and metadata shows it as null.
  */
 typedef enum { KM_INFO_NUMBER, KM_INFO_INTEGER, KM_INFO_BOOLEAN } km_info_kind;
 

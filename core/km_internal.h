@@ -237,15 +237,21 @@ km_status km_kernel_read(km_reader *r, km_kernel *k, int depth,
 /* ------------------------------------------------------- info lists */
 
 void km_info_cleanup(km_info *info);
-/* Appends (copies values). Returns KM_ENOMEM on failure. */
+/* Appends (copies values). When some value is not a finite value of its
+ * kind (a whole number for integers, 0 or 1 for booleans), the entry is
+ * added without values (count 0): the figure is absent, as km_info_write
+ * stores it. Returns KM_ENOMEM on failure. */
 km_status km_info_add(km_info *info, const char *key, km_info_kind kind,
                       int is_array, const double *values, size_t count);
 km_status km_info_add1(km_info *info, const char *key, km_info_kind kind,
                        double value);
+/* Writes the list; an entry holding a value km_info_read would refuse is
+ * written without values (absent), so whatever it writes reads back. */
 void km_info_write(km_writer *w, const km_info *info);
 /* Reads a list written by km_info_write: at most KM_MODEL_MAX_FIGURES
- * entries of at most max_values values each, keys of [A-Za-z0-9_], values
- * finite (booleans 0 or 1, integers whole). KM_ECORRUPT otherwise. */
+ * entries of at most max_values values each (0: an absent figure), keys
+ * of [A-Za-z0-9_], values finite (booleans 0 or 1, integers whole).
+ * KM_ECORRUPT otherwise. */
 km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
                        km_error *err);
 

@@ -251,6 +251,26 @@ km_status km_predict_labels(const km_model *m, const double *X, size_t n,
 
 /* ------------------------------------------------------------ info lists */
 
+/* Whether value v can be a figure of this kind: the rule the loader
+ * applies, so the only values a list holds and a file stores. */
+static int valid_figure(km_info_kind kind, double v)
+{
+    if (!isfinite(v))
+        return 0;
+    if (kind == KM_INFO_BOOLEAN)
+        return v == 0 || v == 1;
+    return kind != KM_INFO_INTEGER || v == floor(v);
+}
+
+/* Whether all count values are valid figures of this kind. */
+static int valid_figures(km_info_kind kind, const double *v, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        if (!valid_figure(kind, v[i]))
+            return 0;
+    return 1;
+}
+
 void km_info_cleanup(km_info *info)
 {
     for (size_t i = 0; i < info->count; i++)
@@ -279,6 +299,10 @@ km_status km_info_add(km_info *info, const char *key, km_info_kind kind,
         return KM_ENOMEM;
     if (count)
         memcpy(e->values, values, count * sizeof *values);
+    /* A figure that cannot be stored (a sum that overflowed) is absent:
+     * the entry is kept, without values, as the file keeps it. */
+    if (!valid_figures(kind, values, count))
+        e->count = 0;
     info->count++;
     return KM_OK;
 }
@@ -305,7 +329,11 @@ void km_info_write(km_writer *w, const km_info *info)
         km_write_str(w, e->key);
         km_write_u32(w, (uint32_t)e->kind);
         km_write_u32(w, (uint32_t)e->is_array);
-        km_write_f64s(w, e->values, e->count);
+        /* Only what km_info_read accepts: a figure with a value that
+         * cannot be stored is written without values (absent). */
+        km_write_f64s(w, e->values,
+                      valid_figures(e->kind, e->values, e->count) ? e->count
+                                                                  : 0);
     }
 }
 
@@ -319,16 +347,6 @@ static int valid_key(const char *key)
               (*p >= '0' && *p <= '9') || *p == '_'))
             return 0;
     return 1;
-}
-
-/* Whether value v can be a figure of this kind. */
-static int valid_figure(km_info_kind kind, double v)
-{
-    if (!isfinite(v))
-        return 0;
-    if (kind == KM_INFO_BOOLEAN)
-        return v == 0 || v == 1;
-    return kind != KM_INFO_INTEGER || v == floor(v);
 }
 
 km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
@@ -881,11 +899,14 @@ static uint64_t max_labels(km_algorithm algo, uint64_t ns)
 }
 
 /* Most values of one figure: one per training row (svc "n_support" per
- * class, kpca's eigenvalues...), or per class pair (svc "objective"). */
-static uint64_t max_figure_values(km_algorithm algo, uint64_t ns)
+ * class, kpca's eigenvalues...), per output (krr's "rkhs_norm_sq": a
+ * model of one row may have many), or per class pair (svc "objective"). */
+static uint64_t max_figure_values(km_algorithm algo, uint64_t ns,
+                                  uint64_t no)
 {
-    return km_algo_of(algo)->classes ? ns + km_n_pairs(km_max_classes(ns))
-                                     : ns;
+    uint64_t n = ns > no ? ns : no;
+    return km_algo_of(algo)->classes ? n + km_n_pairs(km_max_classes(ns))
+                                     : n;
 }
 
 /* The fixed header, as read. */
@@ -946,9 +967,8 @@ static km_status parse_header(const unsigned char *buf, size_t len,
     /* Everything but the payload: header, name, identity, kernel, two
      * figure lists, labels, checksum. */
     uint64_t common_lo = KM_MODEL_HEADER_BYTES + 4 + 16 + 32 + 8 + 8 + 12 + 4;
-    uint64_t figure = km_add_sat(4 + 31 + 8 + 8,
-                                 km_mul_sat(8, max_figure_values(h->algo,
-                                                                 ns)));
+    uint64_t figure = km_add_sat(
+        4 + 31 + 8 + 8, km_mul_sat(8, max_figure_values(h->algo, ns, no)));
     uint64_t labels = km_mul_sat(4 + MAX_LABEL, max_labels(h->algo, ns));
     uint64_t common_hi = km_add_sat(km_add_sat(TEXT_SLACK, labels),
                                     km_mul_sat(2 * KM_MODEL_MAX_FIGURES,
@@ -1077,7 +1097,7 @@ static km_status read_records(km_reader *r, const file_header *h,
     m->n_samples = (size_t)h->ns;
     m->n_outputs = (size_t)h->no;
     m->file_format = h->format;
-    size_t figures = (size_t)max_figure_values(h->algo, h->ns);
+    size_t figures = (size_t)max_figure_values(h->algo, h->ns, h->no);
     km_status st = read_identity(r, m, err);
     if (st == KM_OK)
         st = km_kernel_read(r, &m->kernel, 0, err);

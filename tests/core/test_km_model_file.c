@@ -10,6 +10,7 @@
 #include "../check_main.h"
 #include "model_bytes.h"
 #include "km.h"
+#include "km_internal.h"
 
 /* ------------------------------------------------------------ crafting */
 
@@ -425,6 +426,90 @@ START_TEST(figures_and_kernel)
 }
 END_TEST
 
+/* Whatever the writer writes, the loader loads: a training figure that is
+ * not a finite number (krr's rkhs_norm_sq of y = +-1e300 overflows) is
+ * held and stored without values (absent), and the file loads back with
+ * the figure absent and the same predictions to the bit. A value that
+ * cannot be of its kind (an integer 2.5, a boolean 2) is absent too. */
+START_TEST(figure_not_finite_round_trip)
+{
+    const double X3[6] = {0, 0, 1, 0, 0, 1};
+    double y[3] = {1e300, -1e300, 1e300};
+    km_kernel k = rbf(0.5);
+    km_krr_params p = km_krr_params_default();
+    km_model *m = NULL, *back = NULL;
+    km_error err = {KM_OK, ""};
+    ck_assert_int_eq(km_krr_fit(&k, &p, X3, 3, 2, y, 1, NULL, &m, NULL),
+                     KM_OK);
+    const km_info_entry *e = km_info_find(km_model_training(m),
+                                          "rkhs_norm_sq");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(e->count, 0);
+    km_info *ti = km_model_training_mut(m);
+    double odd[2] = {1, INFINITY};
+    ck_assert_int_eq(km_info_add(ti, "pair", KM_INFO_NUMBER, 1, odd, 2),
+                     KM_OK);
+    ck_assert_int_eq(km_info_add1(ti, "half", KM_INFO_INTEGER, 2.5), KM_OK);
+    ck_assert_int_eq(km_info_add1(ti, "flag", KM_INFO_BOOLEAN, 2), KM_OK);
+    ck_assert_int_eq(km_info_add1(ti, "nan", KM_INFO_NUMBER, NAN), KM_OK);
+    ck_assert_int_eq(km_info_add1(ti, "fine", KM_INFO_NUMBER, 0.5), KM_OK);
+    /* a value made invalid after it was added is not written either */
+    ck_assert_int_eq(km_info_add1(ti, "later", KM_INFO_NUMBER, 1), KM_OK);
+    ti->entries[ti->count - 1].values[0] = -INFINITY;
+    file f = save(m);
+    ck_assert_msg(km_model_load_buffer(f.buf, f.len, &back, &err) == KM_OK,
+                  "%s", err.message);
+    const char *absent[] = {"rkhs_norm_sq", "pair", "half", "flag", "nan",
+                            "later"};
+    for (size_t i = 0; i < sizeof absent / sizeof *absent; i++) {
+        e = km_info_find(km_model_training(back), absent[i]);
+        ck_assert_msg(e && e->count == 0, "%s", absent[i]);
+        ck_assert_int_eq(e->is_array, strcmp(absent[i], "pair") == 0);
+    }
+    e = km_info_find(km_model_training(back), "fine");
+    ck_assert(e && e->count == 1 && e->values[0] == 0.5);
+    ck_assert_uint_eq(km_model_training(back)->count,
+                      km_model_training(m)->count);
+    const double T[6] = {0, 0, 1, 0, 0.5, 0.25};
+    double a[3], b[3];
+    ck_assert_int_eq(km_predict(m, KM_OUT_VALUES, T, 3, a, NULL), KM_OK);
+    ck_assert_int_eq(km_predict(back, KM_OUT_VALUES, T, 3, b, NULL), KM_OK);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    /* the loaded model writes the very same file */
+    file g = save(back);
+    ck_assert_uint_eq(g.len, f.len);
+    ck_assert(memcmp(f.buf, g.buf, f.len) == 0);
+    free(f.buf);
+    free(g.buf);
+    km_model_free(m);
+    km_model_free(back);
+}
+END_TEST
+
+/* A figure has a value per output: a krr model of one row and three
+ * outputs writes rkhs_norm_sq of three values, and loads back. */
+START_TEST(figure_per_output_of_one_row)
+{
+    const double X1[2] = {0.5, -1};
+    double y[3] = {1, 2, 3};
+    km_kernel k = rbf(0.5);
+    km_krr_params p = km_krr_params_default();
+    km_model *m = NULL, *back = NULL;
+    km_error err = {KM_OK, ""};
+    ck_assert_int_eq(km_krr_fit(&k, &p, X1, 1, 2, y, 3, NULL, &m, NULL),
+                     KM_OK);
+    file f = save(m);
+    ck_assert_msg(km_model_load_buffer(f.buf, f.len, &back, &err) == KM_OK,
+                  "%s", err.message);
+    const km_info_entry *e = km_info_find(km_model_training(back),
+                                          "rkhs_norm_sq");
+    ck_assert(e && e->count == 3 && e->is_array);
+    free(f.buf);
+    km_model_free(m);
+    km_model_free(back);
+}
+END_TEST
+
 START_TEST(size_against_header)
 {
     file f = krr_file();
@@ -538,6 +623,8 @@ static Suite *model_file_suite(void)
     tcase_add_test(tc, svc_counts_and_indices);
     tcase_add_test(tc, svc_vote_order);
     tcase_add_test(tc, figures_and_kernel);
+    tcase_add_test(tc, figure_not_finite_round_trip);
+    tcase_add_test(tc, figure_per_output_of_one_row);
     tcase_add_test(tc, size_against_header);
     tcase_add_test(tc, load_file_stops_at_header_bound);
     tcase_add_test(tc, set_labels_rules);
