@@ -326,25 +326,42 @@ static km_status gradient(gpr_eval *e, const double h[TH_COUNT],
     return KM_OK;
 }
 
-/* y' = y, or (y - mean) / std with normalize_y (std 1 when it is 0). */
+/* The mean and population std of y / div. */
+static void mean_std(const double *y, size_t n, double div, double *mean,
+                     double *std)
+{
+    km_ksum s = {0, 0}, v = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        km_ksum_add(&s, y[i] / div);
+    *mean = km_ksum_get(&s) / (double)n;
+    for (size_t i = 0; i < n; i++)
+        km_ksum_add(&v, (y[i] / div - *mean) * (y[i] / div - *mean));
+    *std = sqrt(km_ksum_get(&v) / (double)n);
+}
+
+/* y' = y, or (y - mean) / std with normalize_y (std 1 when it is 0).
+ * Targets so large that the sums overflow (near 1e308) are taken as
+ * y / 2^k (exact), so y', the mean and the std are finite. */
 static void normalise(const double *y, size_t n, int normalize, double *out,
                       double *mean, double *std)
 {
-    *mean = 0;
-    *std = 1;
+    double mu = 0, sd = 1, div = 1;
     if (normalize) {
-        km_ksum s = {0, 0}, v = {0, 0};
-        for (size_t i = 0; i < n; i++)
-            km_ksum_add(&s, y[i]);
-        *mean = km_ksum_get(&s) / (double)n;
-        for (size_t i = 0; i < n; i++)
-            km_ksum_add(&v, (y[i] - *mean) * (y[i] - *mean));
-        *std = sqrt(km_ksum_get(&v) / (double)n);
-        if (!(*std > 0))
-            *std = 1;
+        mean_std(y, n, div, &mu, &sd);
+        if (!isfinite(mu) || !isfinite(sd)) {
+            double big = 0;
+            int e;
+            for (size_t i = 0; i < n; i++)
+                big = fmax(big, fabs(y[i]));
+            frexp(big, &e); /* big < 2^e: y / 2^(e-1) within (-2, 2) */
+            div = ldexp(1.0, e - 1);
+            mean_std(y, n, div, &mu, &sd);
+        }
     }
+    *mean = mu * div;
+    *std = sd > 0 ? sd * div : 1;
     for (size_t i = 0; i < n; i++)
-        out[i] = (y[i] - *mean) / *std;
+        out[i] = sd > 0 ? (y[i] / div - mu) / sd : y[i] - *mean;
 }
 
 static void eval_cleanup(gpr_eval *e)
@@ -992,8 +1009,9 @@ static km_status mean_figures(const km_model *mean, double *its, double *res)
     const km_info_entry *r = km_info_find(mt, "residual");
     if (!i || !r)
         return KM_EINTERNAL;
-    *its = i->values[0];
-    *res = r->values[0];
+    /* an absent figure (no value) stays absent in gpr's */
+    *its = i->count == 1 ? i->values[0] : NAN;
+    *res = r->count == 1 ? r->values[0] : NAN;
     return KM_OK;
 }
 

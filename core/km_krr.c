@@ -421,6 +421,10 @@ static km_status cholesky(double *A, size_t n, const char *what,
                                 "(Cholesky failed at row %zu); use a larger "
                                 "params.alpha or a positive definite kernel",
                                 what, k + (size_t)info);
+        if (info == -4) /* LAPACKE's check: a NaN in A11 (an overflow) */
+            return km_error_set(err, KM_EPROBLEM, "%s has values that are "
+                                "not finite numbers (overflow); use a "
+                                "smaller gamma, degree or scale of X", what);
         if (info < 0)
             return km_error_set(err, KM_EINTERNAL, "dpotrf argument %d",
                                 (int)-info);
@@ -464,6 +468,10 @@ km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
             for (size_t j = 0; j < m; j++)
                 C[i * m + j] = B[j * n + i];
     free(B);
+    if (info == -7) /* LAPACKE's check: a NaN in the targets */
+        return km_error_set(err, KM_EPROBLEM, "the solve with %s has "
+                            "targets that are not finite numbers (overflow); "
+                            "rescale y", what);
     if (info != 0)
         return km_error_set(err, KM_EINTERNAL, "dpotrs argument %d",
                             (int)-info);
@@ -1093,6 +1101,13 @@ static km_status rpc_run(const km_kernel *k, const double *X, size_t n,
                 for (size_t c = j + 1; c < B; c++)
                     H[a * B + c] -= H[a * B + j] * H[j * B + c] / h;
         }
+        /* None accepted: a proposal whose residual H computes as not > 0
+         * (r and H disagree where the kernel matrix's rounding does, as
+         * for rows near 1e150) can never be, and F stays as it is; its r
+         * goes to 0, or the rounds would draw it for ever. */
+        for (size_t j = 0; t == 0 && j < B; j++)
+            if (!(H[j * B + j] > 0))
+                r[P[j]] = 0;
         /* L (t x t, column-major lower) with L L^T = H(T, T) as it was:
          * column q is H(T, T_q) / sqrt(h of T_q) after the Schur
          * complements (later ones do not touch column T_q) */
@@ -1178,8 +1193,19 @@ km_status km_nys_centres(const km_kernel *k, km_krr_centre_rule rule,
     }
     km_status st = rpc_run(k, X, n, d, m, seed, F != NULL, idx, kept, F, ctl,
                            f0, f1, err);
-    if (st != KM_OK)
+    if (st == KM_OK && *kept == 0) { /* a model of no rows is no model */
+        st = km_error_set(err, KM_EPROBLEM, "params.centres rpcholesky finds "
+                          "no centre: the kernel matrix of X is 0 in double "
+                          "precision (no row has a residual above 0); use "
+                          "params.centres uniform, or rescale X");
+    }
+    if (st != KM_OK) {
+        if (F) {
+            free(*F);
+            *F = NULL;
+        }
         return st;
+    }
     if (!F) {
         qsort(idx, *kept, sizeof *idx, cmp_size);
         return KM_OK;

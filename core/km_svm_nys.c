@@ -609,6 +609,13 @@ km_status km_svc_nys_solve(const km_kernel *k, const km_svm_params *p,
     if ((st = centres_features(k, p, X, n, d, &m, idx, &T, &Phi, &Phif,
                                ctl, err)) != KM_OK)
         goto out;
+    if (m < K) { /* rpcholesky stopped at K's numerical rank */
+        st = km_error_set(err, KM_EPROBLEM, "params.centres rpcholesky finds "
+                          "only %zu centres (the kernel matrix's numerical "
+                          "rank) but y has %zu classes: at least one centre "
+                          "per class; use params.centres uniform", m, K);
+        goto out;
+    }
     res->m = m;
     res->Z = malloc(m * d * sizeof *res->Z);
     res->coef = malloc(m * P * sizeof *res->coef);

@@ -346,6 +346,50 @@ START_TEST(not_positive_definite)
 }
 END_TEST
 
+/* normalize_y on targets whose squares overflow (near 1e308): the mean and
+ * std are taken on y / 2^k, so the model is the model of y * 2^-1000 (no
+ * overflow there) scaled by 2^1000 to the bit, and it saves and loads. */
+START_TEST(normalize_y_near_overflow)
+{
+    double ybig[4] = {1.5e308, -1.5e308, 1.5e308, -1.5e308}, ysmall[4];
+    for (int i = 0; i < 4; i++)
+        ysmall[i] = ldexp(ybig[i], -1000);
+    const double Xs[8] = {0, 0, 1, 0, 0, 1, 3, 3};
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.5;
+    km_gpr_params p = km_gpr_params_default();
+    p.normalize_y = 1;
+    p.noise = 10; /* weights y_std * coef stay below the largest double */
+    km_model *big = NULL, *small = NULL, *back = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_gpr_fit(&k, &p, Xs, 4, 2, ybig, NULL, &big, &err) ==
+                  KM_OK, "%s", err.message);
+    ck_assert_int_eq(km_gpr_fit(&k, &p, Xs, 4, 2, ysmall, NULL, &small,
+                                NULL), KM_OK);
+    unsigned char *buf;
+    size_t len;
+    ck_assert_int_eq(km_model_save_buffer(big, &buf, &len, NULL), KM_OK);
+    ck_assert_msg(km_model_load_buffer(buf, len, &back, &err) == KM_OK, "%s",
+                  err.message);
+    free(buf);
+    double mb[4], ms[4], mr[4];
+    ck_assert_int_eq(km_predict(big, KM_OUT_VALUES, Xs, 4, mb, NULL), KM_OK);
+    ck_assert_int_eq(km_predict(small, KM_OUT_VALUES, Xs, 4, ms, NULL),
+                     KM_OK);
+    ck_assert_int_eq(km_predict(back, KM_OUT_VALUES, Xs, 4, mr, NULL), KM_OK);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_msg(mb[i] == ldexp(ms[i], 1000) && isfinite(mb[i]) &&
+                      ms[i] != 0, "row %d: mean %.17g, scaled %.17g", i,
+                      mb[i], ldexp(ms[i], 1000));
+        ck_assert(memcmp(&mb[i], &mr[i], sizeof mb[i]) == 0);
+    }
+    km_model_free(big);
+    km_model_free(small);
+    km_model_free(back);
+}
+END_TEST
+
 /* Cancels when progress first reaches *ctx; counts the calls. */
 typedef struct cancel_at {
     double at, last;
@@ -973,6 +1017,7 @@ Suite *gpr_suite(void)
     tcase_add_test(tc, gradient_against_finite_differences);
     tcase_add_test(tc, checks_name_the_field);
     tcase_add_test(tc, not_positive_definite);
+    tcase_add_test(tc, normalize_y_near_overflow);
     tcase_add_test(tc, cancelled);
     tcase_add_test(tc, km_fit_and_file_round_trip);
     tcase_add_test(tc, file_numbers_checked);
