@@ -26,7 +26,6 @@ import random
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 
@@ -319,19 +318,7 @@ def main():
                  scenario_dir_recreated,
                  scenario_read_only_delete, scenario_job_cap,
                  scenario_predict_budget, scenario_svr_stop]
-    only = [s for s in args.only.split(",") if s]
-    tmp = tempfile.mkdtemp(prefix="kmserve-hs-")
-    try:
-        for s in scenarios:
-            if only and s.__name__.replace("scenario_", "") not in only:
-                continue
-            try:
-                s(binary, tmp)
-            except Exception as e:  # a crash of a scenario is a failure
-                check(False, f"{s.__name__}: runner", repr(e))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return run.tally.summary()
+    return run.run_scenarios(scenarios, binary, "kmserve-hs-", args.only)
 
 
 if __name__ == "__main__":

@@ -788,6 +788,26 @@ def scenario_restart(binary, tmp):
     check(d.stop() == 0, "SIGTERM again: exit 0")
 
 
+def run_scenarios(scenarios, binary, prefix, only=""):
+    """Runs each scenario(binary, tmp) in one temporary folder (only: the
+    comma-separated names without "scenario_" to run, all when empty); a
+    scenario that raises is a failure, and the rest still run. Returns
+    the runner's exit status (tally's summary)."""
+    names = [s for s in only.split(",") if s]
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        for s in scenarios:
+            if names and s.__name__.replace("scenario_", "") not in names:
+                continue
+            try:
+                s(binary, tmp)
+            except Exception as e:  # a crash of a scenario is a failure
+                check(False, f"{s.__name__}: runner", repr(e))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tally.summary()
+
+
 def with_daemon(server, prefix, body, *flags, setup=None):
     """The frame of a runner that needs one daemon: a fresh models
     directory in a temporary folder (setup(models) fills it first, if

@@ -42,11 +42,9 @@ Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
-import shutil
 import signal
 import struct
 import sys
-import tempfile
 import threading
 import time
 
@@ -778,19 +776,7 @@ def main():
                  scenario_scan_beside_commit,
                  scenario_scan_beside_refused_commit,
                  scenario_foreign_keep_link]
-    only = [s for s in args.only.split(",") if s]
-    tmp = tempfile.mkdtemp(prefix="kmserve-races-")
-    try:
-        for s in scenarios:
-            if only and s.__name__.replace("scenario_", "") not in only:
-                continue
-            try:
-                s(binary, tmp)
-            except Exception as e:  # a crash of a scenario is a failure
-                check(False, f"{s.__name__}: runner", repr(e))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return run.tally.summary()
+    return run.run_scenarios(scenarios, binary, "kmserve-races-", args.only)
 
 
 if __name__ == "__main__":
