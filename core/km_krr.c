@@ -1101,13 +1101,14 @@ static km_status rpc_run(const km_kernel *k, const double *X, size_t n,
                 for (size_t c = j + 1; c < B; c++)
                     H[a * B + c] -= H[a * B + j] * H[j * B + c] / h;
         }
-        /* None accepted: a proposal whose residual H computes as not > 0
-         * (r and H disagree where the kernel matrix's rounding does, as
-         * for rows near 1e150) can never be, and F stays as it is; its r
-         * goes to 0, or the rounds would draw it for ever. */
+        /* None accepted, so F stays as it is: the proposals' residuals r
+         * take H's diagonal, the same quantity computed afresh. Where
+         * rounding left r far above it (identical rows, or rows near
+         * 1e150, whose kernel values round differently), the draws would
+         * otherwise repeat for ever: now they accept, or the residual's
+         * sum falls below the stopping rule. */
         for (size_t j = 0; t == 0 && j < B; j++)
-            if (!(H[j * B + j] > 0))
-                r[P[j]] = 0;
+            r[P[j]] = H[j * B + j] > 0 ? H[j * B + j] : 0;
         /* L (t x t, column-major lower) with L L^T = H(T, T) as it was:
          * column q is H(T, T_q) / sqrt(h of T_q) after the Schur
          * complements (later ones do not touch column T_q) */
