@@ -217,6 +217,16 @@ check-docs:
 KM_DATA ?= $(CURDIR)/data
 export KM_DATA
 
+# The tests run BLAS on one thread unless told otherwise (OPENBLAS_NUM_THREADS,
+# KMSERVE_BLAS_THREADS in the environment win): OpenBLAS's threads wait for
+# each other by spinning and yielding, and on a machine whose cores are busy
+# with other work a two-thread call then crawls (a klr unit test took more
+# than its 300 s beside two CPU-burning processes, and 21 s on one thread).
+# What the tests check does not depend on BLAS's threads; the tests that are
+# about them (test_km_svc_screened's) set the count themselves.
+unit integration: export OPENBLAS_NUM_THREADS ?= 1
+unit integration: export KMSERVE_BLAS_THREADS ?= 1
+
 unit: $(UNIT_BIN)
 	@fail=0; for t in $(UNIT_BIN); do \
 	  echo "== $$t"; CK_FORK=yes $$t || fail=1; \
