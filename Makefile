@@ -221,7 +221,8 @@ export KM_DATA
 # KMSERVE_BLAS_THREADS in the environment win): OpenBLAS's threads wait for
 # each other by spinning and yielding, and on a machine whose cores are busy
 # with other work a two-thread call then crawls (a klr unit test took more
-# than its 300 s beside two CPU-burning processes, and 21 s on one thread).
+# than its 300 s beside two CPU-burning processes; its whole suite took 33 s
+# on one thread).
 # What the tests check does not depend on BLAS's threads; the tests that are
 # about them (test_km_svc_screened's) set the count themselves.
 unit integration: export OPENBLAS_NUM_THREADS ?= 1
