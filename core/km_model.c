@@ -1120,6 +1120,26 @@ static km_status read_records(km_reader *r, const file_header *h,
     return KM_OK;
 }
 
+/* A model file's header and records (the payload is left in *r): the
+ * load and its estimate read them alike. crc: check the file's checksum
+ * first (the load does; the estimate reads only what the load would). */
+static km_status open_records(const unsigned char *buf, size_t len, int crc,
+                              km_reader *r, km_model **m, km_error *err)
+{
+    file_header h;
+    km_status st = open_file(buf, len, &h, r, err);
+    if (st != KM_OK)
+        return st;
+    if (crc) {
+        km_reader tail = {buf + len - 4, 4, 0};
+        if (km_crc32(buf, len - 4) != km_read_u32(&tail))
+            return km_error_set(err, KM_ECORRUPT,
+                                "model checksum mismatch (file truncated or "
+                                "altered)");
+    }
+    return read_records(r, &h, m, err);
+}
+
 /* The allocator's overhead a load may add beyond what km_model_bytes
  * counts: a chunk header per allocation (a few dozen: the arrays, the
  * figures), the pages of each large array rounded up, and one small chunk
@@ -1133,12 +1153,9 @@ km_status km_model_load_bytes(const unsigned char *buf, size_t len,
     km_error local;
     if (!err)
         err = &local; /* the label check rewrites its message */
-    file_header h;
     km_reader r;
     km_model *m = NULL;
-    km_status st = open_file(buf, len, &h, &r, err);
-    if (st == KM_OK)
-        st = read_records(&r, &h, &m, err);
+    km_status st = open_records(buf, len, 0, &r, &m, err);
     if (st != KM_OK)
         return st;
     size_t kept, peak;
@@ -1165,19 +1182,10 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
     km_error local;
     if (!err)
         err = &local; /* the label check rewrites its message */
-    file_header h;
     km_reader r;
     km_model *m = NULL;
-    km_status st = open_file(buf, len, &h, &r, err);
+    km_status st = open_records(buf, len, 1, &r, &m, err);
     if (st != KM_OK)
-        return st;
-    km_reader tail = {buf + len - 4, 4, 0};
-    uint32_t want = km_read_u32(&tail);
-    if (km_crc32(buf, len - 4) != want)
-        return km_error_set(err, KM_ECORRUPT,
-                            "model checksum mismatch (file truncated or "
-                            "altered)");
-    if ((st = read_records(&r, &h, &m, err)) != KM_OK)
         return st;
     st = km_algo_of(m->algo)->load(&r, m, &m->payload, err);
     if (st == KM_OK && (r.failed || r.left != 0))
