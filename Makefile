@@ -90,7 +90,7 @@ endif
 LDFLAGS := $(SANFLAGS)
 LIBS = $(PKG_LIBS) -lpthread -lm
 
-CORE_SRC := $(wildcard core/*.c)
+CORE_SRC := $(wildcard core/*/*.c)
 API_SRC := $(wildcard api/*.c)
 SRV_SRC := $(filter-out server/kmserve.c,$(wildcard server/*.c))
 # kmctl (cli/) is a client: it shares no objects with the daemon, and of
@@ -169,7 +169,7 @@ $(B)/%.o: %.c
 # The elementwise kernel maps must vectorise: -O2 alone uses gcc's
 # "very cheap" cost model, which refuses loops with an unknown trip count.
 # -fopenmp-simd honours `omp simd` (vectorised reductions) without OpenMP.
-$(B)/core/km_vmath.o: CFLAGS += $(if $(filter clang,$(CC)),,-fvect-cost-model=dynamic) -fopenmp-simd
+$(B)/core/base/km_vmath.o: CFLAGS += $(if $(filter clang,$(CC)),,-fvect-cost-model=dynamic) -fopenmp-simd
 
 $(B)/gen/srv_assets.c: server/console/embed.sh $(ASSETS)
 	@mkdir -p $(dir $@)

@@ -1,5 +1,5 @@
 /*
- * test_km_score.c - scores (core/km_score.c) and the training figures
+ * test_km_score.c - scores (core/select/km_score.c) and the training figures
  * rkhs_norm_sq (krr), margin (svc) and training_score (every km_fit):
  *   - every metric of km_score_classes and km_score_regression equals
  *     sklearn.metrics 1.2.1 on fixed vectors to 1e-12 (gen_score_refs.py:

@@ -1,6 +1,6 @@
 /*
  * test_km_svc_screened.c - svc's screened solver (params.solver
- * SCREENED, core/km_svm_screen.c): SMO on working sets a nystrom screen
+ * SCREENED, core/solvers/km_svm_screen.c): SMO on working sets a nystrom screen
  * picks, grown until every row meets the optimality conditions.
  *
  * Parity with LIBSVM 3.24 (svm-train / svm-predict; tests/fixtures/svm_*
@@ -19,7 +19,7 @@
 #include "../check_main.h"
 #include "svm_data.h"
 #include "km.h"
-#include "km_svm_internal.h"
+#include "solvers/km_svm_internal.h"
 
 static km_svm_params screened(double C, size_t m)
 {

@@ -1,5 +1,5 @@
 /*
- * test_km_svm.c - C-SVC and epsilon-SVR (core/km_svm.c, km_smo.c,
+ * test_km_svm.c - C-SVC and epsilon-SVR (core/algorithms/km_svm.c, km_smo.c,
  * km_svm_prob.c).
  *
  * Parity: LIBSVM 3.24's svm-train / svm-predict (Debian libsvm-tools) on
@@ -18,7 +18,7 @@
 #include "../check_main.h"
 #include "svm_data.h"
 #include "km.h"
-#include "km_svm_internal.h"
+#include "solvers/km_svm_internal.h"
 
 /* ------------------------------------------------------------ helpers */
 

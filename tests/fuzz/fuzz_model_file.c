@@ -246,7 +246,7 @@ static void use(const km_model *m)
     free(X);
 }
 
-/* OpenBLAS's (not in its headers here, as core/km_svm_screen.c). */
+/* OpenBLAS's (not in its headers here, as core/solvers/km_svm_screen.c). */
 void openblas_set_num_threads(int n);
 
 /* One BLAS thread: the batch's products are small, and threads that

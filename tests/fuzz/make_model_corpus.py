@@ -22,7 +22,7 @@ what a fit or an import writes:
 The "pre" entries are fitted with preprocessing (scale standardize, and
 center_y for the regressions; a few minmax); an import has none, so its
 "pre" entries are the imported file with a preprocessing section spliced
-in (as core/km_model.c lays it out). One file is also written with a
+in (as core/model/km_model.c lays it out). One file is also written with a
 search record added (krrsearch_rbf: the daemon does not write one yet, so
 it is spliced in here).
 

@@ -67,7 +67,7 @@ def skip_info(b, p):
 
 
 def layout(b):
-    """Offsets of the fields a test alters (see core/km_model.c)."""
+    """Offsets of the fields a test alters (see core/model/km_model.c)."""
     o = {"algo": 8, "n_features": 12, "n_samples": 20, "n_outputs": 28}
     p = 36 + 4 + u32(b, 36)  # past the name
     o["version"], o["created_at"] = p, p + 8

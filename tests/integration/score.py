@@ -6,7 +6,7 @@ labels), svr and kpca (with and without the inverse map) over HTTP on
 tests/fixtures/score_X.txt (gen_score_refs.py), asks /score, and compares
 every figure, to 1e-12, with the same metric computed in this file in
 plain Python (written from sklearn.metrics' definitions, independently of
-core/km_score.c) from the answers of /predict and /project for the same
+core/select/km_score.c) from the answers of /predict and /project for the same
 rows; the training figures (training_score, rkhs_norm_sq, margin) against
 the scikit-learn fixtures where those apply. Bad bodies answer 4xx naming
 the field.

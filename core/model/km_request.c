@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 static const unsigned char MAGIC[4] = {'K', 'M', 'R', 'Q'};
 #define REQUEST_VERSION 1

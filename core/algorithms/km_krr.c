@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 /* Two forms: the dual (exact and nystrom solvers: training rows or
  * centres and their coefficients) and rff (random Fourier features:

@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_svm_internal.h"
+#include "../solvers/km_svm_internal.h"
 
 #define CV_FOLDS 5
 #define PROB_SEED 0x6b6d73766dull /* fixed: probability fits repeat */

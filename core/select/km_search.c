@@ -68,7 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 /*
  * An eigendecomposition (dsyevd, eigenvectors) of an n x n Gram costs

@@ -84,7 +84,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 /* What the q functions are. */
 enum { KLR_BINARY = 0, KLR_MULTINOMIAL = 1, KLR_OVR = 2, KLR_KIND_COUNT };

@@ -60,7 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 /*
  * AUTO picks the iterative solver when n >= ITER_MIN_N and

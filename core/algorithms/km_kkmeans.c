@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 typedef struct kkm_payload {
     size_t n, d, k;

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 static const char *const scale_names[KM_SCALE_COUNT] = {
     [KM_SCALE_NONE] = "none",

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 /* ------------------------------------------------------------ budget */
 

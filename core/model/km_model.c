@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 #define MAGIC "KMSM"
 /* The newest version this build reads and writes. A model is written in

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 /* ------------------------------------------------------------ scorings */
 

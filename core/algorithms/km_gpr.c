@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 /* Two forms: exact (the training rows, a and the factor of K) and
  * nystrom (the centres, their coefficients and, with params.variance,

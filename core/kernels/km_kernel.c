@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_internal.h"
+#include "../km_internal.h"
 
 /* Rows per block when a Gram is built block by block. */
 #define BLOCK_ROWS 256

@@ -1,0 +1,160 @@
+/*
+ * km_kernel.h - kernels: the kernel object, its parse and check, and the Gram
+ * matrices and kernel values libkm computes (kernels/km_kernel.c).
+ *
+ * Part of libkm's public interface; include km.h, which includes every
+ * area. Conventions and thread-safety as km.h says.
+ */
+#ifndef KM_KERNEL_H
+#define KM_KERNEL_H
+
+#include "../base/km_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- kernels */
+
+/* KM_KERNEL_LINEAR = 0, ... in the order and with the stored ids of
+ * KM_KERNEL_MAP (km_maps.h). */
+typedef enum {
+#define KM_KERNEL_ENUM(e, id, name, desc) KM_KERNEL_##e = id,
+    KM_KERNEL_MAP(KM_KERNEL_ENUM)
+#undef KM_KERNEL_ENUM
+    KM_KERNEL_TYPE_COUNT
+} km_kernel_type;
+
+/* Ids index core's tables: as many entries as ids, the last id the
+ * largest, so that (no id repeated, none out of range) they run
+ * 0 .. count - 1. */
+#define KM_MAP_ONE(e, id, name, desc) +1
+#ifndef __cplusplus
+_Static_assert((0 KM_KERNEL_MAP(KM_MAP_ONE)) == KM_KERNEL_TYPE_COUNT,
+               "kernel ids run 0, 1, 2, ... with the last one in the list");
+#endif
+
+#define KM_KERNEL_MAX_PARTS 16 /* parts of one sum or product */
+#define KM_KERNEL_MAX_DEPTH 4  /* nesting of sums and products */
+
+/*
+ * A kernel, as a plain parameter struct with the parameterisation of
+ * scikit-learn:
+ *   linear       <x,z>
+ *   polynomial   (gamma <x,z> + coef0)^degree
+ *   rbf          exp(-gamma |x-z|^2)
+ *   laplacian    exp(-gamma |x-z|_1)
+ *   sigmoid      tanh(gamma <x,z> + coef0)
+ *   sum          sum_i weights[i] k_i(x,z)
+ *   product      prod_i k_i(x,z)
+ *   laplacian_l2 exp(-gamma |x-z|_2)       (the Euclidean-norm Laplacian)
+ *   exponential  exp(gamma <x,z>)
+ *   normalized   k_0(x,z) / sqrt(k_0(x,x) k_0(z,z)) of its one part k_0
+ *                (cosine normalisation; 0 where k_0(x,x) k_0(z,z) <= 0)
+ * gamma == 0 means "default": 1/n_features, filled in by km_kernel_resolve().
+ * A sum or product owns its parts and weights (set them with
+ * km_kernel_set_parts). Initialise with km_kernel_init, release with
+ * km_kernel_cleanup.
+ */
+typedef struct km_kernel {
+    km_kernel_type type;
+    double gamma;
+    double coef0;
+    int degree;
+    int n_parts;
+    struct km_kernel *parts; /* n_parts kernels, owned */
+    double *weights;         /* n_parts weights (sum only), owned */
+} km_kernel;
+
+/* Sets k to the type's defaults (degree 3, coef0 1 for polynomial, 0 for
+ * sigmoid, gamma 0 = default) with no parts. */
+void km_kernel_init(km_kernel *k, km_kernel_type type);
+/* Releases the parts and weights of k; k may then be re-initialised. */
+void km_kernel_cleanup(km_kernel *k);
+/* Takes ownership of parts[0..n) (allocated with malloc, each initialised)
+ * and of weights (malloc'd, n entries, or NULL for all 1). */
+void km_kernel_set_parts(km_kernel *k, km_kernel *parts, double *weights,
+                         int n);
+/* Deep copy into dst (uninitialised). */
+km_status km_kernel_copy(km_kernel *dst, const km_kernel *src,
+                         km_error *err) KM_MUST_CHECK;
+/* Checks types, ranges, part counts and nesting; names the bad field. */
+km_status km_kernel_check(const km_kernel *k, km_error *err) KM_MUST_CHECK;
+/* Replaces default (0) gammas by 1/n_features, recursively. */
+void km_kernel_resolve(km_kernel *k, size_t n_features);
+/* What a kernel type is, from its row of the kernel table (km_kernel.c):
+ * the API builds its parameter rules and the client its lists from it. */
+typedef enum {
+    KM_KFAMILY_INNER,    /* a function of <x,z> (and of |x|, |z|) */
+    KM_KFAMILY_L2,       /* a function of |x-z|_2 */
+    KM_KFAMILY_L1,       /* a function of |x-z|_1 */
+    KM_KFAMILY_COMPOSITE /* built from its parts */
+} km_kernel_family;
+
+/* Parameters a kernel type takes (km_kernel_type_info's params). */
+#define KM_KPARAM_GAMMA 0x01u   /* gamma (0 = 1/n_features) */
+#define KM_KPARAM_DEGREE 0x02u  /* degree, 0 .. 64 */
+#define KM_KPARAM_COEF0 0x04u   /* coef0 */
+#define KM_KPARAM_PARTS 0x08u   /* kernels: min_parts .. max_parts parts */
+#define KM_KPARAM_WEIGHTS 0x10u /* weights, one per part, >= 0 */
+
+typedef struct km_kernel_info {
+    km_kernel_family family;
+    unsigned params;         /* KM_KPARAM_* flags */
+    int degree;              /* default degree (where it applies) */
+    double coef0;            /* default coef0 (where it applies) */
+    int min_parts, max_parts;/* 0, 0 unless KM_KPARAM_PARTS */
+} km_kernel_info;
+
+/* The row of type t (static); NULL for an invalid type. */
+const km_kernel_info *km_kernel_type_info(km_kernel_type t);
+
+/* "rbf", "sum", ...; NULL for an invalid type. */
+const char *km_kernel_type_name(km_kernel_type t);
+/* Parses a type name; returns 0 on success, -1 if unknown. */
+int km_kernel_type_parse(const char *name, km_kernel_type *t);
+
+/* k(x, z) for two vectors of d features. Borrows x and z. */
+double km_kernel_eval(const km_kernel *k, const double *x, const double *z,
+                      size_t d);
+
+/*
+ * Training Gram matrix K[i][j] = k(X_i, X_j), n x n row-major, into K
+ * (caller-allocated, n*n doubles). Only the lower triangle (j <= i) is
+ * written unless full is nonzero. Uses DSYRK for inner products.
+ */
+km_status km_gram_sym(const km_kernel *k, const double *X, size_t n,
+                      size_t d, double *K, int full,
+                      km_error *err) KM_MUST_CHECK;
+
+/*
+ * Cross Gram matrix K[i*ldk + j] = k(X_i, Z_j) for i < nx, j < nz, into K
+ * (caller-allocated, nx rows of ldk >= nz doubles). Uses DGEMM. Borrows all.
+ */
+km_status km_gram_cross(const km_kernel *k, const double *X, size_t nx,
+                        const double *Z, size_t nz, size_t d, double *K,
+                        size_t ldk, km_error *err) KM_MUST_CHECK;
+
+/*
+ * One block of the training Gram matrix of X (rows of d features):
+ * K[a*ldk + b] = k(X_{i0+a}, X_{j0+b}) for a < ni, b < nj, through the
+ * same maps as km_gram_sym (an L2 kernel's distance is exactly 0 where
+ * i0 + a == j0 + b, when i0 >= j0; aligned tiles, as a block-cyclic
+ * distribution's, always are). xn: the squared norms of X's rows
+ * (km_sqnorms), or NULL to compute those of the block's rows here.
+ * The one kernel code of a distributed Gram (kmserve-mpi's tiles).
+ */
+km_status km_gram_block(const km_kernel *k, const double *X, const double *xn,
+                        size_t d, size_t i0, size_t ni, size_t j0, size_t nj,
+                        double *K, size_t ldk, km_error *err) KM_MUST_CHECK;
+/* Squared norms of X's n rows (d features), malloc'd; NULL on OOM. */
+double *km_sqnorms(const double *X, size_t n, size_t d);
+
+/* exp(v[i]) for all i, in place, vectorised; accurate to a few ulps, exact 0
+ * below -708. Exposed for benchmarks and tests. */
+void km_vexp(double *v, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KM_KERNEL_H */

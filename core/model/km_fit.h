@@ -1,0 +1,238 @@
+/*
+ * km_fit.h - fitting: problems, progress and cancellation, and the generic
+ * km_fit (model/km_fit.c).
+ *
+ * Part of libkm's public interface; include km.h, which includes every
+ * area. Conventions and thread-safety as km.h says.
+ */
+#ifndef KM_FIT_H
+#define KM_FIT_H
+
+#include "../kernels/km_kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- fitting */
+
+/*
+ * Progress and cancellation for long fits. progress, when not NULL, is
+ * called with a non-decreasing fraction in [0, 1], from one thread at a
+ * time (a fit's own, or one of km_search's workers: never two calls at
+ * once); a nonzero return asks the fit to stop, which it does soon after
+ * with KM_ECANCELLED (km_search does not call it again after that).
+ * threads: threads a fit may run beyond BLAS's own; 0 or 1: one.
+ * km_search runs that many points at once (at most its spec's threads:
+ * see km_search_spec); krr's nystrom solver maps blocks of kernel values
+ * on that many; the other fits run on the calling thread alone.
+ * Last, so that {progress, ctx} initialisers leave it 0.
+ */
+typedef struct km_dense_engine km_dense_engine;
+typedef struct km_fit_control {
+    int (*progress)(void *ctx, double fraction);
+    void *ctx;
+    int threads;
+    /* A dense solver elsewhere (kmserve-mpi's ScaLAPACK engine), or NULL:
+     * this process. See km_dense_engine. */
+    const km_dense_engine *dense;
+} km_fit_control;
+
+/*
+ * A part of a fit reported as a whole: a control whose progress 0..1 is
+ * the outer control's from..to (cancel passes through). Usage:
+ *   km_progress_span sp = {outer, 0.0, 0.6};
+ *   km_fit_control sub = {km_progress_span_report, &sp, threads};
+ */
+typedef struct km_progress_span {
+    const km_fit_control *outer;
+    double from, to;
+} km_progress_span;
+int km_progress_span_report(void *span, double fraction);
+
+/*
+ * A dense linear algebra engine that an exact fit hands its system to
+ * instead of forming the n x n kernel matrix in this process (the MPI
+ * worker, mpi/kmserve_mpi.c, distributes it block-cyclically over its
+ * ranks). Used by krr's exact solver, gpr without an optimizer and kpca's
+ * dense solver (with its inverse map) when km_fit_control.dense is set;
+ * every other fit ignores it.
+ *   solve  C (n x m, row-major) = (scale k(X, X) + shift I)^-1 Y for X
+ *          (n x d, row-major, k resolved) and Y (n x m, row-major); when
+ *          L is not NULL it also gets the lower Cholesky factor of
+ *          scale k(X, X) + shift I (n x n, row-major, upper triangle 0).
+ *          Progress from f0 to f1 through ctl, which may cancel. Statuses
+ *          as km_krr_solve's: KM_ENOTPD (naming the row), KM_ECANCELLED,
+ *          KM_ENOMEM, KM_EINTERNAL.
+ *   eigen  (NULL: kpca runs here) the top nev eigenpairs of the centred
+ *          Kc = H k(X, X) H (H = I - 11^T/n) for kpca's dense solver (its
+ *          eigen_solver auto or dense): col_mean (n) the column means of
+ *          k(X, X), *grand their mean, *trace the trace of Kc, lambda (nev)
+ *          the eigenvalues descending, U (n x nev, column-major: vector j
+ *          contiguous) their unit vectors in any sign. Progress from f0 to
+ *          f1. A matrix that is not finite (overflow) leaves *grand or
+ *          *trace not finite, and lambda and U unset, for the caller to
+ *          refuse. Statuses: KM_ECANCELLED, KM_ENOMEM, KM_EINTERNAL.
+ */
+struct km_dense_engine {
+    void *ctx;
+    km_status (*solve)(void *ctx, const km_kernel *k, double scale,
+                       const double *X, size_t n, size_t d, double shift,
+                       const double *Y, size_t m, double *C, double *L,
+                       const km_fit_control *ctl, double f0, double f1,
+                       km_error *err);
+    km_status (*eigen)(void *ctx, const km_kernel *k, const double *X,
+                       size_t n, size_t d, size_t nev, double *col_mean,
+                       double *grand, double *trace, double *lambda,
+                       double *U, const km_fit_control *ctl, double f0,
+                       double f1, km_error *err);
+};
+
+/*
+ * The memory budget, in bytes, that an auto solver (krr's params.solver
+ * AUTO) measures its choice against: the server sets it once at start-up
+ * to its --memory-budget-mb, before any fit runs. 0 (never set): the
+ * default, km_default_memory_budget(). The estimates (km_algorithm_fit_bytes)
+ * and the fits of an auto solver both read it, so they agree. Atomic.
+ */
+void km_set_memory_budget(size_t bytes);
+size_t km_memory_budget(void);
+/* 75 % of physical memory (sysconf), or 1 GiB when that is unknown: the
+ * server's default --memory-budget-mb. */
+size_t km_default_memory_budget(void);
+
+/* KM_ALGO_KRR = 0, ... with the stored ids of KM_ALGO_MAP (km_maps.h). */
+typedef enum {
+#define KM_ALGO_ENUM(e, id, name, desc) KM_ALGO_##e = id,
+    KM_ALGO_MAP(KM_ALGO_ENUM)
+#undef KM_ALGO_ENUM
+    KM_ALGO_COUNT
+} km_algorithm;
+
+#ifndef __cplusplus
+_Static_assert((0 KM_ALGO_MAP(KM_MAP_ONE)) == KM_ALGO_COUNT,
+               "algorithm ids run 0, 1, 2, ... with the last one in the list");
+#endif
+
+/* What an algorithm's predictions answer (km_algorithm_outputs). */
+#define KM_OUT_VALUES 0x01u        /* real values per output (krr, svr) */
+#define KM_OUT_LABELS 0x02u        /* class labels (svc) */
+#define KM_OUT_SCORES 0x04u        /* decision values (svc, svr) */
+#define KM_OUT_PROBABILITIES 0x08u /* class probabilities (svc, when fitted
+                                      with them) */
+#define KM_OUT_PROJECTIONS 0x10u   /* projections on components (kpca) */
+#define KM_OUT_INVERSE 0x20u       /* back to inputs (kpca, when fitted
+                                      with the inverse map) */
+#define KM_OUT_VARIANCES 0x40u     /* predictive variances, one per row
+                                      (gpr) */
+#define KM_OUT_COVARIANCE 0x80u    /* the joint predictive covariance of
+                                      a batch: n rows of n values (gpr),
+                                      n at most KM_COV_MAX_ROWS */
+#define KM_OUT_CLUSTERS 0x100u     /* cluster ids 0 .. k-1 (kkmeans), from
+                                      km_predict_labels; no class labels */
+#define KM_COV_MAX_ROWS 1000
+
+/* KM_OUT_* flags of what a's models can answer; 0 for an invalid a. */
+unsigned km_algorithm_outputs(km_algorithm a);
+
+
+/* "krr", "svc", "svr", "kpca", "klr"; NULL if invalid. */
+const char *km_algorithm_name(km_algorithm a);
+/* Returns 0 and sets *a on success, -1 if unknown. */
+int km_algorithm_parse(const char *name, km_algorithm *a);
+
+typedef struct km_model km_model;
+
+/*
+ * The generic predict: answer is one KM_OUT_* flag other than LABELS
+ * (VALUES, SCORES, PROBABILITIES, PROJECTIONS, INVERSE, VARIANCES,
+ * COVARIANCE); out gets n rows of what the typed function writes
+ * (km_krr_predict, km_svc_decision, km_gpr_covariance ...). KM_EINVAL
+ * when the model's algorithm does not answer it.
+ * km_predict_labels: class indices into the model's labels (a
+ * KM_OUT_LABELS algorithm) or cluster ids (KM_OUT_CLUSTERS). Both apply
+ * the model's preprocessing (km_model_preprocess) to X first.
+ */
+/* KM_OUT_* flags of what m can answer: its algorithm's outputs less those
+ * its fit did not prepare (an svc fitted without probability, a kpca
+ * without the inverse map). */
+unsigned km_model_outputs(const km_model *m);
+/* Decision values per row of m's KM_OUT_SCORES answer (svc: k(k-1)/2
+ * one-vs-one pairs; klr: 1 for two classes, else k; svr: 1), and in
+ * *sign (may be NULL) the factor that gives scikit-learn's sign
+ * convention (-1 for a binary svc, whose LIBSVM value is positive for
+ * the first class; else 1). 0 when m answers no scores. */
+size_t km_model_score_columns(const km_model *m, double *sign);
+/* A classifier's class count: its labels' once set, before that (inside
+ * a fit) what its payload holds; 0 for a model of no classes. */
+size_t km_model_n_classes(const km_model *m);
+/* Values per row of m's answer (a KM_OUT_* flag) for n rows: what
+ * km_predict writes a row and what every caller sizes and indexes its
+ * buffer by, the one place that says it. Labels and cluster ids 1;
+ * decision values km_model_score_columns; probabilities one per class
+ * (km_model_n_classes); the covariance n; the inverse map n_features;
+ * values, variances and projections n_outputs. 0 when m answers no such
+ * thing of that width (a classifier of no classes yet). */
+size_t km_model_answer_width(const km_model *m, unsigned answer, size_t n);
+km_status km_predict(const km_model *m, unsigned answer, const double *X,
+                     size_t n, double *out, km_error *err) KM_MUST_CHECK;
+km_status km_predict_labels(const km_model *m, const double *X, size_t n,
+                            int *out, km_error *err) KM_MUST_CHECK;
+
+/*
+ * One training problem, whatever the algorithm: X (n x d) and what it
+ * learns from. Borrowed by the calls that take it.
+ *   krr   y: n x m targets
+ *   svr   y: n targets, m = 1
+ *   svc   labels: n class indices in [0, n_classes)
+ *   kpca  X only
+ *   gpr   y: n targets, m = 1
+ *   kkmeans  X only
+ *   klr   labels: n class indices in [0, n_classes)
+ */
+typedef struct km_problem {
+    const double *X;
+    size_t n, d;
+    const double *y;
+    size_t m;
+    const int *labels;
+    size_t n_classes;
+} km_problem;
+
+/* The generic life cycle; params points to a's own struct (km_krr_params
+ * for krr, km_svm_params for svc and svr, km_kpca_params for kpca,
+ * km_gpr_params for gpr), of
+ * km_algorithm_params_size(a) bytes (0 if a is invalid). */
+size_t km_algorithm_params_size(km_algorithm a);
+/* Fills params with a's defaults. */
+void km_algorithm_params_default(km_algorithm a, void *params);
+/* a's parameter check against pb's sizes (km_krr_check, ...). */
+km_status km_algorithm_check(km_algorithm a, const void *params,
+                             const km_problem *pb,
+                             km_error *err) KM_MUST_CHECK;
+/* Peak bytes of a fit (km_krr_fit_bytes, ...). */
+size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
+                              const km_problem *pb);
+/* Fits as the typed function does (km_krr_fit, ...); caller owns *out. */
+/* pre (may be NULL: none) is the preprocessing, learnt from pb and kept
+ * in the model (see km_preprocess below); the typed fits do none.
+ * km_fit adds the training figure "training_score": the algorithm's
+ * default scoring (km_scoring_default) of the fitted model on pb, as
+ * km_model_score computes it. It costs one predict over the training
+ * rows (kpca: one projection and one inverse map of them), O(n n_sv d)
+ * for svc and svr, O(n^2 d) for krr and kpca: small beside a krr or kpca
+ * fit, but not beside an svc fit of many classes (letter, 20000 rows,
+ * 26 classes: 0.75 s on top of a 1.44 s fit), whose solver never sees
+ * most rows against most pairs.
+ * No figure for a kpca model without the inverse map, nor when the
+ * score is not a number (r2 of one row). */
+typedef struct km_preprocess km_preprocess;
+km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
+                 const km_preprocess *pre, const km_problem *pb,
+                 const km_fit_control *ctl, km_model **out,
+                 km_error *err) KM_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KM_FIT_H */

@@ -1,0 +1,183 @@
+/*
+ * km_model.h - models: the fitted model, its answers, its file and its
+ * identity (model/km_model.c).
+ *
+ * Part of libkm's public interface; include km.h, which includes every
+ * area. Conventions and thread-safety as km.h says.
+ */
+#ifndef KM_MODEL_H
+#define KM_MODEL_H
+
+#include "../model/km_fit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- models */
+
+/*
+ * A fitted model: algorithm, kernel (with resolved gamma), what prediction
+ * needs (deep copies), identity (name, version, creation time) and
+ * descriptive figures. Opaque (declared above km_problem); immutable once
+ * shared.
+ */
+
+void km_model_free(km_model *m);
+
+km_algorithm km_model_algorithm(const km_model *m);
+const km_kernel *km_model_kernel(const km_model *m);
+size_t km_model_n_features(const km_model *m);
+size_t km_model_n_samples(const km_model *m);
+/* Number of values predict answers per row (krr: outputs; svr, svc: 1;
+ * kpca: n_components for project). */
+size_t km_model_n_outputs(const km_model *m);
+/* Bytes of heap memory the model holds. */
+size_t km_model_bytes(const km_model *m);
+
+/* Identity: set by the owner before the model is shared. name is at most
+ * 64 bytes (longer is truncated); created_at_ms is Unix time in ms. */
+void km_model_set_identity(km_model *m, const char *name, uint64_t version,
+                           int64_t created_at_ms);
+const char *km_model_name(const km_model *m);
+uint64_t km_model_version(const km_model *m);
+int64_t km_model_created_at_ms(const km_model *m);
+
+/*
+ * Named figures that describe a model: its parameters ("alpha", "C", ...)
+ * and its training ("seconds", "iterations", "n_support", ...). Values are
+ * numbers; kind says how to show them. A figure with no values (count 0)
+ * is absent: its value could not be stored (not finite, or not of its
+ * kind), and metadata shows it as null.
+ */
+typedef enum { KM_INFO_NUMBER, KM_INFO_INTEGER, KM_INFO_BOOLEAN } km_info_kind;
+
+typedef struct km_info_entry {
+    char key[32];
+    km_info_kind kind;
+    int is_array;   /* show as a list even when count == 1 */
+    size_t count;
+    double *values; /* count values, owned by the list */
+} km_info_entry;
+
+typedef struct km_info {
+    size_t count;
+    km_info_entry *entries;
+} km_info;
+
+/*
+ * Class labels of a classifier, in class-index order (sorted by the
+ * caller: numbers ascending, strings by byte order). Kept as text; numeric
+ * says whether they came as numbers. Copies labels. Set before sharing.
+ */
+km_status km_model_set_labels(km_model *m, const char *const *labels,
+                              size_t n, int numeric,
+                              km_error *err) KM_MUST_CHECK;
+size_t km_model_n_labels(const km_model *m);
+/* Label of class i (borrowed); NULL if i is out of range. */
+const char *km_model_label(const km_model *m, size_t i);
+int km_model_labels_numeric(const km_model *m);
+
+/* Borrowed views, valid while the model lives. */
+const km_info *km_model_params(const km_model *m);
+const km_info *km_model_training(const km_model *m);
+/* Finds an entry by key; NULL if absent. */
+const km_info_entry *km_info_find(const km_info *info, const char *key);
+
+/*
+ * Binary file format: magic, format version, identity and metadata, the
+ * algorithm's payload, and a CRC-32 over all of it. Little-endian.
+ * km_model_save_buffer: caller owns *buf; free with free().
+ * km_model_load_buffer: borrows buf; caller owns *out. A truncated or
+ * altered buffer is KM_ECORRUPT; an unknown format version KM_EFORMAT.
+ */
+km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
+                               size_t *len, km_error *err) KM_MUST_CHECK;
+km_status km_model_load_buffer(const unsigned char *buf, size_t len,
+                               km_model **out, km_error *err) KM_MUST_CHECK;
+/* The same through a stdio stream (the whole stream from its position).
+ * load reads the header first and then no more than it allows (nor more
+ * than max_bytes: KM_EINVAL). */
+km_status km_model_save_file(const km_model *m, void *file /* FILE* */,
+                             km_error *err) KM_MUST_CHECK;
+km_status km_model_load_file(void *file /* FILE* */, size_t max_bytes,
+                             km_model **out, km_error *err) KM_MUST_CHECK;
+
+/*
+ * What a model file must meet to load: a file is input like any other, so
+ * every size in it is bounded, every count agrees with the others, every
+ * index is in range and every number the model computes with is finite.
+ * The bounds are the largest a fit makes (fits refuse more), so any model
+ * this build fits loads back:
+ *   n_features      1 .. KM_MODEL_MAX_FEATURES
+ *   n_samples       1 .. KM_MODEL_MAX_SAMPLES (support indices are int32)
+ *   n_outputs       krr 1 .. KM_MODEL_MAX_OUTPUTS; svc, svr 1;
+ *                   kpca 1 .. n_samples - 1; gpr 1; kkmeans 1;
+ *                   klr 1 (two classes) or
+ *                   the class count, at most min(n_samples,
+ *                   KM_MODEL_MAX_CLASSES)
+ *   svc classes     2 .. min(n_samples, KM_MODEL_MAX_CLASSES), with
+ *                   exactly one label per class, labels distinct and
+ *                   sorted (numbers ascending, strings by byte order)
+ *   version         0 .. KM_MODEL_MAX_VERSION (exact as a JSON number;
+ *                   0 is a model no owner has named yet)
+ *   created_at_ms   0 .. KM_MODEL_MAX_TIME_MS (9999-12-31T23:59:59.999Z)
+ *   text            the name and labels are UTF-8 without NUL; figure
+ *                   keys are [A-Za-z0-9_]; at most KM_MODEL_MAX_FIGURES
+ *                   figures per list
+ */
+#define KM_MODEL_MAX_FEATURES ((size_t)1 << 24)
+#define KM_MODEL_MAX_SAMPLES ((size_t)2147483647)
+#define KM_MODEL_MAX_OUTPUTS ((size_t)1 << 24)
+#define KM_MODEL_MAX_CLASSES ((size_t)65536)
+#define KM_MODEL_MAX_VERSION ((uint64_t)1 << 53)
+#define KM_MODEL_MAX_TIME_MS 253402300799999LL
+#define KM_MODEL_MAX_FIGURES 64
+
+/* Bytes at the start of a model file that km_model_check_header reads:
+ * magic, format version, algorithm, n_features, n_samples, n_outputs. */
+#define KM_MODEL_HEADER_BYTES 36
+
+/*
+ * Checks a model file's header (its first len bytes; at least
+ * KM_MODEL_HEADER_BYTES are needed) before the rest is read: magic, format
+ * version (KM_EFORMAT), algorithm and sizes within the bounds above, and
+ * that file_size lies in the range those sizes imply (KM_ECORRUPT naming
+ * both). *max_size (may be NULL) gets the largest size the header allows.
+ * Borrows head.
+ */
+km_status km_model_check_header(const unsigned char *head, size_t len,
+                                uint64_t file_size, uint64_t *max_size,
+                                km_error *err) KM_MUST_CHECK;
+
+/* What reading a model takes (admission control, before the read), in
+ * bytes, not counting the bytes read: kept, what the model it makes
+ * holds (for a model file exactly its km_model_bytes), and peak, the
+ * most heap the read holds at once (at least kept; with an allowance for
+ * the allocator's own overhead). */
+typedef struct km_load_bytes {
+    size_t peak, kept;
+} km_load_bytes;
+
+/* What km_model_load_buffer of buf takes, from the sizes it allocates
+ * by: the header checked against len as the load checks it, the records
+ * before the payload read as the load reads them, and the payload's
+ * leading counts (the checksum and the rest are the load's to check).
+ * Fails as the load would on what it reads. Borrows buf. */
+km_status km_model_load_bytes(const unsigned char *buf, size_t len,
+                              km_load_bytes *out,
+                              km_error *err) KM_MUST_CHECK;
+
+/* Checks that X (n rows) fits the model: n_features columns, all finite.
+ * Names the first bad entry ("X[3][1] is not a finite number"). */
+km_status km_model_check_input(const km_model *m, const double *X, size_t n,
+                               size_t d, km_error *err) KM_MUST_CHECK;
+
+/* Checks that X is n x d with every entry finite. */
+km_status km_check_matrix(const char *what, const double *X, size_t n,
+                          size_t d, km_error *err) KM_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KM_MODEL_H */
