@@ -260,8 +260,8 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
 /*
  * An algorithm's descriptor: its whole life cycle, as Redis's module
  * types give theirs. Each algorithm's file defines one (the symbol named
- * in KM_ALGO_MAP); km_model.c dispatches through them and nothing else
- * switches on the algorithm.
+ * in KM_ALGO_MAP); km_algo.c, km_model.c and km_predict.c dispatch
+ * through them and nothing else switches on the algorithm.
  *   outputs         KM_OUT_* flags: what its models can answer
  *   model_outputs   what one model can answer, when that depends on how
  *                   it was fitted (svc: probabilities only with
@@ -386,7 +386,8 @@ km_status km_model_expect_input(const km_model *m, km_algorithm a,
                                 km_error *err);
 
 /*
- * What a model keeps of its preprocessing (km_pre.c): what was asked and
+ * What a model keeps of its preprocessing (km_pre_stats.c): what was asked
+ * and
  * the statistics learnt from the training rows, owned (NULL where they do
  * not apply). x' = (x - x_shift) / x_scale; value = model value + y_mean.
  */
@@ -400,6 +401,10 @@ typedef struct km_pre_stats {
 const km_pre_stats *km_model_pre(const km_model *m);
 km_pre_stats *km_model_pre_mut(km_model *m);
 
+/* The rest of this section is km_pre_stats.c's (core/model: what the
+ * model holds and stores), save km_pre_learn and km_pre_fit (km_pre.c,
+ * core/select) and km_pre_predict, km_pre_predict_labels (km_predict.c,
+ * core/model). */
 void km_pre_stats_cleanup(km_pre_stats *s);
 /* Heap bytes of s for a model of nf features and no outputs. */
 size_t km_pre_stats_bytes(const km_pre_stats *s, size_t nf, size_t no);
@@ -407,6 +412,12 @@ size_t km_pre_stats_bytes(const km_pre_stats *s, size_t nf, size_t no);
  * center_y, then f64s shift and scale (nf each) when scale is not none,
  * f64s y_mean (no) with center_y. */
 void km_pre_write(km_writer *w, const km_pre_stats *s, size_t nf, size_t no);
+/* bad (KM_EINVAL from a fit, KM_ECORRUPT from a model file) naming the
+ * field after prefix when pre does not apply to a: an unknown scale, or
+ * center_y for an algorithm that does not answer values. */
+km_status km_pre_check_spec(const km_preprocess *pre, km_algorithm a,
+                             km_status bad, const char *prefix,
+                             km_error *err);
 /* Reads and checks it (known scale, center_y 0 or 1 and only for an
  * algorithm that answers values, every number finite, every scale > 0):
  * KM_ECORRUPT naming what is wrong. s is filled also on failure (the
