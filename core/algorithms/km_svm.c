@@ -204,12 +204,6 @@ km_status km_svm_check_centres(const km_svm_params *p, size_t n_samples,
     return km_nys_check_centres(p->n_centres, n_samples, err);
 }
 
-static size_t budget_bytes(const km_svm_params *p)
-{
-    double b = p->cache_mb * 1048576.0;
-    return b >= (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
-}
-
 km_svm_solver km_svm_resolve_solver(const km_svm_params *p, size_t n,
                                     size_t k)
 {
@@ -217,7 +211,7 @@ km_svm_solver km_svm_resolve_solver(const km_svm_params *p, size_t n,
         return p->solver;
     size_t gram = km_mul3(n, n, sizeof(double));
     if (p->probability || n <= KM_SVM_AUTO_EXACT_ROWS ||
-        (k > 2 && gram && gram <= budget_bytes(p) / 2))
+        (k > 2 && gram && gram <= km_svm_budget_bytes(p) / 2))
         return KM_SVM_SOLVER_EXACT;
     return KM_SVM_SOLVER_SCREENED;
 }
@@ -234,7 +228,7 @@ static size_t kernel_bytes(size_t nv, size_t budget)
 size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
                         const km_svm_params *p)
 {
-    size_t k = n_classes < 2 ? 2 : n_classes, budget = budget_bytes(p);
+    size_t k = n_classes < 2 ? 2 : n_classes, budget = km_svm_budget_bytes(p);
     km_svm_solver run = km_svm_resolve_solver(p, n, k);
     if (run == KM_SVM_SOLVER_NYSTROM)
         return km_svc_nys_fit_bytes(n, d, k, p);
@@ -258,7 +252,7 @@ size_t km_svm_fit_bytes(size_t n, size_t d, const km_svm_params *p)
     /* epsilon-SVR: 2n variables over n points; the cache keeps a copy of
      * the points per variable. Also the bound of a binary C-SVC. */
     size_t svr = 4 * n * d * 8 + 2 * n * 16 * 8 + n * d * 8 + 2 * n * 8 +
-                 kernel_bytes(2 * n, budget_bytes(p));
+                 kernel_bytes(2 * n, km_svm_budget_bytes(p));
     size_t svc = km_svc_fit_bytes(n, d, 2, p);
     return svr > svc ? svr : svc;
 }
@@ -565,19 +559,6 @@ static void load_bytes(km_reader r, const km_model *m, size_t *kept,
 static km_status oom(km_error *err)
 {
     return km_error_set(err, KM_ENOMEM, "out of memory for an SVM fit");
-}
-
-void km_smo_options_of(smo_options *o, const km_svm_params *p,
-                       const km_fit_control *ctl, double lo, double hi)
-{
-    o->tol = p->tol;
-    o->shrinking = p->shrinking != 0;
-    o->max_iter = p->max_iter;
-    o->cache_bytes = budget_bytes(p);
-    o->storage = SMO_AUTO;
-    o->ctl = ctl;
-    o->progress_lo = lo;
-    o->progress_hi = hi;
 }
 
 /* Common figures of both fits. */
@@ -1077,7 +1058,7 @@ static km_status svc_fit_rows(const km_kernel *kernel,
      * the cross-validation of probability) and it takes at most half the
      * budget; the solves' caches then gather their columns from it and
      * share the other half. */
-    size_t budget = budget_bytes(params);
+    size_t budget = km_svm_budget_bytes(params);
     size_t gram = km_mul3(n, n, sizeof(double));
     if (sg) {
         /* The caller's Gram: its size is the caller's; the caches keep
