@@ -239,13 +239,6 @@ static const fit_algo fit_algos[] = {
 _Static_assert(sizeof fit_algos / sizeof *fit_algos == KM_ALGO_COUNT,
                "one entry per algorithm");
 
-km_problem api_fit_problem(const api_fit_request *req)
-{
-    km_problem pb = {req->X, req->n, req->d, req->Y, req->m, req->classes,
-                     req->n_labels};
-    return pb;
-}
-
 static int parse_y(const cJSON *y, const fit_algo *fa, api_fit_request *req,
                    api_error *e)
 {
