@@ -575,7 +575,8 @@ km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
                        km_error *err);
 
 /*
- * The nystrom solver of km_krr_fit with what tests need (km_krr.c):
+ * The nystrom solver of km_krr_fit with what tests need (km_krr.c, its
+ * solve km_falkon_solve):
  * centres, when not NULL, are the m sorted, distinct row indices to use
  * instead of the seeded draw (m = km_krr_centres(p, n)); history, when
  * not NULL, gets the largest relative residual of the outputs before the
@@ -588,6 +589,40 @@ km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
                              double *history, size_t *n_history,
                              const km_fit_control *ctl, km_model **out,
                              km_error *err);
+/*
+ * Falkon's solve for krr's nystrom solver (km_falkon.c, where the method
+ * is written out): the coefficients C (m x p) of the centres Z (m rows of
+ * d features, zn their squared norms) solving (K_nm^T K_nm + alpha K_mm)
+ * C = K_nm^T Y for X's n rows and Y's p outputs (n x p), by CG with
+ * Falkon's preconditioner from C = 0, each output until its relative
+ * residual is at most cg_tol, at most cg_max_iter iterations. k is
+ * resolved. ctl (may be NULL) may cancel; its threads run the fused pass
+ * (at most KM_FALKON_MAX_THREADS). Progress: f_pre once the
+ * preconditioner is factored, then to 0.95.
+ */
+#define KM_FALKON_MAX_THREADS 8
+typedef struct km_falkon {
+    const km_kernel *k;
+    const double *X;
+    size_t n, d;
+    const double *Y;
+    size_t p;
+    const double *Z, *zn;
+    size_t m;
+    double alpha, cg_tol;
+    size_t cg_max_iter;
+    const km_fit_control *ctl;
+    double f_pre;
+} km_falkon;
+/* C (m x p, row-major, caller-allocated) and rkhs[j] = C_j^T K_mm C_j (p
+ * values); *iterations and *residual (the largest relative residual of
+ * the outputs at the end); history, when not NULL, gets that residual
+ * before the first iteration and after each (at most cg_max_iter + 1
+ * values), *n_history how many. KM_ENOTPD when the preconditioner does
+ * not factor or C is not finite, KM_ENOMEM, KM_ECANCELLED. */
+km_status km_falkon_solve(const km_falkon *fk, double *C, double *rkhs,
+                          size_t *iterations, double *residual,
+                          double *history, size_t *n_history, km_error *err);
 /* gpr's nystrom solver (km_gpr.c), with the centres, when not NULL,
  * given as m sorted, distinct row indices (m = p->n_centres, or its
  * default) instead of the seeded draw, as km_krr_fit_nystrom's.
@@ -601,7 +636,7 @@ km_status km_gpr_fit_nystrom(const km_kernel *k, const km_gpr_params *p,
  * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by
  * km_rng seeded with seed, then the first m sorted). */
 void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx);
-/* The rpcholesky centres of the nystrom solver (km_krr.c, where the
+/* The rpcholesky centres of the nystrom solver (km_nystrom.c, where the
  * algorithm and its draws are written out): at most m pivots of K =
  * k(X, X) into piv (m entries of room), in the order chosen, *kept how
  * many (fewer than m when K's numerical rank is reached). k is resolved
@@ -653,7 +688,7 @@ km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
                             double *shift, km_error *err);
 
 /*
- * The Nystrom machinery krr's and klr's nystrom solvers share (km_krr.c).
+ * The Nystrom machinery the nystrom solvers share (km_nystrom.c).
  * km_nys_n_centres: m for n rows, asked when not 0, else min(n,
  * ceil(sqrt(n) ln n)) within [KM_KRR_DEFAULT_CENTRES,
  * KM_KRR_MAX_DEFAULT_CENTRES]. km_nys_pick: the centres' rows into Z
