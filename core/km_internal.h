@@ -810,8 +810,8 @@ typedef struct km_shared_gram {
     size_t n_all;
     const size_t *index;
 } km_shared_gram;
-/* km_svc_fit or km_svr_fit (a) of pb with its columns from sg (km_svm.c).
- * pb's rows must be X_all's rows index[i]. */
+/* km_svc_fit or km_svr_fit (a) of pb with its columns from sg
+ * (km_svm_fit.c). pb's rows must be X_all's rows index[i]. */
 km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
                             const km_svm_params *p, const km_problem *pb,
                             const km_shared_gram *sg,
