@@ -754,6 +754,35 @@ km_status km_nys_check_params(km_krr_centre_rule centres, double cg_tol,
 km_status km_auto_figures(km_model *model, int auto_solver, int run,
                           size_t budget);
 
+/* ------------------------------------------------------- eigensolvers */
+
+/*
+ * The top nc eigenpairs of the symmetric K (n x n, row-major lower
+ * triangle; destroyed) by the solver s asks for (km_eigen.c: dense,
+ * iterative, randomized; auto: iterative when km_eig_use_iterative, else
+ * dense), dense taking over when an iterative one does not converge:
+ * lambda descending, U (n x nc, column-major) in the same order; *solver
+ * the one that gave them, *fallback whether dense took over, *products
+ * the block products made. ctl (may be NULL) may cancel.
+ */
+km_status km_eig_top(double *K, size_t n, size_t nc, km_kpca_solver s,
+                     const km_fit_control *ctl, double *lambda, double *U,
+                     int *solver, int *fallback, size_t *products,
+                     km_error *err);
+/* The dense solver alone (km_eig_top's fallback), at most 36 n doubles
+ * of work beyond U. */
+km_status km_eig_dense(double *K, size_t n, size_t k, double *lambda,
+                       double *U, km_error *err);
+/* The iterative solver's block for k pairs, the randomized one's sample
+ * width for k of n, and whether s (auto) runs the iterative one: what
+ * kpca's memory estimate counts. */
+size_t km_eig_iter_block(size_t k);
+/* Krylov blocks per restart cycle of the iterative solver: its basis is
+ * KM_EIG_ITER_DEPTH blocks. */
+#define KM_EIG_ITER_DEPTH 6
+size_t km_eig_rand_width(size_t k, size_t n);
+int km_eig_use_iterative(size_t n, size_t k, km_kpca_solver s);
+
 /* ------------------------------------------------------- kernel k-means */
 
 /*
