@@ -623,7 +623,7 @@ typedef struct km_falkon {
 km_status km_falkon_solve(const km_falkon *fk, double *C, double *rkhs,
                           size_t *iterations, double *residual,
                           double *history, size_t *n_history, km_error *err);
-/* gpr's nystrom solver (km_gpr.c), with the centres, when not NULL,
+/* gpr's nystrom solver (km_gpr_nys.c), with the centres, when not NULL,
  * given as m sorted, distinct row indices (m = p->n_centres, or its
  * default) instead of the seeded draw, as km_krr_fit_nystrom's.
  * p->solver must be NYSTROM. */
