@@ -328,6 +328,9 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   params; 0: params can be checked before y is read
  *   solvers         its params' solver choice (km_algo_solvers); NULL:
  *                   none
+ *   check_kernel    KM_EINVAL when the solver params names does not take
+ *                   k (by solvers' needs); NULL: every solver takes every
+ *                   kernel
  *   search          what a search does for it beyond the generic engine
  *                   (km_algo_search); NULL: nothing
  *   mpi             how it runs distributed (km_algo_mpi); NULL: it does
@@ -446,6 +449,8 @@ typedef struct km_algo {
     km_target target;
     int check_targets;
     const km_algo_solvers *solvers;
+    km_status (*check_kernel)(const void *params, const km_kernel *k,
+                              km_error *err);
     const km_algo_search *search;
     const km_algo_mpi *mpi;
 } km_algo;

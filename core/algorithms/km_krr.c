@@ -1609,19 +1609,26 @@ out:
  * KRR's k(x, X) (K + alpha I)^-1 Y.
  */
 
+/* rff samples the kernel's spectral density (km_krr_rff_draw):
+ * the one list of the kernels it takes, km_kernel.c's CAP_RFF */
+static const unsigned solver_needs[KM_KRR_SOLVER_COUNT] = {
+    [KM_KRR_SOLVER_RFF] = KM_KERNEL_CAP_RFF};
+
 km_status km_krr_check_kernel(const km_krr_params *p, const km_kernel *k,
                               km_error *err)
 {
-    if (!p || p->solver != KM_KRR_SOLVER_RFF)
+    if (!p || (unsigned)p->solver >= KM_KRR_SOLVER_COUNT)
         return KM_OK;
-    if (km_kernel_type_caps(k->type) & KM_KERNEL_CAP_RFF)
+    unsigned need = solver_needs[p->solver];
+    if ((km_kernel_type_caps(k->type) & need) == need)
         return KM_OK;
     const char *name = km_kernel_type_name(k->type);
     char names[96];
-    km_kernel_caps_names(KM_KERNEL_CAP_RFF, " or ", names, sizeof names);
-    return km_error_set(err, KM_EINVAL, "params.solver rff needs a "
+    km_kernel_caps_names(need, " or ", names, sizeof names);
+    return km_error_set(err, KM_EINVAL, "params.solver %s needs a "
                         "shift-invariant kernel (kernel.type %s), not "
-                        "kernel.type %s", names, name ? name : "unknown");
+                        "kernel.type %s", km_krr_solver_name(p->solver),
+                        names, name ? name : "unknown");
 }
 
 km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
@@ -1921,12 +1928,14 @@ static const char *solver_name(size_t i)
     return km_krr_solver_name((km_krr_solver)i);
 }
 
-/* rff samples the kernel's spectral density (km_krr_rff_draw) */
-static const unsigned solver_needs[KM_KRR_SOLVER_COUNT] = {
-    [KM_KRR_SOLVER_RFF] = KM_KERNEL_CAP_RFF};
-
 static const km_algo_solvers solvers = {"solver", KM_KRR_SOLVER_COUNT,
                                         solver_name, solver_needs};
+
+static km_status check_kernel(const void *params, const km_kernel *k,
+                              km_error *err)
+{
+    return km_krr_check_kernel(params, k, err);
+}
 
 static int search_serves(const void *params)
 {
@@ -2022,6 +2031,7 @@ const km_algo km_krr_algo = {
     .load_bytes = krr_load_bytes,
     .target = KM_TARGET_ROWS,
     .solvers = &solvers,
+    .check_kernel = check_kernel,
     .search = &search,
     .mpi = &mpi,
 };

@@ -58,6 +58,13 @@ int km_algorithm_solver_accepts(km_algorithm a, size_t i, km_kernel_type t)
     return (km_kernel_type_caps(t) & need) == need;
 }
 
+km_status km_algorithm_check_kernel(km_algorithm a, const void *params,
+                                    const km_kernel *k, km_error *err)
+{
+    const km_algo *al = km_algo_of(a);
+    return al && al->check_kernel ? al->check_kernel(params, k, err) : KM_OK;
+}
+
 unsigned km_algorithm_search_caps(km_algorithm a)
 {
     const km_algo *al = km_algo_of(a);

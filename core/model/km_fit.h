@@ -167,6 +167,13 @@ const char *km_algorithm_solver_name(km_algorithm a, size_t i);
  * kernels of KM_KERNEL_CAP_RFF); 0 if not or out of range. */
 int km_algorithm_solver_accepts(km_algorithm a, size_t i, km_kernel_type t);
 
+/* KM_EINVAL naming params' solver and k's type when a's solver in params
+ * does not take a kernel of k's type (km_algorithm_solver_accepts; krr's
+ * rff: km_krr_check_kernel); KM_OK otherwise. */
+km_status km_algorithm_check_kernel(km_algorithm a, const void *params,
+                                    const km_kernel *k,
+                                    km_error *err) KM_MUST_CHECK;
+
 /* What a search does for an algorithm beyond fitting and scoring each
  * point's folds (km_algorithm_search_caps):
  *   CLOSED_FORM  krr: exact points of one kernel share eigen-
