@@ -405,6 +405,13 @@ typedef struct km_algo_mpi {
     size_t (*local_bytes)(const void *params, const km_problem *pb);
 } km_algo_mpi;
 
+/* The names of the algorithms for which has(a) is nonzero, in list
+ * order, into buf: "a, b and c" with last between the last two
+ * (km_caps.c), for messages that list the algorithms that can do a
+ * thing. */
+void km_algorithm_names_where(int (*has)(km_algorithm a), const char *last,
+                              char *buf, size_t len);
+
 /* The distributed rank bytes of a dense n x n fit (krr's, gpr's): the
  * largest rank's share of the matrix, the broadcast X and Y, the gathers
  * and km_fit's copies on rank 0, plus extra (gpr: the factor L); and the

@@ -84,11 +84,12 @@ int km_algorithm_distributed(km_algorithm a)
     return mpi_of(a) != NULL;
 }
 
-void km_algorithm_distributed_names(const char *last, char *buf, size_t len)
+void km_algorithm_names_where(int (*has)(km_algorithm a), const char *last,
+                              char *buf, size_t len)
 {
     int idx[KM_ALGO_COUNT], k = 0;
     for (int a = 0; a < KM_ALGO_COUNT; a++)
-        if (km_algorithm_distributed((km_algorithm)a))
+        if (has((km_algorithm)a))
             idx[k++] = a;
     size_t used = 0;
     if (len)
@@ -99,6 +100,11 @@ void km_algorithm_distributed_names(const char *last, char *buf, size_t len)
                          km_algorithm_name((km_algorithm)idx[i]));
         used += w > 0 ? (size_t)w : 0;
     }
+}
+
+void km_algorithm_distributed_names(const char *last, char *buf, size_t len)
+{
+    km_algorithm_names_where(km_algorithm_distributed, last, buf, len);
 }
 
 const char *km_algorithm_mpi_refusal(km_algorithm a, const void *params,

@@ -94,6 +94,12 @@
 
 /* ------------------------------------------------------------ folds */
 
+/* Whether a's search has the closed-form engine (krr's LOO and GCV). */
+static int closed_form(km_algorithm a)
+{
+    return (km_algorithm_search_caps(a) & KM_SEARCH_CLOSED_FORM) != 0;
+}
+
 /* Sorts order[0..n) stably by labels (counting sort); tmp: n entries,
  * cnt: k + 1 entries. */
 static void sort_by_class(size_t *order, size_t n, const int *labels,
@@ -192,9 +198,14 @@ static km_status make_folds(const km_search_spec *s, const km_problem *pb,
         *min_train = n - 1;
         return KM_OK;
     case KM_CV_GCV:
-        if (s->algo != KM_ALGO_KRR)
-            return km_error_set(err, KM_EINVAL, "cv gcv applies to krr "
-                                "only, not %s", km_algorithm_name(s->algo));
+        if (!closed_form(s->algo)) {
+            char names[64];
+            km_algorithm_names_where(closed_form, " and ", names,
+                                     sizeof names);
+            return km_error_set(err, KM_EINVAL, "cv gcv applies to %s "
+                                "only, not %s", names,
+                                km_algorithm_name(s->algo));
+        }
         for (size_t i = 0; i < n; i++)
             fold[i] = -1;
         *n_splits = 1;
@@ -307,9 +318,10 @@ static km_status check_problem(const km_search_spec *s, const km_problem *pb,
         return km_error_set(err, pb->labels ? KM_EPROBLEM : KM_EINVAL,
                             "y must hold at least 2 classes for %s",
                             km_algorithm_name(s->algo));
-    if (s->algo == KM_ALGO_SVR && pb->m != 1)
-        return km_error_set(err, KM_EINVAL, "y has %zu outputs; svr takes 1",
-                            pb->m);
+    const km_algo_search *se = km_algo_of(s->algo)->search;
+    if (se && se->one_output && pb->m != 1)
+        return km_error_set(err, KM_EINVAL, "y has %zu outputs; %s takes 1",
+                            pb->m, km_algorithm_name(s->algo));
     km_status st = km_check_matrix("X", pb->X, pb->n, pb->d, err);
     if (st == KM_OK && (outs & KM_OUT_VALUES))
         st = km_check_matrix("y", pb->y, pb->n, pb->m, err);
@@ -337,16 +349,18 @@ static km_status check_scoring(const km_search_spec *s, km_error *err)
     return st;
 }
 
-/* Whether krr's own engine serves s: every point of the exact solver
- * (the closed forms and shared Grams are exact KRR's; a nystrom point is
- * fitted and scored by the generic engine, as any other algorithm). */
+/* Whether the closed-form engine (krr's) serves s: every point of the
+ * solver it serves, exact (the closed forms and shared Grams are exact
+ * KRR's; a nystrom point is fitted and scored by the generic engine, as
+ * any other algorithm). */
 static int krr_engine(const km_search_spec *s)
 {
-    if (s->algo != KM_ALGO_KRR || !s->params)
+    const km_algo_search *se = km_algo_of(s->algo)->search;
+    if (!closed_form(s->algo) || !s->params)
         return 0;
+    size_t ps = km_algorithm_params_size(s->algo);
     for (size_t p = 0; p < s->n_points; p++)
-        if (((const km_krr_params *)s->params)[p].solver !=
-            KM_KRR_SOLVER_EXACT)
+        if (!se->serves((const unsigned char *)s->params + p * ps))
             return 0;
     return 1;
 }
@@ -379,7 +393,7 @@ static km_status check_spec(const km_search_spec *s, const km_problem *pb,
     size_t min_train = 0;
     if ((st = make_folds(s, pb, fold, n_splits, &min_train, err)) != KM_OK)
         return st;
-    if (s->cv.kind == KM_CV_GCV && s->algo == KM_ALGO_KRR && !krr_engine(s))
+    if (s->cv.kind == KM_CV_GCV && closed_form(s->algo) && !krr_engine(s))
         return km_error_set(err, KM_EINVAL, "cv gcv needs params.solver "
                             "exact (its closed form is exact KRR's)");
     if (km_algo_of(s->algo)->classes && s->cv.kind != KM_CV_GCV &&
@@ -841,14 +855,8 @@ static km_status gen_point(const gen_run *g, gen_ws *w, size_t p,
         memcpy(w->pbuf, params, g->ps);
         if (g->al->cv_params)
             g->al->cv_params(w->pbuf, s->scoring);
-        if (s->algo == KM_ALGO_SVC) {
-            km_svm_params *sv = (km_svm_params *)w->pbuf;
-            if (sv->class_weight) {
-                for (size_t c = 0; c < sp->ktr; c++)
-                    w->cw[c] = sv->class_weight[sp->cls[c]];
-                sv->class_weight = w->cw;
-            }
-        }
+        if (g->al->search && g->al->search->fold_classes)
+            g->al->search->fold_classes(w->pbuf, sp->cls, sp->ktr, w->cw);
         /* several workers: the fits see the stop flag through it */
         sub_ctx sc = {r, base};
         km_fit_control sub = {sub_progress, &sc, 0};
@@ -983,9 +991,8 @@ static double *group_gram(search_run *r, size_t p, const size_t *leader)
     double budget = HUGE_VAL;
     for (size_t q = p; q < s->n_points; q++)
         if (leader[q] == p) {
-            double b = ((const km_svm_params *)((const char *)s->params +
-                                                q * ps))->cache_mb *
-                       1048576.0;
+            double b = km_algo_of(s->algo)->search->cache_bytes(
+                (const char *)s->params + q * ps);
             budget = b < budget ? b : budget;
             g++;
         }
@@ -1035,18 +1042,30 @@ static double *group_gram(search_run *r, size_t p, const size_t *leader)
  * depend on the number of workers; the first failure is the first in
  * the serial order (point_acc.rank).
  */
+/* Whether s's points share the Gram of all rows: an algorithm of
+ * KM_SEARCH_SHARED_GRAM (svc, svr) without preprocessing, every point of
+ * the solver that takes kernel values given (exact; nystrom and screened
+ * points compute their own). */
+static int shares_gram(const km_search_spec *s)
+{
+    const km_algo_search *se = km_algo_of(s->algo)->search;
+    if (!se || !(se->caps & KM_SEARCH_SHARED_GRAM) ||
+        s->pre.x != KM_SCALE_NONE || s->pre.center_y)
+        return 0;
+    size_t ps = km_algorithm_params_size(s->algo);
+    for (size_t p = 0; p < s->n_points; p++)
+        if (!se->serves((const unsigned char *)s->params + p * ps))
+            return 0;
+    return 1;
+}
+
 static km_status run_generic(search_run *r, km_error *err)
 {
     const km_search_spec *s = r->s;
     const km_problem *pb = r->pb;
     size_t m = pb->y ? pb->m : 1, d = pb->d, P = s->n_points;
     unsigned need = km_scoring_needs(s->scoring);
-    int share = (s->algo == KM_ALGO_SVC || s->algo == KM_ALGO_SVR) &&
-                s->pre.x == KM_SCALE_NONE && !s->pre.center_y;
-    /* svc's nystrom and screened points compute their own kernel values */
-    for (size_t p = 0; share && p < s->n_points; p++)
-        share = ((const km_svm_params *)s->params)[p].solver ==
-                KM_SVM_SOLVER_EXACT;
+    int share = shares_gram(s);
     gen_run g = {.r = r, .al = km_algo_of(s->algo),
                  .ps = km_algorithm_params_size(s->algo), .need = need,
                  .loo = s->cv.kind == KM_CV_LOO};
@@ -1660,7 +1679,7 @@ static km_status search_check(const km_search_spec *s, const km_problem *pb,
 static int km_search_threads(const km_search_spec *s,
                              const km_fit_control *ctl)
 {
-    if (s->algo == KM_ALGO_KRR)
+    if (closed_form(s->algo))
         return 1;
     int t = ctl && ctl->threads > 1 ? ctl->threads : 1;
     t = s->threads < t ? s->threads : t;
@@ -1793,12 +1812,14 @@ static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
     /* generic: svc's and svr's shared Gram of all rows (when it takes at
      * most half of the smallest cache_mb), the subset copies, the
      * largest fold fit, the answers */
-    if ((s->algo == KM_ALGO_SVC || s->algo == KM_ALGO_SVR) && s->params &&
+    const km_algo_search *se = km_algo_of(s->algo)->search;
+    if (se && (se->caps & KM_SEARCH_SHARED_GRAM) && s->params &&
         s->pre.x == KM_SCALE_NONE && !s->pre.center_y) {
         double budget = HUGE_VAL, gram = (double)n * (double)n * (double)D;
+        size_t ps = km_algorithm_params_size(s->algo);
         for (size_t p = 0; p < P; p++) {
-            double c = ((const km_svm_params *)s->params)[p].cache_mb *
-                       1048576.0;
+            double c = se->cache_bytes((const unsigned char *)s->params +
+                                       p * ps);
             budget = c < budget ? c : budget;
         }
         if (gram <= budget / 2)
@@ -1839,38 +1860,39 @@ static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
 /* ------------------------------------------------------------ auto */
 
 /*
- * krr points of solver auto are resolved once, on the whole problem
- * (km_krr_resolve_solver under km_memory_budget()), before anything else:
- * every fold of a point and the refit of the best (km_fit of its params
- * on the same rows, which resolves the same way) run the same solver, and
- * the estimate counts that solver's fits. *r is s, or s with params
- * copied into *own (the caller frees it) and the auto points resolved.
+ * Points of solver auto (krr's: the descriptor's is_auto) are resolved
+ * once, on the whole problem (resolve_auto: km_krr_resolve_solver under
+ * km_memory_budget()), before anything else: every fold of a point and
+ * the refit of the best (km_fit of its params on the same rows, which
+ * resolves the same way) run the same solver, and the estimate counts
+ * that solver's fits. *r is s, or s with params copied into *own (the
+ * caller frees it) and the auto points resolved.
  */
 static km_status resolve_auto(const km_search_spec *s, const km_problem *pb,
-                              km_search_spec *r, km_krr_params **own,
-                              km_error *err)
+                              km_search_spec *r, void **own, km_error *err)
 {
     *own = NULL;
     if (!s)
         return KM_OK;
     *r = *s;
-    if (!pb || s->algo != KM_ALGO_KRR || !s->params ||
+    const km_algo *al = km_algo_of(s->algo);
+    const km_algo_search *se = al ? al->search : NULL;
+    if (!pb || !se || !se->is_auto || !s->params ||
         s->n_points == 0 || s->n_points > KM_SEARCH_MAX_POINTS)
         return KM_OK;
-    const km_krr_params *p = s->params;
-    size_t i = 0;
-    while (i < s->n_points && p[i].solver != KM_KRR_SOLVER_AUTO)
+    size_t ps = al->params_size, i = 0;
+    const unsigned char *p = s->params;
+    while (i < s->n_points && !se->is_auto(p + i * ps))
         i++;
     if (i == s->n_points)
         return KM_OK;
-    km_krr_params *q = malloc(s->n_points * sizeof *q);
+    unsigned char *q = malloc(s->n_points * ps);
     if (!q)
         return km_error_set(err, KM_ENOMEM, "out of memory for the search");
-    size_t budget = km_memory_budget(), m = pb->y ? pb->m : 1;
-    for (i = 0; i < s->n_points; i++) {
-        q[i] = p[i];
-        q[i].solver = km_krr_resolve_solver(&p[i], pb->n, pb->d, m, budget);
-    }
+    memcpy(q, p, s->n_points * ps);
+    size_t budget = km_memory_budget();
+    for (i = 0; i < s->n_points; i++)
+        se->resolve_auto(q + i * ps, pb, budget);
     r->params = q;
     *own = q;
     return KM_OK;
@@ -1880,7 +1902,7 @@ km_status km_search_check(const km_search_spec *s, const km_problem *pb,
                           km_error *err)
 {
     km_search_spec r;
-    km_krr_params *own;
+    void *own;
     km_status st = resolve_auto(s, pb, &r, &own, err);
     if (st == KM_OK)
         st = search_check(s ? &r : NULL, pb, err);
@@ -1893,7 +1915,7 @@ km_status km_search(const km_search_spec *s, const km_problem *pb,
                     km_error *err)
 {
     km_search_spec r;
-    km_krr_params *own;
+    void *own;
     if (out)
         memset(out, 0, sizeof *out);
     km_status st = resolve_auto(s, pb, &r, &own, err);
@@ -1906,7 +1928,7 @@ km_status km_search(const km_search_spec *s, const km_problem *pb,
 size_t km_search_bytes(const km_search_spec *s, const km_problem *pb)
 {
     km_search_spec r;
-    km_krr_params *own;
+    void *own;
     if (resolve_auto(s, pb, &r, &own, NULL) != KM_OK)
         return SIZE_MAX;
     size_t b = search_bytes(s ? &r : NULL, pb);
