@@ -338,7 +338,8 @@ cJSON *api_model_json(const km_model *m)
                           api_json_number((double)km_model_n_features(m)));
     cJSON_AddItemToObject(o, "n_samples",
                           api_json_number((double)km_model_n_samples(m)));
-    if (km_model_algorithm(m) == KM_ALGO_KRR)
+    /* an algorithm of several outputs (y's rows) says how many */
+    if (km_algorithm_target(km_model_algorithm(m)) == KM_TARGET_ROWS)
         cJSON_AddItemToObject(o, "n_outputs",
                               api_json_number((double)km_model_n_outputs(m)));
     if (km_model_n_labels(m)) {

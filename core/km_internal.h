@@ -204,7 +204,8 @@ uint32_t km_crc32(const unsigned char *p, size_t n);
  * A composite has combine: it folds part p's block src (nx x nz) into
  * its own block dst (rows of lddst), p = 0, 1, ... in order; xs[i] and
  * zs[j] are the part's self values k_p(x_i, x_i), k_p(z_j, z_j) when
- * needs_self (else NULL); diag >= 0 says x_i is z_{i + diag}.
+ * needs_self (else NULL); diag >= 0 says x_i is z_{i + diag}. caps:
+ * its KM_KERNEL_CAP_* flags less COMPOSITE (which family says).
  */
 typedef struct km_kernel_desc {
     km_kernel_info info;
@@ -214,10 +215,16 @@ typedef struct km_kernel_desc {
                     const double *src, size_t nx, size_t nz,
                     const double *xs, const double *zs, long diag);
     int needs_self;
+    unsigned caps;
 } km_kernel_desc;
 
 /* The row of t; NULL for an invalid type. */
 const km_kernel_desc *km_kernel_desc_of(km_kernel_type t);
+
+/* The names of the kernel types that have all of caps, in list order,
+ * into buf: "a, b, c" with last between the last two (", " or " or "). */
+void km_kernel_caps_names(unsigned caps, const char *last, char *buf,
+                          size_t len);
 
 /* 1 if k is a leaf whose base quantities are inner products (INNER, L2). */
 int km_kernel_uses_dots(const km_kernel *k);
@@ -315,9 +322,103 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   bytes uses, so the two cannot drift apart; on a
  *                   payload load refuses, still a bound of what load
  *                   allocates before refusing it.
+ *   target          what y it learns from (km_algorithm_target)
+ *   check_targets   1 if check reads the problem's targets (sizes of y,
+ *                   classes), so that a caller reads y before it checks
+ *                   params; 0: params can be checked before y is read
+ *   solvers         its params' solver choice (km_algo_solvers); NULL:
+ *                   none
+ *   check_kernel    KM_EINVAL when the solver params names does not take
+ *                   k (by solvers' needs); NULL: every solver takes every
+ *                   kernel
+ *   search          what a search does for it beyond the generic engine
+ *                   (km_algo_search); NULL: nothing
+ *   mpi             how it runs distributed (km_algo_mpi); NULL: it does
+ *                   not (its params may hold pointers)
  */
 typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
                                    size_t n, double *out, km_error *err);
+
+/*
+ * An algorithm's solver choice: params' enum field named param, values
+ * 0 .. count - 1 named by name (the enum's own name function), and
+ * needs[i] the KM_KERNEL_CAP_* flags a kernel must have for solver i
+ * (NULL: every solver takes every kernel).
+ */
+typedef struct km_algo_solvers {
+    const char *param;
+    size_t count;
+    const char *(*name)(size_t i);
+    const unsigned *needs;
+} km_algo_solvers;
+
+/*
+ * What a search (km_search.c) does for an algorithm beyond fitting and
+ * scoring each point's folds:
+ *   caps          KM_SEARCH_* flags (km_algorithm_search_caps)
+ *   serves        1 if a point of these params is served by the engine
+ *                 of caps (CLOSED_FORM: krr's exact solver; SHARED_GRAM:
+ *                 svm's exact solver, which takes kernel values given)
+ *   cache_bytes   the kernel cache a point allows (svm's cache_mb), which
+ *                 bounds a shared Gram (SHARED_GRAM)
+ *   fold_classes  rewrites a fold fit's copy of params whose per-class
+ *                 arrays index all classes to index the fold's k classes
+ *                 (cls[c]: the class of the fold's class c), into
+ *                 scratch (k values) (svc: class_weight); NULL: none
+ *   one_output    1 if y must have one output (svr)
+ *   is_auto, resolve_auto  a point whose solver is auto (is_auto) is
+ *                 resolved once on the whole problem under budget
+ *                 (resolve_auto, krr) before the search; NULL: none
+ */
+typedef struct km_algo_search {
+    unsigned caps;
+    int (*serves)(const void *params);
+    double (*cache_bytes)(const void *params);
+    void (*fold_classes)(void *params, const int *cls, size_t k,
+                         double *scratch);
+    int one_output;
+    int (*is_auto)(const void *params);
+    void (*resolve_auto)(void *params, const km_problem *pb, size_t budget);
+} km_algo_search;
+
+/*
+ * How an algorithm runs distributed (server/srv_mpi.c routes, the worker
+ * mpi/kmserve_mpi.c fits; the functions behind km_algorithm_mpi_*):
+ *   refusal       NULL if a fit of params can run distributed, else why
+ *                 not (in buf of len, or static)
+ *   resolve       the worker's side: params as the worker runs them (an
+ *                 auto solver resolved), KM_EINVAL if it cannot
+ *   routes_auto   1 if a local fit of params may be moved to the cluster
+ *                 when it does not fit here, with *exact (params_size
+ *                 bytes) what the local fit would run instead (krr's
+ *                 auto: exact); NULL: never
+ *   rank_bytes    the largest rank's bytes on a rows x cols grid of
+ *                 nb x nb blocks
+ *   local_bytes   what the daemon holds for the fit
+ */
+typedef struct km_algo_mpi {
+    const char *(*refusal)(const void *params, char *buf, size_t len);
+    km_status (*resolve)(void *params, km_error *err);
+    int (*routes_auto)(const void *params, void *exact);
+    size_t (*rank_bytes)(const void *params, const km_problem *pb,
+                         size_t nb, size_t rows, size_t cols);
+    size_t (*local_bytes)(const void *params, const km_problem *pb);
+} km_algo_mpi;
+
+/* The names of the algorithms for which has(a) is nonzero, in list
+ * order, into buf: "a, b and c" with last between the last two
+ * (km_caps.c), for messages that list the algorithms that can do a
+ * thing. */
+void km_algorithm_names_where(int (*has)(km_algorithm a), const char *last,
+                              char *buf, size_t len);
+
+/* The distributed rank bytes of a dense n x n fit (krr's, gpr's): the
+ * largest rank's share of the matrix, the broadcast X and Y, the gathers
+ * and km_fit's copies on rank 0, plus extra (gpr: the factor L); and the
+ * most rows of n one of p ranks holds in nb blocks (km_request.c). */
+size_t km_mpi_dense_rank_bytes(const km_problem *pb, size_t nb, size_t rows,
+                               size_t cols, size_t extra);
+size_t km_mpi_local_max(size_t n, size_t nb, size_t p);
 
 typedef struct km_algo {
     unsigned outputs;
@@ -352,6 +453,13 @@ typedef struct km_algo {
     size_t (*bytes)(const void *payload, const km_model *m);
     void (*load_bytes)(km_reader r, const km_model *m, size_t *kept,
                        size_t *peak);
+    km_target target;
+    int check_targets;
+    const km_algo_solvers *solvers;
+    km_status (*check_kernel)(const void *params, const km_kernel *k,
+                              km_error *err);
+    const km_algo_search *search;
+    const km_algo_mpi *mpi;
 } km_algo;
 
 #define KM_ALGO_EXTERN(e, id, name, desc) extern const km_algo desc;

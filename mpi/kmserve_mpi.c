@@ -1024,28 +1024,10 @@ static km_status fit_root(worker *w, const char *request_path, km_error *err)
     free(buf);
     if (st != KM_OK)
         return st;
-    if (rq.algo == KM_ALGO_KPCA) { /* auto: dense here */
-        km_kpca_solver s = ((km_kpca_params *)rq.params)->solver;
-        if (s != KM_KPCA_SOLVER_AUTO && s != KM_KPCA_SOLVER_DENSE) {
-            km_request_cleanup(&rq);
-            return set_err(err, KM_EINVAL, "params.eigen_solver: "
-                           "kmserve-mpi runs kpca's dense solver (auto or "
-                           "dense), not %s", km_kpca_solver_name(s));
-        }
-    } else if (rq.algo != KM_ALGO_KRR && rq.algo != KM_ALGO_GPR) {
+    /* what this worker runs of it (krr's auto: exact; kpca: dense) */
+    if ((st = km_algorithm_mpi_resolve(rq.algo, rq.params, err)) != KM_OK) {
         km_request_cleanup(&rq);
-        return set_err(err, KM_EINVAL, "kmserve-mpi fits krr, gpr and "
-                       "kpca, not %s", km_algorithm_name(rq.algo));
-    }
-    if (rq.algo == KM_ALGO_KRR) { /* auto: resolved to exact here */
-        km_krr_params *p = (km_krr_params *)rq.params;
-        if (p->solver == KM_KRR_SOLVER_AUTO)
-            p->solver = KM_KRR_SOLVER_EXACT;
-        if (p->solver != KM_KRR_SOLVER_EXACT) {
-            km_request_cleanup(&rq);
-            return set_err(err, KM_EINVAL, "kmserve-mpi runs krr's exact "
-                           "solver");
-        }
+        return st;
     }
     km_dense_engine eng = {w, engine_solve, engine_eigen};
     km_fit_control ctl = {report, w, 1, &eng};

@@ -232,12 +232,11 @@ void srv_mpi_clean_stale(const char *dir)
     closedir(d);
 }
 
-/* ------------------------------------------------------------ routing */
-
-static int krr_auto(const api_fit_request *req)
-{
-    return req->algo == KM_ALGO_KRR && req->krr.solver == KM_KRR_SOLVER_AUTO;
-}
+/* ------------------------------------------------------------ routing
+ *
+ * What runs distributed, why not, and the memory figures are each
+ * algorithm's (core's descriptor: km_algorithm_mpi_*); the daemon picks
+ * the grid. */
 
 /* NULL when the fit can run distributed, else why not (in buf or
  * static). */
@@ -246,112 +245,22 @@ static const char *unsupported(const api_fit_request *req, char *buf,
 {
     if (req->search)
         return "a fit with a search cannot run distributed";
-    if (req->algo == KM_ALGO_KRR)
-        return req->krr.solver == KM_KRR_SOLVER_EXACT || krr_auto(req)
-                   ? NULL
-                   : "krr's nystrom or rff solver cannot run distributed "
-                     "(only exact or auto)";
-    if (req->algo == KM_ALGO_GPR) {
-        const km_gpr_params *p = (const km_gpr_params *)req->params;
-        if (p->solver != KM_GPR_SOLVER_EXACT)
-            return "gpr's nystrom or auto solver cannot run distributed "
-                   "(only params.solver exact)";
-        return p->optimizer == KM_GPR_OPTIMIZER_NONE
-                   ? NULL
-                   : "gpr with an optimizer cannot run distributed (only "
-                     "params.optimizer none)";
-    }
-    if (req->algo == KM_ALGO_KPCA) {
-        km_kpca_solver s = req->kpca.solver;
-        if (s == KM_KPCA_SOLVER_AUTO || s == KM_KPCA_SOLVER_DENSE)
-            return NULL;
-        snprintf(buf, len, "params.eigen_solver %s cannot run distributed "
-                 "(kpca: only auto or dense, which run ScaLAPACK's "
-                 "pdsyevr)", km_kpca_solver_name(s));
-        return buf;
-    }
-    return "this algorithm cannot run distributed (only krr, gpr and kpca)";
+    return km_algorithm_mpi_refusal(req->algo, req->params, buf, len);
 }
 
-static size_t sat_mul(size_t a, size_t b)
-{
-    size_t p;
-    return __builtin_mul_overflow(a, b, &p) ? SIZE_MAX : p;
-}
-
-static size_t sat_add(size_t a, size_t b)
-{
-    return a + b < a ? SIZE_MAX : a + b;
-}
-
-/* The most rows (or columns) of n that one of p ranks holds in nb
- * blocks, at most n. */
-static size_t local_max(size_t n, size_t nb, size_t p)
-{
-    size_t blocks = (n + nb - 1) / nb, l = sat_mul((blocks + p - 1) / p, nb);
-    return l < n ? l : n;
-}
-
-/* kpca's eigen-problem on a rows x cols grid (kmserve-mpi's eig_init):
- * A and Z, PDSYEVR's minimum workspace for max(k, nb) vectors (the worker
- * takes the optimum only when it fits), its integers, and X, the vectors
- * and the model's arrays beside. */
-static size_t kpca_rank_bytes(const api_fit_request *req, size_t nb,
-                              size_t rows, size_t cols)
-{
-    size_t n = req->n, d = req->d, k = req->kpca.n_components, p = rows * cols;
-    if (nb > n)
-        nb = n;
-    size_t mz = k > nb ? k : nb;
-    size_t share = sat_mul(local_max(n, nb, rows), local_max(n, nb, cols));
-    size_t t = sat_add(sat_mul(local_max(n, nb, rows), local_max(mz, nb, cols)),
-                       2 * nb * nb);
-    size_t lwmin = sat_add(sat_add(7 * n + 2, t > 18 * n ? t : 18 * n),
-                           sat_mul((mz + p - 1) / p, n));
-    size_t nnp = n > p + 1 ? n : p + 1;
-    size_t vec = sat_add(sat_mul(n, 3 * d + 3 * k + 6), lwmin);
-    return sat_add(sat_mul(8, sat_add(sat_mul(2, share), vec)),
-                   sat_mul(4, 14 * nnp));
-}
-
-/* The largest rank's bytes (rank 0's): its share of the n x n matrix
- * (whole blocks of the grid), the broadcast X and Y, the gathers, km_fit's
- * copies on rank 0 and, for gpr, the factor L that the model keeps; kpca
- * its own (kpca_rank_bytes). */
+/* The largest rank's bytes (rank 0's) on the grid of m's ranks, as near
+ * square as they divide. */
 static size_t rank_bytes(const srv_mpi *m, const api_fit_request *req)
 {
-    size_t n = req->n, d = req->d, mo = req->m ? req->m : 1;
     size_t nb = m->block ? (size_t)m->block : 256, p = (size_t)m->ranks;
     size_t rows = 1;
     while ((rows + 1) * (rows + 1) <= p)
         rows++;
     while (p % rows)
         rows--;
-    size_t cols = p / rows;
-    if (req->algo == KM_ALGO_KPCA)
-        return kpca_rank_bytes(req, nb, rows, cols);
-    size_t share = sat_mul(8, sat_mul(local_max(n, nb, rows),
-                                      local_max(n, nb, cols)));
-    size_t vec = sat_mul(8, sat_add(sat_mul(n, 3 * d + 4 * mo + 1),
-                                    sat_mul(nb, n)));
-    size_t l = req->algo == KM_ALGO_GPR ? sat_mul(8, sat_mul(n, n)) : 0;
-    return sat_add(sat_add(share, vec), l);
-}
-
-/* What the daemon holds for a distributed fit: the staging buffer, the
- * model file read back and the model (gpr: with L; kpca: its projections,
- * means and inverse map). */
-static size_t local_bytes(const api_fit_request *req)
-{
-    size_t n = req->n, per_row = req->d + (req->m ? req->m : 1);
-    if (req->algo == KM_ALGO_KPCA) {
-        size_t k = req->kpca.n_components;
-        per_row = req->d + k + 2 +
-                  (req->kpca.fit_inverse_transform ? k + req->d : 0);
-    }
-    size_t v = sat_mul(8, sat_mul(n, per_row));
-    size_t l = req->algo == KM_ALGO_GPR ? sat_mul(12, sat_mul(n, n)) : 0;
-    return sat_add(sat_mul(3, v), l);
+    km_problem pb = api_fit_problem(req);
+    return km_algorithm_mpi_rank_bytes(req->algo, req->params, &pb, nb, rows,
+                                       p / rows);
 }
 
 int srv_mpi_route(const srv_mpi *m, api_fit_request *req, size_t local_budget,
@@ -360,12 +269,13 @@ int srv_mpi_route(const srv_mpi *m, api_fit_request *req, size_t local_budget,
     if (!req->distributed) {
         /* auto whose exact fit does not fit here: the cluster's, if its
          * share fits there */
-        if (!m || !krr_auto(req) || req->search)
+        _Alignas(16) unsigned char exact[sizeof req->params];
+        if (!m || req->search ||
+            km_algorithm_params_size(req->algo) > sizeof exact ||
+            !km_algorithm_mpi_routes_auto(req->algo, req->params, exact))
             return 0;
-        km_krr_params exact = req->krr;
-        exact.solver = KM_KRR_SOLVER_EXACT;
         km_problem pb = api_fit_problem(req);
-        size_t need = km_algorithm_fit_bytes(KM_ALGO_KRR, &exact, &pb);
+        size_t need = km_algorithm_fit_bytes(req->algo, exact, &pb);
         if (need <= local_budget || rank_bytes(m, req) > m->rank_budget)
             return 0;
         req->distributed = 1;
@@ -384,7 +294,8 @@ int srv_mpi_route(const srv_mpi *m, api_fit_request *req, size_t local_budget,
                          "the per-rank budget (--mpi-memory-budget-mb) is "
                          "%.1f MiB over %d ranks", share / 1048576.0,
                          m->rank_budget / 1048576.0, m->ranks);
-    *bytes = local_bytes(req);
+    km_problem pb = api_fit_problem(req);
+    *bytes = km_algorithm_mpi_local_bytes(req->algo, req->params, &pb);
     return 0;
 }
 

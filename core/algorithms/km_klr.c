@@ -1561,6 +1561,16 @@ static size_t score_columns(const km_model *m)
     return km_model_n_outputs(m);
 }
 
+/* ------------------------------------------------------------ capabilities */
+
+static const char *solver_name(size_t i)
+{
+    return km_klr_solver_name((km_klr_solver)i);
+}
+
+static const km_algo_solvers solvers = {"solver", KM_KLR_SOLVER_COUNT,
+                                        solver_name, NULL};
+
 const km_algo km_klr_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
     .params_size = sizeof(km_klr_params),
@@ -1581,4 +1591,7 @@ const km_algo km_klr_algo = {
     .load = klr_load,
     .bytes = klr_bytes,
     .load_bytes = klr_load_bytes,
+    .target = KM_TARGET_CLASSES,
+    .check_targets = 1,
+    .solvers = &solvers,
 };

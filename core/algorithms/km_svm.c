@@ -1850,6 +1850,54 @@ static void svc_cv_params(void *params, km_scoring s)
                      (km_scoring_needs(s) & KM_OUT_PROBABILITIES);
 }
 
+/* ------------------------------------------------------------ capabilities */
+
+static const char *solver_name(size_t i)
+{
+    return km_svm_solver_name((km_svm_solver)i);
+}
+
+static const km_algo_solvers svc_solvers = {"solver", KM_SVM_SOLVER_COUNT,
+                                            solver_name, NULL};
+
+/* the exact solver takes kernel values given (km_svm_fit_shared); the
+ * nystrom and screened ones compute their own */
+static int search_serves(const void *params)
+{
+    return ((const km_svm_params *)params)->solver == KM_SVM_SOLVER_EXACT;
+}
+
+static double search_cache_bytes(const void *params)
+{
+    return ((const km_svm_params *)params)->cache_mb * 1048576.0;
+}
+
+/* class_weight indexes all classes; a fold's fit sees its own */
+static void svc_fold_classes(void *params, const int *cls, size_t k,
+                             double *scratch)
+{
+    km_svm_params *sv = params;
+    if (!sv->class_weight)
+        return;
+    for (size_t c = 0; c < k; c++)
+        scratch[c] = sv->class_weight[cls[c]];
+    sv->class_weight = scratch;
+}
+
+static const km_algo_search svc_search = {
+    .caps = KM_SEARCH_SHARED_GRAM,
+    .serves = search_serves,
+    .cache_bytes = search_cache_bytes,
+    .fold_classes = svc_fold_classes,
+};
+
+static const km_algo_search svr_search = {
+    .caps = KM_SEARCH_SHARED_GRAM,
+    .serves = search_serves,
+    .cache_bytes = search_cache_bytes,
+    .one_output = 1,
+};
+
 const km_algo km_svc_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
     .model_outputs = svc_model_outputs,
@@ -1875,6 +1923,10 @@ const km_algo km_svc_algo = {
     .file_format = svc_file_format,
     .bytes = payload_bytes,
     .load_bytes = load_bytes,
+    .target = KM_TARGET_CLASSES,
+    .check_targets = 1,
+    .solvers = &svc_solvers,
+    .search = &svc_search,
 };
 
 const km_algo km_svr_algo = {
@@ -1892,4 +1944,7 @@ const km_algo km_svr_algo = {
     .load = svr_load,
     .bytes = payload_bytes,
     .load_bytes = load_bytes,
+    .target = KM_TARGET_VALUES,
+    .check_targets = 1,
+    .search = &svr_search,
 };

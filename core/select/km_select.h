@@ -106,6 +106,37 @@ km_status km_request_load_buffer(const unsigned char *buf, size_t len,
 void km_request_cleanup(km_request *r);
 /* r's data as a problem (borrowed). */
 km_problem km_request_problem(const km_request *r);
+
+/*
+ * Distributed fits (the daemon's route, server/srv_mpi.c, and the
+ * worker, mpi/kmserve_mpi.c), from a's descriptor. params is a's struct.
+ */
+/* 1 if a can run distributed (its requests can be written). */
+int km_algorithm_distributed(km_algorithm a);
+/* The names of the algorithms that can, "krr, gpr and kpca" (last
+ * between the last two: " and "), into buf. */
+void km_algorithm_distributed_names(const char *last, char *buf, size_t len);
+/* NULL if a fit of a with params can run distributed, else why not (in
+ * buf of len, or static). */
+const char *km_algorithm_mpi_refusal(km_algorithm a, const void *params,
+                                     char *buf, size_t len);
+/* 1 if a local fit of params may be moved to the cluster when it does not
+ * fit here (krr's auto), with *exact (params_size bytes) what the local
+ * fit would run; 0 otherwise. */
+int km_algorithm_mpi_routes_auto(km_algorithm a, const void *params,
+                                 void *exact);
+/* The worker's side: resolves params as the worker runs them (krr's auto:
+ * exact); KM_EINVAL if the worker cannot run them. */
+km_status km_algorithm_mpi_resolve(km_algorithm a, void *params,
+                                   km_error *err) KM_MUST_CHECK;
+/* The largest rank's bytes of a distributed fit on a rows x cols grid of
+ * nb x nb blocks; what the daemon holds for it. SIZE_MAX-saturating; 0
+ * when a cannot run distributed. */
+size_t km_algorithm_mpi_rank_bytes(km_algorithm a, const void *params,
+                                   const km_problem *pb, size_t nb,
+                                   size_t rows, size_t cols);
+size_t km_algorithm_mpi_local_bytes(km_algorithm a, const void *params,
+                                    const km_problem *pb);
 /* A resolved kernel as bytes (as a model file holds it) and back
  * (checked as a model file's: KM_ECORRUPT), for the worker's ranks. */
 km_status km_kernel_save_buffer(const km_kernel *k, unsigned char **buf,
