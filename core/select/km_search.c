@@ -94,6 +94,13 @@
 
 /* ------------------------------------------------------------ folds */
 
+KM_CHOICES_DEFINE(km_cv_choices, KM_CV_MAP, KM_CV_COUNT);
+
+const char *km_cv_kind_name(km_cv_kind k)
+{
+    return km_choice_name(&km_cv_choices, (int)k);
+}
+
 /* Sorts order[0..n) stably by labels (counting sort); tmp: n entries,
  * cnt: k + 1 entries. */
 static void sort_by_class(size_t *order, size_t n, const int *labels,
