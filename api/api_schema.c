@@ -41,20 +41,20 @@ const char *api_kernel_type_name(int t)
     return km_kernel_type_name((km_kernel_type)t);
 }
 
-static const char *scale_name(int s)
-{
-    return km_scale_name((km_scale)s);
-}
-
-static const char *kpca_solver_name(int s)
-{
-    return km_kpca_solver_name((km_kpca_solver)s);
-}
-
-static const char *klr_multi_name(int s)
-{
-    return km_klr_multi_name((km_klr_multi)s);
-}
+/* An API_ENUM row's names(int): the option's choices in core (generated
+ * from its one X list, km_base.h). */
+#define CHOICE_NAMES(fn, choices)                                            \
+    static const char *fn(int v) { return km_choice_name(&(choices), v); }
+CHOICE_NAMES(scale_name, km_scale_choices)
+CHOICE_NAMES(kpca_solver_name, km_kpca_solver_choices)
+CHOICE_NAMES(klr_multi_name, km_klr_multi_choices)
+CHOICE_NAMES(krr_solver_name, km_krr_solver_choices)
+CHOICE_NAMES(krr_centres_name, km_krr_centres_choices)
+CHOICE_NAMES(svm_solver_name, km_svm_solver_choices)
+CHOICE_NAMES(svm_precision_name, km_svm_precision_choices)
+CHOICE_NAMES(gpr_optimizer_name, km_gpr_optimizer_choices)
+CHOICE_NAMES(gpr_solver_name, km_gpr_solver_choices)
+CHOICE_NAMES(klr_solver_name, km_klr_solver_choices)
 
 void api_name_list(char *buf, size_t len, const char *(*names)(int),
                    int count)
@@ -69,16 +69,6 @@ void api_name_list(char *buf, size_t len, const char *(*names)(int),
 }
 
 /* ---------------------------------------------------------------- params */
-
-static const char *krr_solver_name(int s)
-{
-    return km_krr_solver_name((km_krr_solver)s);
-}
-
-static const char *krr_centres_name(int c)
-{
-    return km_krr_centres_name((km_krr_centre_rule)c);
-}
 
 /* Only with solver "nystrom" (or "auto", which may resolve to it);
  * "rff"; either. */
@@ -151,16 +141,6 @@ _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
                "API_ENUM fields are int-sized");
 _Static_assert(sizeof(uint64_t) == sizeof(size_t),
                "API_INTEGER fields are int or size_t sized");
-
-static const char *svm_solver_name(int s)
-{
-    return km_svm_solver_name((km_svm_solver)s);
-}
-
-static const char *svm_precision_name(int p)
-{
-    return km_svm_precision_name((km_svm_precision)p);
-}
 
 /* svc: only with solver "exact" or "auto"; "nystrom"; "exact",
  * "screened" or "auto"; "nystrom", "screened" or "auto". */
@@ -291,16 +271,6 @@ static const api_param kpca_rows[] = {
     {0},
 };
 
-static const char *gpr_optimizer_name(int o)
-{
-    return km_gpr_optimizer_name((km_gpr_optimizer)o);
-}
-
-static const char *gpr_solver_name(int s)
-{
-    return km_gpr_solver_name((km_gpr_solver)s);
-}
-
 /* Only with optimizer "lbfgs"; only with solver "nystrom" or "auto" (as
  * krr's NYSTROM). */
 #define LBFGS .only_if = "optimizer", .only_value = KM_GPR_OPTIMIZER_LBFGS
@@ -381,11 +351,6 @@ static const api_param kkmeans_rows[] = {
      .doc = "seed of the k-means++ draws (core's PRNG)"},
     {0},
 };
-
-static const char *klr_solver_name(int s)
-{
-    return km_klr_solver_name((km_klr_solver)s);
-}
 
 /* Only with solver "nystrom". */
 #define KLR_NYSTROM .only_if = "solver", .only_value = KM_KLR_SOLVER_NYSTROM

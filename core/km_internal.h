@@ -71,6 +71,14 @@ km_status km_check_solution(const char *what, const double *v, size_t n,
  * -1 if absent. */
 int km_name_index(const char *const *names, int n, const char *name);
 
+/* Defines the km_choices var (declared in an area's header) from the
+ * option's list MAP (km_base.h): its names by value, then the table of
+ * count (the enum's COUNT) names. */
+#define KM_CHOICE_NAME(e, name) [e] = name,
+#define KM_CHOICES_DEFINE(var, MAP, count)                                   \
+    static const char *const var##_names[count] = {MAP(KM_CHOICE_NAME)};     \
+    const km_choices var = {var##_names, count}
+
 /* Monotonic seconds, for training figures. */
 double km_now(void);
 

@@ -76,25 +76,19 @@ km_gpr_params km_gpr_params_default(void)
     return p;
 }
 
-static const char *const solver_names[KM_GPR_SOLVER_COUNT] = {
-    [KM_GPR_SOLVER_EXACT] = "exact",
-    [KM_GPR_SOLVER_NYSTROM] = "nystrom",
-    [KM_GPR_SOLVER_AUTO] = "auto",
-};
+KM_CHOICES_DEFINE(km_gpr_solver_choices, KM_GPR_SOLVER_MAP,
+                  KM_GPR_SOLVER_COUNT);
+KM_CHOICES_DEFINE(km_gpr_optimizer_choices, KM_GPR_OPTIMIZER_MAP,
+                  KM_GPR_OPTIMIZER_COUNT);
 
 const char *km_gpr_solver_name(km_gpr_solver s)
 {
-    return (unsigned)s < KM_GPR_SOLVER_COUNT ? solver_names[s] : NULL;
+    return km_choice_name(&km_gpr_solver_choices, (int)s);
 }
-
-static const char *const optimizer_names[KM_GPR_OPTIMIZER_COUNT] = {
-    [KM_GPR_OPTIMIZER_NONE] = "none",
-    [KM_GPR_OPTIMIZER_LBFGS] = "lbfgs",
-};
 
 const char *km_gpr_optimizer_name(km_gpr_optimizer o)
 {
-    return (unsigned)o < KM_GPR_OPTIMIZER_COUNT ? optimizer_names[o] : NULL;
+    return km_choice_name(&km_gpr_optimizer_choices, (int)o);
 }
 
 km_status km_gpr_check(const km_gpr_params *p, km_error *err)
@@ -105,9 +99,12 @@ km_status km_gpr_check(const km_gpr_params *p, km_error *err)
     if (!(p->signal_variance > 0) || !isfinite(p->signal_variance))
         return km_error_set(err, KM_EINVAL, "params.signal_variance must be "
                             "a finite number > 0");
-    if ((unsigned)p->optimizer >= KM_GPR_OPTIMIZER_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.optimizer must be none or lbfgs");
+    char list[64];
+    if ((unsigned)p->optimizer >= KM_GPR_OPTIMIZER_COUNT) {
+        km_choice_list(&km_gpr_optimizer_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.optimizer must be %s",
+                            list);
+    }
     if (p->n_restarts > KM_GPR_MAX_RESTARTS)
         return km_error_set(err, KM_EINVAL, "params.n_restarts must be at "
                             "most %d", KM_GPR_MAX_RESTARTS);
@@ -117,9 +114,10 @@ km_status km_gpr_check(const km_gpr_params *p, km_error *err)
     if (p->seed > ((uint64_t)1 << 53))
         return km_error_set(err, KM_EINVAL,
                             "params.seed must be at most 2^53");
-    if ((unsigned)p->solver >= KM_GPR_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
-                            "nystrom or auto");
+    if ((unsigned)p->solver >= KM_GPR_SOLVER_COUNT) {
+        km_choice_list(&km_gpr_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver == KM_GPR_SOLVER_EXACT)
         return KM_OK;
     if (p->optimizer == KM_GPR_OPTIMIZER_LBFGS)

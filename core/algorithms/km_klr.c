@@ -97,24 +97,18 @@ typedef struct klr_payload {
     double *xn;    /* n squared norms of X's rows (derived) */
 } klr_payload;
 
-static const char *const multi_names[KM_KLR_MULTI_COUNT] = {
-    [KM_KLR_MULTINOMIAL] = "multinomial",
-    [KM_KLR_OVR] = "ovr",
-};
+KM_CHOICES_DEFINE(km_klr_multi_choices, KM_KLR_MULTI_MAP, KM_KLR_MULTI_COUNT);
+KM_CHOICES_DEFINE(km_klr_solver_choices, KM_KLR_SOLVER_MAP,
+                  KM_KLR_SOLVER_COUNT);
 
 const char *km_klr_multi_name(km_klr_multi m)
 {
-    return (unsigned)m < KM_KLR_MULTI_COUNT ? multi_names[m] : NULL;
+    return km_choice_name(&km_klr_multi_choices, (int)m);
 }
-
-static const char *const solver_names[KM_KLR_SOLVER_COUNT] = {
-    [KM_KLR_SOLVER_EXACT] = "exact",
-    [KM_KLR_SOLVER_NYSTROM] = "nystrom",
-};
 
 const char *km_klr_solver_name(km_klr_solver s)
 {
-    return (unsigned)s < KM_KLR_SOLVER_COUNT ? solver_names[s] : NULL;
+    return km_choice_name(&km_klr_solver_choices, (int)s);
 }
 
 km_klr_params km_klr_params_default(void)
@@ -139,12 +133,16 @@ km_status km_klr_check(const km_klr_params *p, size_t n_samples,
     if (p->fit_intercept != 0 && p->fit_intercept != 1)
         return km_error_set(err, KM_EINVAL,
                             "params.fit_intercept must be true or false");
-    if ((unsigned)p->multi_class >= KM_KLR_MULTI_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.multi_class must be multinomial or ovr");
-    if ((unsigned)p->solver >= KM_KLR_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.solver must be exact or nystrom");
+    char list[64];
+    if ((unsigned)p->multi_class >= KM_KLR_MULTI_COUNT) {
+        km_choice_list(&km_klr_multi_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.multi_class must be %s",
+                            list);
+    }
+    if ((unsigned)p->solver >= KM_KLR_SOLVER_COUNT) {
+        km_choice_list(&km_klr_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver == KM_KLR_SOLVER_NYSTROM) {
         km_status st = km_nys_check_rule(p->centres, err);
         if (st != KM_OK)

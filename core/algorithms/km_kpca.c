@@ -152,8 +152,8 @@ typedef struct kpca_payload {
     double *xn;           /* n squared norms of X's rows (derived) */
 } kpca_payload;
 
-static const char *const solver_names[KM_KPCA_SOLVER_COUNT] = {
-    "auto", "dense", "iterative", "randomized", "nystrom"};
+KM_CHOICES_DEFINE(km_kpca_solver_choices, KM_KPCA_SOLVER_MAP,
+                  KM_KPCA_SOLVER_COUNT);
 
 /* The nystrom solver's m. */
 static size_t nys_centres(const km_kpca_params *p, size_t n)
@@ -172,7 +172,7 @@ km_kpca_params km_kpca_params_default(void)
 
 const char *km_kpca_solver_name(km_kpca_solver s)
 {
-    return (unsigned)s < KM_KPCA_SOLVER_COUNT ? solver_names[s] : NULL;
+    return km_choice_name(&km_kpca_solver_choices, (int)s);
 }
 
 km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
@@ -192,10 +192,11 @@ km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
     if (!(p->alpha > 0) || !isfinite(p->alpha))
         return km_error_set(err, KM_EINVAL,
                             "params.alpha must be a finite number > 0");
-    if ((unsigned)p->solver >= KM_KPCA_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.solver must be auto, dense, iterative, "
-                            "randomized or nystrom");
+    if ((unsigned)p->solver >= KM_KPCA_SOLVER_COUNT) {
+        char list[64];
+        km_choice_list(&km_kpca_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver != KM_KPCA_SOLVER_NYSTROM)
         return KM_OK;
     if (p->seed > ((uint64_t)1 << 53))

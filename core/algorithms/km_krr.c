@@ -52,26 +52,19 @@ km_krr_params km_krr_params_default(void)
     return p;
 }
 
-static const char *const solver_names[KM_KRR_SOLVER_COUNT] = {
-    [KM_KRR_SOLVER_EXACT] = "exact",
-    [KM_KRR_SOLVER_NYSTROM] = "nystrom",
-    [KM_KRR_SOLVER_RFF] = "rff",
-    [KM_KRR_SOLVER_AUTO] = "auto",
-};
+KM_CHOICES_DEFINE(km_krr_solver_choices, KM_KRR_SOLVER_MAP,
+                  KM_KRR_SOLVER_COUNT);
+KM_CHOICES_DEFINE(km_krr_centres_choices, KM_KRR_CENTRES_MAP,
+                  KM_KRR_CENTRES_COUNT);
 
 const char *km_krr_solver_name(km_krr_solver s)
 {
-    return (unsigned)s < KM_KRR_SOLVER_COUNT ? solver_names[s] : NULL;
+    return km_choice_name(&km_krr_solver_choices, (int)s);
 }
-
-static const char *const centres_names[KM_KRR_CENTRES_COUNT] = {
-    [KM_KRR_CENTRES_UNIFORM] = "uniform",
-    [KM_KRR_CENTRES_RPCHOLESKY] = "rpcholesky",
-};
 
 const char *km_krr_centres_name(km_krr_centre_rule c)
 {
-    return (unsigned)c < KM_KRR_CENTRES_COUNT ? centres_names[c] : NULL;
+    return km_choice_name(&km_krr_centres_choices, (int)c);
 }
 
 size_t km_nys_n_centres(size_t asked, size_t n)
@@ -109,9 +102,11 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
     if (!(p->alpha > 0) || !isfinite(p->alpha))
         return km_error_set(err, KM_EINVAL,
                             "params.alpha must be a finite number > 0");
-    if ((unsigned)p->solver >= KM_KRR_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
-                            "nystrom, rff or auto");
+    if ((unsigned)p->solver >= KM_KRR_SOLVER_COUNT) {
+        char list[64];
+        km_choice_list(&km_krr_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver == KM_KRR_SOLVER_RFF) {
         if (p->seed > ((uint64_t)1 << 53))
             return km_error_set(err, KM_EINVAL,
@@ -1222,9 +1217,12 @@ km_status km_nys_centres(const km_kernel *k, km_krr_centre_rule rule,
 
 km_status km_nys_check_rule(km_krr_centre_rule rule, km_error *err)
 {
-    if ((unsigned)rule >= KM_KRR_CENTRES_COUNT)
-        return km_error_set(err, KM_EINVAL, "params.centres must be uniform "
-                            "or rpcholesky");
+    if ((unsigned)rule >= KM_KRR_CENTRES_COUNT) {
+        char list[64];
+        km_choice_list(&km_krr_centres_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.centres must be %s",
+                            list);
+    }
     return KM_OK;
 }
 

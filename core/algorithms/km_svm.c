@@ -95,26 +95,19 @@ km_svm_params km_svm_params_default(void)
     return p;
 }
 
-static const char *const solver_names[KM_SVM_SOLVER_COUNT] = {
-    [KM_SVM_SOLVER_EXACT] = "exact",
-    [KM_SVM_SOLVER_NYSTROM] = "nystrom",
-    [KM_SVM_SOLVER_SCREENED] = "screened",
-    [KM_SVM_SOLVER_AUTO] = "auto",
-};
+KM_CHOICES_DEFINE(km_svm_solver_choices, KM_SVM_SOLVER_MAP,
+                  KM_SVM_SOLVER_COUNT);
+KM_CHOICES_DEFINE(km_svm_precision_choices, KM_SVM_PRECISION_MAP,
+                  KM_SVM_PRECISION_COUNT);
 
 const char *km_svm_solver_name(km_svm_solver s)
 {
-    return (unsigned)s < KM_SVM_SOLVER_COUNT ? solver_names[s] : NULL;
+    return km_choice_name(&km_svm_solver_choices, (int)s);
 }
-
-static const char *const precision_names[KM_SVM_PRECISION_COUNT] = {
-    [KM_SVM_PRECISION_FLOAT64] = "float64",
-    [KM_SVM_PRECISION_FLOAT32] = "float32",
-};
 
 const char *km_svm_precision_name(km_svm_precision p)
 {
-    return (unsigned)p < KM_SVM_PRECISION_COUNT ? precision_names[p] : NULL;
+    return km_choice_name(&km_svm_precision_choices, (int)p);
 }
 
 static int positive(double v)
@@ -141,9 +134,11 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
         return km_error_set(err, KM_EINVAL,
                             "params.cache_mb must be a finite number > 0 "
                             "(at most 2^30)");
-    if ((unsigned)p->solver >= KM_SVM_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
-                            "nystrom, screened or auto");
+    char list[64];
+    if ((unsigned)p->solver >= KM_SVM_SOLVER_COUNT) {
+        km_choice_list(&km_svm_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver != KM_SVM_SOLVER_EXACT) {
         const char *name = km_svm_solver_name(p->solver);
         if (algo == KM_ALGO_SVR)
@@ -160,9 +155,12 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
         km_status st = km_nys_check_rule(p->centres, err);
         if (st != KM_OK)
             return st;
-        if ((unsigned)p->precision >= KM_SVM_PRECISION_COUNT)
+        if ((unsigned)p->precision >= KM_SVM_PRECISION_COUNT) {
+            km_choice_list(&km_svm_precision_choices, " or ", list,
+                           sizeof list);
             return km_error_set(err, KM_EINVAL, "params.precision must be "
-                                "float64 or float32");
+                                "%s", list);
+        }
     }
     if (algo == KM_ALGO_SVR) {
         if (p->class_weight)

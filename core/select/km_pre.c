@@ -30,20 +30,16 @@
 
 #include "../km_internal.h"
 
-static const char *const scale_names[KM_SCALE_COUNT] = {
-    [KM_SCALE_NONE] = "none",
-    [KM_SCALE_STANDARDIZE] = "standardize",
-    [KM_SCALE_MINMAX] = "minmax",
-};
+KM_CHOICES_DEFINE(km_scale_choices, KM_SCALE_MAP, KM_SCALE_COUNT);
 
 const char *km_scale_name(km_scale s)
 {
-    return (unsigned)s < KM_SCALE_COUNT ? scale_names[s] : NULL;
+    return km_choice_name(&km_scale_choices, (int)s);
 }
 
 int km_scale_parse(const char *name, km_scale *s)
 {
-    int i = km_name_index(scale_names, KM_SCALE_COUNT, name);
+    int i = km_choice_value(&km_scale_choices, name);
     if (i >= 0)
         *s = (km_scale)i;
     return i >= 0 ? 0 : -1;
@@ -98,9 +94,12 @@ static void value_algorithms(char *buf, size_t len)
 static km_status check_spec(const km_preprocess *pre, km_algorithm a,
                             km_status bad, const char *prefix, km_error *err)
 {
-    if ((unsigned)pre->x >= KM_SCALE_COUNT)
+    if ((unsigned)pre->x >= KM_SCALE_COUNT) {
+        char list[64];
+        km_choice_list(&km_scale_choices, ", ", list, sizeof list);
         return km_error_set(err, bad, "%spreprocess.scale %d is not one of "
-                            "none, standardize, minmax", prefix, (int)pre->x);
+                            "%s", prefix, (int)pre->x, list);
+    }
     if (pre->center_y && !(km_algorithm_outputs(a) & KM_OUT_VALUES)) {
         char list[64];
         value_algorithms(list, sizeof list);

@@ -76,6 +76,13 @@
 
 /* ------------------------------------------------------------ folds */
 
+KM_CHOICES_DEFINE(km_cv_choices, KM_CV_MAP, KM_CV_COUNT);
+
+const char *km_cv_kind_name(km_cv_kind k)
+{
+    return km_choice_name(&km_cv_choices, (int)k);
+}
+
 /* Whether a's search has the closed-form engine (krr's LOO and GCV). */
 static int closed_form(km_algorithm a)
 {

@@ -35,19 +35,22 @@ extern "C" {
  * added to KM_OUT_VALUES answers only: scores (svr's decision values)
  * stay in the model's space.
  */
+#define KM_SCALE_MAP(X)                                                      \
+    X(KM_SCALE_NONE, "none")                                                 \
+    X(KM_SCALE_STANDARDIZE, "standardize")                                   \
+    X(KM_SCALE_MINMAX, "minmax")
 typedef enum {
-    KM_SCALE_NONE = 0,
-    KM_SCALE_STANDARDIZE = 1,
-    KM_SCALE_MINMAX = 2,
+    KM_SCALE_MAP(KM_CHOICE_ENUM)
     KM_SCALE_COUNT
 } km_scale;
+extern const km_choices km_scale_choices;
 
 typedef struct km_preprocess {
     km_scale x;
     int center_y;
 } km_preprocess;
 
-/* "none", "standardize", "minmax"; NULL if invalid. */
+/* The name (KM_SCALE_MAP); NULL if invalid. */
 const char *km_scale_name(km_scale s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scale_parse(const char *name, km_scale *s);
@@ -157,20 +160,19 @@ km_status km_kernel_load_buffer(const unsigned char *buf, size_t len,
  *            features of (x - inverse(project(x)))^2, in input units
  */
 #define KM_SCORING_MAP(X)                                                    \
-    X(R2, "r2")                                                              \
-    X(NEG_MSE, "neg_mean_squared_error")                                     \
-    X(NEG_MAE, "neg_mean_absolute_error")                                    \
-    X(ACCURACY, "accuracy")                                                  \
-    X(BALANCED_ACCURACY, "balanced_accuracy")                                \
-    X(NEG_LOG_LOSS, "neg_log_loss")                                          \
-    X(NEG_RECONSTRUCTION, "neg_reconstruction_error")
+    X(KM_SCORING_R2, "r2")                                                   \
+    X(KM_SCORING_NEG_MSE, "neg_mean_squared_error")                          \
+    X(KM_SCORING_NEG_MAE, "neg_mean_absolute_error")                         \
+    X(KM_SCORING_ACCURACY, "accuracy")                                       \
+    X(KM_SCORING_BALANCED_ACCURACY, "balanced_accuracy")                     \
+    X(KM_SCORING_NEG_LOG_LOSS, "neg_log_loss")                               \
+    X(KM_SCORING_NEG_RECONSTRUCTION, "neg_reconstruction_error")
 
 typedef enum {
-#define KM_SCORING_ENUM(e, name) KM_SCORING_##e,
-    KM_SCORING_MAP(KM_SCORING_ENUM)
-#undef KM_SCORING_ENUM
+    KM_SCORING_MAP(KM_CHOICE_ENUM)
     KM_SCORING_COUNT
 } km_scoring;
+extern const km_choices km_scoring_choices;
 
 /* The name ("r2", ...); NULL if invalid. */
 const char *km_scoring_name(km_scoring s);
@@ -256,12 +258,18 @@ km_status km_model_score(const km_model *m, km_scoring s,
  * of K per kernel setting serves every alpha and output (the scores of
  * LOO pooled over all n left-out predictions).
  */
+#define KM_CV_MAP(X)                                                         \
+    X(KM_CV_KFOLD, "kfold")                                                  \
+    X(KM_CV_LOO, "loo")                                                      \
+    X(KM_CV_GCV, "gcv")                                                      \
+    X(KM_CV_PREDEFINED, "predefined")
 typedef enum {
-    KM_CV_KFOLD,
-    KM_CV_LOO,
-    KM_CV_GCV,
-    KM_CV_PREDEFINED
+    KM_CV_MAP(KM_CHOICE_ENUM)
+    KM_CV_COUNT
 } km_cv_kind;
+extern const km_choices km_cv_choices;
+/* The name (KM_CV_MAP: the search metadata's "cv"); NULL if invalid. */
+const char *km_cv_kind_name(km_cv_kind k);
 
 typedef struct km_cv {
     km_cv_kind kind;
