@@ -29,7 +29,7 @@
  *
  * Liveness, for the daemon's deadlines (docs/distributed.md): with
  * --heartbeat, a thread of each rank rewrites the rank's record
- * PREFIX<rank> (srv_beat.h: rank, pid, a counter, the phase) every
+ * PREFIX<rank> (cmn_beat.h: rank, pid, a counter, the phase) every
  * interval (1 s unless given) and at once at each phase change: a
  * thread, so that a rank inside one long ScaLAPACK call still beats. It
  * starts in main() when the launcher gives the rank in the environment
@@ -58,8 +58,8 @@
 #include <unistd.h>
 
 #include "km.h"
-#include "srv_beat.h"
-#include "srv_file.h"
+#include "../common/cmn_beat.h"
+#include "../common/cmn_file.h"
 
 #ifdef __SANITIZE_ADDRESS__
 /* LeakSanitizer asks the program for suppressions: what OpenMPI allocates
@@ -122,7 +122,7 @@ void pdsyevr_(const char *jobz, const char *range, const char *uplo,
 enum { CMD_DONE = 0, CMD_SOLVE = 1, CMD_EIGEN = 2 };
 
 /* The heartbeat: a thread that rewrites this rank's liveness record
- * (srv_beat.h) every interval, and at once when the phase, the state or
+ * (cmn_beat.h) every interval, and at once when the phase, the state or
  * the rank changes. Off (no thread) without --heartbeat. */
 typedef struct heart {
     pthread_mutex_t lock;
@@ -133,7 +133,7 @@ typedef struct heart {
     const char *prefix;      /* record of rank R: PREFIX<R>; NULL: off */
     const char *request;     /* the staging file: gone, the job is over */
     char path[PATH_MAX];
-    srv_beat rec;            /* guarded by lock */
+    cmn_beat rec;            /* guarded by lock */
 } heart;
 
 typedef struct worker {
@@ -153,7 +153,7 @@ static int write_atomic(const char *path, const void *buf, size_t len)
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
         return -1;
-    int ok = srv_file_write(tmp, buf, len, 0, 0644) == 0;
+    int ok = cmn_file_write(tmp, buf, len, 0, 0644) == 0;
     if (!ok || rename(tmp, path) != 0) {
         unlink(tmp);
         return -1;
@@ -187,7 +187,7 @@ static void *heart_main(void *arg)
     pthread_mutex_lock(&h->lock);
     while (!h->stop) {
         h->rec.beat++;
-        srv_beat_write(h->path, &h->rec); /* a miss shows as silence */
+        cmn_beat_write(h->path, &h->rec); /* a miss shows as silence */
         /* The daemon removes the request first and the records last when
          * it ends a job, so a record written after that is removed here:
          * a rank the launcher did not end (on another host, say) ends
@@ -266,7 +266,7 @@ static void heart_stop(heart *h, int code)
     h->running = 0;
     snprintf(h->rec.state, sizeof h->rec.state, "exit:%d", code);
     h->rec.beat++;
-    srv_beat_write(h->path, &h->rec);
+    cmn_beat_write(h->path, &h->rec);
 }
 
 /* The rank that the launcher gives in the environment, before MPI_Init
@@ -289,7 +289,7 @@ static int env_rank(void)
 static int held(const worker *w, const char *phase)
 {
     size_t len = 0;
-    unsigned char *s = w->hold ? srv_file_read(w->hold, 256, &len) : NULL;
+    unsigned char *s = w->hold ? cmn_file_read(w->hold, 256, &len) : NULL;
     int yes = 0;
     if (s) {
         s[strcspn((char *)s, " \t\n")] = 0;
@@ -1015,7 +1015,7 @@ static void write_error(const char *path, km_status st, const char *msg)
 static km_status fit_root(worker *w, const char *request_path, km_error *err)
 {
     size_t len = 0;
-    unsigned char *buf = srv_file_read(request_path, (size_t)1 << 40, &len);
+    unsigned char *buf = cmn_file_read(request_path, (size_t)1 << 40, &len);
     if (!buf)
         return set_err(err, KM_EIO, "cannot read the staging file %s",
                        request_path);
@@ -1100,13 +1100,13 @@ int main(int argc, char **argv)
     worker w;
     memset(&w, 0, sizeof w);
     w.nb = DEFAULT_BLOCK;
-    w.phase = SRV_BEAT_PHASE_INIT;
+    w.phase = CMN_BEAT_PHASE_INIT;
     pthread_mutex_init(&w.hb.lock, NULL);
     w.hb.interval = 1.0;
     w.hb.rec.pid = (long)getpid();
     snprintf(w.hb.rec.phase, sizeof w.hb.rec.phase, "%s", w.phase);
     snprintf(w.hb.rec.state, sizeof w.hb.rec.state, "run");
-    srv_beat_where(w.hb.rec.where, sizeof w.hb.rec.where);
+    cmn_beat_where(w.hb.rec.where, sizeof w.hb.rec.where);
     const char *hold = getenv("KMSERVE_MPI_TEST_HOLD");
     w.hold = hold && *hold ? hold : NULL;
     long blas = 0; /* OpenBLAS's own choice (OPENBLAS_NUM_THREADS) */
@@ -1170,7 +1170,7 @@ int main(int argc, char **argv)
     /* beats from here when the launcher tells the rank, else from
      * MPI_Init's return */
     heart_rank(&w.hb, env_rank());
-    set_phase(&w, SRV_BEAT_PHASE_INIT);
+    set_phase(&w, CMN_BEAT_PHASE_INIT);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w.size);
