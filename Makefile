@@ -132,9 +132,10 @@ mpi:
 	@echo "note: kmserve-mpi not built: no mpicc linking $(SCALAPACK_LIBS) (make deps installs $(DEPS_MPI))"
 endif
 
-$(B)/kmserve-mpi: mpi/kmserve_mpi.c $(COMMON_OBJ) $(B)/libkm.a
+MPI_SRC := $(wildcard mpi/*.c)
+$(B)/kmserve-mpi: $(MPI_SRC) $(wildcard mpi/*.h) $(COMMON_OBJ) $(B)/libkm.a
 	@$(if $(V),,echo "  MPICC   $@")
-	$(Q)OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< \
+	$(Q)OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $(MPI_SRC) \
 	    $(COMMON_OBJ) $(B)/libkm.a $(SCALAPACK_LIBS) $(LIBS) $(LDFLAGS)
 
 $(B)/tests/mpi_check: tests/mpi/mpi_check.c $(B)/libkm.a
