@@ -399,7 +399,7 @@ typedef struct fit_files {
 
 /* The request first, the records last: a rank still beating (on another
  * host) sees the request gone after its write, removes its record and
- * exits (mpi/kmserve_mpi.c, heart_main). */
+ * exits (mpi/kmw_heart.c, heart_main). */
 static void files_remove(const fit_files *f)
 {
     const char *all[] = {f->req, f->out, f->status, f->err, f->log};
