@@ -10,7 +10,7 @@
  *
  * Staging files live in the models directory (shared storage on a
  * cluster), named .kmserve-mpi-HOST-PID-JOB.{req,out,status,err,log} and
- * .rankR, rank R's liveness record (srv_beat.h), the P above (the
+ * .rankR, rank R's liveness record (cmn_beat.h), the P above (the
  * worker's own temporaries add .tmp); the store's scans read only
  * NAME.kmm files and leave them alone.
  *
@@ -38,9 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "srv_beat.h"
+#include "../common/cmn_beat.h"
+#include "../common/cmn_file.h"
 #include "srv_clock.h"
-#include "srv_file.h"
 #include "srv_log.h"
 #include "srv_mpi.h"
 
@@ -67,7 +67,7 @@ struct srv_mpi {
     char worker[PATH_MAX + 16];
     char dir[PATH_MAX];
     char host[64];
-    char where[96];          /* srv_beat_where: a rank with this is local */
+    char where[96];          /* cmn_beat_where: a rank with this is local */
 };
 
 /* ------------------------------------------------------------ setup */
@@ -178,7 +178,7 @@ srv_mpi *srv_mpi_create(const srv_config *c, char *err, size_t errlen)
     m->beat_interval = m->beat_timeout / 10 > 1.0   ? 1.0
                        : m->beat_timeout / 10 < 0.1 ? 0.1
                                                     : m->beat_timeout / 10;
-    srv_beat_where(m->where, sizeof m->where);
+    cmn_beat_where(m->where, sizeof m->where);
     /* the ranks that outlive their launcher come to this process to be
      * reaped (see sweep) */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
@@ -310,7 +310,7 @@ typedef struct fit_files {
 
 /* The request first, the records last: a rank still beating (on another
  * host) sees the request gone after its write, removes its record and
- * exits (mpi/kmserve_mpi.c, heart_main). */
+ * exits (mpi/kmw_heart.c, heart_main). */
 static void files_remove(const fit_files *f)
 {
     const char *all[] = {f->req, f->out, f->status, f->err, f->log};
@@ -440,9 +440,9 @@ static int end_job(pid_t pid, double grace, const char *job_id)
 
 /* ------------------------------------------------------------ liveness */
 
-/* What the daemon knows of one rank, from its records (srv_beat.h). */
+/* What the daemon knows of one rank, from its records (cmn_beat.h). */
 typedef struct rank_seen {
-    srv_beat rec;     /* the last record read; rec.pid 0: none yet */
+    cmn_beat rec;     /* the last record read; rec.pid 0: none yet */
     double heard;     /* when rec.beat (or rec.pid) last changed */
     double exited;    /* when its exit record was first read; 0: not yet */
     int local;        /* rec.where is this daemon's: rec.pid is in /proc */
@@ -458,9 +458,9 @@ typedef struct watch {
 static void read_rank(watch *w, int i, double now)
 {
     char path[PATH_MAX + 192];
-    srv_beat b;
+    cmn_beat b;
     snprintf(path, sizeof path, "%s%d", w->f->beat, i);
-    if (srv_beat_read(path, &b) != 0 || b.rank != i)
+    if (cmn_beat_read(path, &b) != 0 || b.rank != i)
         return; /* none yet, or torn: what was known stands */
     rank_seen *s = &w->r[i];
     if (!s->rec.pid || b.pid != s->rec.pid || b.beat != s->rec.beat)
@@ -468,7 +468,7 @@ static void read_rank(watch *w, int i, double now)
     s->rec = b;
     s->local = strcmp(b.where, "-") != 0 && !strcmp(b.where, w->m->where);
     int code;
-    if (!s->exited && srv_beat_exited(&b, &code)) {
+    if (!s->exited && cmn_beat_exited(&b, &code)) {
         s->exited = now;
         if (!w->first_exit)
             w->first_exit = now;
@@ -509,7 +509,7 @@ static int check(watch *w, double now, char *why, size_t len)
         if (dead) /* its exit record, written before it ended, may be new */
             read_rank(w, i, now);
         if (s->exited) {
-            srv_beat_exited(&s->rec, &code);
+            cmn_beat_exited(&s->rec, &code);
             up++, done++, ok += code == 0;
             continue;
         }
@@ -525,7 +525,7 @@ static int check(watch *w, double now, char *why, size_t len)
                      m->beat_timeout);
             return -1;
         }
-        if (s->rec.pid && strcmp(s->rec.phase, SRV_BEAT_PHASE_INIT))
+        if (s->rec.pid && strcmp(s->rec.phase, CMN_BEAT_PHASE_INIT))
             up++;
         else if (first_down < 0)
             first_down = i;
@@ -562,7 +562,7 @@ static int check(watch *w, double now, char *why, size_t len)
 static int worker_error(const fit_files *f, int status, api_error *e)
 {
     size_t len = 0;
-    unsigned char *b = srv_file_read(f->err, 4096, &len);
+    unsigned char *b = cmn_file_read(f->err, 4096, &len);
     int code = 0, off = 0;
     if (b && sscanf((char *)b, "%d %n", &code, &off) == 1 && code > 0 &&
         code < KM_STATUS_COUNT) {
@@ -576,7 +576,7 @@ static int worker_error(const fit_files *f, int status, api_error *e)
     }
     free(b);
     char last[160] = "";
-    unsigned char *log = srv_file_read(f->log, (size_t)1 << 20, &len);
+    unsigned char *log = cmn_file_read(f->log, (size_t)1 << 20, &len);
     if (log) { /* the last non-empty line without the launcher's rulers */
         char *save = NULL;
         for (char *line = strtok_r((char *)log, "\n", &save); line;
@@ -677,7 +677,7 @@ int srv_mpi_fit(srv_mpi *m, const api_fit_request *req,
         rc = api_fail_km(e, &kerr);
         goto out;
     }
-    int wrote = srv_file_write(f.req, buf, len, 1, 0600);
+    int wrote = cmn_file_write(f.req, buf, len, 1, 0600);
     free(buf);
     if (wrote != 0) {
         rc = api_raise(e, API_INSUFFICIENT_STORAGE, "cannot write the "
@@ -706,7 +706,7 @@ int srv_mpi_fit(srv_mpi *m, const api_fit_request *req,
         if (launcher_ended(pid))
             break;
         size_t sl = 0;
-        unsigned char *s = srv_file_read(f.status, 256, &sl);
+        unsigned char *s = cmn_file_read(f.status, 256, &sl);
         double frac = 0;
         int stop = ctl && ctl->progress &&
                    (s ? sscanf((char *)s, "%lf", &frac) == 1 && frac >= 0 &&
@@ -751,7 +751,7 @@ int srv_mpi_fit(srv_mpi *m, const api_fit_request *req,
         srv_log(SRV_WARN, "mpi_fit_failed", "job %s: %s", job_id, e->message);
         goto out;
     }
-    unsigned char *mb = srv_file_read(f.out, (size_t)64 << 30, &len);
+    unsigned char *mb = cmn_file_read(f.out, (size_t)64 << 30, &len);
     if (!mb) {
         rc = api_raise(e, API_INTERNAL, "the MPI worker wrote no model");
         goto out;
