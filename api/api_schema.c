@@ -807,16 +807,43 @@ cJSON *api_schema_value_json(const api_param *r, const void *params)
 
 /* ---------------------------------------------------------------- OpenAPI */
 
+const char *api_param_type_json(api_param_type t)
+{
+    static const char *const types[] = {
+        [API_NUMBER] = "number", [API_INTEGER] = "integer",
+        [API_BOOL] = "boolean", [API_ENUM] = "string",
+        [API_DISCRIMINATOR] = "string", [API_LABEL_WEIGHTS] = "object",
+        [API_PARTS] = "array", [API_PART_WEIGHTS] = "array",
+        [API_READ_ONLY] = "array"};
+    return (unsigned)t < sizeof types / sizeof *types ? types[t] : NULL;
+}
+
+unsigned api_param_bounds(const api_param *r, double *min, double *max)
+{
+    unsigned has = 0;
+    if (r->range == API_RANGE_NONE)
+        return 0;
+    if (r->min > -HUGE_VAL) {
+        *min = r->min;
+        has |= API_HAS_MIN;
+    }
+    if (r->max < HUGE_VAL && !r->data_bound) {
+        *max = r->max;
+        has |= API_HAS_MAX;
+    }
+    return has;
+}
+
 static void add_range(cJSON *o, const api_param *r)
 {
-    if (r->range == API_RANGE_NONE)
-        return;
-    if (r->min > -HUGE_VAL)
-        cJSON_AddItemToObject(o, "minimum", api_json_number(r->min));
-    if (r->min_open)
+    double min, max;
+    unsigned has = api_param_bounds(r, &min, &max);
+    if (has & API_HAS_MIN)
+        cJSON_AddItemToObject(o, "minimum", api_json_number(min));
+    if (r->min_open && r->range != API_RANGE_NONE)
         cJSON_AddTrueToObject(o, "exclusiveMinimum");
-    if (r->max < HUGE_VAL && !r->data_bound)
-        cJSON_AddItemToObject(o, "maximum", api_json_number(r->max));
+    if (has & API_HAS_MAX)
+        cJSON_AddItemToObject(o, "maximum", api_json_number(max));
 }
 
 /* member: the schema of the numbers a container row holds. */
@@ -839,18 +866,27 @@ static cJSON *enum_json(const api_param *r)
 
 /* The default of kernel row r: the one km_kernel_init gives every type
  * that takes it, or NULL when they differ or the data set it. */
+cJSON *api_schema_default_json(const api_param *r, const void *defaults)
+{
+    if (r->required || r->data_default || r->alias_of ||
+        r->type == API_READ_ONLY)
+        return NULL;
+    return api_schema_value_json(r, defaults);
+}
+
 static cJSON *kernel_default(const api_param *r)
 {
     cJSON *def = NULL;
-    if (r->data_default || r->alias_of ||
-        (r->type != API_NUMBER && r->type != API_INTEGER))
+    if (r->type != API_NUMBER && r->type != API_INTEGER)
         return NULL;
     for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++) {
         if (!api_schema_kernel_takes((km_kernel_type)t, r->key))
             continue;
         km_kernel k;
         km_kernel_init(&k, (km_kernel_type)t);
-        cJSON *v = api_schema_value_json(r, &k);
+        cJSON *v = api_schema_default_json(r, &k);
+        if (!v)
+            return def;
         if (def && !cJSON_Compare(def, v, 1)) {
             cJSON_Delete(v);
             cJSON_Delete(def);
@@ -865,16 +901,10 @@ static cJSON *kernel_default(const api_param *r)
 static cJSON *property_json(const api_schema *s, const api_param *r,
                             const void *defaults)
 {
-    static const char *const types[] = {
-        [API_NUMBER] = "number", [API_INTEGER] = "integer",
-        [API_BOOL] = "boolean", [API_ENUM] = "string",
-        [API_DISCRIMINATOR] = "string", [API_LABEL_WEIGHTS] = "object",
-        [API_PARTS] = "array", [API_PART_WEIGHTS] = "array",
-        [API_READ_ONLY] = "array"};
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON_AddStringToObject(o, "type", types[r->type]);
+    cJSON_AddStringToObject(o, "type", api_param_type_json(r->type));
     switch (r->type) {
     case API_ENUM:
     case API_DISCRIMINATOR:
@@ -908,8 +938,8 @@ static cJSON *property_json(const api_schema *s, const api_param *r,
     cJSON *def = NULL;
     if (s == &kernel_schema)
         def = kernel_default(r);
-    else if (!r->required && !r->data_default && r->type != API_READ_ONLY)
-        def = api_schema_value_json(r, defaults);
+    else
+        def = api_schema_default_json(r, defaults);
     if (def)
         cJSON_AddItemToObject(o, "default", def);
     return o;

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../api/api_about.h"
 #include "../api/api_fit.h"
 #include "../api/api_json.h"
 #include "../api/api_model.h"
@@ -506,16 +507,14 @@ static void h_metrics(srv_request *rq, srv_reply *rp)
 static void h_v1(srv_request *rq, srv_reply *rp)
 {
     (void)rq;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", "kmserve");
-    cJSON_AddStringToObject(o, "version", KM_VERSION);
-    cJSON *a = cJSON_AddArrayToObject(o, "algorithms");
-    for (int i = 0; i < KM_ALGO_COUNT; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(km_algorithm_name(i)));
-    cJSON *k = cJSON_AddArrayToObject(o, "kernels");
-    for (int i = 0; i < KM_KERNEL_TYPE_COUNT; i++)
-        cJSON_AddItemToArray(k, cJSON_CreateString(km_kernel_type_name(i)));
-    srv_reply_json(rp, 200, o);
+    api_text out = {0};
+    api_error e;
+    if (api_about(&out, &e) == 0) {
+        srv_reply_text(rp, 200, out.buf, out.len);
+    } else {
+        free(out.buf);
+        srv_reply_error(rp, &e);
+    }
 }
 
 /* ------------------------------------------------------------- models */
