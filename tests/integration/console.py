@@ -326,10 +326,10 @@ def check_jobs(d, b, shots):
           "the row's Cancel button cancels the job; the row says cancelled", api)
     done = [tr for tr in b.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr")
             if tr.find_elements(By.TAG_NAME, "td")[2].text == "succeeded"]
-    check(len(done) == 4 and all(
+    check(len(done) == 6 and all(
         tr.find_element(By.TAG_NAME, "progress").get_attribute("value") == "1" and
         "100%" in tr.text for tr in done),
-        "the four fits' jobs show succeeded with a full bar", len(done))
+        "the six fits' jobs show succeeded with a full bar", len(done))
 
 
 def check_reference(b):
