@@ -263,7 +263,7 @@ typedef struct km_search_spec {
     int threads; /* the most points run at once (0 or 1: one); see below */
 } km_search_spec;
 
-/* Threads of a search. svc, svr and kpca (the generic engine) fit their
+/* Threads of a search. Every algorithm but krr (the generic engine) fits its
  * points on T = min(ctl->threads, spec->threads) threads (each 0 or 1
  * meaning one; ctl NULL: one): the calling thread and T - 1 it starts.
  * svc and svr points that share one Gram of all rows (below) are run
