@@ -724,7 +724,7 @@ km_status km_kkmeans_fit_init(const km_kernel *k, const km_kkmeans_params *p,
                               const double *X, size_t n, size_t d,
                               const size_t *init, const km_fit_control *ctl,
                               km_model **out, km_error *err);
-/* One run's k-means++ centres (km.h): k row indices into centres, from
+/* One run's k-means++ centres (km_kkmeans.h): k row indices into centres, from
  * the full Gram matrix K (n x n, row-major), drawing from r. KM_ENOMEM
  * when its O(n) buffers cannot be had. */
 km_status km_kkmeans_plusplus(const double *K, size_t n, size_t k,

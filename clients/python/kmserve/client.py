@@ -243,8 +243,8 @@ class Client:
             timeout=None):
         """Fits (or refits, as a new version) the model `name`.
 
-        algorithm: "krr", "svc", "svr", "kpca", or any algorithm the
-            server lists in info()["algorithms"].
+        algorithm: a name the server lists in info()["algorithms"]
+            ("krr", "svc", ...).
         kernel: a kernel type ("rbf") or a kernel object
             ({"type": "rbf", "gamma": 0.5}), as docs/api.md describes.
         params, preprocess, search: the body members of the same names
