@@ -215,9 +215,12 @@ $(B)/tests/api/%: tests/api/%.c tests/check_main.h $(B)/libkmapi.a $(B)/libkm.a
 test: deps-test
 	@$(MAKE) --no-print-directory check-docs unit integration
 
-# Nothing refers outside the repository; every Markdown link resolves.
+# Nothing refers outside the repository; every Markdown link resolves;
+# lists of algorithms and kernels, routes and paths in the docs agree
+# with core/km_maps.h, server/srv_routes.c and the tree.
 check-docs:
 	$(PYTHON) tests/repo/check_docs.py
+	$(PYTHON) tests/repo/check_lists.py
 
 # The data sets are in data/; KM_DATA set in the environment wins.
 KM_DATA ?= $(CURDIR)/data

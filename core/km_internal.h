@@ -275,8 +275,10 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
 /*
  * An algorithm's descriptor: its whole life cycle, as Redis's module
  * types give theirs. Each algorithm's file defines one (the symbol named
- * in KM_ALGO_MAP); km_model.c dispatches through them and nothing else
- * switches on the algorithm.
+ * in KM_ALGO_MAP); km_model.c dispatches through them. The rule: what
+ * differs between algorithms is an entry of this descriptor (add one when
+ * a new difference appears), never a test or switch on the algorithm
+ * elsewhere in core, api/ or server/.
  *   outputs         KM_OUT_* flags: what its models can answer
  *   model_outputs   what one model can answer, when that depends on how
  *                   it was fitted (svc: probabilities only with
@@ -314,8 +316,9 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   version whose header gives these sizes, [*lo, *hi]
  *                   (saturating: km_add_sat)
  *   file_format     the format version a file of this payload must have
- *                   (krr's rff form: 3); NULL or 0: the oldest current
- *                   one, 2
+ *                   (e.g. krr's rff form: 3; each algorithm's forms at
+ *                   FORMAT_VERSION in km_model.c); NULL or 0: the oldest
+ *                   current one, 2
  *   free_payload, save, load, bytes: the payload (the algorithm's own
  *                   struct, owned by the model). save writes it; load
  *                   reads it back (r is positioned at it and must be
@@ -486,8 +489,9 @@ km_status km_model_create(km_algorithm algo, const km_kernel *kernel,
                           size_t n_outputs, void *payload, km_model **out,
                           km_error *err);
 void *km_model_payload(const km_model *m);
-/* The format version of the file a model was loaded from (1, 2, 3); 0
- * for a model fitted here. A payload's load reads it for its layout. */
+/* The format version of the file a model was loaded from (FORMAT_OLDEST
+ * to FORMAT_VERSION of km_model.c); 0 for a model fitted here. A
+ * payload's load reads it for its layout. */
 uint32_t km_model_file_format(const km_model *m);
 /* Mutable lists, for the fit that builds the model. */
 km_info *km_model_params_mut(km_model *m);
@@ -743,7 +747,7 @@ km_status km_nys_check_rule(km_krr_centre_rule rule, km_error *err);
  * holds beside its n x m factor. */
 size_t km_nys_rpcholesky_bytes(size_t n, size_t d, size_t m);
 /* KM_EPROBLEM naming params.n_centres when it is above n_samples (the
- * nystrom solvers of krr, svc and kpca); KM_OK otherwise. */
+ * nystrom solvers of krr, svc, kpca and gpr); KM_OK otherwise. */
 km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
                                km_error *err);
 /* T (m x m) := the upper Cholesky factor of K_mm + s I of the centres Z
@@ -752,7 +756,7 @@ km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
  * 10^12 that factors (s = 0 first when unshifted_first: kpca, whose
  * answer the shift would perturb by about s over K_mm's smallest
  * eigenvalue, where krr uses T only as a preconditioner); *shift gets s
- * (the nystrom solvers of krr, svc and kpca). KM_ENOTPD when none does. */
+ * (every nystrom solver). KM_ENOTPD when none does. */
 km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
                             size_t d, int unshifted_first, double *T,
                             double *shift, km_error *err);
@@ -768,7 +772,8 @@ km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
  * rpcholesky kept), progress from f0 to f1 through ctl. km_nys_centres_values:
  * the doubles picking by rule holds beyond Z (rpcholesky's n x m factor
  * and its work; 0 for uniform). km_nys_block_rows: rows of a block of
- * K_nm (about 2^21 values; krr's, klr's and kpca's nystrom solvers). The
+ * K_nm (about 2^21 values; krr's, klr's, kpca's and gpr's nystrom
+ * solvers). The
  * K_mm factor is km_nys_factor_kmm above.
  */
 size_t km_nys_n_centres(size_t asked, size_t n);
@@ -835,7 +840,7 @@ km_status km_kkmeans_fit_init(const km_kernel *k, const km_kkmeans_params *p,
                               const double *X, size_t n, size_t d,
                               const size_t *init, const km_fit_control *ctl,
                               km_model **out, km_error *err);
-/* One run's k-means++ centres (km.h): k row indices into centres, from
+/* One run's k-means++ centres (km_kkmeans.h): k row indices into centres, from
  * the full Gram matrix K (n x n, row-major), drawing from r. KM_ENOMEM
  * when its O(n) buffers cannot be had. */
 km_status km_kkmeans_plusplus(const double *K, size_t n, size_t k,

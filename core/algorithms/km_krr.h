@@ -121,7 +121,7 @@ km_krr_solver km_krr_resolve_solver(const km_krr_params *p, size_t n,
  * squared RKHS norm of the fitted function, a^T K a for the output's
  * dual coefficients a, computed without K as a^T y - alpha a^T a.
  *
- * Every fit (krr, svc, svr, kpca) answers KM_EPROBLEM, naming the row,
+ * Every fit (km_fit_begin's check) answers KM_EPROBLEM, naming the row,
  * when the data overflow the kernel in double precision (k(x, x), or for
  * kernels of inner products |x|^2, not a finite number: X near 1e300 on
  * a linear kernel), and svc and svr when their solution is not finite;

@@ -186,7 +186,7 @@ km_status km_algorithm_check_kernel(km_algorithm a, const void *params,
 unsigned km_algorithm_search_caps(km_algorithm a);
 
 
-/* "krr", "svc", "svr", "kpca", "klr"; NULL if invalid. */
+/* The name of KM_ALGO_MAP ("krr", ...); NULL if invalid. */
 const char *km_algorithm_name(km_algorithm a);
 /* Returns 0 and sets *a on success, -1 if unknown. */
 int km_algorithm_parse(const char *name, km_algorithm *a);
@@ -249,9 +249,8 @@ typedef struct km_problem {
     size_t n_classes;
 } km_problem;
 
-/* The generic life cycle; params points to a's own struct (km_krr_params
- * for krr, km_svm_params for svc and svr, km_kpca_params for kpca,
- * km_gpr_params for gpr), of
+/* The generic life cycle; params points to a's own struct (km_NAME_params:
+ * km_krr_params for krr, ...; svc and svr share km_svm_params), of
  * km_algorithm_params_size(a) bytes (0 if a is invalid). */
 size_t km_algorithm_params_size(km_algorithm a);
 /* Fills params with a's defaults. */

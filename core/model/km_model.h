@@ -29,8 +29,9 @@ km_algorithm km_model_algorithm(const km_model *m);
 const km_kernel *km_model_kernel(const km_model *m);
 size_t km_model_n_features(const km_model *m);
 size_t km_model_n_samples(const km_model *m);
-/* Number of values predict answers per row (krr: outputs; svr, svc: 1;
- * kpca: n_components for project). */
+/* The model's n_outputs (krr: its targets; kpca: n_components; each
+ * algorithm's range: the load bounds below). How many values an answer
+ * has per row is km_model_answer_width's (km_fit.h). */
 size_t km_model_n_outputs(const km_model *m);
 /* Bytes of heap memory the model holds. */
 size_t km_model_bytes(const km_model *m);

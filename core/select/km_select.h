@@ -178,9 +178,11 @@ extern const km_choices km_scoring_choices;
 const char *km_scoring_name(km_scoring s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scoring_parse(const char *name, km_scoring *s);
-/* The scoring a search of a uses when none is named: r2 (krr, svr),
- * accuracy (svc, klr), neg_reconstruction_error (kpca); KM_SCORING_COUNT for
- * an invalid a. */
+/* The scoring a search of a uses when none is named, by what a answers
+ * (km_algorithm_outputs): r2 for values (krr, svr, gpr), accuracy for
+ * labels (svc, klr), neg_reconstruction_error for projections (kpca);
+ * KM_SCORING_COUNT for an algorithm that answers none of these (kkmeans)
+ * and for an invalid a. */
 km_scoring km_scoring_default(km_algorithm a);
 /* KM_EINVAL naming the scoring when it does not apply to a with params
  * ("scoring neg_log_loss needs params.probability"; "scoring accuracy
@@ -302,7 +304,7 @@ typedef struct km_search_spec {
     int threads; /* the most points run at once (0 or 1: one); see below */
 } km_search_spec;
 
-/* Threads of a search. svc, svr and kpca (the generic engine) fit their
+/* Threads of a search. Every algorithm but krr (the generic engine) fits its
  * points on T = min(ctl->threads, spec->threads) threads (each 0 or 1
  * meaning one; ctl NULL: one): the calling thread and T - 1 it starts.
  * svc and svr points that share one Gram of all rows (below) are run
