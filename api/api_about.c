@@ -10,11 +10,16 @@
  *   kernel params         the kernel schema's rows each type takes
  *                         (api_schema_kernel_keys, from core's kernel
  *                         table), defaults from km_kernel_init
- *   target, solvers, distributed, search, rff, tunable
- *                         core's descriptors
+ *   target, solvers, distributed, composite, rff, tunable
+ *                         core's descriptors (km_algorithm_target,
+ *                         km_algorithm_solver_*, km_algorithm_distributed,
+ *                         km_kernel_type_caps)
+ *   search                core's default scoring of the algorithm (what a
+ *                         search scores its points by)
  *   outputs               core's answer table (km_answer_at)
  *
- * Thread-safety: built under pthread_once; then read only.
+ * Thread-safety: the text is built on first use under a mutex, then only
+ * read; api_about is reentrant.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -174,18 +179,82 @@ static cJSON *kernel_json(km_kernel_type t)
     cJSON *o = cJSON_CreateObject();
     add(o, "name", cJSON_CreateString(km_kernel_type_name(t)));
     add(o, "params", kernel_params_json(t));
-    add(o, "composite", cJSON_CreateBool(km_kernel_type_info(t)->family ==
-                                         KM_KFAMILY_COMPOSITE));
+    unsigned caps = km_kernel_type_caps(t);
+    add(o, "composite", cJSON_CreateBool(caps & KM_KERNEL_CAP_COMPOSITE));
+    add(o, "rff", cJSON_CreateBool(caps & KM_KERNEL_CAP_RFF));
+    add(o, "tunable", cJSON_CreateBool(caps & KM_KERNEL_CAP_TUNE_GAMMA));
     return o;
+}
+
+/* ------------------------------------------------------------ outputs */
+
+/* Row r of core's answer table, with the algorithms that offer it. */
+static cJSON *output_json(const km_answer *r)
+{
+    cJSON *o = cJSON_CreateObject(), *algos = cJSON_CreateArray();
+    add(o, "name", cJSON_CreateString(r->name));
+    add(o, "route", cJSON_CreateString(r->route));
+    add(o, "output", string_or_null(r->v1_output));
+    add(o, "inverse", cJSON_CreateBool(r->v1_inverse));
+    add(o, "v2", string_or_null(r->v2_name));
+    add(o, "datatype", string_or_null(r->v2_datatype));
+    add(o, "needs", string_or_null(r->needs));
+    for (int a = 0; a < KM_ALGO_COUNT; a++)
+        if (km_answer_offered(r, (km_algorithm)a))
+            push(algos, cJSON_CreateString(km_algorithm_name((km_algorithm)a)));
+    add(o, "algorithms", algos);
+    return o;
+}
+
+/* The names of the answers algorithm a offers, in the table's order. */
+static cJSON *algorithm_outputs_json(km_algorithm a)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < km_answer_count(); i++)
+        if (km_answer_offered(km_answer_at(i), a))
+            push(arr, cJSON_CreateString(km_answer_at(i)->name));
+    return arr;
 }
 
 /* ------------------------------------------------------------ algorithms */
 
+/* a's solver choices, in the order of its solver param's choices, each
+ * with the kernel types it fits with; [] when a has no choice. */
+static cJSON *solvers_json(km_algorithm a)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; i < km_algorithm_solver_count(a); i++) {
+        cJSON *o = cJSON_CreateObject(), *kernels = cJSON_CreateArray();
+        add(o, "name", cJSON_CreateString(km_algorithm_solver_name(a, i)));
+        for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++)
+            if (km_algorithm_solver_accepts(a, i, (km_kernel_type)t))
+                push(kernels, cJSON_CreateString(
+                                  km_kernel_type_name((km_kernel_type)t)));
+        add(o, "kernels", kernels);
+        push(arr, o);
+    }
+    return arr;
+}
+
 static cJSON *algorithm_json(km_algorithm a)
 {
+    /* krr's y of rows (several outputs) is values with multi_output */
+    static const char *const targets[] = {
+        [KM_TARGET_NONE] = "none", [KM_TARGET_VALUES] = "values",
+        [KM_TARGET_ROWS] = "values", [KM_TARGET_CLASSES] = "classes"};
+    km_target target = km_algorithm_target(a);
     cJSON *o = cJSON_CreateObject();
     add(o, "name", cJSON_CreateString(km_algorithm_name(a)));
+    add(o, "target", cJSON_CreateString(targets[target]));
+    add(o, "multi_output", cJSON_CreateBool(target == KM_TARGET_ROWS));
     add(o, "params", algorithm_params_json(a));
+    add(o, "solver_param", string_or_null(km_algorithm_solver_param(a)));
+    add(o, "solvers", solvers_json(a));
+    add(o, "outputs", algorithm_outputs_json(a));
+    add(o, "distributed", cJSON_CreateBool(km_algorithm_distributed(a)));
+    /* a search scores its points by a's default scoring */
+    add(o, "search",
+        cJSON_CreateBool(km_scoring_default(a) != KM_SCORING_COUNT));
     return o;
 }
 
@@ -211,6 +280,10 @@ static cJSON *about_json(void)
     }
     add(o, "kernels", names);
     add(caps, "kernels", kernels);
+    cJSON *outputs = cJSON_CreateArray();
+    for (size_t i = 0; i < km_answer_count(); i++)
+        push(outputs, output_json(km_answer_at(i)));
+    add(caps, "outputs", outputs);
     add(o, "capabilities", caps);
     return o;
 }

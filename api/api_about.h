@@ -13,8 +13,8 @@
  * so the web console, kmctl and the Python client take their lists from
  * here instead of writing their own (docs/api.md, GET /v1).
  *
- * Thread-safety: the answer is built once (it is constant for a build)
- * under pthread_once; api_about is reentrant.
+ * Thread-safety: the answer is built once (it is constant for a build),
+ * on first use under a mutex; api_about is reentrant.
  */
 #ifndef API_ABOUT_H
 #define API_ABOUT_H
