@@ -93,6 +93,11 @@ LIBS = $(PKG_LIBS) -lpthread -lm
 CORE_SRC := $(wildcard core/*/*.c)
 API_SRC := $(wildcard api/*.c)
 SRV_SRC := $(filter-out server/kmserve.c,$(wildcard server/*.c))
+# common/: what the daemon and the MPI worker (mpi/) share, below both
+# (whole-file reads and writes, a rank's liveness record): the worker
+# links these objects and nothing of server/.
+COMMON_SRC := $(wildcard common/*.c)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/%.o)
 # kmctl (cli/) is a client: it shares no objects with the daemon, and of
 # the library it includes only headers.
 CTL_SRC := $(wildcard cli/*.c)
@@ -105,7 +110,7 @@ API_OBJ := $(API_SRC:%.c=$(B)/%.o)
 # source with od and sed, so the build needs nothing beyond a base system.
 ASSETS := server/console/index.html server/console/console.css \
           server/console/console.js api/openapi.yaml
-SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o) $(B)/gen/srv_assets.o
+SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o) $(COMMON_OBJ) $(B)/gen/srv_assets.o
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
@@ -127,10 +132,11 @@ mpi:
 	@echo "note: kmserve-mpi not built: no mpicc linking $(SCALAPACK_LIBS) (make deps installs $(DEPS_MPI))"
 endif
 
-$(B)/kmserve-mpi: mpi/kmserve_mpi.c $(B)/server/srv_file.o $(B)/server/srv_beat.o $(B)/libkm.a
+MPI_SRC := $(wildcard mpi/*.c)
+$(B)/kmserve-mpi: $(MPI_SRC) $(wildcard mpi/*.h) $(COMMON_OBJ) $(B)/libkm.a
 	@$(if $(V),,echo "  MPICC   $@")
-	$(Q)OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $(PKG_CFLAGS) -Icore -Iserver -o $@ $< \
-	    $(B)/server/srv_file.o $(B)/server/srv_beat.o $(B)/libkm.a $(SCALAPACK_LIBS) $(LIBS) $(LDFLAGS)
+	$(Q)OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $(MPI_SRC) \
+	    $(COMMON_OBJ) $(B)/libkm.a $(SCALAPACK_LIBS) $(LIBS) $(LDFLAGS)
 
 $(B)/tests/mpi_check: tests/mpi/mpi_check.c $(B)/libkm.a
 	@mkdir -p $(dir $@)
@@ -209,9 +215,12 @@ $(B)/tests/api/%: tests/api/%.c tests/check_main.h $(B)/libkmapi.a $(B)/libkm.a
 test: deps-test
 	@$(MAKE) --no-print-directory check-docs unit integration
 
-# Nothing refers outside the repository; every Markdown link resolves.
+# Nothing refers outside the repository; every Markdown link resolves;
+# lists of algorithms and kernels, routes and paths in the docs agree
+# with core/km_maps.h, server/srv_routes.c and the tree.
 check-docs:
 	$(PYTHON) tests/repo/check_docs.py
+	$(PYTHON) tests/repo/check_lists.py
 
 # The data sets are in data/; KM_DATA set in the environment wins.
 KM_DATA ?= $(CURDIR)/data

@@ -210,44 +210,20 @@ static int parse_label_weights(const cJSON *cw, const api_param *r,
 
 /* ------------------------------------------------------------ algorithms
  *
- * What api needs of each algorithm beyond its params schema and core's
- * descriptor (check, memory estimate and fit: km_algorithm_check,
- * km_algorithm_fit_bytes, km_fit): what y is, and whether core's check
- * needs the classes of y first (svc's does). */
+ * What api needs of each algorithm beyond its params schema is core's
+ * descriptor: its check, memory estimate and fit (km_algorithm_check,
+ * km_algorithm_fit_bytes, km_fit), what y is (km_algorithm_target), and
+ * whether its check needs y first (km_algorithm_checks_targets: svc's
+ * needs the classes). */
 
-typedef enum {
-    TARGETS_NONE,   /* y must be absent */
-    TARGETS_VALUES, /* one number per row */
-    TARGETS_ROWS,   /* numbers, or rows of numbers (several outputs) */
-    TARGETS_LABELS  /* class labels, all numbers or all strings */
-} targets_kind;
-
-typedef struct fit_algo {
-    targets_kind targets;
-    int check_after_targets;
-} fit_algo;
-
-static const fit_algo fit_algos[] = {
-    [KM_ALGO_KRR] = {TARGETS_ROWS, 0},
-    [KM_ALGO_SVC] = {TARGETS_LABELS, 1},
-    [KM_ALGO_SVR] = {TARGETS_VALUES, 1},
-    [KM_ALGO_KPCA] = {TARGETS_NONE, 0},
-    [KM_ALGO_GPR] = {TARGETS_VALUES, 1},
-    [KM_ALGO_KKMEANS] = {TARGETS_NONE, 0},
-    [KM_ALGO_KLR] = {TARGETS_LABELS, 1},
-};
-_Static_assert(sizeof fit_algos / sizeof *fit_algos == KM_ALGO_COUNT,
-               "one entry per algorithm");
-
-static int parse_y(const cJSON *y, const fit_algo *fa, api_fit_request *req,
-                   api_error *e)
+static int parse_y(const cJSON *y, api_fit_request *req, api_error *e)
 {
-    switch (fa->targets) {
-    case TARGETS_VALUES:
+    switch (km_algorithm_target(req->algo)) {
+    case KM_TARGET_VALUES:
         return parse_targets(y, req, 0, e);
-    case TARGETS_ROWS:
+    case KM_TARGET_ROWS:
         return parse_targets(y, req, 1, e);
-    case TARGETS_LABELS:
+    case KM_TARGET_CLASSES:
         return parse_labels(y, req, e);
     default:
         return 0;
@@ -267,21 +243,21 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
                            api_fit_request *req, api_error *e)
 {
     const api_schema *s = api_schema_params(req->algo);
-    const fit_algo *fa = &fit_algos[req->algo];
+    int check_after = km_algorithm_checks_targets(req->algo);
     if (s->size > sizeof req->params) /* test_api_schema checks each */
         return api_raise(e, API_INTERNAL, "the params of %s need more than "
                          "API_PARAMS_BYTES (a bug)",
                          km_algorithm_name(req->algo));
     s->defaults(req->params);
-    if (fa->targets == TARGETS_NONE && y)
+    if (km_algorithm_target(req->algo) == KM_TARGET_NONE && y)
         return api_invalid(e, "y does not apply to %s; remove it",
                            km_algorithm_name(req->algo));
     if (api_schema_check_keys(params, "params", s, e) ||
         api_schema_read(params, "params", s, req->params, req->n, e))
         return -1;
-    if (!fa->check_after_targets && run_check(req, e))
+    if (!check_after && run_check(req, e))
         return -1;
-    if (parse_y(y, fa, req, e))
+    if (parse_y(y, req, e))
         return -1;
     for (const api_param *r = s->rows; r->key; r++)
         if (r->type == API_LABEL_WEIGHTS &&
@@ -289,13 +265,13 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
                                              params, r->key) : NULL,
                                 r, req, e))
             return -1;
-    if (fa->check_after_targets && run_check(req, e))
+    if (check_after && run_check(req, e))
         return -1;
-    /* krr's rff solver needs a kernel with a spectral density */
+    /* the kernel against the solver (krr's rff needs a kernel with a
+     * spectral density) */
     km_error kerr;
-    if (req->algo == KM_ALGO_KRR &&
-        km_krr_check_kernel((const km_krr_params *)(const void *)req->params,
-                            &req->kernel, &kerr) != KM_OK)
+    if (km_algorithm_check_kernel(req->algo, req->params, &req->kernel,
+                                  &kerr) != KM_OK)
         return api_fail_km(e, &kerr);
     return 0;
 }
@@ -397,7 +373,7 @@ int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
     }
     km_status st = km_fit(req->algo, kernel, params, &req->pre, &pb, ctl, out,
                           &kerr);
-    if (st == KM_OK && fit_algos[req->algo].targets == TARGETS_LABELS &&
+    if (st == KM_OK && km_algorithm_target(req->algo) == KM_TARGET_CLASSES &&
         (st = km_model_set_labels(*out, (const char *const *)req->labels,
                                   req->n_labels, req->labels_numeric,
                                   &kerr)) != KM_OK) {

@@ -337,7 +337,8 @@ cJSON *api_model_json(const km_model *m)
                           api_json_number((double)km_model_n_features(m)));
     cJSON_AddItemToObject(o, "n_samples",
                           api_json_number((double)km_model_n_samples(m)));
-    if (km_model_algorithm(m) == KM_ALGO_KRR)
+    /* an algorithm of several outputs (y's rows) says how many */
+    if (km_algorithm_target(km_model_algorithm(m)) == KM_TARGET_ROWS)
         cJSON_AddItemToObject(o, "n_outputs",
                               api_json_number((double)km_model_n_outputs(m)));
     if (km_model_n_labels(m)) {
@@ -357,13 +358,6 @@ cJSON *api_model_json(const km_model *m)
 
 /* ------------------------------------------------------------ search record */
 
-static const char *const cv_names[] = {
-    [KM_CV_KFOLD] = "kfold",
-    [KM_CV_LOO] = "loo",
-    [KM_CV_GCV] = "gcv",
-    [KM_CV_PREDEFINED] = "predefined",
-};
-
 static cJSON *point_json(const km_search_table *t, size_t p)
 {
     cJSON *o = cJSON_CreateObject();
@@ -382,8 +376,8 @@ cJSON *api_search_json(const km_model *m)
     if (!o)
         return NULL;
     cJSON_AddStringToObject(o, "scoring", km_scoring_name(t->scoring));
-    cJSON_AddStringToObject(o, "cv", (size_t)t->cv < sizeof cv_names /
-                                     sizeof *cv_names ? cv_names[t->cv] : "?");
+    const char *cv = km_cv_kind_name(t->cv);
+    cJSON_AddStringToObject(o, "cv", cv ? cv : "?");
     cJSON_AddItemToObject(o, "n_splits", api_json_number((double)t->n_splits));
     cJSON_AddItemToObject(o, "n_points", api_json_number((double)t->n_points));
     cJSON_AddItemToObject(o, "best_index", api_json_number((double)t->best));

@@ -27,67 +27,68 @@ const char *const api_predict_matrix_keys[] = {"X", "instances", NULL};
 
 /* ------------------------------------------------------------ answers
  *
- * What a model answers comes from its algorithm's descriptor in core
- * (km_algorithm_outputs: KM_OUT_* flags), so routes, "output" and their
- * messages follow from it rather than from tests of the algorithm. */
-
-#define ANSWERS_CLASSES (KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES)
-#define ANSWERS_PREDICT (KM_OUT_VALUES | ANSWERS_CLASSES | KM_OUT_CLUSTERS)
-
-/* The choices of "output", the first the default. needs: the fit
- * parameter without which a model cannot answer it (available says). */
-static const struct output {
-    unsigned answer; /* a KM_OUT_* flag */
-    const char *name;
-    const char *needs; /* the fit parameter a model may lack it without */
-    unsigned with;     /* offered only to models that also answer these */
-    int root;          /* the square roots of the answer */
-} outputs[] = {
-    {KM_OUT_LABELS, "label", NULL, 0, 0},
-    {KM_OUT_SCORES, "decision_function", NULL, 0, 0},
-    {KM_OUT_PROBABILITIES, "probability", "params.probability: true", 0, 0},
-    {KM_OUT_VALUES, "mean", NULL, KM_OUT_VARIANCES, 0},
-    {KM_OUT_VARIANCES, "std", "params.variance: true", 0, 1},
-    {KM_OUT_VARIANCES, "var", "params.variance: true", 0, 0},
-    {KM_OUT_COVARIANCE, "cov", "params.variance: true", 0, 0},
-};
-#define N_OUTPUTS (sizeof outputs / sizeof *outputs)
-
-/* Whether a model answering answers offers output o. */
-static int offers(unsigned answers, const struct output *o)
-{
-    return (answers & o->answer) && (answers & o->with) == o->with;
-}
+ * What a model answers, and how /v1 asks for it, comes from core's table
+ * of answers (KM_ANSWER_MAP: each answer's route, "output" value, flag
+ * and needs) and its algorithm's descriptor (km_answer_offered), so the
+ * routes, "output" and their messages follow from them rather than from
+ * lists or tests of the algorithm here. */
 
 static unsigned answers_of(const km_model *m)
 {
     return km_algorithm_outputs(km_model_algorithm(m));
 }
 
-/* Whether a model of algorithm a chooses among outputs. */
-static int has_outputs(unsigned answers)
+/* Whether r is an answer of route that algorithm a offers (choosing: one
+ * chosen by predict's "output"). */
+static int on_route(const km_answer *r, const char *route, km_algorithm a,
+                    int choosing)
 {
-    int n = 0;
-    for (size_t i = 0; i < N_OUTPUTS; i++)
-        n += offers(answers, &outputs[i]);
-    return n > 1;
+    return !strcmp(r->route, route) && (!choosing || r->v1_output) &&
+           km_answer_offered(r, a);
 }
 
-/* "svc": the algorithms whose answers include any of mask (with outputs
- * to choose from, when choosing). */
-static void algorithms_answering(char *buf, size_t len, unsigned mask,
+/* How many answers of route a offers (choosing: as on_route). */
+static size_t count_on_route(km_algorithm a, const char *route, int choosing)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < km_answer_count(); i++)
+        n += (size_t)on_route(km_answer_at(i), route, a, choosing);
+    return n;
+}
+
+/* Whether models of a choose among outputs on predict. */
+static int has_outputs(km_algorithm a)
+{
+    return count_on_route(a, "predict", 1) > 1;
+}
+
+/* "svc": the algorithms that answer on route (with outputs to choose
+ * from, when choosing). */
+static void algorithms_answering(char *buf, size_t len, const char *route,
                                  int choosing)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (int a = 0; a < KM_ALGO_COUNT && used < len; a++) {
-        unsigned ans = km_algorithm_outputs((km_algorithm)a);
-        if (!(ans & mask) || (choosing && !has_outputs(ans)))
+    for (int i = 0; i < KM_ALGO_COUNT && used < len; i++) {
+        km_algorithm a = (km_algorithm)i;
+        if (!count_on_route(a, route, 0) || (choosing && !has_outputs(a)))
             continue;
         int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                         km_algorithm_name((km_algorithm)a));
+                         km_algorithm_name(a));
         used += w > 0 ? (size_t)w : 0;
     }
+}
+
+/* The answer of route that a gives when not asked for another: the first
+ * it offers that no "output" or "inverse" names; NULL if none. */
+static const km_answer *route_default(km_algorithm a, const char *route)
+{
+    for (size_t i = 0; i < km_answer_count(); i++) {
+        const km_answer *r = km_answer_at(i);
+        if (on_route(r, route, a, 0) && !r->v1_output && !r->v1_inverse)
+            return r;
+    }
+    return NULL;
 }
 
 /* Bytes of answer text per value: %.17g takes at most 24 characters, and
@@ -291,39 +292,39 @@ void api_answer_text(api_text *t, const km_model *m, const api_answer *a,
 /* The output a predict body asks for (NULL: the model has no choice); 0,
  * or an error naming what the model can answer. */
 static int choose_output(const km_model *m, const cJSON *output,
-                         const struct output **out, api_error *e)
+                         const km_answer **out, api_error *e)
 {
-    unsigned answers = answers_of(m);
+    km_algorithm algo = km_model_algorithm(m);
     char list[128];
     *out = NULL;
-    if (!has_outputs(answers)) {
+    if (!has_outputs(algo)) {
         if (!output)
             return 0;
-        algorithms_answering(list, sizeof list, ANSWERS_PREDICT, 1);
+        algorithms_answering(list, sizeof list, "predict", 1);
         return api_invalid(e, "output applies only to %s models; this model "
-                           "is %s", list,
-                           km_algorithm_name(km_model_algorithm(m)));
+                           "is %s", list, km_algorithm_name(algo));
     }
     size_t used = 0;
     list[0] = '\0';
-    for (size_t i = 0; i < N_OUTPUTS; i++) {
-        if (!offers(answers, &outputs[i]))
+    for (size_t i = 0; i < km_answer_count(); i++) {
+        const km_answer *r = km_answer_at(i);
+        if (!on_route(r, "predict", algo, 1))
             continue;
         if (!*out && (!output || (cJSON_IsString(output) &&
                                   !strcmp(output->valuestring,
-                                          outputs[i].name))))
-            *out = &outputs[i];
+                                          r->v1_output))))
+            *out = r;
         int w = snprintf(list + used, sizeof list - used, "%s%s",
-                         used ? ", " : "", outputs[i].name);
+                         used ? ", " : "", r->v1_output);
         used += w > 0 && (size_t)w < sizeof list - used ? (size_t)w : 0;
     }
     if (!*out)
         return api_invalid(e, "output must be one of %s", list);
-    if (!(km_model_outputs(m) & (*out)->answer))
+    if (!(km_model_outputs(m) & (*out)->flag))
         return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
                          "%s; %s is not available", km_model_name(m),
                          (*out)->needs ? (*out)->needs : "what it needs",
-                         (*out)->name);
+                         (*out)->v1_output);
     return 0;
 }
 
@@ -332,29 +333,30 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
 {
     const cJSON *root = body->root;
     static const char *const keys[] = {"X", "instances", "output", NULL};
-    unsigned answers = answers_of(m);
-    const struct output *chosen;
+    km_algorithm algo = km_model_algorithm(m);
+    const km_answer *chosen;
     double *X = NULL;
     size_t n = 0;
     api_answer a;
     api_text t = {0};
 
-    if (!(answers & ANSWERS_PREDICT))
+    if (!count_on_route(algo, "predict", 0))
         return api_raise(e, API_CONFLICT, "model \"%s\" is %s: use "
                          "/v1/models/%s/project", km_model_name(m),
-                         km_algorithm_name(km_model_algorithm(m)),
-                         km_model_name(m));
+                         km_algorithm_name(algo), km_model_name(m));
     if (choose_output(m, cJSON_GetObjectItemCaseSensitive(root, "output"),
                       &chosen, e))
         return -1;
     if (read_input(body, keys, km_model_n_features(m), &X, &n, e))
         return -1;
-    /* no choice: values (krr, svr) or cluster ids (kkmeans) */
-    unsigned answer = chosen ? chosen->answer
-                      : answers & KM_OUT_VALUES ? KM_OUT_VALUES
-                                                : KM_OUT_CLUSTERS;
-    int bad = api_answer_compute(m, answer, chosen && chosen->root, X, n,
-                                 "predictions", &a, e);
+    /* no choice: the route's default (krr's values, kkmeans' clusters) */
+    if (!chosen)
+        chosen = route_default(algo, "predict");
+    int bad = !chosen ? api_raise(e, API_INTERNAL, "a %s model has no "
+                                  "answer on predict",
+                                  km_algorithm_name(algo))
+                      : api_answer_compute(m, chosen->flag, chosen->root, X,
+                                           n, "predictions", &a, e);
     free(X);
     if (bad)
         return -1;
@@ -373,24 +375,31 @@ int api_project(const km_model *m, api_body *body, api_text *out,
 {
     const cJSON *root = body->root;
     static const char *const keys[] = {"X", "instances", "inverse", NULL};
+    km_algorithm algo = km_model_algorithm(m);
     int inverse = 0;
     char list[128];
-    algorithms_answering(list, sizeof list, KM_OUT_PROJECTIONS, 0);
-    if (!(answers_of(m) & KM_OUT_PROJECTIONS))
+    algorithms_answering(list, sizeof list, "project", 0);
+    /* the projections, and the answer "inverse": true names (the map back
+     * from them) */
+    const km_answer *fwd = route_default(algo, "project"), *r = fwd;
+    if (!fwd)
         return api_raise(e, API_CONFLICT, "project applies to %s models; "
                          "model \"%s\" is %s: use /v1/models/%s/predict",
-                         list, km_model_name(m),
-                         km_algorithm_name(km_model_algorithm(m)),
+                         list, km_model_name(m), km_algorithm_name(algo),
                          km_model_name(m));
     if (api_opt_bool(root, "", "inverse", &inverse, e))
         return -1;
-    if (inverse && !(km_model_outputs(m) & KM_OUT_INVERSE))
+    for (size_t i = 0; inverse && i < km_answer_count(); i++)
+        if (on_route(km_answer_at(i), "project", algo, 0) &&
+            km_answer_at(i)->v1_inverse)
+            r = km_answer_at(i);
+    if (inverse && (r == fwd || !(km_model_outputs(m) & r->flag)))
         return api_raise(e, API_CONFLICT, "model \"%s\" was fitted without "
-                        "params.fit_inverse_transform: true; inverse is not "
-                        "available", km_model_name(m));
+                         "%s; inverse is not available", km_model_name(m),
+                         r != fwd && r->needs ? r->needs : "what it needs");
     /* inverse reads rows of projections and answers rows of features */
-    unsigned answer = inverse ? KM_OUT_INVERSE : KM_OUT_PROJECTIONS;
-    size_t in_d = inverse ? km_model_answer_width(m, KM_OUT_PROJECTIONS, 0)
+    unsigned answer = r->flag;
+    size_t in_d = inverse ? km_model_answer_width(m, fwd->flag, 0)
                           : km_model_n_features(m);
     size_t out_d = km_model_answer_width(m, answer, 0);
     double *X = NULL, *P = NULL;

@@ -41,20 +41,20 @@ const char *api_kernel_type_name(int t)
     return km_kernel_type_name((km_kernel_type)t);
 }
 
-static const char *scale_name(int s)
-{
-    return km_scale_name((km_scale)s);
-}
-
-static const char *kpca_solver_name(int s)
-{
-    return km_kpca_solver_name((km_kpca_solver)s);
-}
-
-static const char *klr_multi_name(int s)
-{
-    return km_klr_multi_name((km_klr_multi)s);
-}
+/* An API_ENUM row's names(int): the option's choices in core (generated
+ * from its one X list, km_base.h). */
+#define CHOICE_NAMES(fn, choices)                                            \
+    static const char *fn(int v) { return km_choice_name(&(choices), v); }
+CHOICE_NAMES(scale_name, km_scale_choices)
+CHOICE_NAMES(kpca_solver_name, km_kpca_solver_choices)
+CHOICE_NAMES(klr_multi_name, km_klr_multi_choices)
+CHOICE_NAMES(krr_solver_name, km_krr_solver_choices)
+CHOICE_NAMES(krr_centres_name, km_krr_centres_choices)
+CHOICE_NAMES(svm_solver_name, km_svm_solver_choices)
+CHOICE_NAMES(svm_precision_name, km_svm_precision_choices)
+CHOICE_NAMES(gpr_optimizer_name, km_gpr_optimizer_choices)
+CHOICE_NAMES(gpr_solver_name, km_gpr_solver_choices)
+CHOICE_NAMES(klr_solver_name, km_klr_solver_choices)
 
 void api_name_list(char *buf, size_t len, const char *(*names)(int),
                    int count)
@@ -69,16 +69,6 @@ void api_name_list(char *buf, size_t len, const char *(*names)(int),
 }
 
 /* ---------------------------------------------------------------- params */
-
-static const char *krr_solver_name(int s)
-{
-    return km_krr_solver_name((km_krr_solver)s);
-}
-
-static const char *krr_centres_name(int c)
-{
-    return km_krr_centres_name((km_krr_centre_rule)c);
-}
 
 /* Only with solver "nystrom" (or "auto", which may resolve to it);
  * "rff"; either. */
@@ -151,16 +141,6 @@ _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
                "API_ENUM fields are int-sized");
 _Static_assert(sizeof(uint64_t) == sizeof(size_t),
                "API_INTEGER fields are int or size_t sized");
-
-static const char *svm_solver_name(int s)
-{
-    return km_svm_solver_name((km_svm_solver)s);
-}
-
-static const char *svm_precision_name(int p)
-{
-    return km_svm_precision_name((km_svm_precision)p);
-}
 
 /* svc: only with solver "exact" or "auto"; "nystrom"; "exact",
  * "screened" or "auto"; "nystrom", "screened" or "auto". */
@@ -291,16 +271,6 @@ static const api_param kpca_rows[] = {
     {0},
 };
 
-static const char *gpr_optimizer_name(int o)
-{
-    return km_gpr_optimizer_name((km_gpr_optimizer)o);
-}
-
-static const char *gpr_solver_name(int s)
-{
-    return km_gpr_solver_name((km_gpr_solver)s);
-}
-
 /* Only with optimizer "lbfgs"; only with solver "nystrom" or "auto" (as
  * krr's NYSTROM). */
 #define LBFGS .only_if = "optimizer", .only_value = KM_GPR_OPTIMIZER_LBFGS
@@ -381,11 +351,6 @@ static const api_param kkmeans_rows[] = {
      .doc = "seed of the k-means++ draws (core's PRNG)"},
     {0},
 };
-
-static const char *klr_solver_name(int s)
-{
-    return km_klr_solver_name((km_klr_solver)s);
-}
 
 /* Only with solver "nystrom". */
 #define KLR_NYSTROM .only_if = "solver", .only_value = KM_KLR_SOLVER_NYSTROM
@@ -842,16 +807,43 @@ cJSON *api_schema_value_json(const api_param *r, const void *params)
 
 /* ---------------------------------------------------------------- OpenAPI */
 
+const char *api_param_type_json(api_param_type t)
+{
+    static const char *const types[] = {
+        [API_NUMBER] = "number", [API_INTEGER] = "integer",
+        [API_BOOL] = "boolean", [API_ENUM] = "string",
+        [API_DISCRIMINATOR] = "string", [API_LABEL_WEIGHTS] = "object",
+        [API_PARTS] = "array", [API_PART_WEIGHTS] = "array",
+        [API_READ_ONLY] = "array"};
+    return (unsigned)t < sizeof types / sizeof *types ? types[t] : NULL;
+}
+
+unsigned api_param_bounds(const api_param *r, double *min, double *max)
+{
+    unsigned has = 0;
+    if (r->range == API_RANGE_NONE)
+        return 0;
+    if (r->min > -HUGE_VAL) {
+        *min = r->min;
+        has |= API_HAS_MIN;
+    }
+    if (r->max < HUGE_VAL && !r->data_bound) {
+        *max = r->max;
+        has |= API_HAS_MAX;
+    }
+    return has;
+}
+
 static void add_range(cJSON *o, const api_param *r)
 {
-    if (r->range == API_RANGE_NONE)
-        return;
-    if (r->min > -HUGE_VAL)
-        cJSON_AddItemToObject(o, "minimum", api_json_number(r->min));
-    if (r->min_open)
+    double min, max;
+    unsigned has = api_param_bounds(r, &min, &max);
+    if (has & API_HAS_MIN)
+        cJSON_AddItemToObject(o, "minimum", api_json_number(min));
+    if (r->min_open && r->range != API_RANGE_NONE)
         cJSON_AddTrueToObject(o, "exclusiveMinimum");
-    if (r->max < HUGE_VAL && !r->data_bound)
-        cJSON_AddItemToObject(o, "maximum", api_json_number(r->max));
+    if (has & API_HAS_MAX)
+        cJSON_AddItemToObject(o, "maximum", api_json_number(max));
 }
 
 /* member: the schema of the numbers a container row holds. */
@@ -874,18 +866,27 @@ static cJSON *enum_json(const api_param *r)
 
 /* The default of kernel row r: the one km_kernel_init gives every type
  * that takes it, or NULL when they differ or the data set it. */
+cJSON *api_schema_default_json(const api_param *r, const void *defaults)
+{
+    if (r->required || r->data_default || r->alias_of ||
+        r->type == API_READ_ONLY)
+        return NULL;
+    return api_schema_value_json(r, defaults);
+}
+
 static cJSON *kernel_default(const api_param *r)
 {
     cJSON *def = NULL;
-    if (r->data_default || r->alias_of ||
-        (r->type != API_NUMBER && r->type != API_INTEGER))
+    if (r->type != API_NUMBER && r->type != API_INTEGER)
         return NULL;
     for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++) {
         if (!api_schema_kernel_takes((km_kernel_type)t, r->key))
             continue;
         km_kernel k;
         km_kernel_init(&k, (km_kernel_type)t);
-        cJSON *v = api_schema_value_json(r, &k);
+        cJSON *v = api_schema_default_json(r, &k);
+        if (!v)
+            return def;
         if (def && !cJSON_Compare(def, v, 1)) {
             cJSON_Delete(v);
             cJSON_Delete(def);
@@ -900,16 +901,10 @@ static cJSON *kernel_default(const api_param *r)
 static cJSON *property_json(const api_schema *s, const api_param *r,
                             const void *defaults)
 {
-    static const char *const types[] = {
-        [API_NUMBER] = "number", [API_INTEGER] = "integer",
-        [API_BOOL] = "boolean", [API_ENUM] = "string",
-        [API_DISCRIMINATOR] = "string", [API_LABEL_WEIGHTS] = "object",
-        [API_PARTS] = "array", [API_PART_WEIGHTS] = "array",
-        [API_READ_ONLY] = "array"};
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    cJSON_AddStringToObject(o, "type", types[r->type]);
+    cJSON_AddStringToObject(o, "type", api_param_type_json(r->type));
     switch (r->type) {
     case API_ENUM:
     case API_DISCRIMINATOR:
@@ -943,8 +938,8 @@ static cJSON *property_json(const api_schema *s, const api_param *r,
     cJSON *def = NULL;
     if (s == &kernel_schema)
         def = kernel_default(r);
-    else if (!r->required && !r->data_default && r->type != API_READ_ONLY)
-        def = api_schema_value_json(r, defaults);
+    else
+        def = api_schema_default_json(r, defaults);
     if (def)
         cJSON_AddItemToObject(o, "default", def);
     return o;

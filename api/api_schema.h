@@ -149,6 +149,24 @@ int api_schema_read_row(const cJSON *obj, const char *path,
  * other types. */
 cJSON *api_schema_value_json(const api_param *r, const void *params);
 
+/* The JSON type of a row's values: "number", "integer", "boolean",
+ * "string", "object" or "array" (OpenAPI's and GET /v1's word). */
+const char *api_param_type_json(api_param_type t);
+
+/* The bounds a row states to clients (OpenAPI's minimum and maximum, GET
+ * /v1's): API_HAS_MIN and API_HAS_MAX say which of *min, *max are set.
+ * None for an unchecked row; no maximum when only the data bound it
+ * (data_bound). r->min_open says whether min is excluded. */
+#define API_HAS_MIN 1u
+#define API_HAS_MAX 2u
+unsigned api_param_bounds(const api_param *r, double *min, double *max);
+
+/* The default of row r, where defaults holds its table's defaults (the
+ * table's defaults function; for kernel rows, km_kernel_init of one
+ * type): NULL where there is none to state (a required row, one the data
+ * set, an alias, a read-only or container row). */
+cJSON *api_schema_default_json(const api_param *r, const void *defaults);
+
 /* "a, b, c": names(0..count-1) joined, into buf (truncated to len). */
 void api_name_list(char *buf, size_t len, const char *(*names)(int),
                    int count);

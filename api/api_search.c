@@ -261,28 +261,32 @@ static int parse_cv(const cJSON *cv, const api_fit_request *req,
     s->cv = (km_cv){KM_CV_KFOLD, 5, 0, 0, classes, NULL};
     if (!cv)
         return 0;
+    /* by name: the kinds that need nothing more (kfold's folds and
+     * predefined's test_fold are given as a number and an object) */
+    const char *loo = km_cv_kind_name(KM_CV_LOO);
+    const char *gcv = km_cv_kind_name(KM_CV_GCV);
     if (cJSON_IsString(cv)) {
-        if (!strcmp(cv->valuestring, "loo"))
-            s->cv.kind = KM_CV_LOO;
-        else if (!strcmp(cv->valuestring, "gcv"))
-            s->cv.kind = KM_CV_GCV;
-        else
+        int k = km_choice_value(&km_cv_choices, cv->valuestring);
+        if (k != KM_CV_LOO && k != KM_CV_GCV)
             return api_invalid(e, "search.cv \"%.40s\" is not known; "
-                               "expected a number of folds, \"loo\", "
-                               "\"gcv\" or an object", cv->valuestring);
+                               "expected a number of folds, \"%s\", "
+                               "\"%s\" or an object", cv->valuestring, loo,
+                               gcv);
+        s->cv.kind = (km_cv_kind)k;
         return 0;
     }
     if (cJSON_IsNumber(cv)) {
         double x = cv->valuedouble;
         if (x != floor(x) || x < 2 || x > 2147483647.0)
             return api_invalid(e, "search.cv must be a whole number of "
-                               "folds >= 2, \"loo\", \"gcv\" or an object");
+                               "folds >= 2, \"%s\", \"%s\" or an object",
+                               loo, gcv);
         s->cv.folds = (size_t)x;
         return 0;
     }
     if (!cJSON_IsObject(cv))
         return api_invalid(e, "search.cv must be a number of folds, "
-                           "\"loo\", \"gcv\" or an object, not %s",
+                           "\"%s\", \"%s\" or an object, not %s", loo, gcv,
                            api_type_name(cv));
     static const char *const keys[] = {"folds", "shuffle", "seed",
                                        "stratified", "test_fold", NULL};
@@ -395,11 +399,6 @@ named:
     return api_prefix(e, "search point %zu (%s): ", t, at);
 }
 
-static const char *scoring_name(int s)
-{
-    return km_scoring_name((km_scoring)s);
-}
-
 static int parse_scoring(const cJSON *item, const api_fit_request *req,
                          api_search *s, api_error *e)
 {
@@ -408,7 +407,7 @@ static int parse_scoring(const cJSON *item, const api_fit_request *req,
     s->scoring = km_scoring_default(req->algo);
     if (sc) {
         char names[256];
-        api_name_list(names, sizeof names, scoring_name, KM_SCORING_COUNT);
+        km_choice_list(&km_scoring_choices, ", ", names, sizeof names);
         if (!cJSON_IsString(sc) || km_scoring_parse(sc->valuestring,
                                                     &s->scoring))
             return api_invalid(e, "search.scoring must be one of %s", names);

@@ -1,10 +1,11 @@
 /*
  * api_v2.c - the Open Inference Protocol's model metadata and infer.
  *
- * The outputs a model offers come from one table keyed by core's KM_OUT_*
- * flags (the algorithm's km_algorithm_outputs, less what the model's fit
- * did not prepare: km_model_outputs), so an algorithm added to core with
- * flags already named here needs nothing new in this file. The values
+ * The outputs a model offers come from core's table of answers
+ * (KM_ANSWER_MAP: v2 name, datatype, KM_OUT_* flag; km_answer_offered
+ * for the algorithm, less what the model's fit did not prepare:
+ * km_model_outputs), so an answer or algorithm added to core needs
+ * nothing new in this file. The values
  * come from api_answer_compute and are written by api_answer_text, as in
  * /v1 predict: the same numbers, the same shortest round-trip text.
  *
@@ -30,49 +31,31 @@
 
 const char *const api_v2_matrix_keys[] = {NULL};
 
-/* The outputs, the first a model offers its main one (infer's default). */
-static const struct v2_output {
-    unsigned answer;  /* a KM_OUT_* flag */
-    const char *name;
-    unsigned with;    /* offered only to models that also answer these */
-    unsigned without; /* ... and none of these */
-    int root;         /* the square roots of the answer */
-} v2_outputs[] = {
-    {KM_OUT_LABELS, "labels", 0, 0, 0},
-    {KM_OUT_VALUES, "predictions", 0, KM_OUT_VARIANCES, 0},
-    {KM_OUT_VALUES, "mean", KM_OUT_VARIANCES, 0, 0},
-    {KM_OUT_CLUSTERS, "clusters", 0, 0, 0},
-    {KM_OUT_PROJECTIONS, "projections", 0, 0, 0},
-    {KM_OUT_SCORES, "decision_values", 0, 0, 0},
-    {KM_OUT_PROBABILITIES, "probabilities", 0, 0, 0},
-    {KM_OUT_VARIANCES, "std", 0, 0, 1},
-    {KM_OUT_VARIANCES, "variance", 0, 0, 0},
-    {KM_OUT_COVARIANCE, "covariance", 0, 0, 0},
-};
-#define N_V2_OUTPUTS (sizeof v2_outputs / sizeof *v2_outputs)
-/* Most outputs one request may name (each at most once). */
-#define MAX_REQUESTED N_V2_OUTPUTS
+/* The outputs are the answers of core's table (KM_ANSWER_MAP) that have a
+ * v2 name, in its order: the first a model offers is its main one
+ * (infer's default). Most outputs one request may name (each at most
+ * once): every row. */
+#define MAX_REQUESTED KM_ANSWER_COUNT
 
-/* Whether m's algorithm offers o (the model may still lack it). */
-static int algorithm_offers(const km_model *m, const struct v2_output *o)
+/* Whether m's algorithm offers o as a v2 output (the model may still lack
+ * it). */
+static int algorithm_offers(const km_model *m, const km_answer *o)
 {
-    unsigned a = km_algorithm_outputs(km_model_algorithm(m));
-    return (a & o->answer) && (a & o->with) == o->with && !(a & o->without);
+    return o->v2_name && km_answer_offered(o, km_model_algorithm(m));
 }
 
-static int model_offers(const km_model *m, const struct v2_output *o)
+static int model_offers(const km_model *m, const km_answer *o)
 {
-    return algorithm_offers(m, o) && (km_model_outputs(m) & o->answer);
+    return algorithm_offers(m, o) && (km_model_outputs(m) & o->flag);
 }
 
-/* Numeric class labels are INT64 when every one is a whole number that
- * a double holds exactly, else FP64; text labels are BYTES. */
-static const char *datatype_of(const km_model *m, unsigned answer)
+/* The table's datatype, or for labels the model's: numeric class labels
+ * are INT64 when every one is a whole number that a double holds
+ * exactly, else FP64; text labels are BYTES. */
+static const char *datatype_of(const km_model *m, const km_answer *o)
 {
-    if (answer == KM_OUT_CLUSTERS)
-        return "INT64";
-    if (answer != KM_OUT_LABELS)
-        return "FP64";
+    if (o->v2_datatype)
+        return o->v2_datatype;
     if (!km_model_labels_numeric(m))
         return "BYTES";
     for (size_t i = 0; i < km_model_n_labels(m); i++) {
@@ -130,16 +113,15 @@ cJSON *api_v2_model_json(const km_model *m, const uint64_t *versions,
                                                     km_model_n_features(m),
                                                     1)));
     cJSON *out = cJSON_AddArrayToObject(o, "outputs");
-    for (size_t i = 0; i < N_V2_OUTPUTS; i++) {
-        const struct v2_output *d = &v2_outputs[i];
+    for (size_t i = 0; i < km_answer_count(); i++) {
+        const km_answer *d = km_answer_at(i);
         if (!model_offers(m, d))
             continue;
-        size_t w = km_model_answer_width(m, d->answer, 2);
-        long long width = d->answer == KM_OUT_COVARIANCE ? -1 : (long long)w;
-        cJSON_AddItemToArray(out, tensor_json(d->name,
-                                              datatype_of(m, d->answer),
+        size_t w = km_model_answer_width(m, d->flag, 2);
+        long long width = d->flag == KM_OUT_COVARIANCE ? -1 : (long long)w;
+        cJSON_AddItemToArray(out, tensor_json(d->v2_name, datatype_of(m, d),
                                               shape_json(-1, width,
-                                                         is_matrix(d->answer,
+                                                         is_matrix(d->flag,
                                                                    w))));
     }
     return o;
@@ -334,18 +316,18 @@ static void offered_list(const km_model *m, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < N_V2_OUTPUTS && used < len; i++) {
-        if (!model_offers(m, &v2_outputs[i]))
+    for (size_t i = 0; i < km_answer_count() && used < len; i++) {
+        if (!model_offers(m, km_answer_at(i)))
             continue;
         int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                         v2_outputs[i].name);
+                         km_answer_at(i)->v2_name);
         used += w > 0 ? (size_t)w : 0;
     }
 }
 
 /* The outputs a request names (each once), or m's main one. */
 static int read_outputs(const km_model *m, const cJSON *outputs,
-                        const struct v2_output **chosen, size_t *n,
+                        const km_answer **chosen, size_t *n,
                         api_error *e)
 {
     static const char *const keys[] = {"name", "parameters", NULL};
@@ -353,9 +335,9 @@ static int read_outputs(const km_model *m, const cJSON *outputs,
     *n = 0;
     offered_list(m, list, sizeof list);
     if (!outputs || (cJSON_IsArray(outputs) && !outputs->child)) {
-        for (size_t i = 0; i < N_V2_OUTPUTS && !*n; i++)
-            if (model_offers(m, &v2_outputs[i]))
-                chosen[(*n)++] = &v2_outputs[i];
+        for (size_t i = 0; i < km_answer_count() && !*n; i++)
+            if (model_offers(m, km_answer_at(i)))
+                chosen[(*n)++] = km_answer_at(i);
         return 0;
     }
     if (!cJSON_IsArray(outputs))
@@ -369,21 +351,22 @@ static int read_outputs(const km_model *m, const cJSON *outputs,
         if (api_check_keys(o, path, keys, e))
             return -1;
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
-        const struct v2_output *d = NULL;
-        for (size_t k = 0; cJSON_IsString(name) && k < N_V2_OUTPUTS; k++)
-            if (!strcmp(name->valuestring, v2_outputs[k].name) &&
-                algorithm_offers(m, &v2_outputs[k]))
-                d = &v2_outputs[k];
+        const km_answer *d = NULL;
+        for (size_t k = 0; cJSON_IsString(name) && k < km_answer_count();
+             k++)
+            if (algorithm_offers(m, km_answer_at(k)) &&
+                !strcmp(name->valuestring, km_answer_at(k)->v2_name))
+                d = km_answer_at(k);
         if (!d)
             return api_invalid(e, "%s.name must be one of %s", path, list);
         if (!model_offers(m, d))
             return api_raise(e, API_CONFLICT, "model \"%s\" was fitted "
                              "without what %s needs; it offers %s",
-                             km_model_name(m), d->name, list);
+                             km_model_name(m), d->v2_name, list);
         for (size_t k = 0; k < *n; k++)
             if (chosen[k] == d)
                 return api_invalid(e, "%s.name %s is asked for twice", path,
-                                   d->name);
+                                   d->v2_name);
         chosen[(*n)++] = d;
     }
     return 0;
@@ -411,7 +394,7 @@ int api_v2_infer(const km_model *m, api_body *body, api_text *out,
                                        "outputs", NULL};
     const cJSON *root = body->root;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
-    const struct v2_output *chosen[MAX_REQUESTED];
+    const km_answer *chosen[MAX_REQUESTED];
     size_t n_out, n = 0;
     double *X = NULL;
     api_text t = {0};
@@ -437,16 +420,16 @@ int api_v2_infer(const km_model *m, api_body *body, api_text *out,
     api_text_raw(&t, ",\"outputs\":[");
     for (size_t k = 0; k < n_out; k++) {
         api_answer a;
-        if (api_answer_compute(m, chosen[k]->answer, chosen[k]->root, X, n,
-                               chosen[k]->name, &a, e)) {
+        if (api_answer_compute(m, chosen[k]->flag, chosen[k]->root, X, n,
+                               chosen[k]->v2_name, &a, e)) {
             free(X);
             free(t.buf);
             return -1;
         }
         api_text_raw(&t, k ? ",{\"name\":" : "{\"name\":");
-        api_text_string(&t, chosen[k]->name);
+        api_text_string(&t, chosen[k]->v2_name);
         api_text_raw(&t, ",\"datatype\":");
-        api_text_string(&t, datatype_of(m, chosen[k]->answer));
+        api_text_string(&t, datatype_of(m, chosen[k]));
         api_text_raw(&t, ",\"shape\":[");
         api_text_uint(&t, (unsigned long long)n);
         if (is_matrix(a.answer, a.width)) {

@@ -3,9 +3,9 @@
  * metadata and infer requests, JSON to core and back.
  *
  * A model has one input tensor, "X" (FP64, shape [-1, n_features]), and
- * the outputs its algorithm answers (core's KM_OUT_* flags): labels,
- * predictions or mean, clusters, projections, decision_values,
- * probabilities, std, variance, covariance. Infer computes them through
+ * the outputs its algorithm answers (the rows of core's KM_ANSWER_MAP
+ * that have a v2 name and that km_answer_offered gives the model's
+ * algorithm). Infer computes them through
  * api_answer_compute, as /v1 predict does, so both answer the same bits.
  *
  * Thread-safety: reentrant; models are only read.

@@ -13,7 +13,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "bench_util.h"
 #include "km.h"
@@ -44,12 +43,9 @@ int main(int argc, char **argv)
     int repeats = atoi(argv[8]);
     km_kpca_params p = km_kpca_params_default();
     p.n_components = strtoul(argv[6], NULL, 10);
-    if (strcmp(argv[7], "dense") == 0)
-        p.solver = KM_KPCA_SOLVER_DENSE;
-    else if (strcmp(argv[7], "iterative") == 0)
-        p.solver = KM_KPCA_SOLVER_ITERATIVE;
-    else if (strcmp(argv[7], "randomized") == 0)
-        p.solver = KM_KPCA_SOLVER_RANDOMIZED;
+    int solver = km_choice_value(&km_kpca_solver_choices, argv[7]);
+    if (solver >= 0) /* else auto */
+        p.solver = (km_kpca_solver)solver;
     double *X = read_raw(argv[1], n * d), *T = read_raw(argv[3], nt * d);
     double *P = malloc(nt * p.n_components * sizeof *P);
     double *fit = malloc((size_t)repeats * sizeof *fit);

@@ -14,7 +14,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "bench_util.h"
@@ -42,8 +41,10 @@ int main(int argc, char **argv)
     k.gamma = atof(argv[7]);
     km_krr_params p = km_krr_params_default();
     p.alpha = atof(argv[8]);
-    p.solver = strcmp(argv[9], "rff") == 0 ? KM_KRR_SOLVER_RFF
-                                          : KM_KRR_SOLVER_NYSTROM;
+    p.solver = km_choice_value(&km_krr_solver_choices, argv[9]) ==
+                       KM_KRR_SOLVER_RFF
+                   ? KM_KRR_SOLVER_RFF
+                   : KM_KRR_SOLVER_NYSTROM;
     p.n_centres = p.n_components = strtoul(argv[10], NULL, 10);
     p.cg_tol = atof(argv[11]);
     p.cg_max_iter = strtoul(argv[12], NULL, 10);

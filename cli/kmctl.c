@@ -10,8 +10,9 @@
  *
  * Column rule (fit): the target is the column named by --target, else the
  * last one; every other column is a feature. An algorithm that takes no
- * target (kpca; kmctl_names.h says which) has none: all columns are
- * features, less the one --target names, if any.
+ * target (kpca, kkmeans: the server's capabilities say target "none",
+ * GET /v1; kmctl_about.c) has none: all columns are features, less the
+ * one --target names, if any.
  * Column rule (predict, project): the model's n_features (n_components for
  * project --inverse) decides. The --target column, if named, is left out;
  * if then exactly one column more than needed remains, the column 'y' (else
@@ -30,17 +31,9 @@
 #include <cjson/cJSON.h>
 
 #include "../core/km.h"
-#include "kmctl_csv.h"
-#include "kmctl_http.h"
-#include "kmctl_job.h"
+#include "kmctl_about.h"
+#include "kmctl_cmd.h"
 #include "kmctl_names.h"
-#include "kmctl_util.h"
-
-/* A fit of more matrix entries than this goes async with a progress bar. */
-#define ASYNC_ENTRIES 20000
-#define DEFAULT_URL "http://127.0.0.1:8080"
-#define DEFAULT_BATCH 10000
-#define MAX_BODY ((size_t)1 << 30)
 
 enum {
     F_FIT = 1 << 0,
@@ -58,22 +51,6 @@ enum {
     F_ALL = 0xfff,
     F_FITS = F_FIT | F_SEARCH /* the options of a fit also shape a search */
 };
-
-typedef struct args {
-    const char *server, *token, *cacert;
-    const char *algorithm, *kernel, *target, *output, *scale;
-    const char *format, *n_features; /* import, export */
-    int async, inverse, json, center_y;
-    long batch;
-    cJSON *kernel_params; /* from --gamma, --sigma, --degree, --coef0 */
-    cJSON *params;        /* from --C, --alpha, ..., --param */
-    cJSON *search;        /* search.params, from --grid and --range */
-    long n_iter;
-    const char *seed, *cv, *scoring;
-    int shuffle;
-    const char *pos[4];
-    int npos;
-} args;
 
 typedef enum { O_STR, O_FLAG, O_INT, O_KERNEL_NUM, O_PARAM_NUM, O_PARAM_TRUE,
                O_PARAM_KV, O_SEARCH_LIST, O_SEARCH_RANGE } opt_kind;
@@ -132,8 +109,10 @@ static const struct opt {
      "run as a job with progress even when small (fits of more than 20000 "
      "values always do)"},
     {"output", "KIND", F_PREDICT, O_STR, A(output), NULL,
-     "label (default), decision_function or probability (svc, klr); mean "
-     "(default), std or var (gpr)"},
+     "what to answer, one of the server's outputs of predict (GET /v1 "
+     "lists them, and the algorithms answering each: label, "
+     "decision_function, probability, mean, std, var, ...); default: the "
+     "model's first"},
     {"inverse", NULL, F_PROJECT, O_FLAG, A(inverse), NULL,
      "map projections (the CSV's columns) back to input space"},
     {"batch", "ROWS", F_PREDICT | F_PROJECT, O_INT, A(batch), NULL,
@@ -172,10 +151,6 @@ static const struct opt {
 #define N_OPTS (sizeof opts / sizeof *opts)
 
 typedef int (*command_fn)(ctl_client *c, args *a, ctl_err *e);
-static int cmd_fit(ctl_client *c, args *a, ctl_err *e);
-static int cmd_search(ctl_client *c, args *a, ctl_err *e);
-static int cmd_predict(ctl_client *c, args *a, ctl_err *e);
-static int cmd_project(ctl_client *c, args *a, ctl_err *e);
 static int cmd_score(ctl_client *c, args *a, ctl_err *e);
 static int cmd_models(ctl_client *c, args *a, ctl_err *e);
 static int cmd_get(ctl_client *c, args *a, ctl_err *e);
@@ -196,7 +171,8 @@ static const struct command {
      "[options]", "fit a model from a CSV file",
      "DATA.csv has a header row. The target is the column --target names, else\n"
      "the last column; labels that are all numbers are sent as numbers, else as\n"
-     "strings. kpca has no target: every column is a feature, less --target's.\n"
+     "strings. kpca and kkmeans (target \"none\" in GET /v1) have no target:\n"
+     "every column is a feature, less --target's.\n"
      "DATA.csv may be - for standard input. Fits of more than 20000 values\n"
      "(rows x features), or with --async, run as a job: a progress bar on a\n"
      "terminal (plain lines otherwise); Ctrl-C offers to cancel the job.\n"
@@ -215,17 +191,18 @@ static const struct command {
      "--scale standardize \\\n      --grid gamma=1e-3,1e-2,1e-1 --grid C=1,10,100 "
      "--cv 5\n"},
     {"predict", F_PREDICT, 2, cmd_predict,
-     "predict NAME DATA.csv [--output label|decision_function|probability|"
-     "mean|std|var]",
+     "predict NAME DATA.csv [--output KIND]",
      "predictions as CSV on stdout",
      "Writes a header and one row per input row. The model's n_features says\n"
      "which columns are features: the --target column is left out; if one\n"
      "column more than n_features remains, 'y' (else the last column) is left\n"
      "out too, so the CSV the model was fitted from can be given as it is.\n"
-     "Header: 'label' or 'prediction' (prediction_0.. for several outputs),\n"
-     "'decision_function' (binary) or A_vs_B per class pair, p_LABEL per class,\n"
-     "'std' or 'var' (gpr's predictive spread; its output cov is a matrix per\n"
-     "request, so not here).\n"},
+     "--output is checked against the server's list (GET /v1). Header: 'label'\n"
+     "or 'prediction' (prediction_0.. for several outputs) for the model's\n"
+     "default output; p_LABEL per class (probability); f_LABEL per class or\n"
+     "A_vs_B per class pair (decision_function); any other output of one\n"
+     "column is named by it ('decision_function' (binary), gpr's 'std' or\n"
+     "'var'); gpr's cov is a matrix per request, so not for CSV.\n"},
     {"project", F_PROJECT, 2, cmd_project, "project NAME DATA.csv [--inverse]",
      "kernel PCA projections as CSV on stdout",
      "Writes pc1..pcK per input row; with --inverse the CSV holds projections\n"
@@ -529,702 +506,6 @@ static int parse_args(int argc, char **argv, args *a,
     return 0;
 }
 
-/* ---------------------------------------------------------------- helpers */
-
-static const char *str_or(const cJSON *o, const char *key, const char *dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : dflt;
-}
-
-static double num_or(const cJSON *o, const char *key, double dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
-static double num_or_item(const cJSON *v)
-{
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-/* "/v1/models/NAME" + suffix, with NAME escaped. Caller frees. */
-static char *model_path(ctl_client *c, const char *name, const char *suffix,
-                        ctl_err *e)
-{
-    char *esc = ctl_client_escape(c, name), *path = NULL;
-    if (!esc || asprintf(&path, "/v1/models/%s%s", esc, suffix) < 0)
-        path = NULL;
-    free(esc);
-    if (!path)
-        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
-    return path;
-}
-
-/* A request whose answer must have status `want` and a JSON body (unless
- * want is 204). 0 with r filled (caller cleans it up), or -1 with e. */
-static int call_expect(ctl_client *c, const char *method, const char *path,
-                       const char *body, size_t len, long want, ctl_reply *r,
-                       ctl_err *e)
-{
-    if (ctl_client_call(c, method, path, body, len, r, e))
-        return -1;
-    if (r->status != want) {
-        ctl_reply_fail(r, e);
-        ctl_reply_cleanup(r);
-        return -1;
-    }
-    if (want != 204 && !cJSON_IsObject(r->json)) {
-        ctl_fail(e, CTL_EXIT_SERVER, "%s %s: the answer is not a JSON object",
-                 method, path);
-        ctl_reply_cleanup(r);
-        return -1;
-    }
-    return 0;
-}
-
-/* Numbers as exact text (cJSON's printer can round a double that needs 17
- * digits, so `kmctl get` would differ from the server's answer). */
-static void exact_numbers(cJSON *j)
-{
-    for (cJSON *c = j ? j->child : NULL; c; c = c->next) {
-        if (cJSON_IsNumber(c) && isfinite(c->valuedouble)) {
-            char num[32];
-            ctl_fmt_double(num, c->valuedouble);
-            char *text = strdup(num);
-            if (text) {
-                c->type = cJSON_Raw;
-                c->valuestring = text;
-            }
-        } else {
-            exact_numbers(c);
-        }
-    }
-}
-
-static void print_json(cJSON *j)
-{
-    exact_numbers(j);
-    char *s = cJSON_Print(j);
-    if (s)
-        puts(s);
-    free(s);
-}
-
-/* Prints rows of cells as aligned columns; cells[r*ncols + k]. */
-static void print_table(const char *const *head, size_t ncols, char **cells,
-                        size_t nrows)
-{
-    size_t width[16] = {0};
-    for (size_t k = 0; k < ncols; k++) {
-        width[k] = strlen(head[k]);
-        for (size_t r = 0; r < nrows; r++)
-            if (strlen(cells[r * ncols + k]) > width[k])
-                width[k] = strlen(cells[r * ncols + k]);
-    }
-    for (size_t r = 0; r <= nrows; r++) {
-        /* Cells after the last non-empty one are not padded: no trailing
-         * blanks. */
-        size_t last = 0;
-        for (size_t k = 0; k < ncols; k++)
-            if (*(r ? cells[(r - 1) * ncols + k] : head[k]))
-                last = k;
-        for (size_t k = 0; k <= last; k++) {
-            const char *s = r ? cells[(r - 1) * ncols + k] : head[k];
-            if (k < last)
-                printf("%-*s  ", (int)width[k], s);
-            else
-                printf("%s\n", s);
-        }
-    }
-}
-
-/* A short description of a kernel object: "rbf(gamma=0.5)". */
-static void kernel_text(const cJSON *k, char *out, size_t n)
-{
-    size_t used = (size_t)snprintf(out, n, "%s", str_or(k, "type", "?"));
-    const char *sep = "(";
-    const cJSON *it;
-    cJSON_ArrayForEach(it, k) {
-        if (!cJSON_IsNumber(it) || used >= n)
-            continue;
-        char num[32];
-        ctl_fmt_double(num, it->valuedouble);
-        used += (size_t)snprintf(out + used, n - used, "%s%s=%s", sep,
-                                 it->string, num);
-        sep = ",";
-    }
-    if (*sep == ',' && used < n)
-        snprintf(out + used, n - used, ")");
-}
-
-/* Picks the feature columns of csv for a model with `need` inputs (see the
- * column rule at the top of this file). Caller frees *cols_out. */
-static int select_columns(const ctl_csv *csv, const char *target, size_t need,
-                          const char *model, size_t **cols_out, size_t *ncols,
-                          ctl_err *e)
-{
-    size_t total = ctl_csv_cols(csv);
-    long skip = -1;
-    if (target && (skip = ctl_csv_find(csv, target)) < 0)
-        return ctl_fail(e, CTL_EXIT_USAGE, "%s has no column '%s'",
-                        ctl_csv_path(csv), target);
-    size_t left = total - (skip >= 0);
-    if (left == need + 1 && !target) {
-        skip = ctl_csv_find(csv, "y");
-        if (skip < 0)
-            skip = (long)total - 1;
-        fprintf(stderr, "kmctl: leaving out column '%s' (model %s has %zu "
-                "features)\n", ctl_csv_name(csv, (size_t)skip), model, need);
-        left--;
-    }
-    if (left != need)
-        return ctl_fail(e, CTL_EXIT_USAGE, "%s has %zu feature columns; model %s "
-                        "expects %zu (--target COLUMN leaves one out)",
-                        ctl_csv_path(csv), left, model, need);
-    size_t *cols = malloc((need ? need : 1) * sizeof *cols), n = 0;
-    if (!cols)
-        return ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
-    for (size_t j = 0; j < total; j++)
-        if ((long)j != skip)
-            cols[n++] = j;
-    *cols_out = cols;
-    *ncols = n;
-    return 0;
-}
-
-/* A one-line account of a fitted model, for fit's output. */
-/* "VERB NAME version N: ALG, kernel K, S samples x F features", and the
- * fit's seconds after "fitted". */
-static void print_model(const cJSON *m, const char *verb)
-{
-    char kernel[256];
-    kernel_text(cJSON_GetObjectItemCaseSensitive(m, "kernel"), kernel, sizeof kernel);
-    const cJSON *training = cJSON_GetObjectItemCaseSensitive(m, "training");
-    printf("%s %s version %.0f: %s, kernel %s, %.0f samples x %.0f features",
-           verb, str_or(m, "name", "?"), num_or(m, "version", 0),
-           str_or(m, "algorithm", "?"), kernel, num_or(m, "n_samples", 0),
-           num_or(m, "n_features", 0));
-    if (!strcmp(verb, "fitted"))
-        printf(", %.3f s", num_or(training, "seconds", 0));
-    printf("\n");
-}
-
-static void print_fitted(const cJSON *m)
-{
-    print_model(m, "fitted");
-}
-
-/* ---------------------------------------------------------------- fit */
-
-/* Whether a fit of algorithm takes a target column (an unknown name is
- * the server's to refuse: sent as if it did). */
-static int fit_takes_target(const char *algorithm)
-{
-#define NO_TARGET(name)                                                      \
-    if (!strcmp(algorithm, name))                                            \
-        return 0;
-    CTL_NO_TARGET_MAP(NO_TARGET)
-#undef NO_TARGET
-    return 1;
-}
-
-/* 0 if text is a whole number >= min (into *out), else -1. */
-static int parse_whole(const char *text, double min, double *out)
-{
-    return ctl_parse_number(text, out) || *out < min ||
-                   *out != (double)(long)*out
-               ? -1
-               : 0;
-}
-
-/* The "search" member from --grid, --range, --n-iter, --seed, --cv,
- * --shuffle and --scoring. */
-static cJSON *search_json(const args *a, ctl_err *e)
-{
-    cJSON *s = cJSON_CreateObject();
-    if (!s) {
-        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
-        return NULL;
-    }
-    cJSON_AddItemToObject(s, "params", cJSON_Duplicate(a->search, 1));
-    if (a->n_iter)
-        cJSON_AddNumberToObject(s, "n_iter", (double)a->n_iter);
-    double seed = 0;
-    if (a->seed && parse_whole(a->seed, 0, &seed)) {
-        cJSON_Delete(s);
-        ctl_fail(e, CTL_EXIT_USAGE, "--seed: expected a whole number >= 0, "
-                 "not '%s'", a->seed);
-        return NULL;
-    }
-    if (a->seed && a->n_iter)
-        cJSON_AddNumberToObject(s, "seed", seed);
-    if (a->cv && (!strcmp(a->cv, "loo") || !strcmp(a->cv, "gcv"))) {
-        cJSON_AddStringToObject(s, "cv", a->cv);
-    } else if (a->cv || a->shuffle) {
-        double k = 5;
-        if (a->cv && parse_whole(a->cv, 2, &k)) {
-            cJSON_Delete(s);
-            ctl_fail(e, CTL_EXIT_USAGE, "--cv: expected a number of folds "
-                     ">= 2, loo or gcv, not '%s'", a->cv);
-            return NULL;
-        }
-        if (a->shuffle) {
-            cJSON *cv = cJSON_AddObjectToObject(s, "cv");
-            cJSON_AddNumberToObject(cv, "folds", k);
-            cJSON_AddTrueToObject(cv, "shuffle");
-            cJSON_AddNumberToObject(cv, "seed", seed);
-        } else {
-            cJSON_AddNumberToObject(s, "cv", k);
-        }
-    }
-    if (a->scoring)
-        cJSON_AddStringToObject(s, "scoring", a->scoring);
-    return s;
-}
-
-/* The search's table from a model's metadata: one row per point. */
-static void print_search(const cJSON *m)
-{
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(m, "search");
-    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(s, "results");
-    const cJSON *first = cJSON_GetArrayItem(rows, 0);
-    const cJSON *names = cJSON_GetObjectItemCaseSensitive(first, "params");
-    size_t np = (size_t)cJSON_GetArraySize(names), n = (size_t)cJSON_GetArraySize(rows);
-    size_t ncols = np + 4, best = (size_t)num_or(s, "best_index", 0);
-    if (!first || np > 12)
-        return;
-    const char *head[16];
-    char **cells = calloc(n * ncols, sizeof *cells);
-    if (!cells)
-        return;
-    const cJSON *nm = names->child;
-    for (size_t k = 0; k < np; k++, nm = nm->next)
-        head[k] = nm->string;
-    head[np] = "mean";
-    head[np + 1] = "std";
-    head[np + 2] = "fit s";
-    head[np + 3] = "";
-    size_t r = 0;
-    for (const cJSON *row = rows->child; row && r < n; row = row->next, r++) {
-        char buf[64];
-        const cJSON *p = cJSON_GetObjectItemCaseSensitive(row, "params");
-        size_t k = 0;
-        for (const cJSON *v = p ? p->child : NULL; v && k < np; v = v->next, k++) {
-            snprintf(buf, sizeof buf, "%.6g", v->valuedouble);
-            cells[r * ncols + k] = strdup(buf);
-        }
-        for (; k < np; k++)
-            cells[r * ncols + k] = strdup("");
-        snprintf(buf, sizeof buf, "%.6f", num_or(row, "mean_score", NAN));
-        cells[r * ncols + np] = strdup(buf);
-        snprintf(buf, sizeof buf, "%.6f", num_or(row, "std_score", NAN));
-        cells[r * ncols + np + 1] = strdup(buf);
-        snprintf(buf, sizeof buf, "%.3f", num_or(row, "fit_seconds", NAN));
-        cells[r * ncols + np + 2] = strdup(buf);
-        cells[r * ncols + np + 3] = strdup(r == best ? "*" : "");
-    }
-    int ok = 1;
-    for (size_t i = 0; i < n * ncols; i++)
-        ok &= cells[i] != NULL;
-    printf("search: %s, cv %s (%.0f splits), %zu points; best %s %.6g\n",
-           str_or(s, "scoring", "?"), str_or(s, "cv", "?"),
-           num_or(s, "n_splits", 0), n, str_or(s, "scoring", "?"),
-           num_or(s, "best_score", NAN));
-    if (ok)
-        print_table(head, ncols, cells, n);
-    for (size_t i = 0; i < n * ncols; i++)
-        free(cells[i]);
-    free(cells);
-}
-
-static int fit_or_search(ctl_client *c, args *a, int search, ctl_err *e);
-
-static int cmd_fit(ctl_client *c, args *a, ctl_err *e)
-{
-    return fit_or_search(c, a, 0, e);
-}
-
-static int cmd_search(ctl_client *c, args *a, ctl_err *e)
-{
-    if (!cJSON_GetArraySize(a->search))
-        return ctl_fail(e, CTL_EXIT_USAGE, "search needs at least one --grid "
-                        "or --range (see kmctl search --help)");
-    return fit_or_search(c, a, 1, e);
-}
-
-/* A fit, or with search a search and the fit of its best point. */
-static int fit_or_search(ctl_client *c, args *a, int search, ctl_err *e)
-{
-    const char *name = a->pos[0];
-    ctl_csv *csv = NULL;
-    cJSON *body = NULL, *result = NULL;
-    char *text = NULL, *path = NULL;
-    size_t *cols = NULL;
-    ctl_buf x;
-    ctl_reply r = {0};
-    int rc = -1, caught = 0;
-    ctl_buf_init(&x, MAX_BODY);
-
-    if (!a->algorithm || !a->kernel) {
-        ctl_fail(e, CTL_EXIT_USAGE, "%s needs --algorithm and --kernel (see "
-                 "kmctl %s --help)", search ? "search" : "fit",
-                 search ? "search" : "fit");
-        goto out;
-    }
-    int takes_target = fit_takes_target(a->algorithm);
-    if (ctl_csv_read(a->pos[1], &csv, e))
-        goto out;
-    size_t total = ctl_csv_cols(csv), rows = ctl_csv_rows(csv);
-    long target = -1;
-    if (a->target && (target = ctl_csv_find(csv, a->target)) < 0) {
-        ctl_fail(e, CTL_EXIT_USAGE, "%s has no column '%s'", a->pos[1], a->target);
-        goto out;
-    }
-    if (takes_target && target < 0)
-        target = (long)total - 1;
-    size_t nfeat = total - (target >= 0);
-    if (!nfeat || !rows) {
-        ctl_fail(e, CTL_EXIT_USAGE, "%s has %s", a->pos[1],
-                 rows ? "no feature column besides the target" : "no data rows");
-        goto out;
-    }
-    if (!(cols = malloc(nfeat * sizeof *cols))) {
-        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
-        goto out;
-    }
-    for (size_t j = 0, n = 0; j < total; j++)
-        if ((long)j != target)
-            cols[n++] = j;
-    if (ctl_csv_matrix_json(csv, 0, rows, cols, nfeat, &x, e))
-        goto out;
-
-    /* The kernel: a type name or a JSON object, with --gamma & co. on top. */
-    cJSON *kernel;
-    if (a->kernel[0] == '{') {
-        const char *end = NULL;
-        kernel = cJSON_ParseWithOpts(a->kernel, &end, 1);
-        if (!cJSON_IsObject(kernel)) {
-            cJSON_Delete(kernel);
-            ctl_fail(e, CTL_EXIT_USAGE, "--kernel: not a JSON object: %.80s",
-                     a->kernel);
-            goto out;
-        }
-    } else {
-        kernel = cJSON_CreateObject();
-        if (kernel)
-            cJSON_AddStringToObject(kernel, "type", a->kernel);
-    }
-    body = cJSON_CreateObject();
-    if (!body || !kernel) {
-        cJSON_Delete(kernel);
-        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
-        goto out;
-    }
-    cJSON_AddStringToObject(body, "algorithm", a->algorithm);
-    cJSON_AddItemToObject(body, "kernel", kernel);
-    cJSON *it;
-    cJSON_ArrayForEach(it, a->kernel_params) {
-        cJSON_DeleteItemFromObjectCaseSensitive(kernel, it->string);
-        cJSON_AddItemToObject(kernel, it->string, cJSON_Duplicate(it, 1));
-    }
-    if (cJSON_GetArraySize(a->params))
-        cJSON_AddItemToObject(body, "params", cJSON_Duplicate(a->params, 1));
-    if (a->scale || a->center_y) { /* the server checks the name */
-        cJSON *pre = cJSON_AddObjectToObject(body, "preprocess");
-        if (pre && a->scale)
-            cJSON_AddStringToObject(pre, "scale", a->scale);
-        if (pre && a->center_y)
-            cJSON_AddTrueToObject(pre, "center_y");
-    }
-    cJSON_AddRawToObject(body, "X", x.data);
-    ctl_buf_cleanup(&x);
-    if (target >= 0 && takes_target) {
-        int numeric = ctl_csv_column_numeric(csv, (size_t)target);
-        cJSON *y = cJSON_AddArrayToObject(body, "y");
-        for (size_t i = 0; y && i < rows; i++) {
-            const char *cell = ctl_csv_cell(csv, i, (size_t)target);
-            double v = 0;
-            if (numeric)
-                (void)ctl_parse_number(cell, &v);
-            cJSON_AddItemToArray(y, numeric ? cJSON_CreateNumber(v)
-                                            : cJSON_CreateString(cell));
-        }
-    }
-    if (search) {
-        cJSON *sj = search_json(a, e);
-        if (!sj)
-            goto out;
-        cJSON_AddItemToObject(body, "search", sj);
-    }
-    int async = search || a->async || rows * nfeat > ASYNC_ENTRIES;
-    if (async)
-        cJSON_AddTrueToObject(body, "async");
-    if (!(text = cJSON_PrintUnformatted(body)) ||
-        !(path = model_path(c, name, "/fit", e))) {
-        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
-        goto out;
-    }
-    cJSON_Delete(body);
-    body = NULL;
-
-    if (!async) {
-        if (call_expect(c, "POST", path, text, strlen(text), 201, &r, e))
-            goto out;
-        result = cJSON_DetachItemFromObjectCaseSensitive(r.json, "model");
-    } else {
-        /* Ctrl-C from here on is ours: while the body is sent (nothing to
-         * cancel yet) and while the job runs (offer to cancel it). */
-        ctl_job_catch_sigint(c);
-        caught = 1;
-        if (call_expect(c, "POST", path, text, strlen(text), 202, &r, e))
-            goto out;
-        const char *id = str_or(cJSON_GetObjectItemCaseSensitive(r.json, "job"),
-                                "id", NULL);
-        if (!id) {
-            ctl_fail(e, CTL_EXIT_SERVER, "the fit was accepted without a job id");
-            goto out;
-        }
-        if (ctl_job_wait(c, id, name, &result, e))
-            goto out;
-    }
-    if (!cJSON_IsObject(result)) {
-        ctl_fail(e, CTL_EXIT_SERVER, "the fit answer holds no model");
-        goto out;
-    }
-    if (a->json) {
-        print_json(result);
-    } else {
-        print_fitted(result);
-        if (search)
-            print_search(result);
-    }
-    rc = 0;
-out:
-    if (caught)
-        ctl_job_release_sigint(c);
-    ctl_reply_cleanup(&r);
-    cJSON_Delete(result);
-    cJSON_Delete(body);
-    free(path);
-    free(text);
-    free(cols);
-    ctl_buf_cleanup(&x);
-    ctl_csv_free(csv);
-    return rc;
-}
-
-/* ---------------------------------------------------------------- predict */
-
-/* Header names for predict's output, from the model and the first answer
- * row (its width when the metadata does not say). */
-static void print_header(const cJSON *meta, const char *output, const cJSON *row)
-{
-    const cJSON *classes = cJSON_GetObjectItemCaseSensitive(meta, "classes");
-    const cJSON *algo = cJSON_GetObjectItemCaseSensitive(meta, "algorithm");
-    int k = cJSON_GetArraySize(classes);
-    int width = cJSON_IsArray(row) ? cJSON_GetArraySize(row) : 1;
-    /* svc's decision values are one-vs-one pairs; klr's one per class */
-    int pairs = cJSON_IsString(algo) && !strcmp(algo->valuestring, "svc");
-    char name[512];
-
-    for (int col = 0; col < width; col++) {
-        if (col)
-            putchar(',');
-        const cJSON *ci = NULL, *cj = NULL;
-        if (!strcmp(output, "probability") && width == k) {
-            ci = cJSON_GetArrayItem(classes, col);
-            snprintf(name, sizeof name, "p_");
-        } else if (!strcmp(output, "decision_function") && k > 2 &&
-                   !pairs && width == k) {
-            ci = cJSON_GetArrayItem(classes, col);
-            snprintf(name, sizeof name, "f_");
-        } else if (!strcmp(output, "decision_function") && k > 2 &&
-                   width == k * (k - 1) / 2) {
-            for (int i = 0, n = 0; i < k && !cj; i++) /* pairs (i, j), i < j */
-                for (int j = i + 1; j < k; j++)
-                    if (n++ == col) {
-                        ci = cJSON_GetArrayItem(classes, i);
-                        cj = cJSON_GetArrayItem(classes, j);
-                        break;
-                    }
-            name[0] = '\0';
-        } else if (!strcmp(output, "decision_function") && width == 1) {
-            snprintf(name, sizeof name, "decision_function");
-        } else if ((!strcmp(output, "std") || !strcmp(output, "var")) &&
-                   width == 1) {
-            snprintf(name, sizeof name, "%s", output);
-        } else if (k > 0 && width == 1) { /* a classifier: labels */
-            snprintf(name, sizeof name, "label");
-        } else if (width == 1) {
-            snprintf(name, sizeof name, "prediction");
-        } else {
-            snprintf(name, sizeof name, "prediction_%d", col);
-        }
-        const cJSON *labels[2] = {ci, cj};
-        for (int l = 0; l < 2 && labels[l]; l++) {
-            char num[32];
-            const char *s = cJSON_IsString(labels[l]) ? labels[l]->valuestring : num;
-            if (!cJSON_IsString(labels[l]))
-                ctl_fmt_double(num, labels[l]->valuedouble);
-            size_t used = strlen(name);
-            snprintf(name + used, sizeof name - used, "%s%s", l ? "_vs_" : "", s);
-        }
-        ctl_csv_write_field(stdout, name);
-    }
-    putchar('\n');
-}
-
-static void print_value(const cJSON *v)
-{
-    char num[32];
-    if (cJSON_IsNumber(v)) {
-        ctl_fmt_double(num, v->valuedouble);
-        fputs(num, stdout);
-    } else if (cJSON_IsString(v)) {
-        ctl_csv_write_field(stdout, v->valuestring);
-    } else if (cJSON_IsBool(v)) {
-        fputs(cJSON_IsTrue(v) ? "true" : "false", stdout);
-    }
-}
-
-/* predict and project share this: GET the model, choose columns, send the
- * rows in batches, print what comes back under `field`. */
-static int run_rows(ctl_client *c, args *a, const char *action,
-                    const char *field, ctl_err *e)
-{
-    const char *name = a->pos[0];
-    ctl_csv *csv = NULL;
-    size_t *cols = NULL, ncols = 0;
-    char *mpath = NULL, *path = NULL;
-    ctl_reply meta = {0}, r = {0};
-    ctl_buf body;
-    int rc = -1;
-    double version = -1;
-    ctl_buf_init(&body, MAX_BODY);
-
-    if (!(mpath = model_path(c, name, "", e)) ||
-        !(path = model_path(c, name, action, e)))
-        goto out;
-    if (call_expect(c, "GET", mpath, NULL, 0, 200, &meta, e))
-        goto out;
-    double need = num_or(meta.json, "n_features", -1);
-    if (a->inverse)
-        need = num_or(cJSON_GetObjectItemCaseSensitive(meta.json, "params"),
-                      "n_components", -1);
-    if (need < 1) {
-        ctl_fail(e, CTL_EXIT_SERVER, "model %s's metadata does not say how many "
-                 "%s it takes", name, a->inverse ? "components" : "features");
-        goto out;
-    }
-    if (ctl_csv_read(a->pos[1], &csv, e) ||
-        select_columns(csv, a->target, (size_t)need, name, &cols, &ncols, e))
-        goto out;
-    const char *output = a->output ? a->output : "label";
-    size_t rows = ctl_csv_rows(csv), batch = a->batch ? (size_t)a->batch
-                                                      : DEFAULT_BATCH;
-    if (!rows) {
-        /* Nothing to ask the server: the header alone, as far as known. */
-        if (!strcmp(field, "projections"))
-            puts(a->inverse ? "x1" : "pc1");
-        else
-            print_header(meta.json, output, NULL);
-    }
-    int header = 0;
-    for (size_t first = 0; first < rows; first += batch) {
-        size_t count = rows - first < batch ? rows - first : batch;
-        body.len = 0;
-        if (ctl_buf_append(&body, "{\"X\":", 5) ||
-            ctl_csv_matrix_json(csv, first, count, cols, ncols, &body, e))
-            goto toobig;
-        if ((a->output && ctl_buf_printf(&body, ",\"output\":\"%s\"", a->output)) ||
-            (a->inverse && ctl_buf_printf(&body, ",\"inverse\":true")) ||
-            ctl_buf_append(&body, "}", 1))
-            goto toobig;
-        ctl_reply_cleanup(&r);
-        if (call_expect(c, "POST", path, body.data, body.len, 200, &r, e))
-            goto out;
-        const cJSON *out_rows = cJSON_GetObjectItemCaseSensitive(r.json, field);
-        double v = num_or(cJSON_GetObjectItemCaseSensitive(r.json, "model"),
-                          "version", -1);
-        if (!cJSON_IsArray(out_rows) ||
-            (size_t)cJSON_GetArraySize(out_rows) != count) {
-            ctl_fail(e, CTL_EXIT_SERVER, "the answer has no %zu %s", count, field);
-            goto out;
-        }
-        if (version >= 0 && v != version) {
-            ctl_fail(e, CTL_EXIT_SERVER, "model %s was replaced while predicting "
-                     "(version %.0f, then %.0f); run again", name, version, v);
-            goto out;
-        }
-        version = v;
-        if (!header) {
-            if (!strcmp(field, "projections")) {
-                int width = cJSON_GetArraySize(cJSON_GetArrayItem(out_rows, 0));
-                for (int k = 0; k < width; k++)
-                    printf("%s%s%d", k ? "," : "", a->inverse ? "x" : "pc", k + 1);
-                putchar('\n');
-            } else {
-                print_header(meta.json, output, cJSON_GetArrayItem(out_rows, 0));
-            }
-            header = 1;
-        }
-        const cJSON *row;
-        cJSON_ArrayForEach(row, out_rows) {
-            if (cJSON_IsArray(row)) {
-                const cJSON *v2;
-                int k = 0;
-                cJSON_ArrayForEach(v2, row) {
-                    if (k++)
-                        putchar(',');
-                    print_value(v2);
-                }
-            } else {
-                print_value(row);
-            }
-            putchar('\n');
-        }
-    }
-    if (fflush(stdout) || ferror(stdout)) {
-        ctl_fail(e, CTL_EXIT_USAGE, "cannot write the output");
-        goto out;
-    }
-    rc = 0;
-    goto out;
-toobig:
-    if (!e->msg[0])
-        ctl_fail(e, CTL_EXIT_USAGE, "a request would exceed %zu MiB: use a "
-                 "smaller --batch", MAX_BODY >> 20);
-out:
-    ctl_reply_cleanup(&r);
-    ctl_reply_cleanup(&meta);
-    ctl_buf_cleanup(&body);
-    ctl_csv_free(csv);
-    free(cols);
-    free(path);
-    free(mpath);
-    return rc;
-}
-
-static int cmd_predict(ctl_client *c, args *a, ctl_err *e)
-{
-    static const char *const kinds[] = {"label", "decision_function",
-                                        "probability", "mean", "std", "var"};
-    int known = !a->output;
-    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-        known |= a->output && !strcmp(a->output, kinds[i]);
-    if (!known)
-        return ctl_fail(e, CTL_EXIT_USAGE, "--output: expected label, "
-                        "decision_function, probability, mean, std or var, "
-                        "not '%s'", a->output);
-    return run_rows(c, a, "/predict", "predictions", e);
-}
-
-static int cmd_project(ctl_client *c, args *a, ctl_err *e)
-{
-    return run_rows(c, a, "/project", "projections", e);
-}
-
 /* ---------------------------------------------------------------- score */
 
 /* A label (number or string) as text. */
@@ -1245,8 +526,8 @@ static void print_scores(const cJSON *ans)
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(ans, "scoring"), *it;
     char num[32];
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(ans, "model");
-    printf("model %s version %.0f, %.0f rows\n", str_or(ref, "name", "?"),
-           num_or(ref, "version", 0), num_or(ans, "n", 0));
+    printf("model %s version %.0f, %.0f rows\n", ctl_str_or(ref, "name", "?"),
+           ctl_num_or(ref, "version", 0), ctl_num_or(ans, "n", 0));
     cJSON_ArrayForEach(it, s) {
         if (cJSON_IsNumber(it)) {
             ctl_fmt_double(num, it->valuedouble);
@@ -1266,8 +547,8 @@ static void print_scores(const cJSON *ans)
     for (int c = 0; c < k; c++) {
         char l[64], p[32], r[32];
         label_text(cJSON_GetArrayItem(labels, c), l, sizeof l);
-        ctl_fmt_double(p, num_or_item(cJSON_GetArrayItem(prec, c)));
-        ctl_fmt_double(r, num_or_item(cJSON_GetArrayItem(rec, c)));
+        ctl_fmt_double(p, ctl_num_item(cJSON_GetArrayItem(prec, c)));
+        ctl_fmt_double(r, ctl_num_item(cJSON_GetArrayItem(rec, c)));
         printf("%-16s %-22s %s\n", l, p, r);
     }
     printf("\nconfusion matrix (rows: true label, columns: predicted)\n%-16s",
@@ -1284,7 +565,7 @@ static void print_scores(const cJSON *ans)
         printf("%-16.16s", l);
         const cJSON *row = cJSON_GetArrayItem(cm, t);
         for (int c = 0; c < k; c++)
-            printf(" %10.0f", num_or_item(cJSON_GetArrayItem(row, c)));
+            printf(" %10.0f", ctl_num_item(cJSON_GetArrayItem(row, c)));
         putchar('\n');
     }
 }
@@ -1323,7 +604,7 @@ static int score_targets(const ctl_csv *csv, const size_t *ycols, size_t ny,
     /* exact numbers, as fit's answers are read back */
     *out = NULL;
     if (y) {
-        exact_numbers(y);
+        ctl_exact_numbers(y);
         *out = cJSON_PrintUnformatted(y);
     }
     cJSON_Delete(y);
@@ -1341,13 +622,13 @@ static int cmd_score(ctl_client *c, args *a, ctl_err *e)
     int rc = -1;
     ctl_buf_init(&body, MAX_BODY);
 
-    if (!(mpath = model_path(c, name, "", e)) ||
-        !(path = model_path(c, name, "/score", e)))
+    if (!(mpath = ctl_model_path(c, name, "", e)) ||
+        !(path = ctl_model_path(c, name, "/score", e)))
         goto out;
-    if (call_expect(c, "GET", mpath, NULL, 0, 200, &meta, e))
+    if (ctl_call_expect(c, "GET", mpath, NULL, 0, 200, &meta, e))
         goto out;
-    double need = num_or(meta.json, "n_features", -1);
-    const char *algo = str_or(meta.json, "algorithm", "");
+    double need = ctl_num_or(meta.json, "n_features", -1);
+    const char *algo = ctl_str_or(meta.json, "algorithm", "");
     const cJSON *classes = cJSON_GetObjectItemCaseSensitive(meta.json, "classes");
     if (need < 1) {
         ctl_fail(e, CTL_EXIT_SERVER, "model %s's metadata does not say how "
@@ -1361,13 +642,16 @@ static int cmd_score(ctl_client *c, args *a, ctl_err *e)
         ctl_fail(e, CTL_EXIT_USAGE, "%s has no data rows", a->pos[1]);
         goto out;
     }
-    if (!fit_takes_target(algo)) {
+    int takes_target = 1;
+    if (ctl_about_takes_target(c, algo, &takes_target, e))
+        goto out;
+    if (!takes_target) {
         /* kpca: every column a feature, less --target's */
-        if (select_columns(csv, a->target, (size_t)need, name, &cols, &ncols, e))
+        if (ctl_select_columns(csv, a->target, (size_t)need, name, &cols, &ncols, e))
             goto out;
     } else {
         /* the target: --target's column, else the last n_outputs */
-        double no = num_or(meta.json, "n_outputs", 1);
+        double no = ctl_num_or(meta.json, "n_outputs", 1);
         ny = a->target ? 1 : (size_t)(no >= 1 ? no : 1);
         long t = a->target ? ctl_csv_find(csv, a->target)
                            : (long)total - (long)ny;
@@ -1410,10 +694,10 @@ static int cmd_score(ctl_client *c, args *a, ctl_err *e)
                      MAX_BODY >> 20);
         goto out;
     }
-    if (call_expect(c, "POST", path, body.data, body.len, 200, &r, e))
+    if (ctl_call_expect(c, "POST", path, body.data, body.len, 200, &r, e))
         goto out;
     if (a->json)
-        print_json(r.json);
+        ctl_print_json(r.json);
     else
         print_scores(r.json);
     if (fflush(stdout) || ferror(stdout)) {
@@ -1439,11 +723,11 @@ out:
 static int cmd_models(ctl_client *c, args *a, ctl_err *e)
 {
     ctl_reply r;
-    if (call_expect(c, "GET", "/v1/models", NULL, 0, 200, &r, e))
+    if (ctl_call_expect(c, "GET", "/v1/models", NULL, 0, 200, &r, e))
         return -1;
     const cJSON *models = cJSON_GetObjectItemCaseSensitive(r.json, "models"), *m;
     if (a->json) {
-        print_json(r.json);
+        ctl_print_json(r.json);
         ctl_reply_cleanup(&r);
         return 0;
     }
@@ -1459,22 +743,22 @@ static int cmd_models(ctl_client *c, args *a, ctl_err *e)
     }
     cJSON_ArrayForEach(m, models) {
         char kernel[256];
-        kernel_text(cJSON_GetObjectItemCaseSensitive(m, "kernel"), kernel,
+        ctl_kernel_text(cJSON_GetObjectItemCaseSensitive(m, "kernel"), kernel,
                     sizeof kernel);
-        if (asprintf(&cells[i * W + 0], "%s", str_or(m, "name", "?")) < 0 ||
-            asprintf(&cells[i * W + 1], "%.0f", num_or(m, "version", 0)) < 0 ||
-            asprintf(&cells[i * W + 2], "%s", str_or(m, "algorithm", "?")) < 0 ||
+        if (asprintf(&cells[i * W + 0], "%s", ctl_str_or(m, "name", "?")) < 0 ||
+            asprintf(&cells[i * W + 1], "%.0f", ctl_num_or(m, "version", 0)) < 0 ||
+            asprintf(&cells[i * W + 2], "%s", ctl_str_or(m, "algorithm", "?")) < 0 ||
             asprintf(&cells[i * W + 3], "%s", kernel) < 0 ||
-            asprintf(&cells[i * W + 4], "%.0f", num_or(m, "n_samples", 0)) < 0 ||
-            asprintf(&cells[i * W + 5], "%.0f", num_or(m, "n_features", 0)) < 0 ||
-            asprintf(&cells[i * W + 6], "%s", str_or(m, "created_at", "")) < 0) {
+            asprintf(&cells[i * W + 4], "%.0f", ctl_num_or(m, "n_samples", 0)) < 0 ||
+            asprintf(&cells[i * W + 5], "%.0f", ctl_num_or(m, "n_features", 0)) < 0 ||
+            asprintf(&cells[i * W + 6], "%s", ctl_str_or(m, "created_at", "")) < 0) {
             rc = ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
             break;
         }
         i++;
     }
     if (!rc)
-        print_table(head, W, cells, n);
+        ctl_print_table(head, W, cells, n);
     for (size_t k = 0; k < n * W; k++)
         free(cells[k]);
     free(cells);
@@ -1485,14 +769,14 @@ static int cmd_models(ctl_client *c, args *a, ctl_err *e)
 static int cmd_get(ctl_client *c, args *a, ctl_err *e)
 {
     ctl_reply r;
-    char *path = model_path(c, a->pos[0], "", e);
+    char *path = ctl_model_path(c, a->pos[0], "", e);
     if (!path)
         return -1;
-    int rc = call_expect(c, "GET", path, NULL, 0, 200, &r, e);
+    int rc = ctl_call_expect(c, "GET", path, NULL, 0, 200, &r, e);
     free(path);
     if (rc)
         return -1;
-    print_json(r.json);
+    ctl_print_json(r.json);
     ctl_reply_cleanup(&r);
     return 0;
 }
@@ -1500,10 +784,10 @@ static int cmd_get(ctl_client *c, args *a, ctl_err *e)
 static int cmd_delete(ctl_client *c, args *a, ctl_err *e)
 {
     ctl_reply r;
-    char *path = model_path(c, a->pos[0], "", e);
+    char *path = ctl_model_path(c, a->pos[0], "", e);
     if (!path)
         return -1;
-    int rc = call_expect(c, "DELETE", path, NULL, 0, 204, &r, e);
+    int rc = ctl_call_expect(c, "DELETE", path, NULL, 0, 204, &r, e);
     free(path);
     if (rc)
         return -1;
@@ -1515,10 +799,10 @@ static int cmd_delete(ctl_client *c, args *a, ctl_err *e)
 static int cmd_jobs(ctl_client *c, args *a, ctl_err *e)
 {
     ctl_reply r;
-    if (call_expect(c, "GET", "/v1/jobs", NULL, 0, 200, &r, e))
+    if (ctl_call_expect(c, "GET", "/v1/jobs", NULL, 0, 200, &r, e))
         return -1;
     if (a->json) {
-        print_json(r.json);
+        ctl_print_json(r.json);
         ctl_reply_cleanup(&r);
         return 0;
     }
@@ -1535,19 +819,19 @@ static int cmd_jobs(ctl_client *c, args *a, ctl_err *e)
     }
     cJSON_ArrayForEach(j, jobs) {
         const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
-        if (asprintf(&cells[i * W + 0], "%s", str_or(j, "id", "?")) < 0 ||
-            asprintf(&cells[i * W + 1], "%s", str_or(j, "status", "?")) < 0 ||
-            asprintf(&cells[i * W + 2], "%s", str_or(j, "model", "?")) < 0 ||
-            asprintf(&cells[i * W + 3], "%.0f%%", 100 * num_or(j, "progress", 0)) < 0 ||
-            asprintf(&cells[i * W + 4], "%s", str_or(j, "created_at", "")) < 0 ||
-            asprintf(&cells[i * W + 5], "%s", str_or(err, "code", "")) < 0) {
+        if (asprintf(&cells[i * W + 0], "%s", ctl_str_or(j, "id", "?")) < 0 ||
+            asprintf(&cells[i * W + 1], "%s", ctl_str_or(j, "status", "?")) < 0 ||
+            asprintf(&cells[i * W + 2], "%s", ctl_str_or(j, "model", "?")) < 0 ||
+            asprintf(&cells[i * W + 3], "%.0f%%", 100 * ctl_num_or(j, "progress", 0)) < 0 ||
+            asprintf(&cells[i * W + 4], "%s", ctl_str_or(j, "created_at", "")) < 0 ||
+            asprintf(&cells[i * W + 5], "%s", ctl_str_or(err, "code", "")) < 0) {
             rc = ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
             break;
         }
         i++;
     }
     if (!rc)
-        print_table(head, W, cells, n);
+        ctl_print_table(head, W, cells, n);
     for (size_t k = 0; k < n * W; k++)
         free(cells[k]);
     free(cells);
@@ -1563,10 +847,10 @@ static int cmd_health(ctl_client *c, args *a, ctl_err *e)
         return -1;
     int rc = 0;
     if (r.status == 200)
-        printf("ready: %.0f models\n", num_or(r.json, "models", 0));
+        printf("ready: %.0f models\n", ctl_num_or(r.json, "models", 0));
     else if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(r.json, "status")))
         rc = ctl_fail(e, CTL_EXIT_SERVER, "not ready: %ld %s", r.status,
-                      str_or(r.json, "status", ""));
+                      ctl_str_or(r.json, "status", ""));
     else
         rc = ctl_reply_fail(&r, e);
     ctl_reply_cleanup(&r);
@@ -1623,7 +907,7 @@ static int cmd_import(ctl_client *c, args *a, ctl_err *e)
                              ? "kmm" : "libsvm";
     int kmm = !strcmp(format, "kmm");
     int rc = -1;
-    char *base = model_path(c, a->pos[0], "/import", e);
+    char *base = ctl_model_path(c, a->pos[0], "/import", e);
     if (base && a->n_features)
         esc = ctl_client_escape(c, a->n_features);
     if (base && (!a->n_features || esc) &&
@@ -1639,7 +923,7 @@ static int cmd_import(ctl_client *c, args *a, ctl_err *e)
         if (r.status != 201 || !cJSON_IsObject(r.json)) {
             ctl_reply_fail(&r, e);
         } else {
-            print_model(cJSON_GetObjectItemCaseSensitive(r.json, "model"),
+            ctl_print_model(cJSON_GetObjectItemCaseSensitive(r.json, "model"),
                         "imported");
             rc = 0;
         }
@@ -1664,7 +948,7 @@ static int cmd_export(ctl_client *c, args *a, ctl_err *e)
                                                                   : "libsvm";
     char suffix[32];
     snprintf(suffix, sizeof suffix, "/export?format=%s", format);
-    char *path = model_path(c, a->pos[0], suffix, e);
+    char *path = ctl_model_path(c, a->pos[0], suffix, e);
     if (!path)
         return -1;
     int rc = ctl_client_call(c, "GET", path, NULL, 0, &r, e);
@@ -1730,6 +1014,7 @@ fail:
     fprintf(stderr, "kmctl: %s\n", e.msg);
     status = e.exit ? e.exit : CTL_EXIT_SERVER;
 out:
+    ctl_about_free();
     ctl_client_free(client);
     cJSON_Delete(a.params);
     cJSON_Delete(a.kernel_params);

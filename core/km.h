@@ -1,10 +1,32 @@
 /*
  * km.h - public interface of libkm, kmserve's numerical library.
  *
- * libkm fits kernel-method models (kernel ridge regression, C-SVC, epsilon-SVR,
- * kernel PCA, kernel logistic regression), predicts with them and reads and
- * writes their binary file format. It is pure: no sockets, no JSON, no
- * printing, no global state.
+ * libkm fits kernel-method models (the algorithms of KM_ALGO_MAP, with the
+ * kernels of KM_KERNEL_MAP: km_maps.h is their one list), predicts with
+ * them and reads and writes their binary file format. It is pure: no
+ * sockets, no JSON, no printing.
+ *
+ * Global state: two process-wide values, no more.
+ *   - The memory budget auto solvers choose against (km_set_memory_budget,
+ *     model/km_fit.c): one atomic value, which the daemon sets once at
+ *     start-up before any fit, so that core's estimates and its choices
+ *     agree with the daemon's admission control.
+ *   - OpenBLAS's thread count, which is the process's by OpenBLAS's design:
+ *     while an svc screened fit runs its class pairs on several workers,
+ *     solvers/km_svm_screen.c sets it to 1 and puts it back after (under a
+ *     lock, counting overlapping fits), because OpenBLAS's threaded calls
+ *     from several workers queue and spin; BLAS calls elsewhere in the
+ *     process meanwhile run on one thread too.
+ * Everything else (random numbers included: km_rng) is in the caller's
+ * hands.
+ *
+ * Layout: core/ has one folder an area: base (statuses, errors, the PRNG,
+ * byte I/O, vector maths), kernels, solvers (internal: SMO and svc's
+ * solvers), algorithms (one file and one header an algorithm), model (the
+ * model object, its file, the generic fit, LIBSVM files) and select
+ * (preprocessing, scores, search). Each area but solvers has its public
+ * header(s) core/<area>/km_*.h; this header includes them all, and
+ * callers include only it. core/km_internal.h is core's own.
  *
  * Conventions used throughout:
  *   - Matrices are dense, row-major doubles: X[i*d + j] is feature j of row i.

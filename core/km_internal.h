@@ -71,6 +71,14 @@ km_status km_check_solution(const char *what, const double *v, size_t n,
  * -1 if absent. */
 int km_name_index(const char *const *names, int n, const char *name);
 
+/* Defines the km_choices var (declared in an area's header) from the
+ * option's list MAP (km_base.h): its names by value, then the table of
+ * count (the enum's COUNT) names. */
+#define KM_CHOICE_NAME(e, name) [e] = name,
+#define KM_CHOICES_DEFINE(var, MAP, count)                                   \
+    static const char *const var##_names[count] = {MAP(KM_CHOICE_NAME)};     \
+    const km_choices var = {var##_names, count}
+
 /* Monotonic seconds, for training figures. */
 double km_now(void);
 
@@ -204,7 +212,8 @@ uint32_t km_crc32(const unsigned char *p, size_t n);
  * A composite has combine: it folds part p's block src (nx x nz) into
  * its own block dst (rows of lddst), p = 0, 1, ... in order; xs[i] and
  * zs[j] are the part's self values k_p(x_i, x_i), k_p(z_j, z_j) when
- * needs_self (else NULL); diag >= 0 says x_i is z_{i + diag}.
+ * needs_self (else NULL); diag >= 0 says x_i is z_{i + diag}. caps:
+ * its KM_KERNEL_CAP_* flags less COMPOSITE (which family says).
  */
 typedef struct km_kernel_desc {
     km_kernel_info info;
@@ -214,10 +223,16 @@ typedef struct km_kernel_desc {
                     const double *src, size_t nx, size_t nz,
                     const double *xs, const double *zs, long diag);
     int needs_self;
+    unsigned caps;
 } km_kernel_desc;
 
 /* The row of t; NULL for an invalid type. */
 const km_kernel_desc *km_kernel_desc_of(km_kernel_type t);
+
+/* The names of the kernel types that have all of caps, in list order,
+ * into buf: "a, b, c" with last between the last two (", " or " or "). */
+void km_kernel_caps_names(unsigned caps, const char *last, char *buf,
+                          size_t len);
 
 /* 1 if k is a leaf whose base quantities are inner products (INNER, L2). */
 int km_kernel_uses_dots(const km_kernel *k);
@@ -261,7 +276,9 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  * An algorithm's descriptor: its whole life cycle, as Redis's module
  * types give theirs. Each algorithm's file defines one (the symbol named
  * in KM_ALGO_MAP); km_algo.c, km_model.c and km_predict.c dispatch
- * through them and nothing else switches on the algorithm.
+ * through them. The rule: what differs between algorithms is an entry of
+ * this descriptor (add one when a new difference appears), never a test
+ * or switch on the algorithm elsewhere in core, api/ or server/.
  *   outputs         KM_OUT_* flags: what its models can answer
  *   model_outputs   what one model can answer, when that depends on how
  *                   it was fitted (svc: probabilities only with
@@ -299,8 +316,9 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   version whose header gives these sizes, [*lo, *hi]
  *                   (saturating: km_add_sat)
  *   file_format     the format version a file of this payload must have
- *                   (krr's rff form: 3); NULL or 0: the oldest current
- *                   one, 2
+ *                   (e.g. krr's rff form: 3; each algorithm's forms at
+ *                   FORMAT_VERSION in km_model.c); NULL or 0: the oldest
+ *                   current one, 2
  *   free_payload, save, load, bytes: the payload (the algorithm's own
  *                   struct, owned by the model). save writes it; load
  *                   reads it back (r is positioned at it and must be
@@ -315,9 +333,103 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   bytes uses, so the two cannot drift apart; on a
  *                   payload load refuses, still a bound of what load
  *                   allocates before refusing it.
+ *   target          what y it learns from (km_algorithm_target)
+ *   check_targets   1 if check reads the problem's targets (sizes of y,
+ *                   classes), so that a caller reads y before it checks
+ *                   params; 0: params can be checked before y is read
+ *   solvers         its params' solver choice (km_algo_solvers); NULL:
+ *                   none
+ *   check_kernel    KM_EINVAL when the solver params names does not take
+ *                   k (by solvers' needs); NULL: every solver takes every
+ *                   kernel
+ *   search          what a search does for it beyond the generic engine
+ *                   (km_algo_search); NULL: nothing
+ *   mpi             how it runs distributed (km_algo_mpi); NULL: it does
+ *                   not (its params may hold pointers)
  */
 typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
                                    size_t n, double *out, km_error *err);
+
+/*
+ * An algorithm's solver choice: params' enum field named param, values
+ * 0 .. count - 1 named by name (the enum's own name function), and
+ * needs[i] the KM_KERNEL_CAP_* flags a kernel must have for solver i
+ * (NULL: every solver takes every kernel).
+ */
+typedef struct km_algo_solvers {
+    const char *param;
+    size_t count;
+    const char *(*name)(size_t i);
+    const unsigned *needs;
+} km_algo_solvers;
+
+/*
+ * What a search (km_search.c) does for an algorithm beyond fitting and
+ * scoring each point's folds:
+ *   caps          KM_SEARCH_* flags (km_algorithm_search_caps)
+ *   serves        1 if a point of these params is served by the engine
+ *                 of caps (CLOSED_FORM: krr's exact solver; SHARED_GRAM:
+ *                 svm's exact solver, which takes kernel values given)
+ *   cache_bytes   the kernel cache a point allows (svm's cache_mb), which
+ *                 bounds a shared Gram (SHARED_GRAM)
+ *   fold_classes  rewrites a fold fit's copy of params whose per-class
+ *                 arrays index all classes to index the fold's k classes
+ *                 (cls[c]: the class of the fold's class c), into
+ *                 scratch (k values) (svc: class_weight); NULL: none
+ *   one_output    1 if y must have one output (svr)
+ *   is_auto, resolve_auto  a point whose solver is auto (is_auto) is
+ *                 resolved once on the whole problem under budget
+ *                 (resolve_auto, krr) before the search; NULL: none
+ */
+typedef struct km_algo_search {
+    unsigned caps;
+    int (*serves)(const void *params);
+    double (*cache_bytes)(const void *params);
+    void (*fold_classes)(void *params, const int *cls, size_t k,
+                         double *scratch);
+    int one_output;
+    int (*is_auto)(const void *params);
+    void (*resolve_auto)(void *params, const km_problem *pb, size_t budget);
+} km_algo_search;
+
+/*
+ * How an algorithm runs distributed (server/srv_mpi.c routes, the worker
+ * mpi/kmserve_mpi.c fits; the functions behind km_algorithm_mpi_*):
+ *   refusal       NULL if a fit of params can run distributed, else why
+ *                 not (in buf of len, or static)
+ *   resolve       the worker's side: params as the worker runs them (an
+ *                 auto solver resolved), KM_EINVAL if it cannot
+ *   routes_auto   1 if a local fit of params may be moved to the cluster
+ *                 when it does not fit here, with *exact (params_size
+ *                 bytes) what the local fit would run instead (krr's
+ *                 auto: exact); NULL: never
+ *   rank_bytes    the largest rank's bytes on a rows x cols grid of
+ *                 nb x nb blocks
+ *   local_bytes   what the daemon holds for the fit
+ */
+typedef struct km_algo_mpi {
+    const char *(*refusal)(const void *params, char *buf, size_t len);
+    km_status (*resolve)(void *params, km_error *err);
+    int (*routes_auto)(const void *params, void *exact);
+    size_t (*rank_bytes)(const void *params, const km_problem *pb,
+                         size_t nb, size_t rows, size_t cols);
+    size_t (*local_bytes)(const void *params, const km_problem *pb);
+} km_algo_mpi;
+
+/* The names of the algorithms for which has(a) is nonzero, in list
+ * order, into buf: "a, b and c" with last between the last two
+ * (km_caps.c), for messages that list the algorithms that can do a
+ * thing. */
+void km_algorithm_names_where(int (*has)(km_algorithm a), const char *last,
+                              char *buf, size_t len);
+
+/* The distributed rank bytes of a dense n x n fit (krr's, gpr's): the
+ * largest rank's share of the matrix, the broadcast X and Y, the gathers
+ * and km_fit's copies on rank 0, plus extra (gpr: the factor L); and the
+ * most rows of n one of p ranks holds in nb blocks (km_request.c). */
+size_t km_mpi_dense_rank_bytes(const km_problem *pb, size_t nb, size_t rows,
+                               size_t cols, size_t extra);
+size_t km_mpi_local_max(size_t n, size_t nb, size_t p);
 
 typedef struct km_algo {
     unsigned outputs;
@@ -352,6 +464,13 @@ typedef struct km_algo {
     size_t (*bytes)(const void *payload, const km_model *m);
     void (*load_bytes)(km_reader r, const km_model *m, size_t *kept,
                        size_t *peak);
+    km_target target;
+    int check_targets;
+    const km_algo_solvers *solvers;
+    km_status (*check_kernel)(const void *params, const km_kernel *k,
+                              km_error *err);
+    const km_algo_search *search;
+    const km_algo_mpi *mpi;
 } km_algo;
 
 #define KM_ALGO_EXTERN(e, id, name, desc) extern const km_algo desc;
@@ -370,8 +489,9 @@ km_status km_model_create(km_algorithm algo, const km_kernel *kernel,
                           size_t n_outputs, void *payload, km_model **out,
                           km_error *err);
 void *km_model_payload(const km_model *m);
-/* The format version of the file a model was loaded from (1, 2, 3); 0
- * for a model fitted here. A payload's load reads it for its layout. */
+/* The format version of the file a model was loaded from (FORMAT_OLDEST
+ * to FORMAT_VERSION of km_model.c); 0 for a model fitted here. A
+ * payload's load reads it for its layout. */
 uint32_t km_model_file_format(const km_model *m);
 /* Mutable lists, for the fit that builds the model. */
 km_info *km_model_params_mut(km_model *m);
@@ -673,7 +793,7 @@ km_status km_nys_check_rule(km_krr_centre_rule rule, km_error *err);
  * holds beside its n x m factor. */
 size_t km_nys_rpcholesky_bytes(size_t n, size_t d, size_t m);
 /* KM_EPROBLEM naming params.n_centres when it is above n_samples (the
- * nystrom solvers of krr, svc and kpca); KM_OK otherwise. */
+ * nystrom solvers of krr, svc, kpca and gpr); KM_OK otherwise. */
 km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
                                km_error *err);
 /* T (m x m) := the upper Cholesky factor of K_mm + s I of the centres Z
@@ -682,7 +802,7 @@ km_status km_nys_check_centres(size_t n_centres, size_t n_samples,
  * 10^12 that factors (s = 0 first when unshifted_first: kpca, whose
  * answer the shift would perturb by about s over K_mm's smallest
  * eigenvalue, where krr uses T only as a preconditioner); *shift gets s
- * (the nystrom solvers of krr, svc and kpca). KM_ENOTPD when none does. */
+ * (every nystrom solver). KM_ENOTPD when none does. */
 km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
                             size_t d, int unshifted_first, double *T,
                             double *shift, km_error *err);
@@ -698,7 +818,8 @@ km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
  * rpcholesky kept), progress from f0 to f1 through ctl. km_nys_centres_values:
  * the doubles picking by rule holds beyond Z (rpcholesky's n x m factor
  * and its work; 0 for uniform). km_nys_block_rows: rows of a block of
- * K_nm (about 2^21 values; krr's, klr's and kpca's nystrom solvers). The
+ * K_nm (about 2^21 values; krr's, klr's, kpca's and gpr's nystrom
+ * solvers). The
  * K_mm factor is km_nys_factor_kmm above.
  */
 size_t km_nys_n_centres(size_t asked, size_t n);
@@ -794,7 +915,7 @@ km_status km_kkmeans_fit_init(const km_kernel *k, const km_kkmeans_params *p,
                               const double *X, size_t n, size_t d,
                               const size_t *init, const km_fit_control *ctl,
                               km_model **out, km_error *err);
-/* One run's k-means++ centres (km.h): k row indices into centres, from
+/* One run's k-means++ centres (km_kkmeans.h): k row indices into centres, from
  * the full Gram matrix K (n x n, row-major), drawing from r. KM_ENOMEM
  * when its O(n) buffers cannot be had. */
 km_status km_kkmeans_plusplus(const double *K, size_t n, size_t k,

@@ -15,16 +15,14 @@
 #include "srv_routes.h"
 #include "srv_store.h"
 
-/* The metrics' route labels: borrowed for the process's lifetime. */
-static const char *route_names[SRV_MAX_ROUTES];
-
 int srv_daemon_open(srv_state *s, char *err, size_t errlen)
 {
-    size_t n_routes = srv_route_names(route_names, SRV_MAX_ROUTES);
+    size_t n_routes;
+    const char *const *route_labels = srv_route_labels(&n_routes);
     atomic_init(&s->phase, SRV_LOADING);
     atomic_init(&s->active_requests, 0);
     s->registry = srv_registry_create();
-    s->metrics = srv_metrics_create(route_names, n_routes);
+    s->metrics = srv_metrics_create(route_labels, n_routes);
     if (!s->registry || !s->metrics) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -52,11 +52,13 @@ struct srv_metrics {
 srv_metrics *srv_metrics_create(const char *const *route_names,
                                 size_t n_routes)
 {
+    if (n_routes > SRV_MAX_ROUTES)
+        return NULL;
     srv_metrics *m = calloc(1, sizeof *m); /* zeroed atomics are 0 */
     if (!m)
         return NULL;
     m->routes = route_names;
-    m->n_routes = n_routes < SRV_MAX_ROUTES ? n_routes : SRV_MAX_ROUTES;
+    m->n_routes = n_routes;
     return m;
 }
 

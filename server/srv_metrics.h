@@ -15,12 +15,16 @@
 
 #include "../core/km.h"
 
+/* Room for this many route labels (srv_routes.c uses 35: 34 routes and
+ * "unmatched"). */
 #define SRV_MAX_ROUTES 40
 
 typedef struct srv_metrics srv_metrics;
 
-/* route_names: the routes' label values, n_routes <= SRV_MAX_ROUTES
- * (borrowed for the metrics' lifetime). */
+/* route_names: the routes' label values (borrowed for the metrics'
+ * lifetime). NULL on OOM, and when n_routes > SRV_MAX_ROUTES: a route is
+ * never dropped from the metrics silently (srv_routes.c checks its count
+ * against SRV_MAX_ROUTES at compile time). */
 srv_metrics *srv_metrics_create(const char *const *route_names,
                                 size_t n_routes);
 void srv_metrics_free(srv_metrics *m);

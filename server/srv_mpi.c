@@ -10,7 +10,7 @@
  *
  * Staging files live in the models directory (shared storage on a
  * cluster), named .kmserve-mpi-HOST-PID-JOB.{req,out,status,err,log} and
- * .rankR, rank R's liveness record (srv_beat.h), the P above (the
+ * .rankR, rank R's liveness record (cmn_beat.h), the P above (the
  * worker's own temporaries add .tmp); the store's scans read only
  * NAME.kmm files and leave them alone.
  *
@@ -38,9 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "srv_beat.h"
+#include "../common/cmn_beat.h"
+#include "../common/cmn_file.h"
 #include "srv_clock.h"
-#include "srv_file.h"
 #include "srv_log.h"
 #include "srv_mpi.h"
 
@@ -67,7 +67,7 @@ struct srv_mpi {
     char worker[PATH_MAX + 16];
     char dir[PATH_MAX];
     char host[64];
-    char where[96];          /* srv_beat_where: a rank with this is local */
+    char where[96];          /* cmn_beat_where: a rank with this is local */
 };
 
 /* ------------------------------------------------------------ setup */
@@ -178,7 +178,7 @@ srv_mpi *srv_mpi_create(const srv_config *c, char *err, size_t errlen)
     m->beat_interval = m->beat_timeout / 10 > 1.0   ? 1.0
                        : m->beat_timeout / 10 < 0.1 ? 0.1
                                                     : m->beat_timeout / 10;
-    srv_beat_where(m->where, sizeof m->where);
+    cmn_beat_where(m->where, sizeof m->where);
     /* the ranks that outlive their launcher come to this process to be
      * reaped (see sweep) */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
@@ -232,12 +232,11 @@ void srv_mpi_clean_stale(const char *dir)
     closedir(d);
 }
 
-/* ------------------------------------------------------------ routing */
-
-static int krr_auto(const api_fit_request *req)
-{
-    return req->algo == KM_ALGO_KRR && req->krr.solver == KM_KRR_SOLVER_AUTO;
-}
+/* ------------------------------------------------------------ routing
+ *
+ * What runs distributed, why not, and the memory figures are each
+ * algorithm's (core's descriptor: km_algorithm_mpi_*); the daemon picks
+ * the grid. */
 
 /* NULL when the fit can run distributed, else why not (in buf or
  * static). */
@@ -246,112 +245,22 @@ static const char *unsupported(const api_fit_request *req, char *buf,
 {
     if (req->search)
         return "a fit with a search cannot run distributed";
-    if (req->algo == KM_ALGO_KRR)
-        return req->krr.solver == KM_KRR_SOLVER_EXACT || krr_auto(req)
-                   ? NULL
-                   : "krr's nystrom or rff solver cannot run distributed "
-                     "(only exact or auto)";
-    if (req->algo == KM_ALGO_GPR) {
-        const km_gpr_params *p = (const km_gpr_params *)req->params;
-        if (p->solver != KM_GPR_SOLVER_EXACT)
-            return "gpr's nystrom or auto solver cannot run distributed "
-                   "(only params.solver exact)";
-        return p->optimizer == KM_GPR_OPTIMIZER_NONE
-                   ? NULL
-                   : "gpr with an optimizer cannot run distributed (only "
-                     "params.optimizer none)";
-    }
-    if (req->algo == KM_ALGO_KPCA) {
-        km_kpca_solver s = req->kpca.solver;
-        if (s == KM_KPCA_SOLVER_AUTO || s == KM_KPCA_SOLVER_DENSE)
-            return NULL;
-        snprintf(buf, len, "params.eigen_solver %s cannot run distributed "
-                 "(kpca: only auto or dense, which run ScaLAPACK's "
-                 "pdsyevr)", km_kpca_solver_name(s));
-        return buf;
-    }
-    return "this algorithm cannot run distributed (only krr, gpr and kpca)";
+    return km_algorithm_mpi_refusal(req->algo, req->params, buf, len);
 }
 
-static size_t sat_mul(size_t a, size_t b)
-{
-    size_t p;
-    return __builtin_mul_overflow(a, b, &p) ? SIZE_MAX : p;
-}
-
-static size_t sat_add(size_t a, size_t b)
-{
-    return a + b < a ? SIZE_MAX : a + b;
-}
-
-/* The most rows (or columns) of n that one of p ranks holds in nb
- * blocks, at most n. */
-static size_t local_max(size_t n, size_t nb, size_t p)
-{
-    size_t blocks = (n + nb - 1) / nb, l = sat_mul((blocks + p - 1) / p, nb);
-    return l < n ? l : n;
-}
-
-/* kpca's eigen-problem on a rows x cols grid (kmserve-mpi's eig_init):
- * A and Z, PDSYEVR's minimum workspace for max(k, nb) vectors (the worker
- * takes the optimum only when it fits), its integers, and X, the vectors
- * and the model's arrays beside. */
-static size_t kpca_rank_bytes(const api_fit_request *req, size_t nb,
-                              size_t rows, size_t cols)
-{
-    size_t n = req->n, d = req->d, k = req->kpca.n_components, p = rows * cols;
-    if (nb > n)
-        nb = n;
-    size_t mz = k > nb ? k : nb;
-    size_t share = sat_mul(local_max(n, nb, rows), local_max(n, nb, cols));
-    size_t t = sat_add(sat_mul(local_max(n, nb, rows), local_max(mz, nb, cols)),
-                       2 * nb * nb);
-    size_t lwmin = sat_add(sat_add(7 * n + 2, t > 18 * n ? t : 18 * n),
-                           sat_mul((mz + p - 1) / p, n));
-    size_t nnp = n > p + 1 ? n : p + 1;
-    size_t vec = sat_add(sat_mul(n, 3 * d + 3 * k + 6), lwmin);
-    return sat_add(sat_mul(8, sat_add(sat_mul(2, share), vec)),
-                   sat_mul(4, 14 * nnp));
-}
-
-/* The largest rank's bytes (rank 0's): its share of the n x n matrix
- * (whole blocks of the grid), the broadcast X and Y, the gathers, km_fit's
- * copies on rank 0 and, for gpr, the factor L that the model keeps; kpca
- * its own (kpca_rank_bytes). */
+/* The largest rank's bytes (rank 0's) on the grid of m's ranks, as near
+ * square as they divide. */
 static size_t rank_bytes(const srv_mpi *m, const api_fit_request *req)
 {
-    size_t n = req->n, d = req->d, mo = req->m ? req->m : 1;
     size_t nb = m->block ? (size_t)m->block : 256, p = (size_t)m->ranks;
     size_t rows = 1;
     while ((rows + 1) * (rows + 1) <= p)
         rows++;
     while (p % rows)
         rows--;
-    size_t cols = p / rows;
-    if (req->algo == KM_ALGO_KPCA)
-        return kpca_rank_bytes(req, nb, rows, cols);
-    size_t share = sat_mul(8, sat_mul(local_max(n, nb, rows),
-                                      local_max(n, nb, cols)));
-    size_t vec = sat_mul(8, sat_add(sat_mul(n, 3 * d + 4 * mo + 1),
-                                    sat_mul(nb, n)));
-    size_t l = req->algo == KM_ALGO_GPR ? sat_mul(8, sat_mul(n, n)) : 0;
-    return sat_add(sat_add(share, vec), l);
-}
-
-/* What the daemon holds for a distributed fit: the staging buffer, the
- * model file read back and the model (gpr: with L; kpca: its projections,
- * means and inverse map). */
-static size_t local_bytes(const api_fit_request *req)
-{
-    size_t n = req->n, per_row = req->d + (req->m ? req->m : 1);
-    if (req->algo == KM_ALGO_KPCA) {
-        size_t k = req->kpca.n_components;
-        per_row = req->d + k + 2 +
-                  (req->kpca.fit_inverse_transform ? k + req->d : 0);
-    }
-    size_t v = sat_mul(8, sat_mul(n, per_row));
-    size_t l = req->algo == KM_ALGO_GPR ? sat_mul(12, sat_mul(n, n)) : 0;
-    return sat_add(sat_mul(3, v), l);
+    km_problem pb = api_fit_problem(req);
+    return km_algorithm_mpi_rank_bytes(req->algo, req->params, &pb, nb, rows,
+                                       p / rows);
 }
 
 int srv_mpi_route(const srv_mpi *m, api_fit_request *req, size_t local_budget,
@@ -360,12 +269,13 @@ int srv_mpi_route(const srv_mpi *m, api_fit_request *req, size_t local_budget,
     if (!req->distributed) {
         /* auto whose exact fit does not fit here: the cluster's, if its
          * share fits there */
-        if (!m || !krr_auto(req) || req->search)
+        _Alignas(16) unsigned char exact[sizeof req->params];
+        if (!m || req->search ||
+            km_algorithm_params_size(req->algo) > sizeof exact ||
+            !km_algorithm_mpi_routes_auto(req->algo, req->params, exact))
             return 0;
-        km_krr_params exact = req->krr;
-        exact.solver = KM_KRR_SOLVER_EXACT;
         km_problem pb = api_fit_problem(req);
-        size_t need = km_algorithm_fit_bytes(KM_ALGO_KRR, &exact, &pb);
+        size_t need = km_algorithm_fit_bytes(req->algo, exact, &pb);
         if (need <= local_budget || rank_bytes(m, req) > m->rank_budget)
             return 0;
         req->distributed = 1;
@@ -384,7 +294,8 @@ int srv_mpi_route(const srv_mpi *m, api_fit_request *req, size_t local_budget,
                          "the per-rank budget (--mpi-memory-budget-mb) is "
                          "%.1f MiB over %d ranks", share / 1048576.0,
                          m->rank_budget / 1048576.0, m->ranks);
-    *bytes = local_bytes(req);
+    km_problem pb = api_fit_problem(req);
+    *bytes = km_algorithm_mpi_local_bytes(req->algo, req->params, &pb);
     return 0;
 }
 
@@ -399,7 +310,7 @@ typedef struct fit_files {
 
 /* The request first, the records last: a rank still beating (on another
  * host) sees the request gone after its write, removes its record and
- * exits (mpi/kmserve_mpi.c, heart_main). */
+ * exits (mpi/kmw_heart.c, heart_main). */
 static void files_remove(const fit_files *f)
 {
     const char *all[] = {f->req, f->out, f->status, f->err, f->log};
@@ -529,9 +440,9 @@ static int end_job(pid_t pid, double grace, const char *job_id)
 
 /* ------------------------------------------------------------ liveness */
 
-/* What the daemon knows of one rank, from its records (srv_beat.h). */
+/* What the daemon knows of one rank, from its records (cmn_beat.h). */
 typedef struct rank_seen {
-    srv_beat rec;     /* the last record read; rec.pid 0: none yet */
+    cmn_beat rec;     /* the last record read; rec.pid 0: none yet */
     double heard;     /* when rec.beat (or rec.pid) last changed */
     double exited;    /* when its exit record was first read; 0: not yet */
     int local;        /* rec.where is this daemon's: rec.pid is in /proc */
@@ -547,9 +458,9 @@ typedef struct watch {
 static void read_rank(watch *w, int i, double now)
 {
     char path[PATH_MAX + 192];
-    srv_beat b;
+    cmn_beat b;
     snprintf(path, sizeof path, "%s%d", w->f->beat, i);
-    if (srv_beat_read(path, &b) != 0 || b.rank != i)
+    if (cmn_beat_read(path, &b) != 0 || b.rank != i)
         return; /* none yet, or torn: what was known stands */
     rank_seen *s = &w->r[i];
     if (!s->rec.pid || b.pid != s->rec.pid || b.beat != s->rec.beat)
@@ -557,7 +468,7 @@ static void read_rank(watch *w, int i, double now)
     s->rec = b;
     s->local = strcmp(b.where, "-") != 0 && !strcmp(b.where, w->m->where);
     int code;
-    if (!s->exited && srv_beat_exited(&b, &code)) {
+    if (!s->exited && cmn_beat_exited(&b, &code)) {
         s->exited = now;
         if (!w->first_exit)
             w->first_exit = now;
@@ -598,7 +509,7 @@ static int check(watch *w, double now, char *why, size_t len)
         if (dead) /* its exit record, written before it ended, may be new */
             read_rank(w, i, now);
         if (s->exited) {
-            srv_beat_exited(&s->rec, &code);
+            cmn_beat_exited(&s->rec, &code);
             up++, done++, ok += code == 0;
             continue;
         }
@@ -614,7 +525,7 @@ static int check(watch *w, double now, char *why, size_t len)
                      m->beat_timeout);
             return -1;
         }
-        if (s->rec.pid && strcmp(s->rec.phase, SRV_BEAT_PHASE_INIT))
+        if (s->rec.pid && strcmp(s->rec.phase, CMN_BEAT_PHASE_INIT))
             up++;
         else if (first_down < 0)
             first_down = i;
@@ -651,7 +562,7 @@ static int check(watch *w, double now, char *why, size_t len)
 static int worker_error(const fit_files *f, int status, api_error *e)
 {
     size_t len = 0;
-    unsigned char *b = srv_file_read(f->err, 4096, &len);
+    unsigned char *b = cmn_file_read(f->err, 4096, &len);
     int code = 0, off = 0;
     if (b && sscanf((char *)b, "%d %n", &code, &off) == 1 && code > 0 &&
         code < KM_STATUS_COUNT) {
@@ -665,7 +576,7 @@ static int worker_error(const fit_files *f, int status, api_error *e)
     }
     free(b);
     char last[160] = "";
-    unsigned char *log = srv_file_read(f->log, (size_t)1 << 20, &len);
+    unsigned char *log = cmn_file_read(f->log, (size_t)1 << 20, &len);
     if (log) { /* the last non-empty line without the launcher's rulers */
         char *save = NULL;
         for (char *line = strtok_r((char *)log, "\n", &save); line;
@@ -766,7 +677,7 @@ int srv_mpi_fit(srv_mpi *m, const api_fit_request *req,
         rc = api_fail_km(e, &kerr);
         goto out;
     }
-    int wrote = srv_file_write(f.req, buf, len, 1, 0600);
+    int wrote = cmn_file_write(f.req, buf, len, 1, 0600);
     free(buf);
     if (wrote != 0) {
         rc = api_raise(e, API_INSUFFICIENT_STORAGE, "cannot write the "
@@ -795,7 +706,7 @@ int srv_mpi_fit(srv_mpi *m, const api_fit_request *req,
         if (launcher_ended(pid))
             break;
         size_t sl = 0;
-        unsigned char *s = srv_file_read(f.status, 256, &sl);
+        unsigned char *s = cmn_file_read(f.status, 256, &sl);
         double frac = 0;
         int stop = ctl && ctl->progress &&
                    (s ? sscanf((char *)s, "%lf", &frac) == 1 && frac >= 0 &&
@@ -840,7 +751,7 @@ int srv_mpi_fit(srv_mpi *m, const api_fit_request *req,
         srv_log(SRV_WARN, "mpi_fit_failed", "job %s: %s", job_id, e->message);
         goto out;
     }
-    unsigned char *mb = srv_file_read(f.out, (size_t)64 << 30, &len);
+    unsigned char *mb = cmn_file_read(f.out, (size_t)64 << 30, &len);
     if (!mb) {
         rc = api_raise(e, API_INTERNAL, "the MPI worker wrote no model");
         goto out;

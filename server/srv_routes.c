@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../api/api_about.h"
 #include "../api/api_fit.h"
 #include "../api/api_json.h"
 #include "../api/api_model.h"
@@ -33,112 +34,126 @@
 #include "srv_routes.h"
 #include "srv_test.h"
 
-static void h_livez(srv_request *rq, srv_reply *rp);
-static void h_readyz(srv_request *rq, srv_reply *rp);
-static void h_metrics(srv_request *rq, srv_reply *rp);
-static void h_v1(srv_request *rq, srv_reply *rp);
-static void h_models(srv_request *rq, srv_reply *rp);
-static void h_model_get(srv_request *rq, srv_reply *rp);
-static void h_model_delete(srv_request *rq, srv_reply *rp);
-static void h_fit(srv_request *rq, srv_reply *rp);
-static void h_predict(srv_request *rq, srv_reply *rp);
-static void h_project(srv_request *rq, srv_reply *rp);
-static void h_score(srv_request *rq, srv_reply *rp);
-static void h_jobs(srv_request *rq, srv_reply *rp);
-static void h_job_get(srv_request *rq, srv_reply *rp);
-static void h_job_delete(srv_request *rq, srv_reply *rp);
-static void h_asset(srv_request *rq, srv_reply *rp);
-static void h_import(srv_request *rq, srv_reply *rp);
-static void h_export(srv_request *rq, srv_reply *rp);
-static void h_versions(srv_request *rq, srv_reply *rp);
-static void h_version_get(srv_request *rq, srv_reply *rp);
-static void h_rollback(srv_request *rq, srv_reply *rp);
-static void h_v2(srv_request *rq, srv_reply *rp);
-static void h_v2_live(srv_request *rq, srv_reply *rp);
-static void h_v2_ready(srv_request *rq, srv_reply *rp);
-static void h_v2_model(srv_request *rq, srv_reply *rp);
-static void h_v2_model_ready(srv_request *rq, srv_reply *rp);
-static void h_v2_infer(srv_request *rq, srv_reply *rp);
+/*
+ * The routes, one row each, in index order: the order is the metrics'
+ * route labels' and breaks ties between patterns (the first wins). A row
+ * is X(ID, pattern, body, methods...), each method GET(handler, scope),
+ * POST(handler, scope) or DEL(handler, scope): GET also answers HEAD;
+ * body is what POST takes (SRV_BODY_*); scope is what a token needs when
+ * tokens are on (OPEN, READ, ADMIN). From this list come the enum R_*,
+ * the handlers' declarations, the table and the metrics' route labels: a
+ * new route is a row here and its handler.
+ *
+ * /metrics is READ here; it is open unless --protect-metrics (srv_http).
+ * The console's files and the spec are open: static, they hold no data
+ * (the console's calls to /v1 carry the token). An export holds the
+ * model's support vectors (training rows): ADMIN.
+ */
+#define SRV_ROUTES(X)                                                        \
+    X(LIVEZ, "/livez", SRV_BODY_NONE, GET(h_livez, OPEN))                    \
+    X(READYZ, "/readyz", SRV_BODY_NONE, GET(h_readyz, OPEN))                 \
+    X(HEALTHZ, "/healthz", SRV_BODY_NONE, GET(h_readyz, OPEN))               \
+    X(METRICS, "/metrics", SRV_BODY_NONE, GET(h_metrics, READ))              \
+    X(V1, "/v1", SRV_BODY_NONE, GET(h_v1, READ))                             \
+    X(MODELS, "/v1/models", SRV_BODY_NONE, GET(h_models, READ))              \
+    X(MODEL, "/v1/models/{name}", SRV_BODY_NONE, GET(h_model_get, READ)      \
+      DEL(h_model_delete, ADMIN))                                            \
+    X(FIT, "/v1/models/{name}/fit", SRV_BODY_JSON, POST(h_fit, ADMIN))       \
+    X(PREDICT, "/v1/models/{name}/predict", SRV_BODY_JSON,                   \
+      POST(h_predict, READ))                                                 \
+    X(PROJECT, "/v1/models/{name}/project", SRV_BODY_JSON,                   \
+      POST(h_project, READ))                                                 \
+    X(SCORE, "/v1/models/{name}/score", SRV_BODY_JSON, POST(h_score, READ))  \
+    X(JOBS, "/v1/jobs", SRV_BODY_NONE, GET(h_jobs, ADMIN))                   \
+    X(JOB, "/v1/jobs/{id}", SRV_BODY_NONE, GET(h_job_get, ADMIN)             \
+      DEL(h_job_delete, ADMIN))                                              \
+    X(CONSOLE, "/", SRV_BODY_NONE, GET(h_asset, OPEN))                       \
+    X(CONSOLE_CSS, "/console.css", SRV_BODY_NONE, GET(h_asset, OPEN))        \
+    X(CONSOLE_JS, "/console.js", SRV_BODY_NONE, GET(h_asset, OPEN))          \
+    X(OPENAPI, "/openapi.yaml", SRV_BODY_NONE, GET(h_asset, OPEN))           \
+    X(IMPORT, "/v1/models/{name}/import", SRV_BODY_MODEL,                    \
+      POST(h_import, ADMIN))                                                 \
+    X(EXPORT, "/v1/models/{name}/export", SRV_BODY_NONE,                     \
+      GET(h_export, ADMIN))                                                  \
+    X(VERSIONS, "/v1/models/{name}/versions", SRV_BODY_NONE,                 \
+      GET(h_versions, READ))                                                 \
+    X(VERSION, "/v1/models/{name}/versions/{version}", SRV_BODY_NONE,        \
+      GET(h_version_get, READ))                                              \
+    X(VPREDICT, "/v1/models/{name}/versions/{version}/predict",              \
+      SRV_BODY_JSON, POST(h_predict, READ))                                  \
+    X(VPROJECT, "/v1/models/{name}/versions/{version}/project",              \
+      SRV_BODY_JSON, POST(h_project, READ))                                  \
+    X(VSCORE, "/v1/models/{name}/versions/{version}/score", SRV_BODY_JSON,   \
+      POST(h_score, READ))                                                   \
+    X(ROLLBACK, "/v1/models/{name}/rollback", SRV_BODY_JSON,                 \
+      POST(h_rollback, ADMIN))                                               \
+    X(V2, "/v2", SRV_BODY_NONE, GET(h_v2, READ))                             \
+    X(V2_LIVE, "/v2/health/live", SRV_BODY_NONE, GET(h_v2_live, OPEN))       \
+    X(V2_READY, "/v2/health/ready", SRV_BODY_NONE, GET(h_v2_ready, OPEN))    \
+    X(V2_MODEL, "/v2/models/{name}", SRV_BODY_NONE, GET(h_v2_model, READ))   \
+    X(V2_VMODEL, "/v2/models/{name}/versions/{version}", SRV_BODY_NONE,      \
+      GET(h_v2_model, READ))                                                 \
+    X(V2_READY_M, "/v2/models/{name}/ready", SRV_BODY_NONE,                  \
+      GET(h_v2_model_ready, READ))                                           \
+    X(V2_VREADY_M, "/v2/models/{name}/versions/{version}/ready",             \
+      SRV_BODY_NONE, GET(h_v2_model_ready, READ))                            \
+    X(V2_INFER, "/v2/models/{name}/infer", SRV_BODY_JSON,                    \
+      POST(h_v2_infer, READ))                                                \
+    X(V2_VINFER, "/v2/models/{name}/versions/{version}/infer",               \
+      SRV_BODY_JSON, POST(h_v2_infer, READ))
+
+/* The handlers' declarations (a handler serving several routes is
+ * declared once a row, which C allows). */
+#define GET(h, scope) static void h(srv_request *rq, srv_reply *rp);
+#define POST GET
+#define DEL GET
+#define X(id, pattern, body, ...) __VA_ARGS__
+SRV_ROUTES(X)
+#undef X
+#undef GET
+#undef POST
+#undef DEL
 
 enum {
-    R_LIVEZ, R_READYZ, R_HEALTHZ, R_METRICS, R_V1, R_MODELS, R_MODEL,
-    R_FIT, R_PREDICT, R_PROJECT, R_SCORE, R_JOBS, R_JOB,
-    R_CONSOLE, R_CONSOLE_CSS, R_CONSOLE_JS, R_OPENAPI, R_IMPORT, R_EXPORT,
-    R_VERSIONS, R_VERSION, R_VPREDICT, R_VPROJECT, R_VSCORE, R_ROLLBACK,
-    R_V2, R_V2_LIVE, R_V2_READY, R_V2_MODEL, R_V2_VMODEL, R_V2_READY_M,
-    R_V2_VREADY_M, R_V2_INFER, R_V2_VINFER, R_COUNT
+#define X(id, pattern, body, ...) R_##id,
+    SRV_ROUTES(X)
+#undef X
+    R_COUNT
 };
 
+/* Every route has its own metrics label, and so has "unmatched"
+ * (SRV_ROUTE_NONE): srv_metrics keeps SRV_MAX_ROUTES of them. */
+_Static_assert(R_COUNT + 1 <= SRV_MAX_ROUTES,
+               "more routes than srv_metrics.h's SRV_MAX_ROUTES labels");
+
+/* A method's members of srv_route; a method a row does not name has no
+ * handler and scope 0, SRV_SCOPE_OPEN. */
 #define OPEN SRV_SCOPE_OPEN
 #define READ SRV_SCOPE_READ
 #define ADMIN SRV_SCOPE_ADMIN
-/* /metrics is READ here; it is open unless --protect-metrics (srv_http).
- * The console's files and the spec are open: static, they hold no data
- * (the console's calls to /v1 carry the token). */
+#define GET(h, scope) .get = h, .get_scope = scope,
+#define POST(h, scope) .post = h, .post_scope = scope,
+#define DEL(h, scope) .del = h, .del_scope = scope,
 static const srv_route routes[R_COUNT] = {
-    [R_LIVEZ] = {"/livez", h_livez, NULL, NULL, 0, OPEN, OPEN, OPEN},
-    [R_READYZ] = {"/readyz", h_readyz, NULL, NULL, 0, OPEN, OPEN, OPEN},
-    [R_HEALTHZ] = {"/healthz", h_readyz, NULL, NULL, 0, OPEN, OPEN, OPEN},
-    [R_METRICS] = {"/metrics", h_metrics, NULL, NULL, 0, READ, OPEN, OPEN},
-    [R_V1] = {"/v1", h_v1, NULL, NULL, 0, READ, OPEN, OPEN},
-    [R_MODELS] = {"/v1/models", h_models, NULL, NULL, 0, READ, OPEN, OPEN},
-    [R_MODEL] = {"/v1/models/{name}", h_model_get, NULL, h_model_delete, 0,
-                 READ, OPEN, ADMIN},
-    [R_FIT] = {"/v1/models/{name}/fit", NULL, h_fit, NULL, 1, OPEN, ADMIN,
-               OPEN},
-    [R_PREDICT] = {"/v1/models/{name}/predict", NULL, h_predict, NULL, 1,
-                   OPEN, READ, OPEN},
-    [R_PROJECT] = {"/v1/models/{name}/project", NULL, h_project, NULL, 1,
-                   OPEN, READ, OPEN},
-    [R_SCORE] = {"/v1/models/{name}/score", NULL, h_score, NULL, 1, OPEN,
-                 READ, OPEN},
-    [R_JOBS] = {"/v1/jobs", h_jobs, NULL, NULL, 0, ADMIN, OPEN, OPEN},
-    [R_JOB] = {"/v1/jobs/{id}", h_job_get, NULL, h_job_delete, 0, ADMIN,
-               OPEN, ADMIN},
-    [R_CONSOLE] = {"/", h_asset, NULL, NULL, 0, OPEN, OPEN, OPEN},
-    [R_CONSOLE_CSS] = {"/console.css", h_asset, NULL, NULL, 0, OPEN, OPEN,
-                       OPEN},
-    [R_CONSOLE_JS] = {"/console.js", h_asset, NULL, NULL, 0, OPEN, OPEN,
-                      OPEN},
-    [R_OPENAPI] = {"/openapi.yaml", h_asset, NULL, NULL, 0, OPEN, OPEN, OPEN},
-    /* an export holds the model's support vectors: training rows */
-    [R_IMPORT] = {"/v1/models/{name}/import", NULL, h_import, NULL,
-                  SRV_BODY_MODEL, OPEN, ADMIN, OPEN},
-    [R_EXPORT] = {"/v1/models/{name}/export", h_export, NULL, NULL, 0, ADMIN,
-                  OPEN, OPEN},
-    [R_VERSIONS] = {"/v1/models/{name}/versions", h_versions, NULL, NULL, 0,
-                    READ, OPEN, OPEN},
-    [R_VERSION] = {"/v1/models/{name}/versions/{version}", h_version_get,
-                   NULL, NULL, 0, READ, OPEN, OPEN},
-    [R_VPREDICT] = {"/v1/models/{name}/versions/{version}/predict", NULL,
-                    h_predict, NULL, 1, OPEN, READ, OPEN},
-    [R_VPROJECT] = {"/v1/models/{name}/versions/{version}/project", NULL,
-                    h_project, NULL, 1, OPEN, READ, OPEN},
-    [R_VSCORE] = {"/v1/models/{name}/versions/{version}/score", NULL,
-                  h_score, NULL, 1, OPEN, READ, OPEN},
-    [R_ROLLBACK] = {"/v1/models/{name}/rollback", NULL, h_rollback, NULL, 1,
-                    OPEN, ADMIN, OPEN},
-    [R_V2] = {"/v2", h_v2, NULL, NULL, 0, READ, OPEN, OPEN},
-    [R_V2_LIVE] = {"/v2/health/live", h_v2_live, NULL, NULL, 0, OPEN, OPEN,
-                   OPEN},
-    [R_V2_READY] = {"/v2/health/ready", h_v2_ready, NULL, NULL, 0, OPEN,
-                    OPEN, OPEN},
-    [R_V2_MODEL] = {"/v2/models/{name}", h_v2_model, NULL, NULL, 0, READ,
-                    OPEN, OPEN},
-    [R_V2_VMODEL] = {"/v2/models/{name}/versions/{version}", h_v2_model,
-                     NULL, NULL, 0, READ, OPEN, OPEN},
-    [R_V2_READY_M] = {"/v2/models/{name}/ready", h_v2_model_ready, NULL,
-                      NULL, 0, READ, OPEN, OPEN},
-    [R_V2_VREADY_M] = {"/v2/models/{name}/versions/{version}/ready",
-                       h_v2_model_ready, NULL, NULL, 0, READ, OPEN, OPEN},
-    [R_V2_INFER] = {"/v2/models/{name}/infer", NULL, h_v2_infer, NULL, 1,
-                    OPEN, READ, OPEN},
-    [R_V2_VINFER] = {"/v2/models/{name}/versions/{version}/infer", NULL,
-                     h_v2_infer, NULL, 1, OPEN, READ, OPEN},
+#define X(id, path, kind, ...) [R_##id] = {.pattern = path, .body = kind, \
+                                           __VA_ARGS__},
+    SRV_ROUTES(X)
+#undef X
 };
+#undef GET
+#undef POST
+#undef DEL
 #undef OPEN
 #undef READ
 #undef ADMIN
+
+/* The metrics' route labels: each route's pattern, then "unmatched". */
+static const char *const route_labels[R_COUNT + 1] = {
+#define X(id, pattern, body, ...) pattern,
+    SRV_ROUTES(X)
+#undef X
+    "unmatched"
+};
 
 const size_t SRV_ROUTE_NONE = R_COUNT;
 
@@ -147,14 +162,10 @@ size_t srv_metrics_route(void)
     return R_METRICS;
 }
 
-size_t srv_route_names(const char **names, size_t cap)
+const char *const *srv_route_labels(size_t *n)
 {
-    size_t n = 0;
-    for (; n < R_COUNT && n < cap; n++)
-        names[n] = routes[n].pattern;
-    if (n < cap)
-        names[n++] = "unmatched";
-    return n;
+    *n = sizeof route_labels / sizeof *route_labels;
+    return route_labels;
 }
 
 const srv_route *srv_route_at(size_t i)
@@ -496,16 +507,14 @@ static void h_metrics(srv_request *rq, srv_reply *rp)
 static void h_v1(srv_request *rq, srv_reply *rp)
 {
     (void)rq;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", "kmserve");
-    cJSON_AddStringToObject(o, "version", KM_VERSION);
-    cJSON *a = cJSON_AddArrayToObject(o, "algorithms");
-    for (int i = 0; i < KM_ALGO_COUNT; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(km_algorithm_name(i)));
-    cJSON *k = cJSON_AddArrayToObject(o, "kernels");
-    for (int i = 0; i < KM_KERNEL_TYPE_COUNT; i++)
-        cJSON_AddItemToArray(k, cJSON_CreateString(km_kernel_type_name(i)));
-    srv_reply_json(rp, 200, o);
+    api_text out = {0};
+    api_error e;
+    if (api_about(&out, &e) == 0) {
+        srv_reply_text(rp, 200, out.buf, out.len);
+    } else {
+        free(out.buf);
+        srv_reply_error(rp, &e);
+    }
 }
 
 /* ------------------------------------------------------------- models */

@@ -35,10 +35,10 @@ size_t srv_route_match(const char *path, char *param, size_t len,
  * {"error": message}: /v2 and everything under /v2/. */
 int srv_route_plain_errors(const char *path);
 const srv_route *srv_route_at(size_t i);
-/* Fills names (room for cap) with the routes' patterns, then
- * "unmatched": the metrics' route labels, in route-index order. Returns
- * how many were written. */
-size_t srv_route_names(const char **names, size_t cap);
+/* The metrics' route labels, in route-index order: the routes' patterns,
+ * then "unmatched" (SRV_ROUTE_NONE); *n is how many. srv_routes.c checks
+ * at compile time that they fit srv_metrics' SRV_MAX_ROUTES. Constant. */
+const char *const *srv_route_labels(size_t *n);
 /* "GET, HEAD, DELETE" for an Allow header. */
 void srv_route_allow(const srv_route *r, char *buf, size_t len);
 

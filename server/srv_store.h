@@ -98,9 +98,9 @@ int srv_store_read_head(srv_store *s, const char *name, srv_store_head *head);
 /* Writes m as NAME.kmm atomically. replaced: what NAME.kmm was, as
  * srv_store_read_head found it under the same locks. With more than one
  * version kept, the file it replaces is first kept as NAME.kmm.vVERSION,
- * VERSION the one that file holds (see keep_replaced in srv_store.c), and
- * after the rename kept files beyond the newest keep - 1 are removed. 0,
- * or an errno value (ENOSPC, EIO...) with NAME.kmm untouched. Once the
+ * VERSION the one that file holds (see keep_replaced in
+ * srv_store_write.c), and after the rename kept files beyond the newest
+ * keep - 1 are removed. 0, or an errno value (ENOSPC, EIO...) with NAME.kmm untouched. Once the
  * rename is done the result is 0 (a failed fsync of the directory after
  * it is logged), and *written is the file written (the temporary file's
  * own identity, whatever NAME.kmm is by now). The store does not know the

@@ -51,25 +51,19 @@ km_gpr_params km_gpr_params_default(void)
     return p;
 }
 
-static const char *const solver_names[KM_GPR_SOLVER_COUNT] = {
-    [KM_GPR_SOLVER_EXACT] = "exact",
-    [KM_GPR_SOLVER_NYSTROM] = "nystrom",
-    [KM_GPR_SOLVER_AUTO] = "auto",
-};
+KM_CHOICES_DEFINE(km_gpr_solver_choices, KM_GPR_SOLVER_MAP,
+                  KM_GPR_SOLVER_COUNT);
+KM_CHOICES_DEFINE(km_gpr_optimizer_choices, KM_GPR_OPTIMIZER_MAP,
+                  KM_GPR_OPTIMIZER_COUNT);
 
 const char *km_gpr_solver_name(km_gpr_solver s)
 {
-    return (unsigned)s < KM_GPR_SOLVER_COUNT ? solver_names[s] : NULL;
+    return km_choice_name(&km_gpr_solver_choices, (int)s);
 }
-
-static const char *const optimizer_names[KM_GPR_OPTIMIZER_COUNT] = {
-    [KM_GPR_OPTIMIZER_NONE] = "none",
-    [KM_GPR_OPTIMIZER_LBFGS] = "lbfgs",
-};
 
 const char *km_gpr_optimizer_name(km_gpr_optimizer o)
 {
-    return (unsigned)o < KM_GPR_OPTIMIZER_COUNT ? optimizer_names[o] : NULL;
+    return km_choice_name(&km_gpr_optimizer_choices, (int)o);
 }
 
 km_status km_gpr_check(const km_gpr_params *p, km_error *err)
@@ -80,9 +74,12 @@ km_status km_gpr_check(const km_gpr_params *p, km_error *err)
     if (!(p->signal_variance > 0) || !isfinite(p->signal_variance))
         return km_error_set(err, KM_EINVAL, "params.signal_variance must be "
                             "a finite number > 0");
-    if ((unsigned)p->optimizer >= KM_GPR_OPTIMIZER_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.optimizer must be none or lbfgs");
+    char list[64];
+    if ((unsigned)p->optimizer >= KM_GPR_OPTIMIZER_COUNT) {
+        km_choice_list(&km_gpr_optimizer_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.optimizer must be %s",
+                            list);
+    }
     if (p->n_restarts > KM_GPR_MAX_RESTARTS)
         return km_error_set(err, KM_EINVAL, "params.n_restarts must be at "
                             "most %d", KM_GPR_MAX_RESTARTS);
@@ -92,9 +89,10 @@ km_status km_gpr_check(const km_gpr_params *p, km_error *err)
     if (p->seed > ((uint64_t)1 << 53))
         return km_error_set(err, KM_EINVAL,
                             "params.seed must be at most 2^53");
-    if ((unsigned)p->solver >= KM_GPR_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
-                            "nystrom or auto");
+    if ((unsigned)p->solver >= KM_GPR_SOLVER_COUNT) {
+        km_choice_list(&km_gpr_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver == KM_GPR_SOLVER_EXACT)
         return KM_OK;
     if (p->optimizer == KM_GPR_OPTIMIZER_LBFGS)
@@ -170,9 +168,7 @@ size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p)
  * dk/dlog gamma = k log k. */
 static int tunes_gamma(const km_kernel *k)
 {
-    return k->type == KM_KERNEL_RBF || k->type == KM_KERNEL_LAPLACIAN ||
-           k->type == KM_KERNEL_LAPLACIAN_L2 ||
-           k->type == KM_KERNEL_EXPONENTIAL;
+    return (km_kernel_type_caps(k->type) & KM_KERNEL_CAP_TUNE_GAMMA) != 0;
 }
 
 /* One problem's likelihood evaluations. */
@@ -946,6 +942,51 @@ static km_status fit(const km_kernel *k, const void *params,
     return km_gpr_fit(k, params, pb->X, pb->n, pb->d, pb->y, ctl, out, err);
 }
 
+/* ------------------------------------------------------------ capabilities */
+
+static const char *solver_name(size_t i)
+{
+    return km_gpr_solver_name((km_gpr_solver)i);
+}
+
+static const km_algo_solvers solvers = {"solver", KM_GPR_SOLVER_COUNT,
+                                        solver_name, NULL};
+
+static const char *mpi_refusal(const void *params, char *buf, size_t len)
+{
+    (void)buf, (void)len;
+    const km_gpr_params *p = params;
+    if (p->solver != KM_GPR_SOLVER_EXACT)
+        return "gpr's nystrom or auto solver cannot run distributed "
+               "(only params.solver exact)";
+    return p->optimizer == KM_GPR_OPTIMIZER_NONE
+               ? NULL
+               : "gpr with an optimizer cannot run distributed (only "
+                 "params.optimizer none)";
+}
+
+/* krr's, and the factor L the model keeps */
+static size_t mpi_rank_bytes(const void *params, const km_problem *pb,
+                             size_t nb, size_t rows, size_t cols)
+{
+    (void)params;
+    uint64_t l = km_mul_sat(8, km_mul_sat(pb->n, pb->n));
+    return km_mpi_dense_rank_bytes(pb, nb, rows, cols, (size_t)l);
+}
+
+/* the staging buffer, the model file read back and the model with L */
+static size_t mpi_local_bytes(const void *params, const km_problem *pb)
+{
+    (void)params;
+    uint64_t v = km_mul_sat(8, km_mul_sat(pb->n, pb->d + (pb->m ? pb->m : 1)));
+    uint64_t l = km_mul_sat(12, km_mul_sat(pb->n, pb->n));
+    return (size_t)km_add_sat(km_mul_sat(3, v), l);
+}
+
+static const km_algo_mpi mpi = {.refusal = mpi_refusal,
+                                .rank_bytes = mpi_rank_bytes,
+                                .local_bytes = mpi_local_bytes};
+
 const km_algo km_gpr_algo = {
     .outputs = KM_OUT_VALUES | KM_OUT_VARIANCES | KM_OUT_COVARIANCE,
     .model_outputs = model_outputs,
@@ -966,4 +1007,8 @@ const km_algo km_gpr_algo = {
     .file_format = gpr_file_format,
     .bytes = gpr_bytes,
     .load_bytes = gpr_load_bytes,
+    .target = KM_TARGET_VALUES,
+    .check_targets = 1,
+    .solvers = &solvers,
+    .mpi = &mpi,
 };

@@ -56,22 +56,31 @@ extern "C" {
  * only.
  */
 /* The solver of a gpr fit. The numbers are those of the params figure
- * "solver". */
+ * "solver" (an entry's place in the list: km_base.h's choices). */
+#define KM_GPR_SOLVER_MAP(X)                                                 \
+    /* Cholesky of the n x n s K + noise I */                                \
+    X(KM_GPR_SOLVER_EXACT, "exact")                                          \
+    /* m centres: the mean by krr's Falkon solver, the variance by DTC */    \
+    X(KM_GPR_SOLVER_NYSTROM, "nystrom")                                      \
+    /* exact when it fits the memory budget comfortably, else nystrom        \
+     * (km_gpr_resolve_solver) */                                            \
+    X(KM_GPR_SOLVER_AUTO, "auto")
 typedef enum km_gpr_solver {
-    KM_GPR_SOLVER_EXACT = 0,   /* Cholesky of the n x n s K + noise I */
-    KM_GPR_SOLVER_NYSTROM = 1, /* m centres: the mean by krr's Falkon
-                                * solver, the variance by DTC */
-    KM_GPR_SOLVER_AUTO = 2,    /* exact when it fits the memory budget
-                                * comfortably, else nystrom
-                                * (km_gpr_resolve_solver) */
+    KM_GPR_SOLVER_MAP(KM_CHOICE_ENUM)
     KM_GPR_SOLVER_COUNT
 } km_gpr_solver;
+extern const km_choices km_gpr_solver_choices;
 
+#define KM_GPR_OPTIMIZER_MAP(X)                                              \
+    /* the given hyperparameters */                                          \
+    X(KM_GPR_OPTIMIZER_NONE, "none")                                         \
+    /* maximise the log marginal likelihood */                               \
+    X(KM_GPR_OPTIMIZER_LBFGS, "lbfgs")
 typedef enum km_gpr_optimizer {
-    KM_GPR_OPTIMIZER_NONE = 0,  /* the given hyperparameters */
-    KM_GPR_OPTIMIZER_LBFGS = 1, /* maximise the log marginal likelihood */
+    KM_GPR_OPTIMIZER_MAP(KM_CHOICE_ENUM)
     KM_GPR_OPTIMIZER_COUNT
 } km_gpr_optimizer;
+extern const km_choices km_gpr_optimizer_choices;
 
 typedef struct km_gpr_params {
     double noise;           /* > 0, added to K's diagonal; default 1e-10
@@ -109,9 +118,9 @@ km_gpr_params km_gpr_params_default(void);
  * cg_max_iter. params.n_centres above the rows is the fit's KM_EPROBLEM
  * (as krr's). */
 km_status km_gpr_check(const km_gpr_params *p, km_error *err) KM_MUST_CHECK;
-/* "none", "lbfgs"; NULL if invalid. */
+/* The name (KM_GPR_OPTIMIZER_MAP); NULL if invalid. */
 const char *km_gpr_optimizer_name(km_gpr_optimizer o);
-/* "exact", "nystrom", "auto"; NULL if invalid. */
+/* The name (KM_GPR_SOLVER_MAP); NULL if invalid. */
 const char *km_gpr_solver_name(km_gpr_solver s);
 /*
  * The solver a fit of p on n rows and d features runs under a memory

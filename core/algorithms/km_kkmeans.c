@@ -847,4 +847,5 @@ const km_algo km_kkmeans_algo = {
     .load = kkm_load,
     .bytes = kkm_bytes,
     .load_bytes = kkm_load_bytes,
+    .target = KM_TARGET_NONE,
 };

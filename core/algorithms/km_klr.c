@@ -87,24 +87,18 @@
 #include "km_klr_internal.h"
 
 
-static const char *const multi_names[KM_KLR_MULTI_COUNT] = {
-    [KM_KLR_MULTINOMIAL] = "multinomial",
-    [KM_KLR_OVR] = "ovr",
-};
+KM_CHOICES_DEFINE(km_klr_multi_choices, KM_KLR_MULTI_MAP, KM_KLR_MULTI_COUNT);
+KM_CHOICES_DEFINE(km_klr_solver_choices, KM_KLR_SOLVER_MAP,
+                  KM_KLR_SOLVER_COUNT);
 
 const char *km_klr_multi_name(km_klr_multi m)
 {
-    return (unsigned)m < KM_KLR_MULTI_COUNT ? multi_names[m] : NULL;
+    return km_choice_name(&km_klr_multi_choices, (int)m);
 }
-
-static const char *const solver_names[KM_KLR_SOLVER_COUNT] = {
-    [KM_KLR_SOLVER_EXACT] = "exact",
-    [KM_KLR_SOLVER_NYSTROM] = "nystrom",
-};
 
 const char *km_klr_solver_name(km_klr_solver s)
 {
-    return (unsigned)s < KM_KLR_SOLVER_COUNT ? solver_names[s] : NULL;
+    return km_choice_name(&km_klr_solver_choices, (int)s);
 }
 
 km_klr_params km_klr_params_default(void)
@@ -129,12 +123,16 @@ km_status km_klr_check(const km_klr_params *p, size_t n_samples,
     if (p->fit_intercept != 0 && p->fit_intercept != 1)
         return km_error_set(err, KM_EINVAL,
                             "params.fit_intercept must be true or false");
-    if ((unsigned)p->multi_class >= KM_KLR_MULTI_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.multi_class must be multinomial or ovr");
-    if ((unsigned)p->solver >= KM_KLR_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.solver must be exact or nystrom");
+    char list[64];
+    if ((unsigned)p->multi_class >= KM_KLR_MULTI_COUNT) {
+        km_choice_list(&km_klr_multi_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.multi_class must be %s",
+                            list);
+    }
+    if ((unsigned)p->solver >= KM_KLR_SOLVER_COUNT) {
+        km_choice_list(&km_klr_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver == KM_KLR_SOLVER_NYSTROM) {
         km_status st = km_nys_check_rule(p->centres, err);
         if (st != KM_OK)
@@ -873,6 +871,16 @@ static size_t score_columns(const km_model *m)
     return km_model_n_outputs(m);
 }
 
+/* ------------------------------------------------------------ capabilities */
+
+static const char *solver_name(size_t i)
+{
+    return km_klr_solver_name((km_klr_solver)i);
+}
+
+static const km_algo_solvers solvers = {"solver", KM_KLR_SOLVER_COUNT,
+                                        solver_name, NULL};
+
 const km_algo km_klr_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
     .params_size = sizeof(km_klr_params),
@@ -893,4 +901,7 @@ const km_algo km_klr_algo = {
     .load = klr_load,
     .bytes = klr_bytes,
     .load_bytes = klr_load_bytes,
+    .target = KM_TARGET_CLASSES,
+    .check_targets = 1,
+    .solvers = &solvers,
 };

@@ -26,20 +26,29 @@ extern "C" {
  * problems, class c against the rest). With the linear kernel it is
  * scikit-learn's LogisticRegression(C = 1/lambda) with w_c = X^T a_c.
  */
+#define KM_KLR_MULTI_MAP(X)                                                  \
+    X(KM_KLR_MULTINOMIAL, "multinomial")                                     \
+    X(KM_KLR_OVR, "ovr")
 typedef enum km_klr_multi {
-    KM_KLR_MULTINOMIAL = 0,
-    KM_KLR_OVR = 1,
+    KM_KLR_MULTI_MAP(KM_CHOICE_ENUM)
     KM_KLR_MULTI_COUNT
 } km_klr_multi;
+extern const km_choices km_klr_multi_choices;
 
 #define KM_KLR_MAX_ITER 100000
 
-/* How a klr fit solves (the numbers are those of the figure "solver"). */
+/* How a klr fit solves (the numbers are those of the figure "solver":
+ * an entry's place in the list, km_base.h's choices). */
+#define KM_KLR_SOLVER_MAP(X)                                                 \
+    /* Newton on the n dual coefficients */                                  \
+    X(KM_KLR_SOLVER_EXACT, "exact")                                          \
+    /* Newton on m Nystrom features */                                       \
+    X(KM_KLR_SOLVER_NYSTROM, "nystrom")
 typedef enum km_klr_solver {
-    KM_KLR_SOLVER_EXACT = 0,   /* Newton on the n dual coefficients */
-    KM_KLR_SOLVER_NYSTROM = 1, /* Newton on m Nystrom features */
+    KM_KLR_SOLVER_MAP(KM_CHOICE_ENUM)
     KM_KLR_SOLVER_COUNT
 } km_klr_solver;
+extern const km_choices km_klr_solver_choices;
 
 typedef struct km_klr_params {
     double lambda;       /* > 0, default 1 (scikit-learn's C = 1/lambda) */
@@ -67,9 +76,9 @@ km_klr_params km_klr_params_default(void);
  * API). */
 km_status km_klr_check(const km_klr_params *p, size_t n_samples,
                        size_t n_classes, km_error *err) KM_MUST_CHECK;
-/* "exact", "nystrom"; NULL if invalid. */
+/* The name (KM_KLR_SOLVER_MAP); NULL if invalid. */
 const char *km_klr_solver_name(km_klr_solver s);
-/* "multinomial", "ovr"; NULL if invalid. */
+/* The name (KM_KLR_MULTI_MAP); NULL if invalid. */
 const char *km_klr_multi_name(km_klr_multi m);
 
 /*

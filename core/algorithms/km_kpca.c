@@ -91,8 +91,8 @@ typedef struct kpca_payload {
     double *xn;           /* n squared norms of X's rows (derived) */
 } kpca_payload;
 
-static const char *const solver_names[KM_KPCA_SOLVER_COUNT] = {
-    "auto", "dense", "iterative", "randomized", "nystrom"};
+KM_CHOICES_DEFINE(km_kpca_solver_choices, KM_KPCA_SOLVER_MAP,
+                  KM_KPCA_SOLVER_COUNT);
 
 /* The nystrom solver's m. */
 static size_t nys_centres(const km_kpca_params *p, size_t n)
@@ -110,7 +110,7 @@ km_kpca_params km_kpca_params_default(void)
 
 const char *km_kpca_solver_name(km_kpca_solver s)
 {
-    return (unsigned)s < KM_KPCA_SOLVER_COUNT ? solver_names[s] : NULL;
+    return km_choice_name(&km_kpca_solver_choices, (int)s);
 }
 
 km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
@@ -130,10 +130,11 @@ km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
     if (!(p->alpha > 0) || !isfinite(p->alpha))
         return km_error_set(err, KM_EINVAL,
                             "params.alpha must be a finite number > 0");
-    if ((unsigned)p->solver >= KM_KPCA_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL,
-                            "params.solver must be auto, dense, iterative, "
-                            "randomized or nystrom");
+    if ((unsigned)p->solver >= KM_KPCA_SOLVER_COUNT) {
+        char list[64];
+        km_choice_list(&km_kpca_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver != KM_KPCA_SOLVER_NYSTROM)
         return KM_OK;
     if (p->seed > ((uint64_t)1 << 53))
@@ -1159,6 +1160,85 @@ static unsigned params_outputs(const void *params)
                 : 0);
 }
 
+/* ------------------------------------------------------------ capabilities */
+
+static const char *solver_name(size_t i)
+{
+    return km_kpca_solver_name((km_kpca_solver)i);
+}
+
+static const km_algo_solvers solvers = {"eigen_solver", KM_KPCA_SOLVER_COUNT,
+                                        solver_name, NULL};
+
+/* the cluster runs ScaLAPACK's pdsyevr: the dense solver */
+static int mpi_dense(km_kpca_solver s)
+{
+    return s == KM_KPCA_SOLVER_AUTO || s == KM_KPCA_SOLVER_DENSE;
+}
+
+static const char *mpi_refusal(const void *params, char *buf, size_t len)
+{
+    km_kpca_solver s = ((const km_kpca_params *)params)->solver;
+    if (mpi_dense(s))
+        return NULL;
+    snprintf(buf, len, "params.eigen_solver %s cannot run distributed "
+             "(kpca: only auto or dense, which run ScaLAPACK's pdsyevr)",
+             km_kpca_solver_name(s));
+    return buf;
+}
+
+/* auto: dense there */
+static km_status mpi_resolve(void *params, km_error *err)
+{
+    km_kpca_solver s = ((const km_kpca_params *)params)->solver;
+    return mpi_dense(s)
+               ? KM_OK
+               : km_error_set(err, KM_EINVAL, "params.eigen_solver: "
+                              "kmserve-mpi runs kpca's dense solver (auto "
+                              "or dense), not %s", km_kpca_solver_name(s));
+}
+
+/* The eigen-problem on a rows x cols grid (kmserve-mpi's eig_init): A and
+ * Z, PDSYEVR's minimum workspace for max(k, nb) vectors (the worker takes
+ * the optimum only when it fits), its integers, and X, the vectors and
+ * the model's arrays beside. */
+static size_t mpi_rank_bytes(const void *params, const km_problem *pb,
+                             size_t nb, size_t rows, size_t cols)
+{
+    size_t n = pb->n, d = pb->d, p = rows * cols;
+    size_t k = ((const km_kpca_params *)params)->n_components;
+    if (nb > n)
+        nb = n;
+    size_t mz = k > nb ? k : nb;
+    uint64_t share = km_mul_sat(km_mpi_local_max(n, nb, rows),
+                                km_mpi_local_max(n, nb, cols));
+    uint64_t t = km_add_sat(km_mul_sat(km_mpi_local_max(n, nb, rows),
+                                       km_mpi_local_max(mz, nb, cols)),
+                            2 * nb * nb);
+    uint64_t lwmin = km_add_sat(km_add_sat(7 * n + 2, t > 18 * n ? t : 18 * n),
+                                km_mul_sat((mz + p - 1) / p, n));
+    size_t nnp = n > p + 1 ? n : p + 1;
+    uint64_t vec = km_add_sat(km_mul_sat(n, 3 * d + 3 * k + 6), lwmin);
+    return (size_t)km_add_sat(
+        km_mul_sat(8, km_add_sat(km_mul_sat(2, share), vec)),
+        km_mul_sat(4, 14 * nnp));
+}
+
+/* the staging buffer, the model file read back and the model: its
+ * projections, means and inverse map */
+static size_t mpi_local_bytes(const void *params, const km_problem *pb)
+{
+    const km_kpca_params *q = params;
+    size_t k = q->n_components, d = pb->d;
+    size_t per_row = d + k + 2 + (q->fit_inverse_transform ? k + d : 0);
+    return (size_t)km_mul_sat(3, km_mul_sat(8, km_mul_sat(pb->n, per_row)));
+}
+
+static const km_algo_mpi mpi = {.refusal = mpi_refusal,
+                                .resolve = mpi_resolve,
+                                .rank_bytes = mpi_rank_bytes,
+                                .local_bytes = mpi_local_bytes};
+
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
     .model_outputs = model_outputs,
@@ -1178,4 +1258,7 @@ const km_algo km_kpca_algo = {
     .file_format = kpca_file_format,
     .bytes = kpca_bytes,
     .load_bytes = kpca_load_bytes,
+    .target = KM_TARGET_NONE,
+    .solvers = &solvers,
+    .mpi = &mpi,
 };

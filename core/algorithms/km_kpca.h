@@ -28,24 +28,29 @@ extern "C" {
 
 /* The eigen-solver. AUTO picks by problem size (see km_kpca.c); the others
  * force a solver (for tests and benchmarks). The numbers are those of the
- * "solver" training figure. */
+ * "solver" training figure (an entry's place in the list: km_base.h's
+ * choices). */
+#define KM_KPCA_SOLVER_MAP(X)                                                \
+    /* choose by n and n_components */                                       \
+    X(KM_KPCA_SOLVER_AUTO, "auto")                                           \
+    /* LAPACK, the top k by index */                                         \
+    X(KM_KPCA_SOLVER_DENSE, "dense")                                         \
+    /* restarted block Lanczos; dense when it does not converge, or when n   \
+     * is below 12 block sizes (~24 n_components) */                         \
+    X(KM_KPCA_SOLVER_ITERATIVE, "iterative")                                 \
+    /* Halko-Martinsson-Tropp randomized range finder with power iterations  \
+     * until the top Ritz pairs converge; never chosen by AUTO; dense when   \
+     * it does not converge */                                               \
+    X(KM_KPCA_SOLVER_RANDOMIZED, "randomized")                               \
+    /* eigenvectors of the centred Nystrom approximation on n_centres        \
+     * centres: memory O(m^2 + block m), never the n x n matrix; never       \
+     * chosen by AUTO */                                                     \
+    X(KM_KPCA_SOLVER_NYSTROM, "nystrom")
 typedef enum km_kpca_solver {
-    KM_KPCA_SOLVER_AUTO = 0,      /* choose by n and n_components */
-    KM_KPCA_SOLVER_DENSE = 1,     /* LAPACK, the top k by index */
-    KM_KPCA_SOLVER_ITERATIVE = 2, /* restarted block Lanczos; dense when it
-                                     does not converge, or when n is below
-                                     12 block sizes (~24 n_components) */
-    KM_KPCA_SOLVER_RANDOMIZED = 3, /* Halko-Martinsson-Tropp randomized range
-                                      finder with power iterations until
-                                      the top Ritz pairs converge; never
-                                      chosen by AUTO; dense when it does
-                                      not converge */
-    KM_KPCA_SOLVER_NYSTROM = 4, /* eigenvectors of the centred Nystrom
-                                   approximation on n_centres centres:
-                                   memory O(m^2 + block m), never the
-                                   n x n matrix; never chosen by AUTO */
+    KM_KPCA_SOLVER_MAP(KM_CHOICE_ENUM)
     KM_KPCA_SOLVER_COUNT
 } km_kpca_solver;
+extern const km_choices km_kpca_solver_choices;
 
 typedef struct km_kpca_params {
     size_t n_components;       /* >= 1 and <= n_samples */
@@ -69,8 +74,7 @@ km_kpca_params km_kpca_params_default(void);
  * params.n_components not below the centres. */
 km_status km_kpca_check(const km_kpca_params *p, size_t n_samples,
                         km_error *err) KM_MUST_CHECK;
-/* "auto", "dense", "iterative", "randomized", "nystrom"; NULL if
- * invalid. */
+/* The name (KM_KPCA_SOLVER_MAP); NULL if invalid. */
 const char *km_kpca_solver_name(km_kpca_solver s);
 
 /*

@@ -52,26 +52,12 @@ km_krr_params km_krr_params_default(void)
     return p;
 }
 
-static const char *const solver_names[KM_KRR_SOLVER_COUNT] = {
-    [KM_KRR_SOLVER_EXACT] = "exact",
-    [KM_KRR_SOLVER_NYSTROM] = "nystrom",
-    [KM_KRR_SOLVER_RFF] = "rff",
-    [KM_KRR_SOLVER_AUTO] = "auto",
-};
+KM_CHOICES_DEFINE(km_krr_solver_choices, KM_KRR_SOLVER_MAP,
+                  KM_KRR_SOLVER_COUNT);
 
 const char *km_krr_solver_name(km_krr_solver s)
 {
-    return (unsigned)s < KM_KRR_SOLVER_COUNT ? solver_names[s] : NULL;
-}
-
-static const char *const centres_names[KM_KRR_CENTRES_COUNT] = {
-    [KM_KRR_CENTRES_UNIFORM] = "uniform",
-    [KM_KRR_CENTRES_RPCHOLESKY] = "rpcholesky",
-};
-
-const char *km_krr_centres_name(km_krr_centre_rule c)
-{
-    return (unsigned)c < KM_KRR_CENTRES_COUNT ? centres_names[c] : NULL;
+    return km_choice_name(&km_krr_solver_choices, (int)s);
 }
 
 size_t km_krr_centres(const km_krr_params *p, size_t n)
@@ -97,9 +83,11 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
     if (!(p->alpha > 0) || !isfinite(p->alpha))
         return km_error_set(err, KM_EINVAL,
                             "params.alpha must be a finite number > 0");
-    if ((unsigned)p->solver >= KM_KRR_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
-                            "nystrom, rff or auto");
+    if ((unsigned)p->solver >= KM_KRR_SOLVER_COUNT) {
+        char list[64];
+        km_choice_list(&km_krr_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver == KM_KRR_SOLVER_RFF) {
         if (p->seed > ((uint64_t)1 << 53))
             return km_error_set(err, KM_EINVAL,
@@ -242,12 +230,14 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     }
     if (form == KRR_FORM_RFF) {
         km_kernel_type t = km_model_kernel(m)->type;
-        if (t != KM_KERNEL_RBF && t != KM_KERNEL_LAPLACIAN &&
-            t != KM_KERNEL_LAPLACIAN_L2)
+        if (!(km_kernel_type_caps(t) & KM_KERNEL_CAP_RFF)) {
+            char names[96];
+            km_kernel_caps_names(KM_KERNEL_CAP_RFF, ", ", names,
+                                 sizeof names);
             return km_error_set(err, KM_ECORRUPT, "model file: random "
-                                "Fourier features of a %s kernel (only rbf, "
-                                "laplacian, laplacian_l2)",
-                                km_kernel_type_name(t));
+                                "Fourier features of a %s kernel (only %s)",
+                                km_kernel_type_name(t), names);
+        }
         if (n > KM_KRR_MAX_COMPONENTS)
             return km_error_set(err, KM_ECORRUPT, "model file: %zu random "
                                 "Fourier features is above %d", n,
@@ -696,19 +686,26 @@ out:
  * KRR's k(x, X) (K + alpha I)^-1 Y.
  */
 
+/* rff samples the kernel's spectral density (km_krr_rff_draw):
+ * the one list of the kernels it takes, km_kernel.c's CAP_RFF */
+static const unsigned solver_needs[KM_KRR_SOLVER_COUNT] = {
+    [KM_KRR_SOLVER_RFF] = KM_KERNEL_CAP_RFF};
+
 km_status km_krr_check_kernel(const km_krr_params *p, const km_kernel *k,
                               km_error *err)
 {
-    if (!p || p->solver != KM_KRR_SOLVER_RFF)
+    if (!p || (unsigned)p->solver >= KM_KRR_SOLVER_COUNT)
         return KM_OK;
-    if (k->type == KM_KERNEL_RBF || k->type == KM_KERNEL_LAPLACIAN ||
-        k->type == KM_KERNEL_LAPLACIAN_L2)
+    unsigned need = solver_needs[p->solver];
+    if ((km_kernel_type_caps(k->type) & need) == need)
         return KM_OK;
     const char *name = km_kernel_type_name(k->type);
-    return km_error_set(err, KM_EINVAL, "params.solver rff needs a "
-                        "shift-invariant kernel (kernel.type rbf, laplacian "
-                        "or laplacian_l2), not kernel.type %s",
-                        name ? name : "unknown");
+    char names[96];
+    km_kernel_caps_names(need, " or ", names, sizeof names);
+    return km_error_set(err, KM_EINVAL, "params.solver %s needs a "
+                        "shift-invariant kernel (kernel.type %s), not "
+                        "kernel.type %s", km_krr_solver_name(p->solver),
+                        names, name ? name : "unknown");
 }
 
 km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
@@ -1001,6 +998,98 @@ static km_status fit(const km_kernel *k, const void *params,
                       err);
 }
 
+/* ------------------------------------------------------------ capabilities */
+
+static const char *solver_name(size_t i)
+{
+    return km_krr_solver_name((km_krr_solver)i);
+}
+
+static const km_algo_solvers solvers = {"solver", KM_KRR_SOLVER_COUNT,
+                                        solver_name, solver_needs};
+
+static km_status check_kernel(const void *params, const km_kernel *k,
+                              km_error *err)
+{
+    return km_krr_check_kernel(params, k, err);
+}
+
+static int search_serves(const void *params)
+{
+    return ((const km_krr_params *)params)->solver == KM_KRR_SOLVER_EXACT;
+}
+
+static int search_is_auto(const void *params)
+{
+    return ((const km_krr_params *)params)->solver == KM_KRR_SOLVER_AUTO;
+}
+
+static void search_resolve_auto(void *params, const km_problem *pb,
+                                size_t budget)
+{
+    km_krr_params *p = params;
+    p->solver = km_krr_resolve_solver(p, pb->n, pb->d, pb->y ? pb->m : 1,
+                                      budget);
+}
+
+static const km_algo_search search = {
+    .caps = KM_SEARCH_CLOSED_FORM,
+    .serves = search_serves,
+    .is_auto = search_is_auto,
+    .resolve_auto = search_resolve_auto,
+};
+
+static const char *mpi_refusal(const void *params, char *buf, size_t len)
+{
+    (void)buf, (void)len;
+    km_krr_solver s = ((const km_krr_params *)params)->solver;
+    return s == KM_KRR_SOLVER_EXACT || s == KM_KRR_SOLVER_AUTO
+               ? NULL
+               : "krr's nystrom or rff solver cannot run distributed "
+                 "(only exact or auto)";
+}
+
+/* auto is resolved to exact on the cluster */
+static km_status mpi_resolve(void *params, km_error *err)
+{
+    km_krr_params *p = params;
+    if (p->solver == KM_KRR_SOLVER_AUTO)
+        p->solver = KM_KRR_SOLVER_EXACT;
+    if (p->solver != KM_KRR_SOLVER_EXACT)
+        return km_error_set(err, KM_EINVAL, "kmserve-mpi runs krr's exact "
+                            "solver");
+    return KM_OK;
+}
+
+static int mpi_routes_auto(const void *params, void *exact)
+{
+    const km_krr_params *p = params;
+    if (p->solver != KM_KRR_SOLVER_AUTO)
+        return 0;
+    km_krr_params e = *p;
+    e.solver = KM_KRR_SOLVER_EXACT;
+    memcpy(exact, &e, sizeof e);
+    return 1;
+}
+
+static size_t mpi_rank_bytes(const void *params, const km_problem *pb,
+                             size_t nb, size_t rows, size_t cols)
+{
+    (void)params;
+    return km_mpi_dense_rank_bytes(pb, nb, rows, cols, 0);
+}
+
+/* the staging buffer, the model file read back and the model */
+static size_t mpi_local_bytes(const void *params, const km_problem *pb)
+{
+    (void)params;
+    uint64_t v = km_mul_sat(8, km_mul_sat(pb->n, pb->d + (pb->m ? pb->m : 1)));
+    return (size_t)km_mul_sat(3, v);
+}
+
+static const km_algo_mpi mpi = {mpi_refusal, mpi_resolve, mpi_routes_auto,
+                                mpi_rank_bytes, mpi_local_bytes};
+
 const km_algo km_krr_algo = {
     .outputs = KM_OUT_VALUES,
     .params_size = sizeof(km_krr_params),
@@ -1017,4 +1106,9 @@ const km_algo km_krr_algo = {
     .file_format = krr_file_format,
     .bytes = krr_bytes,
     .load_bytes = krr_load_bytes,
+    .target = KM_TARGET_ROWS,
+    .solvers = &solvers,
+    .check_kernel = check_kernel,
+    .search = &search,
+    .mpi = &mpi,
 };

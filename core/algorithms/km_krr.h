@@ -16,24 +16,35 @@ extern "C" {
 /* ---------------------------------------------------------------- KRR */
 
 /* The solver of a krr fit. The numbers are those of the params figure
- * "solver". */
+ * "solver" (an entry's place in the list: km_base.h's choices). */
+#define KM_KRR_SOLVER_MAP(X)                                                 \
+    /* Cholesky of the n x n K + alpha I */                                  \
+    X(KM_KRR_SOLVER_EXACT, "exact")                                          \
+    /* m centres, Falkon's preconditioned CG */                              \
+    X(KM_KRR_SOLVER_NYSTROM, "nystrom")                                      \
+    /* D random Fourier features, D x D ridge */                             \
+    X(KM_KRR_SOLVER_RFF, "rff")                                              \
+    /* exact when it fits the memory budget comfortably, else nystrom        \
+     * (km_krr_resolve_solver) */                                            \
+    X(KM_KRR_SOLVER_AUTO, "auto")
 typedef enum km_krr_solver {
-    KM_KRR_SOLVER_EXACT = 0,   /* Cholesky of the n x n K + alpha I */
-    KM_KRR_SOLVER_NYSTROM = 1, /* m centres, Falkon's preconditioned CG */
-    KM_KRR_SOLVER_RFF = 2,     /* D random Fourier features, D x D ridge */
-    KM_KRR_SOLVER_AUTO = 3,    /* exact when it fits the memory budget
-                                * comfortably, else nystrom
-                                * (km_krr_resolve_solver) */
+    KM_KRR_SOLVER_MAP(KM_CHOICE_ENUM)
     KM_KRR_SOLVER_COUNT
 } km_krr_solver;
+extern const km_choices km_krr_solver_choices;
 
 /* How the nystrom solver picks its centres. The numbers are those of the
  * params figure "centres". */
+#define KM_KRR_CENTRES_MAP(X)                                                \
+    /* uniformly without replacement */                                      \
+    X(KM_KRR_CENTRES_UNIFORM, "uniform")                                     \
+    /* randomly pivoted Cholesky */                                          \
+    X(KM_KRR_CENTRES_RPCHOLESKY, "rpcholesky")
 typedef enum km_krr_centre_rule {
-    KM_KRR_CENTRES_UNIFORM = 0,    /* uniformly without replacement */
-    KM_KRR_CENTRES_RPCHOLESKY = 1, /* randomly pivoted Cholesky */
+    KM_KRR_CENTRES_MAP(KM_CHOICE_ENUM)
     KM_KRR_CENTRES_COUNT
 } km_krr_centre_rule;
+extern const km_choices km_krr_centres_choices;
 
 /*
  * The fields after alpha apply to the nystrom or the rff solver only (the
@@ -80,7 +91,7 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
  * shift-invariant ones with a spectral density); KM_OK otherwise. */
 km_status km_krr_check_kernel(const km_krr_params *p, const km_kernel *k,
                               km_error *err) KM_MUST_CHECK;
-/* "exact", "nystrom", "rff"; NULL if invalid. */
+/* The name (KM_KRR_SOLVER_MAP); NULL if invalid. */
 const char *km_krr_solver_name(km_krr_solver s);
 /* The number of centres a nystrom fit of n rows asks for (n_centres, or
  * its default: min(n, ceil(sqrt(n) ln n)) bounded to [1000, 10000], the
@@ -88,7 +99,7 @@ const char *km_krr_solver_name(km_krr_solver s);
  * up to n = 11,449, 3,641 at 10^5, 10,000 from 569,300 on). An rpcholesky
  * fit may keep fewer (km_krr_fit). */
 size_t km_krr_centres(const km_krr_params *p, size_t n);
-/* "uniform", "rpcholesky"; NULL if invalid. */
+/* The name (KM_KRR_CENTRES_MAP); NULL if invalid. */
 const char *km_krr_centres_name(km_krr_centre_rule c);
 /*
  * The solver a fit of p on n rows, d features and m outputs runs under a
@@ -110,7 +121,7 @@ km_krr_solver km_krr_resolve_solver(const km_krr_params *p, size_t n,
  * squared RKHS norm of the fitted function, a^T K a for the output's
  * dual coefficients a, computed without K as a^T y - alpha a^T a.
  *
- * Every fit (krr, svc, svr, kpca) answers KM_EPROBLEM, naming the row,
+ * Every fit (km_fit_begin's check) answers KM_EPROBLEM, naming the row,
  * when the data overflow the kernel in double precision (k(x, x), or for
  * kernels of inner products |x|^2, not a finite number: X near 1e300 on
  * a linear kernel), and svc and svr when their solution is not finite;

@@ -61,26 +61,19 @@ km_svm_params km_svm_params_default(void)
     return p;
 }
 
-static const char *const solver_names[KM_SVM_SOLVER_COUNT] = {
-    [KM_SVM_SOLVER_EXACT] = "exact",
-    [KM_SVM_SOLVER_NYSTROM] = "nystrom",
-    [KM_SVM_SOLVER_SCREENED] = "screened",
-    [KM_SVM_SOLVER_AUTO] = "auto",
-};
+KM_CHOICES_DEFINE(km_svm_solver_choices, KM_SVM_SOLVER_MAP,
+                  KM_SVM_SOLVER_COUNT);
+KM_CHOICES_DEFINE(km_svm_precision_choices, KM_SVM_PRECISION_MAP,
+                  KM_SVM_PRECISION_COUNT);
 
 const char *km_svm_solver_name(km_svm_solver s)
 {
-    return (unsigned)s < KM_SVM_SOLVER_COUNT ? solver_names[s] : NULL;
+    return km_choice_name(&km_svm_solver_choices, (int)s);
 }
-
-static const char *const precision_names[KM_SVM_PRECISION_COUNT] = {
-    [KM_SVM_PRECISION_FLOAT64] = "float64",
-    [KM_SVM_PRECISION_FLOAT32] = "float32",
-};
 
 const char *km_svm_precision_name(km_svm_precision p)
 {
-    return (unsigned)p < KM_SVM_PRECISION_COUNT ? precision_names[p] : NULL;
+    return km_choice_name(&km_svm_precision_choices, (int)p);
 }
 
 static int positive(double v)
@@ -107,9 +100,11 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
         return km_error_set(err, KM_EINVAL,
                             "params.cache_mb must be a finite number > 0 "
                             "(at most 2^30)");
-    if ((unsigned)p->solver >= KM_SVM_SOLVER_COUNT)
-        return km_error_set(err, KM_EINVAL, "params.solver must be exact, "
-                            "nystrom, screened or auto");
+    char list[64];
+    if ((unsigned)p->solver >= KM_SVM_SOLVER_COUNT) {
+        km_choice_list(&km_svm_solver_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
+    }
     if (p->solver != KM_SVM_SOLVER_EXACT) {
         const char *name = km_svm_solver_name(p->solver);
         if (algo == KM_ALGO_SVR)
@@ -126,9 +121,12 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
         km_status st = km_nys_check_rule(p->centres, err);
         if (st != KM_OK)
             return st;
-        if ((unsigned)p->precision >= KM_SVM_PRECISION_COUNT)
+        if ((unsigned)p->precision >= KM_SVM_PRECISION_COUNT) {
+            km_choice_list(&km_svm_precision_choices, " or ", list,
+                           sizeof list);
             return km_error_set(err, KM_EINVAL, "params.precision must be "
-                                "float64 or float32");
+                                "%s", list);
+        }
     }
     if (algo == KM_ALGO_SVR) {
         if (p->class_weight)
@@ -839,6 +837,54 @@ static void svc_cv_params(void *params, km_scoring s)
                      (km_scoring_needs(s) & KM_OUT_PROBABILITIES);
 }
 
+/* ------------------------------------------------------------ capabilities */
+
+static const char *solver_name(size_t i)
+{
+    return km_svm_solver_name((km_svm_solver)i);
+}
+
+static const km_algo_solvers svc_solvers = {"solver", KM_SVM_SOLVER_COUNT,
+                                            solver_name, NULL};
+
+/* the exact solver takes kernel values given (km_svm_fit_shared); the
+ * nystrom and screened ones compute their own */
+static int search_serves(const void *params)
+{
+    return ((const km_svm_params *)params)->solver == KM_SVM_SOLVER_EXACT;
+}
+
+static double search_cache_bytes(const void *params)
+{
+    return ((const km_svm_params *)params)->cache_mb * 1048576.0;
+}
+
+/* class_weight indexes all classes; a fold's fit sees its own */
+static void svc_fold_classes(void *params, const int *cls, size_t k,
+                             double *scratch)
+{
+    km_svm_params *sv = params;
+    if (!sv->class_weight)
+        return;
+    for (size_t c = 0; c < k; c++)
+        scratch[c] = sv->class_weight[cls[c]];
+    sv->class_weight = scratch;
+}
+
+static const km_algo_search svc_search = {
+    .caps = KM_SEARCH_SHARED_GRAM,
+    .serves = search_serves,
+    .cache_bytes = search_cache_bytes,
+    .fold_classes = svc_fold_classes,
+};
+
+static const km_algo_search svr_search = {
+    .caps = KM_SEARCH_SHARED_GRAM,
+    .serves = search_serves,
+    .cache_bytes = search_cache_bytes,
+    .one_output = 1,
+};
+
 const km_algo km_svc_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
     .model_outputs = svc_model_outputs,
@@ -864,6 +910,10 @@ const km_algo km_svc_algo = {
     .file_format = svc_file_format,
     .bytes = payload_bytes,
     .load_bytes = load_bytes,
+    .target = KM_TARGET_CLASSES,
+    .check_targets = 1,
+    .solvers = &svc_solvers,
+    .search = &svc_search,
 };
 
 const km_algo km_svr_algo = {
@@ -881,4 +931,7 @@ const km_algo km_svr_algo = {
     .load = svr_load,
     .bytes = payload_bytes,
     .load_bytes = load_bytes,
+    .target = KM_TARGET_VALUES,
+    .check_targets = 1,
+    .search = &svr_search,
 };

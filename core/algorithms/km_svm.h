@@ -26,29 +26,37 @@ extern "C" {
  * The kernel is kept in cache_mb: the whole Gram when it fits (computed
  * once and shared by all pairs), else an LRU cache of kernel columns.
  */
+#define KM_SVM_SOLVER_MAP(X)                                                 \
+    /* SMO on the kernel (LIBSVM) */                                         \
+    X(KM_SVM_SOLVER_EXACT, "exact")                                          \
+    /* svc only: m centres, Nystrom features, LIBLINEAR's dual coordinate    \
+     * descent */                                                            \
+    X(KM_SVM_SOLVER_NYSTROM, "nystrom")                                      \
+    /* svc only: SMO on working sets that a nystrom screen picks, grown      \
+     * until all rows meet the optimality conditions: the exact solver's     \
+     * optimum */                                                            \
+    X(KM_SVM_SOLVER_SCREENED, "screened")                                    \
+    /* svc only: EXACT or SCREENED, by km_svm_resolve_solver */              \
+    X(KM_SVM_SOLVER_AUTO, "auto")
 typedef enum km_svm_solver {
-    KM_SVM_SOLVER_EXACT = 0,   /* SMO on the kernel (LIBSVM) */
-    KM_SVM_SOLVER_NYSTROM = 1, /* svc only: m centres, Nystrom features,
-                                  LIBLINEAR's dual coordinate descent */
-    KM_SVM_SOLVER_SCREENED = 2, /* svc only: SMO on working sets that a
-                                   nystrom screen picks, grown until all
-                                   rows meet the optimality conditions:
-                                   the exact solver's optimum */
-    KM_SVM_SOLVER_AUTO = 3,     /* svc only: EXACT or SCREENED, by
-                                   km_svm_resolve_solver */
+    KM_SVM_SOLVER_MAP(KM_CHOICE_ENUM)
     KM_SVM_SOLVER_COUNT
 } km_svm_solver;
+extern const km_choices km_svm_solver_choices;
 
 /* The precision svc's nystrom solver holds its features in: FLOAT64
  * (double, the default) or FLOAT32 (float: half the memory; the kernel
  * block by SGEMM and the triangular solve by STRSM, the descent reading
  * float rows into double sums and double weights; the model is the same
  * double model, to float's rounding of the features). */
+#define KM_SVM_PRECISION_MAP(X)                                              \
+    X(KM_SVM_PRECISION_FLOAT64, "float64")                                   \
+    X(KM_SVM_PRECISION_FLOAT32, "float32")
 typedef enum km_svm_precision {
-    KM_SVM_PRECISION_FLOAT64 = 0,
-    KM_SVM_PRECISION_FLOAT32 = 1,
+    KM_SVM_PRECISION_MAP(KM_CHOICE_ENUM)
     KM_SVM_PRECISION_COUNT
 } km_svm_precision;
+extern const km_choices km_svm_precision_choices;
 
 /* The default number of centres of svc's nystrom solver: min(n, this). */
 #define KM_SVM_DEFAULT_CENTRES 1000
@@ -111,9 +119,9 @@ km_status km_svm_check_centres(const km_svm_params *p, size_t n_samples,
                                size_t n_classes, km_error *err) KM_MUST_CHECK;
 /* The nystrom solver's m for n rows. */
 size_t km_svm_centres(const km_svm_params *p, size_t n);
-/* "exact", "nystrom"; NULL for a value out of range. */
+/* The name (KM_SVM_SOLVER_MAP); NULL for a value out of range. */
 const char *km_svm_solver_name(km_svm_solver s);
-/* "float64", "float32"; NULL for an invalid value. */
+/* The name (KM_SVM_PRECISION_MAP); NULL for an invalid value. */
 const char *km_svm_precision_name(km_svm_precision p);
 
 /* y: n class indices in [0, n_classes); every class must occur

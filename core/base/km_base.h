@@ -1,6 +1,6 @@
 /*
  * km_base.h - the base every area of libkm builds on: the version, statuses and
- * their messages, errors, and core's one PRNG.
+ * their messages, errors, options' choices, and core's one PRNG.
  *
  * Part of libkm's public interface; include km.h, which includes every
  * area. Conventions and thread-safety as km.h says.
@@ -58,6 +58,35 @@ typedef struct km_error {
     km_status status;
     char message[256];
 } km_error;
+
+/* ---------------------------------------------------------------- choices */
+
+/*
+ * An option's choices (krr's solver, klr's multi_class, a preprocess
+ * scale, ...): the names of an enum's values 0 .. count - 1. Each option
+ * has one list X(ENUM, "name") in the header of the area that owns it
+ * (KM_KRR_SOLVER_MAP, ...); its enum (KM_CHOICE_ENUM), its name table and
+ * its km_choices (KM_CHOICES_DEFINE, km_internal.h) are generated from
+ * it, and the API's parsers, messages and OpenAPI enums read that. A
+ * value is its entry's place in the list and model files store it: an
+ * entry keeps its place, and a new one goes last.
+ */
+typedef struct km_choices {
+    const char *const *names; /* count names, by value */
+    int count;
+} km_choices;
+
+/* X for a choice list: its enum's constants, in order from 0. */
+#define KM_CHOICE_ENUM(e, name) e,
+
+/* The name of value v; NULL if v is none of c's. */
+const char *km_choice_name(const km_choices *c, int v);
+/* The value named name; -1 if name (which may be NULL) is none. */
+int km_choice_value(const km_choices *c, const char *name);
+/* c's names in order, joined by ", " but the last by last (", " for
+ * "a, b, c"; " or " for "a, b or c"), into buf, truncated to len. */
+void km_choice_list(const km_choices *c, const char *last, char *buf,
+                    size_t len);
 
 /* ---------------------------------------------------------------- random */
 

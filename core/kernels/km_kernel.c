@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../km_internal.h"
@@ -168,7 +169,7 @@ static void combine_normalized(const km_kernel *k, int p, double *dst,
 #define W KM_KPARAM_WEIGHTS
 
 /* {family, params, degree, coef0, min_parts, max_parts}, map or
- * combine, whether combine needs the parts' self values. degree 3 and
+ * combine, whether combine needs the parts' self values, KM_KERNEL_CAP_*. degree 3 and
  * coef0 0 are what every kernel has always stored where they do not
  * apply (model files hold them). */
 static const km_kernel_desc km_kernel_linear = {
@@ -177,9 +178,11 @@ static const km_kernel_desc km_kernel_polynomial = {
     {KM_KFAMILY_INNER, G | DEG | C0, 3, 1.0, 0, 0},
     map_polynomial, NULL, 0};
 static const km_kernel_desc km_kernel_rbf = {
-    {KM_KFAMILY_L2, G, 3, 0.0, 0, 0}, map_rbf, NULL, 0};
+    {KM_KFAMILY_L2, G, 3, 0.0, 0, 0}, map_rbf, NULL, 0,
+    KM_KERNEL_CAP_RFF | KM_KERNEL_CAP_TUNE_GAMMA};
 static const km_kernel_desc km_kernel_laplacian = {
-    {KM_KFAMILY_L1, G, 3, 0.0, 0, 0}, map_laplacian, NULL, 0};
+    {KM_KFAMILY_L1, G, 3, 0.0, 0, 0}, map_laplacian, NULL, 0,
+    KM_KERNEL_CAP_RFF | KM_KERNEL_CAP_TUNE_GAMMA};
 static const km_kernel_desc km_kernel_sigmoid = {
     {KM_KFAMILY_INNER, G | C0, 3, 0.0, 0, 0}, map_sigmoid, NULL,
     0};
@@ -191,10 +194,10 @@ static const km_kernel_desc km_kernel_product = {
     NULL, combine_product, 0};
 static const km_kernel_desc km_kernel_laplacian_l2 = {
     {KM_KFAMILY_L2, G, 3, 0.0, 0, 0}, map_laplacian_l2, NULL,
-    0};
+    0, KM_KERNEL_CAP_RFF | KM_KERNEL_CAP_TUNE_GAMMA};
 static const km_kernel_desc km_kernel_exponential = {
     {KM_KFAMILY_INNER, G, 3, 0.0, 0, 0}, map_exponential, NULL,
-    0};
+    0, KM_KERNEL_CAP_TUNE_GAMMA};
 static const km_kernel_desc km_kernel_normalized = {
     {KM_KFAMILY_COMPOSITE, PARTS, 3, 0.0, 1, 1}, NULL,
     combine_normalized, 1};
@@ -219,6 +222,32 @@ static const char *const type_names[KM_KERNEL_TYPE_COUNT] = {
 const km_kernel_desc *km_kernel_desc_of(km_kernel_type t)
 {
     return (unsigned)t < KM_KERNEL_TYPE_COUNT ? descs[t] : NULL;
+}
+
+unsigned km_kernel_type_caps(km_kernel_type t)
+{
+    if ((unsigned)t >= KM_KERNEL_TYPE_COUNT)
+        return 0;
+    return descs[t]->caps | (descs[t]->info.family == KM_KFAMILY_COMPOSITE
+                                 ? KM_KERNEL_CAP_COMPOSITE : 0);
+}
+
+void km_kernel_caps_names(unsigned caps, const char *last, char *buf,
+                          size_t len)
+{
+    int idx[KM_KERNEL_TYPE_COUNT], k = 0;
+    for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++)
+        if ((km_kernel_type_caps((km_kernel_type)t) & caps) == caps)
+            idx[k++] = t;
+    size_t used = 0;
+    if (len)
+        buf[0] = 0;
+    for (int i = 0; i < k && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s",
+                         i == 0 ? "" : i == k - 1 ? last : ", ",
+                         type_names[idx[i]]);
+        used += w > 0 ? (size_t)w : 0;
+    }
 }
 
 const km_kernel_info *km_kernel_type_info(km_kernel_type t)

@@ -109,6 +109,22 @@ typedef struct km_kernel_info {
 /* The row of type t (static); NULL for an invalid type. */
 const km_kernel_info *km_kernel_type_info(km_kernel_type t);
 
+/*
+ * What a kernel type can do beyond computing values (km_kernel_type_caps),
+ * for the code that needs more of it than k(x, z):
+ *   RFF         shift-invariant with a spectral density that random
+ *               Fourier features sample (krr's rff solver, km_krr_rff_draw)
+ *   TUNE_GAMMA  k = exp(gamma t), so dk/dlog gamma = k log k: gpr's
+ *               optimizer tunes its gamma
+ *   COMPOSITE   built of parts (its family is KM_KFAMILY_COMPOSITE)
+ */
+#define KM_KERNEL_CAP_RFF 0x01u
+#define KM_KERNEL_CAP_TUNE_GAMMA 0x02u
+#define KM_KERNEL_CAP_COMPOSITE 0x04u
+
+/* KM_KERNEL_CAP_* flags of type t; 0 for an invalid type. */
+unsigned km_kernel_type_caps(km_kernel_type t);
+
 /* "rbf", "sum", ...; NULL for an invalid type. */
 const char *km_kernel_type_name(km_kernel_type t);
 /* Parses a type name; returns 0 on success, -1 if unknown. */

@@ -135,8 +135,58 @@ _Static_assert((0 KM_ALGO_MAP(KM_MAP_ONE)) == KM_ALGO_COUNT,
 /* KM_OUT_* flags of what a's models can answer; 0 for an invalid a. */
 unsigned km_algorithm_outputs(km_algorithm a);
 
+/*
+ * What an algorithm can do, from its descriptor (the one place that says
+ * it): read by the API's fit parser, the capability description, the
+ * search and the distributed route instead of lists of algorithms.
+ */
+/* What y an algorithm learns from. */
+typedef enum km_target {
+    KM_TARGET_NONE,    /* no y (kpca, kkmeans) */
+    KM_TARGET_VALUES,  /* one number per row (svr, gpr) */
+    KM_TARGET_ROWS,    /* numbers, or rows of numbers: n x m (krr) */
+    KM_TARGET_CLASSES  /* class labels (svc, klr) */
+} km_target;
+/* a's target kind; KM_TARGET_NONE for an invalid a. */
+km_target km_algorithm_target(km_algorithm a);
+/* 1 if a's check (km_algorithm_check) reads the problem's targets (the
+ * classes, y's outputs), so that a caller reads y before it checks the
+ * params (svc, svr, gpr, klr); 0 if the params can be checked first. */
+int km_algorithm_checks_targets(km_algorithm a);
 
-/* "krr", "svc", "svr", "kpca", "klr"; NULL if invalid. */
+/* The params key of a's solver choice ("solver"; kpca "eigen_solver");
+ * NULL when a has none. */
+const char *km_algorithm_solver_param(km_algorithm a);
+/* The number of a's solvers, the enum values 0 .. count - 1 of that key
+ * (0 when a has none). */
+size_t km_algorithm_solver_count(km_algorithm a);
+/* The name of a's solver i (as the params key takes it); NULL if i is
+ * out of range. */
+const char *km_algorithm_solver_name(km_algorithm a, size_t i);
+/* 1 if a's solver i fits with a kernel of type t (krr's rff: only the
+ * kernels of KM_KERNEL_CAP_RFF); 0 if not or out of range. */
+int km_algorithm_solver_accepts(km_algorithm a, size_t i, km_kernel_type t);
+
+/* KM_EINVAL naming params' solver and k's type when a's solver in params
+ * does not take a kernel of k's type (km_algorithm_solver_accepts; krr's
+ * rff: km_krr_check_kernel); KM_OK otherwise. */
+km_status km_algorithm_check_kernel(km_algorithm a, const void *params,
+                                    const km_kernel *k,
+                                    km_error *err) KM_MUST_CHECK;
+
+/* What a search does for an algorithm beyond fitting and scoring each
+ * point's folds (km_algorithm_search_caps):
+ *   CLOSED_FORM  krr: exact points of one kernel share eigen-
+ *                decompositions, with closed-form LOO and cv gcv; runs
+ *                on one thread
+ *   SHARED_GRAM  svc, svr: exact points of one kernel share the Gram of
+ *                all rows (when it fits half the smallest cache_mb) */
+#define KM_SEARCH_CLOSED_FORM 0x01u
+#define KM_SEARCH_SHARED_GRAM 0x02u
+unsigned km_algorithm_search_caps(km_algorithm a);
+
+
+/* The name of KM_ALGO_MAP ("krr", ...); NULL if invalid. */
 const char *km_algorithm_name(km_algorithm a);
 /* Returns 0 and sets *a on success, -1 if unknown. */
 int km_algorithm_parse(const char *name, km_algorithm *a);
@@ -199,9 +249,8 @@ typedef struct km_problem {
     size_t n_classes;
 } km_problem;
 
-/* The generic life cycle; params points to a's own struct (km_krr_params
- * for krr, km_svm_params for svc and svr, km_kpca_params for kpca,
- * km_gpr_params for gpr), of
+/* The generic life cycle; params points to a's own struct (km_NAME_params:
+ * km_krr_params for krr, ...; svc and svr share km_svm_params), of
  * km_algorithm_params_size(a) bytes (0 if a is invalid). */
 size_t km_algorithm_params_size(km_algorithm a);
 /* Fills params with a's defaults. */

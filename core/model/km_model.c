@@ -350,7 +350,7 @@ static km_status check_search_head(const km_search_table *t, km_status bad,
     if ((unsigned)t->scoring >= KM_SCORING_COUNT)
         return km_error_set(err, bad, "%ssearch scoring %d is not known",
                             prefix, (int)t->scoring);
-    if ((unsigned)t->cv > KM_CV_PREDEFINED)
+    if ((unsigned)t->cv >= KM_CV_COUNT)
         return km_error_set(err, bad, "%ssearch cv kind %d is not known",
                             prefix, (int)t->cv);
     if (t->n_splits > KM_MODEL_MAX_SAMPLES)
@@ -496,7 +496,7 @@ static km_status read_search(km_reader *r, km_model *m, km_error *err)
     if (scoring >= KM_SCORING_COUNT)
         return km_error_set(err, KM_ECORRUPT, "model file: search scoring %u "
                             "is not known", scoring);
-    if (cv > KM_CV_PREDEFINED)
+    if (cv >= KM_CV_COUNT)
         return km_error_set(err, KM_ECORRUPT, "model file: search cv kind %u "
                             "is not known", cv);
     if (n_splits > KM_MODEL_MAX_SAMPLES)

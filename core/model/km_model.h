@@ -29,8 +29,9 @@ km_algorithm km_model_algorithm(const km_model *m);
 const km_kernel *km_model_kernel(const km_model *m);
 size_t km_model_n_features(const km_model *m);
 size_t km_model_n_samples(const km_model *m);
-/* Number of values predict answers per row (krr: outputs; svr, svc: 1;
- * kpca: n_components for project). */
+/* The model's n_outputs (krr: its targets; kpca: n_components; each
+ * algorithm's range: the load bounds below). How many values an answer
+ * has per row is km_model_answer_width's (km_fit.h). */
 size_t km_model_n_outputs(const km_model *m);
 /* Bytes of heap memory the model holds. */
 size_t km_model_bytes(const km_model *m);
@@ -167,6 +168,91 @@ typedef struct km_load_bytes {
 km_status km_model_load_bytes(const unsigned char *buf, size_t len,
                               km_load_bytes *out,
                               km_error *err) KM_MUST_CHECK;
+
+/* ---------------------------------------------------------------- answers */
+
+/*
+ * Every answer a model gives, as the API names it: one row each, and the
+ * one place those names are written (the API's routes, "output" choices,
+ * v2 outputs, messages and GET /v1's description derive from it). Row
+ * order is the order answers are listed and offered in: the first an
+ * algorithm offers on a route is that route's default (v1 predict
+ * without "output", v2 infer without "outputs").
+ *
+ * Each row is X(ID, "name", flag, root, "route", v1_output, v1_inverse,
+ *               v2_name, v2_datatype, with, without, needs):
+ *   ID           the row's constant: KM_ANSWER_<ID>
+ *   "name"       the answer's name (v1's "output" value when it has one)
+ *   flag         the KM_OUT_* answer core computes (km_predict)
+ *   root         1: the answer is the square root of flag's (std)
+ *   "route"      the v1 route that gives it: "predict" or "project"
+ *   v1_output    predict's "output" value that asks for it; NULL when
+ *                it is not chosen so (the route's default, or inverse)
+ *   v1_inverse   1: asked for by project's "inverse": true
+ *   v2_name      the v2 output's name; NULL when v2 does not offer it
+ *   v2_datatype  the v2 datatype: "FP64", "INT64"; NULL when the model
+ *                decides (labels: INT64, FP64 or BYTES by its labels)
+ *   with         KM_OUT_* flags an algorithm must also answer to offer it
+ *   without      ... and must not answer (krr's values are not gpr's mean)
+ *   needs        the fit parameter a model of such an algorithm may lack
+ *                it without (km_model_outputs says whether it has it);
+ *                NULL when every model has it
+ */
+#define KM_ANSWER_MAP(X)                                                     \
+    X(LABEL, "label", KM_OUT_LABELS, 0, "predict", "label", 0, "labels",    \
+      NULL, 0, 0, NULL)                                                      \
+    X(VALUES, "values", KM_OUT_VALUES, 0, "predict", NULL, 0,               \
+      "predictions", "FP64", 0, KM_OUT_VARIANCES, NULL)                      \
+    X(MEAN, "mean", KM_OUT_VALUES, 0, "predict", "mean", 0, "mean", "FP64", \
+      KM_OUT_VARIANCES, 0, NULL)                                             \
+    X(CLUSTERS, "clusters", KM_OUT_CLUSTERS, 0, "predict", NULL, 0,         \
+      "clusters", "INT64", 0, 0, NULL)                                       \
+    X(PROJECTIONS, "projections", KM_OUT_PROJECTIONS, 0, "project", NULL,   \
+      0, "projections", "FP64", 0, 0, NULL)                                  \
+    X(INVERSE, "inverse", KM_OUT_INVERSE, 0, "project", NULL, 1, NULL,      \
+      "FP64", 0, 0, "params.fit_inverse_transform: true")                    \
+    X(DECISION_FUNCTION, "decision_function", KM_OUT_SCORES, 0, "predict",  \
+      "decision_function", 0, "decision_values", "FP64", 0, 0, NULL)         \
+    X(PROBABILITY, "probability", KM_OUT_PROBABILITIES, 0, "predict",       \
+      "probability", 0, "probabilities", "FP64", 0, 0,                       \
+      "params.probability: true")                                            \
+    X(STD, "std", KM_OUT_VARIANCES, 1, "predict", "std", 0, "std", "FP64",  \
+      0, 0, "params.variance: true")                                         \
+    X(VAR, "var", KM_OUT_VARIANCES, 0, "predict", "var", 0, "variance",     \
+      "FP64", 0, 0, "params.variance: true")                                 \
+    X(COV, "cov", KM_OUT_COVARIANCE, 0, "predict", "cov", 0, "covariance",  \
+      "FP64", 0, 0, "params.variance: true")
+
+/* KM_ANSWER_LABEL = 0, ... in KM_ANSWER_MAP's order; KM_ANSWER_COUNT rows. */
+typedef enum {
+#define KM_ANSWER_ENUM(id, name, ...) KM_ANSWER_##id,
+    KM_ANSWER_MAP(KM_ANSWER_ENUM)
+#undef KM_ANSWER_ENUM
+    KM_ANSWER_COUNT
+} km_answer_id;
+
+/* One row of KM_ANSWER_MAP (fields as described there). */
+typedef struct km_answer {
+    const char *name;
+    const char *route;
+    const char *v1_output;
+    int v1_inverse;
+    const char *v2_name;
+    const char *v2_datatype;
+    unsigned flag;
+    unsigned with, without;
+    int root;
+    const char *needs;
+} km_answer;
+
+/* Rows of the table (KM_ANSWER_COUNT). */
+size_t km_answer_count(void);
+/* Row i, in the table's order; NULL past the end. */
+const km_answer *km_answer_at(size_t i);
+/* Whether models of algorithm a offer r: a answers r's flag and its with
+ * flags, and none of its without. A model may still lack it (its fit did
+ * not prepare it: km_model_outputs). 0 for a NULL r or an invalid a. */
+int km_answer_offered(const km_answer *r, km_algorithm a);
 
 /* Checks that X (n rows) fits the model: n_features columns, all finite.
  * Names the first bad entry ("X[3][1] is not a finite number"). */

@@ -1,5 +1,6 @@
 /*
- * km_pre_stats.c - the preprocessing a model keeps: its statistics (a
+ * km_pre_stats.c - the preprocessing a model keeps: the scalings' names,
+ * its statistics (a
  * per-feature shift and scale of X, the mean of y) as the model holds and
  * stores them: the check of what was asked against an algorithm, the
  * transform of X (applied to every input of km_predict and
@@ -17,6 +18,21 @@
 #include <string.h>
 
 #include "../km_internal.h"
+
+KM_CHOICES_DEFINE(km_scale_choices, KM_SCALE_MAP, KM_SCALE_COUNT);
+
+const char *km_scale_name(km_scale s)
+{
+    return km_choice_name(&km_scale_choices, (int)s);
+}
+
+int km_scale_parse(const char *name, km_scale *s)
+{
+    int i = km_choice_value(&km_scale_choices, name);
+    if (i >= 0)
+        *s = (km_scale)i;
+    return i >= 0 ? 0 : -1;
+}
 
 void km_pre_stats_cleanup(km_pre_stats *s)
 {
@@ -54,9 +70,12 @@ km_status km_pre_check_spec(const km_preprocess *pre, km_algorithm a,
                              km_status bad, const char *prefix,
                              km_error *err)
 {
-    if ((unsigned)pre->x >= KM_SCALE_COUNT)
+    if ((unsigned)pre->x >= KM_SCALE_COUNT) {
+        char list[64];
+        km_choice_list(&km_scale_choices, ", ", list, sizeof list);
         return km_error_set(err, bad, "%spreprocess.scale %d is not one of "
-                            "none, standardize, minmax", prefix, (int)pre->x);
+                            "%s", prefix, (int)pre->x, list);
+    }
     if (pre->center_y && !(km_algorithm_outputs(a) & KM_OUT_VALUES)) {
         char list[64];
         value_algorithms(list, sizeof list);

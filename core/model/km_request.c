@@ -10,8 +10,9 @@
  * algorithm's check when the fit begins), the kernel (as in a model file,
  * checked and resolved as km_kernel_read does), u32 scale, u32 center_y,
  * u64 n, d, m, f64s X (n x d), f64s Y (n x m, absent when m is 0), u32
- * CRC-32 of everything before it. Only algorithms whose params hold no
- * pointers (krr, gpr, kpca) can be written.
+ * CRC-32 of everything before it. Only algorithms that run distributed
+ * (km_algorithm_distributed; their params hold no pointers) can be
+ * written.
  *
  * Thread-safety: reentrant.
  */
@@ -23,9 +24,11 @@
 static const unsigned char MAGIC[4] = {'K', 'M', 'R', 'Q'};
 #define REQUEST_VERSION 1
 
+/* Only an algorithm that runs distributed (its descriptor's mpi): its
+ * params hold no pointers. */
 static int storable(km_algorithm a)
 {
-    return a == KM_ALGO_KRR || a == KM_ALGO_GPR || a == KM_ALGO_KPCA;
+    return km_algorithm_distributed(a);
 }
 
 km_status km_request_save_buffer(km_algorithm a, const km_kernel *k,
@@ -33,10 +36,13 @@ km_status km_request_save_buffer(km_algorithm a, const km_kernel *k,
                                  const km_problem *pb, unsigned char **buf,
                                  size_t *len, km_error *err)
 {
-    if (!storable(a))
+    if (!storable(a)) {
+        char names[64];
+        km_algorithm_distributed_names(" and ", names, sizeof names);
         return km_error_set(err, KM_EINVAL, "a %s fit cannot be handed to "
-                            "another process (krr, gpr and kpca can)",
-                            km_algorithm_name(a));
+                            "another process (%s can)",
+                            km_algorithm_name(a), names);
+    }
     size_t ps = km_algorithm_params_size(a);
     km_preprocess none = {KM_SCALE_NONE, 0};
     if (!pre)

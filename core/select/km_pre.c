@@ -29,25 +29,6 @@
 
 #include "../km_internal.h"
 
-static const char *const scale_names[KM_SCALE_COUNT] = {
-    [KM_SCALE_NONE] = "none",
-    [KM_SCALE_STANDARDIZE] = "standardize",
-    [KM_SCALE_MINMAX] = "minmax",
-};
-
-const char *km_scale_name(km_scale s)
-{
-    return (unsigned)s < KM_SCALE_COUNT ? scale_names[s] : NULL;
-}
-
-int km_scale_parse(const char *name, km_scale *s)
-{
-    int i = km_name_index(scale_names, KM_SCALE_COUNT, name);
-    if (i >= 0)
-        *s = (km_scale)i;
-    return i >= 0 ? 0 : -1;
-}
-
 /* ------------------------------------------------------------ statistics */
 
 /* Whether pre asks for anything. */

@@ -29,10 +29,7 @@
 
 /* ------------------------------------------------------------ scorings */
 
-#define SCORING_NAME(e, name) [KM_SCORING_##e] = name,
-static const char *const scoring_names[KM_SCORING_COUNT] = {
-    KM_SCORING_MAP(SCORING_NAME)};
-#undef SCORING_NAME
+KM_CHOICES_DEFINE(km_scoring_choices, KM_SCORING_MAP, KM_SCORING_COUNT);
 
 /* What a scoring needs of a model: the kind of answer (its algorithm
  * must give it) and, beyond it, an answer only some fits prepare (with
@@ -55,12 +52,12 @@ static const struct scoring_need {
 
 const char *km_scoring_name(km_scoring s)
 {
-    return (unsigned)s < KM_SCORING_COUNT ? scoring_names[s] : NULL;
+    return km_choice_name(&km_scoring_choices, (int)s);
 }
 
 int km_scoring_parse(const char *name, km_scoring *s)
 {
-    int i = name ? km_name_index(scoring_names, KM_SCORING_COUNT, name) : -1;
+    int i = km_choice_value(&km_scoring_choices, name);
     if (i >= 0)
         *s = (km_scoring)i;
     return i >= 0 ? 0 : -1;
@@ -119,12 +116,12 @@ km_status km_scoring_check(km_scoring s, km_algorithm a, const void *params,
         char list[128];
         algorithms_with(list, sizeof list, mask);
         return km_error_set(err, KM_EINVAL, "scoring %s applies to %s, not "
-                            "%s", scoring_names[s], list,
+                            "%s", km_scoring_name(s), list,
                             km_algorithm_name(a));
     }
     if (nd->extra && !(params_outputs(a, params) & nd->extra))
         return km_error_set(err, KM_EINVAL, "scoring %s needs %s",
-                            scoring_names[s], nd->param);
+                            km_scoring_name(s), nd->param);
     return KM_OK;
 }
 
@@ -497,7 +494,7 @@ km_status km_model_score(const km_model *m, km_scoring s,
     if (nd->extra && !(km_model_outputs(m) & nd->extra))
         return km_error_set(err, KM_ECONFLICT, "model \"%s\" was fitted "
                             "without %s; scoring %s needs it",
-                            km_model_name(m), nd->param, scoring_names[s]);
+                            km_model_name(m), nd->param, km_scoring_name(s));
     if (pb->n == 0)
         return km_error_set(err, KM_EINVAL, "X must have at least one row");
     if (pb->d != km_model_n_features(m))

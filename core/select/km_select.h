@@ -35,19 +35,22 @@ extern "C" {
  * added to KM_OUT_VALUES answers only: scores (svr's decision values)
  * stay in the model's space.
  */
+#define KM_SCALE_MAP(X)                                                      \
+    X(KM_SCALE_NONE, "none")                                                 \
+    X(KM_SCALE_STANDARDIZE, "standardize")                                   \
+    X(KM_SCALE_MINMAX, "minmax")
 typedef enum {
-    KM_SCALE_NONE = 0,
-    KM_SCALE_STANDARDIZE = 1,
-    KM_SCALE_MINMAX = 2,
+    KM_SCALE_MAP(KM_CHOICE_ENUM)
     KM_SCALE_COUNT
 } km_scale;
+extern const km_choices km_scale_choices;
 
 typedef struct km_preprocess {
     km_scale x;
     int center_y;
 } km_preprocess;
 
-/* "none", "standardize", "minmax"; NULL if invalid. */
+/* The name (KM_SCALE_MAP); NULL if invalid. */
 const char *km_scale_name(km_scale s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scale_parse(const char *name, km_scale *s);
@@ -106,6 +109,37 @@ km_status km_request_load_buffer(const unsigned char *buf, size_t len,
 void km_request_cleanup(km_request *r);
 /* r's data as a problem (borrowed). */
 km_problem km_request_problem(const km_request *r);
+
+/*
+ * Distributed fits (the daemon's route, server/srv_mpi.c, and the
+ * worker, mpi/kmserve_mpi.c), from a's descriptor. params is a's struct.
+ */
+/* 1 if a can run distributed (its requests can be written). */
+int km_algorithm_distributed(km_algorithm a);
+/* The names of the algorithms that can, "krr, gpr and kpca" (last
+ * between the last two: " and "), into buf. */
+void km_algorithm_distributed_names(const char *last, char *buf, size_t len);
+/* NULL if a fit of a with params can run distributed, else why not (in
+ * buf of len, or static). */
+const char *km_algorithm_mpi_refusal(km_algorithm a, const void *params,
+                                     char *buf, size_t len);
+/* 1 if a local fit of params may be moved to the cluster when it does not
+ * fit here (krr's auto), with *exact (params_size bytes) what the local
+ * fit would run; 0 otherwise. */
+int km_algorithm_mpi_routes_auto(km_algorithm a, const void *params,
+                                 void *exact);
+/* The worker's side: resolves params as the worker runs them (krr's auto:
+ * exact); KM_EINVAL if the worker cannot run them. */
+km_status km_algorithm_mpi_resolve(km_algorithm a, void *params,
+                                   km_error *err) KM_MUST_CHECK;
+/* The largest rank's bytes of a distributed fit on a rows x cols grid of
+ * nb x nb blocks; what the daemon holds for it. SIZE_MAX-saturating; 0
+ * when a cannot run distributed. */
+size_t km_algorithm_mpi_rank_bytes(km_algorithm a, const void *params,
+                                   const km_problem *pb, size_t nb,
+                                   size_t rows, size_t cols);
+size_t km_algorithm_mpi_local_bytes(km_algorithm a, const void *params,
+                                    const km_problem *pb);
 /* A resolved kernel as bytes (as a model file holds it) and back
  * (checked as a model file's: KM_ECORRUPT), for the worker's ranks. */
 km_status km_kernel_save_buffer(const km_kernel *k, unsigned char **buf,
@@ -126,28 +160,29 @@ km_status km_kernel_load_buffer(const unsigned char *buf, size_t len,
  *            features of (x - inverse(project(x)))^2, in input units
  */
 #define KM_SCORING_MAP(X)                                                    \
-    X(R2, "r2")                                                              \
-    X(NEG_MSE, "neg_mean_squared_error")                                     \
-    X(NEG_MAE, "neg_mean_absolute_error")                                    \
-    X(ACCURACY, "accuracy")                                                  \
-    X(BALANCED_ACCURACY, "balanced_accuracy")                                \
-    X(NEG_LOG_LOSS, "neg_log_loss")                                          \
-    X(NEG_RECONSTRUCTION, "neg_reconstruction_error")
+    X(KM_SCORING_R2, "r2")                                                   \
+    X(KM_SCORING_NEG_MSE, "neg_mean_squared_error")                          \
+    X(KM_SCORING_NEG_MAE, "neg_mean_absolute_error")                         \
+    X(KM_SCORING_ACCURACY, "accuracy")                                       \
+    X(KM_SCORING_BALANCED_ACCURACY, "balanced_accuracy")                     \
+    X(KM_SCORING_NEG_LOG_LOSS, "neg_log_loss")                               \
+    X(KM_SCORING_NEG_RECONSTRUCTION, "neg_reconstruction_error")
 
 typedef enum {
-#define KM_SCORING_ENUM(e, name) KM_SCORING_##e,
-    KM_SCORING_MAP(KM_SCORING_ENUM)
-#undef KM_SCORING_ENUM
+    KM_SCORING_MAP(KM_CHOICE_ENUM)
     KM_SCORING_COUNT
 } km_scoring;
+extern const km_choices km_scoring_choices;
 
 /* The name ("r2", ...); NULL if invalid. */
 const char *km_scoring_name(km_scoring s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scoring_parse(const char *name, km_scoring *s);
-/* The scoring a search of a uses when none is named: r2 (krr, svr),
- * accuracy (svc, klr), neg_reconstruction_error (kpca); KM_SCORING_COUNT for
- * an invalid a. */
+/* The scoring a search of a uses when none is named, by what a answers
+ * (km_algorithm_outputs): r2 for values (krr, svr, gpr), accuracy for
+ * labels (svc, klr), neg_reconstruction_error for projections (kpca);
+ * KM_SCORING_COUNT for an algorithm that answers none of these (kkmeans)
+ * and for an invalid a. */
 km_scoring km_scoring_default(km_algorithm a);
 /* KM_EINVAL naming the scoring when it does not apply to a with params
  * ("scoring neg_log_loss needs params.probability"; "scoring accuracy
@@ -225,12 +260,18 @@ km_status km_model_score(const km_model *m, km_scoring s,
  * of K per kernel setting serves every alpha and output (the scores of
  * LOO pooled over all n left-out predictions).
  */
+#define KM_CV_MAP(X)                                                         \
+    X(KM_CV_KFOLD, "kfold")                                                  \
+    X(KM_CV_LOO, "loo")                                                      \
+    X(KM_CV_GCV, "gcv")                                                      \
+    X(KM_CV_PREDEFINED, "predefined")
 typedef enum {
-    KM_CV_KFOLD,
-    KM_CV_LOO,
-    KM_CV_GCV,
-    KM_CV_PREDEFINED
+    KM_CV_MAP(KM_CHOICE_ENUM)
+    KM_CV_COUNT
 } km_cv_kind;
+extern const km_choices km_cv_choices;
+/* The name (KM_CV_MAP: the search metadata's "cv"); NULL if invalid. */
+const char *km_cv_kind_name(km_cv_kind k);
 
 typedef struct km_cv {
     km_cv_kind kind;
@@ -263,7 +304,7 @@ typedef struct km_search_spec {
     int threads; /* the most points run at once (0 or 1: one); see below */
 } km_search_spec;
 
-/* Threads of a search. svc, svr and kpca (the generic engine) fit their
+/* Threads of a search. Every algorithm but krr (the generic engine) fits its
  * points on T = min(ctl->threads, spec->threads) threads (each 0 or 1
  * meaning one; ctl NULL: one): the calling thread and T - 1 it starts.
  * svc and svr points that share one Gram of all rows (below) are run

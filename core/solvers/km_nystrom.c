@@ -1,6 +1,7 @@
 /*
  * km_nystrom.c - the Nystrom toolkit the nystrom solvers share (krr's,
- * gpr's, klr's, kpca's and svc's): how many centres, their checks, the
+ * gpr's, klr's, kpca's and svc's): the centre rules' names, how many
+ * centres, their checks, the
  * centres by rule (a seeded uniform draw, or randomly pivoted Cholesky's
  * pivots and factor), the centres' rows, the K_mm factor with its
  * smallest working shift, and the sizes of K_nm's row blocks and of what
@@ -17,6 +18,16 @@
 #include <string.h>
 
 #include "../km_internal.h"
+
+/* The centre rules' names (km_krr_centre_rule, every nystrom solver's
+ * params.centres). */
+KM_CHOICES_DEFINE(km_krr_centres_choices, KM_KRR_CENTRES_MAP,
+                  KM_KRR_CENTRES_COUNT);
+
+const char *km_krr_centres_name(km_krr_centre_rule c)
+{
+    return km_choice_name(&km_krr_centres_choices, (int)c);
+}
 
 size_t km_nys_n_centres(size_t asked, size_t n)
 {
@@ -416,9 +427,12 @@ km_status km_nys_centres(const km_kernel *k, km_krr_centre_rule rule,
 
 km_status km_nys_check_rule(km_krr_centre_rule rule, km_error *err)
 {
-    if ((unsigned)rule >= KM_KRR_CENTRES_COUNT)
-        return km_error_set(err, KM_EINVAL, "params.centres must be uniform "
-                            "or rpcholesky");
+    if ((unsigned)rule >= KM_KRR_CENTRES_COUNT) {
+        char list[64];
+        km_choice_list(&km_krr_centres_choices, " or ", list, sizeof list);
+        return km_error_set(err, KM_EINVAL, "params.centres must be %s",
+                            list);
+    }
     return KM_OK;
 }
 

@@ -2,7 +2,9 @@
  * console.js - kmserve's web console (GET /console.js): lists the models
  * and their metadata, follows the fit jobs with progress bars, tries a
  * predict (or a kpca projection) on a model, and renders the API
- * reference from the spec the server serves (GET /openapi.yaml).
+ * reference from the spec the server serves (GET /openapi.yaml). The
+ * outputs each model offers come from the server's self-description
+ * (GET /v1's capabilities), not from a list here.
  *
  * It calls only this server's API, with the token the user gives (kept
  * in sessionStorage, sent as "Authorization: Bearer TOKEN"). Everything it
@@ -189,27 +191,42 @@
 
   /* ------------------------------------------------------------ predict */
 
-  /* What a model can be asked, from its algorithm and parameters, as the
-   * server offers it (api/api_predict.c): each choice is a label, the
-   * route and the members it adds to the body. An algorithm not listed
-   * here is asked a plain predict, its only answer. */
+  /* What the server says it can answer (GET /v1's capabilities.outputs,
+   * with the order of each algorithm's own list): read at each refresh,
+   * so an algorithm or output added to the server shows here by itself. */
+  let outputs = [];
+  let algorithms = [];
+
+  /* The member a route answers in ({"predictions": [...]}). */
+  const ANSWER_OF = {predict: "predictions", project: "projections"};
+
+  /* Whether model parameters p lack what an output needs: "needs" is
+   * "params.NAME: true", and the model's NAME is false. */
+  function lacks(p, needs) {
+    const m = /^params\.(\w+): true$/.exec(needs || "");
+    return !!m && p[m[1]] === false;
+  }
+
+  /* What a model can be asked, as the server describes it: each choice is
+   * a label (the value of predict's "output", else what the route answers),
+   * the route and the members it adds to the body. A model the server
+   * describes no output of is asked a plain predict. */
   function choicesFor(m) {
     const p = (m && m.params) || {};
-    const predict = (output) => ({label: output, route: "predict", extra: {output}});
-    switch (m && m.algorithm) {
-    case "svc":
-      return ["label", "decision_function"].concat(p.probability ? ["probability"] : [])
-        .map(predict);
-    case "gpr":
-      return ["mean", "std", "var", "cov"].map(predict);
-    case "kpca":
-      return [{label: "projections", route: "project", extra: {}}].concat(
-        p.fit_inverse_transform
-          ? [{label: "inverse (rows are projections)", route: "project", extra: {inverse: true}}]
-          : []);
-    default:
-      return [{label: "predictions", route: "predict", extra: {}}];
-    }
+    const algo = m && algorithms.find((a) => a.name === m.algorithm);
+    const order = (algo && algo.outputs) || [];
+    const rank = (o) => order.indexOf(o.name) < 0 ? order.length : order.indexOf(o.name);
+    const mine = outputs.filter((o) => m && (o.algorithms || []).includes(m.algorithm) &&
+      !lacks(p, o.needs)).sort((x, y) => rank(x) - rank(y));
+    if (!mine.length) return [{label: "predictions", route: "predict", extra: {}}];
+    return mine.map((o) => {
+      const answer = ANSWER_OF[o.route] || o.route;
+      const extra = {};
+      if (o.output) extra.output = o.output;
+      if (o.inverse) extra.inverse = true;
+      return {label: o.output || (o.inverse ? "inverse (rows are " + answer + ")" : answer),
+        route: o.route, extra};
+    });
   }
 
   function fillModelChoice() {
@@ -529,6 +546,9 @@
     const about = await api("GET", "/v1");
     if (about.ok && about.data) {
       $("server-version").textContent = String(about.data.version || "");
+      const caps = about.data.capabilities || {};
+      outputs = Array.isArray(caps.outputs) ? caps.outputs : [];
+      algorithms = Array.isArray(caps.algorithms) ? caps.algorithms : [];
     } else if (about.status === 401) {
       needToken(about);
     }

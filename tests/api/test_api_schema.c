@@ -482,6 +482,49 @@ START_TEST(name_lists_come_from_core)
 }
 END_TEST
 
+/* Core's solver names (km_algorithm_solver_name, which GET /v1 publishes)
+ * are what the params parser takes: each one, given as params' solver
+ * key, reads back as its own number; an algorithm without one has no
+ * such row. */
+START_TEST(solver_names_parse_back)
+{
+    for (int i = 0; i < KM_ALGO_COUNT; i++) {
+        km_algorithm a = (km_algorithm)i;
+        const api_schema *s = api_schema_params(a);
+        const char *key = km_algorithm_solver_param(a);
+        const api_param *row = NULL;
+        for (const api_param *r = s->rows; r->key; r++)
+            if (key && !strcmp(r->key, key))
+                row = r;
+        if (!key) {
+            for (const api_param *r = s->rows; r->key; r++)
+                ck_assert_str_ne(r->key, "solver");
+            continue;
+        }
+        ck_assert_ptr_nonnull(row);
+        ck_assert_int_eq(row->type, API_ENUM);
+        ck_assert_uint_eq((size_t)row->count, km_algorithm_solver_count(a));
+        for (size_t v = 0; v < km_algorithm_solver_count(a); v++) {
+            unsigned char params[API_PARAMS_BYTES];
+            s->defaults(params);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, key, km_algorithm_solver_name(a, v));
+            for (const api_param *r = s->rows; r->key; r++)
+                if (r->required) /* kpca's n_components */
+                    cJSON_AddNumberToObject(o, r->key, 2);
+            api_error e;
+            ck_assert_msg(api_schema_read(o, "params", s, params, 100, &e) ==
+                              0, "%s %s: %s", km_algorithm_name(a),
+                          km_algorithm_solver_name(a, v), e.message);
+            int got;
+            memcpy(&got, params + row->offset, sizeof got);
+            ck_assert_int_eq(got, (int)v);
+            cJSON_Delete(o);
+        }
+    }
+}
+END_TEST
+
 START_TEST(error_codes_table)
 {
     ck_assert_int_eq(api_code_status(API_INVALID_ARGUMENT), 400);
@@ -514,6 +557,7 @@ static Suite *schema_suite(void)
     tcase_add_test(tc, every_kernel_type_has_its_rows);
     tcase_add_test(tc, name_lists_come_from_core);
     tcase_add_test(tc, error_codes_table);
+    tcase_add_test(tc, solver_names_parse_back);
     suite_add_tcase(s, tc);
     return s;
 }

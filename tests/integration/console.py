@@ -10,12 +10,14 @@ api/openapi.yaml byte for byte.
 
 In the browser, on a daemon without tokens that holds a krr, an svc whose
 string labels are HTML ("<img src=x onerror=alert(1)>", "<script>..."),
-a gpr and a kpca fitted over HTTP: the models table lists them; the
+a gpr, a kpca, a klr and a kkmeans fitted over HTTP: the models table lists them; the
 svc's metadata shows its labels as text (no alert, no element made from
 them); the predict form, given CSV (with a header) or JSON rows, answers
 what POST /v1/models/{name}/predict answers for the same rows and output
 (exactly: the same JSON values), for each output the form offers, and the
-form offers for svc and gpr exactly the outputs the server names; kpca
+form offers for svc, gpr and klr exactly the outputs the server names
+(the page reads them from GET /v1's capabilities); kkmeans answers its
+clusters; kpca
 projects (and back, with inverse) as /project does; a bad cell is named
 by line and column and a wrong width shows the server's 400; a predict
 driven from the keyboard alone works; every control has a label. A
@@ -187,6 +189,10 @@ def fit_models(d):
                "params": {"noise": 0.1}, "X": X, "y": [r[0] - r[1] for r in X]},
         "pca": {"algorithm": "kpca", "kernel": {"type": "rbf", "gamma": 0.2},
                 "params": {"n_components": 2, "fit_inverse_transform": True}, "X": X},
+        "lr": {"algorithm": "klr", "kernel": {"type": "rbf", "gamma": 0.5},
+               "X": X, "y": [0] * 4 + [1] * 4 + [2] * 4},
+        "km": {"algorithm": "kkmeans", "kernel": {"type": "rbf", "gamma": 0.5},
+               "params": {"n_clusters": 3}, "X": X},
     }
     for name, body in bodies.items():
         r = d.req("POST", f"/v1/models/{name}/fit", body)
@@ -204,8 +210,15 @@ def check_predict(d, b):
     check(got == want and not b.find_element(By.ID, "predict-output").is_enabled(),
           "krr: the form (CSV rows) answers as POST predict; no output choice",
           (got, want))
-    # svc and gpr: the outputs offered are the server's, each answers as the API
-    for name in ("cls", "gp"):
+    # kkmeans: no output choice, its clusters as POST predict
+    got = predict_in_page(b, "km", None, js)
+    want = d.req("POST", "/v1/models/km/predict", {"X": rows}).json()
+    check(got == want and "predictions" in (want or {}) and
+          not b.find_element(By.ID, "predict-output").is_enabled(),
+          "kkmeans: the form answers as POST predict; no output choice", (got, want))
+    # svc, gpr and klr: the outputs offered are the server's (GET /v1's
+    # capabilities), each answers as the API
+    for name in ("cls", "gp", "lr"):
         Select(b.find_element(By.ID, "predict-model")).select_by_visible_text(name)
         offered = [o.text for o in Select(b.find_element(By.ID, "predict-output")).options]
         served = server_outputs(d, name)
@@ -313,10 +326,10 @@ def check_jobs(d, b, shots):
           "the row's Cancel button cancels the job; the row says cancelled", api)
     done = [tr for tr in b.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr")
             if tr.find_elements(By.TAG_NAME, "td")[2].text == "succeeded"]
-    check(len(done) == 4 and all(
+    check(len(done) == 6 and all(
         tr.find_element(By.TAG_NAME, "progress").get_attribute("value") == "1" and
         "100%" in tr.text for tr in done),
-        "the four fits' jobs show succeeded with a full bar", len(done))
+        "the six fits' jobs show succeeded with a full bar", len(done))
 
 
 def check_reference(b):
@@ -386,9 +399,9 @@ def open_daemon(server, b, shots, readme):
         fit_models(d)
         logs = Logs(b)
         b.get(f"http://127.0.0.1:{d.port}/")
-        names = wait_for(lambda: model_names(b) == ["cls", "gp", "pca", "reg"] and model_names(b))
-        check(names == ["cls", "gp", "pca", "reg"], "the models table lists the fitted models",
-              names)
+        fitted = ["cls", "gp", "km", "lr", "pca", "reg"]
+        names = wait_for(lambda: model_names(b) == fitted and model_names(b))
+        check(names == fitted, "the models table lists the fitted models", names)
         shot(b, shots, "models.png")
         check_labels(b)
         check_xss(b)

@@ -263,7 +263,7 @@ def release():
 
 def records(models):
     """The liveness records of the distributed fit running in models
-    (server/srv_beat.h: "RANK PID BEAT PHASE STATE WHERE"), by rank."""
+    (common/cmn_beat.h: "RANK PID BEAT PHASE STATE WHERE"), by rank."""
     out = {}
     for name in os.listdir(models):
         m = re.fullmatch(r"\.kmserve-mpi-.*\.rank(\d+)", name)

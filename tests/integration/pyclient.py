@@ -29,6 +29,20 @@
   Pipeline; KernelModel(algorithm=...) answers as KernelRidge and works
   in GridSearchCV; models of discarded estimators are deleted, kept ones
   stay; a refit elsewhere raises StaleModel; pickling.
+- The estimators of gpr, klr and kkmeans (scenario_new_estimators):
+  GaussianProcessRegressor(optimizer=None)'s mean, std and cov equal
+  scikit-learn's GaussianProcessRegressor with the same fixed kernel
+  (ConstantKernel(1, "fixed") * RBF(1/sqrt(2 gamma), "fixed")) and alpha
+  to 1e-9 absolute; KernelLogisticRegression's answers are the server's
+  (predict_proba equals Client.predict output probability exactly),
+  rows sum to 1 (1e-12), labels are classes_ at the largest probability,
+  binary decision_function is the log-odds (1e-9), and the fit meets the
+  optimum's conditions in numpy (f - K (y - p) / lambda constant over
+  the training rows, sum(y - p) = 0, both to 1e-6), score is numpy's
+  accuracy; KernelKMeans' fit_predict equals predict on the training rows
+  and labels_; each is a regressor / classifier / clusterer to
+  scikit-learn (from the server's capabilities), clones, and runs in
+  GridSearchCV.
 - Without numpy and scikit-learn (blocked in a child process of the
   venv's python): lists in and out, the same numbers, get_params /
   set_params, gamma "scale" computed in plain Python.
@@ -469,6 +483,84 @@ def scenario_parity(km, c, np, sk):
         "KernelPCA eigen_solver='arpack' runs the server's iterative solver")
 
 
+def scenario_new_estimators(km, c, np):
+    from sklearn.base import clone, is_classifier, is_regressor
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    from sklearn.model_selection import GridSearchCV
+    (Xb, yb), _, _ = data(np)
+    X, y = Xb[:, :5], Xb[:, 5] + Xb[:, 0]
+    fit, test = slice(0, 150), slice(400, None)
+
+    gamma, alpha = 0.4, 0.05
+    ours = km.GaussianProcessRegressor(gamma=gamma, alpha=alpha, optimizer=None,
+                                       client=c).fit(X[fit], y[fit])
+    ref = GaussianProcessRegressor(ConstantKernel(1.0, "fixed") *
+                                   RBF(1 / np.sqrt(2 * gamma), "fixed"),
+                                   alpha=alpha, optimizer=None).fit(X[fit], y[fit])
+    mean, std = ours.predict(X[test], return_std=True)
+    rmean, rstd = ref.predict(X[test], return_std=True)
+    check(np.abs(mean - rmean).max() <= 1e-9 and np.abs(std - rstd).max() <= 1e-9 and
+          np.array_equal(ours.predict(X[test]), mean),
+          "GaussianProcessRegressor: mean and std equal scikit-learn's to 1e-9",
+          (np.abs(mean - rmean).max(), np.abs(std - rstd).max()))
+    mean, cov = ours.predict(X[test], return_cov=True)
+    rmean, rcov = ref.predict(X[test], return_cov=True)
+    check(cov.shape == rcov.shape and np.abs(cov - rcov).max() <= 1e-9,
+          "GaussianProcessRegressor: cov equals scikit-learn's to 1e-9",
+          (cov.shape, np.abs(cov - rcov).max()))
+    check(is_regressor(ours) and clone(ours).get_params() == ours.get_params(),
+          "GaussianProcessRegressor: a regressor; clone keeps its parameters")
+
+    lam, g = 0.5, 0.3
+    yc = np.where(yb > 0, "b", "a")
+    ours = km.KernelLogisticRegression(C=1 / lam, gamma=g, client=c).fit(X[fit], yc[fit])
+    proba = ours.predict_proba(X[test])
+    check(proba.tolist() == c.predict(ours.model_name_, X[test].tolist(),
+                                      output="probability") and
+          np.abs(proba.sum(axis=1) - 1).max() <= 1e-12 and
+          (ours.predict(X[test]) == ours.classes_[proba.argmax(axis=1)]).all(),
+          "KernelLogisticRegression: the server's probabilities, rows sum to 1, labels "
+          "at the largest")
+    dec = ours.decision_function(X[test])
+    check(dec.shape == (len(proba),) and
+          np.abs(dec - np.log(proba[:, 1] / proba[:, 0])).max() <= 1e-9,
+          "KernelLogisticRegression binary: decision_function is the log-odds to 1e-9",
+          np.abs(dec - np.log(proba[:, 1] / proba[:, 0])).max())
+    Xf = X[fit]
+    K = np.exp(-g * ((Xf[:, None, :] - Xf[None, :, :]) ** 2).sum(axis=2))
+    p1 = ours.predict_proba(Xf)[:, 1]
+    y1 = (yc[fit] == "b").astype(float)
+    r = ours.decision_function(Xf) - K @ (y1 - p1) / lam
+    check(np.ptp(r) <= 1e-6 and abs((y1 - p1).sum()) <= 1e-6,
+          "KernelLogisticRegression: the fit is the optimum (numpy: f - K(y-p)/lambda "
+          "constant, sum(y-p) = 0, to 1e-6)", (np.ptp(r), (y1 - p1).sum()))
+    check(abs(ours.score(X[test], yc[test]) -
+              (ours.predict(X[test]) == yc[test]).mean()) <= 1e-12 and is_classifier(ours),
+          "KernelLogisticRegression: score is the accuracy; a classifier")
+    y3 = np.digitize(X[:, 0], [-0.5, 0.0])
+    three = km.KernelLogisticRegression(gamma=g, client=c).fit(X[fit], y3[fit])
+    check(three.predict_proba(X[test]).shape == (len(proba), 3) and
+          three.decision_function(X[test]).shape == (len(proba), 3),
+          "KernelLogisticRegression 3 classes: a probability and a value per class")
+    grid = GridSearchCV(km.KernelLogisticRegression(gamma=g, client=c),
+                        {"C": [0.5, 2.0]}, cv=3).fit(X[fit], yc[fit])
+    check(grid.best_params_["C"] in (0.5, 2.0),
+          "KernelLogisticRegression in GridSearchCV", grid.best_params_)
+
+    ours = km.KernelKMeans(3, kernel="rbf", gamma=g, random_state=3, client=c)
+    labels = ours.fit_predict(X[fit])
+    check(np.array_equal(labels, ours.predict(X[fit])) and
+          np.array_equal(labels, ours.labels_) and set(labels.tolist()) <= {0, 1, 2} and
+          ours.inertia_ > 0 and ours._estimator_type == "clusterer",
+          "KernelKMeans: fit_predict equals predict on the training rows and labels_")
+    check(clone(ours).get_params() == ours.get_params() and
+          km.KernelModel(algorithm="kkmeans", client=c)._estimator_type == "clusterer" and
+          km.KernelModel(algorithm="kpca", client=c)._estimator_type is None and
+          km.KernelModel(algorithm="klr", client=c)._estimator_type == "classifier",
+          "KernelKMeans clones; KernelModel's kind comes from the capabilities")
+
+
 def scenario_sklearn_tools(km, c, np, sk):
     from sklearn.base import clone
     from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
@@ -662,6 +754,7 @@ def main():
         c = km.Client(url, token=ADMIN)
         scenario_retries(km)
         scenario_parity(km, c, np, sk)
+        scenario_new_estimators(km, c, np)
         scenario_sklearn_tools(km, c, np, sk)
         scenario_no_numpy(km, c, py, np, url)
         scenario_tls(km, binary, tmp)

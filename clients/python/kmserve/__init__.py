@@ -7,8 +7,9 @@ methods.
     c.predict("demo", X)
 
 Client covers the HTTP API (kmserve.client); KernelRidge, SVC, SVR,
-KernelPCA and KernelModel are scikit-learn style estimators that fit and
-predict on the server (kmserve.estimators); errors are KmserveError
+KernelPCA, GaussianProcessRegressor, KernelLogisticRegression,
+KernelKMeans and KernelModel are scikit-learn style estimators that fit
+and predict on the server (kmserve.estimators); errors are KmserveError
 subclasses (kmserve.errors). Standard library only; numpy and
 scikit-learn are used when installed. See README.md beside this package.
 """
@@ -18,13 +19,15 @@ from .errors import (BadRequest, Conflict, InsufficientStorage, Internal, Invali
                      MethodNotAllowed, NotFound, PayloadTooLarge, PermissionDenied,
                      StaleModel, TooManyRequests, Unauthenticated, Unavailable,
                      Unprocessable, UnsupportedMediaType)
-from .estimators import (SVC, SVR, KernelModel, KernelPCA, KernelRidge, default_client,
-                         set_default_client)
+from .estimators import (SVC, SVR, GaussianProcessRegressor, KernelKMeans,
+                         KernelLogisticRegression, KernelModel, KernelPCA, KernelRidge,
+                         default_client, set_default_client)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Job", "KernelRidge", "SVC", "SVR", "KernelPCA", "KernelModel",
+    "Client", "Job", "KernelRidge", "SVC", "SVR", "KernelPCA", "GaussianProcessRegressor",
+    "KernelLogisticRegression", "KernelKMeans", "KernelModel",
     "default_client", "set_default_client", "KmserveError", "KmserveConnectionError",
     "InvalidJSON", "InvalidArgument", "BadRequest", "Unauthenticated", "PermissionDenied",
     "NotFound", "MethodNotAllowed", "Conflict", "LengthRequired", "PayloadTooLarge",

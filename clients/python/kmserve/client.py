@@ -91,6 +91,7 @@ class Client:
         if numpy and _data.np is None:
             raise ValueError("numpy=True needs numpy, which is not installed")
         self._ssl_given = ssl_context is not None
+        self._capabilities = None  # GET /v1's, read once (capabilities())
         self._ssl = ssl_context
         if self._https and self._ssl is None:
             self._ssl = ssl.create_default_context(cafile=self.cafile or None)
@@ -215,8 +216,29 @@ class Client:
             return False
 
     def info(self):
-        """GET /v1: {"name", "version", "algorithms", "kernels"}."""
+        """GET /v1: {"name", "version", "algorithms", "kernels",
+        "capabilities"}, asked anew."""
         return self.request("GET", "/v1")[1]
+
+    def capabilities(self):
+        """GET /v1's "capabilities" (what each algorithm, kernel and output
+        is: docs/api.md), asked once per Client and kept: the estimators
+        take their facts about algorithms and kernels from it, so one this
+        client has never heard of needs no edit here. {} from a server
+        that does not describe itself."""
+        caps = self._capabilities
+        if caps is None:
+            caps = self.info().get("capabilities") or {}
+            self._capabilities = caps  # one dict assignment: thread-safe
+        return caps
+
+    def algorithm_capabilities(self, algorithm):
+        """The entry of capabilities()["algorithms"] named algorithm, or
+        None."""
+        for entry in self.capabilities().get("algorithms") or ():
+            if entry.get("name") == algorithm:
+                return entry
+        return None
 
     def metrics(self):
         """GET /metrics: the Prometheus text."""
@@ -243,13 +265,14 @@ class Client:
             timeout=None):
         """Fits (or refits, as a new version) the model `name`.
 
-        algorithm: "krr", "svc", "svr", "kpca", or any algorithm the
-            server lists in info()["algorithms"].
+        algorithm: any algorithm the server lists in info()["algorithms"]
+            ("krr", "svc", "gpr", "klr", "kkmeans", ...).
         kernel: a kernel type ("rbf") or a kernel object
             ({"type": "rbf", "gamma": 0.5}), as docs/api.md describes.
         params, preprocess, search: the body members of the same names
             (dicts), passed as they are.
-        X, y: lists or numpy arrays (y None for kpca).
+        X, y: lists or numpy arrays (y None for an algorithm whose
+            capabilities say target "none": kpca, kkmeans).
 
         Synchronous by default: returns the new model's metadata once the
         fit is done (timeout: seconds to wait, None for no limit).
@@ -318,8 +341,10 @@ class Client:
 
     def predict(self, name, X, output=None, *, batch_size=10000):
         """Predictions, one per row of X. output: the server's `output`
-        ("label" (default), "decision_function", "probability" for svc,
-        or another an algorithm takes). Rows go batch_size at a time, as
+        (capabilities()["outputs"] names each one and the algorithms
+        answering it: "label" (default), "decision_function",
+        "probability" for svc and klr, "mean", "std", "var", "cov" for
+        gpr, ...). Rows go batch_size at a time, as
         kmctl sends them; a refit between batches shows in the versions,
         which predict does not return (use request() to see them)."""
         extra = {} if output is None else {"output": output}

@@ -1,12 +1,17 @@
 """kmserve.estimators - scikit-learn style estimators whose fit, predict,
 transform and score run on a kmserve server.
 
-KernelRidge, SVC, SVR and KernelPCA take scikit-learn's parameter names
-(kernel "rbf"/"poly"/..., gamma, degree, coef0, C, alpha, epsilon, tol,
-cache_size, class_weight, n_components, fit_inverse_transform,
-eigen_solver) and turn them into the server's kernel and params objects;
-KernelModel(algorithm=...) takes the server's own names for any algorithm
-the server fits, including ones added after this client. Each estimator
+KernelRidge, SVC, SVR, KernelPCA, GaussianProcessRegressor,
+KernelLogisticRegression and KernelKMeans take scikit-learn's parameter
+names (kernel "rbf"/"poly"/..., gamma, degree, coef0, C, alpha, epsilon,
+tol, cache_size, class_weight, n_components, fit_inverse_transform,
+eigen_solver, optimizer, n_clusters, ...) and turn them into the server's
+kernel and params objects; KernelModel(algorithm=...) takes the server's
+own names for any algorithm the server fits, including ones added after
+this client. What the client needs to know of an algorithm or a kernel
+(which kernel members a type takes; whether an algorithm is a
+classifier, a regressor or a clusterer) comes from the server's
+self-description, GET /v1's "capabilities", asked once per Client. Each estimator
 fits a model on the server under model_name (or a generated name, one per
 estimator object) and, unless keep_model=True, deletes that model when
 the estimator is garbage-collected (or at exit, or by delete_model()).
@@ -34,7 +39,8 @@ from .client import Client
 from .errors import KmserveError, StaleModel
 
 try:
-    from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
+    from sklearn.base import (BaseEstimator, ClassifierMixin, ClusterMixin, RegressorMixin,
+                              TransformerMixin)
     from sklearn.exceptions import NotFittedError
     HAVE_SKLEARN = True
 except ImportError:
@@ -89,6 +95,12 @@ except ImportError:
     class RegressorMixin:
         _estimator_type = "regressor"
 
+    class ClusterMixin:
+        _estimator_type = "clusterer"
+
+        def fit_predict(self, X, y=None, **fit_params):
+            return self.fit(X, **fit_params).labels_
+
     class TransformerMixin:
         def fit_transform(self, X, y=None, **fit_params):
             return self.fit(X, y, **fit_params).transform(X)
@@ -125,18 +137,10 @@ def _delete_quietly(client, name):
         pass
 
 
-# The members each kernel type takes (docs/api.md, the kernel object);
-# scikit-learn's parameters that do not apply to a type are not sent, as
-# scikit-learn ignores them. A type not listed gets gamma if one is set.
-_KERNEL_MEMBERS = {
-    "linear": (),
-    "polynomial": ("gamma", "degree", "coef0"),
-    "rbf": ("gamma",),
-    "laplacian": ("gamma",),
-    "sigmoid": ("gamma", "coef0"),
-    "laplacian_l2": ("gamma",),
-    "exponential": ("gamma",),
-}
+# scikit-learn's kernel parameters; a kernel type is sent those of them
+# its capabilities list (GET /v1: kernels[].params), as scikit-learn
+# ignores the ones a type does not take.
+_SKLEARN_KERNEL_MEMBERS = ("gamma", "degree", "coef0")
 _KERNEL_ALIASES = {"poly": "polynomial"}
 _LINEAR_COSINE = {"type": "normalized", "kernels": [{"type": "linear"}]}
 
@@ -163,7 +167,23 @@ class _ServerEstimator(BaseEstimator):
         c = self.client
         if c is None:
             return default_client()
-        return c if isinstance(c, Client) else Client(c)
+        if isinstance(c, Client):
+            return c
+        # a URL: one Client per URL, kept, so that its capabilities are
+        # asked once
+        kept = getattr(self, "_url_client", None)
+        if kept is None or kept.url != c.rstrip("/"):
+            kept = self._url_client = Client(c)
+        return kept
+
+    def _kernel_members(self, kernel_type):
+        """scikit-learn's kernel parameters that kernel_type takes, from
+        the server's capabilities (gamma alone when it does not say)."""
+        for entry in self._client().capabilities().get("kernels") or ():
+            if entry.get("name") == kernel_type:
+                names = {p.get("name") for p in entry.get("params") or ()}
+                return tuple(m for m in _SKLEARN_KERNEL_MEMBERS if m in names)
+        return ("gamma",)
 
     def _gamma(self, X):
         g = self.gamma
@@ -192,10 +212,10 @@ class _ServerEstimator(BaseEstimator):
         elif self._sklearn_kernels and k == "cosine":
             obj = dict(_LINEAR_COSINE)
         else:
-            members = ("gamma", "degree", "coef0")
+            members = _SKLEARN_KERNEL_MEMBERS
             if self._sklearn_kernels:
                 k = _KERNEL_ALIASES.get(k, k)
-                members = _KERNEL_MEMBERS.get(k, ("gamma",))
+                members = self._kernel_members(k)
             obj = {"type": k}
             for member in members:
                 value = self._gamma(X) if member == "gamma" else getattr(self, member)
@@ -272,6 +292,7 @@ class _ServerEstimator(BaseEstimator):
         getstate = getattr(super(), "__getstate__", None)
         state = dict(getstate() if getstate else self.__dict__)
         state.pop("_owner", None)
+        state.pop("_url_client", None)
         return state
 
     # -------------------------------------------------------- answers
@@ -290,10 +311,10 @@ class _ServerEstimator(BaseEstimator):
                                  "was refitted elsewhere: give each estimator its own "
                                  "model_name, or none)")
 
-    def _answer(self, route, key, X, extra=None):
+    def _answer(self, route, key, X, extra=None, batch_size=10000):
         self._check_fitted()
         values, versions = self._client()._post_rows(self.model_name_, route, key, X,
-                                                     extra or {}, 10000)
+                                                     extra or {}, batch_size)
         self._check_version(versions)
         return values
 
@@ -378,6 +399,38 @@ class KernelRidge(_Regressor):
         return {"alpha": self.alpha}
 
 
+class _Classifier(ClassifierMixin, _ServerEstimator):
+    """predict, predict_proba, predict_log_proba, decision_function and
+    score (the server's accuracy) of a classifier whose outputs are the
+    server's label, probability and decision_function."""
+
+    def fit(self, X, y, progress=None):
+        self._fit(X, y, progress)
+        self.classes_ = self._out(self.metadata_["classes"])
+        return self
+
+    def predict(self, X):
+        return self._out(self._answer("predict", "predictions", X))
+
+    def decision_function(self, X):
+        return self._out(self._answer("predict", "predictions", X,
+                                      {"output": "decision_function"}))
+
+    def predict_proba(self, X):
+        """Rows of class probabilities in classes_ order."""
+        return self._out(self._answer("predict", "predictions", X, {"output": "probability"}))
+
+    def predict_log_proba(self, X):
+        import math
+        p = self._answer("predict", "predictions", X, {"output": "probability"})
+        return self._out([[math.log(v) if v > 0 else float("-inf") for v in row] for row in p])
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy on (X, y), computed by the server."""
+        _no_sample_weight(sample_weight)
+        return self._score_answer(X, y)["accuracy"]
+
+
 class _IfProbability:
     """A method that exists only when probability=True, as scikit-learn
     hides SVC.predict_proba otherwise (hasattr is False)."""
@@ -392,7 +445,7 @@ class _IfProbability:
         return self.fn if obj is None else self.fn.__get__(obj, owner)
 
 
-class SVC(ClassifierMixin, _ServerEstimator):
+class SVC(_Classifier):
     """C-support vector classification on a kmserve server (algorithm
     svc), with scikit-learn's SVC parameters.
 
@@ -439,14 +492,9 @@ class SVC(ClassifierMixin, _ServerEstimator):
         return params
 
     def fit(self, X, y, progress=None):
-        self._fit(X, y, progress)
-        classes = self.metadata_["classes"]
-        self.classes_ = self._out(classes)
+        super().fit(X, y, progress)
         self.n_support_ = self._out(self.metadata_["training"]["n_support"])
         return self
-
-    def predict(self, X):
-        return self._out(self._answer("predict", "predictions", X))
 
     def decision_function(self, X):
         """The server's decision values: for 2 classes one per row,
@@ -458,21 +506,8 @@ class SVC(ClassifierMixin, _ServerEstimator):
             dec = [_ovr_row(row, k) for row in dec]
         return self._out(dec)
 
-    @_IfProbability
-    def predict_proba(self, X):
-        """Rows of class probabilities in classes_ order (probability=True)."""
-        return self._out(self._answer("predict", "predictions", X, {"output": "probability"}))
-
-    @_IfProbability
-    def predict_log_proba(self, X):
-        import math
-        p = self._answer("predict", "predictions", X, {"output": "probability"})
-        return self._out([[math.log(v) if v > 0 else float("-inf") for v in row] for row in p])
-
-    def score(self, X, y, sample_weight=None):
-        """Accuracy on (X, y), computed by the server."""
-        _no_sample_weight(sample_weight)
-        return self._score_answer(X, y)["accuracy"]
+    predict_proba = _IfProbability(_Classifier.predict_proba)
+    predict_log_proba = _IfProbability(_Classifier.predict_log_proba)
 
 
 def _ovr_row(dec, k):
@@ -570,10 +605,163 @@ class KernelPCA(TransformerMixin, _ServerEstimator):
         return -self._score_answer(X, None)["reconstruction_error"]
 
 
-# What scikit-learn's tools should take each algorithm for (is_classifier
-# and stratified folds); an algorithm not named here is neither.
-_ESTIMATOR_TYPES = {"krr": "regressor", "svr": "regressor", "gpr": "regressor",
-                    "svc": "classifier", "klr": "classifier", "kkmeans": "clusterer"}
+# What scikit-learn's tools should take an algorithm for (is_classifier
+# and stratified folds), from what its capabilities say it learns: a
+# target of classes, of values, or none (then a clusterer when its
+# answer is predict's, as kkmeans's clusters; else neither, as kpca).
+_TARGET_TYPES = {"classes": "classifier", "values": "regressor"}
+
+
+def _estimator_type_of(client, algorithm):
+    entry = client.algorithm_capabilities(algorithm)
+    if entry is None:
+        return None
+    kind = _TARGET_TYPES.get(entry.get("target"))
+    if kind is None and entry.get("target") == "none":
+        routes = {o.get("route") for o in client.capabilities().get("outputs") or ()
+                  if algorithm in (o.get("algorithms") or ())}
+        kind = "clusterer" if "predict" in routes else None
+    return kind
+
+
+def _set_if(params, key, value):
+    """params[key] = value unless value is None (the server's default)."""
+    if value is not None:
+        params[key] = value
+    return params
+
+
+class GaussianProcessRegressor(_Regressor):
+    """Gaussian process regression on a kmserve server (algorithm gpr),
+    with scikit-learn's GaussianProcessRegressor parameters where they
+    apply: alpha -> params.noise (added to the kernel matrix's diagonal,
+    default 1e-10 as scikit-learn's); optimizer "fmin_l_bfgs_b" (default)
+    -> params.optimizer "lbfgs" (the server maximises the log marginal
+    likelihood over signal_variance, noise and gamma), None -> "none" (the
+    kernel as given); n_restarts_optimizer and random_state (an int) ->
+    params.n_restarts and params.seed (with the optimizer only);
+    normalize_y -> params.normalize_y. The kernel is given as for
+    KernelRidge (kernel "rbf" default, gamma, degree, coef0,
+    kernel_params), times signal_variance (scikit-learn's ConstantKernel;
+    None: the server's default 1).
+
+    predict(X, return_std=False, return_cov=False) answers as
+    scikit-learn's: the mean, and (mean, std) or (mean, cov) (the server's
+    outputs mean, std, cov; cov in one request for all rows). score is the
+    server's r2. kmserve's own: preprocess, server_params, model_name,
+    keep_model, client, as for KernelRidge."""
+
+    _algorithm = "gpr"
+    _optimizers = {"fmin_l_bfgs_b": "lbfgs", None: "none"}
+
+    def __init__(self, kernel="rbf", *, alpha=1e-10, optimizer="fmin_l_bfgs_b",
+                 n_restarts_optimizer=0, normalize_y=False, random_state=None,
+                 gamma=None, degree=3, coef0=1, kernel_params=None, signal_variance=None,
+                 preprocess=None, server_params=None, model_name=None, keep_model=False,
+                 client=None):
+        _store(self, locals())
+
+    def _params_object(self, X, y):
+        optimizer = self._optimizers.get(self.optimizer, self.optimizer)
+        params = {"noise": self.alpha, "normalize_y": self.normalize_y,
+                  "optimizer": optimizer}
+        _set_if(params, "signal_variance", self.signal_variance)
+        if optimizer != "none":
+            params["n_restarts"] = self.n_restarts_optimizer
+            _set_if(params, "seed", self.random_state)
+        return params
+
+    def fit(self, X, y, progress=None):
+        self._fit(X, y, progress)
+        self.log_marginal_likelihood_value_ = self.metadata_["training"].get(
+            "log_marginal_likelihood")
+        return self
+
+    def predict(self, X, return_std=False, return_cov=False):
+        if return_std and return_cov:
+            raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        mean = self._out(self._answer("predict", "predictions", X, {"output": "mean"}))
+        if return_std:
+            return mean, self._out(self._answer("predict", "predictions", X,
+                                                {"output": "std"}))
+        if return_cov:
+            return mean, self._out(self._answer("predict", "predictions", X,
+                                                {"output": "cov"}, batch_size=0))
+        return mean
+
+
+class KernelLogisticRegression(_Classifier):
+    """Kernel logistic regression on a kmserve server (algorithm klr),
+    with scikit-learn's LogisticRegression parameters where they apply:
+    C -> params.lambda = 1 / C (the penalty's weight); tol, max_iter
+    (None: the server's defaults), fit_intercept -> params of the same
+    names; multi_class "auto" (default: the server's, multinomial),
+    "multinomial" or "ovr" -> params.multi_class. The kernel is given as
+    for KernelRidge (kernel "rbf" default, gamma (None: 1/n_features),
+    degree, coef0, kernel_params).
+
+    predict gives labels, predict_proba rows of probabilities in classes_
+    order, decision_function the server's decision values (two classes:
+    one per row, the log-odds of classes_[1], as LogisticRegression's;
+    more: one per class). kmserve's own: preprocess, server_params,
+    model_name, keep_model, client, as for KernelRidge."""
+
+    _algorithm = "klr"
+
+    def __init__(self, C=1.0, *, kernel="rbf", gamma=None, degree=3, coef0=1,
+                 kernel_params=None, tol=None, max_iter=None, fit_intercept=True,
+                 multi_class="auto", preprocess=None, server_params=None, model_name=None,
+                 keep_model=False, client=None):
+        _store(self, locals())
+
+    def _params_object(self, X, y):
+        params = {"lambda": 1.0 / self.C, "fit_intercept": self.fit_intercept}
+        _set_if(params, "tol", self.tol)
+        _set_if(params, "max_iter", self.max_iter)
+        if self.multi_class != "auto":
+            params["multi_class"] = self.multi_class
+        return params
+
+
+class KernelKMeans(ClusterMixin, _ServerEstimator):
+    """Kernel k-means on a kmserve server (algorithm kkmeans), with
+    scikit-learn's KMeans parameters where they apply: n_clusters,
+    max_iter, tol -> params of the same names; n_init (None: the server's
+    default) -> params.n_init; random_state (an int) -> params.seed. The
+    kernel is given as for KernelRidge (kernel "linear" default: k-means
+    in input space, as KMeans; gamma, degree, coef0, kernel_params).
+
+    fit sets labels_ (the clusters of the training rows, asked of the
+    fitted model), inertia_ and n_iter_; predict gives each row's
+    cluster; fit_predict is fit(X).labels_. kmserve's own: preprocess,
+    server_params, model_name, keep_model, client, as for KernelRidge."""
+
+    _algorithm = "kkmeans"
+
+    def __init__(self, n_clusters=8, *, kernel="linear", gamma=None, degree=3, coef0=1,
+                 kernel_params=None, n_init=None, max_iter=300, tol=1e-4,
+                 random_state=None, preprocess=None, server_params=None, model_name=None,
+                 keep_model=False, client=None):
+        _store(self, locals())
+
+    def _params_object(self, X, y):
+        params = {"n_clusters": self.n_clusters, "max_iter": self.max_iter, "tol": self.tol}
+        _set_if(params, "n_init", self.n_init)
+        return _set_if(params, "seed", self.random_state)
+
+    def fit(self, X, y=None, progress=None):
+        self._fit(X, None, progress)
+        training = self.metadata_["training"]
+        self.inertia_ = training.get("inertia")
+        self.n_iter_ = training.get("n_iter")
+        self.labels_ = self.predict(X)
+        return self
+
+    def fit_predict(self, X, y=None, progress=None):
+        return self.fit(X, progress=progress).labels_
+
+    def predict(self, X):
+        return self._out(self._answer("predict", "predictions", X))
 
 
 class KernelModel(_ServerEstimator):
@@ -610,7 +798,12 @@ class KernelModel(_ServerEstimator):
 
     @property
     def _estimator_type(self):
-        return _ESTIMATOR_TYPES.get(self.algorithm)
+        if not self.algorithm:
+            return None
+        try:
+            return _estimator_type_of(self._client(), self.algorithm)
+        except (KmserveError, ValueError):
+            return None  # a server that cannot say: neither
 
     def _extra_params(self):
         """The keyword arguments beyond the named ones: the params members

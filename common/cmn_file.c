@@ -1,5 +1,5 @@
 /*
- * srv_file.c - whole small files read or written at once; see srv_file.h.
+ * cmn_file.c - whole small files read or written at once; see cmn_file.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "srv_file.h"
+#include "cmn_file.h"
 
-unsigned char *srv_file_read(const char *path, size_t max, size_t *len)
+unsigned char *cmn_file_read(const char *path, size_t max, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
@@ -40,7 +40,7 @@ unsigned char *srv_file_read(const char *path, size_t max, size_t *len)
     return buf;
 }
 
-int srv_file_write(const char *path, const void *buf, size_t len,
+int cmn_file_write(const char *path, const void *buf, size_t len,
                    int exclusive, int mode)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC |

@@ -1,5 +1,5 @@
 /*
- * srv_beat.c - a rank's liveness record; see srv_beat.h.
+ * cmn_beat.c - a rank's liveness record; see cmn_beat.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "srv_beat.h"
-#include "srv_file.h"
+#include "cmn_beat.h"
+#include "cmn_file.h"
 
-void srv_beat_where(char *buf, size_t len)
+void cmn_beat_where(char *buf, size_t len)
 {
     char boot[64] = "", ns[64];
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re"); /* size 0 */
@@ -34,7 +34,7 @@ void srv_beat_where(char *buf, size_t len)
             *c = '_';
 }
 
-int srv_beat_write(const char *path, const srv_beat *b)
+int cmn_beat_write(const char *path, const cmn_beat *b)
 {
     char tmp[PATH_MAX], line[224];
     int len = snprintf(line, sizeof line, "%d %ld %lu %s %s %s\n", b->rank,
@@ -63,13 +63,13 @@ int srv_beat_write(const char *path, const srv_beat *b)
     return 0;
 }
 
-int srv_beat_read(const char *path, srv_beat *b)
+int cmn_beat_read(const char *path, cmn_beat *b)
 {
     size_t len = 0;
-    unsigned char *s = srv_file_read(path, 512, &len);
+    unsigned char *s = cmn_file_read(path, 512, &len);
     if (!s)
         return -1;
-    srv_beat r;
+    cmn_beat r;
     memset(&r, 0, sizeof r);
     int end = 0;
     int got = sscanf((char *)s, "%d %ld %lu %23s %15s %95s%n", &r.rank,
@@ -82,7 +82,7 @@ int srv_beat_read(const char *path, srv_beat *b)
     return 0;
 }
 
-int srv_beat_exited(const srv_beat *b, int *code)
+int cmn_beat_exited(const cmn_beat *b, int *code)
 {
     char *end;
     if (strncmp(b->state, "exit:", 5) != 0)

@@ -1,0 +1,185 @@
+/*
+ * km_caps.c - what each algorithm can do, read from its descriptor
+ * (km_algo, km_internal.h): its target kind, its solvers and the kernels
+ * each takes, what a search does for it, and how it runs distributed.
+ * The public accessors of km_fit.h and km_select.h; the API publishes
+ * them and decides by them instead of lists of algorithms.
+ *
+ * Thread-safety: reentrant (the descriptors are constant).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../km_internal.h"
+
+km_target km_algorithm_target(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->target : KM_TARGET_NONE;
+}
+
+int km_algorithm_checks_targets(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->check_targets : 0;
+}
+
+static const km_algo_solvers *solvers_of(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->solvers : NULL;
+}
+
+const char *km_algorithm_solver_param(km_algorithm a)
+{
+    const km_algo_solvers *s = solvers_of(a);
+    return s ? s->param : NULL;
+}
+
+size_t km_algorithm_solver_count(km_algorithm a)
+{
+    const km_algo_solvers *s = solvers_of(a);
+    return s ? s->count : 0;
+}
+
+const char *km_algorithm_solver_name(km_algorithm a, size_t i)
+{
+    const km_algo_solvers *s = solvers_of(a);
+    return s && i < s->count ? s->name(i) : NULL;
+}
+
+int km_algorithm_solver_accepts(km_algorithm a, size_t i, km_kernel_type t)
+{
+    const km_algo_solvers *s = solvers_of(a);
+    if (!s || i >= s->count || (unsigned)t >= KM_KERNEL_TYPE_COUNT)
+        return 0;
+    unsigned need = s->needs ? s->needs[i] : 0;
+    return (km_kernel_type_caps(t) & need) == need;
+}
+
+km_status km_algorithm_check_kernel(km_algorithm a, const void *params,
+                                    const km_kernel *k, km_error *err)
+{
+    const km_algo *al = km_algo_of(a);
+    return al && al->check_kernel ? al->check_kernel(params, k, err) : KM_OK;
+}
+
+unsigned km_algorithm_search_caps(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al && al->search ? al->search->caps : 0;
+}
+
+/* ------------------------------------------------------------ mpi */
+
+static const km_algo_mpi *mpi_of(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->mpi : NULL;
+}
+
+int km_algorithm_distributed(km_algorithm a)
+{
+    return mpi_of(a) != NULL;
+}
+
+void km_algorithm_names_where(int (*has)(km_algorithm a), const char *last,
+                              char *buf, size_t len)
+{
+    int idx[KM_ALGO_COUNT], k = 0;
+    for (int a = 0; a < KM_ALGO_COUNT; a++)
+        if (has((km_algorithm)a))
+            idx[k++] = a;
+    size_t used = 0;
+    if (len)
+        buf[0] = 0;
+    for (int i = 0; i < k && used < len; i++) {
+        int w = snprintf(buf + used, len - used, "%s%s",
+                         i == 0 ? "" : i == k - 1 ? last : ", ",
+                         km_algorithm_name((km_algorithm)idx[i]));
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+void km_algorithm_distributed_names(const char *last, char *buf, size_t len)
+{
+    km_algorithm_names_where(km_algorithm_distributed, last, buf, len);
+}
+
+const char *km_algorithm_mpi_refusal(km_algorithm a, const void *params,
+                                     char *buf, size_t len)
+{
+    const km_algo_mpi *mp = mpi_of(a);
+    if (!mp) {
+        char names[64];
+        km_algorithm_distributed_names(" and ", names, sizeof names);
+        snprintf(buf, len, "this algorithm cannot run distributed (only "
+                 "%s)", names);
+        return buf;
+    }
+    return mp->refusal ? mp->refusal(params, buf, len) : NULL;
+}
+
+int km_algorithm_mpi_routes_auto(km_algorithm a, const void *params,
+                                 void *exact)
+{
+    const km_algo_mpi *mp = mpi_of(a);
+    return mp && mp->routes_auto ? mp->routes_auto(params, exact) : 0;
+}
+
+km_status km_algorithm_mpi_resolve(km_algorithm a, void *params,
+                                   km_error *err)
+{
+    const km_algo_mpi *mp = mpi_of(a);
+    if (!mp) {
+        char names[64];
+        km_algorithm_distributed_names(" and ", names, sizeof names);
+        return km_error_set(err, KM_EINVAL, "kmserve-mpi fits %s, not %s",
+                            names, km_algorithm_name(a));
+    }
+    return mp->resolve ? mp->resolve(params, err) : KM_OK;
+}
+
+size_t km_algorithm_mpi_rank_bytes(km_algorithm a, const void *params,
+                                   const km_problem *pb, size_t nb,
+                                   size_t rows, size_t cols)
+{
+    const km_algo_mpi *mp = mpi_of(a);
+    return mp ? mp->rank_bytes(params, pb, nb, rows, cols) : 0;
+}
+
+size_t km_algorithm_mpi_local_bytes(km_algorithm a, const void *params,
+                                    const km_problem *pb)
+{
+    const km_algo_mpi *mp = mpi_of(a);
+    return mp ? mp->local_bytes(params, pb) : 0;
+}
+
+static size_t sat_mul(size_t a, size_t b)
+{
+    size_t p;
+    return __builtin_mul_overflow(a, b, &p) ? SIZE_MAX : p;
+}
+
+static size_t sat_add(size_t a, size_t b)
+{
+    return a + b < a ? SIZE_MAX : a + b;
+}
+
+size_t km_mpi_local_max(size_t n, size_t nb, size_t p)
+{
+    size_t blocks = (n + nb - 1) / nb, l = sat_mul((blocks + p - 1) / p, nb);
+    return l < n ? l : n;
+}
+
+size_t km_mpi_dense_rank_bytes(const km_problem *pb, size_t nb, size_t rows,
+                               size_t cols, size_t extra)
+{
+    size_t n = pb->n, d = pb->d, mo = pb->m ? pb->m : 1;
+    size_t share = sat_mul(8, sat_mul(km_mpi_local_max(n, nb, rows),
+                                      km_mpi_local_max(n, nb, cols)));
+    size_t vec = sat_mul(8, sat_add(sat_mul(n, 3 * d + 4 * mo + 1),
+                                    sat_mul(nb, n)));
+    return sat_add(sat_add(share, vec), extra);
+}
