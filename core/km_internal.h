@@ -894,6 +894,14 @@ km_status km_eig_top(double *K, size_t n, size_t nc, km_kpca_solver s,
  * of work beyond U. */
 km_status km_eig_dense(double *K, size_t n, size_t k, double *lambda,
                        double *U, km_error *err);
+/* Centres the symmetric K (n x n, row-major lower triangle) in place as
+ * kernel PCA does (sklearn's KernelCenterer): col_mean gets the column
+ * means, *grand their mean, *trace the trace of the centred matrix. */
+void km_eig_center(double *K, size_t n, double *col_mean, double *grand,
+                   double *trace);
+/* Flips each column of U (n x k, column-major) so that its entry of
+ * largest magnitude (the first, on ties) is positive. */
+void km_eig_flip_signs(double *U, size_t n, size_t k);
 /* The iterative solver's block for k pairs, the randomized one's sample
  * width for k of n, and whether s (auto) runs the iterative one: what
  * kpca's memory estimate counts. */

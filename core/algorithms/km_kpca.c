@@ -60,36 +60,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "km_kpca_internal.h"
 
 /* sklearn's _check_psd_eigenvalues: below this share of the largest an
  * eigenvalue is zero. */
 #define SMALL_POS_RATIO 1e-12
-
-/* Two forms of the model: the dual (dense, iterative, randomized: the
- * training rows and sklearn's centring) and nystrom (the centres, W and
- * the features' mean; see kpca_fit_nystrom). One payload struct: in the
- * nystrom form X is the m centres, proj W with its 1/m column, col_mean
- * the mean mu of the rows of K_nm, grand_mean 0, sum_proj 0 and bias
- * -mu^T W, so that km_kpca_project computes k(x, Z) W - mu^T W. */
-enum { KPCA_FORM_DUAL = 0, KPCA_FORM_NYSTROM = 1, KPCA_FORM_COUNT };
-
-typedef struct kpca_payload {
-    unsigned form;    /* KPCA_FORM_* */
-    size_t n, d, k;   /* as the model's n_samples, n_features, n_outputs */
-    double *X;        /* n x d training rows */
-    double *eigval;   /* k eigenvalues, descending */
-    double *proj;     /* n x (k + 1): alpha_j / sqrt(lambda_j), then 1/n */
-    double *col_mean; /* n training column means of K */
-    double grand_mean;
-    double *sum_proj; /* k column sums s_j of proj (derived) */
-    double *bias;     /* k: g s_j - m^T proj_j (derived) */
-    int has_inverse;
-    km_kernel inv_kernel; /* the inverse map's kernel (gamma resolved on k) */
-    double *embed;        /* n x k training embedding */
-    double *dual;         /* n x d dual coefficients of the inverse map */
-    double *xn;           /* n squared norms of X's rows (derived) */
-} kpca_payload;
 
 KM_CHOICES_DEFINE(km_kpca_solver_choices, KM_KPCA_SOLVER_MAP,
                   KM_KPCA_SOLVER_COUNT);
@@ -420,61 +395,6 @@ static void kpca_load_bytes(km_reader r, const km_model *m, size_t *kept,
     km_skip_array(&r, 8); /* X */
     *kept = *peak = heap_bytes(km_model_n_samples(m), km_model_n_features(m),
                                km_model_n_outputs(m), km_read_u32(&r) != 0);
-}
-
-/* ------------------------------------------------------------ centering */
-
-/*
- * Centers the symmetric K (n x n, lower triangle of the row-major buffer)
- * in place; col_mean gets the column means, *grand their mean, *trace the
- * trace of the centered matrix. Two passes over the triangle: the column
- * sums (each stored entry counts for its row and its column), then the
- * update.
- */
-static void center(double *K, size_t n, double *col_mean, double *grand,
-                   double *trace)
-{
-    double g = 0, tr = 0;
-    memset(col_mean, 0, n * sizeof *col_mean);
-    for (size_t i = 0; i < n; i++) {
-        const double *row = K + i * n;
-        double s = 0;
-        for (size_t j = 0; j < i; j++) {
-            s += row[j];
-            col_mean[j] += row[j];
-        }
-        col_mean[i] += s + row[i];
-    }
-    for (size_t i = 0; i < n; i++) {
-        col_mean[i] /= (double)n;
-        g += col_mean[i];
-    }
-    g /= (double)n;
-    for (size_t i = 0; i < n; i++) {
-        double *row = K + i * n;
-        const double a = g - col_mean[i];
-        for (size_t j = 0; j <= i; j++)
-            row[j] += a - col_mean[j];
-        tr += row[i];
-    }
-    *grand = g;
-    *trace = tr;
-}
-
-/* Flips each column of U (n x k, column-major) so that its entry of
- * largest magnitude (the first, on ties) is positive. */
-static void flip_signs(double *U, size_t n, size_t k)
-{
-    for (size_t j = 0; j < k; j++) {
-        double *u = U + j * n;
-        size_t best = 0;
-        for (size_t i = 1; i < n; i++)
-            if (fabs(u[i]) > fabs(u[best]))
-                best = i;
-        if (u[best] < 0)
-            for (size_t i = 0; i < n; i++)
-                u[i] = -u[i];
-    }
 }
 
 /* ------------------------------------------------------------ inverse map */
@@ -959,7 +879,7 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     } else {
         if ((st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
             goto out;
-        center(K, n, p->col_mean, &p->grand_mean, &trace);
+        km_eig_center(K, n, p->col_mean, &p->grand_mean, &trace);
     }
     if (!isfinite(p->grand_mean) || !isfinite(trace)) {
         st = km_error_set(err, KM_EPROBLEM,
@@ -982,7 +902,7 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
 
     if ((st = check_positive(lambda, nc, err)) != KM_OK)
         goto out;
-    flip_signs(U, n, nc);
+    km_eig_flip_signs(U, n, nc);
 
     for (size_t j = 0; j < nc; j++) {
         double r = 1.0 / sqrt(lambda[j]);
@@ -1035,70 +955,6 @@ out:
     free(K);
     km_fit_cleanup(&fr);
     return st;
-}
-
-/* ------------------------------------------------------------ use */
-
-km_status km_kpca_project(const km_model *m, const double *X, size_t n,
-                          double *out, km_error *err)
-{
-    km_status st = km_model_expect_input(m, KM_ALGO_KPCA, "project", X, n, err);
-    if (st != KM_OK)
-        return st;
-    size_t d = km_model_n_features(m);
-    const kpca_payload *p = km_model_payload(m);
-    size_t k = km_model_n_outputs(m), ns = km_model_n_samples(m);
-    if (!km_mul3(n, k + 1, sizeof(double)))
-        return km_error_set(err, KM_EINVAL, "X has too many rows");
-    /* Kt [A, 1/n]: the products and the test row means in one pass. */
-    double *T = malloc(n * (k + 1) * sizeof *T);
-    if (!T)
-        return km_error_set(err, KM_ENOMEM, "out of memory for projection");
-    st = km_kernel_expand(km_model_kernel(m), p->X, ns, d, p->xn, p->proj, k + 1,
-                          NULL, X, n, T, err);
-    if (st == KM_OK)
-        for (size_t i = 0; i < n; i++) {
-            const double *t = T + i * (k + 1);
-            for (size_t j = 0; j < k; j++)
-                out[i * k + j] = t[j] - t[k] * p->sum_proj[j] + p->bias[j];
-        }
-    free(T);
-    return st;
-}
-
-int km_kpca_has_inverse(const km_model *m)
-{
-    if (km_model_algorithm(m) != KM_ALGO_KPCA)
-        return 0;
-    return ((const kpca_payload *)km_model_payload(m))->has_inverse;
-}
-
-km_status km_kpca_inverse(const km_model *m, const double *P, size_t n,
-                          double *out, km_error *err)
-{
-    km_status st = km_model_expect(m, KM_ALGO_KPCA, "inverse", err);
-    if (st != KM_OK)
-        return st;
-    const kpca_payload *p = km_model_payload(m);
-    size_t k = km_model_n_outputs(m);
-    if (!p->has_inverse)
-        return km_error_set(err, KM_ECONFLICT,
-                            "inverse needs a model fitted with "
-                            "fit_inverse_transform");
-    if (n == 0)
-        return km_error_set(err, KM_EINVAL, "P must have at least one row");
-    if ((st = km_check_matrix("P", P, n, k, err)) != KM_OK)
-        return st;
-    return km_kernel_expand(&p->inv_kernel, p->embed, km_model_n_samples(m),
-                            k, NULL, p->dual, km_model_n_features(m), NULL, P, n,
-                            out, err);
-}
-
-const double *km_kpca_eigenvalues(const km_model *m)
-{
-    if (km_model_algorithm(m) != KM_ALGO_KPCA)
-        return NULL;
-    return ((const kpca_payload *)km_model_payload(m))->eigval;
 }
 
 /* ------------------------------------------------------------ descriptor */

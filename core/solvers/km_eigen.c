@@ -3,7 +3,8 @@
  * centred Gram, or its nystrom solver's m x m covariance): dense (dsytrd,
  * the top k by index, dstein), block Lanczos with restarts, and the
  * randomized range finder with power iterations, and the choice among
- * them (km_eig_top). Start vectors and Gaussian samples come from core's
+ * them (km_eig_top); the centring of a Gram matrix and the eigenvectors'
+ * sign convention that kernel PCA applies around them. Start vectors and Gaussian samples come from core's
  * PRNG with fixed seeds, so fits repeat.
  *
  * Thread-safety: reentrant.
@@ -809,4 +810,59 @@ km_status km_eig_top(double *K, size_t n, size_t nc, km_kpca_solver s,
     if (*solver == KM_KPCA_SOLVER_DENSE)
         st = km_eig_dense(K, n, nc, lambda, U, err);
     return st;
+}
+
+/* ------------------------------------------------------------ centering, signs */
+
+/*
+ * Centers the symmetric K (n x n, lower triangle of the row-major buffer)
+ * in place; col_mean gets the column means, *grand their mean, *trace the
+ * trace of the centered matrix. Two passes over the triangle: the column
+ * sums (each stored entry counts for its row and its column), then the
+ * update.
+ */
+void km_eig_center(double *K, size_t n, double *col_mean, double *grand,
+                   double *trace)
+{
+    double g = 0, tr = 0;
+    memset(col_mean, 0, n * sizeof *col_mean);
+    for (size_t i = 0; i < n; i++) {
+        const double *row = K + i * n;
+        double s = 0;
+        for (size_t j = 0; j < i; j++) {
+            s += row[j];
+            col_mean[j] += row[j];
+        }
+        col_mean[i] += s + row[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        col_mean[i] /= (double)n;
+        g += col_mean[i];
+    }
+    g /= (double)n;
+    for (size_t i = 0; i < n; i++) {
+        double *row = K + i * n;
+        const double a = g - col_mean[i];
+        for (size_t j = 0; j <= i; j++)
+            row[j] += a - col_mean[j];
+        tr += row[i];
+    }
+    *grand = g;
+    *trace = tr;
+}
+
+/* Flips each column of U (n x k, column-major) so that its entry of
+ * largest magnitude (the first, on ties) is positive. */
+void km_eig_flip_signs(double *U, size_t n, size_t k)
+{
+    for (size_t j = 0; j < k; j++) {
+        double *u = U + j * n;
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++)
+            if (fabs(u[i]) > fabs(u[best]))
+                best = i;
+        if (u[best] < 0)
+            for (size_t i = 0; i < n; i++)
+                u[i] = -u[i];
+    }
 }
