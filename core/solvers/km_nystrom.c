@@ -1,7 +1,6 @@
 /*
- * km_nystrom.c - the Nystrom toolkit the nystrom solvers share (krr's,
- * gpr's, klr's, kpca's and svc's): the centre rules' names, how many
- * centres, their checks, the
+ * km_nystrom.c - the Nystrom toolkit the algorithms' nystrom solvers
+ * share: the centre rules' names, how many centres, their checks, the
  * centres by rule (a seeded uniform draw, or randomly pivoted Cholesky's
  * pivots and factor), the centres' rows, the K_mm factor with its
  * smallest working shift, and the sizes of K_nm's row blocks and of what
