@@ -53,6 +53,6 @@
 #include "algorithms/km_gpr.h"
 #include "algorithms/km_kkmeans.h"
 #include "algorithms/km_klr.h"
-#include "model/km_libsvm.h"
+#include "algorithms/km_libsvm.h"
 
 #endif /* KM_H */

@@ -293,10 +293,13 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   field
  *   fit_bytes       peak bytes of a fit (admission control)
  *   fit             fits a problem; the typed km_*_fit does the work
- *   cv_params       adjusts a fold fit's copy of params for scoring s: a
- *                   search's fold fits drop what only the model kept
- *                   needs (svc: probability, unless s needs
- *                   probabilities); NULL: none
+ *   cv_params       adjusts a fold fit's copy of params for a scoring
+ *                   that reads needs (its KM_OUT_* answers,
+ *                   km_scoring_needs: the search computes them, so the
+ *                   algorithm knows no scoring): a search's fold fits
+ *                   drop what only the model kept needs (svc:
+ *                   probability, unless needs holds probabilities);
+ *                   NULL: none
  *   values ...      predict, one function per KM_OUT_* answer it gives
  *                   (NULL where it gives none); each checks the model's
  *                   algorithm and X (covariance: one n x n answer for
@@ -443,7 +446,7 @@ typedef struct km_algo {
     km_status (*fit)(const km_kernel *k, const void *params,
                      const km_problem *pb, const km_fit_control *ctl,
                      km_model **out, km_error *err);
-    void (*cv_params)(void *params, km_scoring s);
+    void (*cv_params)(void *params, unsigned needs);
     km_predict_fn values, scores, probabilities, projections, inverse;
     km_predict_fn variances, covariance;
     km_status (*labels)(const km_model *m, const double *X, size_t n,

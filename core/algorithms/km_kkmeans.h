@@ -7,7 +7,7 @@
 #ifndef KM_KKMEANS_H
 #define KM_KKMEANS_H
 
-#include "../select/km_select.h"
+#include "../model/km_model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -110,13 +110,6 @@ km_status km_kkmeans_score(const km_model *m, const double *X, size_t n,
 size_t km_kkmeans_n_clusters(const km_model *m);
 /* Bytes a fit of this size needs at its peak (for admission control). */
 size_t km_kkmeans_fit_bytes(size_t n, size_t d, const km_kkmeans_params *p);
-
-/* The adjusted Rand index of two labelings of n rows (any ints >= 0), as
- * sklearn.metrics.adjusted_rand_score: from the pair confusion matrix in
- * exact integers, 1 when they agree up to renaming (also for n <= 1).
- * KM_EINVAL for a negative label. */
-km_status km_score_adjusted_rand(const int *a, const int *b, size_t n,
-                                 double *out, km_error *err) KM_MUST_CHECK;
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@
 #ifndef KM_KLR_H
 #define KM_KLR_H
 
-#include "../select/km_select.h"
+#include "../model/km_model.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,7 @@
 #ifndef KM_KRR_H
 #define KM_KRR_H
 
-#include "../select/km_select.h"
+#include "../model/km_model.h"
 
 #ifdef __cplusplus
 extern "C" {

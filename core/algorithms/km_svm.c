@@ -45,8 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../solvers/km_svm_internal.h"
-#include "km_svm_payload.h"
+#include "km_svm_internal.h"
 
 #define MIN_PROB 1e-7
 #define MAX_CLASSES KM_MODEL_MAX_CLASSES
@@ -829,12 +828,12 @@ static size_t svc_score_columns(const km_model *m)
 }
 
 /* A search's fold fits: Platt scaling's internal 5-fold cross-validation
- * only for a scoring that reads probabilities (neg_log_loss). */
-static void svc_cv_params(void *params, km_scoring s)
+ * only for a scoring that reads probabilities (neg_log_loss); needs is
+ * what the scoring reads (KM_OUT_*). */
+static void svc_cv_params(void *params, unsigned needs)
 {
     km_svm_params *p = params;
-    p->probability = p->probability &&
-                     (km_scoring_needs(s) & KM_OUT_PROBABILITIES);
+    p->probability = p->probability && (needs & KM_OUT_PROBABILITIES);
 }
 
 /* ------------------------------------------------------------ capabilities */

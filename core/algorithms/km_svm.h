@@ -8,7 +8,7 @@
 #ifndef KM_SVM_H
 #define KM_SVM_H
 
-#include "../select/km_select.h"
+#include "../model/km_model.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../solvers/km_svm_internal.h"
-#include "km_svm_payload.h"
+#include "km_svm_internal.h"
 
 #define CV_FOLDS 5
 #define PROB_SEED 0x6b6d73766dull /* fixed: probability fits repeat */

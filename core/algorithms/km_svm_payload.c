@@ -1,5 +1,5 @@
 /*
- * km_svm_payload.c - an svc or svr model's payload (km_svm_payload.h):
+ * km_svm_payload.c - an svc or svr model's payload (km_svm_internal.h):
  * its release, the getters of a fitted model (classes, support vectors,
  * coefficients), and models made from arrays read elsewhere (LIBSVM's
  * files, km_libsvm.c).
@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../solvers/km_svm_internal.h"
-#include "km_svm_payload.h"
+#include "km_svm_internal.h"
 
 void km_svm_payload_free(void *v)
 {

@@ -605,7 +605,7 @@ static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
         const void *pp = (const char *)s->params + p * ps;
         if (al && al->cv_params && ps <= sizeof fp.b) {
             memcpy(fp.b, pp, ps);
-            al->cv_params(fp.b, s->scoring);
+            al->cv_params(fp.b, km_scoring_needs(s->scoring));
             pp = fp.b;
         }
         size_t f = km_algorithm_fit_bytes(s->algo, pp, pb);

@@ -167,7 +167,7 @@ static km_status gen_point(const gen_run *g, gen_ws *w, size_t p,
                          sp->ltr, sp->ktr};
         memcpy(w->pbuf, params, g->ps);
         if (g->al->cv_params)
-            g->al->cv_params(w->pbuf, s->scoring);
+            g->al->cv_params(w->pbuf, km_scoring_needs(s->scoring));
         if (g->al->search && g->al->search->fold_classes)
             g->al->search->fold_classes(w->pbuf, sp->cls, sp->ktr, w->cw);
         /* several workers: the fits see the stop flag through it */

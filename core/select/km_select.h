@@ -225,6 +225,14 @@ km_status km_score_classes(const int *truth, const int *pred,
                            km_class_scores *out, km_error *err) KM_MUST_CHECK;
 void km_class_scores_cleanup(km_class_scores *s);
 
+/* The adjusted Rand index of two labelings of n rows (any ints >= 0;
+ * a clustering's labels against the truth), as
+ * sklearn.metrics.adjusted_rand_score: from the pair confusion matrix in
+ * exact integers, 1 when they agree up to renaming (also for n <= 1).
+ * KM_EINVAL for a negative label. */
+km_status km_score_adjusted_rand(const int *a, const int *b, size_t n,
+                                 double *out, km_error *err) KM_MUST_CHECK;
+
 /* The score s of model m on the problem pb (its X and its y or labels,
  * in the model's classes; kpca: X only), through the model's
  * preprocessing: km_predict (krr, svr), km_predict_labels and, for

@@ -48,7 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_svm_internal.h"
+#include "km_svm_solve.h"
 
 /* The loops over all active variables run twice per iteration and
  * dominate a solve: build AVX-512, AVX2 and baseline versions of them

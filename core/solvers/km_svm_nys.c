@@ -57,7 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_svm_internal.h"
+#include "km_svm_solve.h"
 
 /* Values of Phi computed per block (kernel and DTRSM), for progress. */
 #define PHI_BLOCK_VALUES ((size_t)1 << 21)

@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "km_svm_internal.h"
+#include "km_svm_solve.h"
 
 /* A worker's thread: the queue and its own state. */
 typedef struct pair_thread {

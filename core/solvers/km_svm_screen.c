@@ -63,7 +63,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "km_svm_internal.h"
+#include "km_svm_solve.h"
 
 /* Rows whose screened margin y f(x) is below this start in the working
  * set. Measured on Fashion-MNIST (rbf gamma 0.02, C = 10, screen

@@ -1,6 +1,11 @@
 /*
- * km_svm_internal.h - the SMO solver that C-SVC and epsilon-SVR share, as
- * km_svm.c and km_svm_prob.c call it. Not installed; core only.
+ * km_svm_solve.h - the SVM solvers (what core/solvers/ defines for svc
+ * and svr): the SMO solver that C-SVC and epsilon-SVR share (km_smo.c),
+ * the class pairs on workers (km_svm_pairs.c), svc's nystrom solver
+ * (km_svm_nys.c) and its screened solver (km_svm_screen.c). The svm
+ * algorithm's files (core/algorithms/km_svm*.c) call them through
+ * core/algorithms/km_svm_internal.h; nothing here names what those files
+ * define. Not installed; core only.
  *
  * The solver minimises 1/2 a'Qa + p'a subject to y'a = const and
  * 0 <= a_t <= C_t, where Q_tu = y_t y_u k(x_t, x_u). Variable t stands
@@ -9,8 +14,8 @@
  *
  * Thread-safety: reentrant; one call works on its own buffers.
  */
-#ifndef KM_SVM_INTERNAL_H
-#define KM_SVM_INTERNAL_H
+#ifndef KM_SVM_SOLVE_H
+#define KM_SVM_SOLVE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -74,19 +79,6 @@ void km_smo_options_of(smo_options *o, const km_svm_params *p,
 km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
                        const smo_options *o, smo_result *res,
                        km_error *err) KM_MUST_CHECK;
-
-/* ------------------------------------------------ probability (Platt) */
-
-/* Fits P(y=1|f) = 1 / (1 + exp(A f + B)) to decision values dec[0..n)
- * with labels y (+1/-1): Platt's method with Lin, Lin and Weng's Newton
- * iteration and targets. */
-void km_sigmoid_train(size_t n, const double *dec, const signed char *y,
-                      double *A, double *B);
-double km_sigmoid_predict(double dec, double A, double B);
-/* Class probabilities p[k] from pairwise r[i*k + j] = P(i | i or j) by
- * Wu, Lin and Weng's second method. work: k*k + k doubles. */
-void km_pairwise_coupling(size_t k, const double *r, double *p,
-                          double *work);
 
 /* ------------------------------------------------ class pairs on workers */
 
@@ -190,52 +182,4 @@ km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
 size_t km_svc_screen_fit_bytes(size_t n, size_t d, size_t k,
                                const km_svm_params *p);
 
-/* ------------------------------------------------ payloads made elsewhere */
-
-/* An svc or svr payload in the layout of km_svm.c (see its comment and
- * docs/model-format.md): k classes (svc) or 0 (svr), nsv support vectors
- * grouped by class, nsv x d rows, nsv x (k-1 or 1) coefficients, one rho
- * per pair (svr: one), probA and probB per pair or NULL, and the vote
- * order of ties. */
-typedef struct km_svm_parts {
-    size_t k, nsv;
-    const int *n_support;     /* k counts (svc), NULL for svr */
-    const int *sv_index;      /* nsv rows, each below n_samples */
-    const double *sv, *coef, *rho;
-    const double *probA, *probB;
-    const int *vote;          /* svc: the classes in the order votes break
-                                 ties (a permutation of 0..k-1), or NULL:
-                                 ascending */
-} km_svm_parts;
-
-/* The arrays of an svc or svr payload in the layout of km_svm_parts, each
- * from malloc or NULL (n_support of an svr, probA and probB without
- * probabilities, vote in ascending order). */
-typedef struct km_svm_arrays {
-    int *n_support, *sv_index;
-    double *sv, *coef, *rho, *probA, *probB;
-    int *vote;
-} km_svm_arrays;
-
-/* Frees a's arrays and zeroes it. */
-void km_svm_arrays_free(km_svm_arrays *a);
-
-/* A model of algo (svc or svr; k classes, or 0) and nsv support vectors
- * of d features that takes a's arrays (zeroing a: the model frees them,
- * also on failure), for a reader other than the model file's
- * (km_libsvm.c). Nothing is checked here but the allocation: the caller
- * has checked what km_svm.c's loader checks. It adds the rows' norms
- * (its heap is km_svm_dual_bytes). Labels and figures are the caller's to
- * add. */
-km_status km_svm_model_new(km_algorithm algo, const km_kernel *kernel,
-                           size_t d, size_t n_samples, size_t k, size_t nsv,
-                           km_svm_arrays *a, km_model **out,
-                           km_error *err) KM_MUST_CHECK;
-/* The heap of a dual-form payload of k classes (0: svr), nsv rows of d
- * features, probA and probB or not, a vote order or not: what the
- * model's bytes counts, and what its load keeps. */
-size_t km_svm_dual_bytes(size_t k, size_t nsv, size_t d, int prob, int vote);
-/* The payload of an svc or svr model, borrowed (valid while m is). */
-void km_svm_parts_of(const km_model *m, km_svm_parts *out);
-
-#endif /* KM_SVM_INTERNAL_H */
+#endif /* KM_SVM_SOLVE_H */

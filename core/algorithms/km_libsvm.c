@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../solvers/km_svm_internal.h"
+#include "km_svm_internal.h"
 
 /* Longest header line (rho of 256 classes: 32 640 numbers of up to 25
  * characters) and SV line (about 3 million features written out). */
@@ -123,7 +123,7 @@ static km_status bad(km_error *err, size_t line, const char *field,
     return km_error_set(err, KM_EINVAL, "LIBSVM model, %s: %s", field, why);
 }
 
-static km_status oom(km_error *err)
+static km_status libsvm_oom(km_error *err)
 {
     return km_error_set(err, KM_ENOMEM, "out of memory reading a LIBSVM "
                         "model");
@@ -419,7 +419,7 @@ static km_status read_counts(const span *f, const int *seen, parsed *p,
         return st;
     p->rho = malloc(p->npair * sizeof *p->rho);
     if (!p->rho)
-        return oom(err);
+        return libsvm_oom(err);
     if ((st = head_numbers(f[H_RHO], H_RHO, p->npair, p->rho, err)))
         return st;
     if (!svc) {
@@ -432,7 +432,7 @@ static km_status read_counts(const span *f, const int *seen, parsed *p,
     p->label = malloc(p->k * sizeof *p->label);
     p->nr_sv = malloc(p->k * sizeof *p->nr_sv);
     if (!p->label || !p->nr_sv)
-        return oom(err);
+        return libsvm_oom(err);
     if ((st = head_integers(f[H_LABEL], H_LABEL, p->k, -2147483647L - 1,
                             2147483647L, p->label, err)) ||
         (st = head_integers(f[H_NR_SV], H_NR_SV, p->k, 0,
@@ -453,7 +453,7 @@ static km_status read_counts(const span *f, const int *seen, parsed *p,
         p->probA = malloc(p->npair * sizeof *p->probA);
         p->probB = malloc(p->npair * sizeof *p->probB);
         if (!p->probA || !p->probB)
-            return oom(err);
+            return libsvm_oom(err);
         if ((st = head_numbers(f[H_PROBA], H_PROBA, p->npair, p->probA, err)) ||
             (st = head_numbers(f[H_PROBB], H_PROBB, p->npair, p->probB, err)))
             return st;
@@ -717,7 +717,7 @@ static km_status renumber(const km_svm_parts *in, size_t d,
     }
     if (!out->n_support || !out->sv_index || !out->sv || !out->coef ||
         !out->rho || (in->probA && (!out->probA || !out->probB)))
-        return oom(err);
+        return libsvm_oom(err);
     for (size_t i = 0; i < k; i++)
         out->n_support[rank[i]] = in->n_support[i];
     for (size_t c = 0, a = 0, b = 0; c < k; c++) {
@@ -762,7 +762,7 @@ static km_status set_labels(km_model *m, const parsed *p, const size_t *rank,
     const char **lab = malloc(p->k * sizeof *lab);
     km_status st = KM_OK;
     if (!text || !lab) {
-        st = oom(err);
+        st = libsvm_oom(err);
     } else {
         for (size_t i = 0; i < p->k; i++) {
             snprintf(text[rank[i]], sizeof text[0], "%ld", p->label[i]);
@@ -829,7 +829,7 @@ static km_status build(const parsed *p, const km_kernel *kern, size_t d,
             if ((st = renumber(&in, d, rank, &o, err)) != KM_OK)
                 goto out;
             if (!(o.vote = malloc(p->k * sizeof *o.vote))) {
-                st = oom(err);
+                st = libsvm_oom(err);
                 goto out;
             }
             for (size_t i = 0; i < p->k; i++)
@@ -847,7 +847,7 @@ static km_status build(const parsed *p, const km_kernel *kern, size_t d,
     if (st == KM_OK && p->k)
         st = set_labels(m, p, rank, err);
     if (st == KM_OK && add_figures(m, p, rank) != KM_OK)
-        st = oom(err);
+        st = libsvm_oom(err);
     if (st == KM_OK)
         *out = m;
     else
@@ -908,11 +908,11 @@ km_status km_libsvm_read(const char *text, size_t len, size_t n_features,
     if ((st = make_kernel(&p, d, &kern, err)) != KM_OK)
         goto out;
     if (p.nsv && !km_mul3(p.nsv, d, sizeof(double))) {
-        st = oom(err);
+        st = libsvm_oom(err);
         goto out;
     }
     if (alloc_arrays(&p, d, &a) != 0) {
-        st = oom(err);
+        st = libsvm_oom(err);
         goto out;
     }
     sv_sink sink = {d, a.sv, a.coef};

@@ -1,5 +1,5 @@
 /*
- * km_libsvm.h - LIBSVM's model file, read and written (model/km_libsvm.c).
+ * km_libsvm.h - LIBSVM's model file, read and written (km_libsvm.c).
  *
  * Part of libkm's public interface; include km.h, which includes every
  * area. Conventions and thread-safety as km.h says.

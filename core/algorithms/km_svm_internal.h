@@ -1,0 +1,119 @@
+/*
+ * km_svm_internal.h - the svm algorithm's internal header: what the files
+ * of svc and svr define and share (km_svm.c: checks, its file form,
+ * prediction, descriptors; km_svm_fit.c: the fits; km_svm_payload.c: the
+ * payload's release and getters, models from arrays; km_svm_prob.c:
+ * Platt's probabilities; km_libsvm.c: LIBSVM's model files). The solvers
+ * they call are core/solvers/km_svm_solve.h's. Not installed;
+ * core/algorithms only.
+ */
+#ifndef KM_SVM_INTERNAL_H
+#define KM_SVM_INTERNAL_H
+
+#include "../km_internal.h"
+#include "../solvers/km_svm_solve.h"
+
+/* Two forms of an svc payload: the dual (SMO's support vectors, LIBSVM's
+ * layout) and nystrom (km_svm_nys.c: m centres, an m x P coefficient
+ * matrix, one column per pair; n_support, sv_index and prob are NULL). */
+enum { SVC_FORM_DUAL = 0, SVC_FORM_NYSTROM = 1, SVC_FORM_COUNT };
+
+typedef struct svm_payload {
+    unsigned form;     /* SVC_FORM_*; svr: DUAL */
+    size_t k;          /* classes (SVC, >= 2); 0 for SVR */
+    size_t nsv, d;
+    int *n_support;    /* k counts (SVC) */
+    int *sv_index;     /* nsv training-row indices */
+    double *sv;        /* nsv x d */
+    double *coef;      /* nsv x ncoef: k-1 for SVC, 1 for SVR;
+                          nystrom: m x P */
+    double *rho;       /* one per pair (SVC) or 1 (SVR) */
+    double *probA, *probB; /* one per pair, or NULL */
+    int *vote;         /* k classes in the order votes break ties (svc
+                          read from LIBSVM's file: its label order), or
+                          NULL: ascending class index */
+    double *svn;       /* nsv squared norms of sv's rows (derived) */
+} svm_payload;
+
+static inline size_t n_pairs(size_t k)
+{
+    return k * (k - 1) / 2;
+}
+
+static inline size_t n_coef(const svm_payload *p)
+{
+    if (p->form == SVC_FORM_NYSTROM)
+        return n_pairs(p->k);
+    return p->k ? p->k - 1 : 1;
+}
+
+static inline km_status oom(km_error *err)
+{
+    return km_error_set(err, KM_ENOMEM, "out of memory for an SVM fit");
+}
+
+/* Frees a payload (NULL: nothing) and every array it holds. */
+void km_svm_payload_free(void *v);
+
+/* ------------------------------------------------ probability (Platt) */
+
+/* Fits P(y=1|f) = 1 / (1 + exp(A f + B)) to decision values dec[0..n)
+ * with labels y (+1/-1): Platt's method with Lin, Lin and Weng's Newton
+ * iteration and targets. */
+void km_sigmoid_train(size_t n, const double *dec, const signed char *y,
+                      double *A, double *B);
+double km_sigmoid_predict(double dec, double A, double B);
+/* Class probabilities p[k] from pairwise r[i*k + j] = P(i | i or j) by
+ * Wu, Lin and Weng's second method. work: k*k + k doubles. */
+void km_pairwise_coupling(size_t k, const double *r, double *p,
+                          double *work);
+
+/* ------------------------------------------------ payloads from arrays */
+
+/* An svc or svr payload in the layout of km_svm.c (see its comment and
+ * docs/model-format.md): k classes (svc) or 0 (svr), nsv support vectors
+ * grouped by class, nsv x d rows, nsv x (k-1 or 1) coefficients, one rho
+ * per pair (svr: one), probA and probB per pair or NULL, and the vote
+ * order of ties. */
+typedef struct km_svm_parts {
+    size_t k, nsv;
+    const int *n_support;     /* k counts (svc), NULL for svr */
+    const int *sv_index;      /* nsv rows, each below n_samples */
+    const double *sv, *coef, *rho;
+    const double *probA, *probB;
+    const int *vote;          /* svc: the classes in the order votes break
+                                 ties (a permutation of 0..k-1), or NULL:
+                                 ascending */
+} km_svm_parts;
+
+/* The arrays of an svc or svr payload in the layout of km_svm_parts, each
+ * from malloc or NULL (n_support of an svr, probA and probB without
+ * probabilities, vote in ascending order). */
+typedef struct km_svm_arrays {
+    int *n_support, *sv_index;
+    double *sv, *coef, *rho, *probA, *probB;
+    int *vote;
+} km_svm_arrays;
+
+/* Frees a's arrays and zeroes it. */
+void km_svm_arrays_free(km_svm_arrays *a);
+
+/* A model of algo (svc or svr; k classes, or 0) and nsv support vectors
+ * of d features that takes a's arrays (zeroing a: the model frees them,
+ * also on failure), for a reader other than the model file's
+ * (km_libsvm.c). Nothing is checked here but the allocation: the caller
+ * has checked what km_svm.c's loader checks. It adds the rows' norms
+ * (its heap is km_svm_dual_bytes). Labels and figures are the caller's to
+ * add. */
+km_status km_svm_model_new(km_algorithm algo, const km_kernel *kernel,
+                           size_t d, size_t n_samples, size_t k, size_t nsv,
+                           km_svm_arrays *a, km_model **out,
+                           km_error *err) KM_MUST_CHECK;
+/* The heap of a dual-form payload of k classes (0: svr), nsv rows of d
+ * features, probA and probB or not, a vote order or not: what the
+ * model's bytes counts, and what its load keeps. */
+size_t km_svm_dual_bytes(size_t k, size_t nsv, size_t d, int prob, int vote);
+/* The payload of an svc or svr model, borrowed (valid while m is). */
+void km_svm_parts_of(const km_model *m, km_svm_parts *out);
+
+#endif /* KM_SVM_INTERNAL_H */
