@@ -169,7 +169,7 @@ static int parse_labels(const cJSON *y, api_fit_request *req, api_error *e)
 
 /* A label-weights row (svc's class_weight: {"label": weight, ...} over
  * the labels of y): one weight per label, 1 for those not named. */
-static int parse_label_weights(const cJSON *cw, const api_param *r,
+static int parse_label_weights(const cJSON *cw, const km_param *r,
                                api_fit_request *req, api_error *e)
 {
     if (!cw)
@@ -249,7 +249,7 @@ static int run_check(const api_fit_request *req, api_error *e)
 static int parse_algorithm(const cJSON *params, const cJSON *y,
                            api_fit_request *req, api_error *e)
 {
-    const api_schema *s = api_schema_params(req->algo);
+    const km_param_set *s = km_algorithm_params(req->algo);
     int check_after = km_algorithm_checks_targets(req->algo);
     if (s->size > sizeof req->params) /* test_api_schema checks each */
         return api_raise(e, API_INTERNAL, "the params of %s need more than "
@@ -266,8 +266,8 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
         return -1;
     if (parse_y(y, req, e))
         return -1;
-    for (const api_param *r = s->rows; r->key; r++)
-        if (r->type == API_LABEL_WEIGHTS &&
+    for (const km_param *r = s->rows; r->key; r++)
+        if (r->type == KM_PARAM_LABEL_WEIGHTS &&
             parse_label_weights(params ? cJSON_GetObjectItemCaseSensitive(
                                              params, r->key) : NULL,
                                 r, req, e))
@@ -288,7 +288,7 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
 static int parse_preprocess(const cJSON *pre, api_fit_request *req,
                             api_error *e)
 {
-    const api_schema *s = api_schema_preprocess();
+    const km_param_set *s = km_preprocess_params();
     memset(&req->pre, 0, sizeof req->pre);
     if (!pre)
         return 0;
