@@ -4,8 +4,9 @@
  * A fit body is {"algorithm", "kernel", "params", "preprocess", "X", "y",
  * "async", "distributed"}.
  * Unknown fields are refused, so a misspelt parameter is an error rather
- * than a silently ignored default. params are read by the algorithm's
- * schema (api_schema.c); ranges are checked by core's own check functions
+ * than a silently ignored default. params are read by core's rows of the
+ * algorithm (km_algorithm_params, through api_schema.c); ranges are
+ * checked by core's own check functions
  * (one source of truth), whose messages name params.<field>.
  *
  * Thread-safety: reentrant.

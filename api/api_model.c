@@ -4,7 +4,8 @@
  * Metadata is built from what the core model says of itself (kernel,
  * sizes, identity, parameter and training figures), so a model loaded from
  * disk answers exactly as it did when it was fitted. Kernel objects are
- * read and written through the kernel schema (api_schema.c): which
+ * read and written through core's kernel rows (km_kernel_params, by
+ * api_schema.c): which
  * members each type takes, how each is checked, and the order metadata
  * shows them in.
  *
@@ -197,7 +198,7 @@ static cJSON *info_value(const km_info_entry *e, size_t i)
     return api_json_number(e->values[i]);
 }
 
-/* A figure named as an KM_PARAM_CHOICE row of the model's params schema (krr's
+/* A figure named as a KM_PARAM_CHOICE row of the model's params (krr's
  * "solver") holds the value's number: shown by its name, as a request
  * gives it. */
 static cJSON *enum_figure(const km_info_entry *e, const km_param_set *s)
