@@ -456,7 +456,7 @@ typedef struct km_algo_search {
  *   resolve       the worker's side: params as the worker runs them (an
  *                 auto solver resolved), KM_EINVAL if it cannot
  *   routes_auto   1 if a local fit of params may be moved to the cluster
- *                 when it does not fit here, with *exact (params_size
+ *                 when it does not fit here, with *exact (params->size
  *                 bytes) what the local fit would run instead (krr's
  *                 auto: exact); NULL: never
  *   rank_bytes    the largest rank's bytes on a rows x cols grid of
