@@ -217,13 +217,6 @@ static int parse_label_weights(const cJSON *cw, const km_param *r,
  * whether its check needs y first (km_algorithm_checks_targets: svc's
  * needs the classes). */
 
-km_problem api_fit_problem(const api_fit_request *req)
-{
-    km_problem pb = {req->X, req->n, req->d, req->Y, req->m, req->classes,
-                     req->n_labels};
-    return pb;
-}
-
 static int parse_y(const cJSON *y, api_fit_request *req, api_error *e)
 {
     switch (km_algorithm_target(req->algo)) {

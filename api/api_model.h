@@ -43,4 +43,8 @@ void api_model_label_text(api_text *t, const km_model *m, size_t i);
 /* RFC 3339 UTC with milliseconds into buf (at least 32 bytes). */
 void api_format_time(long long unix_ms, char *buf, size_t len);
 
+/* The model's search record (km_search_table: a fit with "search" keeps
+ * it) as metadata, or NULL when it has none. */
+cJSON *api_search_json(const km_model *m);
+
 #endif

@@ -27,7 +27,6 @@
 #include <string.h>
 
 #include "api_json.h"
-#include "api_model.h"
 #include "api_schema.h"
 #include "api_search.h"
 
@@ -549,46 +548,4 @@ int api_search_record(const api_search *s, km_model *m, api_error *e)
     t.best = s->result.best;
     return km_model_set_search(m, &t, &kerr) == KM_OK ? 0
                                                        : api_fail_km(e, &kerr);
-}
-
-/* ------------------------------------------------------------ metadata */
-
-static cJSON *point_json(const km_search_table *t, size_t p)
-{
-    cJSON *o = cJSON_CreateObject();
-    for (size_t i = 0; o && i < t->n_params; i++)
-        cJSON_AddItemToObject(o, t->names[i],
-                              api_json_number(t->values[p * t->n_params + i]));
-    return o;
-}
-
-cJSON *api_search_json(const km_model *m)
-{
-    const km_search_table *t = km_model_search(m);
-    if (!t)
-        return NULL;
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return NULL;
-    cJSON_AddStringToObject(o, "scoring", km_scoring_name(t->scoring));
-    const char *cv = km_cv_kind_name(t->cv);
-    cJSON_AddStringToObject(o, "cv", cv ? cv : "?");
-    cJSON_AddItemToObject(o, "n_splits", api_json_number((double)t->n_splits));
-    cJSON_AddItemToObject(o, "n_points", api_json_number((double)t->n_points));
-    cJSON_AddItemToObject(o, "best_index", api_json_number((double)t->best));
-    cJSON_AddItemToObject(o, "best_params", point_json(t, t->best));
-    cJSON_AddItemToObject(o, "best_score", api_json_number(t->mean[t->best]));
-    cJSON *rows = cJSON_AddArrayToObject(o, "results");
-    for (size_t p = 0; rows && p < t->n_points; p++) {
-        cJSON *r = cJSON_CreateObject();
-        if (!r)
-            break;
-        cJSON_AddItemToObject(r, "params", point_json(t, p));
-        cJSON_AddItemToObject(r, "mean_score", api_json_number(t->mean[p]));
-        cJSON_AddItemToObject(r, "std_score", api_json_number(t->std[p]));
-        cJSON_AddItemToObject(r, "fit_seconds",
-                              api_json_number(t->fit_seconds[p]));
-        cJSON_AddItemToArray(rows, r);
-    }
-    return o;
 }

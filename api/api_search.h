@@ -4,9 +4,9 @@
  * A fit with "search" first scores candidate points (a grid, or random
  * draws) by cross-validation through core's km_search, then fits the best
  * point on all rows; the model keeps the table of every point's scores
- * (km_search_table), which metadata shows. The request parses and checks
- * every point before anything is queued, so a bad grid answers 4xx at
- * once.
+ * (km_search_table), which metadata shows (api_search_json, api_model.h).
+ * The request parses and checks every point before anything is queued,
+ * so a bad grid answers 4xx at once.
  *
  * Thread-safety: reentrant; a search is owned by its request.
  */
@@ -16,7 +16,7 @@
 #include <cJSON.h>
 
 #include "api_error.h"
-#include "api_fit.h"
+#include "api_fit_request.h"
 
 /* Most points one search may try (a larger grid is 400). */
 #define API_SEARCH_MAX_POINTS KM_SEARCH_MAX_POINTS
@@ -47,8 +47,5 @@ int api_search_select(api_search *s, const api_fit_request *req,
 /* Records the result of api_search_select in the model fitted with the
  * best point. */
 int api_search_record(const api_search *s, km_model *m, api_error *e);
-
-/* The model's search record as metadata, or NULL when it has none. */
-cJSON *api_search_json(const km_model *m);
 
 #endif

@@ -327,10 +327,10 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
 /*
  * An algorithm's descriptor: its whole life cycle, as Redis's module
  * types give theirs. Each algorithm's file defines one (the symbol named
- * in KM_ALGO_MAP); km_model.c dispatches through them. The rule: what
- * differs between algorithms is an entry of this descriptor (add one when
- * a new difference appears), never a test or switch on the algorithm
- * elsewhere in core, api/ or server/.
+ * in KM_ALGO_MAP); km_algo.c, km_model.c and km_predict.c dispatch
+ * through them. The rule: what differs between algorithms is an entry of
+ * this descriptor (add one when a new difference appears), never a test
+ * or switch on the algorithm elsewhere in core, api/ or server/.
  *   outputs         KM_OUT_* flags: what its models can answer
  *   model_outputs   what one model can answer, when that depends on how
  *                   it was fitted (svc: probabilities only with
@@ -561,7 +561,8 @@ km_status km_model_expect_input(const km_model *m, km_algorithm a,
                                 km_error *err);
 
 /*
- * What a model keeps of its preprocessing (km_pre.c): what was asked and
+ * What a model keeps of its preprocessing (km_pre_stats.c): what was asked
+ * and
  * the statistics learnt from the training rows, owned (NULL where they do
  * not apply). x' = (x - x_shift) / x_scale; value = model value + y_mean.
  */
@@ -575,6 +576,10 @@ typedef struct km_pre_stats {
 const km_pre_stats *km_model_pre(const km_model *m);
 km_pre_stats *km_model_pre_mut(km_model *m);
 
+/* The rest of this section is km_pre_stats.c's (core/model: what the
+ * model holds and stores), save km_pre_learn and km_pre_fit (km_pre.c,
+ * core/select) and km_pre_predict, km_pre_predict_labels (km_predict.c,
+ * core/model). */
 void km_pre_stats_cleanup(km_pre_stats *s);
 /* Heap bytes of s for a model of nf features and no outputs. */
 size_t km_pre_stats_bytes(const km_pre_stats *s, size_t nf, size_t no);
@@ -582,6 +587,12 @@ size_t km_pre_stats_bytes(const km_pre_stats *s, size_t nf, size_t no);
  * center_y, then f64s shift and scale (nf each) when scale is not none,
  * f64s y_mean (no) with center_y. */
 void km_pre_write(km_writer *w, const km_pre_stats *s, size_t nf, size_t no);
+/* bad (KM_EINVAL from a fit, KM_ECORRUPT from a model file) naming the
+ * field after prefix when pre does not apply to a: an unknown scale, or
+ * center_y for an algorithm that does not answer values. */
+km_status km_pre_check_spec(const km_preprocess *pre, km_algorithm a,
+                             km_status bad, const char *prefix,
+                             km_error *err);
 /* Reads and checks it (known scale, center_y 0 or 1 and only for an
  * algorithm that answers values, every number finite, every scale > 0):
  * KM_ECORRUPT naming what is wrong. s is filled also on failure (the
@@ -739,7 +750,8 @@ km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
                        km_error *err);
 
 /*
- * The nystrom solver of km_krr_fit with what tests need (km_krr.c):
+ * The nystrom solver of km_krr_fit with what tests need (km_krr.c, its
+ * solve km_falkon_solve):
  * centres, when not NULL, are the m sorted, distinct row indices to use
  * instead of the seeded draw (m = km_krr_centres(p, n)); history, when
  * not NULL, gets the largest relative residual of the outputs before the
@@ -752,7 +764,41 @@ km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
                              double *history, size_t *n_history,
                              const km_fit_control *ctl, km_model **out,
                              km_error *err);
-/* gpr's nystrom solver (km_gpr.c), with the centres, when not NULL,
+/*
+ * Falkon's solve for krr's nystrom solver (km_falkon.c, where the method
+ * is written out): the coefficients C (m x p) of the centres Z (m rows of
+ * d features, zn their squared norms) solving (K_nm^T K_nm + alpha K_mm)
+ * C = K_nm^T Y for X's n rows and Y's p outputs (n x p), by CG with
+ * Falkon's preconditioner from C = 0, each output until its relative
+ * residual is at most cg_tol, at most cg_max_iter iterations. k is
+ * resolved. ctl (may be NULL) may cancel; its threads run the fused pass
+ * (at most KM_FALKON_MAX_THREADS). Progress: f_pre once the
+ * preconditioner is factored, then to 0.95.
+ */
+#define KM_FALKON_MAX_THREADS 8
+typedef struct km_falkon {
+    const km_kernel *k;
+    const double *X;
+    size_t n, d;
+    const double *Y;
+    size_t p;
+    const double *Z, *zn;
+    size_t m;
+    double alpha, cg_tol;
+    size_t cg_max_iter;
+    const km_fit_control *ctl;
+    double f_pre;
+} km_falkon;
+/* C (m x p, row-major, caller-allocated) and rkhs[j] = C_j^T K_mm C_j (p
+ * values); *iterations and *residual (the largest relative residual of
+ * the outputs at the end); history, when not NULL, gets that residual
+ * before the first iteration and after each (at most cg_max_iter + 1
+ * values), *n_history how many. KM_ENOTPD when the preconditioner does
+ * not factor or C is not finite, KM_ENOMEM, KM_ECANCELLED. */
+km_status km_falkon_solve(const km_falkon *fk, double *C, double *rkhs,
+                          size_t *iterations, double *residual,
+                          double *history, size_t *n_history, km_error *err);
+/* gpr's nystrom solver (km_gpr_nys.c), with the centres, when not NULL,
  * given as m sorted, distinct row indices (m = p->n_centres, or its
  * default) instead of the seeded draw, as km_krr_fit_nystrom's.
  * p->solver must be NYSTROM. */
@@ -765,7 +811,7 @@ km_status km_gpr_fit_nystrom(const km_kernel *k, const km_gpr_params *p,
  * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by
  * km_rng seeded with seed, then the first m sorted). */
 void km_krr_draw_centres(uint64_t seed, size_t n, size_t m, size_t *idx);
-/* The rpcholesky centres of the nystrom solver (km_krr.c, where the
+/* The rpcholesky centres of the nystrom solver (km_nystrom.c, where the
  * algorithm and its draws are written out): at most m pivots of K =
  * k(X, X) into piv (m entries of room), in the order chosen, *kept how
  * many (fewer than m when K's numerical rank is reached). k is resolved
@@ -817,7 +863,7 @@ km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
                             double *shift, km_error *err);
 
 /*
- * The Nystrom machinery krr's and klr's nystrom solvers share (km_krr.c).
+ * The Nystrom machinery the nystrom solvers share (km_nystrom.c).
  * km_nys_n_centres: m for n rows, asked when not 0, else min(n,
  * ceil(sqrt(n) ln n)) within [KM_KRR_DEFAULT_CENTRES,
  * KM_KRR_MAX_DEFAULT_CENTRES]. km_nys_pick: the centres' rows into Z
@@ -884,6 +930,43 @@ km_status km_nys_check_params(km_krr_centre_rule centres, double cg_tol,
 km_status km_auto_figures(km_model *model, int auto_solver, int run,
                           size_t budget);
 
+/* ------------------------------------------------------- eigensolvers */
+
+/*
+ * The top nc eigenpairs of the symmetric K (n x n, row-major lower
+ * triangle; destroyed) by the solver s asks for (km_eigen.c: dense,
+ * iterative, randomized; auto: iterative when km_eig_use_iterative, else
+ * dense), dense taking over when an iterative one does not converge:
+ * lambda descending, U (n x nc, column-major) in the same order; *solver
+ * the one that gave them, *fallback whether dense took over, *products
+ * the block products made. ctl (may be NULL) may cancel.
+ */
+km_status km_eig_top(double *K, size_t n, size_t nc, km_kpca_solver s,
+                     const km_fit_control *ctl, double *lambda, double *U,
+                     int *solver, int *fallback, size_t *products,
+                     km_error *err);
+/* The dense solver alone (km_eig_top's fallback), at most 36 n doubles
+ * of work beyond U. */
+km_status km_eig_dense(double *K, size_t n, size_t k, double *lambda,
+                       double *U, km_error *err);
+/* Centres the symmetric K (n x n, row-major lower triangle) in place as
+ * kernel PCA does (sklearn's KernelCenterer): col_mean gets the column
+ * means, *grand their mean, *trace the trace of the centred matrix. */
+void km_eig_center(double *K, size_t n, double *col_mean, double *grand,
+                   double *trace);
+/* Flips each column of U (n x k, column-major) so that its entry of
+ * largest magnitude (the first, on ties) is positive. */
+void km_eig_flip_signs(double *U, size_t n, size_t k);
+/* The iterative solver's block for k pairs, the randomized one's sample
+ * width for k of n, and whether s (auto) runs the iterative one: what
+ * kpca's memory estimate counts. */
+size_t km_eig_iter_block(size_t k);
+/* Krylov blocks per restart cycle of the iterative solver: its basis is
+ * KM_EIG_ITER_DEPTH blocks. */
+#define KM_EIG_ITER_DEPTH 6
+size_t km_eig_rand_width(size_t k, size_t n);
+int km_eig_use_iterative(size_t n, size_t k, km_kpca_solver s);
+
 /* ------------------------------------------------------- kernel k-means */
 
 /*
@@ -940,8 +1023,8 @@ typedef struct km_shared_gram {
     size_t n_all;
     const size_t *index;
 } km_shared_gram;
-/* km_svc_fit or km_svr_fit (a) of pb with its columns from sg (km_svm.c).
- * pb's rows must be X_all's rows index[i]. */
+/* km_svc_fit or km_svr_fit (a) of pb with its columns from sg
+ * (km_svm_fit.c). pb's rows must be X_all's rows index[i]. */
 km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
                             const km_svm_params *p, const km_problem *pb,
                             const km_shared_gram *sg,

@@ -8,7 +8,7 @@
  *               0, 1, 2, ... in list order (core checks this at compile
  *               time) so that they also index tables
  *   "name"      the name the API, kmctl, metrics and messages use
- *   descriptor  core's symbol describing the entry (km_model.c,
+ *   descriptor  core's symbol describing the entry (km_algo.c,
  *               km_kernel.c); only core refers to it
  * The enums, the name tables, the parsers and core's dispatch tables are
  * generated from these lists; nothing else lists names.

@@ -36,32 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
-
-/* Two forms: exact (the training rows, a and the factor of K) and
- * nystrom (the centres, their coefficients and, with params.variance,
- * the two factors of the DTC variance). */
-enum { GPR_FORM_EXACT = 0, GPR_FORM_NYSTROM = 1, GPR_FORM_COUNT };
-
-typedef struct gpr_payload {
-    unsigned form;         /* GPR_FORM_* */
-    double signal, noise;  /* s and the noise of K = s k + noise I */
-    double y_mean, y_std;  /* normalize_y's; else 0 and 1 */
-    double *X;             /* n x d training rows (nystrom: the m centres) */
-    double *coef;          /* n: a = K^-1 y' (nystrom: c / s, c krr's
-                              coefficients of the SoR mean) */
-    double *L;             /* n x n row-major, lower triangle: K = L L^T;
-                              the upper triangle is 0 (nystrom: K_mm's
-                              factor, or NULL without the variance) */
-    double *C;             /* nystrom with the variance: m x m lower,
-                              C C^T = alpha I + Phi^T Phi; else NULL */
-    double *xn;            /* derived: squared norms of X's rows */
-    double *w;             /* derived: s y_std a, the mean's weights */
-} gpr_payload;
-
-/* The hyperparameters' order in theta and in gradients. */
-enum { TH_SIGNAL = 0, TH_GAMMA = 1, TH_NOISE = 2, TH_COUNT = 3 };
-
+#include "km_gpr_internal.h"
 /* sklearn's default bounds: ConstantKernel's and WhiteKernel's (1e-5,
  * 1e5); RBF's length scale l in (1e-5, 1e5), gamma = 1/(2 l^2). */
 static const double bound_lo[TH_COUNT] = {1e-5, 5e-11, 1e-5};
@@ -137,21 +112,6 @@ km_status km_gpr_check(const km_gpr_params *p, km_error *err)
                                p->seed, err);
 }
 
-/* krr's nystrom params for gpr's mean: the SoR mean of s k + noise I is
- * KRR on k with alpha = noise / s. */
-static km_krr_params mean_params(const km_gpr_params *p)
-{
-    km_krr_params q = km_krr_params_default();
-    q.alpha = p->noise / p->signal_variance;
-    q.solver = KM_KRR_SOLVER_NYSTROM;
-    q.n_centres = p->n_centres;
-    q.seed = p->seed;
-    q.cg_tol = p->cg_tol;
-    q.cg_max_iter = p->cg_max_iter;
-    q.centres = p->centres;
-    return q;
-}
-
 km_gpr_solver km_gpr_resolve_solver(const km_gpr_params *p, size_t n,
                                     size_t d, size_t budget)
 {
@@ -180,7 +140,7 @@ size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p)
          * once copied) and, with the variance, K_mm's factor, the m x m
          * sum that becomes the second factor, a block of K_nm (b x m)
          * and its product with y */
-        km_krr_params q = mean_params(p);
+        km_krr_params q = km_gpr_mean_params(p);
         size_t m = km_krr_centres(&q, n), b = km_nys_block_rows(n, m);
         uint64_t mean = km_krr_fit_bytes(n, d, 1, &q), var = 0;
         if (p->variance) /* after the mean's fit has freed its own */
@@ -322,44 +282,6 @@ static km_status gradient(gpr_eval *e, const double h[TH_COUNT],
     return KM_OK;
 }
 
-/* The mean and population std of y / div. */
-static void mean_std(const double *y, size_t n, double div, double *mean,
-                     double *std)
-{
-    km_ksum s = {0, 0}, v = {0, 0};
-    for (size_t i = 0; i < n; i++)
-        km_ksum_add(&s, y[i] / div);
-    *mean = km_ksum_get(&s) / (double)n;
-    for (size_t i = 0; i < n; i++)
-        km_ksum_add(&v, (y[i] / div - *mean) * (y[i] / div - *mean));
-    *std = sqrt(km_ksum_get(&v) / (double)n);
-}
-
-/* y' = y, or (y - mean) / std with normalize_y (std 1 when it is 0).
- * Targets so large that the sums overflow (near 1e308) are taken as
- * y / 2^k (exact), so y', the mean and the std are finite. */
-static void normalise(const double *y, size_t n, int normalize, double *out,
-                      double *mean, double *std)
-{
-    double mu = 0, sd = 1, div = 1;
-    if (normalize) {
-        mean_std(y, n, div, &mu, &sd);
-        if (!isfinite(mu) || !isfinite(sd)) {
-            double big = 0;
-            int e;
-            for (size_t i = 0; i < n; i++)
-                big = fmax(big, fabs(y[i]));
-            frexp(big, &e); /* big < 2^e: y / 2^(e-1) within (-2, 2) */
-            div = ldexp(1.0, e - 1);
-            mean_std(y, n, div, &mu, &sd);
-        }
-    }
-    *mean = mu * div;
-    *std = sd > 0 ? sd * div : 1;
-    for (size_t i = 0; i < n; i++)
-        out[i] = sd > 0 ? (y[i] / div - mu) / sd : y[i] - *mean;
-}
-
 static void eval_cleanup(gpr_eval *e)
 {
     free(e->G);
@@ -388,7 +310,7 @@ static km_status eval_init(gpr_eval *e, const km_kernel *k, const double *X,
     if (!e->A || (grads && !e->G) || !e->a || !e->Yc)
         return km_error_set(err, KM_ENOMEM, "out of memory for a %zu x %zu "
                             "kernel matrix", n, n);
-    normalise(y, n, normalize, e->Yc, mean, std);
+    km_gpr_normalise(y, n, normalize, e->Yc, mean, std);
     e->y = e->Yc;
     return KM_OK;
 }
@@ -585,14 +507,6 @@ out:
     return st;
 }
 
-/* What the optimizer found. */
-typedef struct gpr_optimum {
-    double h[TH_COUNT];   /* the best start's hyperparameters */
-    double lml;           /* and its likelihood */
-    double initial_lml;   /* at the first start; NAN if not factored */
-    size_t iterations, starts;
-} gpr_optimum;
-
 /* Runs every start (the given h, clamped, then n_restarts drawn) and
  * keeps the best; progress from f0 to f1. KM_ENOTPD when no start could
  * be factored. */
@@ -651,29 +565,10 @@ static km_status optimise(gpr_eval *e, const km_gpr_params *p,
 
 /* ------------------------------------------------------------ payload */
 
+/* The descriptors' free_payload (km_gpr_payload_free, km_gpr_model.c). */
 static void gpr_free(void *payload)
 {
-    gpr_payload *p = payload;
-    if (!p)
-        return;
-    free(p->X);
-    free(p->coef);
-    free(p->L);
-    free(p->C);
-    free(p->xn);
-    free(p->w);
-    free(p);
-}
-
-/* The derived arrays: X's norms and the mean's weights. */
-static km_status derive(gpr_payload *p, size_t n, size_t d)
-{
-    if (!(p->xn = km_sqnorms(p->X, n, d)) ||
-        !(p->w = malloc(n * sizeof *p->w)))
-        return KM_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        p->w[i] = p->signal * p->y_std * p->coef[i];
-    return KM_OK;
+    km_gpr_payload_free(payload);
 }
 
 /* The format version a model needs: 6 for the nystrom form (its payload
@@ -813,7 +708,7 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
         st = check_factor(p->L, n, "factor L", err);
     if (st == KM_OK && p->C)
         st = check_factor(p->C, n, "factor C", err);
-    if (st == KM_OK && derive(p, n, d) != KM_OK)
+    if (st == KM_OK && km_gpr_derive(p, n, d) != KM_OK)
         st = km_error_set(err, KM_ENOMEM, "out of memory reading a model");
     if (st != KM_OK) {
         gpr_free(p);
@@ -857,290 +752,6 @@ static void gpr_load_bytes(km_reader r, const km_model *m, size_t *kept,
         factors = km_read_u32(&r) ? 2 : 0;
     }
     *kept = *peak = heap_bytes(m, factors);
-}
-
-/* ------------------------------------------------------------ fit */
-
-/* The params and training figures of a fitted model (the likelihood
- * only when it is a number: a nystrom fit without the variance has none). */
-static km_status add_figures(km_model *model, const km_gpr_params *p,
-                             const gpr_payload *pl, double lml,
-                             const gpr_optimum *o)
-{
-    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
-    int lb = p->optimizer == KM_GPR_OPTIMIZER_LBFGS;
-    if (km_info_add1(pi, "noise", KM_INFO_NUMBER, p->noise) != KM_OK ||
-        km_info_add1(pi, "signal_variance", KM_INFO_NUMBER,
-                     p->signal_variance) != KM_OK ||
-        km_info_add1(pi, "normalize_y", KM_INFO_BOOLEAN, p->normalize_y != 0)
-            != KM_OK ||
-        km_info_add1(pi, "optimizer", KM_INFO_INTEGER, p->optimizer) != KM_OK ||
-        (lb && (km_info_add1(pi, "n_restarts", KM_INFO_INTEGER,
-                             (double)p->n_restarts) != KM_OK ||
-                km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)p->seed) !=
-                    KM_OK ||
-                km_info_add1(pi, "max_iter", KM_INFO_INTEGER,
-                             (double)p->max_iter) != KM_OK)) ||
-        (isfinite(lml) && km_info_add1(ti, "log_marginal_likelihood",
-                                       KM_INFO_NUMBER, lml) != KM_OK) ||
-        km_info_add1(ti, "signal_variance", KM_INFO_NUMBER, pl->signal) !=
-            KM_OK ||
-        km_info_add1(ti, "noise", KM_INFO_NUMBER, pl->noise) != KM_OK)
-        return KM_ENOMEM;
-    if (!lb)
-        return KM_OK;
-    if (km_info_add1(ti, "gamma", KM_INFO_NUMBER,
-                     km_model_kernel(model)->gamma) != KM_OK ||
-        km_info_add1(ti, "iterations", KM_INFO_INTEGER,
-                     (double)o->iterations) != KM_OK ||
-        km_info_add1(ti, "starts", KM_INFO_INTEGER, (double)o->starts) !=
-            KM_OK ||
-        (isfinite(o->initial_lml) &&
-         km_info_add1(ti, "initial_log_marginal_likelihood", KM_INFO_NUMBER,
-                      o->initial_lml) != KM_OK))
-        return KM_ENOMEM;
-    return KM_OK;
-}
-
-/* ------------------------------------------------------------ nystrom */
-
-/*
- * The DTC variance's factors and the approximation's log marginal
- * likelihood, for the centres Z = p->X (m rows) and the normalised
- * targets y (n): p->L := K_mm's lower Cholesky factor (unshifted, or with
- * krr's tiny shift when K_mm is numerically singular), then, with
- * Phi = K_nm L^-T (computed in row blocks of X, never whole), p->C :=
- * the lower factor of alpha I + Phi^T Phi (DSYRK per block: n m^2
- * flops), and b = Phi^T y along the way. With Q = s Phi Phi^T (the
- * Nystrom approximation of s K) the likelihood of y under
- * N(0, Q + noise I) = N(0, s (Phi Phi^T + alpha I)) is, by the matrix
- * determinant lemma and Woodbury's identity,
- *   -(y^T y - |C^-1 b|^2) / (2 s alpha)
- *   - (n log s + (n - m) log alpha + 2 sum_i log C_ii) / 2
- *   - (n / 2) log(2 pi).
- * Progress from f0 to f1 by blocks, which may cancel.
- */
-static km_status dtc_factors(const km_kernel *k, const double *X, size_t n,
-                             size_t d, const double *y, gpr_payload *p,
-                             size_t m, double alpha,
-                             const km_fit_control *ctl, double f0, double f1,
-                             double *lml, km_error *err)
-{
-    size_t block = km_nys_block_rows(n, m);
-    double *L = malloc(m * m * sizeof *L), *A = calloc(m * m, sizeof *A);
-    double *Kb = malloc(block * m * sizeof *Kb), *b = calloc(m, sizeof *b);
-    double shift;
-    km_status st = KM_OK;
-    if (!L || !A || !Kb || !b) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the variance's "
-                          "factors of %zu centres", m);
-        goto out;
-    }
-    /* column-major upper == row-major lower */
-    if ((st = km_nys_factor_kmm(k, p->X, m, d, 1, L, &shift, err)) != KM_OK)
-        goto out;
-    for (size_t i0 = 0; i0 < n; i0 += block) {
-        size_t nb = n - i0 < block ? n - i0 : block;
-        if ((st = km_gram_cross_sn(k, X + i0 * d, nb, p->X, m, p->xn, d, Kb,
-                                   m, err)) != KM_OK)
-            goto out;
-        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                    CblasNonUnit, (int)nb, (int)m, 1.0, L, (int)m, Kb,
-                    (int)m);
-        cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)m, (int)nb,
-                    1.0, Kb, (int)m, 1.0, A, (int)m);
-        cblas_dgemv(CblasRowMajor, CblasTrans, (int)nb, (int)m, 1.0, Kb,
-                    (int)m, y + i0, 1, 1.0, b, 1);
-        if (km_progress(ctl, f0 + (f1 - f0) * (double)(i0 + nb) / (double)n)) {
-            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
-            goto out;
-        }
-    }
-    for (size_t i = 0; i < m; i++)
-        A[i * m + i] += alpha;
-    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)m, A,
-                                     (lapack_int)m);
-    if (info != 0) {
-        st = info > 0 ? km_error_set(err, KM_ENOTPD, "alpha I + Phi^T Phi of "
-                                     "the variance is not positive definite; "
-                                     "use a larger params.noise")
-                      : km_error_set(err, KM_EINTERNAL, "dpotrf argument %d",
-                                     (int)-info);
-        goto out;
-    }
-    cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)m,
-                A, (int)m, b, 1);
-    km_ksum q = {0, 0}, det = {0, 0};
-    for (size_t i = 0; i < n; i++)
-        km_ksum_add(&q, y[i] * y[i]);
-    for (size_t i = 0; i < m; i++) {
-        km_ksum_add(&q, -b[i] * b[i]);
-        km_ksum_add(&det, 2 * log(A[i * m + i]));
-    }
-    km_ksum_add(&det, (double)n * log(p->signal));
-    km_ksum_add(&det, (double)(n - m) * log(alpha));
-    *lml = -0.5 * km_ksum_get(&q) / (p->signal * alpha) -
-           0.5 * km_ksum_get(&det) - 0.5 * (double)n * log(2.0 * M_PI);
-    if (!km_all_finite(L, m * m) || !km_all_finite(A, m * m)) {
-        st = km_error_set(err, KM_ENOTPD, "the variance's factors are not "
-                          "finite numbers; use a larger params.noise");
-        goto out;
-    }
-    p->L = L;
-    p->C = A;
-    L = A = NULL;
-out:
-    free(L);
-    free(A);
-    free(Kb);
-    free(b);
-    return st;
-}
-
-/* The conjugate gradients' iterations and residual of krr's fit. */
-static km_status mean_figures(const km_model *mean, double *its, double *res)
-{
-    const km_info *mt = km_model_training(mean);
-    const km_info_entry *i = km_info_find(mt, "iterations");
-    const km_info_entry *r = km_info_find(mt, "residual");
-    if (!i || !r)
-        return KM_EINTERNAL;
-    /* an absent figure (no value) stays absent in gpr's */
-    *its = i->count == 1 ? i->values[0] : NAN;
-    *res = r->count == 1 ? r->values[0] : NAN;
-    return KM_OK;
-}
-
-/* The nystrom fit's own figures, after add_figures's: its params, and
- * krr's iterations and residual. */
-static km_status add_nystrom_figures(km_model *model, const km_gpr_params *p,
-                                     double its, double res)
-{
-    km_info *pi = km_model_params_mut(model), *ti = km_model_training_mut(model);
-    if (km_info_add1(pi, "solver", KM_INFO_INTEGER, p->solver) != KM_OK ||
-        km_info_add1(pi, "n_centres", KM_INFO_INTEGER,
-                     (double)km_model_n_samples(model)) != KM_OK ||
-        km_info_add1(pi, "seed", KM_INFO_INTEGER, (double)p->seed) != KM_OK ||
-        km_info_add1(pi, "cg_tol", KM_INFO_NUMBER, p->cg_tol) != KM_OK ||
-        km_info_add1(pi, "cg_max_iter", KM_INFO_INTEGER,
-                     (double)p->cg_max_iter) != KM_OK ||
-        km_info_add1(pi, "centres", KM_INFO_INTEGER, p->centres) != KM_OK ||
-        km_info_add1(pi, "variance", KM_INFO_BOOLEAN, p->variance != 0) !=
-            KM_OK ||
-        km_info_add1(ti, "solver", KM_INFO_INTEGER, p->solver) != KM_OK ||
-        km_info_add1(ti, "iterations", KM_INFO_INTEGER, its) != KM_OK ||
-        km_info_add1(ti, "residual", KM_INFO_NUMBER, res) != KM_OK)
-        return KM_ENOMEM;
-    return KM_OK;
-}
-
-/* The epilogue of both solvers: the model around pl (owned from here,
- * also on failure), its figures (and the nystrom solver's, with cg its
- * iterations and residual), progress 1, *out. */
-static km_status finish(km_fit_frame *f, size_t d, size_t n, gpr_payload *pl,
-                        const km_gpr_params *params, double lml,
-                        const gpr_optimum *o, const double *cg,
-                        const km_fit_control *ctl, km_model **out,
-                        km_error *err)
-{
-    km_model *model = NULL;
-    km_status st = km_fit_model(f, d, n, 1, pl, &model, err);
-    if (st != KM_OK)
-        return st;
-    if (add_figures(model, params, pl, lml, o) != KM_OK ||
-        (cg && add_nystrom_figures(model, params, cg[0], cg[1]) != KM_OK)) {
-        km_model_free(model);
-        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
-    }
-    km_progress(ctl, 1.0);
-    *out = model;
-    return KM_OK;
-}
-
-km_status km_gpr_fit_nystrom(const km_kernel *kernel,
-                             const km_gpr_params *params, const double *X,
-                             size_t n, size_t d, const double *y,
-                             const size_t *centres, const km_fit_control *ctl,
-                             km_model **out, km_error *err)
-{
-    km_problem pb = {X, n, d, y, 1, NULL, 0};
-    km_fit_frame f;
-    gpr_payload *pl = NULL;
-    km_model *mean = NULL;
-    double *yn = NULL, lml = NAN, its = 0, res = 0;
-    km_status st = km_fit_begin(&f, KM_ALGO_GPR, kernel, params, &pb, err);
-    if (st != KM_OK)
-        goto out;
-    if (params->solver != KM_GPR_SOLVER_NYSTROM) {
-        st = km_error_set(err, KM_EINVAL, "params.solver is not nystrom");
-        goto out;
-    }
-    pl = calloc(1, sizeof *pl);
-    yn = malloc(n * sizeof *yn);
-    if (!pl || !yn) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
-        goto out;
-    }
-    pl->form = GPR_FORM_NYSTROM;
-    pl->signal = params->signal_variance;
-    pl->noise = params->noise;
-    normalise(y, n, params->normalize_y, yn, &pl->y_mean, &pl->y_std);
-
-    /* The mean: krr's nystrom solver (Falkon) on y' with alpha = noise / s. */
-    km_krr_params q = mean_params(params);
-    double f1 = params->variance ? 0.6 : 0.95;
-    km_progress_span sp = {ctl, 0.0, f1};
-    km_fit_control sub = {km_progress_span_report, &sp,
-                          ctl ? ctl->threads : 0, NULL};
-    if ((st = km_krr_fit_nystrom(&f.k, &q, X, n, d, yn, 1, centres, NULL,
-                                 NULL, &sub, &mean, err)) != KM_OK) {
-        if (st == KM_ENOTPD && err) { /* krr's alpha is noise / s here */
-            char inner[sizeof err->message];
-            snprintf(inner, sizeof inner, "%s", err->message);
-            km_error_set(err, st, "%.180s (here alpha is params.noise / "
-                         "params.signal_variance)", inner);
-        }
-        goto out;
-    }
-    size_t m = km_model_n_samples(mean);
-    const double *Z, *c;
-    if (km_krr_dual(mean, &Z, &c) != KM_OK) {
-        st = km_error_set(err, KM_EINTERNAL, "the nystrom mean is not a "
-                          "dual krr model");
-        goto out;
-    }
-    pl->X = malloc(m * d * sizeof *pl->X);
-    pl->coef = malloc(m * sizeof *pl->coef);
-    if (!pl->X || !pl->coef) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
-        goto out;
-    }
-    memcpy(pl->X, Z, m * d * sizeof *Z);
-    for (size_t i = 0; i < m; i++) /* the mean s k_x^T a is k_x^T c */
-        pl->coef[i] = c[i] / pl->signal;
-    if (derive(pl, m, d) != KM_OK ||
-        mean_figures(mean, &its, &res) != KM_OK) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
-        goto out;
-    }
-    km_model_free(mean);
-    mean = NULL;
-    if (params->variance &&
-        (st = dtc_factors(&f.k, X, n, d, yn, pl, m, q.alpha, ctl, f1, 0.95,
-                          &lml, err)) != KM_OK)
-        goto out;
-
-    gpr_optimum none;
-    memset(&none, 0, sizeof none);
-    double cg[2] = {its, res};
-    st = finish(&f, d, m, pl, params, lml, &none, cg, ctl, out, err);
-    pl = NULL; /* owned by the model, or freed */
-out:
-    km_model_free(mean);
-    gpr_free(pl);
-    free(yn);
-    km_fit_cleanup(&f);
-    return st;
 }
 
 /* The auto solver: the fit of the solver it resolves to, with krr's auto
@@ -1235,14 +846,14 @@ km_status km_gpr_fit(const km_kernel *kernel, const km_gpr_params *params,
         goto out;
     }
     memcpy(pl->X, X, n * d * sizeof *X);
-    if (derive(pl, n, d) != KM_OK) {
+    if (km_gpr_derive(pl, n, d) != KM_OK) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
     }
     eval_cleanup(&e);
     memset(&e, 0, sizeof e);
 
-    st = finish(&f, d, n, pl, params, lml, &o, NULL, ctl, out, err);
+    st = km_gpr_finish(&f, d, n, pl, params, lml, &o, NULL, ctl, out, err);
     pl = NULL; /* owned by the model, or freed */
 out:
     gpr_free(pl);
@@ -1251,151 +862,6 @@ out:
     return st;
 }
 
-/* ------------------------------------------------------------ predict */
-
-/* Kernel values a variance or covariance holds at once: rows per block. */
-#define VAR_BLOCK_VALUES ((size_t)1 << 22)
-
-km_status km_gpr_predict(const km_model *m, const double *X, size_t n,
-                         double *out, km_error *err)
-{
-    km_status st = km_model_expect_input(m, KM_ALGO_GPR, "predict", X, n, err);
-    if (st != KM_OK)
-        return st;
-    const gpr_payload *p = km_model_payload(m);
-    return km_kernel_expand(km_model_kernel(m), p->X, km_model_n_samples(m),
-                            km_model_n_features(m), p->xn, p->w, 1,
-                            &p->y_mean, X, n, out, err);
-}
-
-/* B (nb x ns) = s k(X, S) L^-T: row i is (L^-1 k_x)^T for x = X_i (the
- * nystrom form: k(X, Z) L^-T, the rows phi(x) of its features). */
-static km_status whitened(const km_model *m, const gpr_payload *p,
-                          const double *X, size_t nb, double *B,
-                          km_error *err)
-{
-    size_t ns = km_model_n_samples(m), d = km_model_n_features(m);
-    km_status st = km_gram_cross_sn(km_model_kernel(m), X, nb, p->X, ns,
-                                    p->xn, d, B, ns, err);
-    if (st != KM_OK)
-        return st;
-    double scale = p->form == GPR_FORM_NYSTROM ? 1.0 : p->signal;
-    cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                CblasNonUnit, (int)nb, (int)ns, scale, p->L, (int)ns, B,
-                (int)ns);
-    return KM_OK;
-}
-
-/* B (nb x m) := B C^-T: the nystrom form's rows psi(x) = C^-1 phi(x). */
-static void nys_psi(const gpr_payload *p, size_t nb, size_t m, double *B)
-{
-    cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                CblasNonUnit, (int)nb, (int)m, 1.0, p->C, (int)m, B, (int)m);
-}
-
-/* The preamble of the variance and the covariance: the model's and X's
- * checks, and KM_ECONFLICT for a nystrom model without the variance. */
-static km_status expect_spread(const km_model *m, const double *X, size_t n,
-                               km_error *err)
-{
-    km_status st = km_model_expect_input(m, KM_ALGO_GPR, "predict", X, n, err);
-    if (st == KM_OK && !((const gpr_payload *)km_model_payload(m))->L)
-        return km_error_set(err, KM_ECONFLICT, "the variance needs a gpr "
-                            "model fitted with params.variance = true (this "
-                            "nystrom model answers the mean only)");
-    return st;
-}
-
-/*
- * The variances: exact, s k(x, x) - |L^-1 k_x|^2; nystrom (DTC), with
- * phi = L^-1 k(Z, x) and psi = C^-1 phi,
- *   s (k(x, x) - |phi|^2 + alpha |psi|^2),  alpha = noise / s,
- * that is s k(x, x) minus the Nystrom approximation of it plus the
- * posterior variance of the weights; both clipped at 0 and times y_std^2.
- */
-km_status km_gpr_variance(const km_model *m, const double *X, size_t n,
-                          double *out, km_error *err)
-{
-    km_status st = expect_spread(m, X, n, err);
-    if (st != KM_OK || n == 0)
-        return st;
-    const gpr_payload *p = km_model_payload(m);
-    const km_kernel *k = km_model_kernel(m);
-    size_t ns = km_model_n_samples(m), d = km_model_n_features(m);
-    size_t block = VAR_BLOCK_VALUES / ns ? VAR_BLOCK_VALUES / ns : 1;
-    block = block < n ? block : n;
-    int nys = p->form == GPR_FORM_NYSTROM;
-    double *B = malloc(km_mul3(block, ns, (nys ? 2 : 1) * sizeof *B));
-    if (!B)
-        return km_error_set(err, KM_ENOMEM, "out of memory for a prediction");
-    double scale = p->y_std * p->y_std, alpha = p->noise / p->signal;
-    double *P = B + block * ns; /* nystrom: psi */
-    for (size_t i0 = 0; i0 < n && st == KM_OK; i0 += block) {
-        size_t nb = n - i0 < block ? n - i0 : block;
-        if ((st = whitened(m, p, X + i0 * d, nb, B, err)) != KM_OK)
-            break;
-        if (nys) {
-            memcpy(P, B, nb * ns * sizeof *P);
-            nys_psi(p, nb, ns, P);
-        }
-        for (size_t i = 0; i < nb; i++) {
-            const double *x = X + (i0 + i) * d, *b = B + i * ns;
-            double kxx = km_kernel_eval(k, x, x, d), v;
-            if (nys) {
-                const double *q = P + i * ns;
-                v = p->signal * (kxx - cblas_ddot((int)ns, b, 1, b, 1) +
-                                 alpha * cblas_ddot((int)ns, q, 1, q, 1));
-            } else {
-                v = p->signal * kxx - cblas_ddot((int)ns, b, 1, b, 1);
-            }
-            out[i0 + i] = (v > 0 ? v : 0) * scale; /* sklearn clips at 0 */
-        }
-    }
-    free(B);
-    return st;
-}
-
-km_status km_gpr_covariance(const km_model *m, const double *X, size_t n,
-                            double *out, km_error *err)
-{
-    km_status st = expect_spread(m, X, n, err);
-    if (st != KM_OK || n == 0)
-        return st;
-    if (n > KM_COV_MAX_ROWS)
-        return km_error_set(err, KM_EINVAL, "output cov answers at most %d "
-                            "rows at once (an n x n matrix); X has %zu: ask "
-                            "for var or std, or split the rows",
-                            KM_COV_MAX_ROWS, n);
-    const gpr_payload *p = km_model_payload(m);
-    size_t ns = km_model_n_samples(m), d = km_model_n_features(m);
-    int nys = p->form == GPR_FORM_NYSTROM;
-    double *B = malloc(km_mul3(n, ns, sizeof *B));
-    if (!B)
-        return km_error_set(err, KM_ENOMEM, "out of memory for a prediction");
-    if ((st = km_gram_sym(km_model_kernel(m), X, n, d, out, 0, err)) ==
-            KM_OK &&
-        (st = whitened(m, p, X, n, B, err)) == KM_OK) {
-        /* lower triangle: s k(X, X) - B B^T (nystrom: s (k(X, X) -
-         * Phi Phi^T + alpha Psi Psi^T)), then mirrored and scaled */
-        cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)n, (int)ns,
-                    -1.0, B, (int)ns, nys ? 1.0 : p->signal, out, (int)n);
-        double scale = p->y_std * p->y_std;
-        if (nys) {
-            nys_psi(p, n, ns, B);
-            cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)n,
-                        (int)ns, p->noise / p->signal, B, (int)ns, 1.0, out,
-                        (int)n);
-            scale *= p->signal;
-        }
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j <= i; j++)
-                out[j * n + i] = out[i * n + j] *= scale;
-    }
-    free(B);
-    return st;
-}
-
-/* ------------------------------------------------------------ descriptor */
 
 static void params_default(void *params)
 {

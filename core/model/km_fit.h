@@ -1,6 +1,6 @@
 /*
  * km_fit.h - fitting: problems, progress and cancellation, and the generic
- * km_fit (model/km_fit.c).
+ * km_fit (model/km_fit.c; km_fit itself: select/km_train.c).
  *
  * Part of libkm's public interface; include km.h, which includes every
  * area. Conventions and thread-safety as km.h says.

@@ -13,7 +13,7 @@
  *   str name  u64 version  u64 created_at_ms
  *   kernel (recursive)  info params  info training
  *   u64 n_labels  u32 numeric  str label...
- *   preprocessing (km_pre.c): u32 scale  u32 center_y
+ *   preprocessing (km_pre_stats.c): u32 scale  u32 center_y
  *     [f64s shift  f64s scale: n_features each, when scale is not none]
  *     [f64s y_mean: n_outputs, with center_y]
  *   search record: u32 present; if 1: u32 scoring  u32 cv kind
@@ -82,100 +82,6 @@ struct km_model {
 /* A label is at most this long (the API checks the same bound). */
 #define MAX_LABEL 256
 
-/* The tables, from the one list (km_maps.h): names and descriptors by
- * stored id. */
-#define ALGO_NAME(e, id, name, desc) [id] = name,
-static const char *const algo_names[KM_ALGO_COUNT] = {KM_ALGO_MAP(ALGO_NAME)};
-#undef ALGO_NAME
-#define ALGO_DESC(e, id, name, desc) [id] = &desc,
-static const km_algo *const algos[KM_ALGO_COUNT] = {KM_ALGO_MAP(ALGO_DESC)};
-#undef ALGO_DESC
-
-const char *km_algorithm_name(km_algorithm a)
-{
-    return (unsigned)a < KM_ALGO_COUNT ? algo_names[a] : NULL;
-}
-
-int km_algorithm_parse(const char *name, km_algorithm *a)
-{
-    int i = km_name_index(algo_names, KM_ALGO_COUNT, name);
-    if (i >= 0)
-        *a = (km_algorithm)i;
-    return i >= 0 ? 0 : -1;
-}
-
-const km_algo *km_algo_of(km_algorithm a)
-{
-    return (unsigned)a < KM_ALGO_COUNT ? algos[a] : NULL;
-}
-
-unsigned km_algorithm_outputs(km_algorithm a)
-{
-    const km_algo *al = km_algo_of(a);
-    return al ? al->outputs : 0;
-}
-
-size_t km_algorithm_params_size(km_algorithm a)
-{
-    const km_algo *al = km_algo_of(a);
-    return al ? al->params->size : 0;
-}
-
-void km_algorithm_params_default(km_algorithm a, void *params)
-{
-    const km_algo *al = km_algo_of(a);
-    if (al)
-        al->params->defaults(params);
-}
-
-const km_param_set *km_algorithm_params(km_algorithm a)
-{
-    const km_algo *al = km_algo_of(a);
-    return al ? al->params : NULL;
-}
-
-km_status km_algorithm_check(km_algorithm a, const void *params,
-                             const km_problem *pb, km_error *err)
-{
-    const km_algo *al = km_algo_of(a);
-    if (!al)
-        return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
-    return al->check(params, pb, err);
-}
-
-size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
-                              const km_problem *pb)
-{
-    const km_algo *al = km_algo_of(a);
-    return al ? al->fit_bytes(params, pb) : 0;
-}
-
-km_status km_fit_inner(km_algorithm a, const km_kernel *k,
-                       const void *params, const km_preprocess *pre,
-                       const km_problem *pb, const km_fit_control *ctl,
-                       int figures, km_model **out, km_error *err)
-{
-    const km_algo *al = km_algo_of(a);
-    if (!al)
-        return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
-    km_status st = pre && (pre->x != KM_SCALE_NONE || pre->center_y)
-                       ? km_pre_fit(a, k, params, pre, pb, ctl, out, err)
-                       : al->fit(k, params, pb, ctl, out, err);
-    if (st == KM_OK && figures &&
-        (st = km_training_score(*out, pb, err)) != KM_OK) {
-        km_model_free(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
-km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
-                 const km_preprocess *pre, const km_problem *pb,
-                 const km_fit_control *ctl, km_model **out, km_error *err)
-{
-    return km_fit_inner(a, k, params, pre, pb, ctl, 1, out, err);
-}
-
 unsigned km_model_outputs(const km_model *m)
 {
     const km_algo *al = km_algo_of(m->algo);
@@ -219,183 +125,6 @@ size_t km_model_answer_width(const km_model *m, unsigned answer, size_t n)
     default: /* values, variances, projections */
         return m->n_outputs;
     }
-}
-
-km_status km_predict(const km_model *m, unsigned answer, const double *X,
-                     size_t n, double *out, km_error *err)
-{
-    const km_algo *al = km_algo_of(m->algo);
-    km_predict_fn fn = !al ? NULL
-                       : answer == KM_OUT_VALUES        ? al->values
-                       : answer == KM_OUT_SCORES        ? al->scores
-                       : answer == KM_OUT_PROBABILITIES ? al->probabilities
-                       : answer == KM_OUT_PROJECTIONS   ? al->projections
-                       : answer == KM_OUT_INVERSE       ? al->inverse
-                       : answer == KM_OUT_VARIANCES     ? al->variances
-                       : answer == KM_OUT_COVARIANCE    ? al->covariance
-                                                        : NULL;
-    if (!fn)
-        return km_error_set(err, KM_EINVAL, "a %s model does not answer "
-                            "that (outputs 0x%x)",
-                            km_algorithm_name(m->algo), al ? al->outputs : 0);
-    if (m->pre.x_shift || m->pre.y_mean)
-        return km_pre_predict(m, answer, fn, X, n, out, err);
-    return fn(m, X, n, out, err);
-}
-
-km_status km_predict_labels(const km_model *m, const double *X, size_t n,
-                            int *out, km_error *err)
-{
-    const km_algo *al = km_algo_of(m->algo);
-    if (!al || !al->labels)
-        return km_error_set(err, KM_EINVAL, "a %s model answers no labels",
-                            km_algorithm_name(m->algo));
-    if (m->pre.x_shift)
-        return km_pre_predict_labels(m, al->labels, X, n, out, err);
-    return al->labels(m, X, n, out, err);
-}
-
-/* ------------------------------------------------------------ info lists */
-
-/* Whether value v can be a figure of this kind: the rule the loader
- * applies, so the only values a list holds and a file stores. */
-static int valid_figure(km_info_kind kind, double v)
-{
-    if (!isfinite(v))
-        return 0;
-    if (kind == KM_INFO_BOOLEAN)
-        return v == 0 || v == 1;
-    return kind != KM_INFO_INTEGER || v == floor(v);
-}
-
-/* Whether all count values are valid figures of this kind. */
-static int valid_figures(km_info_kind kind, const double *v, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        if (!valid_figure(kind, v[i]))
-            return 0;
-    return 1;
-}
-
-void km_info_cleanup(km_info *info)
-{
-    for (size_t i = 0; i < info->count; i++)
-        free(info->entries[i].values);
-    free(info->entries);
-    info->entries = NULL;
-    info->count = 0;
-}
-
-km_status km_info_add(km_info *info, const char *key, km_info_kind kind,
-                      int is_array, const double *values, size_t count)
-{
-    km_info_entry *e = realloc(info->entries,
-                               (info->count + 1) * sizeof *info->entries);
-    if (!e)
-        return KM_ENOMEM;
-    info->entries = e;
-    e = &info->entries[info->count];
-    memset(e, 0, sizeof *e);
-    snprintf(e->key, sizeof e->key, "%s", key);
-    e->kind = kind;
-    e->is_array = is_array;
-    e->count = count;
-    e->values = malloc((count ? count : 1) * sizeof *e->values);
-    if (!e->values)
-        return KM_ENOMEM;
-    if (count)
-        memcpy(e->values, values, count * sizeof *values);
-    /* A figure that cannot be stored (a sum that overflowed) is absent:
-     * the entry is kept, without values, as the file keeps it. */
-    if (!valid_figures(kind, values, count))
-        e->count = 0;
-    info->count++;
-    return KM_OK;
-}
-
-km_status km_info_add1(km_info *info, const char *key, km_info_kind kind,
-                       double value)
-{
-    return km_info_add(info, key, kind, 0, &value, 1);
-}
-
-const km_info_entry *km_info_find(const km_info *info, const char *key)
-{
-    for (size_t i = 0; i < info->count; i++)
-        if (strcmp(info->entries[i].key, key) == 0)
-            return &info->entries[i];
-    return NULL;
-}
-
-void km_info_write(km_writer *w, const km_info *info)
-{
-    km_write_u64(w, info->count);
-    for (size_t i = 0; i < info->count; i++) {
-        const km_info_entry *e = &info->entries[i];
-        km_write_str(w, e->key);
-        km_write_u32(w, (uint32_t)e->kind);
-        km_write_u32(w, (uint32_t)e->is_array);
-        /* Only what km_info_read accepts: a figure with a value that
-         * cannot be stored is written without values (absent). */
-        km_write_f64s(w, e->values,
-                      valid_figures(e->kind, e->values, e->count) ? e->count
-                                                                  : 0);
-    }
-}
-
-/* A figure key as a fit writes it: 1 to 31 of [A-Za-z0-9_]. */
-static int valid_key(const char *key)
-{
-    if (!key[0])
-        return 0;
-    for (const char *p = key; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-              (*p >= '0' && *p <= '9') || *p == '_'))
-            return 0;
-    return 1;
-}
-
-km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
-                       km_error *err)
-{
-    /* Each entry takes at least 24 bytes, which bounds the count. */
-    size_t n = km_read_count(r, 24);
-    if (!r->failed && n > KM_MODEL_MAX_FIGURES)
-        return km_error_set(err, KM_ECORRUPT, "model file: %zu figures in a "
-                            "list (at most %d)", n, KM_MODEL_MAX_FIGURES);
-    for (size_t i = 0; i < n && !r->failed; i++) {
-        char key[32];
-        km_read_str(r, key, sizeof key - 1);
-        uint32_t kind = km_read_u32(r);
-        uint32_t is_array = km_read_u32(r);
-        size_t count = km_read_count(r, 8);
-        if (r->failed || kind > KM_INFO_BOOLEAN || is_array > 1 ||
-            !valid_key(key) || count > max_values)
-            return km_error_set(err, KM_ECORRUPT,
-                                "model file: bad figure %zu", i);
-        double *v = malloc((count ? count : 1) * sizeof *v);
-        if (!v)
-            return km_error_set(err, KM_ENOMEM, "out of memory reading model");
-        for (size_t j = 0; j < count; j++) {
-            v[j] = km_read_f64(r);
-            if (!valid_figure((km_info_kind)kind, v[j])) {
-                free(v);
-                return km_error_set(err, KM_ECORRUPT, "model file: figure "
-                                    "%s[%zu] is not a valid %s", key, j,
-                                    kind == KM_INFO_BOOLEAN   ? "boolean"
-                                    : kind == KM_INFO_INTEGER ? "integer"
-                                                              : "number");
-            }
-        }
-        km_status st = km_info_add(info, key, (km_info_kind)kind,
-                                   (int)is_array, v, count);
-        free(v);
-        if (st != KM_OK)
-            return km_error_set(err, st, "out of memory reading model");
-    }
-    if (r->failed)
-        return km_error_set(err, KM_ECORRUPT, "model file: bad figures");
-    return KM_OK;
 }
 
 /* ------------------------------------------------------------ the object */
@@ -536,6 +265,13 @@ km_pre_stats *km_model_pre_mut(km_model *m) { return &m->pre; }
 km_info *km_model_params_mut(km_model *m) { return &m->params; }
 km_info *km_model_training_mut(km_model *m) { return &m->training; }
 
+km_preprocess_view km_model_preprocess(const km_model *m)
+{
+    const km_pre_stats *s = km_model_pre(m);
+    km_preprocess_view v = {s->spec, s->x_shift, s->x_scale, s->y_mean};
+    return v;
+}
+
 size_t km_model_bytes(const km_model *m)
 {
     const km_algo *ops = km_algo_of(m->algo);
@@ -567,7 +303,7 @@ km_status km_model_expect(const km_model *m, km_algorithm a, const char *op,
         return KM_OK;
     return km_error_set(err, KM_ECONFLICT,
                         "%s applies to %s models; this model is %s", op,
-                        algo_names[a], algo_names[m->algo]);
+                        km_algorithm_name(a), km_algorithm_name(m->algo));
 }
 
 km_status km_model_expect_input(const km_model *m, km_algorithm a,
@@ -590,7 +326,6 @@ km_status km_model_check_input(const km_model *m, const double *X, size_t n,
                             m->n_features);
     return km_check_matrix("X", X, n, d, err);
 }
-
 
 /* ------------------------------------------------------------ search record */
 
@@ -968,7 +703,7 @@ static km_status parse_header(const unsigned char *buf, size_t len,
         return km_error_set(err, KM_ECORRUPT, "model file: n_outputs %llu "
                             "is outside 1..%llu for %s",
                             (unsigned long long)no,
-                            (unsigned long long)no_max, algo_names[algo]);
+                            (unsigned long long)no_max, km_algorithm_name(algo));
 
     /* Everything but the payload: header, name, identity, kernel, two
      * figure lists, labels, checksum. */
@@ -1002,7 +737,7 @@ static km_status check_size(const file_header *h, uint64_t lo, uint64_t hi,
                             "header (%s, n_samples %llu, n_features %llu, "
                             "n_outputs %llu) needs %llu to %llu",
                             (unsigned long long)file_size,
-                            algo_names[h->algo], (unsigned long long)h->ns,
+                            km_algorithm_name(h->algo), (unsigned long long)h->ns,
                             (unsigned long long)h->nf,
                             (unsigned long long)h->no, (unsigned long long)lo,
                             (unsigned long long)hi);

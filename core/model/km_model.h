@@ -1,6 +1,6 @@
 /*
  * km_model.h - models: the fitted model, its answers, its file and its
- * identity (model/km_model.c).
+ * identity (model/km_model.c, km_predict.c, km_info.c).
  *
  * Part of libkm's public interface; include km.h, which includes every
  * area. Conventions and thread-safety as km.h says.

@@ -804,6 +804,25 @@ static km_status fail(solver *s, km_error *err)
     return s->q.st != KM_OK ? s->q.st : KM_EINTERNAL;
 }
 
+size_t km_svm_budget_bytes(const km_svm_params *p)
+{
+    double b = p->cache_mb * 1048576.0;
+    return b >= (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)b;
+}
+
+void km_smo_options_of(smo_options *o, const km_svm_params *p,
+                       const km_fit_control *ctl, double lo, double hi)
+{
+    o->tol = p->tol;
+    o->shrinking = p->shrinking != 0;
+    o->max_iter = p->max_iter;
+    o->cache_bytes = km_svm_budget_bytes(p);
+    o->storage = SMO_AUTO;
+    o->ctl = ctl;
+    o->progress_lo = lo;
+    o->progress_hi = hi;
+}
+
 km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
                        const smo_options *o, smo_result *res, km_error *err)
 {

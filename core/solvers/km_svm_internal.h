@@ -60,6 +60,10 @@ typedef struct smo_result {
     int dense;                /* used the dense Q */
 } smo_result;
 
+/* An SVM fit's cache_mb in bytes (at most SIZE_MAX / 2): the budget of
+ * its kernel values, Q's columns, the Gram of a shared search. */
+size_t km_svm_budget_bytes(const km_svm_params *p);
+
 /* o from an SVM fit's params p: tol, shrinking, max_iter, the cache_mb
  * budget, SMO_AUTO storage, and progress through ctl from lo to hi. */
 void km_smo_options_of(smo_options *o, const km_svm_params *p,

@@ -12,7 +12,7 @@
  *    sI)^-1 k_m(x'), the Nystrom approximation of k(x, x'). Phi (n x m)
  *    is computed in row blocks (the kernel against the centres, then one
  *    DTRSM).
- *    rpcholesky: the pivots P of randomly pivoted Cholesky (km_krr.c),
+ *    rpcholesky: the pivots P of randomly pivoted Cholesky (km_nystrom.c),
  *    whose factor F (n x m, F F^T = K_nP K_PP^-1 K_Pn) is itself the
  *    Nystrom feature map on P: F = K_nP T^-1 with T = F(P, :)^T (upper
  *    triangular in pivot order, T^T T = K_PP), so Phi = F and no kernel

@@ -1,0 +1,66 @@
+/*
+ * km_gpr_internal.h - what Gaussian-process regression's files share
+ * (km_gpr.c: checks, the likelihood and its optimizer, the exact fit,
+ * payload and descriptor; km_gpr_nys.c: the nystrom solver;
+ * km_gpr_model.c: what both solvers build the model with;
+ * km_gpr_predict.c: predictions, variances, covariances): the payload,
+ * the hyperparameters' order and what the optimizer found. Not installed;
+ * core/algorithms only.
+ */
+#ifndef KM_GPR_INTERNAL_H
+#define KM_GPR_INTERNAL_H
+
+#include "../km_internal.h"
+
+
+/* Two forms: exact (the training rows, a and the factor of K) and
+ * nystrom (the centres, their coefficients and, with params.variance,
+ * the two factors of the DTC variance). */
+enum { GPR_FORM_EXACT = 0, GPR_FORM_NYSTROM = 1, GPR_FORM_COUNT };
+
+typedef struct gpr_payload {
+    unsigned form;         /* GPR_FORM_* */
+    double signal, noise;  /* s and the noise of K = s k + noise I */
+    double y_mean, y_std;  /* normalize_y's; else 0 and 1 */
+    double *X;             /* n x d training rows (nystrom: the m centres) */
+    double *coef;          /* n: a = K^-1 y' (nystrom: c / s, c krr's
+                              coefficients of the SoR mean) */
+    double *L;             /* n x n row-major, lower triangle: K = L L^T;
+                              the upper triangle is 0 (nystrom: K_mm's
+                              factor, or NULL without the variance) */
+    double *C;             /* nystrom with the variance: m x m lower,
+                              C C^T = alpha I + Phi^T Phi; else NULL */
+    double *xn;            /* derived: squared norms of X's rows */
+    double *w;             /* derived: s y_std a, the mean's weights */
+} gpr_payload;
+
+/* The hyperparameters' order in theta and in gradients. */
+enum { TH_SIGNAL = 0, TH_GAMMA = 1, TH_NOISE = 2, TH_COUNT = 3 };
+
+/* What the optimizer found. */
+typedef struct gpr_optimum {
+    double h[TH_COUNT];   /* the best start's hyperparameters */
+    double lml;           /* and its likelihood */
+    double initial_lml;   /* at the first start; NAN if not factored */
+    size_t iterations, starts;
+} gpr_optimum;
+
+/* km_gpr_model.c. krr's nystrom params for gpr's mean (the SoR mean of
+ * s k + noise I is KRR on k with alpha = noise / s); y' = y, or (y -
+ * mean) / std with normalize_y (km_gpr_normalise); a payload's release,
+ * and its derived arrays (X's norms and the mean's weights); the
+ * epilogue of both solvers (km_gpr_finish: the model around pl, owned
+ * from here, also on failure; its figures, and the nystrom solver's with
+ * cg its iterations and residual; progress 1; *out). */
+km_krr_params km_gpr_mean_params(const km_gpr_params *p);
+void km_gpr_normalise(const double *y, size_t n, int normalize, double *out,
+                      double *mean, double *std);
+void km_gpr_payload_free(void *payload);
+km_status km_gpr_derive(gpr_payload *p, size_t n, size_t d);
+km_status km_gpr_finish(km_fit_frame *f, size_t d, size_t n,
+                        gpr_payload *pl, const km_gpr_params *params,
+                        double lml, const gpr_optimum *o, const double *cg,
+                        const km_fit_control *ctl, km_model **out,
+                        km_error *err);
+
+#endif /* KM_GPR_INTERNAL_H */

@@ -1,0 +1,74 @@
+/*
+ * km_kpca_predict.c - a kernel PCA model's answers: projections of new
+ * rows (the dual form through sklearn's centring, the nystrom form
+ * through the centres' mean), the inverse map back to feature space, and
+ * the eigenvalues.
+ *
+ * Thread-safety: reentrant; a fitted model is only read.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "km_kpca_internal.h"
+
+km_status km_kpca_project(const km_model *m, const double *X, size_t n,
+                          double *out, km_error *err)
+{
+    km_status st = km_model_expect_input(m, KM_ALGO_KPCA, "project", X, n, err);
+    if (st != KM_OK)
+        return st;
+    size_t d = km_model_n_features(m);
+    const kpca_payload *p = km_model_payload(m);
+    size_t k = km_model_n_outputs(m), ns = km_model_n_samples(m);
+    if (!km_mul3(n, k + 1, sizeof(double)))
+        return km_error_set(err, KM_EINVAL, "X has too many rows");
+    /* Kt [A, 1/n]: the products and the test row means in one pass. */
+    double *T = malloc(n * (k + 1) * sizeof *T);
+    if (!T)
+        return km_error_set(err, KM_ENOMEM, "out of memory for projection");
+    st = km_kernel_expand(km_model_kernel(m), p->X, ns, d, p->xn, p->proj, k + 1,
+                          NULL, X, n, T, err);
+    if (st == KM_OK)
+        for (size_t i = 0; i < n; i++) {
+            const double *t = T + i * (k + 1);
+            for (size_t j = 0; j < k; j++)
+                out[i * k + j] = t[j] - t[k] * p->sum_proj[j] + p->bias[j];
+        }
+    free(T);
+    return st;
+}
+
+int km_kpca_has_inverse(const km_model *m)
+{
+    if (km_model_algorithm(m) != KM_ALGO_KPCA)
+        return 0;
+    return ((const kpca_payload *)km_model_payload(m))->has_inverse;
+}
+
+km_status km_kpca_inverse(const km_model *m, const double *P, size_t n,
+                          double *out, km_error *err)
+{
+    km_status st = km_model_expect(m, KM_ALGO_KPCA, "inverse", err);
+    if (st != KM_OK)
+        return st;
+    const kpca_payload *p = km_model_payload(m);
+    size_t k = km_model_n_outputs(m);
+    if (!p->has_inverse)
+        return km_error_set(err, KM_ECONFLICT,
+                            "inverse needs a model fitted with "
+                            "fit_inverse_transform");
+    if (n == 0)
+        return km_error_set(err, KM_EINVAL, "P must have at least one row");
+    if ((st = km_check_matrix("P", P, n, k, err)) != KM_OK)
+        return st;
+    return km_kernel_expand(&p->inv_kernel, p->embed, km_model_n_samples(m),
+                            k, NULL, p->dual, km_model_n_features(m), NULL, P, n,
+                            out, err);
+}
+
+const double *km_kpca_eigenvalues(const km_model *m)
+{
+    if (km_model_algorithm(m) != KM_ALGO_KPCA)
+        return NULL;
+    return ((const kpca_payload *)km_model_payload(m))->eigval;
+}
