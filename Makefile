@@ -221,6 +221,7 @@ test: deps-test
 check-docs:
 	$(PYTHON) tests/repo/check_docs.py
 	$(PYTHON) tests/repo/check_lists.py
+	$(PYTHON) tests/repo/check_sizes.py
 
 # The data sets are in data/; KM_DATA set in the environment wins.
 KM_DATA ?= $(CURDIR)/data
