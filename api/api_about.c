@@ -4,12 +4,14 @@
  *
  * Where each member comes from:
  *   algorithms, kernels   core's names (KM_ALGO_MAP, KM_KERNEL_MAP)
- *   params                api_schema's rows (what the reader reads):
+ *   params                core's rows (km_algorithm_params, written next
+ *                         to each descriptor; what the reader reads):
  *                         type, default, bounds, choices, the solver
  *                         values a row applies with
- *   kernel params         the kernel schema's rows each type takes
- *                         (api_schema_kernel_keys, from core's kernel
- *                         table), defaults from km_kernel_init
+ *   kernel params         core's kernel rows (km_kernel_params) each type
+ *                         takes (api_schema_kernel_keys, from the rows'
+ *                         flags in core's kernel table), defaults from
+ *                         km_kernel_init
  *   target, solvers, distributed, composite, rff, tunable
  *                         core's descriptors (km_algorithm_target,
  *                         km_algorithm_solver_*, km_algorithm_distributed,
@@ -67,27 +69,27 @@ static cJSON *number_or_null(int has, double v)
 
 /* ------------------------------------------------------------ params */
 
-/* The names of values 0..count-1 of an enum row. */
-static cJSON *names_json(const char *(*names)(int), int count)
+/* The names of a choice row's values, in order. */
+static cJSON *names_json(const km_choices *c)
 {
     cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < count; i++)
-        push(a, cJSON_CreateString(names(i)));
+    for (int i = 0; a && i < c->count; i++)
+        push(a, cJSON_CreateString(km_choice_name(c, i)));
     return a;
 }
 
 /* {"param": "solver", "values": ["nystrom", "auto"]}: the enum row named
  * key of s holding value or one of also's. */
-static cJSON *condition_json(const api_schema *s, const char *key, int value,
+static cJSON *condition_json(const km_param_set *s, const char *key, int value,
                              unsigned also)
 {
-    const api_param *dep = api_schema_find(s, key);
+    const km_param *dep = api_schema_find(s, key);
     cJSON *o = cJSON_CreateObject(), *v = cJSON_CreateArray();
     if (!dep) /* a table names only rows it has (test_api_schema) */
         failed = 1;
-    for (int i = 0; dep && v && i < 32 && i < dep->count; i++)
+    for (int i = 0; dep && v && i < 32 && i < dep->choices->count; i++)
         if (i == value || (also >> i & 1u))
-            push(v, cJSON_CreateString(dep->names(i)));
+            push(v, cJSON_CreateString(km_choice_name(dep->choices, i)));
     add(o, "param", cJSON_CreateString(key));
     add(o, "values", v);
     return o;
@@ -100,12 +102,13 @@ static cJSON *condition_json(const api_schema *s, const char *key, int value,
  * min_items and max_items are the type's fewest and most parts (both 0
  * for other rows).
  */
-static cJSON *param_json(const api_schema *s, const api_param *r,
+static cJSON *param_json(const km_param_set *s, const km_param *r,
                          const void *defaults, int min_items, int max_items)
 {
     cJSON *o = cJSON_CreateObject(), *def;
     double min = 0, max = 0;
-    unsigned has = r->type == API_PARTS ? 0 : api_param_bounds(r, &min, &max);
+    unsigned has =
+        r->type == KM_PARAM_PARTS ? 0 : api_param_bounds(r, &min, &max);
     add(o, "name", cJSON_CreateString(r->key));
     add(o, "type", cJSON_CreateString(api_param_type_json(r->type)));
     def = api_schema_default_json(r, defaults);
@@ -114,8 +117,8 @@ static cJSON *param_json(const api_schema *s, const api_param *r,
     add(o, "maximum", number_or_null(has & API_HAS_MAX, max));
     add(o, "exclusive_minimum",
         cJSON_CreateBool((has & API_HAS_MIN) && r->min_open));
-    add(o, "choices", r->type == API_ENUM ? names_json(r->names, r->count)
-                                          : cJSON_CreateNull());
+    add(o, "choices", r->type == KM_PARAM_CHOICE ? names_json(r->choices)
+                                                 : cJSON_CreateNull());
     add(o, "min_items", number_or_null(max_items > 0, min_items));
     add(o, "max_items", number_or_null(max_items > 0, max_items));
     add(o, "required", cJSON_CreateBool(r->required));
@@ -139,7 +142,7 @@ static cJSON *param_json(const api_schema *s, const api_param *r,
 /* The rows of algorithm a's params a request may give, in table order. */
 static cJSON *algorithm_params_json(km_algorithm a)
 {
-    const api_schema *s = api_schema_params(a);
+    const km_param_set *s = km_algorithm_params(a);
     _Alignas(max_align_t) unsigned char defaults[256];
     cJSON *arr = cJSON_CreateArray();
     if (s->size > sizeof defaults) { /* test_api_schema checks each */
@@ -147,8 +150,8 @@ static cJSON *algorithm_params_json(km_algorithm a)
         return arr;
     }
     s->defaults(defaults);
-    for (const api_param *r = s->rows; r->key; r++)
-        if (r->type != API_READ_ONLY)
+    for (const km_param *r = s->rows; r->key; r++)
+        if (r->type != KM_PARAM_READ_ONLY)
             push(arr, param_json(s, r, defaults, 0, 0));
     return arr;
 }
@@ -156,14 +159,14 @@ static cJSON *algorithm_params_json(km_algorithm a)
 /* The rows kernel type t takes, in the order metadata shows them. */
 static cJSON *kernel_params_json(km_kernel_type t)
 {
-    const api_schema *s = api_schema_kernel();
+    const km_param_set *s = km_kernel_params();
     const km_kernel_info *info = km_kernel_type_info(t);
     km_kernel k;
     km_kernel_init(&k, t);
     cJSON *arr = cJSON_CreateArray();
     for (const char *const *key = api_schema_kernel_keys(t); *key; key++) {
-        const api_param *r = api_schema_find(s, *key);
-        int parts = r && r->type == API_PARTS;
+        const km_param *r = api_schema_find(s, *key);
+        int parts = r && r->type == KM_PARAM_PARTS;
         push(arr, r ? param_json(s, r, &k, parts ? info->min_parts : 0,
                                  parts ? info->max_parts : 0)
                     : NULL);

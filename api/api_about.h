@@ -3,13 +3,13 @@
  *
  * The answer names the server and its version, lists core's algorithms
  * and kernels, and describes what each can do ("capabilities"): every
- * algorithm's params (from api_schema's rows: type, default, range,
+ * algorithm's params (from core's params rows: type, default, range,
  * choices, which solver they apply with), what its y is, its solvers and
  * the kernels each takes, its outputs, whether it runs distributed and
  * under a search; every kernel's params; every output with its route,
  * its "output" choice, its Open Inference Protocol name and datatype and
  * the algorithms that offer it. Every fact is derived from the table
- * that owns it (api_schema's rows, core's descriptors and answer table),
+ * that owns it (core's params rows, core's descriptors and answer table),
  * so the web console, kmctl and the Python client take their lists from
  * here instead of writing their own (docs/api.md, GET /v1).
  *

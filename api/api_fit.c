@@ -4,8 +4,9 @@
  * A fit body is {"algorithm", "kernel", "params", "preprocess", "X", "y",
  * "async", "distributed"}.
  * Unknown fields are refused, so a misspelt parameter is an error rather
- * than a silently ignored default. params are read by the algorithm's
- * schema (api_schema.c); ranges are checked by core's own check functions
+ * than a silently ignored default. params are read by core's rows of the
+ * algorithm (km_algorithm_params, through api_schema.c); ranges are
+ * checked by core's own check functions
  * (one source of truth), whose messages name params.<field>.
  *
  * Thread-safety: reentrant.
@@ -169,7 +170,7 @@ static int parse_labels(const cJSON *y, api_fit_request *req, api_error *e)
 
 /* A label-weights row (svc's class_weight: {"label": weight, ...} over
  * the labels of y): one weight per label, 1 for those not named. */
-static int parse_label_weights(const cJSON *cw, const api_param *r,
+static int parse_label_weights(const cJSON *cw, const km_param *r,
                                api_fit_request *req, api_error *e)
 {
     if (!cw)
@@ -242,7 +243,7 @@ static int run_check(const api_fit_request *req, api_error *e)
 static int parse_algorithm(const cJSON *params, const cJSON *y,
                            api_fit_request *req, api_error *e)
 {
-    const api_schema *s = api_schema_params(req->algo);
+    const km_param_set *s = km_algorithm_params(req->algo);
     int check_after = km_algorithm_checks_targets(req->algo);
     if (s->size > sizeof req->params) /* test_api_schema checks each */
         return api_raise(e, API_INTERNAL, "the params of %s need more than "
@@ -259,8 +260,8 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
         return -1;
     if (parse_y(y, req, e))
         return -1;
-    for (const api_param *r = s->rows; r->key; r++)
-        if (r->type == API_LABEL_WEIGHTS &&
+    for (const km_param *r = s->rows; r->key; r++)
+        if (r->type == KM_PARAM_LABEL_WEIGHTS &&
             parse_label_weights(params ? cJSON_GetObjectItemCaseSensitive(
                                              params, r->key) : NULL,
                                 r, req, e))
@@ -281,7 +282,7 @@ static int parse_algorithm(const cJSON *params, const cJSON *y,
 static int parse_preprocess(const cJSON *pre, api_fit_request *req,
                             api_error *e)
 {
-    const api_schema *s = api_schema_preprocess();
+    const km_param_set *s = km_preprocess_params();
     memset(&req->pre, 0, sizeof req->pre);
     if (!pre)
         return 0;

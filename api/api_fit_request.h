@@ -13,7 +13,7 @@
 
 #include "../core/km.h"
 
-/* Room for the largest params struct of an algorithm (its schema's size;
+/* Room for the largest params struct of an algorithm (its rows' size;
  * test_api_schema checks each, api_fit_parse refuses a bigger one). */
 #define API_PARAMS_BYTES 128
 
@@ -22,8 +22,8 @@ typedef struct api_search api_search; /* api_search.h */
 typedef struct api_fit_request {
     km_algorithm algo;
     km_kernel kernel;
-    /* The algorithm's params (its api_schema_params), stored where its
-     * schema's offsets say; krr, svm and kpca are typed views of them. */
+    /* The algorithm's params, stored where core's rows say
+     * (km_algorithm_params); krr, svm and kpca are typed views of them. */
     union {
         _Alignas(max_align_t) unsigned char params[API_PARAMS_BYTES];
         km_krr_params krr;

@@ -4,7 +4,8 @@
  * Metadata is built from what the core model says of itself (kernel,
  * sizes, identity, parameter and training figures), so a model loaded from
  * disk answers exactly as it did when it was fitted. Kernel objects are
- * read and written through the kernel schema (api_schema.c): which
+ * read and written through core's kernel rows (km_kernel_params, by
+ * api_schema.c): which
  * members each type takes, how each is checked, and the order metadata
  * shows them in.
  *
@@ -44,7 +45,7 @@ int api_check_name(const char *name, api_error *e)
 /* The first member of item that type t does not take, or NULL. A spelling
  * of another row (sigma for gamma) is reported after every row of its
  * own, so that the row named is the parameter rather than its alias. */
-static const char *stray_key(const cJSON *item, const api_schema *s,
+static const char *stray_key(const cJSON *item, const km_param_set *s,
                              km_kernel_type t)
 {
     size_t n = 0;
@@ -52,7 +53,7 @@ static const char *stray_key(const cJSON *item, const api_schema *s,
         n++;
     for (int alias = 0; alias < 2; alias++)
         for (size_t i = n; i-- > 0;) {
-            const api_param *r = &s->rows[i];
+            const km_param *r = &s->rows[i];
             if (!r->alias_of == !alias &&
                 cJSON_GetObjectItemCaseSensitive(item, r->key) &&
                 !api_schema_kernel_takes(t, r->key))
@@ -66,9 +67,9 @@ static const char *stray_key(const cJSON *item, const api_schema *s,
 static int parse_parts(const cJSON *item, const char *path, km_kernel *k,
                        int depth, api_error *e)
 {
-    const api_schema *s = api_schema_kernel();
-    const api_param *pr = api_schema_find(s, "kernels");
-    const api_param *wr = api_schema_find(s, "weights");
+    const km_param_set *s = km_kernel_params();
+    const km_param *pr = api_schema_find(s, "kernels");
+    const km_param *wr = api_schema_find(s, "weights");
     const cJSON *parts = cJSON_GetObjectItemCaseSensitive(item, pr->key);
     const cJSON *weights = cJSON_GetObjectItemCaseSensitive(item, wr->key);
     if (depth + 1 >= KM_KERNEL_MAX_DEPTH)
@@ -122,7 +123,7 @@ static int parse_parts(const cJSON *item, const char *path, km_kernel *k,
 int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
                      int depth, api_error *e)
 {
-    const api_schema *s = api_schema_kernel();
+    const km_param_set *s = km_kernel_params();
     char types[256];
     km_kernel_init(k, KM_KERNEL_LINEAR);
     if (!item)
@@ -149,7 +150,7 @@ int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
     if (bad)
         return api_invalid(e, "%s.%s does not apply to a %s kernel", path, bad,
                            type->valuestring);
-    for (const api_param *r = s->rows; r->key; r++)
+    for (const km_param *r = s->rows; r->key; r++)
         if (r->alias_of && cJSON_GetObjectItemCaseSensitive(item, r->key) &&
             cJSON_GetObjectItemCaseSensitive(item, r->alias_of))
             return api_invalid(e, "%s: give %s or %s, not both", path,
@@ -163,21 +164,21 @@ int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
 /* The rows t takes, in its order; an alias is input only. */
 cJSON *api_kernel_json(const km_kernel *k)
 {
-    const api_schema *s = api_schema_kernel();
+    const km_param_set *s = km_kernel_params();
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
     cJSON_AddStringToObject(o, "type", km_kernel_type_name(k->type));
     for (const char *const *key = api_schema_kernel_keys(k->type); *key;
          key++) {
-        const api_param *r = api_schema_find(s, *key);
+        const km_param *r = api_schema_find(s, *key);
         if (r->alias_of)
             continue;
-        if (r->type == API_PARTS) {
+        if (r->type == KM_PARAM_PARTS) {
             cJSON *parts = cJSON_AddArrayToObject(o, r->key);
             for (int i = 0; parts && i < k->n_parts; i++)
                 cJSON_AddItemToArray(parts, api_kernel_json(&k->parts[i]));
-        } else if (r->type == API_PART_WEIGHTS) {
+        } else if (r->type == KM_PARAM_PART_WEIGHTS) {
             cJSON *w = cJSON_AddArrayToObject(o, r->key);
             for (int i = 0; w && i < k->n_parts; i++)
                 cJSON_AddItemToArray(w, api_json_number(
@@ -196,17 +197,17 @@ static cJSON *info_value(const km_info_entry *e, size_t i)
     return api_json_number(e->values[i]);
 }
 
-/* A figure named as an API_ENUM row of the model's params schema (krr's
+/* A figure named as a KM_PARAM_CHOICE row of the model's params (krr's
  * "solver") holds the value's number: shown by its name, as a request
  * gives it. */
-static cJSON *enum_figure(const km_info_entry *e, const api_schema *s)
+static cJSON *enum_figure(const km_info_entry *e, const km_param_set *s)
 {
-    const api_param *r = s ? api_schema_find(s, e->key) : NULL;
-    if (!r || r->type != API_ENUM || e->is_array || e->count != 1 ||
+    const km_param *r = s ? api_schema_find(s, e->key) : NULL;
+    if (!r || r->type != KM_PARAM_CHOICE || e->is_array || e->count != 1 ||
         e->kind != KM_INFO_INTEGER || !(e->values[0] >= 0) ||
-        e->values[0] >= r->count)
+        e->values[0] >= r->choices->count)
         return NULL;
-    return cJSON_CreateString(r->names((int)e->values[0]));
+    return cJSON_CreateString(km_choice_name(r->choices, (int)e->values[0]));
 }
 
 /* The training figure "imported_from" holds km.h's KM_IMPORTED_* number:
@@ -222,7 +223,7 @@ static cJSON *source_figure(const km_info_entry *e)
     return cJSON_CreateString(sources[(size_t)e->values[0]]);
 }
 
-static cJSON *info_json(const km_info *info, const api_schema *s)
+static cJSON *info_json(const km_info *info, const km_param_set *s)
 {
     cJSON *o = cJSON_CreateObject();
     for (size_t i = 0; o && i < info->count; i++) {
@@ -253,12 +254,12 @@ static cJSON *info_json(const km_info *info, const api_schema *s)
  * statistics (read-only rows) where they apply. */
 cJSON *api_preprocess_json(const km_model *m)
 {
-    const api_schema *s = api_schema_preprocess();
+    const km_param_set *s = km_preprocess_params();
     km_preprocess_view v = km_model_preprocess(m);
     size_t nf = km_model_n_features(m), no = km_model_n_outputs(m);
     cJSON *o = cJSON_CreateObject();
-    for (const api_param *r = s->rows; o && r->key; r++) {
-        if (r->type != API_READ_ONLY) {
+    for (const km_param *r = s->rows; o && r->key; r++) {
+        if (r->type != KM_PARAM_READ_ONLY) {
             cJSON_AddItemToObject(o, r->key, api_schema_value_json(r, &v.spec));
             continue;
         }
@@ -330,7 +331,7 @@ cJSON *api_model_json(const km_model *m)
     cJSON_AddStringToObject(o, "algorithm",
                             km_algorithm_name(km_model_algorithm(m)));
     cJSON_AddItemToObject(o, "kernel", api_kernel_json(km_model_kernel(m)));
-    const api_schema *ps = api_schema_params(km_model_algorithm(m));
+    const km_param_set *ps = km_algorithm_params(km_model_algorithm(m));
     cJSON_AddItemToObject(o, "params", info_json(km_model_params(m), ps));
     cJSON_AddItemToObject(o, "preprocess", api_preprocess_json(m));
     cJSON_AddItemToObject(o, "n_features",

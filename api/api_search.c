@@ -35,7 +35,7 @@
 /* One searched parameter. */
 typedef struct search_param {
     char name[32];          /* as the request gave it */
-    const api_param *row;   /* its schema row */
+    const km_param *row;   /* its schema row */
     int in_kernel;          /* a kernel row (else the algorithm's) */
     double *list;           /* the values given, or NULL for a range */
     size_t n_list;
@@ -89,12 +89,12 @@ static int cmp_params(const void *a, const void *b)
 static int find_row(const char *name, const api_fit_request *req,
                     search_param *p, api_error *e)
 {
-    const api_schema *s = api_schema_params(req->algo);
+    const km_param_set *s = km_algorithm_params(req->algo);
     const char *key = name;
     p->in_kernel = !strncmp(name, KERNEL_PREFIX, strlen(KERNEL_PREFIX));
     if (p->in_kernel) {
         key = name + strlen(KERNEL_PREFIX);
-        s = api_schema_kernel();
+        s = km_kernel_params();
         if (!api_schema_kernel_takes(req->kernel.type, key))
             return api_invalid(e, "search.params.%s: a %s kernel takes no "
                                "%s", name,
@@ -102,7 +102,7 @@ static int find_row(const char *name, const api_fit_request *req,
     }
     p->row = api_schema_find(s, key);
     if (!p->row || p->row->alias_of ||
-        (p->row->type != API_NUMBER && p->row->type != API_INTEGER))
+        (p->row->type != KM_PARAM_NUMBER && p->row->type != KM_PARAM_INTEGER))
         return api_invalid(e, "search.params.%s is not a parameter a search "
                            "can vary; expected a number parameter of %s "
                            "(see params) or kernel.gamma, kernel.degree, "
@@ -149,7 +149,7 @@ static int parse_values(const cJSON *v, search_param *p, api_error *e)
                  : api_invalid(e, "search.params.%s must be a list of values "
                                "or {\"log_uniform\": [low, high]}, not %s",
                                p->name, api_type_name(v));
-    if (p->row->type != API_NUMBER)
+    if (p->row->type != KM_PARAM_NUMBER)
         return api_invalid(e, "search.params.%s takes whole numbers: give "
                            "a list, not a log_uniform range", p->name);
     if (!cJSON_IsArray(r) || cJSON_GetArraySize(r) != 2 ||
@@ -352,10 +352,11 @@ static int set_value(const search_param *p, double v, km_algorithm algo,
         return api_raise(e, API_INTERNAL, "out of memory");
     }
     int rc = p->in_kernel
-                 ? api_schema_read_row(obj, "kernel", api_schema_kernel(),
+                 ? api_schema_read_row(obj, "kernel", km_kernel_params(),
                                        p->row, k, e)
-                 : api_schema_read_row(obj, "params", api_schema_params(algo),
-                                       p->row, params, e);
+                 : api_schema_read_row(obj, "params",
+                                       km_algorithm_params(algo), p->row,
+                                       params, e);
     cJSON_Delete(obj);
     return rc;
 }

@@ -8,6 +8,9 @@
 #ifndef KM_INTERNAL_H
 #define KM_INTERNAL_H
 
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "km.h"
@@ -78,6 +81,55 @@ int km_name_index(const char *const *names, int n, const char *name);
 #define KM_CHOICES_DEFINE(var, MAP, count)                                   \
     static const char *const var##_names[count] = {MAP(KM_CHOICE_NAME)};     \
     const km_choices var = {var##_names, count}
+
+/* ---------------------------------------------------------------- params
+ *
+ * What a km_param row (km_base.h) is written with: each algorithm's rows
+ * next to its descriptor, the kernel's in km_kernel.c, preprocessing's in
+ * km_pre.c. */
+
+/* .offset and .size of a field. */
+#define KM_PARAM_FIELD(type, field) \
+    .offset = offsetof(type, field), .size = sizeof(((type *)0)->field)
+/* x > 0, checked by core. */
+#define KM_PARAM_POSITIVE .range = KM_PARAM_RANGE_CHECK, .min = 0, \
+                          .max = HUGE_VAL, .min_open = 1
+
+/* The rows of the nystrom solvers' settings that krr and gpr share (the
+ * members of the same names of T), applying where cond says.
+ * n_centres: its type and lower bound in the row (the reader's 400); its
+ * upper bound, n_samples, in core's check (km_nys_check_centres: 422), as
+ * kpca's n_components. */
+#define KM_NYS_N_CENTRES_ROW(T, cond)                                        \
+    {.key = "n_centres", .type = KM_PARAM_INTEGER,                           \
+     KM_PARAM_FIELD(T, n_centres), .range = KM_PARAM_RANGE_READER,           \
+     .min = 1, .max = INT_MAX, .data_default = 1,                            \
+     .data_bound = "the number of rows of X", cond,                          \
+     .doc = "nystrom and auto only: centres; default min(n, "                \
+            "ceil(sqrt(n) ln n) within [1000, 10000]); above n_samples "     \
+            "is 422"}
+#define KM_NYS_CG_ROWS(T, cond)                                              \
+    {.key = "cg_tol", .type = KM_PARAM_NUMBER, KM_PARAM_FIELD(T, cg_tol),    \
+     KM_PARAM_POSITIVE, cond,                                                \
+     .doc = "nystrom and auto only: stop when every output's "               \
+            "relative residual is at most this"},                            \
+    {.key = "cg_max_iter", .type = KM_PARAM_INTEGER,                         \
+     KM_PARAM_FIELD(T, cg_max_iter), .range = KM_PARAM_RANGE_READER,         \
+     .min = 1, .max = INT_MAX, cond,                                         \
+     .doc = "nystrom and auto only: most conjugate-gradient iterations"}
+/* params.centres of a nystrom solver (krr's, gpr's, svc's): the same
+ * rule, names and check (km_nys_check_rule); which solvers it applies to
+ * (the condition, last: it expands to several members) and what its
+ * factor is for differ. */
+#define KM_CENTRES_ROW(T, scope, factor, ...)                                \
+    {.key = "centres", .type = KM_PARAM_CHOICE, KM_PARAM_FIELD(T, centres),  \
+     .choices = &km_krr_centres_choices, __VA_ARGS__,                        \
+     .doc = scope ": how the centres are picked: uniform (without "          \
+                  "replacement) or rpcholesky (randomly pivoted Cholesky, "  \
+                  factor ")"}
+#define KM_NYS_CENTRES_ROW(T, cond)                                          \
+    KM_CENTRES_ROW(T, "nystrom and auto only",                               \
+                   "which holds an n x m factor while it runs", cond)
 
 /* Monotonic seconds, for training figures. */
 double km_now(void);
@@ -286,8 +338,12 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   NULL: outputs
  *   params_outputs  the same from the parameters alone, before a fit (a
  *                   search's or a scoring's check); NULL: outputs
- *   params_size     sizeof its parameter struct (km_krr_params, ...)
- *   params_default  fills one with the defaults
+ *   params          its parameter struct (km_krr_params, ...): the
+ *                   rows describing each key a request may give (their
+ *                   types, bounds, choices, the solver values they apply
+ *                   with, docs), its size, and how to fill one with the
+ *                   defaults (km_param_set, km_base.h; written next to
+ *                   the descriptor; km_algorithm_params publishes it)
  *   check           the parameters against a problem (sizes, classes),
  *                   before any work: KM_EINVAL / KM_EPROBLEM naming the
  *                   field
@@ -403,7 +459,7 @@ typedef struct km_algo_search {
  *   resolve       the worker's side: params as the worker runs them (an
  *                 auto solver resolved), KM_EINVAL if it cannot
  *   routes_auto   1 if a local fit of params may be moved to the cluster
- *                 when it does not fit here, with *exact (params_size
+ *                 when it does not fit here, with *exact (params->size
  *                 bytes) what the local fit would run instead (krr's
  *                 auto: exact); NULL: never
  *   rank_bytes    the largest rank's bytes on a rows x cols grid of
@@ -438,8 +494,7 @@ typedef struct km_algo {
     unsigned outputs;
     unsigned (*model_outputs)(const km_model *m);
     unsigned (*params_outputs)(const void *params);
-    size_t params_size;
-    void (*params_default)(void *params);
+    const km_param_set *params;
     km_status (*check)(const void *params, const km_problem *pb,
                        km_error *err);
     size_t (*fit_bytes)(const void *params, const km_problem *pb);

@@ -987,12 +987,85 @@ static const km_algo_mpi mpi = {.refusal = mpi_refusal,
                                 .rank_bytes = mpi_rank_bytes,
                                 .local_bytes = mpi_local_bytes};
 
+/* ------------------------------------------------------------ params
+ *
+ * The keys a request's params may give (km_param, km_base.h): their
+ * types, bounds, choices, the solver values they apply with and docs,
+ * read by the API through km_algorithm_params. */
+
+/* Only with optimizer "lbfgs"; only with solver "nystrom" or "auto" (as
+ * krr's NYSTROM). */
+#define LBFGS .only_if = "optimizer", .only_value = KM_GPR_OPTIMIZER_LBFGS
+#define GPR_NYSTROM .only_if = "solver", .only_value = KM_GPR_SOLVER_NYSTROM, \
+                    .only_also = 1u << KM_GPR_SOLVER_AUTO
+
+static const km_param gpr_rows[] = {
+    {.key = "noise", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_gpr_params, noise),
+     KM_PARAM_POSITIVE,
+     .doc = "added to the kernel matrix's diagonal (scikit-learn's "
+                      "alpha); with lbfgs, the optimizer's start"},
+    {.key = "signal_variance", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_gpr_params, signal_variance), KM_PARAM_POSITIVE,
+     .doc = "s of the prior covariance s k(x, z) (ConstantKernel); with "
+            "lbfgs, the optimizer's start"},
+    {.key = "normalize_y", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_gpr_params, normalize_y),
+     .doc = "fit (y - mean) / std and answer in y's units, as "
+            "scikit-learn's normalize_y"},
+    {.key = "optimizer", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_gpr_params, optimizer),
+     .choices = &km_gpr_optimizer_choices,
+     .doc = "none: the given hyperparameters; lbfgs: maximise the log "
+            "marginal likelihood over log signal_variance, log noise and "
+            "log gamma (rbf, laplacian, laplacian_l2, exponential only)"},
+    {.key = "n_restarts", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_gpr_params, n_restarts),
+     .range = KM_PARAM_RANGE_READER, .min = 0,
+     .max = KM_GPR_MAX_RESTARTS, LBFGS,
+     .doc = "lbfgs only: starts drawn in the bounds after the given one"},
+    {.key = "seed", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_gpr_params, seed),
+     .range = KM_PARAM_RANGE_READER, .min = 0, .max = 2147483647, LBFGS,
+     .or_if = "solver", .or_value = KM_GPR_SOLVER_NYSTROM,
+     .or_also = 1u << KM_GPR_SOLVER_AUTO,
+     .doc = "lbfgs, nystrom and auto only: seed of the restarts' or the "
+            "centres' draw (core's PRNG)"},
+    {.key = "max_iter", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_gpr_params, max_iter),
+     .range = KM_PARAM_RANGE_READER, .min = 1, .max = KM_GPR_MAX_ITER, LBFGS,
+     .doc = "lbfgs only: iterations per start"},
+    {.key = "solver", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_gpr_params, solver),
+     .choices = &km_gpr_solver_choices,
+     .doc = "exact: Cholesky of the n x n kernel matrix; nystrom: m "
+            "centres, the mean by krr's nystrom solver (Falkon) and, with "
+            "variance, the DTC variance, memory O(m^2 + n), no optimizer; "
+            "auto: exact when its estimate is at most half the server's "
+            "memory budget, else nystrom (training.solver says which)"},
+    KM_NYS_N_CENTRES_ROW(km_gpr_params, GPR_NYSTROM),
+    KM_NYS_CG_ROWS(km_gpr_params, GPR_NYSTROM),
+    KM_NYS_CENTRES_ROW(km_gpr_params, GPR_NYSTROM),
+    {.key = "variance", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_gpr_params, variance),
+     GPR_NYSTROM,
+     .doc = "nystrom and auto only: also keep the DTC variance's two m x m "
+            "factors (n m^2 more work at fit), so that output std, var and "
+            "cov and the log marginal likelihood are available"},
+    {0},
+};
+_Static_assert(sizeof(km_gpr_optimizer) == sizeof(int) &&
+                   sizeof(km_gpr_solver) == sizeof(int),
+               "KM_PARAM_CHOICE fields are int-sized");
+
+static const km_param_set param_set = {gpr_rows, sizeof(km_gpr_params),
+                                        params_default};
+
 const km_algo km_gpr_algo = {
     .outputs = KM_OUT_VALUES | KM_OUT_VARIANCES | KM_OUT_COVARIANCE,
     .model_outputs = model_outputs,
     .params_outputs = params_outputs,
-    .params_size = sizeof(km_gpr_params),
-    .params_default = params_default,
+    .params = &param_set,
     .check = check,
     .fit_bytes = fit_bytes,
     .fit = fit,

@@ -832,10 +832,48 @@ static km_status fit(const km_kernel *k, const void *params,
     return km_kkmeans_fit(k, params, pb->X, pb->n, pb->d, ctl, out, err);
 }
 
+/* ------------------------------------------------------------ params
+ *
+ * The keys a request's params may give (km_param, km_base.h): their
+ * types, bounds, choices, the solver values they apply with and docs,
+ * read by the API through km_algorithm_params. */
+
+/* n_clusters: its type and lower bound here (400); its upper bound,
+ * n_samples, in km_kkmeans_check (422), as kpca's n_components. */
+static const km_param kkmeans_rows[] = {
+    {.key = "n_clusters", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_kkmeans_params, n_clusters),
+     .range = KM_PARAM_RANGE_READER, .min = 1,
+     .max = INT_MAX, .required = 1,
+     .data_bound = "the number of rows of X",
+     .doc = "clusters k; above n_samples is 422"},
+    {.key = "n_init", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_kkmeans_params, n_init),
+     .range = KM_PARAM_RANGE_READER, .min = 1, .max = KM_KKMEANS_MAX_INIT,
+     .doc = "runs from different k-means++ centres; the one of lowest "
+            "inertia is kept"},
+    {.key = "max_iter", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_kkmeans_params, max_iter),
+     .range = KM_PARAM_RANGE_READER, .min = 1,
+     .max = KM_KKMEANS_MAX_ITER, .doc = "most assignments per run"},
+    {.key = "tol", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_kkmeans_params, tol),
+     .range = KM_PARAM_RANGE_CHECK, .min = 0, .max = HUGE_VAL,
+     .doc = "stop when the centroids' squared shift in feature space is at "
+            "most tol times the mean variance per input feature"},
+    {.key = "seed", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_kkmeans_params, seed),
+     .range = KM_PARAM_RANGE_READER, .min = 0, .max = 2147483647,
+     .doc = "seed of the k-means++ draws (core's PRNG)"},
+    {0},
+};
+
+static const km_param_set param_set = {kkmeans_rows, sizeof(km_kkmeans_params),
+                                        params_default};
+
 const km_algo km_kkmeans_algo = {
     .outputs = KM_OUT_CLUSTERS,
-    .params_size = sizeof(km_kkmeans_params),
-    .params_default = params_default,
+    .params = &param_set,
     .check = check,
     .fit_bytes = fit_bytes,
     .fit = fit,

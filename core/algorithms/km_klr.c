@@ -881,10 +881,76 @@ static const char *solver_name(size_t i)
 static const km_algo_solvers solvers = {"solver", KM_KLR_SOLVER_COUNT,
                                         solver_name, NULL};
 
+/* ------------------------------------------------------------ params
+ *
+ * The keys a request's params may give (km_param, km_base.h): their
+ * types, bounds, choices, the solver values they apply with and docs,
+ * read by the API through km_algorithm_params. */
+
+/* Only with solver "nystrom". */
+#define KLR_NYSTROM .only_if = "solver", .only_value = KM_KLR_SOLVER_NYSTROM
+
+/* n_centres: its type and lower bound here (400); its upper bound,
+ * n_samples, in km_klr_check (422), as krr's. */
+static const km_param klr_rows[] = {
+    {.key = "lambda", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_klr_params, lambda),
+     KM_PARAM_POSITIVE,
+     .doc = "weight of the RKHS norm's penalty (lambda/2) |f|^2; "
+                      "scikit-learn's C is 1/lambda"},
+    {.key = "tol", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_klr_params, tol), KM_PARAM_POSITIVE,
+     .doc = "stop when the 2-norm of the objective's gradient is at most "
+            "this"},
+    {.key = "max_iter", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_klr_params, max_iter),
+     .range = KM_PARAM_RANGE_CHECK, .min = 1, .max = KM_KLR_MAX_ITER,
+     .doc = "most Newton iterations (multinomial: sweeps over the classes)"},
+    {.key = "fit_intercept", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_klr_params, fit_intercept),
+     .doc = "learn an unpenalised intercept per function"},
+    {.key = "multi_class", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_klr_params, multi_class),
+     .choices = &km_klr_multi_choices,
+     .doc = "more than two classes: multinomial (softmax loss) or ovr (one "
+            "binary problem per class); two classes always fit one binary "
+            "function"},
+    {.key = "solver", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_klr_params, solver),
+     .choices = &km_klr_solver_choices,
+     .doc = "exact: Newton on the n dual coefficients, a Cholesky of an "
+            "n x n matrix per step, memory O(n^2); nystrom: Newton on m "
+            "Nystrom features (klr restricted to the span of m centres), "
+            "memory O(n m + k m^2), the model keeps the m centres"},
+    {.key = "n_centres", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_klr_params, n_centres), .range = KM_PARAM_RANGE_READER,
+     .min = 1,
+     .max = INT_MAX, .data_default = 1,
+     .data_bound = "the number of rows of X", KLR_NYSTROM,
+     .doc = "nystrom only: centres; default min(n, ceil(sqrt(n) ln n) "
+            "within [1000, 10000]); above n_samples is 422"},
+    {.key = "seed", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_klr_params, seed),
+     .range = KM_PARAM_RANGE_READER, .min = 0, .max = 2147483647, KLR_NYSTROM,
+     .doc = "nystrom only: seed of the centres' draw (core's PRNG)"},
+    {.key = "centres", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_klr_params, centres),
+     .choices = &km_krr_centres_choices, KLR_NYSTROM,
+     .doc = "nystrom only: how the centres are picked: uniform (without "
+            "replacement) or rpcholesky (randomly pivoted Cholesky, which "
+            "holds an n x m factor while it runs)"},
+    {0},
+};
+_Static_assert(sizeof(km_klr_multi) == sizeof(int) &&
+                   sizeof(km_klr_solver) == sizeof(int),
+               "KM_PARAM_CHOICE fields are int-sized");
+
+static const km_param_set param_set = {klr_rows, sizeof(km_klr_params),
+                                        params_default};
+
 const km_algo km_klr_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
-    .params_size = sizeof(km_klr_params),
-    .params_default = params_default,
+    .params = &param_set,
     .check = check,
     .fit_bytes = fit_bytes,
     .fit = fit,

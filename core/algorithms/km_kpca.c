@@ -1095,12 +1095,65 @@ static const km_algo_mpi mpi = {.refusal = mpi_refusal,
                                 .rank_bytes = mpi_rank_bytes,
                                 .local_bytes = mpi_local_bytes};
 
+/* ------------------------------------------------------------ params
+ *
+ * The keys a request's params may give (km_param, km_base.h): their
+ * types, bounds, choices, the solver values they apply with and docs,
+ * read by the API through km_algorithm_params. */
+
+/* Only with eigen_solver "nystrom". */
+#define KPCA_NYSTROM .only_if = "eigen_solver", \
+                     .only_value = KM_KPCA_SOLVER_NYSTROM
+
+/* n_components: its type and lower bound here (400); its upper bound,
+ * n_samples, in km_kpca_check (422). */
+static const km_param kpca_rows[] = {
+    {.key = "n_components", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_kpca_params, n_components),
+     .range = KM_PARAM_RANGE_READER, .min = 1,
+     .max = INT_MAX, .required = 1,
+     .data_bound = "the number of rows of X",
+     .doc = "components kept; above n_samples is 422"},
+    {.key = "fit_inverse_transform", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_kpca_params, fit_inverse_transform),
+     .doc = "learn the map back to input space (project with inverse)"},
+    {.key = "alpha", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_kpca_params, alpha),
+     KM_PARAM_POSITIVE, .doc = "ridge of the inverse map"},
+    {.key = "eigen_solver", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_kpca_params, solver),
+     .choices = &km_kpca_solver_choices,
+     .doc = "auto: restarted block Lanczos when n >= 1000 and "
+            "n_components <= n/50, else dense LAPACK; randomized (the "
+            "randomized range finder) only when asked; nystrom: "
+            "eigenvectors of the centred Nystrom approximation on "
+            "n_centres centres, memory O(m^2), never the n x n matrix, "
+            "no fit_inverse_transform"},
+    {.key = "n_centres", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_kpca_params, n_centres),
+     .range = KM_PARAM_RANGE_READER, .min = 1,
+     .max = INT_MAX, .data_default = 1,
+     .data_bound = "the number of rows of X", KPCA_NYSTROM,
+     .doc = "nystrom only: centres, drawn uniformly from the rows; "
+            "default min(n, 1000); above n_samples, or not above "
+            "n_components, is 422"},
+    {.key = "seed", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_kpca_params, seed),
+     .range = KM_PARAM_RANGE_READER, .min = 0, .max = 2147483647, KPCA_NYSTROM,
+     .doc = "nystrom only: seed of the centres' draw (core's PRNG)"},
+    {0},
+};
+_Static_assert(sizeof(km_kpca_solver) == sizeof(int),
+               "KM_PARAM_CHOICE fields are int-sized");
+
+static const km_param_set param_set = {kpca_rows, sizeof(km_kpca_params),
+                                        params_default};
+
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
     .model_outputs = model_outputs,
     .params_outputs = params_outputs,
-    .params_size = sizeof(km_kpca_params),
-    .params_default = params_default,
+    .params = &param_set,
     .check = check,
     .fit_bytes = fit_bytes,
     .fit = fit,

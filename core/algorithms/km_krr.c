@@ -1090,10 +1090,62 @@ static size_t mpi_local_bytes(const void *params, const km_problem *pb)
 static const km_algo_mpi mpi = {mpi_refusal, mpi_resolve, mpi_routes_auto,
                                 mpi_rank_bytes, mpi_local_bytes};
 
+/* ------------------------------------------------------------ params
+ *
+ * The keys a request's params may give (km_param, km_base.h): their
+ * types, bounds, choices, the solver values they apply with and docs,
+ * read by the API through km_algorithm_params. */
+
+/* Only with solver "nystrom" (or "auto", which may resolve to it);
+ * "rff"; either. */
+#define ONLY_NYSTROM .only_if = "solver", .only_value = KM_KRR_SOLVER_NYSTROM
+#define NYSTROM ONLY_NYSTROM, .only_also = 1u << KM_KRR_SOLVER_AUTO
+#define RFF .only_if = "solver", .only_value = KM_KRR_SOLVER_RFF
+#define NYSTROM_OR_RFF ONLY_NYSTROM, \
+    .only_also = 1u << KM_KRR_SOLVER_AUTO | 1u << KM_KRR_SOLVER_RFF
+
+static const km_param krr_rows[] = {
+    {.key = "alpha", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_krr_params, alpha),
+     KM_PARAM_POSITIVE, .doc = "ridge added to the kernel matrix's diagonal"},
+    {.key = "solver", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_krr_params, solver),
+     .choices = &km_krr_solver_choices,
+     .doc = "exact: Cholesky of the n x n kernel matrix; nystrom: m "
+            "centres and preconditioned conjugate gradients (Falkon), "
+            "memory O(m^2 + n); rff: D random Fourier features and a "
+            "D x D ridge solve, memory O(D^2), kernels rbf, laplacian "
+            "and laplacian_l2 only; auto: exact when its estimate is at "
+            "most half the server's memory budget, else nystrom "
+            "(training.solver says which)"},
+    KM_NYS_N_CENTRES_ROW(km_krr_params, NYSTROM),
+    {.key = "seed", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_krr_params, seed),
+     .range = KM_PARAM_RANGE_READER, .min = 0, .max = 2147483647,
+     NYSTROM_OR_RFF,
+     .doc = "nystrom, auto and rff only: seed of the centres' or the "
+            "random features' draw (core's PRNG)"},
+    KM_NYS_CG_ROWS(km_krr_params, NYSTROM),
+    {.key = "n_components", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_krr_params, n_components),
+     .range = KM_PARAM_RANGE_READER, .min = 1,
+     .max = KM_KRR_MAX_COMPONENTS, RFF,
+     .doc = "rff only: D, the number of random Fourier features"},
+    KM_NYS_CENTRES_ROW(km_krr_params, NYSTROM),
+    {0},
+};
+_Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
+                   sizeof(km_krr_centre_rule) == sizeof(int),
+               "KM_PARAM_CHOICE fields are int-sized");
+_Static_assert(sizeof(uint64_t) == sizeof(size_t),
+               "KM_PARAM_INTEGER fields are int or size_t sized");
+
+static const km_param_set param_set = {krr_rows, sizeof(km_krr_params),
+                                        params_default};
+
 const km_algo km_krr_algo = {
     .outputs = KM_OUT_VALUES,
-    .params_size = sizeof(km_krr_params),
-    .params_default = params_default,
+    .params = &param_set,
     .check = check,
     .fit_bytes = fit_bytes,
     .fit = fit,

@@ -884,12 +884,126 @@ static const km_algo_search svr_search = {
     .one_output = 1,
 };
 
+/* ------------------------------------------------------------ params
+ *
+ * The keys a request's params may give (km_param, km_base.h): their
+ * types, bounds, choices, the solver values they apply with and docs,
+ * read by the API through km_algorithm_params. */
+
+/* svc: only with solver "exact" or "auto"; "nystrom"; "exact",
+ * "screened" or "auto"; "nystrom", "screened" or "auto". */
+#define SVC_EXACT .only_if = "solver", .only_value = KM_SVM_SOLVER_EXACT, \
+                  .only_also = 1u << KM_SVM_SOLVER_AUTO
+#define SVC_NYSTROM .only_if = "solver", .only_value = KM_SVM_SOLVER_NYSTROM
+#define SVC_SMO .only_if = "solver", .only_value = KM_SVM_SOLVER_EXACT, \
+                .only_also = 1u << KM_SVM_SOLVER_SCREENED | \
+                             1u << KM_SVM_SOLVER_AUTO
+#define SVC_SCREEN SVC_NYSTROM, .only_also = 1u << KM_SVM_SOLVER_SCREENED | \
+                                             1u << KM_SVM_SOLVER_AUTO
+
+/* n_centres: its type and lower bound here (400); its bounds from the
+ * data (at most n_samples, at least the classes) in km_svm_check_centres
+ * (422). */
+static const km_param svc_rows[] = {
+    {.key = "C", .type = KM_PARAM_NUMBER, KM_PARAM_FIELD(km_svm_params, C),
+     KM_PARAM_POSITIVE,
+     .doc = "penalty of margin errors"},
+    {.key = "tol", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_svm_params, tol), KM_PARAM_POSITIVE,
+     .doc = "stopping tolerance of SMO (nystrom: of the dual coordinate "
+            "descent's projected-gradient spread)"},
+    {.key = "cache_mb", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_svm_params, cache_mb),
+     KM_PARAM_POSITIVE, SVC_SMO,
+     .doc = "MiB for kernel values (exact, screened "
+                               "and auto)"},
+    {.key = "shrinking", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_svm_params, shrinking), .doc = "shrinking heuristic"},
+    {.key = "class_weight", .type = KM_PARAM_LABEL_WEIGHTS,
+     KM_PARAM_FIELD(km_svm_params, class_weight),
+     .range = KM_PARAM_RANGE_READER, .min = 0,
+     .max = HUGE_VAL, .min_open = 1,
+     .doc = "label -> weight multiplying C for that class (default 1)"},
+    {.key = "probability", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_svm_params, probability), SVC_EXACT,
+     .doc = "fit Platt sigmoids so that output probability is available "
+            "(exact solver only; auto then runs exact)"},
+    {.key = "solver", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_svm_params, solver),
+     .choices = &km_svm_solver_choices,
+     .doc = "exact: SMO on the kernel (LIBSVM); nystrom: m centres, "
+            "Nystrom features and LIBLINEAR's dual coordinate descent per "
+            "class pair, memory O(n m); screened: SMO per pair on the rows "
+            "a nystrom screen puts near the margins, grown until every row "
+            "meets the optimality conditions (the exact optimum), the "
+            "kernel within cache_mb; auto: exact with probability, up to "
+            "2000 rows, or when its Gram shared by the pairs fits half of "
+            "cache_mb, else screened (training.solver says which)"},
+    {.key = "n_centres", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_svm_params, n_centres), .range = KM_PARAM_RANGE_READER,
+     .min = 1,
+     .max = INT_MAX, .data_default = 1,
+     .data_bound = "the number of rows of X", SVC_SCREEN,
+     .doc = "nystrom, screened and auto only: centres (screened: the "
+            "screen's, uniform), picked from the rows by centres; default "
+            "min(n, 1000); above n_samples or below the number of classes "
+            "is 422"},
+    {.key = "seed", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_svm_params, seed),
+     .range = KM_PARAM_RANGE_READER, .min = 0, .max = 2147483647, SVC_SCREEN,
+     .doc = "nystrom, screened and auto only: seed of the centres' draw "
+            "and of each epoch's order (core's PRNG)"},
+    {.key = "max_iter", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_svm_params, max_iter),
+     .range = KM_PARAM_RANGE_READER, .min = 1, .max = INT_MAX, SVC_NYSTROM,
+     .data_default = 1, /* 0 in the struct: the solver's own, 1000 */
+     .doc = "nystrom only: most epochs of dual coordinate descent per "
+            "class pair (default 1000)"},
+    KM_CENTRES_ROW(km_svm_params, "nystrom only",
+                "whose n x m factor is itself the features", SVC_NYSTROM),
+    {.key = "precision", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_svm_params, precision),
+     .choices = &km_svm_precision_choices,
+     SVC_NYSTROM,
+     .doc = "nystrom only: the features' precision: float64 or float32 "
+            "(half the memory, SGEMM and STRSM, about twice as fast; the "
+            "descent's sums and the model stay double)"},
+    {0},
+};
+_Static_assert(sizeof(km_svm_solver) == sizeof(int) &&
+                   sizeof(km_krr_centre_rule) == sizeof(int) &&
+                   sizeof(km_svm_precision) == sizeof(int),
+               "KM_PARAM_CHOICE fields are int-sized");
+
+static const km_param svr_rows[] = {
+    {.key = "C", .type = KM_PARAM_NUMBER, KM_PARAM_FIELD(km_svm_params, C),
+     KM_PARAM_POSITIVE,
+     .doc = "penalty of errors beyond epsilon"},
+    {.key = "epsilon", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_svm_params, epsilon),
+     .range = KM_PARAM_RANGE_CHECK, .min = 0, .max = HUGE_VAL,
+     .doc = "half-width of the tube without loss"},
+    {.key = "tol", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_svm_params, tol), KM_PARAM_POSITIVE,
+     .doc = "stopping tolerance of SMO"},
+    {.key = "cache_mb", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_svm_params, cache_mb),
+     KM_PARAM_POSITIVE, .doc = "MiB for kernel values"},
+    {.key = "shrinking", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_svm_params, shrinking), .doc = "shrinking heuristic"},
+    {0},
+};
+
+static const km_param_set svc_param_set = {svc_rows, sizeof(km_svm_params),
+                                            params_default};
+static const km_param_set svr_param_set = {svr_rows, sizeof(km_svm_params),
+                                            params_default};
+
 const km_algo km_svc_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
     .model_outputs = svc_model_outputs,
     .params_outputs = svc_params_outputs,
-    .params_size = sizeof(km_svm_params),
-    .params_default = params_default,
+    .params = &svc_param_set,
     .check = svc_check,
     .fit_bytes = svc_fit_bytes,
     .fit = svc_fit_problem,
@@ -917,8 +1031,7 @@ const km_algo km_svc_algo = {
 
 const km_algo km_svr_algo = {
     .outputs = KM_OUT_VALUES,
-    .params_size = sizeof(km_svm_params),
-    .params_default = params_default,
+    .params = &svr_param_set,
     .check = svr_check,
     .fit_bytes = svr_fit_bytes,
     .fit = svr_fit_problem,

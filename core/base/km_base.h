@@ -88,6 +88,88 @@ int km_choice_value(const km_choices *c, const char *name);
 void km_choice_list(const km_choices *c, const char *last, char *buf,
                     size_t len);
 
+/* ---------------------------------------------------------------- params */
+
+/*
+ * The description of a parameter struct (an algorithm's km_*_params, a
+ * km_kernel, a km_preprocess): one row per key a request may give, each
+ * saying where its value lives in the struct and what it takes. Each is
+ * written once, next to what it describes (the algorithm's descriptor,
+ * the kernel table, the preprocessing), and read by the API (its reader,
+ * its messages, its OpenAPI fragments and GET /v1), so none of these
+ * can drift from core. Defaults are not written in the rows: they are
+ * the struct's own (km_param_set's defaults), which a fit records.
+ */
+typedef enum {
+    KM_PARAM_NUMBER,        /* double */
+    KM_PARAM_INTEGER,       /* int or size_t (size says which); whole */
+    KM_PARAM_BOOL,          /* int, 0 or 1 */
+    KM_PARAM_CHOICE,        /* an int-sized enum, by its choices' names */
+    KM_PARAM_DISCRIMINATOR, /* the member that picks the struct's kind (a
+                               kernel's "type"), by its choices' names */
+    KM_PARAM_LABEL_WEIGHTS, /* svc's class_weight: label -> weight, read
+                               with the labels; a const double * */
+    KM_PARAM_PARTS,         /* a composite kernel's parts ("kernels") */
+    KM_PARAM_PART_WEIGHTS,  /* one number per part ("weights") */
+    KM_PARAM_READ_ONLY      /* numbers a model shows and a request may not
+                               give (preprocess.x_shift); no field */
+} km_param_type;
+
+/* Who enforces a row's min..max. */
+typedef enum {
+    KM_PARAM_RANGE_NONE,   /* any finite number */
+    KM_PARAM_RANGE_CHECK,  /* core's check (km_krr_check, ...), whose
+                              messages name params.<key> */
+    KM_PARAM_RANGE_READER  /* the reader of a request: core's check
+                              assumes it */
+} km_param_range;
+
+typedef struct km_param {
+    const char *key;
+    km_param_type type;
+    size_t offset, size;   /* of the field in the struct */
+    km_param_range range;
+    double min, max;       /* min > -HUGE_VAL / max < HUGE_VAL: bounded */
+    int min_open;          /* min itself excluded (> min) */
+    int required;
+    /* CHOICE, DISCRIMINATOR: the names of values 0 .. count - 1. */
+    const km_choices *choices;
+    /* Another spelling of the row named alias_of: the value is converted
+     * (convert returns -1 when the result is not a valid value of the
+     * target) and stored at the target's offset; never written back. */
+    const char *alias_of;
+    int (*convert)(double in, double *out);
+    /* The default is set from the data at fit time (gamma: 1/n_features)
+     * rather than a constant. */
+    int data_default;
+    /* An upper bound only the data give, for messages ("the number of
+     * rows of X"); max is then a bound of the type only. */
+    const char *data_bound;
+    /* The row applies only when the CHOICE row named only_if holds
+     * only_value or a value of only_also (one bit per value), or when
+     * the row named or_if (NULL: none) holds or_value or one of or_also:
+     * krr's n_centres with solver "nystrom" or "auto". Given otherwise,
+     * it is refused; a fit it does not apply to does not record it. */
+    const char *only_if;
+    int only_value;
+    unsigned only_also;
+    const char *or_if;
+    int or_value;
+    unsigned or_also;
+    /* A kernel's row: taken by the kernel types whose km_kernel_info
+     * params have this KM_KPARAM_* flag; 0: by every type. */
+    unsigned kparam;
+    const char *doc;       /* one line for people (OpenAPI, GET /v1) */
+} km_param;
+
+/* A struct's rows (ended by a row whose key is NULL), its size, and how
+ * to fill one with core's defaults. */
+typedef struct km_param_set {
+    const km_param *rows;
+    size_t size;
+    void (*defaults)(void *params);
+} km_param_set;
+
 /* ---------------------------------------------------------------- random */
 
 /* Core's one PRNG (splitmix64), with its state in the caller's hands:

@@ -178,7 +178,7 @@ static const km_kernel_desc km_kernel_polynomial = {
     {KM_KFAMILY_INNER, G | DEG | C0, 3, 1.0, 0, 0},
     map_polynomial, NULL, 0};
 static const km_kernel_desc km_kernel_rbf = {
-    {KM_KFAMILY_L2, G, 3, 0.0, 0, 0}, map_rbf, NULL, 0,
+    {KM_KFAMILY_L2, G | KM_KPARAM_SIGMA, 3, 0.0, 0, 0}, map_rbf, NULL, 0,
     KM_KERNEL_CAP_RFF | KM_KERNEL_CAP_TUNE_GAMMA};
 static const km_kernel_desc km_kernel_laplacian = {
     {KM_KFAMILY_L1, G, 3, 0.0, 0, 0}, map_laplacian, NULL, 0,
@@ -258,6 +258,66 @@ const km_kernel_info *km_kernel_type_info(km_kernel_type t)
 const char *km_kernel_type_name(km_kernel_type t)
 {
     return (unsigned)t < KM_KERNEL_TYPE_COUNT ? type_names[t] : NULL;
+}
+
+const km_choices km_kernel_type_choices = {type_names, KM_KERNEL_TYPE_COUNT};
+
+/* ------------------------------------------------------------ params
+ *
+ * The members of a kernel object a request may give (km_param,
+ * km_base.h), each taken by the types whose row of the table above has
+ * its KM_KPARAM_* flag; read by the API through km_kernel_params. */
+
+/* sigma is gamma = 1/(2 sigma^2), which must itself be a gamma. */
+static int sigma_to_gamma(double s, double *gamma)
+{
+    *gamma = 1.0 / (2.0 * s * s);
+    return isfinite(*gamma) && *gamma != 0 ? 0 : -1;
+}
+
+static const km_param kernel_rows[] = {
+    {.key = "type", .type = KM_PARAM_DISCRIMINATOR,
+     KM_PARAM_FIELD(km_kernel, type), .required = 1,
+     .choices = &km_kernel_type_choices},
+    {.key = "gamma", .type = KM_PARAM_NUMBER, KM_PARAM_FIELD(km_kernel, gamma),
+     .range = KM_PARAM_RANGE_READER, .min = 0, .max = HUGE_VAL,
+     .min_open = 1, .data_default = 1, .kparam = KM_KPARAM_GAMMA,
+     .doc = "default 1/n_features"},
+    {.key = "sigma", .type = KM_PARAM_NUMBER, KM_PARAM_FIELD(km_kernel, gamma),
+     .range = KM_PARAM_RANGE_READER, .min = 0, .max = HUGE_VAL,
+     .min_open = 1, .alias_of = "gamma", .convert = sigma_to_gamma,
+     .data_default = 1, .kparam = KM_KPARAM_SIGMA,
+     .doc = "gamma = 1/(2 sigma^2); not with gamma"},
+    {.key = "degree", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_kernel, degree), .range = KM_PARAM_RANGE_READER,
+     .min = 0, .max = 64, .kparam = KM_KPARAM_DEGREE},
+    {.key = "coef0", .type = KM_PARAM_NUMBER, KM_PARAM_FIELD(km_kernel, coef0),
+     .kparam = KM_KPARAM_COEF0,
+     .doc = "polynomial default 1, sigmoid default 0"},
+    {.key = "kernels", .type = KM_PARAM_PARTS,
+     KM_PARAM_FIELD(km_kernel, parts), .range = KM_PARAM_RANGE_READER,
+     .min = 1, .max = KM_KERNEL_MAX_PARTS, .kparam = KM_KPARAM_PARTS,
+     .doc = "the parts; nesting at most 4 deep"},
+    {.key = "weights", .type = KM_PARAM_PART_WEIGHTS,
+     KM_PARAM_FIELD(km_kernel, weights), .range = KM_PARAM_RANGE_READER,
+     .min = 0, .max = HUGE_VAL, .kparam = KM_KPARAM_WEIGHTS,
+     .doc = "one per part; default all 1; not all 0"},
+    {0},
+};
+_Static_assert(sizeof(km_kernel_type) == sizeof(int),
+               "KM_PARAM_DISCRIMINATOR fields are int-sized");
+
+static void kernel_defaults(void *k)
+{
+    km_kernel_init(k, KM_KERNEL_LINEAR);
+}
+
+static const km_param_set kernel_params = {kernel_rows, sizeof(km_kernel),
+                                           kernel_defaults};
+
+const km_param_set *km_kernel_params(void)
+{
+    return &kernel_params;
 }
 
 int km_kernel_type_parse(const char *name, km_kernel_type *t)

@@ -97,6 +97,9 @@ typedef enum {
 #define KM_KPARAM_COEF0 0x04u   /* coef0 */
 #define KM_KPARAM_PARTS 0x08u   /* kernels: min_parts .. max_parts parts */
 #define KM_KPARAM_WEIGHTS 0x10u /* weights, one per part, >= 0 */
+#define KM_KPARAM_SIGMA 0x20u   /* sigma, another way to give gamma:
+                                   1/(2 sigma^2), the Gaussian's width
+                                   (rbf) */
 
 typedef struct km_kernel_info {
     km_kernel_family family;
@@ -127,6 +130,13 @@ unsigned km_kernel_type_caps(km_kernel_type t);
 
 /* "rbf", "sum", ...; NULL for an invalid type. */
 const char *km_kernel_type_name(km_kernel_type t);
+/* The types' names, by type (KM_KERNEL_MAP). */
+extern const km_choices km_kernel_type_choices;
+/* The description of a kernel object (km_param_set, km_base.h): a row
+ * per member a request may give, each taken by the types whose
+ * km_kernel_info params have its kparam flag (the type row by all); the
+ * struct is a km_kernel, its defaults km_kernel_init's of linear. */
+const km_param_set *km_kernel_params(void);
 /* Parses a type name; returns 0 on success, -1 if unknown. */
 int km_kernel_type_parse(const char *name, km_kernel_type *t);
 

@@ -43,14 +43,20 @@ unsigned km_algorithm_outputs(km_algorithm a)
 size_t km_algorithm_params_size(km_algorithm a)
 {
     const km_algo *al = km_algo_of(a);
-    return al ? al->params_size : 0;
+    return al ? al->params->size : 0;
 }
 
 void km_algorithm_params_default(km_algorithm a, void *params)
 {
     const km_algo *al = km_algo_of(a);
     if (al)
-        al->params_default(params);
+        al->params->defaults(params);
+}
+
+const km_param_set *km_algorithm_params(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al ? al->params : NULL;
 }
 
 km_status km_algorithm_check(km_algorithm a, const void *params,

@@ -255,6 +255,10 @@ typedef struct km_problem {
 size_t km_algorithm_params_size(km_algorithm a);
 /* Fills params with a's defaults. */
 void km_algorithm_params_default(km_algorithm a, void *params);
+/* The description of a's params (km_param_set, km_base.h): a row per key
+ * a request may give, in the order the API lists them, the struct's size
+ * and its defaults; NULL if a is invalid. */
+const km_param_set *km_algorithm_params(km_algorithm a);
 /* a's parameter check against pb's sizes (km_krr_check, ...). */
 km_status km_algorithm_check(km_algorithm a, const void *params,
                              const km_problem *pb,

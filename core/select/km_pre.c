@@ -223,3 +223,44 @@ km_status km_pre_fit(km_algorithm a, const km_kernel *k, const void *params,
     *out = m;
     return KM_OK;
 }
+
+/* ------------------------------------------------------------ params
+ *
+ * The members of a fit's "preprocess" object a request may give (a
+ * km_preprocess) and the statistics a model shows with them (read-only
+ * rows: km_pre_stats), as km_param rows (km_base.h), read by the API
+ * through km_preprocess_params. */
+
+static const km_param preprocess_rows[] = {
+    {.key = "scale", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_preprocess, x),
+     .choices = &km_scale_choices,
+     .doc = "per feature, learnt from the training rows: standardize "
+            "(x - mean) / std (population std; 1 for a constant feature), "
+            "minmax to [-1, 1] (a constant feature to -1)"},
+    {.key = "center_y", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_preprocess, center_y),
+     .doc = "krr, svr: fit y - mean(y), add the mean to predictions"},
+    {.key = "x_shift", .type = KM_PARAM_READ_ONLY,
+     .doc = "metadata only, with a scale: x' = (x - x_shift) / x_scale"},
+    {.key = "x_scale", .type = KM_PARAM_READ_ONLY,
+     .doc = "metadata only, with a scale; every value > 0"},
+    {.key = "y_mean", .type = KM_PARAM_READ_ONLY,
+     .doc = "metadata only, with center_y: one per output"},
+    {0},
+};
+_Static_assert(sizeof(km_scale) == sizeof(int),
+               "KM_PARAM_CHOICE fields are int-sized");
+
+static void preprocess_defaults(void *p)
+{
+    memset(p, 0, sizeof(km_preprocess));
+}
+
+static const km_param_set preprocess_params = {
+    preprocess_rows, sizeof(km_preprocess), preprocess_defaults};
+
+const km_param_set *km_preprocess_params(void)
+{
+    return &preprocess_params;
+}

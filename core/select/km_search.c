@@ -642,7 +642,7 @@ static km_status resolve_auto(const km_search_spec *s, const km_problem *pb,
     if (!pb || !se || !se->is_auto || !s->params ||
         s->n_points == 0 || s->n_points > KM_SEARCH_MAX_POINTS)
         return KM_OK;
-    size_t ps = al->params_size, i = 0;
+    size_t ps = al->params->size, i = 0;
     const unsigned char *p = s->params;
     while (i < s->n_points && !se->is_auto(p + i * ps))
         i++;

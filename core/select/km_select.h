@@ -54,6 +54,11 @@ typedef struct km_preprocess {
 const char *km_scale_name(km_scale s);
 /* Returns 0 and sets *s on success, -1 if unknown. */
 int km_scale_parse(const char *name, km_scale *s);
+/* The description of a fit's preprocess object (km_param_set, km_base.h):
+ * a row per member a request may give (scale, center_y), then read-only
+ * rows for the statistics a model shows (x_shift, x_scale, y_mean); the
+ * struct is a km_preprocess, all zero by default. */
+const km_param_set *km_preprocess_params(void);
 
 /* Bytes a fit's preprocessing adds to the algorithm's own peak
  * (km_algorithm_fit_bytes): the scaled copy of X, the centered copy of y

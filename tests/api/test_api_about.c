@@ -77,13 +77,13 @@ START_TEST(params_are_the_schemas_rows)
     cJSON *o = about();
     cJSON *algos = member(member(o, "capabilities"), "algorithms");
     for (int a = 0; a < KM_ALGO_COUNT; a++) {
-        const api_schema *s = api_schema_params((km_algorithm)a);
+        const km_param_set *s = km_algorithm_params((km_algorithm)a);
         _Alignas(max_align_t) unsigned char defaults[256];
         ck_assert_uint_le(s->size, sizeof defaults);
         s->defaults(defaults);
         cJSON *p = member(cJSON_GetArrayItem(algos, a), "params")->child;
-        for (const api_param *r = s->rows; r->key; r++) {
-            if (r->type == API_READ_ONLY)
+        for (const km_param *r = s->rows; r->key; r++) {
+            if (r->type == KM_PARAM_READ_ONLY)
                 continue;
             ck_assert_msg(p != NULL, "%s: no param %s",
                           km_algorithm_name((km_algorithm)a), r->key);

@@ -178,9 +178,9 @@ START_TEST(ranges_are_cores)
 {
     int tried = 0;
     for (int a = 0; a < KM_ALGO_COUNT; a++) {
-        const api_schema *s = api_schema_params((km_algorithm)a);
-        for (const api_param *r = s->rows; r->key; r++) {
-            if (r->type != API_NUMBER || r->range != API_RANGE_CORE)
+        const km_param_set *s = km_algorithm_params((km_algorithm)a);
+        for (const km_param *r = s->rows; r->key; r++) {
+            if (r->type != KM_PARAM_NUMBER || r->range != KM_PARAM_RANGE_CHECK)
                 continue;
             /* At the bound: refused when open, taken when closed; just
              * past it, refused; well inside, taken. */
@@ -194,7 +194,8 @@ START_TEST(ranges_are_cores)
                 const char *need = required_params((km_algorithm)a);
                 if (r->only_if) /* where the row applies */
                     snprintf(dep, sizeof dep, "\"%s\":\"%s\",", r->only_if,
-                             api_schema_find(s, r->only_if)->names(
+                             km_choice_name(
+                                 api_schema_find(s, r->only_if)->choices,
                                  r->only_value));
                 snprintf(params, sizeof params, "{%s%s%s\"%s\":%.17g}", need,
                          *need ? "," : "", dep, r->key, at[i].v);
@@ -221,8 +222,8 @@ END_TEST
 
 /* Whether the enum row named key holds want (or a value of also) in a
  * fit that gives dep the value value and every other row its default. */
-static int holds_in_fit(const api_schema *s, const unsigned char *defaults,
-                        const api_param *dep, int value, const char *key,
+static int holds_in_fit(const km_param_set *s, const unsigned char *defaults,
+                        const km_param *dep, int value, const char *key,
                         int want, unsigned also)
 {
     int v;
@@ -236,14 +237,14 @@ static int holds_in_fit(const api_schema *s, const unsigned char *defaults,
 /* A default fit of algorithm a (with only_if set to the rows' value of
  * row dep, when not NULL) records every default of the rows that apply,
  * and none of those that do not. */
-static int defaults_recorded(km_algorithm a, const api_param *dep, int value)
+static int defaults_recorded(km_algorithm a, const km_param *dep, int value)
 {
-    const api_schema *s = api_schema_params(a);
+    const km_param_set *s = km_algorithm_params(a);
     char params[128];
     if (dep)
         snprintf(params, sizeof params, "{%s%s\"%s\":\"%s\"}",
                  required_params(a), *required_params(a) ? "," : "",
-                 dep->key, dep->names(value));
+                 dep->key, km_choice_name(dep->choices, value));
     else
         snprintf(params, sizeof params, "{%s}", required_params(a));
     api_fit_request req;
@@ -254,9 +255,10 @@ static int defaults_recorded(km_algorithm a, const api_param *dep, int value)
     _Alignas(max_align_t) unsigned char defaults[API_PARAMS_BYTES];
     s->defaults(defaults);
     int checked = 0;
-    for (const api_param *r = s->rows; r->key; r++) {
-        if (r->required || (r->type != API_NUMBER && r->type != API_BOOL &&
-                            r->type != API_INTEGER))
+    for (const km_param *r = s->rows; r->key; r++) {
+        if (r->required || (r->type != KM_PARAM_NUMBER &&
+                            r->type != KM_PARAM_BOOL &&
+                            r->type != KM_PARAM_INTEGER))
             continue;
         const km_info_entry *fig = km_info_find(km_model_params(m), r->key);
         /* the row it depends on holds value, or its default when the
@@ -292,7 +294,7 @@ static int defaults_recorded(km_algorithm a, const api_param *dep, int value)
     if (dep && km_info_find(km_model_params(m), dep->key)) {
         cJSON *v = cJSON_GetObjectItemCaseSensitive(mp, dep->key);
         ck_assert(cJSON_IsString(v));
-        ck_assert_str_eq(v->valuestring, dep->names(value));
+        ck_assert_str_eq(v->valuestring, km_choice_name(dep->choices, value));
     }
     cJSON_Delete(meta);
     km_model_free(m);
@@ -304,15 +306,15 @@ START_TEST(metadata_shows_the_defaults)
 {
     int checked = 0, dependent = 0;
     for (int a = 0; a < KM_ALGO_COUNT; a++) {
-        const api_schema *s = api_schema_params((km_algorithm)a);
+        const km_param_set *s = km_algorithm_params((km_algorithm)a);
         checked += defaults_recorded((km_algorithm)a, NULL, 0);
         /* each value another row applies only with */
-        for (const api_param *r = s->rows; r->key; r++) {
+        for (const km_param *r = s->rows; r->key; r++) {
             if (!r->only_if)
                 continue;
-            const api_param *dep = api_schema_find(s, r->only_if);
+            const km_param *dep = api_schema_find(s, r->only_if);
             ck_assert_ptr_nonnull(dep);
-            ck_assert_int_eq(dep->type, API_ENUM);
+            ck_assert_int_eq(dep->type, KM_PARAM_CHOICE);
             if (r > s->rows && r[-1].only_if &&
                 !strcmp(r[-1].only_if, r->only_if) &&
                 r[-1].only_value == r->only_value)
@@ -446,7 +448,7 @@ END_TEST
 
 START_TEST(every_kernel_type_has_its_rows)
 {
-    const api_schema *s = api_schema_kernel();
+    const km_param_set *s = km_kernel_params();
     for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++)
         for (const char *const *k = api_schema_kernel_keys((km_kernel_type)t);
              *k; k++)
@@ -471,12 +473,12 @@ START_TEST(name_lists_come_from_core)
     ck_assert_str_eq(buf, "linear, polynomial, rbf, laplacian, sigmoid, sum, "
                           "product, laplacian_l2, exponential, normalized");
     for (int a = 0; a < KM_ALGO_COUNT; a++) { /* every entry filled */
-        const api_schema *s = api_schema_params((km_algorithm)a);
+        const km_param_set *s = km_algorithm_params((km_algorithm)a);
         ck_assert_msg(s->rows != NULL, "%s has no params schema",
                       km_algorithm_name((km_algorithm)a));
         ck_assert_uint_le(s->size, API_PARAMS_BYTES);
     }
-    ck_assert_ptr_null(api_schema_params(KM_ALGO_COUNT));
+    ck_assert_ptr_null(km_algorithm_params(KM_ALGO_COUNT));
     api_name_list(buf, 12, api_algorithm_name, KM_ALGO_COUNT);
     ck_assert_str_eq(buf, "krr, svc, s"); /* truncated, terminated */
 }
@@ -490,26 +492,27 @@ START_TEST(solver_names_parse_back)
 {
     for (int i = 0; i < KM_ALGO_COUNT; i++) {
         km_algorithm a = (km_algorithm)i;
-        const api_schema *s = api_schema_params(a);
+        const km_param_set *s = km_algorithm_params(a);
         const char *key = km_algorithm_solver_param(a);
-        const api_param *row = NULL;
-        for (const api_param *r = s->rows; r->key; r++)
+        const km_param *row = NULL;
+        for (const km_param *r = s->rows; r->key; r++)
             if (key && !strcmp(r->key, key))
                 row = r;
         if (!key) {
-            for (const api_param *r = s->rows; r->key; r++)
+            for (const km_param *r = s->rows; r->key; r++)
                 ck_assert_str_ne(r->key, "solver");
             continue;
         }
         ck_assert_ptr_nonnull(row);
-        ck_assert_int_eq(row->type, API_ENUM);
-        ck_assert_uint_eq((size_t)row->count, km_algorithm_solver_count(a));
+        ck_assert_int_eq(row->type, KM_PARAM_CHOICE);
+        ck_assert_uint_eq((size_t)row->choices->count,
+                          km_algorithm_solver_count(a));
         for (size_t v = 0; v < km_algorithm_solver_count(a); v++) {
             unsigned char params[API_PARAMS_BYTES];
             s->defaults(params);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, key, km_algorithm_solver_name(a, v));
-            for (const api_param *r = s->rows; r->key; r++)
+            for (const km_param *r = s->rows; r->key; r++)
                 if (r->required) /* kpca's n_components */
                     cJSON_AddNumberToObject(o, r->key, 2);
             api_error e;

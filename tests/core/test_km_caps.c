@@ -237,6 +237,82 @@ START_TEST(test_distributed)
 }
 END_TEST
 
+/* The row named key of set, or NULL. */
+static const km_param *param_row(const km_param_set *set, const char *key)
+{
+    for (const km_param *r = set->rows; key && r->key; r++)
+        if (!strcmp(r->key, key))
+            return r;
+    return NULL;
+}
+
+/* Every row of set within its struct, its key once, a choice row with
+ * choices, and every condition naming a choice row of the same set. */
+static void check_param_set(const km_param_set *set, const char *what)
+{
+    ck_assert_ptr_nonnull(set);
+    ck_assert_ptr_nonnull(set->defaults);
+    for (const km_param *r = set->rows; r->key; r++) {
+        ck_assert_msg(param_row(set, r->key) == r, "%s.%s twice", what,
+                      r->key);
+        if (r->type != KM_PARAM_READ_ONLY)
+            ck_assert_msg(r->size > 0 && r->offset + r->size <= set->size,
+                          "%s.%s outside its struct", what, r->key);
+        if (r->type == KM_PARAM_CHOICE || r->type == KM_PARAM_DISCRIMINATOR)
+            ck_assert_msg(r->choices && r->choices->count > 0 &&
+                              r->size == sizeof(int),
+                          "%s.%s: choices", what, r->key);
+        const char *deps[] = {r->only_if, r->or_if};
+        for (size_t i = 0; i < 2; i++) {
+            const km_param *dep = param_row(set, deps[i]);
+            ck_assert_msg(!deps[i] || (dep && dep->type == KM_PARAM_CHOICE),
+                          "%s.%s applies with %s, no choice row", what,
+                          r->key, deps[i]);
+        }
+        if (r->alias_of)
+            ck_assert_ptr_nonnull(param_row(set, r->alias_of));
+    }
+}
+
+/* Each algorithm's params rows (next to its descriptor) describe its
+ * struct, and the row of its solver choice holds the descriptor's
+ * solvers by the same names; the kernel object's rows are each taken by
+ * some type; preprocessing's describe a km_preprocess. */
+START_TEST(test_params_rows)
+{
+    for (int i = 0; i < KM_ALGO_COUNT; i++) {
+        km_algorithm a = (km_algorithm)i;
+        const km_param_set *set = km_algorithm_params(a);
+        check_param_set(set, km_algorithm_name(a));
+        ck_assert_uint_eq(set->size, km_algorithm_params_size(a));
+        const char *key = km_algorithm_solver_param(a);
+        const km_param *row = param_row(set, key);
+        ck_assert_int_eq(row != NULL, key != NULL);
+        for (size_t s = 0; row && s < km_algorithm_solver_count(a); s++)
+            ck_assert_str_eq(km_choice_name(row->choices, (int)s),
+                             km_algorithm_solver_name(a, s));
+        ck_assert_int_eq(row ? (size_t)row->choices->count : 0,
+                         km_algorithm_solver_count(a));
+    }
+    ck_assert_ptr_null(km_algorithm_params(KM_ALGO_COUNT));
+    const km_param_set *ks = km_kernel_params();
+    check_param_set(ks, "kernel");
+    ck_assert_uint_eq(ks->size, sizeof(km_kernel));
+    for (const km_param *r = ks->rows; r->key; r++) {
+        int takers = 0;
+        for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++)
+            takers += (km_kernel_type_info((km_kernel_type)t)->params &
+                       r->kparam) != 0;
+        ck_assert_msg(r->type == KM_PARAM_DISCRIMINATOR ? r->kparam == 0
+                                                        : takers > 0,
+                      "kernel.%s: no type takes it", r->key);
+    }
+    ck_assert(km_kernel_type_info(KM_KERNEL_RBF)->params & KM_KPARAM_SIGMA);
+    check_param_set(km_preprocess_params(), "preprocess");
+    ck_assert_uint_eq(km_preprocess_params()->size, sizeof(km_preprocess));
+}
+END_TEST
+
 static Suite *caps_suite(void)
 {
     Suite *s = suite_create("km_caps");
@@ -248,6 +324,7 @@ static Suite *caps_suite(void)
     tcase_add_test(tc, test_kernel_caps);
     tcase_add_test(tc, test_search);
     tcase_add_test(tc, test_distributed);
+    tcase_add_test(tc, test_params_rows);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -11,9 +11,15 @@ the recorded ones. On the machine and BLAS that wrote the fixtures the
 numbers are the same doubles, bit for bit; another OpenBLAS core kernel
 (a CPU, or OPENBLAS_CORETYPE) rounds its sums differently in the last
 bits, which is not a change of the model. The runner says how many answers
-were bit-identical; --exact makes any other a failure. Usage, from the
+were bit-identical; --exact makes any other a failure.
+
+--against OLD runs the same requests on the daemon OLD first (a build of
+an earlier commit, on this machine) and requires every answer of --server
+to be the same bytes as OLD's: the proof that a change of the code (a
+refactoring) left every stored model answering as before. Usage, from the
 project root:
     /usr/bin/python3 tests/integration/compat.py --server build/kmserve [--exact]
+        [--against /tmp/before/build/kmserve]
 Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
@@ -21,6 +27,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -47,6 +54,8 @@ def main():
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
     ap.add_argument("--exact", action="store_true",
                     help="every number must be the same double")
+    ap.add_argument("--against", metavar="OLD",
+                    help="an earlier build's kmserve: every answer must be its bytes")
     args = ap.parse_args()
     with open(os.path.join(FIXTURES, "expected.json")) as f:
         expected = json.load(f)
@@ -55,7 +64,27 @@ def main():
         for name in expected:
             shutil.copy(os.path.join(FIXTURES, f"{name}.kmm"), models)
 
+    before = {}
+
+    def record():
+        """OLD's answers, from its own daemon on its own copy of the files."""
+        tmp = tempfile.mkdtemp(prefix="kmserve-compat-old-")
+        models = os.path.join(tmp, "models")
+        os.makedirs(models)
+        setup(models)
+        d = run.Daemon(os.path.abspath(args.against), models)
+        try:
+            d.start()
+            for name, case in sorted(expected.items()):
+                r = d.req("POST", f"/v1/models/{name}/{case['route']}", case["body"])
+                before[name] = (r.status, r.body)
+        finally:
+            d.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def body(d):
+        if args.against:
+            record()
         exact = 0
         listed = {m["name"]: m for m in d.req("GET", "/v1/models").json()["models"]}
         run.check(sorted(listed) == sorted(expected),
@@ -69,6 +98,10 @@ def main():
                                same(r.json(), want, 1e-12)),
                       f"{name}: {case['route']} answers as the server that wrote it",
                       f"{r.status} {r.body[:300]} != {case['answer'][:300]}")
+            if args.against:
+                run.check((r.status, r.body) == before.get(name),
+                          f"{name}: the same bytes as the earlier build's answer",
+                          f"{r.status} {r.body[:200]} != {before.get(name)}")
             alg = name.split("-")[0]
             run.check(listed.get(name, {}).get("algorithm") == alg,
                       f"{name}: metadata says {alg}", listed.get(name))
