@@ -21,13 +21,16 @@
  * hands.
  *
  * Layout: core/ has one folder an area: base (statuses, errors, the PRNG,
- * byte I/O, vector maths), kernels, solvers (internal: SMO and svc's
- * solvers), algorithms (one file and one header an algorithm), model (the
- * model object, its file, the generic fit, LIBSVM files) and select
- * (preprocessing, scores, search). Each area but solvers has its public
- * header(s) core/<area>/km_*.h; this header includes them all, and
- * callers include only it. core/km_internal.h is core's own.
- *
+ * byte I/O, vector maths), kernels, solvers (the numerical engines: SMO
+ * and svc's solvers, Nystrom, Falkon, the eigen-solvers), model (the model
+ * object, its file, the generic fit, the descriptors' table), algorithms
+ * (one file or a few and one header an algorithm; LIBSVM files with svm)
+ * and select (preprocessing, scores, search). Each area has its public
+ * header(s) core/<area>/km_*.h (the solvers' km_solvers.h: the choices
+ * the algorithms' parameters make of them); this header includes them
+ * all, and callers include only it. core/km_internal.h is core's own.
+ * An area uses only those below it (docs/architecture.md, "Layers").
+
  * Conventions used throughout:
  *   - Matrices are dense, row-major doubles: X[i*d + j] is feature j of row i.
  *   - Every fallible function returns a km_status and, when err is not NULL,
@@ -44,6 +47,7 @@
 /* One header an area (core/<room>/), in the order they build on each other. */
 #include "base/km_base.h"
 #include "kernels/km_kernel.h"
+#include "solvers/km_solvers.h"
 #include "model/km_fit.h"
 #include "model/km_model.h"
 #include "select/km_select.h"

@@ -8,6 +8,7 @@
 #define KM_GPR_H
 
 #include "../model/km_model.h"
+#include "../solvers/km_solvers.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,6 +8,7 @@
 #define KM_KLR_H
 
 #include "../model/km_model.h"
+#include "../solvers/km_solvers.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,6 +8,7 @@
 #define KM_KPCA_H
 
 #include "../model/km_model.h"
+#include "../solvers/km_solvers.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,30 +27,8 @@ extern "C" {
  * and the grand mean of K.
  */
 
-/* The eigen-solver. AUTO picks by problem size (see km_kpca.c); the others
- * force a solver (for tests and benchmarks). The numbers are those of the
- * "solver" training figure (an entry's place in the list: km_base.h's
- * choices). */
-#define KM_KPCA_SOLVER_MAP(X)                                                \
-    /* choose by n and n_components */                                       \
-    X(KM_KPCA_SOLVER_AUTO, "auto")                                           \
-    /* LAPACK, the top k by index */                                         \
-    X(KM_KPCA_SOLVER_DENSE, "dense")                                         \
-    /* restarted block Lanczos; dense when it does not converge, or when n   \
-     * is below 12 block sizes (~24 n_components) */                         \
-    X(KM_KPCA_SOLVER_ITERATIVE, "iterative")                                 \
-    /* Halko-Martinsson-Tropp randomized range finder with power iterations  \
-     * until the top Ritz pairs converge; never chosen by AUTO; dense when   \
-     * it does not converge */                                               \
-    X(KM_KPCA_SOLVER_RANDOMIZED, "randomized")                               \
-    /* eigenvectors of the centred Nystrom approximation on n_centres        \
-     * centres: memory O(m^2 + block m), never the n x n matrix; never       \
-     * chosen by AUTO */                                                     \
-    X(KM_KPCA_SOLVER_NYSTROM, "nystrom")
-typedef enum km_kpca_solver {
-    KM_KPCA_SOLVER_MAP(KM_CHOICE_ENUM)
-    KM_KPCA_SOLVER_COUNT
-} km_kpca_solver;
+/* The eigen-solvers (KM_KPCA_SOLVER_MAP, km_kpca_solver) are
+ * solvers/km_solvers.h's; the names' table is kpca's. */
 extern const km_choices km_kpca_solver_choices;
 
 typedef struct km_kpca_params {

@@ -8,6 +8,7 @@
 #define KM_KRR_H
 
 #include "../model/km_model.h"
+#include "../solvers/km_solvers.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,18 +34,8 @@ typedef enum km_krr_solver {
 } km_krr_solver;
 extern const km_choices km_krr_solver_choices;
 
-/* How the nystrom solver picks its centres. The numbers are those of the
- * params figure "centres". */
-#define KM_KRR_CENTRES_MAP(X)                                                \
-    /* uniformly without replacement */                                      \
-    X(KM_KRR_CENTRES_UNIFORM, "uniform")                                     \
-    /* randomly pivoted Cholesky */                                          \
-    X(KM_KRR_CENTRES_RPCHOLESKY, "rpcholesky")
-typedef enum km_krr_centre_rule {
-    KM_KRR_CENTRES_MAP(KM_CHOICE_ENUM)
-    KM_KRR_CENTRES_COUNT
-} km_krr_centre_rule;
-extern const km_choices km_krr_centres_choices;
+/* The nystrom solver's centre rules (km_krr_centre_rule) and its default
+ * centre counts are the solver's: solvers/km_solvers.h. */
 
 /*
  * The fields after alpha apply to the nystrom or the rff solver only (the
@@ -70,11 +61,6 @@ typedef struct km_krr_params {
 #define KM_KRR_DEFAULT_COMPONENTS 1000
 #define KM_KRR_MAX_COMPONENTS 65536
 
-/* The default number of centres of the nystrom solver for n rows:
- * min(n, ceil(sqrt(n) ln n) bounded to [KM_KRR_DEFAULT_CENTRES,
- * KM_KRR_MAX_DEFAULT_CENTRES]) (km_krr_centres). */
-#define KM_KRR_DEFAULT_CENTRES 1000
-#define KM_KRR_MAX_DEFAULT_CENTRES 10000
 
 km_krr_params km_krr_params_default(void);
 /* KM_EINVAL naming the field: params.alpha not a finite number > 0,
@@ -99,8 +85,6 @@ const char *km_krr_solver_name(km_krr_solver s);
  * up to n = 11,449, 3,641 at 10^5, 10,000 from 569,300 on). An rpcholesky
  * fit may keep fewer (km_krr_fit). */
 size_t km_krr_centres(const km_krr_params *p, size_t n);
-/* The name (KM_KRR_CENTRES_MAP); NULL if invalid. */
-const char *km_krr_centres_name(km_krr_centre_rule c);
 /*
  * The solver a fit of p on n rows, d features and m outputs runs under a
  * memory budget of budget bytes: p->solver itself unless it is AUTO;

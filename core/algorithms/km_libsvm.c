@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_svm_internal.h"
+#include "km_svm_payload.h"
 
 /* Longest header line (rho of 256 classes: 32 640 numbers of up to 25
  * characters) and SV line (about 3 million features written out). */

@@ -45,7 +45,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_svm_internal.h"
+#include "../solvers/km_svm_solve.h"
+#include "km_svm_payload.h"
+#include "km_svm_prob.h"
 
 #define MIN_PROB 1e-7
 #define MAX_CLASSES KM_MODEL_MAX_CLASSES

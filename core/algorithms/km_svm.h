@@ -9,6 +9,7 @@
 #define KM_SVM_H
 
 #include "../model/km_model.h"
+#include "../solvers/km_solvers.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,70 +26,14 @@ extern "C" {
  * sorted order; the model keeps the class count and answers indices.
  * The kernel is kept in cache_mb: the whole Gram when it fits (computed
  * once and shared by all pairs), else an LRU cache of kernel columns.
+ *
+ * The solver (KM_SVM_SOLVER_MAP), the nystrom solver's precision
+ * (KM_SVM_PRECISION_MAP), their defaults and the parameters
+ * (km_svm_params) are what the SVM solvers read, so they stand below
+ * the algorithms, in solvers/km_solvers.h. The names' tables are svm's:
  */
-#define KM_SVM_SOLVER_MAP(X)                                                 \
-    /* SMO on the kernel (LIBSVM) */                                         \
-    X(KM_SVM_SOLVER_EXACT, "exact")                                          \
-    /* svc only: m centres, Nystrom features, LIBLINEAR's dual coordinate    \
-     * descent */                                                            \
-    X(KM_SVM_SOLVER_NYSTROM, "nystrom")                                      \
-    /* svc only: SMO on working sets that a nystrom screen picks, grown      \
-     * until all rows meet the optimality conditions: the exact solver's     \
-     * optimum */                                                            \
-    X(KM_SVM_SOLVER_SCREENED, "screened")                                    \
-    /* svc only: EXACT or SCREENED, by km_svm_resolve_solver */              \
-    X(KM_SVM_SOLVER_AUTO, "auto")
-typedef enum km_svm_solver {
-    KM_SVM_SOLVER_MAP(KM_CHOICE_ENUM)
-    KM_SVM_SOLVER_COUNT
-} km_svm_solver;
 extern const km_choices km_svm_solver_choices;
-
-/* The precision svc's nystrom solver holds its features in: FLOAT64
- * (double, the default) or FLOAT32 (float: half the memory; the kernel
- * block by SGEMM and the triangular solve by STRSM, the descent reading
- * float rows into double sums and double weights; the model is the same
- * double model, to float's rounding of the features). */
-#define KM_SVM_PRECISION_MAP(X)                                              \
-    X(KM_SVM_PRECISION_FLOAT64, "float64")                                   \
-    X(KM_SVM_PRECISION_FLOAT32, "float32")
-typedef enum km_svm_precision {
-    KM_SVM_PRECISION_MAP(KM_CHOICE_ENUM)
-    KM_SVM_PRECISION_COUNT
-} km_svm_precision;
 extern const km_choices km_svm_precision_choices;
-
-/* The default number of centres of svc's nystrom solver: min(n, this). */
-#define KM_SVM_DEFAULT_CENTRES 1000
-/* The nystrom solver's default cap on epochs per pair (LIBLINEAR's). */
-#define KM_SVM_DEFAULT_EPOCHS 1000
-
-typedef struct km_svm_params {
-    double C;             /* > 0, default 1 */
-    double epsilon;       /* SVR only, >= 0, default 0.1 */
-    double tol;           /* > 0, default 1e-3 */
-    double cache_mb;      /* > 0, default 200 */
-    int shrinking;        /* default 1 */
-    int probability;      /* SVC only, default 0 */
-    const double *class_weight; /* SVC: n_classes weights or NULL (all 1);
-                                   borrowed; C of class c is C*w[c] */
-    long max_iter;        /* <= 0: no cap beyond the solver's own
-                             (max(10^7, 100 n) per binary problem);
-                             nystrom: epochs per pair, <= 0 for
-                             KM_SVM_DEFAULT_EPOCHS */
-    /* Last, so that the fields above alone are an exact fit as before: */
-    km_svm_solver solver; /* default EXACT; NYSTROM and SCREENED for svc
-                             only */
-    size_t n_centres;     /* nystrom (screened: the screen's): m,
-                             n_classes .. n; 0 (default):
-                             min(n, KM_SVM_DEFAULT_CENTRES) */
-    uint64_t seed;        /* nystrom and screened: of the centres' draw
-                             and of each epoch's order; at most 2^53;
-                             default 0 */
-    km_krr_centre_rule centres; /* nystrom: as krr's; default UNIFORM */
-    km_svm_precision precision; /* nystrom: the features'; default
-                                   FLOAT64 */
-} km_svm_params;
 
 km_svm_params km_svm_params_default(void);
 
@@ -117,8 +62,6 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
  * n_classes is KM_EPROBLEM (422 in the API); KM_OK otherwise. */
 km_status km_svm_check_centres(const km_svm_params *p, size_t n_samples,
                                size_t n_classes, km_error *err) KM_MUST_CHECK;
-/* The nystrom solver's m for n rows. */
-size_t km_svm_centres(const km_svm_params *p, size_t n);
 /* The name (KM_SVM_SOLVER_MAP); NULL for a value out of range. */
 const char *km_svm_solver_name(km_svm_solver s);
 /* The name (KM_SVM_PRECISION_MAP); NULL for an invalid value. */

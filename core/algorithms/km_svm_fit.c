@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_svm_internal.h"
+#include "../solvers/km_svm_solve.h"
+#include "km_svm_payload.h"
+#include "km_svm_prob.h"
 
 #define CV_FOLDS 5
 #define PROB_SEED 0x6b6d73766dull /* fixed: probability fits repeat */

@@ -1,5 +1,5 @@
 /*
- * km_svm_payload.c - an svc or svr model's payload (km_svm_internal.h):
+ * km_svm_payload.c - an svc or svr model's payload (km_svm_payload.h):
  * its release, the getters of a fitted model (classes, support vectors,
  * coefficients), and models made from arrays read elsewhere (LIBSVM's
  * files, km_libsvm.c).
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "km_svm_internal.h"
+#include "km_svm_payload.h"
 
 void km_svm_payload_free(void *v)
 {

@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "km_svm_internal.h"
+#include "km_svm_prob.h"
 
 /* Cross-entropy term of one point, in a form that cannot overflow. */
 static double loss(double f, double t)

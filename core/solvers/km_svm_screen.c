@@ -226,7 +226,7 @@ static double screened_margin(const scr_pair *s, size_t t)
                      (t < s->na ? s->b - 1 : s->a)];
 }
 
-static km_status oom(km_error *err, const char *what)
+static km_status screen_oom(km_error *err, const char *what)
 {
     return km_error_set(err, KM_ENOMEM, "out of memory for the screened "
                         "solver's %s", what);
@@ -262,7 +262,7 @@ static km_status grow_gram(scr_pair *s, size_t n0, km_error *err)
     }
     double *G = malloc(n * n * sizeof *G);
     if (!G)
-        return oom(err, "working-set Gram");
+        return screen_oom(err, "working-set Gram");
     km_status st;
     if (n0 == 0) {
         st = km_gram_sym(s->k, s->Xw, n, s->d, G, 1, err);
@@ -310,7 +310,7 @@ static km_status check_values(scr_pair *s, double rho, double *Xs,
         if (nnew) {
             double *KR = realloc(s->KR, (s->ncol + nnew) * s->nr * 8);
             if (!KR)
-                return oom(err, "check's kernel columns");
+                return screen_oom(err, "check's kernel columns");
             s->KR = KR;
             size_t c = 0;
             for (size_t w = 0; w < s->nw; w++)
@@ -591,7 +591,7 @@ km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
     memset(fig, 0, sizeof *fig);
     double *margin = malloc(n * (K - 1) * sizeof *margin);
     if (!margin)
-        return oom(err, "margins");
+        return screen_oom(err, "margins");
     /* 1. the screen */
     km_svm_params sp = *p;
     sp.solver = KM_SVM_SOLVER_NYSTROM;
@@ -656,7 +656,7 @@ km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
         ok = ok && worker_alloc(s, maxpair, d);
     }
     if (!ok) {
-        st = oom(err, "working sets");
+        st = screen_oom(err, "working sets");
         goto out;
     }
     if (nw > 1)

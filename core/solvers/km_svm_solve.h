@@ -2,10 +2,10 @@
  * km_svm_solve.h - the SVM solvers (what core/solvers/ defines for svc
  * and svr): the SMO solver that C-SVC and epsilon-SVR share (km_smo.c),
  * the class pairs on workers (km_svm_pairs.c), svc's nystrom solver
- * (km_svm_nys.c) and its screened solver (km_svm_screen.c). The svm
- * algorithm's files (core/algorithms/km_svm*.c) call them through
- * core/algorithms/km_svm_internal.h; nothing here names what those files
- * define. Not installed; core only.
+ * (km_svm_nys.c) and its screened solver (km_svm_screen.c), as the svm
+ * algorithm's files (core/algorithms/km_svm.c, km_svm_fit.c) call them.
+ * Nothing here names what those files define (the svc/svr payload is
+ * algorithms/km_svm_payload.h's). Not installed; core only.
  *
  * The solver minimises 1/2 a'Qa + p'a subject to y'a = const and
  * 0 <= a_t <= C_t, where Q_tu = y_t y_u k(x_t, x_u). Variable t stands

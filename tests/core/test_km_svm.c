@@ -18,7 +18,7 @@
 #include "../check_main.h"
 #include "svm_data.h"
 #include "km.h"
-#include "algorithms/km_svm_internal.h"
+#include "solvers/km_svm_solve.h"
 
 /* ------------------------------------------------------------ helpers */
 

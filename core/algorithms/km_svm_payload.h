@@ -1,17 +1,15 @@
 /*
- * km_svm_internal.h - the svm algorithm's internal header: what the files
- * of svc and svr define and share (km_svm.c: checks, its file form,
- * prediction, descriptors; km_svm_fit.c: the fits; km_svm_payload.c: the
- * payload's release and getters, models from arrays; km_svm_prob.c:
- * Platt's probabilities; km_libsvm.c: LIBSVM's model files). The solvers
- * they call are core/solvers/km_svm_solve.h's. Not installed;
- * core/algorithms only.
+ * km_svm_payload.h - the payload of an svc or svr model, shared by the
+ * files of the two algorithms (km_svm.c: checks, its file form,
+ * prediction, descriptors; km_svm_fit.c: the fits; km_svm_payload.c: its
+ * release and getters, models from arrays; km_libsvm.c: LIBSVM's model
+ * files). The solvers the fits call are solvers/km_svm_solve.h's, Platt's
+ * probabilities km_svm_prob.h's. Not installed; core/algorithms only.
  */
-#ifndef KM_SVM_INTERNAL_H
-#define KM_SVM_INTERNAL_H
+#ifndef KM_SVM_PAYLOAD_H
+#define KM_SVM_PAYLOAD_H
 
 #include "../km_internal.h"
-#include "../solvers/km_svm_solve.h"
 
 /* Two forms of an svc payload: the dual (SMO's support vectors, LIBSVM's
  * layout) and nystrom (km_svm_nys.c: m centres, an m x P coefficient
@@ -54,19 +52,6 @@ static inline km_status oom(km_error *err)
 
 /* Frees a payload (NULL: nothing) and every array it holds. */
 void km_svm_payload_free(void *v);
-
-/* ------------------------------------------------ probability (Platt) */
-
-/* Fits P(y=1|f) = 1 / (1 + exp(A f + B)) to decision values dec[0..n)
- * with labels y (+1/-1): Platt's method with Lin, Lin and Weng's Newton
- * iteration and targets. */
-void km_sigmoid_train(size_t n, const double *dec, const signed char *y,
-                      double *A, double *B);
-double km_sigmoid_predict(double dec, double A, double B);
-/* Class probabilities p[k] from pairwise r[i*k + j] = P(i | i or j) by
- * Wu, Lin and Weng's second method. work: k*k + k doubles. */
-void km_pairwise_coupling(size_t k, const double *r, double *p,
-                          double *work);
 
 /* ------------------------------------------------ payloads from arrays */
 
@@ -116,4 +101,4 @@ size_t km_svm_dual_bytes(size_t k, size_t nsv, size_t d, int prob, int vote);
 /* The payload of an svc or svr model, borrowed (valid while m is). */
 void km_svm_parts_of(const km_model *m, km_svm_parts *out);
 
-#endif /* KM_SVM_INTERNAL_H */
+#endif /* KM_SVM_PAYLOAD_H */
