@@ -1,6 +1,9 @@
 /*
- * km_fit.h - fitting: problems, progress and cancellation, and the generic
- * km_fit (model/km_fit.c; km_fit itself: select/km_train.c).
+ * km_fit.h - fitting: problems, progress and cancellation, the calls on
+ * an algorithm through its descriptor (model/km_fit.c, km_algo.c,
+ * km_caps.c), the preprocessing spec (km_pre_stats.c), a fit request as
+ * bytes and distributed fits (km_request.c, km_caps.c). The generic fit
+ * km_fit, above the model, is select/km_select.h's.
  *
  * Part of libkm's public interface; include km.h, which includes every
  * area. Conventions and thread-safety as km.h says.
@@ -266,24 +269,115 @@ km_status km_algorithm_check(km_algorithm a, const void *params,
 /* Peak bytes of a fit (km_krr_fit_bytes, ...). */
 size_t km_algorithm_fit_bytes(km_algorithm a, const void *params,
                               const km_problem *pb);
-/* Fits as the typed function does (km_krr_fit, ...); caller owns *out. */
-/* pre (may be NULL: none) is the preprocessing, learnt from pb and kept
- * in the model (see km_preprocess below); the typed fits do none.
- * km_fit adds the training figure "training_score": the algorithm's
- * default scoring (km_scoring_default) of the fitted model on pb, as
- * km_model_score computes it. It costs one predict over the training
- * rows (kpca: one projection and one inverse map of them), O(n n_sv d)
- * for svc and svr, O(n^2 d) for krr and kpca: small beside a krr or kpca
- * fit, but not beside an svc fit of many classes (letter, 20000 rows,
- * 26 classes: 0.75 s on top of a 1.44 s fit), whose solver never sees
- * most rows against most pairs.
- * No figure for a kpca model without the inverse map, nor when the
- * score is not a number (r2 of one row). */
-typedef struct km_preprocess km_preprocess;
-km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
-                 const km_preprocess *pre, const km_problem *pb,
-                 const km_fit_control *ctl, km_model **out,
-                 km_error *err) KM_MUST_CHECK;
+
+/* --------------------------------------------------------- preprocessing */
+
+/*
+ * Preprocessing: what a fit does to its data before the algorithm sees
+ * them. The statistics are learnt from the training rows and kept in the
+ * model, so that km_predict, km_predict_labels and km_model_score apply
+ * them to every input exactly as at fit time (the typed predicts,
+ * km_krr_predict and the rest, work in the model's own space and do not).
+ *   x         KM_SCALE_STANDARDIZE: (x - mean) / std per feature, std
+ *             the population one (ddof 0), 1 for a constant feature (as
+ *             scikit-learn's StandardScaler);
+ *             KM_SCALE_MINMAX: to [-1, 1] per feature, as
+ *             scikit-learn's MinMaxScaler(feature_range=(-1, 1)) (a
+ *             constant feature maps to -1) and LIBSVM's svm-scale.
+ *   center_y  regression only (models that answer KM_OUT_VALUES): the
+ *             fit sees y - mean(y) (per output); predictions add the
+ *             mean back: an unpenalised intercept.
+ * A kpca model's inverse map answers in the original units. y_mean is
+ * added to KM_OUT_VALUES answers only: scores (svr's decision values)
+ * stay in the model's space.
+ */
+#define KM_SCALE_MAP(X)                                                      \
+    X(KM_SCALE_NONE, "none")                                                 \
+    X(KM_SCALE_STANDARDIZE, "standardize")                                   \
+    X(KM_SCALE_MINMAX, "minmax")
+typedef enum {
+    KM_SCALE_MAP(KM_CHOICE_ENUM)
+    KM_SCALE_COUNT
+} km_scale;
+extern const km_choices km_scale_choices;
+
+typedef struct km_preprocess {
+    km_scale x;
+    int center_y;
+} km_preprocess;
+
+/* The name (KM_SCALE_MAP); NULL if invalid. */
+const char *km_scale_name(km_scale s);
+/* Returns 0 and sets *s on success, -1 if unknown. */
+int km_scale_parse(const char *name, km_scale *s);
+
+/* ---------------------------------------- fit requests, distributed fits */
+
+/*
+ * A fit request as bytes (km_request.c): the algorithm, its params, the
+ * kernel, the preprocessing and the problem's X and Y, with a CRC-32. The
+ * daemon writes it to a staging file that the MPI worker (kmserve-mpi)
+ * reads and fits with km_fit. Only krr, gpr and kpca (params without
+ * pointers; KM_EINVAL for others). The params are stored as this build
+ * lays them out, so only a worker of the same build reads them; the load
+ * checks magic, version, checksum, sizes (against the buffer's length
+ * and the model limits) and the kernel (KM_ECORRUPT), and leaves the
+ * params' ranges and X's values to km_fit's checks.
+ */
+typedef struct km_request {
+    km_algorithm algo;
+    km_kernel kernel;
+    _Alignas(16) unsigned char params[128]; /* the algorithm's struct */
+    km_preprocess pre;
+    double *X, *Y; /* n x d; n x m (NULL when m is 0) */
+    size_t n, d, m;
+} km_request;
+km_status km_request_save_buffer(km_algorithm a, const km_kernel *k,
+                                 const void *params, const km_preprocess *pre,
+                                 const km_problem *pb, unsigned char **buf,
+                                 size_t *len, km_error *err) KM_MUST_CHECK;
+km_status km_request_load_buffer(const unsigned char *buf, size_t len,
+                                 km_request *r, km_error *err) KM_MUST_CHECK;
+void km_request_cleanup(km_request *r);
+/* r's data as a problem (borrowed). */
+km_problem km_request_problem(const km_request *r);
+
+/*
+ * Distributed fits (the daemon's route, server/srv_mpi.c, and the
+ * worker, mpi/kmserve_mpi.c), from a's descriptor. params is a's struct.
+ */
+/* 1 if a can run distributed (its requests can be written). */
+int km_algorithm_distributed(km_algorithm a);
+/* The names of the algorithms that can, "krr, gpr and kpca" (last
+ * between the last two: " and "), into buf. */
+void km_algorithm_distributed_names(const char *last, char *buf, size_t len);
+/* NULL if a fit of a with params can run distributed, else why not (in
+ * buf of len, or static). */
+const char *km_algorithm_mpi_refusal(km_algorithm a, const void *params,
+                                     char *buf, size_t len);
+/* 1 if a local fit of params may be moved to the cluster when it does not
+ * fit here (krr's auto), with *exact (params_size bytes) what the local
+ * fit would run; 0 otherwise. */
+int km_algorithm_mpi_routes_auto(km_algorithm a, const void *params,
+                                 void *exact);
+/* The worker's side: resolves params as the worker runs them (krr's auto:
+ * exact); KM_EINVAL if the worker cannot run them. */
+km_status km_algorithm_mpi_resolve(km_algorithm a, void *params,
+                                   km_error *err) KM_MUST_CHECK;
+/* The largest rank's bytes of a distributed fit on a rows x cols grid of
+ * nb x nb blocks; what the daemon holds for it. SIZE_MAX-saturating; 0
+ * when a cannot run distributed. */
+size_t km_algorithm_mpi_rank_bytes(km_algorithm a, const void *params,
+                                   const km_problem *pb, size_t nb,
+                                   size_t rows, size_t cols);
+size_t km_algorithm_mpi_local_bytes(km_algorithm a, const void *params,
+                                    const km_problem *pb);
+/* A resolved kernel as bytes (as a model file holds it) and back
+ * (checked as a model file's: KM_ECORRUPT), for the worker's ranks. */
+km_status km_kernel_save_buffer(const km_kernel *k, unsigned char **buf,
+                                size_t *len, km_error *err) KM_MUST_CHECK;
+km_status km_kernel_load_buffer(const unsigned char *buf, size_t len,
+                                km_kernel *k, km_error *err) KM_MUST_CHECK;
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 /*
  * km_model.h - models: the fitted model, its answers, its file and its
- * identity (model/km_model.c, km_predict.c, km_info.c).
+ * identity, what it keeps of its preprocessing and of the search that
+ * chose it (model/km_model.c, km_predict.c, km_info.c).
  *
  * Part of libkm's public interface; include km.h, which includes every
  * area. Conventions and thread-safety as km.h says.
@@ -262,6 +263,118 @@ km_status km_model_check_input(const km_model *m, const double *X, size_t n,
 /* Checks that X is n x d with every entry finite. */
 km_status km_check_matrix(const char *what, const double *X, size_t n,
                           size_t d, km_error *err) KM_MUST_CHECK;
+
+/*
+ * What a model learnt of its preprocessing (borrowed views, valid while
+ * the model lives). spec is what was asked ({KM_SCALE_NONE, 0} for a
+ * model fitted without, and for every model of format version 1).
+ * x' = (x - x_shift) / x_scale per feature (n_features each; NULL when
+ * spec.x is NONE); prediction = model value + y_mean (n_outputs; NULL
+ * without center_y).
+ */
+typedef struct km_preprocess_view {
+    km_preprocess spec;
+    const double *x_shift, *x_scale;
+    const double *y_mean;
+} km_preprocess_view;
+km_preprocess_view km_model_preprocess(const km_model *m);
+
+/* Rows per block of the scaled copy of X a preprocessed model predicts
+ * through (about 1 MiB of doubles: 2^17 / d rows, at least one): a batch
+ * of more rows is answered block by block. */
+size_t km_pre_block_rows(size_t d);
+
+/* ----------------------------------------------------- a search's record */
+
+/* A model chosen by a search (select/) keeps the search's record; the
+ * scorings and the kinds of cross-validation it names are listed here,
+ * with the record, so that the model's file reads and checks them
+ * without select/. The scorings' and cv kinds' names, checks and
+ * computation are select/km_select.h's. */
+
+/*
+ * Scoring: what a search maximises, named as scikit-learn's scorers.
+ * Errors are negated so that higher is better throughout.
+ *   r2, neg_mean_squared_error, neg_mean_absolute_error
+ *            regression (krr, svr); several outputs are averaged
+ *            (multioutput='uniform_average')
+ *   accuracy, balanced_accuracy, neg_log_loss
+ *            classification (svc, klr); neg_log_loss needs probabilities
+ *   neg_reconstruction_error
+ *            kpca with the inverse map: minus the mean over rows and
+ *            features of (x - inverse(project(x)))^2, in input units
+ */
+#define KM_SCORING_MAP(X)                                                    \
+    X(KM_SCORING_R2, "r2")                                                   \
+    X(KM_SCORING_NEG_MSE, "neg_mean_squared_error")                          \
+    X(KM_SCORING_NEG_MAE, "neg_mean_absolute_error")                         \
+    X(KM_SCORING_ACCURACY, "accuracy")                                       \
+    X(KM_SCORING_BALANCED_ACCURACY, "balanced_accuracy")                     \
+    X(KM_SCORING_NEG_LOG_LOSS, "neg_log_loss")                               \
+    X(KM_SCORING_NEG_RECONSTRUCTION, "neg_reconstruction_error")
+
+typedef enum {
+    KM_SCORING_MAP(KM_CHOICE_ENUM)
+    KM_SCORING_COUNT
+} km_scoring;
+
+/*
+ * Cross-validation: how the rows are split into train and test folds.
+ *   KFOLD       folds parts of consecutive rows (sizes differ by at most
+ *               one, larger first), as scikit-learn's KFold; with
+ *               shuffle, the rows are permuted first by core's PRNG
+ *               seeded with seed (not numpy's: the same seed does not
+ *               give sklearn's folds; pass test_fold for those); with
+ *               stratified (classification), each class is spread over
+ *               the folds in turn, as StratifiedKFold: the rows, sorted
+ *               by class (stably, so shuffled within each class when
+ *               shuffle), are dealt round-robin, row p of that order to
+ *               fold p % folds; a class of n_c rows has floor or
+ *               ceil(n_c / folds) in every fold (not sklearn's exact
+ *               assignment)
+ *   LOO         leave one out: n folds of one row
+ *   GCV         krr only: generalised cross-validation, one number per
+ *               alpha from the whole fit (no folds)
+ *   PREDEFINED  test_fold[i] is the fold of row i (0 .. folds-1), or -1
+ *               for a row always trained on, as PredefinedSplit
+ * A search of krr over LOO or GCV is closed-form: one eigendecomposition
+ * of K per kernel setting serves every alpha and output (the scores of
+ * LOO pooled over all n left-out predictions).
+ */
+#define KM_CV_MAP(X)                                                         \
+    X(KM_CV_KFOLD, "kfold")                                                  \
+    X(KM_CV_LOO, "loo")                                                      \
+    X(KM_CV_GCV, "gcv")                                                      \
+    X(KM_CV_PREDEFINED, "predefined")
+typedef enum {
+    KM_CV_MAP(KM_CHOICE_ENUM)
+    KM_CV_COUNT
+} km_cv_kind;
+
+/*
+ * The record of a search kept in the model it chose (format version 2):
+ * which parameters varied (names as the API writes them: "alpha",
+ * "kernel.gamma"; at most 31 bytes of [A-Za-z0-9_.]), their values per
+ * point, and the result.
+ */
+#define KM_SEARCH_MAX_POINTS 10000
+#define KM_SEARCH_MAX_PARAMS 16
+typedef struct km_search_table {
+    km_scoring scoring;
+    km_cv_kind cv;
+    size_t n_splits;
+    size_t n_params;
+    char names[KM_SEARCH_MAX_PARAMS][32];
+    size_t n_points;      /* 1 .. KM_SEARCH_MAX_POINTS */
+    const double *values; /* n_points x n_params */
+    const double *mean, *std, *fit_seconds; /* n_points each */
+    size_t best;
+} km_search_table;
+/* Copies t into m (set before sharing); KM_EINVAL for bad sizes or names. */
+km_status km_model_set_search(km_model *m, const km_search_table *t,
+                              km_error *err) KM_MUST_CHECK;
+/* The model's search record (borrowed), or NULL. */
+const km_search_table *km_model_search(const km_model *m);
 
 #ifdef __cplusplus
 }

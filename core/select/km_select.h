@@ -1,6 +1,6 @@
 /*
- * km_select.h - model selection: preprocessing, scores and the hyperparameter
- * search (select/).
+ * km_select.h - model selection (select/): the generic fit km_fit,
+ * preprocessing's fit, scores and the hyperparameter search.
  *
  * Part of libkm's public interface; include km.h, which includes every
  * area. Conventions and thread-safety as km.h says.
@@ -16,44 +16,31 @@ extern "C" {
 
 /* ---------------------------------------------------- model selection */
 
-/*
- * Preprocessing: what a fit does to its data before the algorithm sees
- * them. The statistics are learnt from the training rows and kept in the
- * model, so that km_predict, km_predict_labels and km_model_score apply
- * them to every input exactly as at fit time (the typed predicts,
- * km_krr_predict and the rest, work in the model's own space and do not).
- *   x         KM_SCALE_STANDARDIZE: (x - mean) / std per feature, std
- *             the population one (ddof 0), 1 for a constant feature (as
- *             scikit-learn's StandardScaler);
- *             KM_SCALE_MINMAX: to [-1, 1] per feature, as
- *             scikit-learn's MinMaxScaler(feature_range=(-1, 1)) (a
- *             constant feature maps to -1) and LIBSVM's svm-scale.
- *   center_y  regression only (models that answer KM_OUT_VALUES): the
- *             fit sees y - mean(y) (per output); predictions add the
- *             mean back: an unpenalised intercept.
- * A kpca model's inverse map answers in the original units. y_mean is
- * added to KM_OUT_VALUES answers only: scores (svr's decision values)
- * stay in the model's space.
- */
-#define KM_SCALE_MAP(X)                                                      \
-    X(KM_SCALE_NONE, "none")                                                 \
-    X(KM_SCALE_STANDARDIZE, "standardize")                                   \
-    X(KM_SCALE_MINMAX, "minmax")
-typedef enum {
-    KM_SCALE_MAP(KM_CHOICE_ENUM)
-    KM_SCALE_COUNT
-} km_scale;
-extern const km_choices km_scale_choices;
+/* Preprocessing's spec (KM_SCALE_MAP, km_preprocess) and a fit request
+ * as bytes are model/km_fit.h's; what a model keeps of its preprocessing
+ * and of a search (KM_SCORING_MAP, KM_CV_MAP, km_search_table) are
+ * model/km_model.h's: model/ reads and writes them. Here: their fits,
+ * the scores and the search. */
 
-typedef struct km_preprocess {
-    km_scale x;
-    int center_y;
-} km_preprocess;
+/* The generic fit (km_train.c): fits as the typed function does
+ * (km_krr_fit, ...); caller owns *out. pre (may be NULL: none) is the
+ * preprocessing, learnt from pb and kept in the model (km_preprocess,
+ * km_fit.h); the typed fits do none.
+ * km_fit adds the training figure "training_score": the algorithm's
+ * default scoring (km_scoring_default) of the fitted model on pb, as
+ * km_model_score computes it. It costs one predict over the training
+ * rows (kpca: one projection and one inverse map of them), O(n n_sv d)
+ * for svc and svr, O(n^2 d) for krr and kpca: small beside a krr or kpca
+ * fit, but not beside an svc fit of many classes (letter, 20000 rows,
+ * 26 classes: 0.75 s on top of a 1.44 s fit), whose solver never sees
+ * most rows against most pairs.
+ * No figure for a kpca model without the inverse map, nor when the
+ * score is not a number (r2 of one row). */
+km_status km_fit(km_algorithm a, const km_kernel *k, const void *params,
+                 const km_preprocess *pre, const km_problem *pb,
+                 const km_fit_control *ctl, km_model **out,
+                 km_error *err) KM_MUST_CHECK;
 
-/* The name (KM_SCALE_MAP); NULL if invalid. */
-const char *km_scale_name(km_scale s);
-/* Returns 0 and sets *s on success, -1 if unknown. */
-int km_scale_parse(const char *name, km_scale *s);
 /* The description of a fit's preprocess object (km_param_set, km_base.h):
  * a row per member a request may give (scale, center_y), then read-only
  * rows for the statistics a model shows (x_shift, x_scale, y_mean); the
@@ -66,117 +53,8 @@ const km_param_set *km_preprocess_params(void);
 size_t km_preprocess_fit_bytes(const km_preprocess *pre,
                                const km_problem *pb);
 
-/* Rows per block of the scaled copy of X a preprocessed model predicts
- * through (about 1 MiB of doubles: 2^17 / d rows, at least one): a batch
- * of more rows is answered block by block. */
-size_t km_pre_block_rows(size_t d);
-
-/*
- * What a model learnt of its preprocessing (borrowed views, valid while
- * the model lives). spec is what was asked ({KM_SCALE_NONE, 0} for a
- * model fitted without, and for every model of format version 1).
- * x' = (x - x_shift) / x_scale per feature (n_features each; NULL when
- * spec.x is NONE); prediction = model value + y_mean (n_outputs; NULL
- * without center_y).
- */
-typedef struct km_preprocess_view {
-    km_preprocess spec;
-    const double *x_shift, *x_scale;
-    const double *y_mean;
-} km_preprocess_view;
-km_preprocess_view km_model_preprocess(const km_model *m);
-
-/*
- * A fit request as bytes (km_request.c): the algorithm, its params, the
- * kernel, the preprocessing and the problem's X and Y, with a CRC-32. The
- * daemon writes it to a staging file that the MPI worker (kmserve-mpi)
- * reads and fits with km_fit. Only krr, gpr and kpca (params without
- * pointers; KM_EINVAL for others). The params are stored as this build
- * lays them out, so only a worker of the same build reads them; the load
- * checks magic, version, checksum, sizes (against the buffer's length
- * and the model limits) and the kernel (KM_ECORRUPT), and leaves the
- * params' ranges and X's values to km_fit's checks.
- */
-typedef struct km_request {
-    km_algorithm algo;
-    km_kernel kernel;
-    _Alignas(16) unsigned char params[128]; /* the algorithm's struct */
-    km_preprocess pre;
-    double *X, *Y; /* n x d; n x m (NULL when m is 0) */
-    size_t n, d, m;
-} km_request;
-km_status km_request_save_buffer(km_algorithm a, const km_kernel *k,
-                                 const void *params, const km_preprocess *pre,
-                                 const km_problem *pb, unsigned char **buf,
-                                 size_t *len, km_error *err) KM_MUST_CHECK;
-km_status km_request_load_buffer(const unsigned char *buf, size_t len,
-                                 km_request *r, km_error *err) KM_MUST_CHECK;
-void km_request_cleanup(km_request *r);
-/* r's data as a problem (borrowed). */
-km_problem km_request_problem(const km_request *r);
-
-/*
- * Distributed fits (the daemon's route, server/srv_mpi.c, and the
- * worker, mpi/kmserve_mpi.c), from a's descriptor. params is a's struct.
- */
-/* 1 if a can run distributed (its requests can be written). */
-int km_algorithm_distributed(km_algorithm a);
-/* The names of the algorithms that can, "krr, gpr and kpca" (last
- * between the last two: " and "), into buf. */
-void km_algorithm_distributed_names(const char *last, char *buf, size_t len);
-/* NULL if a fit of a with params can run distributed, else why not (in
- * buf of len, or static). */
-const char *km_algorithm_mpi_refusal(km_algorithm a, const void *params,
-                                     char *buf, size_t len);
-/* 1 if a local fit of params may be moved to the cluster when it does not
- * fit here (krr's auto), with *exact (params_size bytes) what the local
- * fit would run; 0 otherwise. */
-int km_algorithm_mpi_routes_auto(km_algorithm a, const void *params,
-                                 void *exact);
-/* The worker's side: resolves params as the worker runs them (krr's auto:
- * exact); KM_EINVAL if the worker cannot run them. */
-km_status km_algorithm_mpi_resolve(km_algorithm a, void *params,
-                                   km_error *err) KM_MUST_CHECK;
-/* The largest rank's bytes of a distributed fit on a rows x cols grid of
- * nb x nb blocks; what the daemon holds for it. SIZE_MAX-saturating; 0
- * when a cannot run distributed. */
-size_t km_algorithm_mpi_rank_bytes(km_algorithm a, const void *params,
-                                   const km_problem *pb, size_t nb,
-                                   size_t rows, size_t cols);
-size_t km_algorithm_mpi_local_bytes(km_algorithm a, const void *params,
-                                    const km_problem *pb);
-/* A resolved kernel as bytes (as a model file holds it) and back
- * (checked as a model file's: KM_ECORRUPT), for the worker's ranks. */
-km_status km_kernel_save_buffer(const km_kernel *k, unsigned char **buf,
-                                size_t *len, km_error *err) KM_MUST_CHECK;
-km_status km_kernel_load_buffer(const unsigned char *buf, size_t len,
-                                km_kernel *k, km_error *err) KM_MUST_CHECK;
-
-/*
- * Scoring: what a search maximises, named as scikit-learn's scorers.
- * Errors are negated so that higher is better throughout.
- *   r2, neg_mean_squared_error, neg_mean_absolute_error
- *            regression (krr, svr); several outputs are averaged
- *            (multioutput='uniform_average')
- *   accuracy, balanced_accuracy, neg_log_loss
- *            classification (svc, klr); neg_log_loss needs probabilities
- *   neg_reconstruction_error
- *            kpca with the inverse map: minus the mean over rows and
- *            features of (x - inverse(project(x)))^2, in input units
- */
-#define KM_SCORING_MAP(X)                                                    \
-    X(KM_SCORING_R2, "r2")                                                   \
-    X(KM_SCORING_NEG_MSE, "neg_mean_squared_error")                          \
-    X(KM_SCORING_NEG_MAE, "neg_mean_absolute_error")                         \
-    X(KM_SCORING_ACCURACY, "accuracy")                                       \
-    X(KM_SCORING_BALANCED_ACCURACY, "balanced_accuracy")                     \
-    X(KM_SCORING_NEG_LOG_LOSS, "neg_log_loss")                               \
-    X(KM_SCORING_NEG_RECONSTRUCTION, "neg_reconstruction_error")
-
-typedef enum {
-    KM_SCORING_MAP(KM_CHOICE_ENUM)
-    KM_SCORING_COUNT
-} km_scoring;
+/* Scoring: what a search maximises (KM_SCORING_MAP, km_model.h, says
+ * each). */
 extern const km_choices km_scoring_choices;
 
 /* The name ("r2", ...); NULL if invalid. */
@@ -250,38 +128,8 @@ km_status km_model_score(const km_model *m, km_scoring s,
                          const km_problem *pb, double *out,
                          km_error *err) KM_MUST_CHECK;
 
-/*
- * Cross-validation: how the rows are split into train and test folds.
- *   KFOLD       folds parts of consecutive rows (sizes differ by at most
- *               one, larger first), as scikit-learn's KFold; with
- *               shuffle, the rows are permuted first by core's PRNG
- *               seeded with seed (not numpy's: the same seed does not
- *               give sklearn's folds; pass test_fold for those); with
- *               stratified (classification), each class is spread over
- *               the folds in turn, as StratifiedKFold: the rows, sorted
- *               by class (stably, so shuffled within each class when
- *               shuffle), are dealt round-robin, row p of that order to
- *               fold p % folds; a class of n_c rows has floor or
- *               ceil(n_c / folds) in every fold (not sklearn's exact
- *               assignment)
- *   LOO         leave one out: n folds of one row
- *   GCV         krr only: generalised cross-validation, one number per
- *               alpha from the whole fit (no folds)
- *   PREDEFINED  test_fold[i] is the fold of row i (0 .. folds-1), or -1
- *               for a row always trained on, as PredefinedSplit
- * A search of krr over LOO or GCV is closed-form: one eigendecomposition
- * of K per kernel setting serves every alpha and output (the scores of
- * LOO pooled over all n left-out predictions).
- */
-#define KM_CV_MAP(X)                                                         \
-    X(KM_CV_KFOLD, "kfold")                                                  \
-    X(KM_CV_LOO, "loo")                                                      \
-    X(KM_CV_GCV, "gcv")                                                      \
-    X(KM_CV_PREDEFINED, "predefined")
-typedef enum {
-    KM_CV_MAP(KM_CHOICE_ENUM)
-    KM_CV_COUNT
-} km_cv_kind;
+/* Cross-validation: how the rows are split into train and test folds
+ * (KM_CV_MAP, km_model.h, says each kind). */
 extern const km_choices km_cv_choices;
 /* The name (KM_CV_MAP: the search metadata's "cv"); NULL if invalid. */
 const char *km_cv_kind_name(km_cv_kind k);
@@ -393,31 +241,6 @@ km_status km_search_check(const km_search_spec *s, const km_problem *pb,
 /* Peak bytes of km_search (admission control), for s->threads workers
  * (see above). */
 size_t km_search_bytes(const km_search_spec *s, const km_problem *pb);
-
-/*
- * The record of a search kept in the model it chose (format version 2):
- * which parameters varied (names as the API writes them: "alpha",
- * "kernel.gamma"; at most 31 bytes of [A-Za-z0-9_.]), their values per
- * point, and the result.
- */
-#define KM_SEARCH_MAX_POINTS 10000
-#define KM_SEARCH_MAX_PARAMS 16
-typedef struct km_search_table {
-    km_scoring scoring;
-    km_cv_kind cv;
-    size_t n_splits;
-    size_t n_params;
-    char names[KM_SEARCH_MAX_PARAMS][32];
-    size_t n_points;      /* 1 .. KM_SEARCH_MAX_POINTS */
-    const double *values; /* n_points x n_params */
-    const double *mean, *std, *fit_seconds; /* n_points each */
-    size_t best;
-} km_search_table;
-/* Copies t into m (set before sharing); KM_EINVAL for bad sizes or names. */
-km_status km_model_set_search(km_model *m, const km_search_table *t,
-                              km_error *err) KM_MUST_CHECK;
-/* The model's search record (borrowed), or NULL. */
-const km_search_table *km_model_search(const km_model *m);
 
 #ifdef __cplusplus
 }
