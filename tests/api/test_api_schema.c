@@ -140,6 +140,26 @@ START_TEST(spec_matches_tables)
             cJSON_GetObjectItemCaseSensitive(schemas, title),
             "x-algorithm")->valuestring, name);
     }
+    /* PredictRequest's output offers exactly the answer table's v1
+     * "output" values: a new row fails here until the spec names it. */
+    cJSON *outs = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(schemas, "PredictRequest"),
+                "properties"),
+            "output"),
+        "enum");
+    int n_out = 0;
+    for (size_t i = 0; i < km_answer_count(); i++) {
+        const char *v = km_answer_at(i)->v1_output;
+        int found = 0;
+        for (int j = 0; v && j < cJSON_GetArraySize(outs); j++)
+            found |= !strcmp(cJSON_GetArrayItem(outs, j)->valuestring, v);
+        ck_assert_msg(!v || found, "PredictRequest.output's enum lacks %s",
+                      v);
+        n_out += v != NULL;
+    }
+    ck_assert_int_eq(cJSON_GetArraySize(outs), n_out);
     cJSON_Delete(gen);
     cJSON_Delete(spec);
 }
