@@ -227,7 +227,8 @@ void api_answer_free(api_answer *a)
  * sorted label, as scikit-learn (LIBSVM's is the first).
  * The covariance of more than KM_COV_MAX_ROWS rows is refused by core
  * before it writes, so no n x n buffer is made for it. */
-int api_answer_compute(const km_model *m, unsigned answer, int root,
+int api_answer_compute(const km_model *m, unsigned answer,
+                       double (*each)(double),
                        const double *X, size_t n, const char *what,
                        api_answer *a, api_error *e)
 {
@@ -245,8 +246,8 @@ int api_answer_compute(const km_model *m, unsigned answer, int root,
         size_t cells = big_cov ? 1 : n * a->width;
         a->v = malloc((cells ? cells : 1) * sizeof *a->v);
         st = a->v ? km_predict(m, answer, X, n, a->v, &kerr) : KM_ENOMEM;
-        for (size_t i = 0; st == KM_OK && root && i < n * a->width; i++)
-            a->v[i] = sqrt(a->v[i]);
+        for (size_t i = 0; st == KM_OK && each && i < n * a->width; i++)
+            a->v[i] = each(a->v[i]);
         double sign = 1;
         if (answer == KM_OUT_SCORES)
             km_model_score_columns(m, &sign);
@@ -355,7 +356,7 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     int bad = !chosen ? api_raise(e, API_INTERNAL, "a %s model has no "
                                   "answer on predict",
                                   km_algorithm_name(algo))
-                      : api_answer_compute(m, chosen->flag, chosen->root, X,
+                      : api_answer_compute(m, chosen->flag, chosen->each, X,
                                            n, "predictions", &a, e);
     free(X);
     if (bad)

@@ -36,12 +36,13 @@ typedef struct api_answer {
     size_t rows, width; /* width: km_model_answer_width's */
 } api_answer;
 
-/* Computes answer (a KM_OUT_* flag; root: the square roots of its values)
- * for X's n rows through core's km_predict or km_predict_labels. 0, or
- * -1 with e set: 422 naming what[row] when a value is not finite, 413
- * when memory runs out, core's errors. Free with api_answer_free, also
- * after a failure. */
-int api_answer_compute(const km_model *m, unsigned answer, int root,
+/* Computes answer (a KM_OUT_* flag; each, when not NULL, applied to each
+ * of its values: the answer table's column) for X's n rows through core's
+ * km_predict or km_predict_labels. 0, or -1 with e set: 422 naming
+ * what[row] when a value is not finite, 413 when memory runs out, core's
+ * errors. Free with api_answer_free, also after a failure. */
+int api_answer_compute(const km_model *m, unsigned answer,
+                       double (*each)(double),
                        const double *X, size_t n, const char *what,
                        api_answer *a, api_error *e);
 void api_answer_free(api_answer *a);

@@ -420,7 +420,7 @@ int api_v2_infer(const km_model *m, api_body *body, api_text *out,
     api_text_raw(&t, ",\"outputs\":[");
     for (size_t k = 0; k < n_out; k++) {
         api_answer a;
-        if (api_answer_compute(m, chosen[k]->flag, chosen[k]->root, X, n,
+        if (api_answer_compute(m, chosen[k]->flag, chosen[k]->each, X, n,
                                chosen[k]->v2_name, &a, e)) {
             free(X);
             free(t.buf);

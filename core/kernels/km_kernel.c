@@ -43,12 +43,14 @@
  * km_kernel_desc in km_internal.h for what the row holds.
  */
 
+/* linear: <x,z> */
 static void map_linear(const km_kernel *k, double *row, size_t len,
                        double xn, const double *zn)
 {
     (void)k, (void)row, (void)len, (void)xn, (void)zn; /* <x,z> itself */
 }
 
+/* polynomial: (gamma <x,z> + coef0)^degree */
 static void map_polynomial(const km_kernel *k, double *row, size_t len,
                            double xn, const double *zn)
 {
@@ -57,6 +59,7 @@ static void map_polynomial(const km_kernel *k, double *row, size_t len,
         row[j] = km_ipow(k->gamma * row[j] + k->coef0, k->degree);
 }
 
+/* sigmoid: tanh(gamma <x,z> + coef0) */
 static void map_sigmoid(const km_kernel *k, double *row, size_t len,
                         double xn, const double *zn)
 {
@@ -65,6 +68,7 @@ static void map_sigmoid(const km_kernel *k, double *row, size_t len,
         row[j] = tanh(k->gamma * row[j] + k->coef0);
 }
 
+/* exponential: exp(gamma <x,z>) */
 static void map_exponential(const km_kernel *k, double *row, size_t len,
                             double xn, const double *zn)
 {
@@ -74,14 +78,15 @@ static void map_exponential(const km_kernel *k, double *row, size_t len,
     km_vexp(row, len);
 }
 
-/* |x-z|^2 = |x|^2 + |z|^2 - 2<x,z>, clamped at 0, and exp in one pass
- * (km_vmath.c says why). */
+/* rbf: exp(-gamma |x-z|^2), with |x-z|^2 = |x|^2 + |z|^2 - 2<x,z>,
+ * clamped at 0, and exp in one pass (km_vmath.c says why). */
 static void map_rbf(const km_kernel *k, double *row, size_t len, double xn,
                     const double *zn)
 {
     km_vmap_rbf(row, len, xn, zn, k->gamma);
 }
 
+/* laplacian_l2: exp(-gamma |x-z|_2), the Euclidean-norm Laplacian */
 static void map_laplacian_l2(const km_kernel *k, double *row, size_t len,
                              double xn, const double *zn)
 {
@@ -92,6 +97,7 @@ static void map_laplacian_l2(const km_kernel *k, double *row, size_t len,
     km_vexp(row, len);
 }
 
+/* laplacian: exp(-gamma |x-z|_1) */
 static void map_laplacian(const km_kernel *k, double *row, size_t len,
                           double xn, const double *zn)
 {
@@ -104,6 +110,7 @@ static void map_laplacian(const km_kernel *k, double *row, size_t len,
 /* Composites: part p's block src (nx x nz) into the composite's block dst
  * (rows of lddst). */
 
+/* sum: sum_i weights[i] k_i(x,z) */
 static void combine_sum(const km_kernel *k, int p, double *dst, size_t lddst,
                         const double *src, size_t nx, size_t nz,
                         const double *xs, const double *zs, long diag)
@@ -122,6 +129,7 @@ static void combine_sum(const km_kernel *k, int p, double *dst, size_t lddst,
     }
 }
 
+/* product: prod_i k_i(x,z) */
 static void combine_product(const km_kernel *k, int p, double *dst,
                             size_t lddst, const double *src, size_t nx,
                             size_t nz, const double *xs, const double *zs,
@@ -139,7 +147,8 @@ static void combine_product(const km_kernel *k, int p, double *dst,
     }
 }
 
-/* k(x,z) / sqrt(k(x,x) k(z,z)); 0 where the cosine is undefined (a self
+/* normalized: k_0(x,z) / sqrt(k_0(x,x) k_0(z,z)) of its one part k_0
+ * (cosine normalisation); 0 where the cosine is undefined (a self
  * value <= 0); exactly 1 on the training diagonal. */
 static void combine_normalized(const km_kernel *k, int p, double *dst,
                                size_t lddst, const double *src, size_t nx,

@@ -39,18 +39,10 @@ _Static_assert((0 KM_KERNEL_MAP(KM_MAP_ONE)) == KM_KERNEL_TYPE_COUNT,
 
 /*
  * A kernel, as a plain parameter struct with the parameterisation of
- * scikit-learn:
- *   linear       <x,z>
- *   polynomial   (gamma <x,z> + coef0)^degree
- *   rbf          exp(-gamma |x-z|^2)
- *   laplacian    exp(-gamma |x-z|_1)
- *   sigmoid      tanh(gamma <x,z> + coef0)
- *   sum          sum_i weights[i] k_i(x,z)
- *   product      prod_i k_i(x,z)
- *   laplacian_l2 exp(-gamma |x-z|_2)       (the Euclidean-norm Laplacian)
- *   exponential  exp(gamma <x,z>)
- *   normalized   k_0(x,z) / sqrt(k_0(x,x) k_0(z,z)) of its one part k_0
- *                (cosine normalisation; 0 where k_0(x,x) k_0(z,z) <= 0)
+ * scikit-learn: its type (KM_KERNEL_MAP, km_maps.h) and the members the
+ * type takes. Each type's formula is written once, in the comment and the
+ * code of its map (or combine function) in km_kernel.c, section "the maps";
+ * api.md's table of k(x, z) gives them all.
  * gamma == 0 means "default": 1/n_features, filled in by km_kernel_resolve().
  * A sum or product owns its parts and weights (set them with
  * km_kernel_set_parts). Initialise with km_kernel_init, release with

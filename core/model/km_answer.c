@@ -7,10 +7,10 @@
 #include "../km_internal.h"
 
 static const km_answer answers[] = {
-#define KM_ANSWER_ROW(id, name, flag, root, route, v1_output, v1_inverse,    \
+#define KM_ANSWER_ROW(id, name, flag, each, route, v1_output, v1_inverse,    \
                       v2_name, v2_datatype, with, without, needs)            \
     {name, route, v1_output, v1_inverse, v2_name, v2_datatype, flag, with,   \
-     without, root, needs},
+     without, each, needs},
     KM_ANSWER_MAP(KM_ANSWER_ROW)
 #undef KM_ANSWER_ROW
 };

@@ -234,14 +234,10 @@ km_status km_predict_labels(const km_model *m, const double *X, size_t n,
 
 /*
  * One training problem, whatever the algorithm: X (n x d) and what it
- * learns from. Borrowed by the calls that take it.
- *   krr   y: n x m targets
- *   svr   y: n targets, m = 1
- *   svc   labels: n class indices in [0, n_classes)
- *   kpca  X only
- *   gpr   y: n targets, m = 1
- *   kkmeans  X only
- *   klr   labels: n class indices in [0, n_classes)
+ * learns from, as its descriptor's target says (km_algorithm_target):
+ * KM_TARGET_VALUES, y: n targets, m = 1; KM_TARGET_ROWS, y: n x m
+ * targets; KM_TARGET_CLASSES, labels: n class indices in [0, n_classes);
+ * KM_TARGET_NONE, X only. Borrowed by the calls that take it.
  */
 typedef struct km_problem {
     const double *X;

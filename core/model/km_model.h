@@ -113,11 +113,10 @@ km_status km_model_load_file(void *file /* FILE* */, size_t max_bytes,
  * this build fits loads back:
  *   n_features      1 .. KM_MODEL_MAX_FEATURES
  *   n_samples       1 .. KM_MODEL_MAX_SAMPLES (support indices are int32)
- *   n_outputs       krr 1 .. KM_MODEL_MAX_OUTPUTS; svc, svr 1;
- *                   kpca 1 .. n_samples - 1; gpr 1; kkmeans 1;
- *                   klr 1 (two classes) or
- *                   the class count, at most min(n_samples,
- *                   KM_MODEL_MAX_CLASSES)
+ *   n_outputs       1 .. the algorithm's max_outputs(n_samples) (its
+ *                   descriptor, km_internal.h; at most
+ *                   KM_MODEL_MAX_OUTPUTS), and what its payload's load
+ *                   checks (a classifier: its class count)
  *   svc classes     2 .. min(n_samples, KM_MODEL_MAX_CLASSES), with
  *                   exactly one label per class, labels distinct and
  *                   sorted (numbers ascending, strings by byte order)
@@ -180,12 +179,14 @@ km_status km_model_load_bytes(const unsigned char *buf, size_t len,
  * algorithm offers on a route is that route's default (v1 predict
  * without "output", v2 infer without "outputs").
  *
- * Each row is X(ID, "name", flag, root, "route", v1_output, v1_inverse,
+ * Each row is X(ID, "name", flag, each, "route", v1_output, v1_inverse,
  *               v2_name, v2_datatype, with, without, needs):
  *   ID           the row's constant: KM_ANSWER_<ID>
  *   "name"       the answer's name (v1's "output" value when it has one)
  *   flag         the KM_OUT_* answer core computes (km_predict)
- *   root         1: the answer is the square root of flag's (std)
+ *   each         NULL, or the function (of one double, math.h's) that
+ *                turns each of flag's values into this answer's: sqrt
+ *                (std is the square root of the variances)
  *   "route"      the v1 route that gives it: "predict" or "project"
  *   v1_output    predict's "output" value that asks for it; NULL when
  *                it is not chosen so (the route's default, or inverse)
@@ -200,29 +201,30 @@ km_status km_model_load_bytes(const unsigned char *buf, size_t len,
  *                NULL when every model has it
  */
 #define KM_ANSWER_MAP(X)                                                     \
-    X(LABEL, "label", KM_OUT_LABELS, 0, "predict", "label", 0, "labels",    \
+    X(LABEL, "label", KM_OUT_LABELS, NULL, "predict", "label", 0, "labels",  \
       NULL, 0, 0, NULL)                                                      \
-    X(VALUES, "values", KM_OUT_VALUES, 0, "predict", NULL, 0,               \
+    X(VALUES, "values", KM_OUT_VALUES, NULL, "predict", NULL, 0,             \
       "predictions", "FP64", 0, KM_OUT_VARIANCES, NULL)                      \
-    X(MEAN, "mean", KM_OUT_VALUES, 0, "predict", "mean", 0, "mean", "FP64", \
-      KM_OUT_VARIANCES, 0, NULL)                                             \
-    X(CLUSTERS, "clusters", KM_OUT_CLUSTERS, 0, "predict", NULL, 0,         \
+    X(MEAN, "mean", KM_OUT_VALUES, NULL, "predict", "mean", 0, "mean",       \
+      "FP64", KM_OUT_VARIANCES, 0, NULL)                                     \
+    X(CLUSTERS, "clusters", KM_OUT_CLUSTERS, NULL, "predict", NULL, 0,       \
       "clusters", "INT64", 0, 0, NULL)                                       \
-    X(PROJECTIONS, "projections", KM_OUT_PROJECTIONS, 0, "project", NULL,   \
-      0, "projections", "FP64", 0, 0, NULL)                                  \
-    X(INVERSE, "inverse", KM_OUT_INVERSE, 0, "project", NULL, 1, NULL,      \
+    X(PROJECTIONS, "projections", KM_OUT_PROJECTIONS, NULL, "project",       \
+      NULL, 0, "projections", "FP64", 0, 0, NULL)                            \
+    X(INVERSE, "inverse", KM_OUT_INVERSE, NULL, "project", NULL, 1, NULL,    \
       "FP64", 0, 0, "params.fit_inverse_transform: true")                    \
-    X(DECISION_FUNCTION, "decision_function", KM_OUT_SCORES, 0, "predict",  \
-      "decision_function", 0, "decision_values", "FP64", 0, 0, NULL)         \
-    X(PROBABILITY, "probability", KM_OUT_PROBABILITIES, 0, "predict",       \
+    X(DECISION_FUNCTION, "decision_function", KM_OUT_SCORES, NULL,           \
+      "predict", "decision_function", 0, "decision_values", "FP64", 0, 0,    \
+      NULL)                                                                  \
+    X(PROBABILITY, "probability", KM_OUT_PROBABILITIES, NULL, "predict",     \
       "probability", 0, "probabilities", "FP64", 0, 0,                       \
       "params.probability: true")                                            \
-    X(STD, "std", KM_OUT_VARIANCES, 1, "predict", "std", 0, "std", "FP64",  \
-      0, 0, "params.variance: true")                                         \
-    X(VAR, "var", KM_OUT_VARIANCES, 0, "predict", "var", 0, "variance",     \
+    X(STD, "std", KM_OUT_VARIANCES, sqrt, "predict", "std", 0, "std",        \
       "FP64", 0, 0, "params.variance: true")                                 \
-    X(COV, "cov", KM_OUT_COVARIANCE, 0, "predict", "cov", 0, "covariance",  \
-      "FP64", 0, 0, "params.variance: true")
+    X(VAR, "var", KM_OUT_VARIANCES, NULL, "predict", "var", 0, "variance",   \
+      "FP64", 0, 0, "params.variance: true")                                 \
+    X(COV, "cov", KM_OUT_COVARIANCE, NULL, "predict", "cov", 0,              \
+      "covariance", "FP64", 0, 0, "params.variance: true")
 
 /* KM_ANSWER_LABEL = 0, ... in KM_ANSWER_MAP's order; KM_ANSWER_COUNT rows. */
 typedef enum {
@@ -242,7 +244,7 @@ typedef struct km_answer {
     const char *v2_datatype;
     unsigned flag;
     unsigned with, without;
-    int root;
+    double (*each)(double);
     const char *needs;
 } km_answer;
 

@@ -140,6 +140,26 @@ START_TEST(spec_matches_tables)
             cJSON_GetObjectItemCaseSensitive(schemas, title),
             "x-algorithm")->valuestring, name);
     }
+    /* PredictRequest's output offers exactly the answer table's v1
+     * "output" values: a new row fails here until the spec names it. */
+    cJSON *outs = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(schemas, "PredictRequest"),
+                "properties"),
+            "output"),
+        "enum");
+    int n_out = 0;
+    for (size_t i = 0; i < km_answer_count(); i++) {
+        const char *v = km_answer_at(i)->v1_output;
+        int found = 0;
+        for (int j = 0; v && j < cJSON_GetArraySize(outs); j++)
+            found |= !strcmp(cJSON_GetArrayItem(outs, j)->valuestring, v);
+        ck_assert_msg(!v || found, "PredictRequest.output's enum lacks %s",
+                      v);
+        n_out += v != NULL;
+    }
+    ck_assert_int_eq(cJSON_GetArraySize(outs), n_out);
     cJSON_Delete(gen);
     cJSON_Delete(spec);
 }
@@ -149,15 +169,18 @@ END_TEST
 static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
                      api_error *e)
 {
-    static const char *const y[] = {"[0,1,1,0]", "[0,1,0,1]", "[0,1,2,3]",
-                                    NULL, "[0,1,2,3]", NULL, "[0,1,0,1]"};
+    /* y as the descriptor's target says (km_algorithm_target), so that
+     * a new algorithm needs no entry here */
+    static const char *const by_target[] = {
+        [KM_TARGET_NONE] = NULL, [KM_TARGET_VALUES] = "[0,1,2,3]",
+        [KM_TARGET_ROWS] = "[0,1,1,0]", [KM_TARGET_CLASSES] = "[0,1,0,1]"};
+    const char *y = by_target[km_algorithm_target(a)];
     char json[512];
     /* rff needs a shift-invariant kernel */
     snprintf(json, sizeof json, "{\"algorithm\":\"%s\",\"kernel\":{\"type\":"
              "\"%s\"},\"X\":[[0],[1],[2],[3]],\"params\":%s%s%s}",
              km_algorithm_name(a), strstr(params, "\"rff\"") ? "rbf" : "linear",
-             params, y[a] ? ",\"y\":" : "",
-             y[a] ? y[a] : "");
+             params, y ? ",\"y\":" : "", y ? y : "");
     api_body b;
     ck_assert_int_eq(api_parse_body(json, strlen(json), api_fit_matrix_keys,
                                     &b, e), 0);
@@ -166,12 +189,22 @@ static int parse_fit(km_algorithm a, const char *params, api_fit_request *req,
     return rc;
 }
 
-/* The params object kpca and kkmeans need besides the row tried. */
+/* The members a's params require besides the row tried (kpca's
+ * n_components, kkmeans' n_clusters), each 1, from core's rows (so a new
+ * algorithm needs no entry here); "" when none. */
 static const char *required_params(km_algorithm a)
 {
-    return a == KM_ALGO_KPCA      ? "\"n_components\":1"
-           : a == KM_ALGO_KKMEANS ? "\"n_clusters\":1"
-                                  : "";
+    static char buf[KM_ALGO_COUNT][128];
+    char *b = buf[a];
+    b[0] = '\0';
+    for (const km_param *r = km_algorithm_params(a)->rows; r->key; r++)
+        if (r->required) {
+            ck_assert(r->type == KM_PARAM_INTEGER ||
+                      r->type == KM_PARAM_NUMBER);
+            snprintf(b + strlen(b), sizeof buf[a] - strlen(b), "%s\"%s\":1",
+                     *b ? "," : "", r->key);
+        }
+    return b;
 }
 
 START_TEST(ranges_are_cores)

@@ -283,6 +283,10 @@ def route_re(route):
 
 # Paths the documents give as examples of what matches no route.
 NOT_ROUTES = {"/v1/models/x/foo", "/v1/models/x/", "/v1/models/../x"}
+# The toy additions docs/extending.md records: made on scratch branches to
+# prove its recipes, then dropped, so named there but not in the tree.
+TOYS = {"docs/extending.md": {"/v1/models/{name}/outputs", "core/algorithms/km_nwr.c",
+                              "tests/core/test_km_nwr.c"}}
 
 
 def check_routes():
@@ -303,7 +307,7 @@ def check_routes():
         text = read(rel)
         for m in re.finditer(r"`(?:(?:GET|POST|DELETE|HEAD|PUT)\s+)?(/v[12](?:/[^`\s?#]*)?)", text):
             path = re.sub(r"(\.\.\.|…)$", "", m.group(1))
-            if path in NOT_ROUTES or "*" in path:
+            if path in NOT_ROUTES or path in TOYS.get(rel, ()) or "*" in path:
                 continue
             count += 1
             if path.endswith("/"):
@@ -343,7 +347,7 @@ def check_paths():
         text = read(rel)
         for m in pat.finditer(text):
             p = m.group(1).rstrip(".")
-            if "*" in p or "%" in p or "<" in p:
+            if "*" in p or "%" in p or "<" in p or p in TOYS.get(rel, ()):
                 continue
             count += 1
             if not os.path.exists(os.path.join(ROOT, p)):
