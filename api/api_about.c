@@ -12,10 +12,11 @@
  *                         takes (api_schema_kernel_keys, from the rows'
  *                         flags in core's kernel table), defaults from
  *                         km_kernel_init
- *   target, solvers, distributed, composite, rff, tunable
- *                         core's descriptors (km_algorithm_target,
- *                         km_algorithm_solver_*, km_algorithm_distributed,
- *                         km_kernel_type_caps)
+ *   target, solvers, decision_columns, distributed, composite, rff,
+ *   tunable               core's descriptors (km_algorithm_target,
+ *                         km_algorithm_solver_*,
+ *                         km_algorithm_decision_columns,
+ *                         km_algorithm_distributed, km_kernel_type_caps)
  *   search                core's default scoring of the algorithm (what a
  *                         search scores its points by)
  *   outputs               core's answer table (km_answer_at)
@@ -254,6 +255,12 @@ static cJSON *algorithm_json(km_algorithm a)
     add(o, "solver_param", string_or_null(km_algorithm_solver_param(a)));
     add(o, "solvers", solvers_json(a));
     add(o, "outputs", algorithm_outputs_json(a));
+    /* how its decision values are laid out (kmctl names their columns by
+     * it); null when it offers none */
+    km_decision_columns dc = km_algorithm_decision_columns(a);
+    add(o, "decision_columns",
+        string_or_null(km_choice_name(&km_decision_columns_choices,
+                                      (int)dc)));
     add(o, "distributed", cJSON_CreateBool(km_algorithm_distributed(a)));
     /* a search scores its points by a's default scoring */
     add(o, "search",

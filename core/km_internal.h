@@ -364,9 +364,10 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   training row and KM_MODEL_MAX_CLASSES)
  *   n_classes       a classifier's class count from its payload (what a
  *                   fit knows before the labels are set)
- *   score_columns   decision values per row of a model's KM_OUT_SCORES
- *                   answer (svc: k(k-1)/2 pairs; klr: 1 binary, else k);
- *                   NULL: n_outputs
+ *   decision_columns  the layout of its decision values (scores), by
+ *                   which km_model_score_columns counts them per row
+ *                   (km_decision_columns: svc pairs, klr classes; 0:
+ *                   outputs)
  *   scores_first    1 when a binary model's one decision value is positive
  *                   for the first class (svc: LIBSVM's convention), which
  *                   scikit-learn's decision_function negates
@@ -396,10 +397,12 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *   check_targets   1 if check reads the problem's targets (sizes of y,
  *                   classes), so that a caller reads y before it checks
  *                   params; 0: params can be checked before y is read
- *   solvers         its params' solver choice (km_algo_solvers); NULL:
- *                   none
+ *   solver_needs    the KM_KERNEL_CAP_* flags a kernel must have for
+ *                   each solver, indexed by the value of its params' solver
+ *                   row (the row marked solver: its key, count and names;
+ *                   km_caps.c); NULL: every solver takes every kernel
  *   check_kernel    KM_EINVAL when the solver params names does not take
- *                   k (by solvers' needs); NULL: every solver takes every
+ *                   k (by solver_needs); NULL: every solver takes every
  *                   kernel
  *   search          what a search does for it beyond the generic engine
  *                   (km_algo_search); NULL: nothing
@@ -408,19 +411,6 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  */
 typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
                                    size_t n, double *out, km_error *err);
-
-/*
- * An algorithm's solver choice: params' enum field named param, values
- * 0 .. count - 1 named by name (the enum's own name function), and
- * needs[i] the KM_KERNEL_CAP_* flags a kernel must have for solver i
- * (NULL: every solver takes every kernel).
- */
-typedef struct km_algo_solvers {
-    const char *param;
-    size_t count;
-    const char *(*name)(size_t i);
-    const unsigned *needs;
-} km_algo_solvers;
 
 /*
  * What a search (km_search.c) does for an algorithm beyond fitting and
@@ -508,7 +498,7 @@ typedef struct km_algo {
                         int *out, km_error *err);
     int classes; /* models hold classes: labels, one per class */
     size_t (*n_classes)(const km_model *m);
-    size_t (*score_columns)(const km_model *m);
+    km_decision_columns decision_columns;
     int scores_first;
     uint64_t (*max_outputs)(uint64_t n_samples);
     void (*payload_range)(uint32_t format, uint64_t n_samples,
@@ -524,7 +514,7 @@ typedef struct km_algo {
                        size_t *peak);
     km_target target;
     int check_targets;
-    const km_algo_solvers *solvers;
+    const unsigned *solver_needs;
     km_status (*check_kernel)(const void *params, const km_kernel *k,
                               km_error *err);
     const km_algo_search *search;

@@ -944,14 +944,6 @@ static km_status fit(const km_kernel *k, const void *params,
 
 /* ------------------------------------------------------------ capabilities */
 
-static const char *solver_name(size_t i)
-{
-    return km_gpr_solver_name((km_gpr_solver)i);
-}
-
-static const km_algo_solvers solvers = {"solver", KM_GPR_SOLVER_COUNT,
-                                        solver_name, NULL};
-
 static const char *mpi_refusal(const void *params, char *buf, size_t len)
 {
     (void)buf, (void)len;
@@ -1035,7 +1027,7 @@ static const km_param gpr_rows[] = {
      KM_PARAM_FIELD(km_gpr_params, max_iter),
      .range = KM_PARAM_RANGE_READER, .min = 1, .max = KM_GPR_MAX_ITER, LBFGS,
      .doc = "lbfgs only: iterations per start"},
-    {.key = "solver", .type = KM_PARAM_CHOICE,
+    {.key = "solver", .type = KM_PARAM_CHOICE, .solver = 1,
      KM_PARAM_FIELD(km_gpr_params, solver),
      .choices = &km_gpr_solver_choices,
      .doc = "exact: Cholesky of the n x n kernel matrix; nystrom: m "
@@ -1082,6 +1074,5 @@ const km_algo km_gpr_algo = {
     .load_bytes = gpr_load_bytes,
     .target = KM_TARGET_VALUES,
     .check_targets = 1,
-    .solvers = &solvers,
     .mpi = &mpi,
 };

@@ -866,21 +866,6 @@ static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     *lo = *hi = km_add_sat(b, km_f64s_bytes(no));
 }
 
-static size_t score_columns(const km_model *m)
-{
-    return km_model_n_outputs(m);
-}
-
-/* ------------------------------------------------------------ capabilities */
-
-static const char *solver_name(size_t i)
-{
-    return km_klr_solver_name((km_klr_solver)i);
-}
-
-static const km_algo_solvers solvers = {"solver", KM_KLR_SOLVER_COUNT,
-                                        solver_name, NULL};
-
 /* ------------------------------------------------------------ params
  *
  * The keys a request's params may give (km_param, km_base.h): their
@@ -915,7 +900,7 @@ static const km_param klr_rows[] = {
      .doc = "more than two classes: multinomial (softmax loss) or ovr (one "
             "binary problem per class); two classes always fit one binary "
             "function"},
-    {.key = "solver", .type = KM_PARAM_CHOICE,
+    {.key = "solver", .type = KM_PARAM_CHOICE, .solver = 1,
      KM_PARAM_FIELD(km_klr_params, solver),
      .choices = &km_klr_solver_choices,
      .doc = "exact: Newton on the n dual coefficients, a Cholesky of an "
@@ -959,7 +944,7 @@ const km_algo km_klr_algo = {
     .probabilities = km_klr_probability,
     .classes = 1,
     .n_classes = model_classes,
-    .score_columns = score_columns,
+    .decision_columns = KM_DECISION_CLASSES,
     .max_outputs = max_outputs,
     .payload_range = payload_range,
     .free_payload = klr_free,
@@ -969,5 +954,4 @@ const km_algo km_klr_algo = {
     .load_bytes = klr_load_bytes,
     .target = KM_TARGET_CLASSES,
     .check_targets = 1,
-    .solvers = &solvers,
 };

@@ -1018,14 +1018,6 @@ static unsigned params_outputs(const void *params)
 
 /* ------------------------------------------------------------ capabilities */
 
-static const char *solver_name(size_t i)
-{
-    return km_kpca_solver_name((km_kpca_solver)i);
-}
-
-static const km_algo_solvers solvers = {"eigen_solver", KM_KPCA_SOLVER_COUNT,
-                                        solver_name, NULL};
-
 /* the cluster runs ScaLAPACK's pdsyevr: the dense solver */
 static int mpi_dense(km_kpca_solver s)
 {
@@ -1120,7 +1112,7 @@ static const km_param kpca_rows[] = {
     {.key = "alpha", .type = KM_PARAM_NUMBER,
      KM_PARAM_FIELD(km_kpca_params, alpha),
      KM_PARAM_POSITIVE, .doc = "ridge of the inverse map"},
-    {.key = "eigen_solver", .type = KM_PARAM_CHOICE,
+    {.key = "eigen_solver", .type = KM_PARAM_CHOICE, .solver = 1,
      KM_PARAM_FIELD(km_kpca_params, solver),
      .choices = &km_kpca_solver_choices,
      .doc = "auto: restarted block Lanczos when n >= 1000 and "
@@ -1168,6 +1160,5 @@ const km_algo km_kpca_algo = {
     .bytes = kpca_bytes,
     .load_bytes = kpca_load_bytes,
     .target = KM_TARGET_NONE,
-    .solvers = &solvers,
     .mpi = &mpi,
 };

@@ -1000,14 +1000,6 @@ static km_status fit(const km_kernel *k, const void *params,
 
 /* ------------------------------------------------------------ capabilities */
 
-static const char *solver_name(size_t i)
-{
-    return km_krr_solver_name((km_krr_solver)i);
-}
-
-static const km_algo_solvers solvers = {"solver", KM_KRR_SOLVER_COUNT,
-                                        solver_name, solver_needs};
-
 static km_status check_kernel(const void *params, const km_kernel *k,
                               km_error *err)
 {
@@ -1108,7 +1100,7 @@ static const km_param krr_rows[] = {
     {.key = "alpha", .type = KM_PARAM_NUMBER,
      KM_PARAM_FIELD(km_krr_params, alpha),
      KM_PARAM_POSITIVE, .doc = "ridge added to the kernel matrix's diagonal"},
-    {.key = "solver", .type = KM_PARAM_CHOICE,
+    {.key = "solver", .type = KM_PARAM_CHOICE, .solver = 1,
      KM_PARAM_FIELD(km_krr_params, solver),
      .choices = &km_krr_solver_choices,
      .doc = "exact: Cholesky of the n x n kernel matrix; nystrom: m "
@@ -1159,7 +1151,7 @@ const km_algo km_krr_algo = {
     .bytes = krr_bytes,
     .load_bytes = krr_load_bytes,
     .target = KM_TARGET_ROWS,
-    .solvers = &solvers,
+    .solver_needs = solver_needs,
     .check_kernel = check_kernel,
     .search = &search,
     .mpi = &mpi,

@@ -823,12 +823,6 @@ static unsigned svc_params_outputs(const void *params)
                 : 0);
 }
 
-/* One-vs-one: a decision value per pair of classes. */
-static size_t svc_score_columns(const km_model *m)
-{
-    return n_pairs(km_svc_n_classes(m));
-}
-
 /* A search's fold fits: Platt scaling's internal 5-fold cross-validation
  * only for a scoring that reads probabilities (neg_log_loss); needs is
  * what the scoring reads (KM_OUT_*). */
@@ -839,14 +833,6 @@ static void svc_cv_params(void *params, unsigned needs)
 }
 
 /* ------------------------------------------------------------ capabilities */
-
-static const char *solver_name(size_t i)
-{
-    return km_svm_solver_name((km_svm_solver)i);
-}
-
-static const km_algo_solvers svc_solvers = {"solver", KM_SVM_SOLVER_COUNT,
-                                            solver_name, NULL};
 
 /* the exact solver takes kernel values given (km_svm_fit_shared); the
  * nystrom and screened ones compute their own */
@@ -930,7 +916,7 @@ static const km_param svc_rows[] = {
      KM_PARAM_FIELD(km_svm_params, probability), SVC_EXACT,
      .doc = "fit Platt sigmoids so that output probability is available "
             "(exact solver only; auto then runs exact)"},
-    {.key = "solver", .type = KM_PARAM_CHOICE,
+    {.key = "solver", .type = KM_PARAM_CHOICE, .solver = 1,
      KM_PARAM_FIELD(km_svm_params, solver),
      .choices = &km_svm_solver_choices,
      .doc = "exact: SMO on the kernel (LIBSVM); nystrom: m centres, "
@@ -1015,7 +1001,7 @@ const km_algo km_svc_algo = {
     .probabilities = km_svc_probability,
     .classes = 1,
     .n_classes = km_svc_n_classes,
-    .score_columns = svc_score_columns,
+    .decision_columns = KM_DECISION_PAIRS, /* one-vs-one */
     .scores_first = 1,
     .max_outputs = one_output,
     .payload_range = svc_payload_range,
@@ -1027,7 +1013,6 @@ const km_algo km_svc_algo = {
     .load_bytes = load_bytes,
     .target = KM_TARGET_CLASSES,
     .check_targets = 1,
-    .solvers = &svc_solvers,
     .search = &svc_search,
 };
 

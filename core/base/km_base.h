@@ -159,6 +159,10 @@ typedef struct km_param {
     /* A kernel's row: taken by the kernel types whose km_kernel_info
      * params have this KM_KPARAM_* flag; 0: by every type. */
     unsigned kparam;
+    /* A CHOICE row that is its algorithm's solver choice (at most one
+     * row of a set): its key, count and names are the solvers' that
+     * km_algorithm_solver_* and GET /v1 give. */
+    int solver;
     const char *doc;       /* one line for people (OpenAPI, GET /v1) */
 } km_param;
 

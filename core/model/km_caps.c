@@ -1,7 +1,8 @@
 /*
  * km_caps.c - what each algorithm can do, read from its descriptor
- * (km_algo, km_internal.h): its target kind, its solvers and the kernels
- * each takes, what a search does for it, and how it runs distributed.
+ * (km_algo, km_internal.h): its target kind, its solvers (its params'
+ * solver row) and the kernels each takes, the columns of its decision
+ * values, what a search does for it, and how it runs distributed.
  * The public accessors of km_fit.h and km_select.h; the API publishes
  * them and decides by them instead of lists of algorithms.
  *
@@ -25,37 +26,55 @@ int km_algorithm_checks_targets(km_algorithm a)
     return al ? al->check_targets : 0;
 }
 
-static const km_algo_solvers *solvers_of(km_algorithm a)
+/* a's solver choice: the row of its params marked solver (its key,
+ * count and names are the solvers'); NULL when a has none. */
+static const km_param *solver_row(km_algorithm a)
 {
-    const km_algo *al = km_algo_of(a);
-    return al ? al->solvers : NULL;
+    const km_param_set *set = km_algorithm_params(a);
+    for (const km_param *r = set ? set->rows : NULL; r && r->key; r++)
+        if (r->solver)
+            return r;
+    return NULL;
 }
 
 const char *km_algorithm_solver_param(km_algorithm a)
 {
-    const km_algo_solvers *s = solvers_of(a);
-    return s ? s->param : NULL;
+    const km_param *r = solver_row(a);
+    return r ? r->key : NULL;
 }
 
 size_t km_algorithm_solver_count(km_algorithm a)
 {
-    const km_algo_solvers *s = solvers_of(a);
-    return s ? s->count : 0;
+    const km_param *r = solver_row(a);
+    return r ? (size_t)r->choices->count : 0;
 }
 
 const char *km_algorithm_solver_name(km_algorithm a, size_t i)
 {
-    const km_algo_solvers *s = solvers_of(a);
-    return s && i < s->count ? s->name(i) : NULL;
+    const km_param *r = solver_row(a);
+    return r && i < (size_t)r->choices->count
+               ? km_choice_name(r->choices, (int)i)
+               : NULL;
 }
 
 int km_algorithm_solver_accepts(km_algorithm a, size_t i, km_kernel_type t)
 {
-    const km_algo_solvers *s = solvers_of(a);
-    if (!s || i >= s->count || (unsigned)t >= KM_KERNEL_TYPE_COUNT)
+    const km_algo *al = km_algo_of(a);
+    if (i >= km_algorithm_solver_count(a) ||
+        (unsigned)t >= KM_KERNEL_TYPE_COUNT)
         return 0;
-    unsigned need = s->needs ? s->needs[i] : 0;
+    unsigned need = al->solver_needs ? al->solver_needs[i] : 0;
     return (km_kernel_type_caps(t) & need) == need;
+}
+
+KM_CHOICES_DEFINE(km_decision_columns_choices, KM_DECISION_COLUMNS_MAP,
+                  KM_DECISION_COLUMNS_COUNT);
+
+km_decision_columns km_algorithm_decision_columns(km_algorithm a)
+{
+    const km_algo *al = km_algo_of(a);
+    return al && al->scores ? al->decision_columns
+                            : KM_DECISION_COLUMNS_COUNT;
 }
 
 km_status km_algorithm_check_kernel(km_algorithm a, const void *params,

@@ -177,6 +177,27 @@ km_status km_algorithm_check_kernel(km_algorithm a, const void *params,
                                     const km_kernel *k,
                                     km_error *err) KM_MUST_CHECK;
 
+/* How the decision values (KM_OUT_SCORES) of an algorithm's model are laid
+ * out per row, for k classes (km_model_score_columns counts them; GET
+ * /v1's decision_columns names them):
+ *   outputs  one per output (n_outputs; the descriptor's default, none
+ *            of today's algorithms)
+ *   pairs    one per pair of classes (i, j), i < j, one-vs-one:
+ *            k(k-1)/2, 1 for two classes (svc)
+ *   classes  one per class, 1 for two classes (klr) */
+#define KM_DECISION_COLUMNS_MAP(X)                                           \
+    X(KM_DECISION_OUTPUTS, "outputs")                                        \
+    X(KM_DECISION_PAIRS, "pairs")                                            \
+    X(KM_DECISION_CLASSES, "classes")
+typedef enum km_decision_columns {
+    KM_DECISION_COLUMNS_MAP(KM_CHOICE_ENUM)
+    KM_DECISION_COLUMNS_COUNT
+} km_decision_columns;
+extern const km_choices km_decision_columns_choices;
+/* The layout of a's decision values; KM_DECISION_COLUMNS_COUNT when a
+ * answers none (or is invalid). */
+km_decision_columns km_algorithm_decision_columns(km_algorithm a);
+
 /* What a search does for an algorithm beyond fitting and scoring each
  * point's folds (km_algorithm_search_caps):
  *   CLOSED_FORM  krr: exact points of one kernel share eigen-
@@ -210,8 +231,9 @@ typedef struct km_model km_model;
  * its fit did not prepare (an svc fitted without probability, a kpca
  * without the inverse map). */
 unsigned km_model_outputs(const km_model *m);
-/* Decision values per row of m's KM_OUT_SCORES answer (svc: k(k-1)/2
- * one-vs-one pairs; klr: 1 for two classes, else k; svr: 1), and in
+/* Decision values per row of m's KM_OUT_SCORES answer, by its
+ * algorithm's layout (km_algorithm_decision_columns: svc's k(k-1)/2
+ * one-vs-one pairs; klr's 1 for two classes, else k), and in
  * *sign (may be NULL) the factor that gives scikit-learn's sign
  * convention (-1 for a binary svc, whose LIBSVM value is positive for
  * the first class; else 1). 0 when m answers no scores. */

@@ -91,9 +91,19 @@ unsigned km_model_outputs(const km_model *m)
 size_t km_model_score_columns(const km_model *m, double *sign)
 {
     const km_algo *al = km_algo_of(m->algo);
-    size_t cols = !al || !al->scores ? 0
-                  : al->score_columns ? al->score_columns(m)
-                                      : m->n_outputs;
+    size_t cols = 0, k;
+    if (al && al->scores)
+        switch (al->decision_columns) {
+        case KM_DECISION_PAIRS:
+            cols = km_n_pairs(km_model_n_classes(m));
+            break;
+        case KM_DECISION_CLASSES:
+            k = km_model_n_classes(m);
+            cols = k == 2 ? 1 : k;
+            break;
+        default:
+            cols = m->n_outputs;
+        }
     if (sign)
         *sign = al && al->scores_first && cols == 1 ? -1.0 : 1.0;
     return cols;

@@ -3,7 +3,7 @@
  * descriptors (km_caps.c, km_kernel.c) against themselves and against
  * the code that acts on them: every algorithm has a target kind that
  * agrees with its outputs and classes; solver names are unique and
- * named; a solver accepts a kernel exactly when the algorithm's kernel
+ * named; the layout of decision values is set where they are answered; a solver accepts a kernel exactly when the algorithm's kernel
  * check passes; every kernel of KM_KERNEL_CAP_RFF can be sampled by
  * km_krr_rff_draw and no other; the search and distributed descriptors
  * are complete where they are set, and the messages that list them are
@@ -66,6 +66,30 @@ START_TEST(test_solvers)
     ck_assert_ptr_null(km_algorithm_solver_param(KM_ALGO_KKMEANS));
     ck_assert_str_eq(km_algorithm_solver_name(KM_ALGO_KRR,
                                               KM_KRR_SOLVER_RFF), "rff");
+}
+END_TEST
+
+/* The layout of decision values is set exactly for the algorithms that
+ * answer them, and named (GET /v1's decision_columns). */
+START_TEST(test_decision_columns)
+{
+    for (int i = 0; i < KM_ALGO_COUNT; i++) {
+        km_algorithm a = (km_algorithm)i;
+        km_decision_columns dc = km_algorithm_decision_columns(a);
+        int scores = (km_algorithm_outputs(a) & KM_OUT_SCORES) != 0;
+        ck_assert_int_eq(dc != KM_DECISION_COLUMNS_COUNT, scores);
+        ck_assert_int_eq(km_choice_name(&km_decision_columns_choices,
+                                        (int)dc) != NULL,
+                         scores);
+    }
+    ck_assert_int_eq(km_algorithm_decision_columns(KM_ALGO_SVC),
+                     KM_DECISION_PAIRS);
+    ck_assert_int_eq(km_algorithm_decision_columns(KM_ALGO_KLR),
+                     KM_DECISION_CLASSES);
+    ck_assert_int_eq(km_algorithm_decision_columns(KM_ALGO_COUNT),
+                     KM_DECISION_COLUMNS_COUNT);
+    ck_assert_str_eq(km_choice_name(&km_decision_columns_choices,
+                                    KM_DECISION_PAIRS), "pairs");
 }
 END_TEST
 
@@ -275,9 +299,10 @@ static void check_param_set(const km_param_set *set, const char *what)
 }
 
 /* Each algorithm's params rows (next to its descriptor) describe its
- * struct, and the row of its solver choice holds the descriptor's
- * solvers by the same names; the kernel object's rows are each taken by
- * some type; preprocessing's describe a km_preprocess. */
+ * struct, and at most one of them, a choice, is marked its solver
+ * choice, whose key, count and names the solver accessors give; the
+ * kernel object's rows are each taken by some type; preprocessing's
+ * describe a km_preprocess. */
 START_TEST(test_params_rows)
 {
     for (int i = 0; i < KM_ALGO_COUNT; i++) {
@@ -288,6 +313,14 @@ START_TEST(test_params_rows)
         const char *key = km_algorithm_solver_param(a);
         const km_param *row = param_row(set, key);
         ck_assert_int_eq(row != NULL, key != NULL);
+        int marked = 0;
+        for (const km_param *r = set->rows; r->key; r++)
+            if (r->solver) {
+                marked++;
+                ck_assert_ptr_eq(r, row);
+                ck_assert_int_eq(r->type, KM_PARAM_CHOICE);
+            }
+        ck_assert_int_eq(marked, row != NULL);
         for (size_t s = 0; row && s < km_algorithm_solver_count(a); s++)
             ck_assert_str_eq(km_choice_name(row->choices, (int)s),
                              km_algorithm_solver_name(a, s));
@@ -320,6 +353,7 @@ static Suite *caps_suite(void)
     tcase_add_test(tc, test_targets);
     tcase_add_test(tc, test_solvers);
     tcase_add_test(tc, test_solver_kernels);
+    tcase_add_test(tc, test_decision_columns);
     tcase_add_test(tc, test_rff_kernels);
     tcase_add_test(tc, test_kernel_caps);
     tcase_add_test(tc, test_search);

@@ -31,6 +31,9 @@ client) is checked by asking for it.
   fitted with what its "needs" names where the algorithm has that param,
   and under /v2 by its v2 name with its datatype; an "output" an
   algorithm does not offer is 400.
+- Decision values: decision_columns is set exactly where decision_function
+  is offered, and a model of two and of four classes answers as many
+  columns as it says.
 Usage, from the project root:
     /usr/bin/python3 tests/integration/about.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -411,6 +414,37 @@ def output_checks(d, caps):
                   f"{algo['name']}: output {c} (not offered) is 400", r)
 
 
+def decision_checks(d, caps):
+    """decision_columns: set exactly where decision_function is offered,
+    and the answer's width is what it says for k classes: 1 for two,
+    k(k-1)/2 (pairs), k (classes) or 1 (outputs) for four."""
+    offered = {a for o in caps["outputs"] if o["output"] == "decision_function"
+               for a in o["algorithms"]}
+    four = [["a", "b", "c", "d"][i % 4] for i in range(N)]
+    two = [["a", "b"][i % 2] for i in range(N)]
+    for algo in caps["algorithms"]:
+        a, layout = algo["name"], algo["decision_columns"]
+        check((layout is not None) == (a in offered),
+              f"{a}: decision_columns ({layout}) is set exactly where "
+              f"decision_function is offered")
+        if layout is None:
+            continue
+        for y, k in ((two, 2), (four, 4)):
+            name = f"dc-{a}-{k}"
+            r = fit(d, name, dict(fit_body(caps, algo, y=False), y=y))
+            if not check(r.status == 201, f"{a}: fitted on {k} classes", r):
+                continue
+            r = d.req("POST", f"/v1/models/{name}/predict",
+                      {"X": T, "output": "decision_function"})
+            rows = (r.json() or {}).get("predictions", [])
+            width = len(rows[0]) if rows and isinstance(rows[0], list) else 1
+            want = 1 if k == 2 else {"pairs": k * (k - 1) // 2, "classes": k,
+                                     "outputs": 1}[layout]
+            check(r.status == 200 and width == want,
+                  f"{a}: decision_function on {k} classes has {want} "
+                  f"column(s) ({layout})", r)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
@@ -433,6 +467,7 @@ def main():
             solver_checks(d, caps, algo)
             search_checks(d, caps, algo)
         output_checks(d, caps)
+        decision_checks(d, caps)
         distributed_checks(args.server, caps)
 
     return run.with_daemon(args.server, "kmserve-about-", body)
