@@ -105,6 +105,15 @@ const char *ctl_about_default_output(ctl_client *c, const char *algorithm)
     return member(named(outs, first->valuestring), "output");
 }
 
+const char *ctl_about_decision_columns(ctl_client *c, const char *algorithm)
+{
+    const cJSON *algos;
+    ctl_err ignored = {0, ""};
+    if (capability(c, "algorithms", &algos, &ignored))
+        return NULL;
+    return member(named(algos, algorithm), "decision_columns");
+}
+
 void ctl_about_free(void)
 {
     ctl_reply_cleanup(&about);

@@ -2,9 +2,9 @@
  * kmctl_about.h - what kmctl learns from the server's self-description,
  * GET /v1's "capabilities" (asked once per run, when a command first needs
  * it): whether an algorithm's fit takes a target column, the values of
- * predict's --output, and an algorithm's default output. A server that
- * does not describe itself is asked nothing more: its own checks then
- * answer (a 400 naming what is valid).
+ * predict's --output, an algorithm's default output and the layout of its
+ * decision values. A server that does not describe itself is asked nothing
+ * more: its own checks then answer (a 400 naming what is valid).
  *
  * Thread-safety: single-threaded (the answer is kept in a static).
  */
@@ -28,6 +28,12 @@ int ctl_about_check_output(ctl_client *c, const char *output, ctl_err *e);
  * route's plain answer, not described, or GET /v1 failed). Borrowed until
  * ctl_about_free(). */
 const char *ctl_about_default_output(ctl_client *c, const char *algorithm);
+
+/* The "decision_columns" of algorithm's capabilities: how its decision
+ * values are laid out ("pairs", "classes" or "outputs"), or NULL (it
+ * offers none, the server does not say, or GET /v1 failed). Borrowed
+ * until ctl_about_free(). */
+const char *ctl_about_decision_columns(ctl_client *c, const char *algorithm);
 
 /* Frees what GET /v1 answered (main, at exit). */
 void ctl_about_free(void);

@@ -18,39 +18,41 @@
 
 /* Header names for predict's output, from the model and the first answer
  * row (its width when the metadata does not say). output: as asked (NULL:
- * the default). A column per class is p_LABEL (probability) or f_LABEL
- * (decision values); one of an output other than the algorithm's default
- * (GET /v1) is named by it; the default is 'label' (a classifier's) or
- * 'prediction'. */
+ * the algorithm's default, GET /v1). A column per class is p_LABEL
+ * (probability) or f_LABEL (decision values laid out one per class), one
+ * per pair of classes A_vs_B (decision values laid out one-vs-one): the
+ * layout is the algorithm's decision_columns (GET /v1), so a new
+ * classifier's columns are named with no edit here. One column of an
+ * output other than the algorithm's default is named by it; the default
+ * is 'label' (a classifier's) or 'prediction'. */
 static void print_header(ctl_client *c, const cJSON *meta, const char *output,
                          const cJSON *row)
 {
     const cJSON *classes = cJSON_GetObjectItemCaseSensitive(meta, "classes");
     const cJSON *algo = cJSON_GetObjectItemCaseSensitive(meta, "algorithm");
+    const char *aname = cJSON_IsString(algo) ? algo->valuestring : "";
     int k = cJSON_GetArraySize(classes);
     int width = cJSON_IsArray(row) ? cJSON_GetArraySize(row) : 1;
-    /* svc's decision values are one-vs-one pairs; klr's one per class */
-    int pairs = cJSON_IsString(algo) && !strcmp(algo->valuestring, "svc");
-    const char *dflt = ctl_about_default_output(
-        c, cJSON_IsString(algo) ? algo->valuestring : "");
+    const char *dflt = ctl_about_default_output(c, aname);
+    const char *layout = ctl_about_decision_columns(c, aname);
     int named = output && !(dflt && !strcmp(output, dflt));
+    /* the answer given: the one asked, else the algorithm's default */
+    const char *given = output ? output : dflt ? dflt : "";
+    int decision = !strcmp(given, "decision_function") && layout && k > 2;
+    int per_class = width == k && (!strcmp(given, "probability") ||
+                                   (decision && !strcmp(layout, "classes")));
+    int pairs = decision && !strcmp(layout, "pairs") &&
+                width == k * (k - 1) / 2;
     char name[512];
-    if (!output)
-        output = "";
 
     for (int col = 0; col < width; col++) {
         if (col)
             putchar(',');
         const cJSON *ci = NULL, *cj = NULL;
-        if (!strcmp(output, "probability") && width == k) {
+        if (per_class) {
             ci = cJSON_GetArrayItem(classes, col);
-            snprintf(name, sizeof name, "p_");
-        } else if (!strcmp(output, "decision_function") && k > 2 &&
-                   !pairs && width == k) {
-            ci = cJSON_GetArrayItem(classes, col);
-            snprintf(name, sizeof name, "f_");
-        } else if (!strcmp(output, "decision_function") && k > 2 &&
-                   width == k * (k - 1) / 2) {
+            snprintf(name, sizeof name, decision ? "f_" : "p_");
+        } else if (pairs) {
             for (int i = 0, n = 0; i < k && !cj; i++) /* pairs (i, j), i < j */
                 for (int j = i + 1; j < k; j++)
                     if (n++ == col) {
