@@ -275,11 +275,19 @@ typedef struct km_kernel_desc {
                     const double *src, size_t nx, size_t nz,
                     const double *xs, const double *zs, long diag);
     int needs_self;
-    unsigned caps;
+    unsigned caps; /* KM_KERNEL_CAP_* but RFF and COMPOSITE (derived) */
+    /* one frequency vector from the kernel's spectral density (shift-
+     * invariant kernels; NULL otherwise: no random Fourier features) */
+    void (*spectral)(double gamma, size_t d, km_rng *r, double *w);
 } km_kernel_desc;
 
 /* The row of t; NULL for an invalid type. */
 const km_kernel_desc *km_kernel_desc_of(km_kernel_type t);
+
+/* One frequency vector w (d values) drawn from r by k's spectral density
+ * (its descriptor's spectral); k must have KM_KERNEL_CAP_RFF. */
+void km_kernel_spectral_draw(const km_kernel *k, km_rng *r, size_t d,
+                             double *w);
 
 /* The names of the kernel types that have all of caps, in list order,
  * into buf: "a, b, c" with last between the last two (", " or " or "). */
@@ -888,14 +896,10 @@ double km_rng_gauss(km_rng *r);
 /*
  * The rff solver's draw: for feature i = 0 .. D-1 in turn, its row of W
  * (d values) then its phase b[i] = pi (1 + u) from one km_rng_uniform u
- * (so in [0, 2 pi)), from one km_rng seeded with seed. Rows of W, by the
- * kernel's type (gamma its resolved gamma):
- *   rbf           each value sqrt(2 gamma) g, g = km_rng_gauss
- *   laplacian     each value gamma tan(pi u / 2), u = km_rng_uniform
- *                 (Cauchy of scale gamma)
- *   laplacian_l2  gamma g_j / |h|: d gaussians g then one gaussian h
- *                 (multivariate Cauchy: Student t of one degree)
- * KM_EINVAL for any other type (km_krr_check_kernel).
+ * (so in [0, 2 pi)), from one km_rng seeded with seed. A row of W is
+ * drawn by the kernel's spectral density (km_kernel_spectral_draw: the
+ * kernel table's, kernels/km_kernel.c, says how for each type).
+ * KM_EINVAL for a kernel without one (km_krr_check_kernel).
  */
 km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
                           size_t d, double *W, double *b, km_error *err);

@@ -717,23 +717,8 @@ km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
     if (st != KM_OK)
         return st;
     km_rng r = {seed};
-    double g = k->gamma, s = sqrt(2.0 * g);
     for (size_t i = 0; i < D; i++) {
-        double *w = W + i * d;
-        if (k->type == KM_KERNEL_RBF) {
-            for (size_t j = 0; j < d; j++)
-                w[j] = s * km_rng_gauss(&r);
-        } else if (k->type == KM_KERNEL_LAPLACIAN) {
-            for (size_t j = 0; j < d; j++)
-                w[j] = g * tan(M_PI_2 * km_rng_uniform(&r));
-        } else {
-            for (size_t j = 0; j < d; j++)
-                w[j] = km_rng_gauss(&r);
-            double h = fabs(km_rng_gauss(&r));
-            double c = g / (h > 1e-300 ? h : 1e-300);
-            for (size_t j = 0; j < d; j++)
-                w[j] *= c;
-        }
+        km_kernel_spectral_draw(k, &r, d, W + i * d);
         b[i] = M_PI * (1.0 + km_rng_uniform(&r));
     }
     return KM_OK;

@@ -169,6 +169,44 @@ static void combine_normalized(const km_kernel *k, int p, double *dst,
     }
 }
 
+/* ------------------------------------------------- spectral densities */
+
+/* Bochner: a shift-invariant kernel k(x - z) is the Fourier transform of
+ * a probability density p(w), k(x - z) = E_w cos(w . (x - z)); random
+ * Fourier features draw their frequencies from it. Each function draws
+ * one frequency vector w (d values) for the kernel's resolved gamma from
+ * r; the draws and their order are the model file's contract (an rff
+ * model stores only its seed's W; see km_krr_rff_draw). */
+
+/* rbf, exp(-gamma |x-z|^2): each value N(0, 2 gamma). */
+static void spectral_rbf(double gamma, size_t d, km_rng *r, double *w)
+{
+    double s = sqrt(2.0 * gamma);
+    for (size_t j = 0; j < d; j++)
+        w[j] = s * km_rng_gauss(r);
+}
+
+/* laplacian, exp(-gamma |x-z|_1): each value Cauchy of scale gamma,
+ * gamma tan(pi u / 2) of a uniform u. */
+static void spectral_laplacian(double gamma, size_t d, km_rng *r, double *w)
+{
+    for (size_t j = 0; j < d; j++)
+        w[j] = gamma * tan(M_PI_2 * km_rng_uniform(r));
+}
+
+/* laplacian_l2, exp(-gamma |x-z|_2): the multivariate Cauchy (a Student
+ * t of one degree), gamma g / |h| of d gaussians g and one gaussian h. */
+static void spectral_laplacian_l2(double gamma, size_t d, km_rng *r,
+                                  double *w)
+{
+    for (size_t j = 0; j < d; j++)
+        w[j] = km_rng_gauss(r);
+    double h = fabs(km_rng_gauss(r));
+    double c = gamma / (h > 1e-300 ? h : 1e-300);
+    for (size_t j = 0; j < d; j++)
+        w[j] *= c;
+}
+
 /* ------------------------------------------------------------ the table */
 
 #define G KM_KPARAM_GAMMA
@@ -178,7 +216,9 @@ static void combine_normalized(const km_kernel *k, int p, double *dst,
 #define W KM_KPARAM_WEIGHTS
 
 /* {family, params, degree, coef0, min_parts, max_parts}, map or
- * combine, whether combine needs the parts' self values, KM_KERNEL_CAP_*. degree 3 and
+ * combine, whether combine needs the parts' self values, KM_KERNEL_CAP_*
+ * (KM_KERNEL_CAP_RFF and KM_KERNEL_CAP_COMPOSITE follow from the spectral
+ * density and the family), the spectral density if any. degree 3 and
  * coef0 0 are what every kernel has always stored where they do not
  * apply (model files hold them). */
 static const km_kernel_desc km_kernel_linear = {
@@ -188,10 +228,10 @@ static const km_kernel_desc km_kernel_polynomial = {
     map_polynomial, NULL, 0};
 static const km_kernel_desc km_kernel_rbf = {
     {KM_KFAMILY_L2, G | KM_KPARAM_SIGMA, 3, 0.0, 0, 0}, map_rbf, NULL, 0,
-    KM_KERNEL_CAP_RFF | KM_KERNEL_CAP_TUNE_GAMMA};
+    KM_KERNEL_CAP_TUNE_GAMMA, spectral_rbf};
 static const km_kernel_desc km_kernel_laplacian = {
     {KM_KFAMILY_L1, G, 3, 0.0, 0, 0}, map_laplacian, NULL, 0,
-    KM_KERNEL_CAP_RFF | KM_KERNEL_CAP_TUNE_GAMMA};
+    KM_KERNEL_CAP_TUNE_GAMMA, spectral_laplacian};
 static const km_kernel_desc km_kernel_sigmoid = {
     {KM_KFAMILY_INNER, G | C0, 3, 0.0, 0, 0}, map_sigmoid, NULL,
     0};
@@ -203,7 +243,7 @@ static const km_kernel_desc km_kernel_product = {
     NULL, combine_product, 0};
 static const km_kernel_desc km_kernel_laplacian_l2 = {
     {KM_KFAMILY_L2, G, 3, 0.0, 0, 0}, map_laplacian_l2, NULL,
-    0, KM_KERNEL_CAP_RFF | KM_KERNEL_CAP_TUNE_GAMMA};
+    0, KM_KERNEL_CAP_TUNE_GAMMA, spectral_laplacian_l2};
 static const km_kernel_desc km_kernel_exponential = {
     {KM_KFAMILY_INNER, G, 3, 0.0, 0, 0}, map_exponential, NULL,
     0, KM_KERNEL_CAP_TUNE_GAMMA};
@@ -237,8 +277,16 @@ unsigned km_kernel_type_caps(km_kernel_type t)
 {
     if ((unsigned)t >= KM_KERNEL_TYPE_COUNT)
         return 0;
-    return descs[t]->caps | (descs[t]->info.family == KM_KFAMILY_COMPOSITE
-                                 ? KM_KERNEL_CAP_COMPOSITE : 0);
+    return descs[t]->caps |
+           (descs[t]->spectral ? KM_KERNEL_CAP_RFF : 0) |
+           (descs[t]->info.family == KM_KFAMILY_COMPOSITE
+                ? KM_KERNEL_CAP_COMPOSITE : 0);
+}
+
+void km_kernel_spectral_draw(const km_kernel *k, km_rng *r, size_t d,
+                             double *w)
+{
+    descs[k->type]->spectral(k->gamma, d, r, w);
 }
 
 void km_kernel_caps_names(unsigned caps, const char *last, char *buf,

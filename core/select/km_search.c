@@ -344,14 +344,7 @@ static km_status check_scoring(const km_search_spec *s, km_error *err)
  * any other algorithm). */
 static int krr_engine(const km_search_spec *s)
 {
-    const km_algo_search *se = km_algo_of(s->algo)->search;
-    if (!closed_form(s->algo) || !s->params)
-        return 0;
-    size_t ps = km_algorithm_params_size(s->algo);
-    for (size_t p = 0; p < s->n_points; p++)
-        if (!se->serves((const unsigned char *)s->params + p * ps))
-            return 0;
-    return 1;
+    return closed_form(s->algo) && km_search_points_served(s);
 }
 
 /* Everything about s and pb before any work; fold gets the folds. */

@@ -362,14 +362,9 @@ static double *group_gram(search_run *r, size_t p, const size_t *leader)
 static int shares_gram(const km_search_spec *s)
 {
     const km_algo_search *se = km_algo_of(s->algo)->search;
-    if (!se || !(se->caps & KM_SEARCH_SHARED_GRAM) ||
-        s->pre.x != KM_SCALE_NONE || s->pre.center_y)
-        return 0;
-    size_t ps = km_algorithm_params_size(s->algo);
-    for (size_t p = 0; p < s->n_points; p++)
-        if (!se->serves((const unsigned char *)s->params + p * ps))
-            return 0;
-    return 1;
+    return se && (se->caps & KM_SEARCH_SHARED_GRAM) &&
+           s->pre.x == KM_SCALE_NONE && !s->pre.center_y &&
+           km_search_points_served(s);
 }
 
 km_status km_search_run_generic(search_run *r, km_error *err)

@@ -148,6 +148,11 @@ void km_split_take(split *sp, const km_problem *pb, const int *fold,
  * and, of the parameters the type takes, the same values; parts alike. */
 int km_search_kernel_equal(const km_kernel *a, const km_kernel *b);
 
+/* Whether every point of s is one its algorithm's search engine serves
+ * (km_algo_search.serves: krr's closed forms, svc's and svr's shared
+ * Gram); 0 for an algorithm without one, or without params. */
+int km_search_points_served(const km_search_spec *s);
+
 /* ------------------------------------------------------------ engines */
 
 /* The generic engine: every algorithm, each point's folds fitted and

@@ -277,3 +277,15 @@ int km_search_kernel_equal(const km_kernel *a, const km_kernel *b)
     }
     return 1;
 }
+
+int km_search_points_served(const km_search_spec *s)
+{
+    const km_algo_search *se = km_algo_of(s->algo)->search;
+    if (!se || !se->serves || !s->params)
+        return 0;
+    size_t ps = km_algorithm_params_size(s->algo);
+    for (size_t p = 0; p < s->n_points; p++)
+        if (!se->serves((const unsigned char *)s->params + p * ps))
+            return 0;
+    return 1;
+}

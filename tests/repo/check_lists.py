@@ -90,8 +90,6 @@ PARTS = [
      "LIBSVM's kernels"),
     ("docs/extending.md", "kernel", "only", {"laplacian_l2", "exponential", "normalized"},
      "the kernels added by the recipe, as examples"),
-    ("core/km_internal.h", "kernel", "only", {"rbf", "laplacian", "laplacian_l2"},
-     "the kernels krr's rff solver draws features for"),
 ]
 
 
