@@ -20,7 +20,7 @@
 
 #include "bench_util.h"
 #include "km.h"
-#include "km_internal.h"
+#include "base/km_base_internal.h"
 
 static void data(size_t n, size_t d, double **X, double **y)
 {

@@ -28,8 +28,12 @@
  * and select (preprocessing, scores, search). Each area has its public
  * header(s) core/<area>/km_*.h (the solvers' km_solvers.h: the choices
  * the algorithms' parameters make of them); this header includes them
- * all, and callers include only it. core/km_internal.h is core's own.
- * An area uses only those below it (docs/architecture.md, "Layers").
+ * all, and callers include only it. Core's own, what its areas share
+ * and this header hides, is one internal header an area beside its
+ * files (core/<area>/km_*_internal.h), which includes only its area's
+ * public header and the internal headers of the areas below; no file of
+ * core includes this one. An area uses only those below it
+ * (docs/architecture.md, "Layers").
 
  * Conventions used throughout:
  *   - Matrices are dense, row-major doubles: X[i*d + j] is feature j of row i.

@@ -36,6 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../model/km_model_internal.h"
+#include "../solvers/km_solvers_internal.h"
+#include "km_gpr.h"
 #include "km_gpr_internal.h"
 /* sklearn's default bounds: ConstantKernel's and WhiteKernel's (1e-5,
  * 1e5); RBF's length scale l in (1e-5, 1e5), gamma = 1/(2 l^2). */

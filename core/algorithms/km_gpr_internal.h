@@ -10,7 +10,7 @@
 #ifndef KM_GPR_INTERNAL_H
 #define KM_GPR_INTERNAL_H
 
-#include "../km_internal.h"
+#include "km_algorithms_internal.h"
 
 
 /* Two forms: exact (the training rows, a and the factor of K) and

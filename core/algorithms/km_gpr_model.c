@@ -9,6 +9,9 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../base/km_base_internal.h"
+#include "../model/km_model_internal.h"
+#include "km_gpr.h"
 #include "km_gpr_internal.h"
 
 /* krr's nystrom params for gpr's mean: the SoR mean of s k + noise I is

@@ -12,6 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "../model/km_model_internal.h"
+#include "../solvers/km_solvers_internal.h"
+#include "km_gpr.h"
 #include "km_gpr_internal.h"
 
 /*

@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "../model/km_model_internal.h"
+#include "km_gpr.h"
 #include "km_gpr_internal.h"
 
 /* ------------------------------------------------------------ predict */

@@ -30,7 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "../model/km_model_internal.h"
+#include "km_algorithms_internal.h"
+#include "km_kkmeans.h"
 
 typedef struct kkm_payload {
     size_t n, d, k;

@@ -9,7 +9,8 @@
 #ifndef KM_KLR_INTERNAL_H
 #define KM_KLR_INTERNAL_H
 
-#include "../km_internal.h"
+#include "km_algorithms_internal.h"
+#include "km_klr.h"
 
 /* What the q functions are. */
 enum { KLR_BINARY = 0, KLR_MULTINOMIAL = 1, KLR_OVR = 2, KLR_KIND_COUNT };

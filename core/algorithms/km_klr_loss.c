@@ -9,6 +9,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "km_klr.h"
 #include "km_klr_internal.h"
 
 /* The functions a fit of k classes learns. */

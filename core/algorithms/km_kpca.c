@@ -60,6 +60,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "../model/km_model_internal.h"
+#include "../solvers/km_solvers_internal.h"
+#include "km_kpca.h"
 #include "km_kpca_internal.h"
 
 /* sklearn's _check_psd_eigenvalues: below this share of the largest an

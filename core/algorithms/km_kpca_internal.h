@@ -7,7 +7,7 @@
 #ifndef KM_KPCA_INTERNAL_H
 #define KM_KPCA_INTERNAL_H
 
-#include "../km_internal.h"
+#include "km_algorithms_internal.h"
 
 /* Two forms of the model: the dual (dense, iterative, randomized: the
  * training rows and sklearn's centring) and nystrom (the centres, W and

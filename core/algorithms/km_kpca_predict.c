@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "../model/km_model_internal.h"
+#include "km_kpca.h"
 #include "km_kpca_internal.h"
 
 km_status km_kpca_project(const km_model *m, const double *X, size_t n,

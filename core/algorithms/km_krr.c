@@ -30,7 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "../model/km_model_internal.h"
+#include "../solvers/km_solvers_internal.h"
+#include "km_algorithms_internal.h"
+#include "km_krr.h"
 
 /* Two forms: the dual (exact and nystrom solvers: training rows or
  * centres and their coefficients) and rff (random Fourier features:

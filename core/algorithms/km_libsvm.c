@@ -42,6 +42,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../model/km_model_internal.h"
+#include "km_libsvm.h"
 #include "km_svm_payload.h"
 
 /* Longest header line (rho of 256 classes: 32 640 numbers of up to 25

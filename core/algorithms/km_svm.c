@@ -45,7 +45,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "../model/km_model_internal.h"
+#include "../solvers/km_solvers_internal.h"
 #include "../solvers/km_svm_solve.h"
+#include "km_svm.h"
 #include "km_svm_payload.h"
 #include "km_svm_prob.h"
 

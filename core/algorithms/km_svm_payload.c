@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../model/km_model_internal.h"
+#include "km_svm.h"
 #include "km_svm_payload.h"
 
 void km_svm_payload_free(void *v)

@@ -9,7 +9,7 @@
 #ifndef KM_SVM_PAYLOAD_H
 #define KM_SVM_PAYLOAD_H
 
-#include "../km_internal.h"
+#include "km_algorithms_internal.h"
 
 /* Two forms of an svc payload: the dual (SMO's support vectors, LIBSVM's
  * layout) and nystrom (km_svm_nys.c: m centres, an m x P coefficient

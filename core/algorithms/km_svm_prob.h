@@ -7,7 +7,7 @@
 #ifndef KM_SVM_PROB_H
 #define KM_SVM_PROB_H
 
-#include "../km_internal.h"
+#include "km_algorithms_internal.h"
 
 /* Fits P(y=1|f) = 1 / (1 + exp(A f + B)) to decision values dec[0..n)
  * with labels y (+1/-1): Platt's method with Lin, Lin and Weng's Newton

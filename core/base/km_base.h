@@ -1,6 +1,9 @@
 /*
  * km_base.h - the base every area of libkm builds on: the version, statuses and
- * their messages, errors, options' choices, and core's one PRNG.
+ * their messages, errors, a matrix's check, options' choices, core's one
+ * PRNG, a fit's progress and cancellation (km_fit_control, which the
+ * solvers read as well as the fits) and the vectorised exp (km_status.c,
+ * km_choice.c, km_vmath.c).
  *
  * Part of libkm's public interface; include km.h, which includes every
  * area. Conventions and thread-safety as km.h says.
@@ -59,6 +62,10 @@ typedef struct km_error {
     char message[256];
 } km_error;
 
+/* Checks that X is n x d with every entry finite. */
+km_status km_check_matrix(const char *what, const double *X, size_t n,
+                          size_t d, km_error *err) KM_MUST_CHECK;
+
 /* ---------------------------------------------------------------- choices */
 
 /*
@@ -66,7 +73,7 @@ typedef struct km_error {
  * scale, ...): the names of an enum's values 0 .. count - 1. Each option
  * has one list X(ENUM, "name") in the header of the area that owns it
  * (KM_KRR_SOLVER_MAP, ...); its enum (KM_CHOICE_ENUM), its name table and
- * its km_choices (KM_CHOICES_DEFINE, km_internal.h) are generated from
+ * its km_choices (KM_CHOICES_DEFINE, km_base_internal.h) are generated from
  * it, and the API's parsers, messages and OpenAPI enums read that. A
  * value is its entry's place in the list and model files store it: an
  * entry keeps its place, and a new one goes last.
@@ -187,6 +194,48 @@ uint64_t km_rng_next(km_rng *r);
 size_t km_rng_below(km_rng *r, size_t n);
 /* Uniform double in [-1, 1), a multiple of 2^-52. */
 double km_rng_uniform(km_rng *r);
+
+/* ---------------------------------------------------------------- progress */
+
+/*
+ * Progress and cancellation for long fits. progress, when not NULL, is
+ * called with a non-decreasing fraction in [0, 1], from one thread at a
+ * time (a fit's own, or one of km_search's workers: never two calls at
+ * once); a nonzero return asks the fit to stop, which it does soon after
+ * with KM_ECANCELLED (km_search does not call it again after that).
+ * threads: threads a fit may run beyond BLAS's own; 0 or 1: one.
+ * km_search runs that many points at once (at most its spec's threads:
+ * see km_search_spec); krr's nystrom solver maps blocks of kernel values
+ * on that many; the other fits run on the calling thread alone.
+ * Last, so that {progress, ctx} initialisers leave it 0.
+ */
+typedef struct km_dense_engine km_dense_engine;
+typedef struct km_fit_control {
+    int (*progress)(void *ctx, double fraction);
+    void *ctx;
+    int threads;
+    /* A dense solver elsewhere (kmserve-mpi's ScaLAPACK engine), or NULL:
+     * this process. See km_dense_engine (km_fit.h). */
+    const km_dense_engine *dense;
+} km_fit_control;
+
+/*
+ * A part of a fit reported as a whole: a control whose progress 0..1 is
+ * the outer control's from..to (cancel passes through). Usage:
+ *   km_progress_span sp = {outer, 0.0, 0.6};
+ *   km_fit_control sub = {km_progress_span_report, &sp, threads};
+ */
+typedef struct km_progress_span {
+    const km_fit_control *outer;
+    double from, to;
+} km_progress_span;
+int km_progress_span_report(void *span, double fraction);
+
+/* ----------------------------------------------------------- vector math */
+
+/* exp(v[i]) for all i, in place, vectorised; accurate to a few ulps, exact 0
+ * below -708. Exposed for benchmarks and tests. */
+void km_vexp(double *v, size_t n);
 
 #ifdef __cplusplus
 }

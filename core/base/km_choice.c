@@ -7,7 +7,7 @@
  */
 #include <stdio.h>
 
-#include "../km_internal.h"
+#include "km_base_internal.h"
 
 const char *km_choice_name(const km_choices *c, int v)
 {

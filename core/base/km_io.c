@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "km_base_internal.h"
 
 void km_writer_init(km_writer *w)
 {

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <time.h>
 
-#include "../km_internal.h"
+#include "km_base_internal.h"
 
 const char *km_strerror(km_status st)
 {

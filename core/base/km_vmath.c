@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "km_base_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(KM_NO_CLONES)

@@ -29,7 +29,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "km_kernel_internal.h"
 
 /* Rows per block when a Gram is built block by block. */
 #define BLOCK_ROWS 256
@@ -40,7 +41,7 @@
  * One map per kernel: the only place its formula is written. Every path
  * (km_kernel_eval, Gram, cross Gram, SMO columns, one-row predict) gets
  * its family's base quantities into a row and calls it; see
- * km_kernel_desc in km_internal.h for what the row holds.
+ * km_kernel_desc in km_kernel_internal.h for what the row holds.
  */
 
 /* linear: <x,z> */

@@ -168,10 +168,6 @@ km_status km_gram_block(const km_kernel *k, const double *X, const double *xn,
 /* Squared norms of X's n rows (d features), malloc'd; NULL on OOM. */
 double *km_sqnorms(const double *X, size_t n, size_t d);
 
-/* exp(v[i]) for all i, in place, vectorised; accurate to a few ulps, exact 0
- * below -708. Exposed for benchmarks and tests. */
-void km_vexp(double *v, size_t n);
-
 #ifdef __cplusplus
 }
 #endif

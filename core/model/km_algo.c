@@ -5,7 +5,8 @@
  *
  * Thread-safety: reentrant; the tables are constant.
  */
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "km_model_internal.h"
 
 /* The tables, from the one list (km_maps.h): names and descriptors by
  * stored id. */

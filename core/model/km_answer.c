@@ -4,7 +4,7 @@
  *
  * Thread-safety: reentrant (the table is constant).
  */
-#include "../km_internal.h"
+#include "km_model_internal.h"
 
 static const km_answer answers[] = {
 #define KM_ANSWER_ROW(id, name, flag, each, route, v1_output, v1_inverse,    \

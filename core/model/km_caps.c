@@ -1,6 +1,6 @@
 /*
  * km_caps.c - what each algorithm can do, read from its descriptor
- * (km_algo, km_internal.h): its target kind, its solvers (its params'
+ * (km_algo, km_model_internal.h): its target kind, its solvers (its params'
  * solver row) and the kernels each takes, the columns of its decision
  * values, what a search does for it, and how it runs distributed.
  * The public accessors of km_fit.h and km_select.h; the API publishes
@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "km_model_internal.h"
 
 km_target km_algorithm_target(km_algorithm a)
 {

@@ -15,7 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "km_model_internal.h"
 
 /* ------------------------------------------------------------ budget */
 

@@ -1,6 +1,6 @@
 /*
- * km_fit.h - fitting: problems, progress and cancellation, the calls on
- * an algorithm through its descriptor (model/km_fit.c, km_algo.c,
+ * km_fit.h - fitting: problems, the dense engine, the calls on an
+ * algorithm through its descriptor (model/km_fit.c, km_algo.c,
  * km_caps.c), the preprocessing spec (km_pre_stats.c), a fit request as
  * bytes and distributed fits (km_request.c, km_caps.c). The generic fit
  * km_fit, above the model, is select/km_select.h's.
@@ -19,39 +19,8 @@ extern "C" {
 
 /* ---------------------------------------------------------------- fitting */
 
-/*
- * Progress and cancellation for long fits. progress, when not NULL, is
- * called with a non-decreasing fraction in [0, 1], from one thread at a
- * time (a fit's own, or one of km_search's workers: never two calls at
- * once); a nonzero return asks the fit to stop, which it does soon after
- * with KM_ECANCELLED (km_search does not call it again after that).
- * threads: threads a fit may run beyond BLAS's own; 0 or 1: one.
- * km_search runs that many points at once (at most its spec's threads:
- * see km_search_spec); krr's nystrom solver maps blocks of kernel values
- * on that many; the other fits run on the calling thread alone.
- * Last, so that {progress, ctx} initialisers leave it 0.
- */
-typedef struct km_dense_engine km_dense_engine;
-typedef struct km_fit_control {
-    int (*progress)(void *ctx, double fraction);
-    void *ctx;
-    int threads;
-    /* A dense solver elsewhere (kmserve-mpi's ScaLAPACK engine), or NULL:
-     * this process. See km_dense_engine. */
-    const km_dense_engine *dense;
-} km_fit_control;
-
-/*
- * A part of a fit reported as a whole: a control whose progress 0..1 is
- * the outer control's from..to (cancel passes through). Usage:
- *   km_progress_span sp = {outer, 0.0, 0.6};
- *   km_fit_control sub = {km_progress_span_report, &sp, threads};
- */
-typedef struct km_progress_span {
-    const km_fit_control *outer;
-    double from, to;
-} km_progress_span;
-int km_progress_span_report(void *span, double fraction);
+/* A fit's progress and cancellation, km_fit_control, is km_base.h's: the
+ * solvers below the model read it too. */
 
 /*
  * A dense linear algebra engine that an exact fit hands its system to

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "km_model_internal.h"
 
 /* Whether value v can be a figure of this kind: the rule the loader
  * applies, so the only values a list holds and a file stores. */

@@ -40,7 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "km_model_internal.h"
 
 #define MAGIC "KMSM"
 /* The newest version this build reads and writes. A model is written in

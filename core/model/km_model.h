@@ -114,7 +114,7 @@ km_status km_model_load_file(void *file /* FILE* */, size_t max_bytes,
  *   n_features      1 .. KM_MODEL_MAX_FEATURES
  *   n_samples       1 .. KM_MODEL_MAX_SAMPLES (support indices are int32)
  *   n_outputs       1 .. the algorithm's max_outputs(n_samples) (its
- *                   descriptor, km_internal.h; at most
+ *                   descriptor, km_model_internal.h; at most
  *                   KM_MODEL_MAX_OUTPUTS), and what its payload's load
  *                   checks (a classifier: its class count)
  *   svc classes     2 .. min(n_samples, KM_MODEL_MAX_CLASSES), with
@@ -261,10 +261,6 @@ int km_answer_offered(const km_answer *r, km_algorithm a);
  * Names the first bad entry ("X[3][1] is not a finite number"). */
 km_status km_model_check_input(const km_model *m, const double *X, size_t n,
                                size_t d, km_error *err) KM_MUST_CHECK;
-
-/* Checks that X is n x d with every entry finite. */
-km_status km_check_matrix(const char *what, const double *X, size_t n,
-                          size_t d, km_error *err) KM_MUST_CHECK;
 
 /*
  * What a model learnt of its preprocessing (borrowed views, valid while

@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "km_model_internal.h"
 
 KM_CHOICES_DEFINE(km_scale_choices, KM_SCALE_MAP, KM_SCALE_COUNT);
 

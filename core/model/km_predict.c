@@ -8,7 +8,8 @@
  */
 #include <stdlib.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "km_model_internal.h"
 
 /* ------------------------------------------------------------ through the preprocessing */
 

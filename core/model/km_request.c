@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "km_model_internal.h"
 
 static const unsigned char MAGIC[4] = {'K', 'M', 'R', 'Q'};
 #define REQUEST_VERSION 1

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "../model/km_model_internal.h"
+#include "km_select_internal.h"
 
 /* ------------------------------------------------------------ scorings */
 

@@ -18,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../model/km_model_internal.h"
+#include "../algorithms/km_algorithms_internal.h"
 #include "km_search_internal.h"
 
 /* ------------------------------------------------------------ generic */

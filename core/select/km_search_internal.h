@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "../km_internal.h"
+#include "km_select_internal.h"
 
 /*
  * An eigendecomposition (dsyevd, eigenvectors) of an n x n Gram costs

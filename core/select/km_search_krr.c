@@ -18,6 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "../model/km_model_internal.h"
+#include "../algorithms/km_algorithms_internal.h"
 #include "km_search_internal.h"
 
 /* ------------------------------------------------------------ krr */

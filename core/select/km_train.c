@@ -7,7 +7,9 @@
  *
  * Thread-safety: reentrant.
  */
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "../model/km_model_internal.h"
+#include "km_select_internal.h"
 
 km_status km_fit_inner(km_algorithm a, const km_kernel *k,
                        const void *params, const km_preprocess *pre,

@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "km_solvers_internal.h"
 
 /*
  * AUTO picks the iterative solver when n >= ITER_MIN_N and

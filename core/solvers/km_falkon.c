@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "km_solvers_internal.h"
 
 /* The fused pass (kernels of inner products, at most NYS_FUSED_OUTPUTS
  * outputs; see nys_pass_fused) runs on at most NYS_MAX_THREADS threads

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../km_internal.h"
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
+#include "km_solvers_internal.h"
 
 /* The centre rules' names (km_krr_centre_rule, every nystrom solver's
  * params.centres). */
@@ -379,7 +381,7 @@ km_status km_krr_rpcholesky(const km_kernel *k, const double *X, size_t n,
                    err);
 }
 
-/* km_internal.h (the nystrom solvers' centres). */
+/* km_solvers_internal.h (the nystrom solvers' centres). */
 km_status km_nys_centres(const km_kernel *k, km_krr_centre_rule rule,
                          uint64_t seed, const double *X, size_t n, size_t d,
                          size_t m, size_t *idx, size_t *kept, double **F,
@@ -440,7 +442,7 @@ size_t km_nys_rpcholesky_bytes(size_t n, size_t d, size_t m)
     return km_mul_sat(sizeof(double), rpc_work_values(n, d, m));
 }
 
-/* km_internal.h (also the nystrom solvers of svc and kpca). */
+/* km_solvers_internal.h (also the nystrom solvers of svc and kpca). */
 km_status km_nys_factor_kmm(const km_kernel *k, const double *Z, size_t m,
                             size_t d, int unshifted_first, double *T,
                             double *shift, km_error *err)

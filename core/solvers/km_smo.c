@@ -48,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
 #include "km_svm_solve.h"
 
 /* The loops over all active variables run twice per iteration and

@@ -57,6 +57,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
 #include "km_svm_solve.h"
 
 /* Values of Phi computed per block (kernel and DTRSM), for progress. */

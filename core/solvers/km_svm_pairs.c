@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "../base/km_base_internal.h"
 #include "km_svm_solve.h"
 
 /* A worker's thread: the queue and its own state. */

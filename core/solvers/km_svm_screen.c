@@ -63,6 +63,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/km_base_internal.h"
+#include "../kernels/km_kernel_internal.h"
 #include "km_svm_solve.h"
 
 /* Rows whose screened margin y f(x) is below this start in the working

@@ -20,7 +20,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "../km_internal.h"
+#include "km_solvers_internal.h"
 
 /* How the solver reaches Q. */
 typedef enum smo_storage {

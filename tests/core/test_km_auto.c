@@ -9,7 +9,6 @@
  */
 #include "../check_main.h"
 #include "km.h"
-#include "km_internal.h"
 
 static km_krr_params auto_params(void)
 {

@@ -14,7 +14,9 @@
 
 #include "../check_main.h"
 #include "km.h"
-#include "km_internal.h"
+#include "kernels/km_kernel_internal.h"
+#include "model/km_model_internal.h"
+#include "algorithms/km_algorithms_internal.h"
 
 START_TEST(test_targets)
 {

@@ -11,7 +11,8 @@
  */
 #include "../check_main.h"
 #include "km.h"
-#include "km_internal.h"
+#include "base/km_base_internal.h"
+#include "solvers/km_solvers_internal.h"
 
 #define N 500
 #define DIM 3

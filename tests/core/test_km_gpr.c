@@ -14,7 +14,8 @@
 #include "../check_main.h"
 #include "model_bytes.h"
 #include "km.h"
-#include "km_internal.h"
+#include "model/km_model_internal.h"
+#include "algorithms/km_algorithms_internal.h"
 
 #define FLOOR 1e-3
 #define TOL 1e-8

@@ -7,7 +7,7 @@
  */
 #include "../check_main.h"
 #include "km.h"
-#include "km_internal.h"
+#include "base/km_base_internal.h"
 
 static const double x3[3] = {1.0, -2.0, 0.5};
 static const double z3[3] = {0.5, 1.0, -1.5};

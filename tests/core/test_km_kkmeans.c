@@ -19,7 +19,7 @@
 
 #include "../check_main.h"
 #include "km.h"
-#include "km_internal.h"
+#include "algorithms/km_algorithms_internal.h"
 #include "model_bytes.h"
 
 enum { N = 300, DIM = 3, NT = 50, KC = 5, CONFIGS = 4 };

@@ -19,7 +19,8 @@
 #include "../check_main.h"
 #include "../testdata.h"
 #include "km.h"
-#include "km_internal.h"
+#include "solvers/km_solvers_internal.h"
+#include "algorithms/km_algorithms_internal.h"
 
 #define TOL 1e-8
 /* Floor of the relative comparison, as a share of the largest reference

@@ -10,7 +10,7 @@
 #include "../check_main.h"
 #include "model_bytes.h"
 #include "km.h"
-#include "km_internal.h"
+#include "model/km_model_internal.h"
 
 /* ------------------------------------------------------------ crafting */
 

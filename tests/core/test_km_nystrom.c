@@ -8,7 +8,8 @@
  */
 #include "../check_main.h"
 #include "km.h"
-#include "km_internal.h"
+#include "solvers/km_solvers_internal.h"
+#include "algorithms/km_algorithms_internal.h"
 
 #define N 600
 #define DIM 5

@@ -16,7 +16,7 @@
 
 #include "../check_main.h"
 #include "km.h"
-#include "km_internal.h"
+#include "algorithms/km_algorithms_internal.h"
 #include "model_bytes.h"
 
 /* Deterministic synthetic data: rows in [-1, 1)^d, a smooth target. */

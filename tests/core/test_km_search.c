@@ -29,7 +29,7 @@
 
 #include "../check_main.h"
 #include "km.h"
-#include "km_internal.h"
+#include "select/km_select_internal.h"
 
 #define KRR_TOL 1e-8
 #define CLOSED_TOL 1e-9

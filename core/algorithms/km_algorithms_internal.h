@@ -1,0 +1,135 @@
+/*
+ * km_algorithms_internal.h - what the algorithms' files share with each
+ * other, with select/'s engines and with core's tests, beyond the public
+ * headers: kernel ridge regression's solve (km_krr.c), which krr, gpr,
+ * kpca and the krr search use; the nystrom and rff parts of krr and gpr;
+ * an auto fit's figures; kernel k-means' seeding; an svm fit on a shared
+ * Gram (km_svm_fit.c). An algorithm's own files share more through its
+ * own header (km_gpr_internal.h, km_svm_payload.h, ...), which includes
+ * this one.
+ *
+ * Not installed; never included outside core/ (and its tests). Includes
+ * the internal headers of model/ and solvers/ (and through them those
+ * of kernels/ and base/), nothing of select/. Thread-safety as km.h.
+ */
+#ifndef KM_ALGORITHMS_INTERNAL_H
+#define KM_ALGORITHMS_INTERNAL_H
+
+#include "../model/km_model_internal.h"
+#include "../solvers/km_solvers_internal.h"
+#include "km_gpr.h"
+#include "km_kkmeans.h"
+#include "km_krr.h"
+
+/* ------------------------------------------------------- solves */
+
+/*
+ * Kernel ridge regression's solve, shared by KRR and KPCA's inverse map:
+ * C = (G + alpha I)^-1 Y. G (n x n, row-major) holds the kernel matrix in
+ * its lower triangle and is destroyed (alpha is added, then the Cholesky
+ * factor replaces it); Y (n x m, row-major) is borrowed; C (n x m,
+ * row-major, caller-allocated) gets the solution. what names G in the
+ * KM_ENOTPD message ("the kernel matrix"). Progress goes from f0 to f1
+ * through ctl (may be NULL), which may cancel (KM_ECANCELLED).
+ */
+km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
+                       size_t m, double *C, const char *what,
+                       const km_fit_control *ctl, double f0, double f1,
+                       km_error *err);
+
+/*
+ * The nystrom solver of km_krr_fit with what tests need (km_krr.c, its
+ * solve km_falkon_solve):
+ * centres, when not NULL, are the m sorted, distinct row indices to use
+ * instead of the seeded draw (m = km_krr_centres(p, n)); history, when
+ * not NULL, gets the largest relative residual of the outputs before the
+ * first iteration and after each (at most p->cg_max_iter + 1 values) and
+ * *n_history how many. p->solver must be NYSTROM.
+ */
+km_status km_krr_fit_nystrom(const km_kernel *k, const km_krr_params *p,
+                             const double *X, size_t n, size_t d,
+                             const double *Y, size_t m, const size_t *centres,
+                             double *history, size_t *n_history,
+                             const km_fit_control *ctl, km_model **out,
+                             km_error *err);
+
+/* gpr's nystrom solver (km_gpr_nys.c), with the centres, when not NULL,
+ * given as m sorted, distinct row indices (m = p->n_centres, or its
+ * default) instead of the seeded draw, as km_krr_fit_nystrom's.
+ * p->solver must be NYSTROM. */
+km_status km_gpr_fit_nystrom(const km_kernel *k, const km_gpr_params *p,
+                             const double *X, size_t n, size_t d,
+                             const double *y, const size_t *centres,
+                             const km_fit_control *ctl, km_model **out,
+                             km_error *err);
+
+/*
+ * The rff solver's draw: for feature i = 0 .. D-1 in turn, its row of W
+ * (d values) then its phase b[i] = pi (1 + u) from one km_rng_uniform u
+ * (so in [0, 2 pi)), from one km_rng seeded with seed. A row of W is
+ * drawn by the kernel's spectral density (km_kernel_spectral_draw: the
+ * kernel table's, kernels/km_kernel.c, says how for each type).
+ * KM_EINVAL for a kernel without one (km_krr_check_kernel).
+ */
+km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
+                          size_t d, double *W, double *b, km_error *err);
+
+/* An rff model's W (D x d) and b (D), borrowed; KM_OK, or KM_ECONFLICT
+ * if m is not a krr model of the rff form. */
+km_status km_krr_rff_features(const km_model *m, const double **W,
+                              const double **b);
+/* A dual-form krr model's training rows (the centres of a nystrom fit,
+ * n_samples x n_features) and coefficients (n_samples x n_outputs),
+ * borrowed; KM_OK, or KM_ECONFLICT if m is not a krr model of the dual
+ * form (gpr's nystrom solver takes its mean from krr's). */
+km_status km_krr_dual(const km_model *m, const double **X,
+                      const double **coef);
+
+/* An auto fit's figures (krr's and gpr's): the params figure "solver"
+ * set to auto_solver, the training figures "solver" (run, the one that
+ * ran) and "memory_budget_mb" (budget, in MiB). KM_ENOMEM on failure. */
+km_status km_auto_figures(km_model *model, int auto_solver, int run,
+                          size_t budget);
+
+/* ------------------------------------------------------- kernel k-means */
+
+/*
+ * km_kkmeans_fit with one run from given centres, for tests (km_kkmeans.c):
+ * init holds p->n_clusters row indices of X (p->n_init and p->seed are
+ * not used, only recorded). KM_EINVAL for an index out of range.
+ */
+km_status km_kkmeans_fit_init(const km_kernel *k, const km_kkmeans_params *p,
+                              const double *X, size_t n, size_t d,
+                              const size_t *init, const km_fit_control *ctl,
+                              km_model **out, km_error *err);
+/* One run's k-means++ centres (km_kkmeans.h): k row indices into centres, from
+ * the full Gram matrix K (n x n, row-major), drawing from r. KM_ENOMEM
+ * when its O(n) buffers cannot be had. */
+km_status km_kkmeans_plusplus(const double *K, size_t n, size_t k,
+                              km_rng *r, size_t *centres, km_error *err);
+
+/* ------------------------------------------------------- search */
+
+/*
+ * A Gram matrix of a superset of a fit's rows, for svc and svr fits of
+ * several folds of one kernel setting: K (n_all x n_all, full) of the
+ * points X_all, computed by the caller with km_gram_sym and the fit's
+ * kernel resolved for the same d; row i of the fit's problem is point
+ * index[i]. The solves gather their kernel columns from K instead of
+ * computing them (as an svc fit does from its own Gram of all its rows).
+ */
+typedef struct km_shared_gram {
+    const double *K;
+    const double *X_all;
+    size_t n_all;
+    const size_t *index;
+} km_shared_gram;
+/* km_svc_fit or km_svr_fit (a) of pb with its columns from sg
+ * (km_svm_fit.c). pb's rows must be X_all's rows index[i]. */
+km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
+                            const km_svm_params *p, const km_problem *pb,
+                            const km_shared_gram *sg,
+                            const km_fit_control *ctl, km_model **out,
+                            km_error *err);
+
+#endif /* KM_ALGORITHMS_INTERNAL_H */
