@@ -33,6 +33,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY Makefile ./
 COPY core/ core/
+COPY common/ common/
 COPY api/ api/
 COPY server/ server/
 COPY cli/ cli/
