@@ -168,6 +168,57 @@ km_status km_gram_block(const km_kernel *k, const double *X, const double *xn,
 /* Squared norms of X's n rows (d features), malloc'd; NULL on OOM. */
 double *km_sqnorms(const double *X, size_t n, size_t d);
 
+
+/* ---------------------------------------------------------------- PSD report */
+
+/* Rows the PSD report works on at most: beyond, a seeded subsample of
+ * this many (km_kernel_psd). Its n x n Gram and eigenvalues then take
+ * 8 n^2 + O(n) bytes, 32 MB, and dsyevd about a second. */
+#define KM_PSD_MAX_ROWS 2000
+/* The report's tolerance of asymmetry: max |K_ij - K_ji| at most this
+ * times max |K_ij| is symmetric. */
+#define KM_PSD_SYM_TOL 1e-12
+
+/*
+ * What km_kernel_psd finds about the Gram matrix K of a kernel on rows:
+ *   n_given, n    the rows given, and the rows used (n_given, or
+ *                 KM_PSD_MAX_ROWS when it subsampled: subsampled = 1,
+ *                 rows drawn without replacement by km_rng seeded seed)
+ *   asymmetry     max |K_ij - K_ji| / max |K_ij| (0 for a zero K), K as
+ *                 km_gram_cross computes K(X, X); symmetric when it is
+ *                 at most KM_PSD_SYM_TOL. The eigenvalues are those of
+ *                 (K + K^T) / 2 (LAPACK dsyevd, eigenvalues only).
+ *   min_eig, max_eig   the smallest and largest eigenvalues
+ *   threshold     n * DBL_EPSILON * max |eigenvalue|: round-off's reach
+ *   n_negative    eigenvalues below -threshold (psd when 0)
+ *   alpha, condition   cond_2(K + alpha I) = max |s + alpha| /
+ *                 min |s + alpha| over the eigenvalues s; infinite when
+ *                 some s + alpha is 0
+ *   effective_dim sum over the eigenvalues s of c / (c + alpha), c =
+ *                 max(s, 0) (negative ones clipped at 0 count nothing)
+ */
+typedef struct km_psd_report {
+    size_t n_given, n;
+    int subsampled;
+    uint64_t seed;
+    double asymmetry;
+    int symmetric;
+    double min_eig, max_eig, threshold;
+    size_t n_negative;
+    double alpha, condition, effective_dim;
+} km_psd_report;
+
+/* The report of kernel k (resolved: km_kernel_resolve) on X (n x d,
+ * finite), alpha > 0; seed picks the subsample when n > max_rows
+ * (max_rows 0: KM_PSD_MAX_ROWS). */
+km_status km_kernel_psd(const km_kernel *k, const double *X, size_t n,
+                        size_t d, double alpha, uint64_t seed,
+                        size_t max_rows, km_psd_report *out,
+                        km_error *err) KM_MUST_CHECK;
+/* An upper bound on km_kernel_psd's working memory for n rows of d
+ * features (max_rows as there). */
+size_t km_kernel_psd_bytes(size_t n, size_t d, size_t max_rows);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,8 @@
  * through the kernel table (laplacian_l2, exponential, normalized) against
  * closed forms and numpy (tests/fixtures/gen_kernel_refs.py).
  */
+#include <float.h>
+
 #include "../check_main.h"
 #include "km.h"
 #include "base/km_base_internal.h"
@@ -556,6 +558,71 @@ START_TEST(new_kernels_table_and_checks)
 }
 END_TEST
 
+
+/* The PSD report against closed forms: the linear kernel on orthogonal
+ * rows of lengths 1 and 2 has K = diag(1, 4); a sigmoid Gram with a
+ * negative eigenvalue; the subsample's size, seed and repeatability. */
+START_TEST(psd_report)
+{
+    km_kernel k;
+    km_error err;
+    km_psd_report r;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    const double X[4] = {1, 0, 0, 2};
+    ck_assert_int_eq(km_kernel_psd(&k, X, 2, 2, 1.0, 0, 0, &r, &err), KM_OK);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_int_eq(r.subsampled, 0);
+    ck_assert_int_eq(r.symmetric, 1);
+    ck_assert_double_eq(r.asymmetry, 0);
+    ck_assert_double_eq_tol(r.min_eig, 1, 1e-14);
+    ck_assert_double_eq_tol(r.max_eig, 4, 1e-14);
+    ck_assert_uint_eq(r.n_negative, 0);
+    ck_assert_double_eq_tol(r.threshold, 2 * DBL_EPSILON * 4, 1e-30);
+    ck_assert_double_eq_tol(r.condition, 5.0 / 2.0, 1e-14);
+    ck_assert_double_eq_tol(r.effective_dim, 0.5 + 0.8, 1e-14);
+
+    /* sigmoid(gamma 1, coef0 0) on 1 and -1: [[tanh 1, -tanh 1], [-tanh 1,
+     * tanh 1]] has eigenvalues 0 and 2 tanh 1; on 1 and 2 the 2 x 2
+     * [[tanh 1, tanh 2], [tanh 2, tanh 4]] has determinant < 0 */
+    km_kernel_init(&k, KM_KERNEL_SIGMOID);
+    k.gamma = 1;
+    const double Y[2] = {1, 2};
+    ck_assert_int_eq(km_kernel_psd(&k, Y, 2, 1, 0.5, 0, 0, &r, &err), KM_OK);
+    double a = tanh(1), b = tanh(2), c = tanh(4);
+    double mid = (a + c) / 2, rad = sqrt((a - c) * (a - c) / 4 + b * b);
+    ck_assert_double_eq_tol(r.min_eig, mid - rad, 1e-14);
+    ck_assert_double_eq_tol(r.max_eig, mid + rad, 1e-14);
+    ck_assert(r.min_eig < 0);
+    ck_assert_uint_eq(r.n_negative, 1);
+    ck_assert_double_eq_tol(r.effective_dim, (mid + rad) / (mid + rad + 0.5),
+                            1e-14);
+    ck_assert_double_eq_tol(r.condition, fabs(mid + rad + 0.5) /
+                            fabs(mid - rad + 0.5), 1e-12);
+
+    /* 50 rows, at most 20: a subsample, the same for the same seed */
+    double Z[50];
+    for (int i = 0; i < 50; i++)
+        Z[i] = i;
+    km_psd_report r2;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.01;
+    ck_assert_int_eq(km_kernel_psd(&k, Z, 50, 1, 1, 7, 20, &r, &err), KM_OK);
+    ck_assert_int_eq(km_kernel_psd(&k, Z, 50, 1, 1, 7, 20, &r2, &err), KM_OK);
+    ck_assert_uint_eq(r.n_given, 50);
+    ck_assert_uint_eq(r.n, 20);
+    ck_assert_int_eq(r.subsampled, 1);
+    ck_assert_uint_eq(r.seed, 7);
+    ck_assert_double_eq(r.min_eig, r2.min_eig);
+    ck_assert_double_eq(r.max_eig, r2.max_eig);
+    ck_assert(km_kernel_psd_bytes(50, 1, 20) >= 20 * 20 * 8);
+
+    /* alpha must be > 0; a NaN is named */
+    ck_assert_int_eq(km_kernel_psd(&k, Z, 50, 1, 0, 7, 20, &r, &err), KM_EINVAL);
+    Z[3] = NAN;
+    ck_assert_int_ne(km_kernel_psd(&k, Z, 50, 1, 1, 7, 20, &r, &err), KM_OK);
+}
+END_TEST
+
 static Suite *kernel_suite(void)
 {
     Suite *s = suite_create("km_kernel");
@@ -573,6 +640,7 @@ static Suite *kernel_suite(void)
     tcase_add_test(tc, new_kernels_paths_agree);
     tcase_add_test(tc, new_kernels_against_numpy);
     tcase_add_test(tc, new_kernels_table_and_checks);
+    tcase_add_test(tc, psd_report);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
