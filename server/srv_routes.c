@@ -23,6 +23,7 @@
 
 #include "../api/api_about.h"
 #include "../api/api_fit.h"
+#include "../api/api_kernels.h"
 #include "../api/api_json.h"
 #include "../api/api_model.h"
 #include "../api/api_predict.h"
@@ -100,7 +101,10 @@
     X(V2_INFER, "/v2/models/{name}/infer", SRV_BODY_JSON,                    \
       POST(h_v2_infer, READ))                                                \
     X(V2_VINFER, "/v2/models/{name}/versions/{version}/infer",               \
-      SRV_BODY_JSON, POST(h_v2_infer, READ))
+      SRV_BODY_JSON, POST(h_v2_infer, READ))                                 \
+    X(KCHECK, "/v1/kernels/check", SRV_BODY_JSON,                            \
+      POST(h_kernels_check, READ))                                           \
+    X(KGRAM, "/v1/kernels/gram", SRV_BODY_JSON, POST(h_kernels_gram, READ))
 
 /* The handlers' declarations (a handler serving several routes is
  * declared once a row, which C allows). */
@@ -713,6 +717,52 @@ static void h_project(srv_request *rq, srv_reply *rp)
 static void h_score(srv_request *rq, srv_reply *rp)
 {
     answer(rq, rp, &score_route);
+}
+
+/* ------------------------------------------------------------- kernels */
+
+/* A kernel route answers from its body alone (no model); its working
+ * memory is admitted against the fits' memory budget as a predict's is
+ * (413 when it cannot be held), before the body is parsed, and it runs
+ * on the request's thread. */
+static void kernel_answer(srv_request *rq, srv_reply *rp,
+                          int (*fn)(api_body *, api_text *, size_t *,
+                                    api_error *),
+                          size_t (*bytes)(const char *, size_t),
+                          const char *what)
+{
+    api_body body;
+    api_text out = {0};
+    api_error e;
+    size_t rows = 0;
+    if (not_ready(rq, rp))
+        return;
+    size_t need = bytes(rq->body ? rq->body : "", rq->len);
+    if (rq->s->jobs && srv_jobs_reserve(rq->s->jobs, need, what, &e)) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    if (read_body(rq, rp, api_kernels_matrix_keys, &body) == 0) {
+        if (fn(&body, &out, &rows, &e) == 0)
+            srv_reply_text(rp, 200, out.buf, out.len);
+        else
+            srv_reply_error(rp, &e);
+        api_body_free(&body);
+    }
+    if (rq->s->jobs)
+        srv_jobs_unreserve(rq->s->jobs, need);
+}
+
+static void h_kernels_check(srv_request *rq, srv_reply *rp)
+{
+    kernel_answer(rq, rp, api_kernels_check, api_kernels_check_bytes,
+                  "kernel check");
+}
+
+static void h_kernels_gram(srv_request *rq, srv_reply *rp)
+{
+    kernel_answer(rq, rp, api_kernels_gram, api_kernels_gram_bytes,
+                  "kernel gram");
 }
 
 /* ------------------------------------------------------------- jobs */
