@@ -27,6 +27,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -357,6 +358,37 @@ static km_status cholesky(double *A, size_t n, const char *what,
     return KM_OK;
 }
 
+/*
+ * After the exact solve found K + alpha I not positive definite (its
+ * Cholesky factor has overwritten K): the Gram again into K, and the
+ * smallest eigenvalue of K + alpha I (LAPACK dsyevr, that one only)
+ * appended to err's message, so the 422 says how far from positive
+ * definite the matrix is. Best effort: on any failure the message stays
+ * as it was.
+ */
+static void note_min_eigenvalue(const km_kernel *k, const double *X, size_t n,
+                                size_t d, double alpha, double *K,
+                                km_error *err)
+{
+    km_error scratch;
+    if (km_gram_sym(k, X, n, d, K, 0, &scratch) != KM_OK)
+        return;
+    for (size_t i = 0; i < n; i++)
+        K[i * n + i] += alpha;
+    double *w = malloc(n * sizeof *w);
+    lapack_int found = 0;
+    /* row-major lower triangle == column-major upper: no transposed copy */
+    lapack_int info = w ? LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'N', 'I', 'U',
+                                         (lapack_int)n, K, (lapack_int)n, 0,
+                                         0, 1, 1, 0.0, &found, w, NULL, 1,
+                                         NULL) : -1;
+    size_t len = strlen(err->message);
+    if (info == 0 && found == 1 && len < sizeof err->message)
+        snprintf(err->message + len, sizeof err->message - len,
+                 " (its smallest eigenvalue is %.6g)", w[0]);
+    free(w);
+}
+
 km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
                        size_t m, double *C, const char *what,
                        const km_fit_control *ctl, double f0, double f1,
@@ -519,6 +551,8 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
                         p->coef, NULL, ctl, 0.1, 0.9, err)
             : km_krr_solve(K, n, params->alpha, Y, m, p->coef,
                            "the kernel matrix", ctl, 0.1, 0.9, err);
+    if (st == KM_ENOTPD && K)
+        note_min_eigenvalue(k, X, n, d, params->alpha, K, err);
     if (st != KM_OK)
         goto out;
     free(K);

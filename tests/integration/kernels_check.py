@@ -10,7 +10,8 @@ eigenvalues); POST /v1/kernels/gram's K(X, Z) against the kernels'
 formulas written out in numpy; hostile bodies (a missing kernel, wrong
 shapes, NaN, strings in X, alpha <= 0, K over its cap, a report over the
 memory budget) answered 400 or 413 with a message naming the field or
-the cap.
+the cap. A krr fit of the non-PSD sigmoid: its 422 carries the smallest
+eigenvalue of K + alpha I, as numpy's.
 Usage, from the project root:
     python3 tests/integration/kernels_check.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -162,6 +163,17 @@ def main():
         got = r.json() or {}
         check(got.get("psd") is False and got["eigenvalues"]["n_negative"] > 0 and
               got.get("alpha") == 1, "sigmoid: not PSD, alpha defaults to 1", got)
+        # a krr fit of that kernel fails its Cholesky: the 422 carries the
+        # smallest eigenvalue of K + alpha I
+        y = X[:, 0].tolist()
+        r = d.req("POST", "/v1/models/sig/fit", {
+            "algorithm": "krr", "kernel": CASES["sigmoid"][0], "params": {"alpha": 0.01},
+            "X": X.tolist(), "y": y})
+        want = np.linalg.eigvalsh(CASES["sigmoid"][1](X, X))[0] + 0.01
+        m = err(r).rsplit("smallest eigenvalue is ", 1)
+        check(r.status == 422 and len(m) == 2 and
+              abs(float(m[1].rstrip(")")) - want) <= 1e-5 * abs(want),
+              f"krr exact on a sigmoid: 422 with the smallest eigenvalue ({want:.6g})", r)
         # default gamma: 1 / n_features, shown resolved
         r = d.req("POST", "/v1/kernels/gram", {"kernel": {"type": "rbf"}, "X": Z.tolist()})
         K = np.array((r.json() or {}).get("K", []))
