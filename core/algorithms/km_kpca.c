@@ -479,6 +479,29 @@ static km_status add_figures(km_model *model, const km_kpca_params *params,
                : KM_OK;
 }
 
+/*
+ * A kernel that is not PSD on the training rows, where the dense solver
+ * found it (it computes every eigenvalue of the centred Gram Kc = H K H,
+ * which is PSD when K is): when the smallest, min_eig, is below
+ * -n eps max(top, |min_eig|) (beyond round-off), the training figures
+ * "min_eigenvalue" and "psd": false. Nothing is added otherwise, nor when
+ * min_eig is NaN (another solver). On OOM the model is freed.
+ */
+static km_status note_not_psd(km_model *model, size_t n, double top,
+                              double min_eig, km_error *err)
+{
+    double thr = (double)n * DBL_EPSILON * fmax(fabs(top), fabs(min_eig));
+    if (!(min_eig < -thr))
+        return KM_OK;
+    km_info *ti = km_model_training_mut(model);
+    if (km_info_add1(ti, "min_eigenvalue", KM_INFO_NUMBER, min_eig) ||
+        km_info_add1(ti, "psd", KM_INFO_BOOLEAN, 0)) {
+        km_model_free(model);
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
+    return KM_OK;
+}
+
 /* The model of payload p (owned from here on, also on failure) with its
  * figures, into *out; progress 1. */
 static km_status finish(km_fit_frame *fr, size_t d, size_t ns,
@@ -697,7 +720,7 @@ static km_status nys_components(const kpca_nys *s, kpca_payload *p,
     size_t m = s->m, nc = p->k;
     km_status st;
     /* Column-major upper == what km_eig_dense reads. */
-    if ((st = km_eig_dense(G, m, nc, lambda, V, err)) != KM_OK ||
+    if ((st = km_eig_dense(G, m, nc, lambda, V, NULL, err)) != KM_OK ||
         (st = check_positive(lambda, nc, err)) != KM_OK)
         return st;
     if (km_progress(s->ctl, 0.85))
@@ -826,6 +849,7 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     kpca_payload *p = NULL;
     int solver = KM_KPCA_SOLVER_DENSE, fallback = 0;
     size_t products = 0, nc = params->n_components;
+    double min_eig = NAN; /* the dense solver's smallest eigenvalue */
     double trace = 0;
 
     km_status st = km_fit_begin(&fr, KM_ALGO_KPCA, kernel, params, &problem,
@@ -898,7 +922,8 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
         goto out;
     }
     if (!de && (st = km_eig_top(K, n, nc, params->solver, ctl, lambda, U,
-                                &solver, &fallback, &products, err)) != KM_OK)
+                                &solver, &fallback, &products, &min_eig,
+                                err)) != KM_OK)
         goto out;
     if (km_progress(ctl, 0.9)) {
         st = cancelled(err);
@@ -952,6 +977,9 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     st = finish(&fr, d, n, params, p, lambda, ratio, solver, fallback,
                 products, ctl, out, err);
     p = NULL; /* owned by the model, also on failure */
+    if (st == KM_OK &&
+        (st = note_not_psd(*out, n, lambda[0], min_eig, err)) != KM_OK)
+        *out = NULL;
 out:
     kpca_free(p);
     free(ratio);

@@ -182,8 +182,10 @@ static km_status lapack_failed(const char *what, lapack_int info,
 }
 
 km_status km_eig_dense(double *K, size_t n, size_t k, double *lambda,
-                       double *U, km_error *err)
+                       double *U, double *min_eig, km_error *err)
 {
+    if (min_eig)
+        *min_eig = NAN;
     km_status st = KM_OK;
     lapack_int info, ln = (lapack_int)n, lk = (lapack_int)k;
     double *d = malloc(n * sizeof *d), *e = malloc(n * sizeof *e);
@@ -255,8 +257,11 @@ km_status km_eig_dense(double *K, size_t n, size_t k, double *lambda,
                                  (lapack_int)i};
         b0 = b1;
     }
-    /* The k largest, in dstein's order. */
+    /* The k largest, in dstein's order; the smallest, for the report of
+     * a kernel that is not PSD. */
     qsort(all, n, sizeof *all, by_value_desc);
+    if (min_eig)
+        *min_eig = all[n - 1].value / sigma;
     qsort(all, k, sizeof *all, by_block_asc);
     for (size_t j = 0; j < k; j++) {
         w[j] = all[j].value;
@@ -786,10 +791,11 @@ out:
 km_status km_eig_top(double *K, size_t n, size_t nc, km_kpca_solver s,
                      const km_fit_control *ctl, double *lambda, double *U,
                      int *solver, int *fallback, size_t *products,
-                     km_error *err)
+                     double *min_eig, km_error *err)
 {
     km_status st = KM_OK;
     *solver = KM_KPCA_SOLVER_DENSE;
+    *min_eig = NAN;
     if (s == KM_KPCA_SOLVER_RANDOMIZED) {
         st = solve_randomized(K, n, nc, ctl, lambda, U, products, err);
         if (st == KM_OK)
@@ -809,7 +815,7 @@ km_status km_eig_top(double *K, size_t n, size_t nc, km_kpca_solver s,
     else if (st != KM_OK)
         return st;
     if (*solver == KM_KPCA_SOLVER_DENSE)
-        st = km_eig_dense(K, n, nc, lambda, U, err);
+        st = km_eig_dense(K, n, nc, lambda, U, min_eig, err);
     return st;
 }
 

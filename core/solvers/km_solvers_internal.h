@@ -187,16 +187,19 @@ km_status km_nys_check_params(km_krr_centre_rule centres, double cg_tol,
  * dense), dense taking over when an iterative one does not converge:
  * lambda descending, U (n x nc, column-major) in the same order; *solver
  * the one that gave them, *fallback whether dense took over, *products
- * the block products made. ctl (may be NULL) may cancel.
+ * the block products made; *min_eig the smallest eigenvalue when the
+ * dense solver gave them (it computes them all), else NaN. ctl (may be
+ * NULL) may cancel.
  */
 km_status km_eig_top(double *K, size_t n, size_t nc, km_kpca_solver s,
                      const km_fit_control *ctl, double *lambda, double *U,
                      int *solver, int *fallback, size_t *products,
-                     km_error *err);
+                     double *min_eig, km_error *err);
 /* The dense solver alone (km_eig_top's fallback), at most 36 n doubles
- * of work beyond U. */
+ * of work beyond U; *min_eig (min_eig may be NULL) the smallest
+ * eigenvalue. */
 km_status km_eig_dense(double *K, size_t n, size_t k, double *lambda,
-                       double *U, km_error *err);
+                       double *U, double *min_eig, km_error *err);
 /* Centres the symmetric K (n x n, row-major lower triangle) in place as
  * kernel PCA does (sklearn's KernelCenterer): col_mean gets the column
  * means, *grand their mean, *trace the trace of the centred matrix. */

@@ -11,7 +11,9 @@ formulas written out in numpy; hostile bodies (a missing kernel, wrong
 shapes, NaN, strings in X, alpha <= 0, K over its cap, a report over the
 memory budget) answered 400 or 413 with a message naming the field or
 the cap. A krr fit of the non-PSD sigmoid: its 422 carries the smallest
-eigenvalue of K + alpha I, as numpy's.
+eigenvalue of K + alpha I, as numpy's; a kpca dense fit of it has the
+training figures min_eigenvalue (numpy's of the centred Gram) and psd
+false, one of rbf neither.
 Usage, from the project root:
     python3 tests/integration/kernels_check.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -174,6 +176,24 @@ def main():
         check(r.status == 422 and len(m) == 2 and
               abs(float(m[1].rstrip(")")) - want) <= 1e-5 * abs(want),
               f"krr exact on a sigmoid: 422 with the smallest eigenvalue ({want:.6g})", r)
+        # kpca dense computes every eigenvalue of the centred Gram: on the
+        # sigmoid its training figures say min_eigenvalue and psd false; on
+        # rbf, nothing is added
+        H = np.eye(len(X)) - 1.0 / len(X)
+        for case, flagged in (("sigmoid", True), ("rbf", False)):
+            kern, f = CASES[case]
+            r = d.req("POST", f"/v1/models/kp-{case}/fit", {
+                "algorithm": "kpca", "kernel": kern,
+                "params": {"n_components": 2, "eigen_solver": "dense"}, "X": X.tolist()})
+            t = ((r.json() or {}).get("model") or {}).get("training", {})
+            s = np.linalg.eigvalsh(H @ f(X, X) @ H)
+            if flagged:
+                check(r.status == 201 and t.get("psd") is False and
+                      abs(t.get("min_eigenvalue", 0) - s[0]) <= 1e-9 * abs(s).max(),
+                      f"kpca dense on {case}: psd false, min_eigenvalue {s[0]:.6g}", t)
+            else:
+                check(r.status == 201 and "psd" not in t and "min_eigenvalue" not in t,
+                      f"kpca dense on {case}: no PSD figures (unchanged)", t)
         # default gamma: 1 / n_features, shown resolved
         r = d.req("POST", "/v1/kernels/gram", {"kernel": {"type": "rbf"}, "X": Z.tolist()})
         K = np.array((r.json() or {}).get("K", []))
