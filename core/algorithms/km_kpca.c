@@ -849,8 +849,7 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
     kpca_payload *p = NULL;
     int solver = KM_KPCA_SOLVER_DENSE, fallback = 0;
     size_t products = 0, nc = params->n_components;
-    double min_eig = NAN; /* the dense solver's smallest eigenvalue */
-    double trace = 0;
+    double trace = 0, min_eig = NAN; /* min_eig: note_not_psd's */
 
     km_status st = km_fit_begin(&fr, KM_ALGO_KPCA, kernel, params, &problem,
                                 err);
@@ -922,8 +921,7 @@ km_status km_kpca_fit(const km_kernel *kernel, const km_kpca_params *params,
         goto out;
     }
     if (!de && (st = km_eig_top(K, n, nc, params->solver, ctl, lambda, U,
-                                &solver, &fallback, &products, &min_eig,
-                                err)) != KM_OK)
+                                &solver, &fallback, &products, &min_eig, err)))
         goto out;
     if (km_progress(ctl, 0.9)) {
         st = cancelled(err);
