@@ -1125,6 +1125,28 @@ _Static_assert(sizeof(uint64_t) == sizeof(size_t),
 static const km_param_set param_set = {krr_rows, sizeof(km_krr_params),
                                         params_default};
 
+/* dual: scikit-learn's KernelRidge X_fit_ and dual_coef_ (n x outputs);
+ * nystrom keeps its centres as the training rows (centres_); rff:
+ * RBFSampler's random_weights_ (d x D) and random_offset_, and the
+ * coefficients of the D features (coef_, D x outputs). */
+static size_t krr_coefs(const km_model *m, km_coef *out)
+{
+    const krr_payload *p = km_model_payload(m);
+    size_t n = km_model_n_samples(m), d = km_model_n_features(m);
+    size_t q = km_model_n_outputs(m);
+    if (p->form == KRR_FORM_RFF) {
+        out[0] = km_coef_transposed(
+            km_coef_f64("random_weights_", p->X, n, d, 1));
+        out[1] = km_coef_f64("random_offset_", p->b, n, 0, 1);
+        out[2] = km_coef_f64("coef_", p->coef, n, q, 1);
+        return 3;
+    }
+    int nys = km_info_find(km_model_params(m), "n_centres") != NULL;
+    out[0] = km_coef_f64(nys ? "centres_" : "X_fit_", p->X, n, d, 1);
+    out[1] = km_coef_f64("dual_coef_", p->coef, n, q, 1);
+    return 2;
+}
+
 const km_algo km_krr_algo = {
     .outputs = KM_OUT_VALUES,
     .params = &param_set,
@@ -1145,4 +1167,5 @@ const km_algo km_krr_algo = {
     .check_kernel = check_kernel,
     .search = &search,
     .mpi = &mpi,
+    .coefs = krr_coefs,
 };
