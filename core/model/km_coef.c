@@ -19,7 +19,8 @@ double km_coef_at(const km_coef *c, size_t i, size_t j)
     if (c->at)
         return c->at(c, i, j);
     size_t o = i * c->stride[0] + j * c->stride[1];
-    return c->scale * (c->f64 ? c->f64[o] : (double)c->i32[o]);
+    /* + 0.0: a zero negated is written 0, not -0 */
+    return c->scale * (c->f64 ? c->f64[o] : (double)c->i32[o]) + 0.0;
 }
 
 size_t km_coef_rows(const km_coef *c, size_t n)
