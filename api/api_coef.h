@@ -14,10 +14,12 @@
 
 /* The page's rows: limit defaults to API_COEF_LIMIT, at most
  * API_COEF_MAX_LIMIT, and a page holds at most API_COEF_MAX_VALUES
- * values (a wider model takes a smaller limit). */
+ * values (a wider model takes a smaller limit): an answer of at most
+ * about 25 MB of text, which is not admitted against the memory budget
+ * as a predict's working memory is. */
 #define API_COEF_LIMIT 1000
 #define API_COEF_MAX_LIMIT 100000
-#define API_COEF_MAX_VALUES 4000000
+#define API_COEF_MAX_VALUES 1000000
 
 /* 0 if name is a query parameter of the route (offset, limit), else a
  * 400 naming it. */

@@ -29,7 +29,8 @@ mean, projections, labels) to 1e-9 relative (floor 1e-3).
 
 Paging: pages of ?limit=37 put together equal the whole answer; total_rows,
 rows and next_offset; offset and limit that are not whole numbers in
-range, and an unknown parameter, are 400 naming it. Versions (with
+range, and an unknown parameter, are 400 naming it; a wide model's
+maximum limit is lower (1,000,000 values a page). Versions (with
 --keep-versions 2): a pinned version answers its own coefficients, the
 current one the same as the unpinned route, a pruned or missing version is
 404, a version that is not a number 400. A model of every algorithm /v1
@@ -393,6 +394,19 @@ def paging(d):
         msg = ((r.json() or {}).get("error") or {}).get("message", "")
         check(r.status == status and param in msg,
               f"paging: ?{q} is {status} naming {param}", r)
+    # a wide model's page holds at most 1,000,000 values: a lower maximum
+    a = d.req("GET", "/v1/models/kpca/coefficients?limit=1").json()
+    per = sum(v["shape"][1 - v["paged_axis"]] if len(v["shape"]) == 2 else 1
+              for v in a["coefficients"].values() if v["paged_axis"] is not None)
+    most = min(1000000 // per, 100000)
+    r = d.req("GET", "/v1/models/kpca/coefficients?limit=100000")
+    msg = ((r.json() or {}).get("error") or {}).get("message", "")
+    check(per == 64 + 8 and r.status == 400 and f"1 to {most}" in msg,
+          f"paging: a page of kpca's {per} values a row takes at most {most} "
+          "rows; more is 400 saying so", r)
+    r = d.req("GET", f"/v1/models/kpca/coefficients?limit={most}")
+    check(r.status == 200 and r.json()["limit"] == most,
+          f"paging: limit {most} is taken", r)
     r = d.req("GET", f"/v1/models/svc-multi/coefficients?offset={total}")
     check(r.status == 200 and r.json()["rows"] == 0,
           "paging: offset total_rows is an empty page", r)
