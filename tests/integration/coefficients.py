@@ -34,7 +34,8 @@ maximum limit is lower (1,000,000 values a page). Versions (with
 --keep-versions 2): a pinned version answers its own coefficients, the
 current one the same as the unpinned route, a pruned or missing version is
 404, a version that is not a number 400. A model of every algorithm /v1
-lists answers 200 with arrays; a missing model 404; POST 405.
+lists answers 200 with arrays; a missing model 404; POST 405; with
+tokens, no token 401 and a read token 200.
 
 Needs numpy and scikit-learn. Usage, from the project root:
     /usr/bin/python3 tests/integration/coefficients.py --server build/kmserve
@@ -42,7 +43,9 @@ Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 from sklearn.decomposition import KernelPCA
@@ -435,6 +438,24 @@ def versions(server):
                   + (" (pruned)" if v == "1" else ""), r)
 
 
+def scope(server):
+    """With tokens, the route needs a read token."""
+    base = tempfile.mkdtemp(prefix="kmserve-coeft-")
+    tokens = os.path.join(base, "tokens")
+    admin, read = "admin-" + "a" * 20, "read-" + "r" * 20
+    with open(tokens, "w") as f:
+        f.write(f"{admin} admin\n{read} read\n")
+    with run.temp_daemon(server, "kmserve-coeft-", "--token-file", tokens) as d:
+        d.req("POST", "/v1/models/t/fit", run.fit_body([[0.0], [1.0]], [0.0, 1.0]),
+              headers=[("Authorization", f"Bearer {admin}")])
+        r = d.req("GET", "/v1/models/t/coefficients")
+        check(r.status == 401, "tokens: coefficients without a token is 401", r)
+        r = d.req("GET", "/v1/models/t/coefficients",
+                  headers=[("Authorization", f"Bearer {read}")])
+        check(r.status == 200, "tokens: a read token reads coefficients", r)
+    shutil.rmtree(base, ignore_errors=True)
+
+
 def every_algorithm(d):
     algos = {a["name"] if isinstance(a, dict) else a
              for a in (d.req("GET", "/v1").json() or {}).get("algorithms", [])}
@@ -469,6 +490,7 @@ def main():
         paging(d)
         every_algorithm(d)
         versions(args.server)
+        scope(args.server)
 
     return run.with_daemon(args.server, "kmserve-coef-", body)
 
