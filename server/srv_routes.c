@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../api/api_about.h"
+#include "../api/api_coef.h"
 #include "../api/api_fit.h"
 #include "../api/api_kernels.h"
 #include "../api/api_json.h"
@@ -84,6 +85,10 @@
       SRV_BODY_JSON, POST(h_predict, READ))                                  \
     X(VPROJECT, "/v1/models/{name}/versions/{version}/project",              \
       SRV_BODY_JSON, POST(h_project, READ))                                  \
+    X(COEFS, "/v1/models/{name}/coefficients", SRV_BODY_NONE,                \
+      GET(h_coefficients, READ))                                             \
+    X(VCOEFS, "/v1/models/{name}/versions/{version}/coefficients",           \
+      SRV_BODY_NONE, GET(h_coefficients, READ))                              \
     X(VSCORE, "/v1/models/{name}/versions/{version}/score", SRV_BODY_JSON,   \
       POST(h_score, READ))                                                   \
     X(ROLLBACK, "/v1/models/{name}/rollback", SRV_BODY_JSON,                 \
@@ -763,6 +768,34 @@ static void h_kernels_gram(srv_request *rq, srv_reply *rp)
 {
     kernel_answer(rq, rp, api_kernels_gram, api_kernels_gram_bytes,
                   "kernel gram");
+}
+
+/* A model's coefficients (api_coefficients), paged by ?offset=&limit=;
+ * pinned to a version as predict is. */
+static int check_coef_param(void *ctx, const char *name)
+{
+    return api_coef_param(name, ctx) ? -1 : 0;
+}
+
+static void h_coefficients(srv_request *rq, srv_reply *rp)
+{
+    api_text out = {0};
+    api_error e;
+    size_t held;
+    if (srv_query_each(rq, check_coef_param, &e)) {
+        srv_reply_error(rp, &e);
+        return;
+    }
+    srv_ref *ref = find_version(rq, rp, &held);
+    if (!ref)
+        return;
+    if (api_coefficients(srv_ref_model(ref), srv_query(rq, "offset"),
+                         srv_query(rq, "limit"), &out, &e) == 0)
+        srv_reply_text(rp, 200, out.buf, out.len);
+    else
+        srv_reply_error(rp, &e);
+    srv_ref_release(ref);
+    unhold(rq, held);
 }
 
 /* ------------------------------------------------------------- jobs */

@@ -1079,4 +1079,5 @@ const km_algo km_gpr_algo = {
     .target = KM_TARGET_VALUES,
     .check_targets = 1,
     .mpi = &mpi,
+    .coefs = km_gpr_coefs,
 };

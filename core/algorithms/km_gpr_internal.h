@@ -63,4 +63,7 @@ km_status km_gpr_finish(km_fit_frame *f, size_t d, size_t n,
                         const km_fit_control *ctl, km_model **out,
                         km_error *err);
 
+/* The descriptor's coefs hook (km_gpr_model.c). */
+size_t km_gpr_coefs(const km_model *m, km_coef *out);
+
 #endif /* KM_GPR_INTERNAL_H */

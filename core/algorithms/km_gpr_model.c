@@ -179,3 +179,22 @@ km_status km_gpr_finish(km_fit_frame *f, size_t d, size_t n, gpr_payload *pl,
     *out = model;
     return KM_OK;
 }
+
+/* GaussianProcessRegressor's X_train_ (nystrom: the centres) and alpha_
+ * = K^-1 y' (K = s k + noise I on the training rows, y' normalised), and
+ * the scalars of the mean y_std s k(x, X) alpha_ + y_mean: the signal s
+ * (scikit-learn's ConstantKernel), the noise, y_train_mean_ and
+ * y_train_std_ (0 and 1 without normalize_y). */
+size_t km_gpr_coefs(const km_model *m, km_coef *out)
+{
+    const gpr_payload *p = km_model_payload(m);
+    size_t n = km_model_n_samples(m);
+    out[0] = km_coef_f64(p->form == GPR_FORM_NYSTROM ? "centres_" : "X_train_",
+                         p->X, n, km_model_n_features(m), 1);
+    out[1] = km_coef_f64("alpha_", p->coef, n, 0, 1);
+    out[2] = km_coef_f64("signal_", &p->signal, 1, 0, 0);
+    out[3] = km_coef_f64("noise_", &p->noise, 1, 0, 0);
+    out[4] = km_coef_f64("y_train_mean_", &p->y_mean, 1, 0, 0);
+    out[5] = km_coef_f64("y_train_std_", &p->y_std, 1, 0, 0);
+    return 6;
+}

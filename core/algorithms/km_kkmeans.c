@@ -875,6 +875,17 @@ static const km_param kkmeans_rows[] = {
 static const km_param_set param_set = {kkmeans_rows, sizeof(km_kkmeans_params),
                                         params_default};
 
+/* KernelKMeans's X_fit_ and labels_ (each training row's cluster), and
+ * each centroid's squared norm |mu_c|^2. */
+static size_t kkm_coefs(const km_model *m, km_coef *out)
+{
+    const kkm_payload *p = km_model_payload(m);
+    out[0] = km_coef_f64("X_fit_", p->X, p->n, p->d, 1);
+    out[1] = km_coef_i32("labels_", p->member, p->n, 1);
+    out[2] = km_coef_f64("cluster_sq_norms_", p->cconst, p->k, 0, 0);
+    return 3;
+}
+
 const km_algo km_kkmeans_algo = {
     .outputs = KM_OUT_CLUSTERS,
     .params = &param_set,
@@ -890,4 +901,5 @@ const km_algo km_kkmeans_algo = {
     .bytes = kkm_bytes,
     .load_bytes = kkm_load_bytes,
     .target = KM_TARGET_NONE,
+    .coefs = kkm_coefs,
 };

@@ -938,6 +938,21 @@ _Static_assert(sizeof(km_klr_multi) == sizeof(int) &&
 static const km_param_set param_set = {klr_rows, sizeof(km_klr_params),
                                         params_default};
 
+/* The training rows (nystrom: its centres), the dual coefficients
+ * (n x q: one column for a binary model, one per class otherwise) and the
+ * q intercepts (0 without fit_intercept). */
+static size_t klr_coefs(const km_model *m, km_coef *out)
+{
+    const klr_payload *p = km_model_payload(m);
+    size_t n = km_model_n_samples(m), q = km_model_n_outputs(m);
+    int nys = km_info_find(km_model_params(m), "n_centres") != NULL;
+    out[0] = km_coef_f64(nys ? "centres_" : "X_fit_", p->X, n,
+                         km_model_n_features(m), 1);
+    out[1] = km_coef_f64("dual_coef_", p->coef, n, q, 1);
+    out[2] = km_coef_f64("intercept_", p->b, q, 0, 0);
+    return 3;
+}
+
 const km_algo km_klr_algo = {
     .outputs = KM_OUT_LABELS | KM_OUT_SCORES | KM_OUT_PROBABILITIES,
     .params = &param_set,
@@ -959,4 +974,5 @@ const km_algo km_klr_algo = {
     .load_bytes = klr_load_bytes,
     .target = KM_TARGET_CLASSES,
     .check_targets = 1,
+    .coefs = klr_coefs,
 };

@@ -1192,4 +1192,5 @@ const km_algo km_kpca_algo = {
     .load_bytes = kpca_load_bytes,
     .target = KM_TARGET_NONE,
     .mpi = &mpi,
+    .coefs = km_kpca_coefs,
 };

@@ -34,4 +34,7 @@ typedef struct kpca_payload {
     double *xn;           /* n squared norms of X's rows (derived) */
 } kpca_payload;
 
+/* The descriptor's coefs hook (km_kpca_predict.c). */
+size_t km_kpca_coefs(const km_model *m, km_coef *out);
+
 #endif /* KM_KPCA_INTERNAL_H */

@@ -76,3 +76,32 @@ const double *km_kpca_eigenvalues(const km_model *m)
         return NULL;
     return ((const kpca_payload *)km_model_payload(m))->eigval;
 }
+
+/* scikit-learn's eigenvectors_ (unit norm): proj's alpha_j / sqrt(l_j)
+ * times sqrt(l_j). */
+static double eigenvector_at(const km_coef *c, size_t i, size_t j)
+{
+    return c->f64[i * c->stride[0] + j] * sqrt(c->aux[j]);
+}
+
+/* dual: KernelPCA's X_fit_, eigenvalues_ and eigenvectors_ (n x k, each
+ * up to its sign); nystrom: the centres, the eigenvalues, the m x k
+ * coefficients W of k(x, Z) and the centres' kernel mean mu (a
+ * projection is k(x, Z) W - mu^T W). */
+size_t km_kpca_coefs(const km_model *m, km_coef *out)
+{
+    const kpca_payload *p = km_model_payload(m);
+    int nys = p->form == KPCA_FORM_NYSTROM;
+    out[0] = km_coef_f64(nys ? "centres_" : "X_fit_", p->X, p->n, p->d, 1);
+    out[1] = km_coef_f64("eigenvalues_", p->eigval, p->k, 0, 0);
+    out[2] = km_coef_f64(nys ? "coef_" : "eigenvectors_", p->proj, p->n,
+                         p->k, 1);
+    out[2].stride[0] = p->k + 1;
+    if (nys) {
+        out[3] = km_coef_f64("kernel_mean_", p->col_mean, p->n, 0, 1);
+        return 4;
+    }
+    out[2].at = eigenvector_at;
+    out[2].aux = p->eigval;
+    return 3;
+}

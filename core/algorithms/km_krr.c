@@ -358,37 +358,6 @@ static km_status cholesky(double *A, size_t n, const char *what,
     return KM_OK;
 }
 
-/*
- * After the exact solve found K + alpha I not positive definite (its
- * Cholesky factor has overwritten K): the Gram again into K, and the
- * smallest eigenvalue of K + alpha I (LAPACK dsyevr, that one only)
- * appended to err's message, so the 422 says how far from positive
- * definite the matrix is. Best effort: on any failure the message stays
- * as it was.
- */
-static void note_min_eigenvalue(const km_kernel *k, const double *X, size_t n,
-                                size_t d, double alpha, double *K,
-                                km_error *err)
-{
-    km_error scratch;
-    if (km_gram_sym(k, X, n, d, K, 0, &scratch) != KM_OK)
-        return;
-    for (size_t i = 0; i < n; i++)
-        K[i * n + i] += alpha;
-    double *w = malloc(n * sizeof *w);
-    lapack_int found = 0;
-    /* row-major lower triangle == column-major upper: no transposed copy */
-    lapack_int info = w ? LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'N', 'I', 'U',
-                                         (lapack_int)n, K, (lapack_int)n, 0,
-                                         0, 1, 1, 0.0, &found, w, NULL, 1,
-                                         NULL) : -1;
-    size_t len = strlen(err->message);
-    if (info == 0 && found == 1 && len < sizeof err->message)
-        snprintf(err->message + len, sizeof err->message - len,
-                 " (its smallest eigenvalue is %.6g)", w[0]);
-    free(w);
-}
-
 km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
                        size_t m, double *C, const char *what,
                        const km_fit_control *ctl, double f0, double f1,
@@ -552,7 +521,7 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
             : km_krr_solve(K, n, params->alpha, Y, m, p->coef,
                            "the kernel matrix", ctl, 0.1, 0.9, err);
     if (st == KM_ENOTPD && K)
-        note_min_eigenvalue(k, X, n, d, params->alpha, K, err);
+        km_kernel_note_min_eigenvalue(k, X, n, d, params->alpha, K, err);
     if (st != KM_OK)
         goto out;
     free(K);
@@ -1159,6 +1128,28 @@ _Static_assert(sizeof(uint64_t) == sizeof(size_t),
 static const km_param_set param_set = {krr_rows, sizeof(km_krr_params),
                                         params_default};
 
+/* dual: scikit-learn's KernelRidge X_fit_ and dual_coef_ (n x outputs);
+ * nystrom keeps its centres as the training rows (centres_); rff:
+ * RBFSampler's random_weights_ (d x D) and random_offset_, and the
+ * coefficients of the D features (coef_, D x outputs). */
+static size_t krr_coefs(const km_model *m, km_coef *out)
+{
+    const krr_payload *p = km_model_payload(m);
+    size_t n = km_model_n_samples(m), d = km_model_n_features(m);
+    size_t q = km_model_n_outputs(m);
+    if (p->form == KRR_FORM_RFF) {
+        out[0] = km_coef_transposed(
+            km_coef_f64("random_weights_", p->X, n, d, 1));
+        out[1] = km_coef_f64("random_offset_", p->b, n, 0, 1);
+        out[2] = km_coef_f64("coef_", p->coef, n, q, 1);
+        return 3;
+    }
+    int nys = km_info_find(km_model_params(m), "n_centres") != NULL;
+    out[0] = km_coef_f64(nys ? "centres_" : "X_fit_", p->X, n, d, 1);
+    out[1] = km_coef_f64("dual_coef_", p->coef, n, q, 1);
+    return 2;
+}
+
 const km_algo km_krr_algo = {
     .outputs = KM_OUT_VALUES,
     .params = &param_set,
@@ -1179,4 +1170,5 @@ const km_algo km_krr_algo = {
     .check_kernel = check_kernel,
     .search = &search,
     .mpi = &mpi,
+    .coefs = krr_coefs,
 };

@@ -1019,6 +1019,7 @@ const km_algo km_svc_algo = {
     .target = KM_TARGET_CLASSES,
     .check_targets = 1,
     .search = &svc_search,
+    .coefs = km_svm_coefs,
 };
 
 const km_algo km_svr_algo = {
@@ -1038,4 +1039,5 @@ const km_algo km_svr_algo = {
     .target = KM_TARGET_VALUES,
     .check_targets = 1,
     .search = &svr_search,
+    .coefs = km_svm_coefs,
 };

@@ -160,3 +160,37 @@ void km_svm_parts_of(const km_model *m, km_svm_parts *out)
     out->probB = p->probB;
     out->vote = p->vote;
 }
+
+/* scikit-learn's SVC and SVR attributes: support_, support_vectors_,
+ * dual_coef_ ((k-1) x n_SV, kmserve's n_SV x (k-1) transposed),
+ * intercept_ (one per pair, LIBSVM's order), n_support_. LIBSVM's
+ * decision values and rho are kept (positive for a pair's first class);
+ * scikit-learn's intercept_ is -rho, and a binary svc's is negated again
+ * with its dual_coef_ (its decision_function is positive for the second
+ * class). Class order is the same (ascending labels, km_libsvm.c). The
+ * nystrom form: its centres, their m x P coefficients (coef_) and the
+ * pairs' intercepts, in the same signs. */
+size_t km_svm_coefs(const km_model *m, km_coef *out)
+{
+    const svm_payload *p = km_model_payload(m);
+    size_t d = km_model_n_features(m), np = p->k ? n_pairs(p->k) : 1;
+    double sign = p->k == 2 ? -1.0 : 1.0;
+    size_t n = 0;
+    if (p->form == SVC_FORM_NYSTROM) {
+        out[n++] = km_coef_f64("centres_", p->sv, p->nsv, d, 1);
+        out[n] = km_coef_f64("coef_", p->coef, p->nsv, n_coef(p), 1);
+        out[n++].scale = sign;
+    } else {
+        if (p->sv_index)
+            out[n++] = km_coef_i32("support_", p->sv_index, p->nsv, 1);
+        out[n++] = km_coef_f64("support_vectors_", p->sv, p->nsv, d, 1);
+        out[n] = km_coef_transposed(
+            km_coef_f64("dual_coef_", p->coef, p->nsv, n_coef(p), 1));
+        out[n++].scale = sign;
+    }
+    out[n] = km_coef_f64("intercept_", p->rho, np, 0, 0);
+    out[n++].scale = -sign;
+    if (p->n_support)
+        out[n++] = km_coef_i32("n_support_", p->n_support, p->k, 0);
+    return n;
+}

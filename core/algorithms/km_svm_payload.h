@@ -101,4 +101,7 @@ size_t km_svm_dual_bytes(size_t k, size_t nsv, size_t d, int prob, int vote);
 /* The payload of an svc or svr model, borrowed (valid while m is). */
 void km_svm_parts_of(const km_model *m, km_svm_parts *out);
 
+/* The descriptors' coefs hook (svc and svr; km_model.h's km_coef). */
+size_t km_svm_coefs(const km_model *m, km_coef *out);
+
 #endif /* KM_SVM_PAYLOAD_H */

@@ -105,4 +105,16 @@ km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
 
 /* km_sqnorms: km.h. */
 
+/*
+ * After an exact solve found K + alpha I not positive definite (its
+ * Cholesky factor has overwritten K, n x n): the Gram of X (n rows of d)
+ * again into K, and the smallest eigenvalue of K + alpha I (LAPACK
+ * dsyevr, that one only) appended to err's message, so that the 422 says
+ * how far from positive definite the matrix is (kernels/km_psd.c). Best
+ * effort: on any failure the message stays as it was.
+ */
+void km_kernel_note_min_eigenvalue(const km_kernel *k, const double *X,
+                                   size_t n, size_t d, double alpha,
+                                   double *K, km_error *err);
+
 #endif /* KM_KERNEL_INTERNAL_H */

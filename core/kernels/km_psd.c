@@ -160,3 +160,26 @@ done:
     free(w);
     return st;
 }
+
+void km_kernel_note_min_eigenvalue(const km_kernel *k, const double *X,
+                                   size_t n, size_t d, double alpha,
+                                   double *K, km_error *err)
+{
+    km_error scratch;
+    if (km_gram_sym(k, X, n, d, K, 0, &scratch) != KM_OK)
+        return;
+    for (size_t i = 0; i < n; i++)
+        K[i * n + i] += alpha;
+    double *w = malloc(n * sizeof *w);
+    lapack_int found = 0;
+    /* row-major lower triangle == column-major upper: no transposed copy */
+    lapack_int info = w ? LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'N', 'I', 'U',
+                                         (lapack_int)n, K, (lapack_int)n, 0,
+                                         0, 1, 1, 0.0, &found, w, NULL, 1,
+                                         NULL) : -1;
+    size_t len = strlen(err->message);
+    if (info == 0 && found == 1 && len < sizeof err->message)
+        snprintf(err->message + len, sizeof err->message - len,
+                 " (its smallest eigenvalue is %.6g)", w[0]);
+    free(w);
+}

@@ -374,6 +374,41 @@ km_status km_model_set_search(km_model *m, const km_search_table *t,
 /* The model's search record (borrowed), or NULL. */
 const km_search_table *km_model_search(const km_model *m);
 
+
+/*
+ * A model's coefficients, as GET /v1/models/{name}/coefficients answers
+ * them: the arrays its algorithm's descriptor lists (km_algo's coefs),
+ * each a view borrowed from the model (valid while it lives), named as
+ * scikit-learn names the attribute where one exists (dual_coef_,
+ * support_, eigenvectors_, ...), in scikit-learn's layout and signs.
+ * Value (i, j) is km_coef_at (j is 0 for a vector). page_axis is the
+ * axis that runs over training rows, support vectors, centres or random
+ * features (an answer pages it by offset and limit), -1 when the array is
+ * small and whole (intercepts, eigenvalues).
+ */
+#define KM_COEF_MAX 8
+typedef struct km_coef {
+    const char *name;
+    int integer;           /* whole numbers (indices, labels) */
+    size_t ndim;           /* 1 or 2 */
+    size_t shape[2];       /* shape[1] is 1 for a vector */
+    int page_axis;         /* 0, 1, or -1 */
+    /* the view: scale * (f64 or i32)[i stride[0] + j stride[1]], or at */
+    const double *f64;
+    const int *i32;
+    size_t stride[2];
+    double scale;
+    double (*at)(const struct km_coef *c, size_t i, size_t j);
+    const double *aux;     /* at's second array */
+} km_coef;
+/* The model's arrays into out (at most KM_COEF_MAX); returns their count
+ * (0 for an algorithm that lists none). */
+size_t km_model_coefs(const km_model *m, km_coef *out);
+double km_coef_at(const km_coef *c, size_t i, size_t j);
+/* The length of the paged axis of the arrays (every paged array of one
+ * model has the same), 0 when none is paged. */
+size_t km_coef_rows(const km_coef *c, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -131,6 +131,10 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   (km_algo_search); NULL: nothing
  *   mpi             how it runs distributed (km_algo_mpi); NULL: it does
  *                   not (its params may hold pointers)
+ *   coefs           lists the model's coefficient arrays (km_coef, views
+ *                   of its payload in scikit-learn's names and layout)
+ *                   into out (at most KM_COEF_MAX); returns their count;
+ *                   km_coef_f64 and km_coef_i32 make the views
  */
 typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
                                    size_t n, double *out, km_error *err);
@@ -242,7 +246,17 @@ typedef struct km_algo {
                               km_error *err);
     const km_algo_search *search;
     const km_algo_mpi *mpi;
+    size_t (*coefs)(const km_model *m, km_coef *out);
 } km_algo;
+
+/* Views for coefs (km_coef.c): v row-major, rows x cols (cols 0: a
+ * vector of rows), paged over its rows when paged; transposed, the same
+ * view seen as cols x rows (scikit-learn's (k-1, n_SV) of kmserve's
+ * n_SV x (k-1)), paged over its columns. */
+km_coef km_coef_f64(const char *name, const double *v, size_t rows,
+                    size_t cols, int paged);
+km_coef km_coef_i32(const char *name, const int *v, size_t rows, int paged);
+km_coef km_coef_transposed(km_coef c);
 
 #define KM_ALGO_EXTERN(e, id, name, desc) extern const km_algo desc;
 KM_ALGO_MAP(KM_ALGO_EXTERN)

@@ -1,0 +1,156 @@
+/*
+ * api_coef.c - a model's coefficients as JSON text. Core lists the arrays
+ * (km_model_coefs: names, shapes, paged axis, values); this file knows no
+ * algorithm. The answer:
+ *   {"model": {"name", "version"}, "algorithm", "total_rows", "offset",
+ *    "limit", "rows", ["next_offset"],
+ *    "coefficients": {NAME: {"shape": [...], "dtype": "float64"|"int64",
+ *                            "paged_axis": 0|1|null, "values": ...}}}
+ * values is a vector or a list of rows (row-major, as numpy); a paged
+ * array holds only the page's entries along its paged axis (rows
+ * [offset, offset + rows) of total_rows). Numbers as predict writes them
+ * (exact doubles).
+ *
+ * Thread-safety: reentrant.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_coef.h"
+#include "api_model.h"
+
+int api_coef_param(const char *name, api_error *e)
+{
+    if (!strcmp(name, "offset") || !strcmp(name, "limit"))
+        return 0;
+    return api_invalid(e, "query parameter '%.64s' is not known; "
+                       "coefficients takes offset and limit", name);
+}
+
+/* A whole number in [0, max] from text, or a 400 naming it. */
+static int parse_count(const char *s, const char *name, size_t max,
+                       size_t *out, api_error *e)
+{
+    unsigned long long v = 0;
+    size_t i = 0;
+    for (; s[i] >= '0' && s[i] <= '9' && v <= max; i++)
+        v = v * 10 + (unsigned long long)(s[i] - '0');
+    if (!i || s[i] || v > max)
+        return api_invalid(e, "%s \"%.24s\" must be a whole number from "
+                           "%d to %zu", name, s, !strcmp(name, "limit"),
+                           max);
+    *out = (size_t)v;
+    return 0;
+}
+
+static void write_value(api_text *t, const km_coef *c, size_t i, size_t j)
+{
+    double v = km_coef_at(c, i, j);
+    if (isfinite(v))
+        api_text_number(t, v);
+    else
+        api_text_raw(t, "null");
+}
+
+/* One array: its entries [lo, hi) along the paged axis (all of it when
+ * not paged). */
+static void write_array(api_text *t, const km_coef *c, size_t lo, size_t hi)
+{
+    size_t r0 = 0, r1 = c->shape[0], c0 = 0, c1 = c->shape[1];
+    if (c->page_axis == 0)
+        r0 = lo, r1 = hi;
+    else if (c->page_axis == 1)
+        c0 = lo, c1 = hi;
+    api_text_string(t, c->name);
+    api_text_raw(t, ":{\"shape\":[");
+    api_text_uint(t, c->shape[0]);
+    if (c->ndim == 2) {
+        api_text_raw(t, ",");
+        api_text_uint(t, c->shape[1]);
+    }
+    api_text_raw(t, c->integer ? "],\"dtype\":\"int64\",\"paged_axis\":"
+                               : "],\"dtype\":\"float64\",\"paged_axis\":");
+    api_text_raw(t, c->page_axis == 0 ? "0" : c->page_axis == 1 ? "1"
+                                                                : "null");
+    api_text_raw(t, ",\"values\":[");
+    for (size_t i = r0; i < r1 && !t->failed; i++) {
+        if (i > r0)
+            api_text_raw(t, ",");
+        if (c->ndim == 1) {
+            write_value(t, c, i, 0);
+            continue;
+        }
+        api_text_raw(t, "[");
+        for (size_t j = c0; j < c1; j++) {
+            if (j > c0)
+                api_text_raw(t, ",");
+            write_value(t, c, i, j);
+        }
+        api_text_raw(t, "]");
+    }
+    api_text_raw(t, "]}");
+}
+
+/* Values one row of the paged axis adds to a page. */
+static size_t row_values(const km_coef *c, size_t n)
+{
+    size_t v = 0;
+    for (size_t a = 0; a < n; a++)
+        if (c[a].page_axis >= 0)
+            v += c[a].ndim == 2 ? c[a].shape[1 - c[a].page_axis] : 1;
+    return v;
+}
+
+int api_coefficients(const km_model *m, const char *offset,
+                     const char *limit, api_text *out, api_error *e)
+{
+    km_coef c[KM_COEF_MAX];
+    size_t n = km_model_coefs(m, c), total = km_coef_rows(c, n);
+    size_t per = row_values(c, n), off = 0, lim = API_COEF_LIMIT;
+    size_t max = API_COEF_MAX_VALUES / (per ? per : 1);
+    max = max < API_COEF_MAX_LIMIT ? max : API_COEF_MAX_LIMIT;
+    max = max ? max : 1;
+    if ((offset && parse_count(offset, "offset", total, &off, e)) ||
+        (limit && parse_count(limit, "limit", max, &lim, e)))
+        return -1;
+    if (limit && !lim)
+        return api_invalid(e, "limit \"0\" must be a whole number from 1 "
+                           "to %zu", max);
+    lim = lim < max ? lim : max;
+    size_t rows = total - off < lim ? total - off : lim;
+    api_text *t = out;
+    api_text_raw(t, "{\"model\":{\"name\":");
+    api_text_string(t, km_model_name(m));
+    api_text_raw(t, ",\"version\":");
+    api_text_uint(t, km_model_version(m));
+    api_text_raw(t, "},\"algorithm\":");
+    api_text_string(t, km_algorithm_name(km_model_algorithm(m)));
+    api_text_raw(t, ",\"total_rows\":");
+    api_text_uint(t, total);
+    api_text_raw(t, ",\"offset\":");
+    api_text_uint(t, off);
+    api_text_raw(t, ",\"limit\":");
+    api_text_uint(t, lim);
+    api_text_raw(t, ",\"rows\":");
+    api_text_uint(t, rows);
+    if (off + rows < total) {
+        api_text_raw(t, ",\"next_offset\":");
+        api_text_uint(t, off + rows);
+    }
+    api_text_raw(t, ",\"coefficients\":{");
+    for (size_t a = 0; a < n; a++) {
+        if (a)
+            api_text_raw(t, ",");
+        write_array(t, &c[a], off, off + rows);
+    }
+    api_text_raw(t, "}}\n");
+    if (t->failed) {
+        free(t->buf);
+        *out = (api_text){0};
+        return api_raise(e, API_INTERNAL, "out of memory writing the "
+                         "coefficients");
+    }
+    return 0;
+}
