@@ -11,7 +11,7 @@ whose GET /v1 has no capabilities fails here with a message saying so.
 
 For every algorithm a model is fitted with preprocess.scale standardize
 (so core predicts through its scaled copy of X, a block of
-km_pre_block_rows = 2^17 / d rows at a time: core/select/km_pre.c) and
+km_pre_block_rows = 2^17 / d rows at a time: core/model/km_predict.c) and
 with every parameter its answers need; the batch is N rows of D = 512
 features, three blocks (the last partly full), under gpr's 1000-row bound
 for cov. For every (algorithm, answer) pair:
@@ -54,7 +54,7 @@ import run  # noqa: E402
 from run import check  # noqa: E402
 
 D = 512
-BLOCK = (1 << 17) // D  # core/select/km_pre.c's km_pre_block_rows(d)
+BLOCK = run.block_rows(D)
 N = 2 * BLOCK + 3 * BLOCK // 4  # three blocks, the last partly full
 N_TRAIN = 48
 K = 4
@@ -310,8 +310,7 @@ def check_pair(d, name, algo, target, ans, T, T_text, P, meta):
         return None
     v1 = flat(pred)
     # the first and last row of every block, asked as one small batch
-    picks = sorted({i for b in range(0, N, BLOCK)
-                    for i in (b, min(b + BLOCK, N) - 1)})
+    picks = run.block_edges(N, BLOCK)
     if not is_cov:
         r1, p1 = v1_ask(d, name, ans, json.dumps([X[i] for i in picks]))
         scale = max((abs(x) for x in numbers(v1)), default=0.0)

@@ -4,7 +4,7 @@ defect 1: a klr model of 4 classes with preprocess.scale wrote k(k-1)/2
 decision values a row past the first block of its scaled copy).
 
 Core predicts a model with preprocessing through a scaled copy of X, a
-block of 2^17 / d rows at a time (core/select/km_pre.c, block_rows); every answer
+block of 2^17 / d rows at a time (core/model/km_predict.c, km_pre_block_rows); every answer
 is written a row's width at a time (km_model_answer_width). Here d = 512,
 so a block is 256 rows, and the batch is 704 rows: three blocks, the last
 partly full, and under gpr's 1000-row bound for cov.
@@ -59,7 +59,7 @@ import run  # noqa: E402
 from run import check  # noqa: E402
 
 D = 512
-BLOCK = (1 << 17) // D  # core/select/km_pre.c's km_pre_block_rows(d)
+BLOCK = run.block_rows(D)
 N = 2 * BLOCK + 3 * BLOCK // 4  # three blocks, the last partly full
 N_TRAIN = 48
 K = 4
@@ -121,9 +121,7 @@ def data():
 
 def sample_rows(rng):
     """The first and last row of every block, and N_RANDOM more."""
-    rows = set()
-    for b in range(0, N, BLOCK):
-        rows |= {b, min(b + BLOCK, N) - 1}
+    rows = set(run.block_edges(N, BLOCK))
     rows |= set(rng.sample(range(N), N_RANDOM))
     return sorted(rows)
 

@@ -57,6 +57,22 @@ class Reply:
         return f"{self.status} {self.body[:300]!r}"
 
 
+# core's predict works on blocks of rows (km_pre_block_rows in
+# core/model/km_predict.c: 2^17 / d rows, at least one); runners whose
+# batches must span several blocks (answers.py, blocks.py) take the size
+# and the blocks' edge rows from here.
+PREDICT_BLOCK_VALUES = 1 << 17
+
+
+def block_rows(d):
+    return max(1, PREDICT_BLOCK_VALUES // d)
+
+
+def block_edges(n, block):
+    """The first and last row of every block of a batch of n rows."""
+    return sorted({i for b in range(0, n, block) for i in (b, min(b + block, n) - 1)})
+
+
 def http(port, method, path, body=None, headers=None, length=True,
          chunked=False, timeout=120, tls=None):
     """One request on a fresh connection; headers is a list of (k, v).
