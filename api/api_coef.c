@@ -29,18 +29,17 @@ int api_coef_param(const char *name, api_error *e)
                        "coefficients takes offset and limit", name);
 }
 
-/* A whole number in [0, max] from text, or a 400 naming it. */
-static int parse_count(const char *s, const char *name, size_t max,
-                       size_t *out, api_error *e)
+/* A whole number in [min, max] from text, or a 400 naming it. */
+static int parse_count(const char *s, const char *name, size_t min,
+                       size_t max, size_t *out, api_error *e)
 {
     unsigned long long v = 0;
     size_t i = 0;
     for (; s[i] >= '0' && s[i] <= '9' && v <= max; i++)
         v = v * 10 + (unsigned long long)(s[i] - '0');
-    if (!i || s[i] || v > max)
+    if (!i || s[i] || v > max || v < min)
         return api_invalid(e, "%s \"%.24s\" must be a whole number from "
-                           "%d to %zu", name, s, !strcmp(name, "limit"),
-                           max);
+                           "%zu to %zu", name, s, min, max);
     *out = (size_t)v;
     return 0;
 }
@@ -112,20 +111,14 @@ int api_coefficients(const km_model *m, const char *offset,
     size_t max = API_COEF_MAX_VALUES / (per ? per : 1);
     max = max < API_COEF_MAX_LIMIT ? max : API_COEF_MAX_LIMIT;
     max = max ? max : 1;
-    if ((offset && parse_count(offset, "offset", total, &off, e)) ||
-        (limit && parse_count(limit, "limit", max, &lim, e)))
+    if ((offset && parse_count(offset, "offset", 0, total, &off, e)) ||
+        (limit && parse_count(limit, "limit", 1, max, &lim, e)))
         return -1;
-    if (limit && !lim)
-        return api_invalid(e, "limit \"0\" must be a whole number from 1 "
-                           "to %zu", max);
     lim = lim < max ? lim : max;
     size_t rows = total - off < lim ? total - off : lim;
     api_text *t = out;
-    api_text_raw(t, "{\"model\":{\"name\":");
-    api_text_string(t, km_model_name(m));
-    api_text_raw(t, ",\"version\":");
-    api_text_uint(t, km_model_version(m));
-    api_text_raw(t, "},\"algorithm\":");
+    api_model_ref_text(t, m);
+    api_text_raw(t, ",\"algorithm\":");
     api_text_string(t, km_algorithm_name(km_model_algorithm(m)));
     api_text_raw(t, ",\"total_rows\":");
     api_text_uint(t, total);

@@ -321,6 +321,15 @@ cJSON *api_model_ref_json(const km_model *m)
     return o;
 }
 
+void api_model_ref_text(api_text *t, const km_model *m)
+{
+    api_text_raw(t, "{\"model\":{\"name\":");
+    api_text_string(t, km_model_name(m));
+    api_text_raw(t, ",\"version\":");
+    api_text_uint(t, (unsigned long long)km_model_version(m));
+    api_text_raw(t, "}");
+}
+
 cJSON *api_model_json(const km_model *m)
 {
     cJSON *o = api_model_ref_json(m);

@@ -34,6 +34,9 @@ cJSON *api_preprocess_json(const km_model *m);
 
 /* {"name":..,"version":..} for predict answers. */
 cJSON *api_model_ref_json(const km_model *m);
+/* The same as the start of an answer written as text:
+ * {"model":{"name":..,"version":..} (the outer object left open). */
+void api_model_ref_text(api_text *t, const km_model *m);
 
 /* Class label i of a classifier as JSON (a number or a string). */
 cJSON *api_model_label_json(const km_model *m, size_t i);

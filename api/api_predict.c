@@ -193,11 +193,8 @@ static void put_matrix(api_text *t, const double *v, size_t rows,
  * the values. */
 static void begin_answer(api_text *t, const km_model *m, const char *key)
 {
-    api_text_raw(t, "{\"model\":{\"name\":");
-    api_text_string(t, km_model_name(m));
-    api_text_raw(t, ",\"version\":");
-    api_text_uint(t, (unsigned long long)km_model_version(m));
-    api_text_raw(t, "},\"");
+    api_model_ref_text(t, m);
+    api_text_raw(t, ",\"");
     api_text_raw(t, key);
     api_text_raw(t, "\":");
 }
