@@ -67,16 +67,14 @@ static int has_outputs(km_algorithm a)
 static void algorithms_answering(char *buf, size_t len, const char *route,
                                  int choosing)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < KM_ALGO_COUNT && used < len; i++) {
+    const char *names[KM_ALGO_COUNT];
+    int k = 0;
+    for (int i = 0; i < KM_ALGO_COUNT; i++) {
         km_algorithm a = (km_algorithm)i;
-        if (!count_on_route(a, route, 0) || (choosing && !has_outputs(a)))
-            continue;
-        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-                         km_algorithm_name(a));
-        used += w > 0 ? (size_t)w : 0;
+        if (count_on_route(a, route, 0) && (!choosing || has_outputs(a)))
+            names[k++] = km_algorithm_name(a);
     }
+    km_join_names(names, k, ", ", buf, len);
 }
 
 /* The answer of route that a gives when not asked for another: the first

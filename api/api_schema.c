@@ -37,13 +37,11 @@ const char *api_kernel_type_name(int t)
 void api_name_list(char *buf, size_t len, const char *(*names)(int),
                    int count)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < count && used < len; i++) {
-        int w = snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
-                         names(i));
-        used += w > 0 ? (size_t)w : 0;
-    }
+    const char *list[64];
+    int k = 0;
+    for (int i = 0; i < count && k < 64; i++)
+        list[k++] = names(i);
+    km_join_names(list, k, ", ", buf, len);
 }
 
 /* ---------------------------------------------------------------- kernels */

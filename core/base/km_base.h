@@ -94,6 +94,12 @@ int km_choice_value(const km_choices *c, const char *name);
  * "a, b, c"; " or " for "a, b or c"), into buf, truncated to len. */
 void km_choice_list(const km_choices *c, const char *last, char *buf,
                     size_t len);
+/* names[0..n) as messages list them, "a, b, c" with last between the last
+ * two (", " or " or "), into buf (cut short when it is full; "" when len
+ * is 0 or n is). The one joiner of choice lists, kernel and algorithm
+ * names, in core and in the API. */
+void km_join_names(const char *const *names, int n, const char *last,
+                   char *buf, size_t len);
 
 /* ---------------------------------------------------------------- params */
 

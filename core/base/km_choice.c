@@ -22,11 +22,18 @@ int km_choice_value(const km_choices *c, const char *name)
 void km_choice_list(const km_choices *c, const char *last, char *buf,
                     size_t len)
 {
+    km_join_names(c->names, c->count, last, buf, len);
+}
+
+void km_join_names(const char *const *names, int n, const char *last,
+                   char *buf, size_t len)
+{
     size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < c->count && used < len; i++) {
-        const char *sep = i == 0 ? "" : i == c->count - 1 ? last : ", ";
-        int w = snprintf(buf + used, len - used, "%s%s", sep, c->names[i]);
+    if (len)
+        buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++) {
+        const char *sep = i == 0 ? "" : i == n - 1 ? last : ", ";
+        int w = snprintf(buf + used, len - used, "%s%s", sep, names[i]);
         used += w > 0 ? (size_t)w : 0;
     }
 }

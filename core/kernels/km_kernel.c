@@ -293,19 +293,12 @@ void km_kernel_spectral_draw(const km_kernel *k, km_rng *r, size_t d,
 void km_kernel_caps_names(unsigned caps, const char *last, char *buf,
                           size_t len)
 {
-    int idx[KM_KERNEL_TYPE_COUNT], k = 0;
+    const char *names[KM_KERNEL_TYPE_COUNT];
+    int k = 0;
     for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++)
         if ((km_kernel_type_caps((km_kernel_type)t) & caps) == caps)
-            idx[k++] = t;
-    size_t used = 0;
-    if (len)
-        buf[0] = 0;
-    for (int i = 0; i < k && used < len; i++) {
-        int w = snprintf(buf + used, len - used, "%s%s",
-                         i == 0 ? "" : i == k - 1 ? last : ", ",
-                         type_names[idx[i]]);
-        used += w > 0 ? (size_t)w : 0;
-    }
+            names[k++] = type_names[t];
+    km_join_names(names, k, last, buf, len);
 }
 
 const km_kernel_info *km_kernel_type_info(km_kernel_type t)

@@ -107,19 +107,12 @@ int km_algorithm_distributed(km_algorithm a)
 void km_algorithm_names_where(int (*has)(km_algorithm a), const char *last,
                               char *buf, size_t len)
 {
-    int idx[KM_ALGO_COUNT], k = 0;
+    const char *names[KM_ALGO_COUNT];
+    int k = 0;
     for (int a = 0; a < KM_ALGO_COUNT; a++)
         if (has((km_algorithm)a))
-            idx[k++] = a;
-    size_t used = 0;
-    if (len)
-        buf[0] = 0;
-    for (int i = 0; i < k && used < len; i++) {
-        int w = snprintf(buf + used, len - used, "%s%s",
-                         i == 0 ? "" : i == k - 1 ? last : ", ",
-                         km_algorithm_name((km_algorithm)idx[i]));
-        used += w > 0 ? (size_t)w : 0;
-    }
+            names[k++] = km_algorithm_name((km_algorithm)a);
+    km_join_names(names, k, last, buf, len);
 }
 
 void km_algorithm_distributed_names(const char *last, char *buf, size_t len)
