@@ -30,11 +30,12 @@ const char *const api_kernels_matrix_keys[] = {"X", NULL};
 size_t api_kernels_check_bytes(const char *body, size_t len)
 {
     size_t numbers = api_json_max_numbers(body, len);
-    /* X itself (n <= numbers rows of d >= 1 numbers), the body's text
-     * copy, and km_kernel_psd's own: bounded by its worst case over
-     * n <= numbers, d = numbers / n */
-    return len + numbers * sizeof(double) +
-           km_kernel_psd_bytes(numbers, 1, 0) + numbers * sizeof(double);
+    /* the body's text, X itself (n <= numbers rows of d >= 1 numbers),
+     * and km_kernel_psd's own for any kernel (the body is not read yet):
+     * its largest over n <= numbers rows, whose subsample copy holds at
+     * most the numbers of X again */
+    return len + 2 * numbers * sizeof(double) +
+           km_kernel_psd_bytes(NULL, numbers, 1, 0);
 }
 
 size_t api_kernels_gram_bytes(const char *body, size_t len)
@@ -44,9 +45,12 @@ size_t api_kernels_gram_bytes(const char *body, size_t len)
     if (cells > API_GRAM_MAX_CELLS)
         cells = API_GRAM_MAX_CELLS;
     /* X and Z (as doubles, or Z's nodes when it is not read directly),
-     * K and its text */
+     * K and its text, and the Gram's own working memory for any kernel
+     * (the body is not read yet) on nx x nz <= cells values: at most
+     * that of cells x 1, as nx + nz <= nx nz + 1 */
     return len + numbers * (sizeof(double) + NODE_BYTES) +
-           cells * (sizeof(double) + NUMBER_TEXT);
+           cells * (sizeof(double) + NUMBER_TEXT) +
+           km_gram_work_bytes(NULL, cells, 1);
 }
 
 /* The first string among item's elements or its rows' elements, as its

@@ -686,6 +686,31 @@ static km_status self_values(const km_kernel *k, const double *X, size_t n,
     return KM_OK;
 }
 
+/* Composite levels on k's deepest path (0 for a leaf). */
+static size_t composite_levels(const km_kernel *k)
+{
+    size_t most = 0;
+    for (int p = 0; is_composite(k->type) && p < k->n_parts; p++) {
+        size_t l = composite_levels(&k->parts[p]);
+        most = l > most ? l : most;
+    }
+    return is_composite(k->type) ? most + 1 : 0;
+}
+
+size_t km_gram_work_bytes(const km_kernel *k, size_t nx, size_t nz)
+{
+    /* the rows' norms (nx + nz + 1); per composite level (cross_composite)
+     * a block of nx x nz, the parts' self values (nx + nz) and their own
+     * scratch (nx + nz) */
+    uint64_t side = km_add_sat(nx, nz);
+    uint64_t level = km_add_sat(km_mul_sat(nx, nz), km_mul_sat(2, side));
+    uint64_t levels = k ? composite_levels(k) : KM_KERNEL_MAX_DEPTH;
+    uint64_t values = km_add_sat(km_add_sat(side, 1),
+                                 km_mul_sat(levels, km_add_sat(level, 1)));
+    uint64_t b = km_mul_sat(values, sizeof(double));
+    return b > SIZE_MAX ? SIZE_MAX : (size_t)b;
+}
+
 /* A composite, part by part through a block buffer (and, when its
  * combine needs them, the parts' self values of X's and Z's rows). */
 static km_status cross_composite(const km_kernel *k, const double *X,

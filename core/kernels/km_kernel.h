@@ -215,9 +215,17 @@ km_status km_kernel_psd(const km_kernel *k, const double *X, size_t n,
                         size_t d, double alpha, uint64_t seed,
                         size_t max_rows, km_psd_report *out,
                         km_error *err) KM_MUST_CHECK;
-/* An upper bound on km_kernel_psd's working memory for n rows of d
- * features (max_rows as there). */
-size_t km_kernel_psd_bytes(size_t n, size_t d, size_t max_rows);
+/* An upper bound on km_kernel_psd's working memory for kernel k on n rows
+ * of d features (max_rows as there); k NULL: for any kernel. */
+size_t km_kernel_psd_bytes(const km_kernel *k, size_t n, size_t d,
+                           size_t max_rows);
+
+/* What km_gram_cross (and km_gram_sym) hold beyond K while they compute
+ * k on nx x nz rows: the rows' norms, and at each level of sums and
+ * products a block of nx x nz values and the parts' self values. k NULL:
+ * the most any kernel takes (KM_KERNEL_MAX_DEPTH levels), for admission
+ * before a body's kernel is read. */
+size_t km_gram_work_bytes(const km_kernel *k, size_t nx, size_t nz);
 
 #ifdef __cplusplus
 }

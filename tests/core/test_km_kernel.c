@@ -614,7 +614,19 @@ START_TEST(psd_report)
     ck_assert_uint_eq(r.seed, 7);
     ck_assert_double_eq(r.min_eig, r2.min_eig);
     ck_assert_double_eq(r.max_eig, r2.max_eig);
-    ck_assert(km_kernel_psd_bytes(50, 1, 20) >= 20 * 20 * 8);
+    ck_assert(km_kernel_psd_bytes(NULL, 50, 1, 20) >= 20 * 20 * 8);
+
+    /* the Gram's working memory: a sum holds a block of values beside K
+     * (cross_composite), a leaf only norms; NULL bounds any kernel */
+    km_kernel sum;
+    make_sum(&sum, 1.0, 1.0);
+    ck_assert(km_gram_work_bytes(&sum, 20, 30) >= 20 * 30 * 8);
+    ck_assert(km_gram_work_bytes(&k, 20, 30) < 20 * 30 * 8);
+    ck_assert(km_gram_work_bytes(NULL, 20, 30) >=
+              km_gram_work_bytes(&sum, 20, 30));
+    ck_assert(km_kernel_psd_bytes(&sum, 50, 1, 20) >
+              km_kernel_psd_bytes(&k, 50, 1, 20));
+    km_kernel_cleanup(&sum);
 
     /* alpha must be > 0; a NaN is named */
     ck_assert_int_eq(km_kernel_psd(&k, Z, 50, 1, 0, 7, 20, &r, &err), KM_EINVAL);
