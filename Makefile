@@ -31,19 +31,25 @@
 # about 350 MB installed); the interchange runner (interchange.py) needs
 # LIBSVM's tools and python3-libsvm (svm-train writes its models at run
 # time). The reference fixtures in tests/fixtures are
-# generated once by scripts that need scikit-learn and LIBSVM's tools
-# (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
-# for the serving benchmark, R's kernlab for the kernel k-means one, and Fashion-MNIST for bench_svc_large.py. The deploy checks need debootstrap (chroots
-# that carry out the Dockerfile), systemd-analyze, docker-compose (the
-# docker client here has no compose plugin) and shellcheck.
+# generated once by scripts that need scikit-learn and LIBSVM's tools, and
+# R's kernlab for the string kernels' (DEPS_REFS); the benchmarks need
+# those too, and wrk, Flask and gunicorn for the serving benchmark, R's
+# kernlab for the kernel k-means and string ones, Fashion-MNIST for
+# bench_svc_large.py, and the word lists that data/words.csv is drawn from
+# (wamerican ... wdutch; tests/fixtures/export_words.py; the CSV itself is
+# in the repository, so the tests need none of them). The deploy checks
+# need debootstrap (chroots that carry out the Dockerfile),
+# systemd-analyze, docker-compose (the docker client here has no compose
+# plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
 DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl \
              python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel \
              chromium chromium-driver python3-selenium libsvm-tools python3-libsvm
-DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools python3-libsvm
-DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn r-cran-kernlab \
-              dataset-fashion-mnist
+DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools python3-libsvm \
+             r-cran-kernlab
+DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn \
+              dataset-fashion-mnist wamerican wngerman wfrench wspanish witalian wdutch
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
 DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
 DEPS_FRESH := debootstrap git
