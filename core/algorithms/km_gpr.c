@@ -1059,6 +1059,7 @@ static const km_param_set param_set = {gpr_rows, sizeof(km_gpr_params),
 
 const km_algo km_gpr_algo = {
     .outputs = KM_OUT_VALUES | KM_OUT_VARIANCES | KM_OUT_COVARIANCE,
+    .self_of_new = 1,
     .model_outputs = model_outputs,
     .params_outputs = params_outputs,
     .params = &param_set,

@@ -1172,6 +1172,12 @@ _Static_assert(sizeof(km_kpca_solver) == sizeof(int),
 static const km_param_set param_set = {kpca_rows, sizeof(km_kpca_params),
                                         params_default};
 
+/* The inverse map is learned back to X's numbers. */
+static int inverse_needs_vectors(const void *params)
+{
+    return ((const km_kpca_params *)params)->fit_inverse_transform;
+}
+
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
     .model_outputs = model_outputs,
@@ -1192,5 +1198,6 @@ const km_algo km_kpca_algo = {
     .load_bytes = kpca_load_bytes,
     .target = KM_TARGET_NONE,
     .mpi = &mpi,
+    .vectors_only = inverse_needs_vectors,
     .coefs = km_kpca_coefs,
 };

@@ -82,6 +82,28 @@ km_status km_kernel_read(km_reader *r, km_kernel *k, int depth,
 km_status km_kernel_check_scale(const km_kernel *k, const double *X, size_t n,
                                 size_t d, km_error *err);
 
+/* ------------------------------------------------------- strings */
+
+/* The string kernels (km_strings.c): leaf k (its family STRING) on X's
+ * nx rows against Z's nz (d doubles each) into K (rows of ldk); diag >= 0
+ * says X_i is Z_{i + diag}, and lower then computes only the columns
+ * j <= i + diag (a Gram's lower triangle). */
+km_status km_strings_cross(const km_kernel *k, const double *X, size_t nx,
+                           const double *Z, size_t nz, size_t d, double *K,
+                           size_t ldk, long diag, int lower, km_error *err);
+/* k(x, z) of one pair (NAN when out of memory). */
+double km_strings_eval(const km_kernel *k, const double *x, const double *z,
+                       size_t d);
+/* Makes and caches the sets of X's rows for k's string leaves, so that
+ * the blocks of a Gram, and the predicts against a model's rows, list
+ * their strings once. */
+void km_strings_prepare(const km_kernel *k, const double *X, size_t n,
+                        size_t d);
+/* What km_strings_cross holds for nx x nz rows of d doubles (k NULL:
+ * the most any string kernel holds). */
+size_t km_strings_work_bytes(const km_kernel *k, size_t nx, size_t nz,
+                             size_t d);
+
 /* ------------------------------------------------------- prediction */
 
 /*

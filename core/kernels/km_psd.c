@@ -31,7 +31,7 @@ size_t km_kernel_psd_bytes(const km_kernel *k, size_t n, size_t d,
                             (4 * (uint64_t)m + 8) * sizeof(double));
     b = km_add_sat(b, km_mul_sat(n, sizeof(size_t)));
     b = km_add_sat(b, km_mul_sat(km_mul_sat(m, d), sizeof(double)));
-    b = km_add_sat(b, km_gram_work_bytes(k, m, m));
+    b = km_add_sat(b, km_gram_work_bytes(k, m, m, d));
     return b > SIZE_MAX ? SIZE_MAX : (size_t)b;
 }
 

@@ -87,7 +87,8 @@ km_status km_fit_validate(km_algorithm a, const km_kernel *kernel,
     km_status st;
     if (!al)
         return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
-    if ((st = km_kernel_check(kernel, err)) != KM_OK)
+    if ((st = km_kernel_check(kernel, err)) != KM_OK ||
+        (st = km_algorithm_check_kernel(a, params, kernel, err)) != KM_OK)
         return st;
     if (pb->n == 0 || pb->d == 0 || (pb->y && pb->m == 0))
         return km_error_set(err, KM_EINVAL, "%s must have at least one row "
@@ -120,6 +121,9 @@ km_status km_fit_begin(km_fit_frame *f, km_algorithm a, const km_kernel *kernel,
         return st;
     }
     km_kernel_resolve(&f->k, pb->d);
+    if ((st = km_kernel_check_rows(&f->k, pb->X, pb->n, pb->d, 1, err)) !=
+        KM_OK)
+        return st;
     return km_kernel_check_scale(&f->k, pb->X, pb->n, pb->d, err);
 }
 

@@ -336,7 +336,9 @@ km_status km_model_check_input(const km_model *m, const double *X, size_t n,
         return km_error_set(err, KM_EINVAL,
                             "X has %zu features; the model expects %zu", d,
                             m->n_features);
-    return km_check_matrix("X", X, n, d, err);
+    km_status st = km_check_matrix("X", X, n, d, err);
+    return st != KM_OK ? st
+                       : km_kernel_check_rows(&m->kernel, X, n, d, 0, err);
 }
 
 /* ------------------------------------------------------------ search record */
@@ -854,6 +856,13 @@ static km_status read_records(km_reader *r, const file_header *h,
     km_status st = read_identity(r, m, err);
     if (st == KM_OK)
         st = km_kernel_read(r, &m->kernel, 0, err);
+    if (st == KM_OK &&
+        km_kernel_check_rows(&m->kernel, NULL, 0, m->n_features, 0, err) !=
+            KM_OK) {
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err ? err->message : "");
+        st = km_error_set(err, KM_ECORRUPT, "model file: %s", why);
+    }
     if (st == KM_OK)
         st = km_info_read(r, &m->params, figures, err);
     if (st == KM_OK)

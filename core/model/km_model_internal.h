@@ -131,6 +131,7 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   (km_algo_search); NULL: nothing
  *   mpi             how it runs distributed (km_algo_mpi); NULL: it does
  *                   not (its params may hold pointers)
+ *   self_of_new, vectors_only: the inputs it takes (its fields' comments)
  *   coefs           lists the model's coefficient arrays (km_coef, views
  *                   of its payload in scikit-learn's names and layout)
  *                   into out (at most KM_COEF_MAX); returns their count;
@@ -247,6 +248,13 @@ typedef struct km_algo {
     const km_algo_search *search;
     const km_algo_mpi *mpi;
     size_t (*coefs)(const km_model *m, km_coef *out);
+    /* 1 if its answers need k(x, x) of new rows (gpr's variances,
+     * kkmeans' distances): a precomputed kernel, which has no value
+     * between two new rows, cannot serve it */
+    int self_of_new;
+    /* 1 if it takes rows of numbers only, for what it learns of X beyond
+     * the kernel (kpca's inverse map, by check_kernel), or NULL */
+    int (*vectors_only)(const void *params);
 } km_algo;
 
 /* Views for coefs (km_coef.c): v row-major, rows x cols (cols 0: a

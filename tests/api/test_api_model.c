@@ -54,10 +54,12 @@ START_TEST(kernels_in)
         {"[]", "kernel must be an object, not an array"},
         {"{}", "kernel.type is required: one of linear, polynomial, rbf, "
                "laplacian, sigmoid, sum, product, laplacian_l2, exponential, "
-               "normalized"},
+               "normalized, spectrum, boundrange, expdecay, subsequence, "
+               "precomputed"},
         {"{\"type\":\"cosine\"}", "kernel.type \"cosine\" is not a known "
                "kernel; expected one of linear, polynomial, rbf, laplacian, "
-               "sigmoid, sum, product, laplacian_l2, exponential, normalized"},
+               "sigmoid, sum, product, laplacian_l2, exponential, normalized, "
+               "spectrum, boundrange, expdecay, subsequence, precomputed"},
         {"{\"type\":\"rbf\",\"degree\":2}", "kernel.degree does not apply to a "
                "rbf kernel"},
         {"{\"type\":\"linear\",\"gamma\":2}", "kernel.gamma does not apply to a "

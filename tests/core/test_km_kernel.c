@@ -517,18 +517,18 @@ START_TEST(new_kernels_table_and_checks)
 {
     const km_kernel_info *i = km_kernel_type_info(KM_KERNEL_LAPLACIAN_L2);
     ck_assert_int_eq(i->family, KM_KFAMILY_L2);
-    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA);
+    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA | KM_KPARAM_COLUMNS);
     i = km_kernel_type_info(KM_KERNEL_EXPONENTIAL);
     ck_assert_int_eq(i->family, KM_KFAMILY_INNER);
-    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA);
+    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA | KM_KPARAM_COLUMNS);
     i = km_kernel_type_info(KM_KERNEL_NORMALIZED);
     ck_assert_int_eq(i->family, KM_KFAMILY_COMPOSITE);
     ck_assert_uint_eq(i->params, KM_KPARAM_PARTS);
     ck_assert_int_eq(i->min_parts, 1);
     ck_assert_int_eq(i->max_parts, 1);
     i = km_kernel_type_info(KM_KERNEL_POLYNOMIAL);
-    ck_assert_uint_eq(i->params,
-                      KM_KPARAM_GAMMA | KM_KPARAM_DEGREE | KM_KPARAM_COEF0);
+    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA | KM_KPARAM_DEGREE |
+                                     KM_KPARAM_COEF0 | KM_KPARAM_COLUMNS);
     ck_assert_double_eq(i->coef0, 1.0);
     ck_assert_ptr_null(km_kernel_type_info(KM_KERNEL_TYPE_COUNT));
     /* the stored ids of km_maps.h */
@@ -620,10 +620,10 @@ START_TEST(psd_report)
      * (cross_composite), a leaf only norms; NULL bounds any kernel */
     km_kernel sum;
     make_sum(&sum, 1.0, 1.0);
-    ck_assert(km_gram_work_bytes(&sum, 20, 30) >= 20 * 30 * 8);
-    ck_assert(km_gram_work_bytes(&k, 20, 30) < 20 * 30 * 8);
-    ck_assert(km_gram_work_bytes(NULL, 20, 30) >=
-              km_gram_work_bytes(&sum, 20, 30));
+    ck_assert(km_gram_work_bytes(&sum, 20, 30, 1) >= 20 * 30 * 8);
+    ck_assert(km_gram_work_bytes(&k, 20, 30, 1) < 20 * 30 * 8);
+    ck_assert(km_gram_work_bytes(NULL, 20, 30, 1) >=
+              km_gram_work_bytes(&sum, 20, 30, 1));
     ck_assert(km_kernel_psd_bytes(&sum, 50, 1, 20) >
               km_kernel_psd_bytes(&k, 50, 1, 20));
     km_kernel_cleanup(&sum);
