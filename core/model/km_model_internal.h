@@ -247,6 +247,10 @@ typedef struct km_algo {
     const km_algo_search *search;
     const km_algo_mpi *mpi;
     size_t (*coefs)(const km_model *m, km_coef *out);
+    /* the matrix whose eigenvalues the training figures "psd" and
+     * "min_eigenvalue" are of (km_fit_note_psd): 0 the Gram k(X, X), 1
+     * the centred H K H (kpca's eigenproblem) */
+    int psd_centred;
 } km_algo;
 
 /* Views for coefs (km_coef.c): v row-major, rows x cols (cols 0: a
@@ -386,5 +390,17 @@ km_status km_fit_model(km_fit_frame *f, size_t n_features, size_t n_samples,
                        size_t n_outputs, void *payload, km_model **out,
                        km_error *err);
 void km_fit_cleanup(km_fit_frame *f);
+/*
+ * The training figures of a kernel found not PSD on the training rows,
+ * from the eigenvalues of its Gram on rows of the n training rows (rows
+ * == n: all of them; fewer: a subsample, whose smallest eigenvalue bounds
+ * the whole Gram's from above, by Cauchy's interlacing): when min_eig is
+ * below -km_psd_threshold(rows, max(|min_eig|, |max_eig|)), "psd": false
+ * and "min_eigenvalue" (all rows) or "min_eigenvalue_at_most" and
+ * "psd_rows" (a subsample); nothing otherwise. KM_ENOMEM: the model is
+ * the caller's to free.
+ */
+km_status km_fit_note_psd(km_model *m, double min_eig, double max_eig,
+                          size_t rows, size_t n, km_error *err) KM_MUST_CHECK;
 
 #endif /* KM_MODEL_INTERNAL_H */
