@@ -20,7 +20,8 @@ relative, also for other solvers (kpca randomized, krr nystrom), a sum
 with a sigmoid part and standardized rows; with rbf none of those
 figures; beyond 1000 rows the seeded subsample's min_eigenvalue_at_most
 and psd_rows; gpr's and klr's 422 on a failed Cholesky carry the
-smallest eigenvalue.
+smallest eigenvalue; gpr nystrom's variance says the shift (kmm_shift)
+an indefinite K_mm of its centres needed, and none with rbf.
 Usage, from the project root:
     python3 tests/integration/kernels_check.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -199,6 +200,24 @@ def fits_psd_figures(d, X, rng):
     check(w < -0.1 and r.status == 201 and t.get("psd") is False and
           abs(t.get("min_eigenvalue", 0) - w) <= 1e-8 * abs(w),
           f"svc on 0.1 rbf + sigmoid: psd false, min_eigenvalue {w:.10g}", (r, t))
+    # gpr nystrom's variance factors K_mm: with an indefinite K_mm, the
+    # shift of its diagonal that made it factor is said (kmm_shift), one
+    # of the ladder 1e-13 m mean(diag) 1000^t (t = 0 .. 4) above
+    # -min eigenvalue; none with rbf
+    for kname, kk, kf in (("sigmoid", kern, f), ("rbf",) + CASES["rbf"]):
+        r, t = fit_training(d, f"gnys-{kname}", "gpr", "values", kk, X,
+                            {"solver": "nystrom", "n_centres": 20, "variance": True})
+        Z = np.array(((d.req("GET", f"/v1/models/gnys-{kname}/coefficients").json() or {})
+                      .get("coefficients", {}).get("centres_", {}).get("values", [[0.0] * 3])))
+        Kz = kf(Z, Z)
+        wz = np.linalg.eigvalsh(Kz)[0]
+        ladder = [1e-13 * len(Z) * np.trace(Kz) / len(Z) * 1000.0 ** i for i in range(5)]
+        want = next((v for v in ladder if v > -wz * 1.01), None) if wz < 0 else None
+        got = t.get("kmm_shift")
+        check(r.status == 201 and len(Z) == 20 and
+              (got is None if want is None else abs(got - want) <= 1e-12 * want),
+              f"gpr nystrom variance, {kname}: kmm_shift {want} (K_mm's smallest "
+              f"eigenvalue {wz:.3g})", (r, t))
     # preprocessed: the Gram of the rows the algorithm saw
     Xs = (X - X.mean(0)) / X.std(0)
     w = np.linalg.eigvalsh(f(Xs, Xs))[0]
