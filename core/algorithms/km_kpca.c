@@ -1170,6 +1170,7 @@ static const km_param_set param_set = {kpca_rows, sizeof(km_kpca_params),
 
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
+    .psd_centred = 1,
     .model_outputs = model_outputs,
     .params_outputs = params_outputs,
     .params = &param_set,
@@ -1189,5 +1190,4 @@ const km_algo km_kpca_algo = {
     .target = KM_TARGET_NONE,
     .mpi = &mpi,
     .coefs = km_kpca_coefs,
-    .psd_centred = 1,
 };

@@ -26,11 +26,10 @@ size_t km_kernel_psd_bytes(const km_kernel *k, size_t n, size_t d,
     size_t m = n < rows_cap(max_rows) ? n : rows_cap(max_rows);
     /* K (m x m), the eigenvalues and dsyevd's workspace (2m + 1 doubles
      * and one int without vectors), the subsample's index of all n rows
-     * and of its m, its copy of m rows, and the Gram's own working
-     * memory */
+     * and its copy of m rows, and the Gram's own working memory */
     uint64_t b = km_add_sat(km_mul_sat(km_mul_sat(m, m), sizeof(double)),
                             (4 * (uint64_t)m + 8) * sizeof(double));
-    b = km_add_sat(b, km_mul_sat(km_add_sat(n, m), sizeof(size_t)));
+    b = km_add_sat(b, km_mul_sat(n, sizeof(size_t)));
     b = km_add_sat(b, km_mul_sat(km_mul_sat(m, d), sizeof(double)));
     b = km_add_sat(b, km_gram_work_bytes(k, m, m));
     return b > SIZE_MAX ? SIZE_MAX : (size_t)b;

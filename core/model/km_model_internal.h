@@ -241,16 +241,16 @@ typedef struct km_algo {
                        size_t *peak);
     km_target target;
     int check_targets;
+    /* the matrix whose eigenvalues the training figures "psd" and
+     * "min_eigenvalue" are of (km_fit_note_psd): 0 the Gram k(X, X), 1
+     * the centred H K H (kpca's eigenproblem) */
+    int psd_centred;
     const unsigned *solver_needs;
     km_status (*check_kernel)(const void *params, const km_kernel *k,
                               km_error *err);
     const km_algo_search *search;
     const km_algo_mpi *mpi;
     size_t (*coefs)(const km_model *m, km_coef *out);
-    /* the matrix whose eigenvalues the training figures "psd" and
-     * "min_eigenvalue" are of (km_fit_note_psd): 0 the Gram k(X, X), 1
-     * the centred H K H (kpca's eigenproblem) */
-    int psd_centred;
 } km_algo;
 
 /* Views for coefs (km_coef.c): v row-major, rows x cols (cols 0: a
