@@ -28,9 +28,9 @@
 # pip, setuptools and wheel (it installs clients/python into a venv,
 # offline); the web console's runner (console.py) drives Debian's headless
 # Chromium with Selenium (chromium, chromium-driver, python3-selenium:
-# about 350 MB installed); the interchange runner (interchange.py) needs
-# LIBSVM's tools and python3-libsvm (svm-train writes its models at run
-# time). The reference fixtures in tests/fixtures are
+# about 350 MB installed); the interchange and coefficients runners
+# (interchange.py, coefficients.py) need LIBSVM's tools and
+# python3-libsvm (svm-train writes their models at run time). The reference fixtures in tests/fixtures are
 # generated once by scripts that need scikit-learn and LIBSVM's tools
 # (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
 # for the serving benchmark, R's kernlab for the kernel k-means one, and Fashion-MNIST for bench_svc_large.py. The deploy checks need debootstrap (chroots

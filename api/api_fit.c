@@ -378,7 +378,14 @@ size_t api_fit_bytes(const api_fit_request *req)
     size_t fit = req->search ? api_search_bytes(req->search, req)
                              : km_algorithm_fit_bytes(req->algo, req->params,
                                                       &pb);
-    return fit + km_preprocess_fit_bytes(&req->pre, &pb);
+    /* after the fit, a kernel that may be indefinite has its Gram's
+     * eigenvalues computed on at most KM_PSD_FIT_ROWS rows (the training
+     * figures psd and min_eigenvalue) */
+    size_t psd = km_kernel_maybe_indefinite(&req->kernel)
+                     ? km_kernel_psd_bytes(&req->kernel, pb.n, pb.d,
+                                           KM_PSD_FIT_ROWS)
+                     : 0;
+    return (fit > psd ? fit : psd) + km_preprocess_fit_bytes(&req->pre, &pb);
 }
 
 int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,

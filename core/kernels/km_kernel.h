@@ -274,6 +274,22 @@ double *km_sqnorms(const double *X, size_t n, size_t d);
 #define KM_PSD_SYM_TOL 1e-12
 
 /*
+ * What a fit says of its kernel's Gram on its training rows (the model's
+ * training figures "psd" and "min_eigenvalue", docs/api.md): a kernel
+ * that may be indefinite (km_kernel_maybe_indefinite) has the eigenvalues
+ * of its Gram computed on at most KM_PSD_FIT_ROWS rows (a seeded
+ * subsample beyond: about 0.1 s of dsyevd and 8 MB), and the 422 of an
+ * exact solve that fails its Cholesky names the smallest eigenvalue up to
+ * that many rows. A kernel PSD by construction costs nothing.
+ */
+#define KM_PSD_FIT_ROWS 1000
+/* 1 when k's Gram can have negative eigenvalues on some rows: sigmoid, a
+ * polynomial of coef0 < 0 (and degree > 0), or a sum, product or
+ * normalized kernel with such a part; 0 for the kernels positive
+ * semi-definite by construction. */
+int km_kernel_maybe_indefinite(const km_kernel *k);
+
+/*
  * What km_kernel_psd finds about the Gram matrix K of a kernel on rows:
  *   n_given, n    the rows given, and the rows used (n_given, or
  *                 KM_PSD_MAX_ROWS when it subsampled: subsampled = 1,

@@ -127,16 +127,36 @@ km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
 
 /* km_sqnorms: km.h. */
 
+/* ------------------------------------------------------- PSD (km_psd.c) */
+
+/* n * DBL_EPSILON * top: how far below 0 an eigenvalue of an m x m Gram
+ * whose largest eigenvalue magnitude is top must be to count as negative
+ * beyond round-off (the PSD report's rule, and the fits'). */
+double km_psd_threshold(size_t m, double top);
+/* m of n row indices (m <= n), drawn without replacement by a partial
+ * Fisher-Yates shuffle of km_rng seeded seed, ascending, into idx: the PSD
+ * report's subsample. KM_ENOMEM (nothing set) out of memory. */
+km_status km_psd_subsample(size_t n, size_t m, uint64_t seed, size_t *idx);
+/* The eigenvalue figures of km_psd_report (min_eig, max_eig, threshold,
+ * n_negative; n = n_given = m; alpha 1) of k's Gram on all m rows of X
+ * (km_gram_sym, as a fit computes it), centred (H K H, H = I - 11^T/m:
+ * kpca's matrix) when centred. KM_EPROBLEM when K is not finite. */
+km_status km_kernel_psd_rows(const km_kernel *k, const double *X, size_t m,
+                             size_t d, int centred, km_psd_report *out,
+                             km_error *err) KM_MUST_CHECK;
+
 /*
- * After an exact solve found K + alpha I not positive definite (its
- * Cholesky factor has overwritten K, n x n): the Gram of X (n rows of d)
- * again into K, and the smallest eigenvalue of K + alpha I (LAPACK
- * dsyevr, that one only) appended to err's message, so that the 422 says
- * how far from positive definite the matrix is (kernels/km_psd.c). Best
- * effort: on any failure the message stays as it was.
+ * After an exact solve found scale K + shift I not positive definite: the
+ * smallest eigenvalue of scale k(X, X) + shift I (X: n rows of d; LAPACK
+ * dsyevr, that one only) appended to err's message as " (WHAT smallest
+ * eigenvalue is V)", so that the 422 says how far from positive definite
+ * the matrix is. K: an n x n buffer to use (the failed factor's), or
+ * NULL (allocated here). Only when n <= KM_PSD_FIT_ROWS. Best effort: on
+ * any failure the message stays as it was.
  */
 void km_kernel_note_min_eigenvalue(const km_kernel *k, const double *X,
-                                   size_t n, size_t d, double alpha,
-                                   double *K, km_error *err);
+                                   size_t n, size_t d, double scale,
+                                   double shift, double *K, const char *what,
+                                   km_error *err);
 
 #endif /* KM_KERNEL_INTERNAL_H */

@@ -242,6 +242,10 @@ typedef struct km_algo {
                        size_t *peak);
     km_target target;
     int check_targets;
+    /* the matrix whose eigenvalues the training figures "psd" and
+     * "min_eigenvalue" are of (km_fit_note_psd): 0 the Gram k(X, X), 1
+     * the centred H K H (kpca's eigenproblem) */
+    int psd_centred;
     const unsigned *solver_needs;
     km_status (*check_kernel)(const void *params, const km_kernel *k,
                               km_error *err);
@@ -394,5 +398,17 @@ km_status km_fit_model(km_fit_frame *f, size_t n_features, size_t n_samples,
                        size_t n_outputs, void *payload, km_model **out,
                        km_error *err);
 void km_fit_cleanup(km_fit_frame *f);
+/*
+ * The training figures of a kernel found not PSD on the training rows,
+ * from the eigenvalues of its Gram on rows of the n training rows (rows
+ * == n: all of them; fewer: a subsample, whose smallest eigenvalue bounds
+ * the whole Gram's from above, by Cauchy's interlacing): when min_eig is
+ * below -km_psd_threshold(rows, max(|min_eig|, |max_eig|)), "psd": false
+ * and "min_eigenvalue" (all rows) or "min_eigenvalue_at_most" and
+ * "psd_rows" (a subsample); nothing otherwise. KM_ENOMEM: the model is
+ * the caller's to free.
+ */
+km_status km_fit_note_psd(km_model *m, double min_eig, double max_eig,
+                          size_t rows, size_t n, km_error *err) KM_MUST_CHECK;
 
 #endif /* KM_MODEL_INTERNAL_H */

@@ -10,6 +10,7 @@
 #include "../check_main.h"
 #include "km.h"
 #include "base/km_base_internal.h"
+#include "kernels/km_kernel_internal.h"
 
 static const double x3[3] = {1.0, -2.0, 0.5};
 static const double z3[3] = {0.5, 1.0, -1.5};
@@ -635,6 +636,63 @@ START_TEST(psd_report)
 }
 END_TEST
 
+/* What a fit says of its kernel: which kernels may be indefinite (by
+ * construction, the others are PSD), and the eigenvalues of a Gram on all
+ * its rows, plain and centred, against the closed forms of 2 x 2. */
+START_TEST(psd_fit_rows)
+{
+    km_kernel k;
+    km_error err;
+    km_psd_report r;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 0);
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 0);
+    km_kernel_init(&k, KM_KERNEL_POLYNOMIAL);
+    k.coef0 = 1;
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 0);
+    k.coef0 = -1;
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 1);
+    k.degree = 0; /* (.)^0 = 1 */
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 0);
+    km_kernel sum;
+    make_sum(&sum, 1.0, 1.0); /* rbf + linear */
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&sum), 0);
+    km_kernel_init(&sum.parts[1], KM_KERNEL_SIGMOID);
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&sum), 1);
+    km_kernel_cleanup(&sum);
+
+    /* sigmoid(gamma 1) on 1 and 2: K = [[a, b], [b, c]]; centred, H K H
+     * = (a + c - 2b)/2 v v^T with v = (1, -1)/sqrt 2, eigenvalues 0 and
+     * (a + c - 2b)/2 < 0 */
+    km_kernel_init(&k, KM_KERNEL_SIGMOID);
+    k.gamma = 1;
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 1);
+    const double Y[2] = {1, 2};
+    double a = tanh(1), b = tanh(2), c = tanh(4);
+    double mid = (a + c) / 2, rad = sqrt((a - c) * (a - c) / 4 + b * b);
+    ck_assert_int_eq(km_kernel_psd_rows(&k, Y, 2, 1, 0, &r, &err), KM_OK);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_double_eq_tol(r.min_eig, mid - rad, 1e-14);
+    ck_assert_double_eq_tol(r.max_eig, mid + rad, 1e-14);
+    ck_assert_uint_eq(r.n_negative, 1);
+    ck_assert_int_eq(km_kernel_psd_rows(&k, Y, 2, 1, 1, &r, &err), KM_OK);
+    ck_assert_double_eq_tol(r.min_eig, (a + c - 2 * b) / 2, 1e-14);
+    ck_assert_double_eq_tol(r.max_eig, 0, 1e-14);
+    ck_assert_double_eq(km_psd_threshold(2, 4), 2 * DBL_EPSILON * 4);
+
+    /* the subsample of the PSD report: m ascending distinct rows, the
+     * same for the same seed */
+    size_t i1[20], i2[20];
+    ck_assert_int_eq(km_psd_subsample(50, 20, 7, i1), KM_OK);
+    ck_assert_int_eq(km_psd_subsample(50, 20, 7, i2), KM_OK);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_uint_eq(i1[i], i2[i]);
+        ck_assert(i1[i] < 50 && (i == 0 || i1[i] > i1[i - 1]));
+    }
+}
+END_TEST
+
 static Suite *kernel_suite(void)
 {
     Suite *s = suite_create("km_kernel");
@@ -653,6 +711,7 @@ static Suite *kernel_suite(void)
     tcase_add_test(tc, new_kernels_against_numpy);
     tcase_add_test(tc, new_kernels_table_and_checks);
     tcase_add_test(tc, psd_report);
+    tcase_add_test(tc, psd_fit_rows);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
