@@ -324,7 +324,7 @@ def selftest(seed=2002, rounds=400):
         bad.append(("gram", K))
     for b in bad:
         print("FAIL -", b)
-    print(f"selftest: {'FAILED' if bad else 'ok'} ({len(bad)} failures)")
+    print(f"# selftest: {'FAILED' if bad else 'ok'} ({len(bad)} failures)")
     return 1 if bad else 0
 
 
