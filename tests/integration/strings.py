@@ -11,8 +11,9 @@ and scikit-learn.
   seeded random strings (DNA letters and multibyte UTF-8: the kernels read
   bytes), K(X, Z) and K(X, X), equal the references to 1e-12 relative
   (an entry the reference makes 0 must be 0).
-- tests/fixtures/string_kernels.json, kernlab's values, when it is there:
-  the reference and the server equal them to 1e-12 relative.
+- tests/fixtures/string_kernels.json, kernlab's matrices, when it is
+  there: the reference and the server equal them to 1e-12 relative (where
+  kernlab's normalized value is NaN, 0/0, kmserve's is 0).
 - Fits of every algorithm on a seeded two-class DNA-like set (two Markov
   chains, so the classes differ in k-mer content): krr predictions (two
   kernels) and gpr means equal numpy's solves on the reference Gram to
