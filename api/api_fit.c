@@ -326,7 +326,10 @@ static int parse_input(api_body *body, api_fit_request *req, api_error *e)
                            "a %s kernel takes %s", kname,
                            km_choice_name(&km_input_kind_choices, kind));
     api_rows_spec rs = {&req->kernel, 0, (size_t)max_length};
-    return api_body_rows(body, "X", &rs, &req->X, &req->n, &req->d, e);
+    if (api_body_rows(body, "X", &rs, &req->X, &req->n, &req->d, e))
+        return -1;
+    req->max_length = kind == KM_INPUT_STRINGS ? rs.max_length : 0;
+    return 0;
 }
 
 const char *const api_fit_matrix_keys[] = {"X", NULL};
@@ -404,6 +407,12 @@ int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
     }
     km_status st = km_fit(req->algo, kernel, params, &req->pre, &pb, ctl, out,
                           &kerr);
+    if (st == KM_OK && req->max_length &&
+        (st = km_model_set_max_length(*out, req->max_length, &kerr)) !=
+            KM_OK) {
+        km_model_free(*out);
+        *out = NULL;
+    }
     if (st == KM_OK && km_algorithm_target(req->algo) == KM_TARGET_CLASSES &&
         (st = km_model_set_labels(*out, (const char *const *)req->labels,
                                   req->n_labels, req->labels_numeric,

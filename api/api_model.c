@@ -389,7 +389,9 @@ cJSON *api_model_json(const km_model *m)
     km_input_kind kind = km_kernel_input(k);
     if (kind != KM_INPUT_VECTORS) {
         cJSON *in = cJSON_AddObjectToObject(o, "input");
-        size_t w = km_kernel_input_width(k, km_model_n_features(m));
+        size_t w = kind == KM_INPUT_STRINGS
+                   ? km_model_max_length(m)
+                   : km_kernel_input_width(k, km_model_n_features(m));
         cJSON_AddStringToObject(in, "kind",
                                 km_choice_name(&km_input_kind_choices, kind));
         cJSON_AddItemToObject(in, kind == KM_INPUT_STRINGS ? "max_length"

@@ -68,7 +68,7 @@ static int not_numbers(const char *path, const char *name, const km_kernel *k,
 }
 
 int api_rows_from_strings(const char *const *str, const size_t *len,
-                          size_t n, const api_rows_spec *s, const char *name,
+                          size_t n, api_rows_spec *s, const char *name,
                           double **X, size_t *d, api_error *e)
 {
     size_t longest = 0, at = 0;
@@ -87,6 +87,8 @@ int api_rows_from_strings(const char *const *str, const size_t *len,
     if (s->model_d) {
         width = s->model_d;
         size_t cap = km_string_max_length(width);
+        if (s->max_length && s->max_length < cap)
+            cap = s->max_length;
         if (longest > cap)
             return api_invalid(e, "%s[%zu] has %zu bytes; this model takes "
                                "strings of at most %zu bytes (its "
@@ -99,6 +101,7 @@ int api_rows_from_strings(const char *const *str, const size_t *len,
             return api_invalid(e, "%s[%zu] has %zu bytes, more than "
                                "max_length %zu", name, at, longest, max);
         width = km_string_width(max);
+        s->max_length = max;
     }
     if (n > SIZE_MAX / sizeof(double) / width)
         return api_raise(e, API_PAYLOAD_TOO_LARGE, "%s is too large", name);
@@ -131,7 +134,7 @@ int api_rows_widen(double **X, size_t n, size_t d, size_t to)
 }
 
 static int read_strings(const cJSON *item, const char *name,
-                        const api_rows_spec *s, double **X, size_t *n,
+                        api_rows_spec *s, double **X, size_t *n,
                         size_t *d, api_error *e)
 {
     const km_kernel *k = s->kernel;
@@ -203,7 +206,7 @@ static int read_precomputed(api_body *b, const char *name,
     return rc;
 }
 
-int api_body_rows(api_body *b, const char *name, const api_rows_spec *s,
+int api_body_rows(api_body *b, const char *name, api_rows_spec *s,
                   double **X, size_t *n, size_t *d, api_error *e)
 {
     char path[64];

@@ -14,8 +14,9 @@
  * What the rows are read for:
  *   kernel      the kernel (of a fit, or a model's): its input kind
  *   model_d     a model's row width (predict, score, v2); 0 at a fit
- *   max_length  a fit of strings: the request's max_length, 0: the default
- *               (km_string_default_max)
+ *   max_length  strings: at a fit the request's max_length (0: the
+ *               default, km_string_default_max; the reader sets it to the
+ *               one used), at a predict the model's (km_model_max_length)
  * At a fit, precomputed X must be the square Gram of the training rows.
  */
 typedef struct {
@@ -26,13 +27,13 @@ typedef struct {
 
 /* The rows of member name into *X (n x d, caller frees): 400 naming the
  * member when they are not what the kernel takes. */
-int api_body_rows(api_body *b, const char *name, const api_rows_spec *s,
+int api_body_rows(api_body *b, const char *name, api_rows_spec *s,
                   double **X, size_t *n, size_t *d, api_error *e);
 
 /* n strings (s[i], len[i] bytes) as rows for spec s (v2's BYTES); name
  * names them in messages. */
 int api_rows_from_strings(const char *const *str, const size_t *len,
-                          size_t n, const api_rows_spec *s, const char *name,
+                          size_t n, api_rows_spec *s, const char *name,
                           double **X, size_t *d, api_error *e);
 
 /* String rows X (n x d) rewritten as rows of to >= d doubles (the same

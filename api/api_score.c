@@ -372,7 +372,8 @@ int api_score(const km_model *m, api_body *body, api_text *out, size_t *rows,
                          "params.fit_inverse_transform: true; its "
                          "reconstruction error is not available",
                          km_model_name(m));
-    api_rows_spec rs = {km_model_kernel(m), km_model_n_features(m), 0};
+    api_rows_spec rs = {km_model_kernel(m), km_model_n_features(m),
+                        km_model_max_length(m)};
     if (api_body_rows(body, "X", &rs, &X, &n, &d, e))
         return -1;
     int rc = 0;

@@ -203,6 +203,7 @@ int km_kernel_maybe_indefinite(const km_kernel *k)
 {
     switch (k->type) {
     case KM_KERNEL_SIGMOID:
+    case KM_KERNEL_PRECOMPUTED: /* a user's matrix */
         return 1;
     case KM_KERNEL_POLYNOMIAL: /* (gamma t + c)^p, gamma > 0 */
         return k->coef0 < 0 && k->degree > 0;
@@ -214,8 +215,9 @@ int km_kernel_maybe_indefinite(const km_kernel *k)
                 return 1;
         return 0;
     default: /* linear, exponential (a power series of <x,z> with
-              * positive terms) and the shift-invariant ones (positive
-              * spectral densities: Bochner) */
+              * positive terms), the shift-invariant ones (positive
+              * spectral densities: Bochner) and the string kernels
+              * (inner products of feature counts) */
         return 0;
     }
 }
