@@ -324,146 +324,6 @@ void km_kernel_caps_names(unsigned caps, const char *last, char *buf,
     km_join_names(names, k, last, buf, len);
 }
 
-/* The names of the types whose rows take parameter flag kparam. */
-static void params_names(unsigned kparam, char *buf, size_t len)
-{
-    const char *names[KM_KERNEL_TYPE_COUNT];
-    int k = 0;
-    for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++)
-        if (descs[t]->info.params & kparam)
-            names[k++] = type_names[t];
-    km_join_names(names, k, " and ", buf, len);
-}
-
-/* ------------------------------------------------------------ inputs */
-
-static const char *const input_names[KM_INPUT_COUNT] = {
-    [KM_INPUT_VECTORS] = "vectors", [KM_INPUT_STRINGS] = "strings",
-    [KM_INPUT_PRECOMPUTED] = "precomputed"};
-const km_choices km_input_kind_choices = {input_names, KM_INPUT_COUNT};
-
-km_input_kind km_kernel_type_input(km_kernel_type t)
-{
-    if ((unsigned)t >= KM_KERNEL_TYPE_COUNT)
-        return KM_INPUT_VECTORS;
-    switch (descs[t]->info.family) {
-    case KM_KFAMILY_STRING:
-        return KM_INPUT_STRINGS;
-    case KM_KFAMILY_PRECOMPUTED:
-        return KM_INPUT_PRECOMPUTED;
-    default:
-        return KM_INPUT_VECTORS;
-    }
-}
-
-km_input_kind km_kernel_input(const km_kernel *k)
-{
-    while (k->n_parts > 0 && k->parts)
-        k = &k->parts[0];
-    return km_kernel_type_input(k->type);
-}
-
-size_t km_kernel_input_width(const km_kernel *k, size_t d)
-{
-    switch (km_kernel_input(k)) {
-    case KM_INPUT_STRINGS:
-        return km_string_max_length(d);
-    case KM_INPUT_PRECOMPUTED:
-        return d ? d - 1 : 0;
-    default:
-        return d;
-    }
-}
-
-size_t km_kernel_input_d(const km_kernel *k, size_t width)
-{
-    switch (km_kernel_input(k)) {
-    case KM_INPUT_STRINGS:
-        return km_string_width(width);
-    case KM_INPUT_PRECOMPUTED:
-        return width + 1;
-    default:
-        return width;
-    }
-}
-
-void km_precomputed_pack(const double *G, size_t n, size_t m, int training,
-                         double *X)
-{
-    for (size_t i = 0; i < n; i++) {
-        X[i * (m + 1)] = training ? (double)i : -1.0;
-        memcpy(X + i * (m + 1) + 1, G + i * m, m * sizeof *G);
-    }
-}
-
-/* A precomputed kernel's value: x's entry for z's index, or z's for
- * x's; NAN between two new rows (index -1). */
-static double pre_value(const double *x, const double *z, size_t d)
-{
-    double m = d ? (double)(d - 1) : 0;
-    if (z[0] >= 0 && z[0] < m && z[0] == floor(z[0]))
-        return x[1 + (size_t)z[0]];
-    if (x[0] >= 0 && x[0] < m && x[0] == floor(x[0]))
-        return z[1 + (size_t)x[0]];
-    return NAN;
-}
-
-km_status km_kernel_check_rows(const km_kernel *k, const double *X, size_t n,
-                               size_t d, int training, km_error *err)
-{
-    for (int p = 0; p < k->n_parts; p++) {
-        km_status st = km_kernel_check_rows(&k->parts[p], X, n, d, training,
-                                            err);
-        if (st != KM_OK)
-            return st;
-    }
-    for (int i = 0; i < k->n_columns; i++)
-        if ((size_t)k->columns[i] >= d)
-            return km_error_set(err, KM_EINVAL, "kernel.columns lists column "
-                                "%d, but X has %zu column%s", k->columns[i],
-                                d, d == 1 ? "" : "s");
-    if (k->n_parts)
-        return KM_OK;
-    switch (descs[k->type]->info.family) {
-    case KM_KFAMILY_STRING:
-        for (size_t i = 0; i < n; i++)
-            if (d < 1 || km_string_row_check(X + i * d, d) != 0)
-                return km_error_set(err, KM_EINVAL, "X[%zu] is not a string "
-                                    "row (a %s kernel takes strings)", i,
-                                    type_names[k->type]);
-        return KM_OK;
-    case KM_KFAMILY_PRECOMPUTED:
-        break;
-    default:
-        return KM_OK;
-    }
-    /* training rows: each its index among the d - 1 training rows, so
-     * that a fold of a search (a subset) checks as the whole does */
-    double top = 0, asym = 0, m = d ? (double)(d - 1) : 0;
-    for (size_t i = 0; i < n; i++) {
-        double ix = X[i * d];
-        if (!(ix >= 0 && ix < m && ix == floor(ix)) &&
-            (training || ix != -1.0))
-            return km_error_set(err, KM_EINVAL, "X[%zu] of a precomputed "
-                                "kernel does not carry its index (%s)", i,
-                                training ? "a training row's number"
-                                         : "-1 for a new row, or a training "
-                                           "row's number");
-        for (size_t j = 0; training && j <= i; j++) {
-            double a = X[i * d + 1 + (size_t)X[j * d]];
-            double b = X[j * d + 1 + (size_t)ix];
-            top = fmax(top, fabs(a));
-            asym = fmax(asym, fabs(a - b));
-        }
-    }
-    if (training && asym > KM_PSD_SYM_TOL * top)
-        return km_error_set(err, KM_EINVAL, "X, a precomputed Gram matrix, is "
-                            "not symmetric: max |X[i][j] - X[j][i]| = %.3g "
-                            "exceeds %g times max |X[i][j]| = %.3g", asym,
-                            KM_PSD_SYM_TOL, top);
-    return KM_OK;
-}
-
 const km_kernel_info *km_kernel_type_info(km_kernel_type t)
 {
     return (unsigned)t < KM_KERNEL_TYPE_COUNT ? &descs[t]->info : NULL;
@@ -634,64 +494,6 @@ oom:
     return km_error_set(err, KM_ENOMEM, "out of memory copying a kernel");
 }
 
-/* The members of the issue-26 kinds: a string kernel's length and
- * lambda, a leaf's columns, precomputed only as the whole kernel. */
-static km_status check_leaf(const km_kernel *k, const char *path, int depth,
-                            km_error *err)
-{
-    const km_kernel_info *in = &descs[k->type]->info;
-    if ((in->params & KM_KPARAM_LENGTH) &&
-        (k->length < 1 || k->length > KM_STRING_MAX_K))
-        return km_error_set(err, KM_EINVAL, "%s.length must be an integer "
-                            "from 1 to %d", path, KM_STRING_MAX_K);
-    if ((in->params & KM_KPARAM_LAMBDA) &&
-        !(isfinite(k->lambda) &&
-          (in->lambda_min_open ? k->lambda > in->lambda_min
-                               : k->lambda >= in->lambda_min) &&
-          k->lambda <= in->lambda_max)) {
-        if (in->lambda_max < HUGE_VAL)
-            return km_error_set(err, KM_EINVAL, "%s.lambda must be a number "
-                                "%s %g and <= %g for a %s kernel", path,
-                                in->lambda_min_open ? ">" : ">=",
-                                in->lambda_min, in->lambda_max,
-                                type_names[k->type]);
-        return km_error_set(err, KM_EINVAL, "%s.lambda must be a finite "
-                            "number %s %g for a %s kernel", path,
-                            in->lambda_min_open ? ">" : ">=", in->lambda_min,
-                            type_names[k->type]);
-    }
-    if (in->family == KM_KFAMILY_PRECOMPUTED && depth > 0)
-        return km_error_set(err, KM_EINVAL, "%s: a precomputed kernel is the "
-                            "whole kernel, not a part of a sum, product or "
-                            "normalized kernel", path);
-    if (k->n_columns == 0)
-        return KM_OK;
-    if (!(in->params & KM_KPARAM_COLUMNS)) {
-        char names[256];
-        params_names(KM_KPARAM_COLUMNS, names, sizeof names);
-        return km_error_set(err, KM_EINVAL, "%s.columns apply only to the "
-                            "kernels of rows of numbers (%s), not to a %s "
-                            "kernel", path, names, type_names[k->type]);
-    }
-    if (k->n_columns < 0 || k->n_columns > KM_KERNEL_MAX_COLUMNS ||
-        !k->columns)
-        return km_error_set(err, KM_EINVAL, "%s.columns must list 1 to %d "
-                            "columns", path, KM_KERNEL_MAX_COLUMNS);
-    unsigned char seen[KM_KERNEL_MAX_COLUMNS / 8] = {0};
-    for (int i = 0; i < k->n_columns; i++) {
-        int c = k->columns[i];
-        if (c < 0 || c >= KM_KERNEL_MAX_COLUMNS)
-            return km_error_set(err, KM_EINVAL, "%s.columns[%d] must be an "
-                                "integer from 0 to %d", path, i,
-                                KM_KERNEL_MAX_COLUMNS - 1);
-        if (seen[c / 8] >> (c % 8) & 1)
-            return km_error_set(err, KM_EINVAL, "%s.columns[%d]: column %d "
-                                "is listed twice", path, i, c);
-        seen[c / 8] |= (unsigned char)(1u << (c % 8));
-    }
-    return KM_OK;
-}
-
 /* path names the kernel in messages: "kernel", "kernel.kernels[1]". */
 static km_status check(const km_kernel *k, const char *path, int depth,
                        km_error *err)
@@ -709,7 +511,7 @@ static km_status check(const km_kernel *k, const char *path, int depth,
     if ((info->params & KM_KPARAM_DEGREE) && (k->degree < 0 || k->degree > 64))
         return km_error_set(err, KM_EINVAL,
                             "%s.degree must be an integer from 0 to 64", path);
-    km_status st = check_leaf(k, path, depth, err);
+    km_status st = km_kernel_check_leaf(k, path, depth, err);
     if (st != KM_OK)
         return st;
     if (!is_composite(k->type)) {
@@ -862,7 +664,7 @@ double km_kernel_eval(const km_kernel *k, const double *x, const double *z,
     case KM_KFAMILY_STRING:
         return km_strings_eval(k, x, z, d);
     case KM_KFAMILY_PRECOMPUTED:
-        return pre_value(x, z, d);
+        return km_precomputed_value(x, z, d);
     case KM_KFAMILY_INNER:
         for (size_t j = 0; j < d; j++)
             s += x[j] * z[j];
@@ -1066,24 +868,6 @@ out:
 
 static int needs_norms(const km_kernel *k);
 
-/* A precomputed kernel's block (pre_value); KM_EINVAL if a pair has no
- * value (two new rows). */
-static km_status cross_precomputed(const double *X, size_t nx,
-                                   const double *Z, size_t nz, size_t d,
-                                   double *K, size_t ldk, km_error *err)
-{
-    for (size_t i = 0; i < nx; i++)
-        for (size_t j = 0; j < nz; j++) {
-            double v = pre_value(X + i * d, Z + j * d, d);
-            if (isnan(v))
-                return km_error_set(err, KM_EINVAL, "a precomputed kernel "
-                                    "has values against its training rows "
-                                    "only, not between two new rows");
-            K[i * ldk + j] = v;
-        }
-    return KM_OK;
-}
-
 /* A leaf on chosen columns: the rows gathered, then the leaf on them. */
 static km_status cross_columns(const km_kernel *k, const double *X,
                                size_t nx, const double *Z, size_t nz,
@@ -1138,7 +922,7 @@ static km_status cross(const km_kernel *k, const double *X, size_t nx,
         return km_strings_cross(k, X, nx, Z, nz, d, K, ldk, diag_offset, 0,
                                 err);
     case KM_KFAMILY_PRECOMPUTED:
-        return cross_precomputed(X, nx, Z, nz, d, K, ldk, err);
+        return km_precomputed_cross(X, nx, Z, nz, d, K, ldk, err);
     case KM_KFAMILY_L1:
         l1_block(X, nx, Z, nz, d, K, ldk);
         break;
@@ -1350,116 +1134,3 @@ km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
     return st;
 }
 
-/* ------------------------------------------------------------ file format */
-
-/* The flags word of a kernel record: what follows its parts. A file
- * written before columns and string kernels has 0 or 1 there. */
-#define REC_WEIGHTS 1u
-#define REC_COLUMNS 2u /* u32 count, then a u32 per column */
-#define REC_STRING 4u  /* u32 length, f64 lambda */
-
-void km_kernel_write(km_writer *w, const km_kernel *k)
-{
-    int str = descs[k->type]->info.family == KM_KFAMILY_STRING;
-    km_write_u32(w, (uint32_t)k->type);
-    km_write_f64(w, k->gamma);
-    km_write_f64(w, k->coef0);
-    km_write_u32(w, (uint32_t)k->degree);
-    km_write_u32(w, (uint32_t)k->n_parts);
-    km_write_u32(w, (k->weights ? REC_WEIGHTS : 0) |
-                    (k->n_columns ? REC_COLUMNS : 0) |
-                    (str ? REC_STRING : 0));
-    for (int i = 0; i < k->n_parts; i++)
-        km_kernel_write(w, &k->parts[i]);
-    if (k->weights)
-        km_write_f64s(w, k->weights, (size_t)k->n_parts);
-    if (k->n_columns) {
-        km_write_u32(w, (uint32_t)k->n_columns);
-        for (int i = 0; i < k->n_columns; i++)
-            km_write_u32(w, (uint32_t)k->columns[i]);
-    }
-    if (str) {
-        km_write_u32(w, (uint32_t)k->length);
-        km_write_f64(w, k->lambda);
-    }
-}
-
-/* The members after the parts and weights (flags as written). */
-static km_status read_extra(km_reader *r, km_kernel *k, uint32_t flags,
-                            km_error *err)
-{
-    int str = (unsigned)k->type < KM_KERNEL_TYPE_COUNT &&
-              descs[k->type]->info.family == KM_KFAMILY_STRING;
-    if (!(flags & REC_STRING) != !str)
-        return km_error_set(err, KM_ECORRUPT, "model file: bad kernel");
-    if (flags & REC_COLUMNS) {
-        uint32_t n = km_read_u32(r);
-        if (r->failed || n == 0 || n > KM_KERNEL_MAX_COLUMNS)
-            return km_error_set(err, KM_ECORRUPT, "model file: bad kernel "
-                                "columns");
-        if (!(k->columns = malloc(n * sizeof *k->columns)))
-            return km_error_set(err, KM_ENOMEM, "out of memory reading "
-                                "kernel");
-        k->n_columns = (int)n;
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t c = km_read_u32(r);
-            k->columns[i] = c < KM_KERNEL_MAX_COLUMNS ? (int)c : -1;
-        }
-    }
-    if (flags & REC_STRING) {
-        uint32_t len = km_read_u32(r);
-        k->length = len <= KM_STRING_MAX_K ? (int)len : -1;
-        k->lambda = km_read_f64(r);
-    }
-    return r->failed ? km_error_set(err, KM_ECORRUPT, "model file: bad "
-                                    "kernel") : KM_OK;
-}
-
-km_status km_kernel_read(km_reader *r, km_kernel *k, int depth, km_error *err)
-{
-    km_kernel_init(k, KM_KERNEL_LINEAR);
-    k->type = (km_kernel_type)km_read_u32(r);
-    k->gamma = km_read_f64(r);
-    k->coef0 = km_read_f64(r);
-    k->degree = (int)km_read_u32(r);
-    uint32_t n_parts = km_read_u32(r);
-    uint32_t flags = km_read_u32(r);
-    uint32_t has_weights = flags & REC_WEIGHTS;
-    if (r->failed || n_parts > KM_KERNEL_MAX_PARTS ||
-        depth > KM_KERNEL_MAX_DEPTH ||
-        flags > (REC_WEIGHTS | REC_COLUMNS | REC_STRING) ||
-        (has_weights && n_parts == 0))
-        return km_error_set(err, KM_ECORRUPT, "model file: bad kernel");
-    if (n_parts) {
-        k->parts = calloc(n_parts, sizeof *k->parts);
-        if (!k->parts)
-            return km_error_set(err, KM_ENOMEM, "out of memory reading kernel");
-        for (uint32_t i = 0; i < n_parts; i++) {
-            k->n_parts = (int)i + 1;
-            km_status st = km_kernel_read(r, &k->parts[i], depth + 1, err);
-            if (st != KM_OK)
-                return st;
-        }
-    }
-    if (has_weights) {
-        k->weights = km_read_f64s(r, n_parts);
-        if (!k->weights)
-            return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
-                                "model file: bad kernel weights");
-    }
-    km_status st = read_extra(r, k, flags, err);
-    if (st != KM_OK)
-        return st;
-    if (depth == 0 && km_kernel_check(k, err) != KM_OK) {
-        char why[sizeof err->message];
-        snprintf(why, sizeof why, "%s", err ? err->message : "");
-        return km_error_set(err, KM_ECORRUPT, "model file: invalid kernel "
-                            "(%s)", why);
-    }
-    /* A fit resolves every default gamma (0) to a number > 0. */
-    if (!(k->gamma > 0))
-        return km_error_set(err, KM_ECORRUPT, "model file: kernel gamma %g is "
-                            "not resolved (a fitted kernel's gamma is > 0)",
-                            k->gamma);
-    return KM_OK;
-}

@@ -82,6 +82,24 @@ km_status km_kernel_read(km_reader *r, km_kernel *k, int depth,
 km_status km_kernel_check_scale(const km_kernel *k, const double *X, size_t n,
                                 size_t d, km_error *err);
 
+/* The members a leaf's inputs bring: a string kernel's length and
+ * lambda in its type's range, a leaf's columns (distinct, in range, on a
+ * kernel of rows of numbers), precomputed only as the whole kernel
+ * (depth 0); path names it in messages (km_inputs.c). */
+km_status km_kernel_check_leaf(const km_kernel *k, const char *path,
+                               int depth, km_error *err);
+
+/* ------------------------------------------------------- precomputed */
+
+/* A precomputed kernel's value of rows x, z (d doubles, index in front):
+ * x's entry for z's index, or z's for x's; NAN between two new rows
+ * (km_inputs.c). */
+double km_precomputed_value(const double *x, const double *z, size_t d);
+/* Its block K[i*ldk + j] = value(X_i, Z_j); KM_EINVAL if a pair has none. */
+km_status km_precomputed_cross(const double *X, size_t nx, const double *Z,
+                               size_t nz, size_t d, double *K, size_t ldk,
+                               km_error *err);
+
 /* ------------------------------------------------------- strings */
 
 /* The string kernels (km_strings.c): leaf k (its family STRING) on X's
