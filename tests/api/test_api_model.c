@@ -68,7 +68,7 @@ START_TEST(kernels_in)
                "number > 0"},
         {"{\"type\":\"rbf\",\"gama\":1}", "kernel.gama is not a known field; "
                "expected one of: type, gamma, sigma, degree, coef0, kernels, "
-               "weights"},
+               "weights, length, lambda, columns"},
         {"{\"type\":\"sum\",\"kernels\":[]}", "kernel.kernels must be an array "
                "of 1 to 16 kernels"},
         {"{\"type\":\"sum\",\"kernels\":[{\"type\":\"rbf\"}],\"weights\":[1,2]}",
