@@ -28,19 +28,19 @@
 # pip, setuptools and wheel (it installs clients/python into a venv,
 # offline); the web console's runner (console.py) drives Debian's headless
 # Chromium with Selenium (chromium, chromium-driver, python3-selenium:
-# about 350 MB installed); the interchange runner (interchange.py) needs
-# LIBSVM's tools and python3-libsvm (svm-train writes its models at run
-# time). The reference fixtures in tests/fixtures are
-# generated once by scripts that need scikit-learn and LIBSVM's tools, and
-# R's kernlab for the string kernels' (DEPS_REFS); the benchmarks need
-# those too, and wrk, Flask and gunicorn for the serving benchmark, R's
-# kernlab for the kernel k-means and string ones, Fashion-MNIST for
-# bench_svc_large.py, and the word lists that data/words.csv is drawn from
-# (wamerican ... wdutch; tests/fixtures/export_words.py; the CSV itself is
-# in the repository, so the tests need none of them). The deploy checks
-# need debootstrap (chroots that carry out the Dockerfile),
-# systemd-analyze, docker-compose (the docker client here has no compose
-# plugin) and shellcheck.
+# about 350 MB installed); the interchange and coefficients runners
+# (interchange.py, coefficients.py) need LIBSVM's tools and
+# python3-libsvm (svm-train writes their models at run time). The
+# reference fixtures in tests/fixtures are generated once by scripts that
+# need scikit-learn and LIBSVM's tools, and R's kernlab for the string
+# kernels' (DEPS_REFS); the benchmarks need those too, and wrk, Flask and
+# gunicorn for the serving benchmark, R's kernlab for the kernel k-means
+# and string ones, Fashion-MNIST for bench_svc_large.py, and the word
+# lists that data/words.csv is drawn from (wamerican ... wdutch;
+# tests/fixtures/export_words.py; the CSV itself is in the repository, so
+# the tests need none of them). The deploy checks need debootstrap
+# (chroots that carry out the Dockerfile), systemd-analyze, docker-compose
+# (the docker client here has no compose plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl
 DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl \

@@ -3,9 +3,12 @@
  * (km_model_coefs: names, shapes, paged axis, values); this file knows no
  * algorithm. The answer:
  *   {"model": {"name", "version"}, "algorithm", "total_rows", "offset",
- *    "limit", "rows", ["next_offset"],
+ *    "limit", "rows", ["next_offset"], ["input_space", "preprocess"],
  *    "coefficients": {NAME: {"shape": [...], "dtype": "float64"|"int64",
  *                            "paged_axis": 0|1|null, "values": ...}}}
+ * A preprocessed model's arrays are of the scaled problem its algorithm
+ * saw: input_space "scaled" (with a scale) and its preprocess (as the
+ * metadata's) say so and carry the shift, scale and y_mean.
  * values is a vector or a list of rows (row-major, as numpy); a paged
  * array holds only the page's entries along its paged axis (rows
  * [offset, offset + rows) of total_rows). Numbers as predict writes them
@@ -102,6 +105,29 @@ static size_t row_values(const km_coef *c, size_t n)
     return v;
 }
 
+/* A preprocessed model's arrays are of the problem its algorithm saw:
+ * ,"input_space":"scaled" when X was scaled, and the metadata's
+ * "preprocess" (scale, center_y and the statistics: x' = (x - x_shift) /
+ * x_scale, predictions + y_mean). Nothing for a model without. -1 out of
+ * memory. */
+static int write_preprocess(api_text *t, const km_model *m)
+{
+    km_preprocess_view v = km_model_preprocess(m);
+    if (v.spec.x == KM_SCALE_NONE && !v.spec.center_y)
+        return 0;
+    cJSON *o = api_preprocess_json(m);
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!text)
+        return -1;
+    if (v.spec.x != KM_SCALE_NONE)
+        api_text_raw(t, ",\"input_space\":\"scaled\"");
+    api_text_raw(t, ",\"preprocess\":");
+    api_text_raw(t, text);
+    free(text);
+    return 0;
+}
+
 int api_coefficients(const km_model *m, const char *offset,
                      const char *limit, api_text *out, api_error *e)
 {
@@ -131,6 +157,12 @@ int api_coefficients(const km_model *m, const char *offset,
     if (off + rows < total) {
         api_text_raw(t, ",\"next_offset\":");
         api_text_uint(t, off + rows);
+    }
+    if (write_preprocess(t, m)) {
+        free(t->buf);
+        *out = (api_text){0};
+        return api_raise(e, API_INTERNAL, "out of memory writing the "
+                         "coefficients");
     }
     api_text_raw(t, ",\"coefficients\":{");
     for (size_t a = 0; a < n; a++) {

@@ -19,6 +19,7 @@
 
 #include "api_fit.h"
 #include "api_json.h"
+#include "api_rows.h"
 #include "api_model.h"
 #include "api_schema.h"
 #include "api_search.h"
@@ -307,6 +308,30 @@ static int parse_preprocess(const cJSON *pre, api_fit_request *req,
     return 0;
 }
 
+/* X as the kernel takes it (api_rows.c), with "max_length" for strings;
+ * preprocessing applies to rows of numbers only. */
+static int parse_input(api_body *body, api_fit_request *req, api_error *e)
+{
+    km_input_kind kind = km_kernel_input(&req->kernel);
+    const char *kname = km_kernel_type_name(req->kernel.type);
+    long max_length = 0;
+    if (api_body_has(body, "max_length") && kind != KM_INPUT_STRINGS)
+        return api_invalid(e, "max_length applies to the string kernels, "
+                           "not to a %s kernel", kname);
+    if (api_opt_integer(body->root, "", "max_length", 1, KM_STRING_MAX_BYTES,
+                        &max_length, e))
+        return -1;
+    if (kind != KM_INPUT_VECTORS && req->pre.x != KM_SCALE_NONE)
+        return api_invalid(e, "preprocess.scale applies to rows of numbers; "
+                           "a %s kernel takes %s", kname,
+                           km_choice_name(&km_input_kind_choices, kind));
+    api_rows_spec rs = {&req->kernel, 0, (size_t)max_length};
+    if (api_body_rows(body, "X", &rs, &req->X, &req->n, &req->d, e))
+        return -1;
+    req->max_length = kind == KM_INPUT_STRINGS ? rs.max_length : 0;
+    return 0;
+}
+
 const char *const api_fit_matrix_keys[] = {"X", NULL};
 
 int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
@@ -314,7 +339,8 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
     const cJSON *root = body->root;
     static const char *const keys[] = {"algorithm", "kernel", "params",
                                        "preprocess", "X", "y", "search",
-                                       "async", "distributed", NULL};
+                                       "async", "distributed", "max_length",
+                                       NULL};
     char algos[128];
     memset(req, 0, sizeof *req);
     km_kernel_init(&req->kernel, KM_KERNEL_LINEAR);
@@ -340,7 +366,7 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
         parse_preprocess(cJSON_GetObjectItemCaseSensitive(root, "preprocess"),
                          req, e))
         return -1;
-    if (api_body_matrix(body, "X", 0, &req->X, &req->n, &req->d, e))
+    if (parse_input(body, req, e))
         return -1;
     if (parse_algorithm(params, cJSON_GetObjectItemCaseSensitive(root, "y"),
                         req, e))
@@ -355,7 +381,14 @@ size_t api_fit_bytes(const api_fit_request *req)
     size_t fit = req->search ? api_search_bytes(req->search, req)
                              : km_algorithm_fit_bytes(req->algo, req->params,
                                                       &pb);
-    return fit + km_preprocess_fit_bytes(&req->pre, &pb);
+    /* after the fit, a kernel that may be indefinite has its Gram's
+     * eigenvalues computed on at most KM_PSD_FIT_ROWS rows (the training
+     * figures psd and min_eigenvalue) */
+    size_t psd = km_kernel_maybe_indefinite(&req->kernel)
+                     ? km_kernel_psd_bytes(&req->kernel, pb.n, pb.d,
+                                           KM_PSD_FIT_ROWS)
+                     : 0;
+    return (fit > psd ? fit : psd) + km_preprocess_fit_bytes(&req->pre, &pb);
 }
 
 int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
@@ -374,6 +407,12 @@ int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
     }
     km_status st = km_fit(req->algo, kernel, params, &req->pre, &pb, ctl, out,
                           &kerr);
+    if (st == KM_OK && req->max_length &&
+        (st = km_model_set_max_length(*out, req->max_length, &kerr)) !=
+            KM_OK) {
+        km_model_free(*out);
+        *out = NULL;
+    }
     if (st == KM_OK && km_algorithm_target(req->algo) == KM_TARGET_CLASSES &&
         (st = km_model_set_labels(*out, (const char *const *)req->labels,
                                   req->n_labels, req->labels_numeric,

@@ -40,6 +40,8 @@ typedef struct api_fit_request {
     int labels_numeric;
     double *class_weight; /* svc: one weight per label, or NULL */
     km_preprocess pre;    /* "preprocess"; none when absent */
+    size_t max_length;    /* string kernels: the longest string the model
+                             takes (the body's, or the default); else 0 */
     api_search *search;   /* the "search" member, or NULL */
     int async;
     /* Points a search runs at once (km_search_spec.threads; 0 or 1:

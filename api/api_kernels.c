@@ -4,10 +4,8 @@
  * /v1/kernels/gram). The numerics are core's (km_kernel_psd,
  * km_gram_cross); here are the bodies, their checks and the answers.
  *
- * Inputs: a body's rows are read by read_rows, which knows one kind
- * today, rows of numbers; rows of another kind (strings, for the string
- * kernels to come) are answered 400 naming the field, and the kind the
- * kernel takes is where a new one is added.
+ * Inputs: a body's rows are read as the kernel takes them (api_rows.c):
+ * rows of numbers, strings, or for the check a precomputed Gram.
  *
  * Thread-safety: reentrant.
  */
@@ -17,6 +15,7 @@
 #include <string.h>
 
 #include "api_json.h"
+#include "api_rows.h"
 #include "api_kernels.h"
 #include "api_model.h"
 
@@ -50,46 +49,16 @@ size_t api_kernels_gram_bytes(const char *body, size_t len)
      * that of cells x 1, as nx + nz <= nx nz + 1 */
     return len + numbers * (sizeof(double) + NODE_BYTES) +
            cells * (sizeof(double) + NUMBER_TEXT) +
-           km_gram_work_bytes(NULL, cells, 1);
+           km_gram_work_bytes(NULL, cells, 1, 1);
 }
 
-/* The first string among item's elements or its rows' elements, as its
- * path into path; 0 when there is none. */
-static int find_string(const cJSON *item, const char *name, char *path,
-                       size_t cap)
+/* The rows of member name as kernel k takes them (api_rows.c): a fit's
+ * rows (a precomputed kernel's X its square Gram). */
+static int read_rows(api_body *body, const char *name, const km_kernel *k,
+                     double **X, size_t *n, size_t *d, api_error *e)
 {
-    size_t i = 0;
-    for (const cJSON *r = cJSON_IsArray(item) ? item->child : NULL; r;
-         r = r->next, i++) {
-        if (cJSON_IsString(r)) {
-            snprintf(path, cap, "%s[%zu]", name, i);
-            return 1;
-        }
-        size_t j = 0;
-        for (const cJSON *c = cJSON_IsArray(r) ? r->child : NULL; c;
-             c = c->next, j++)
-            if (cJSON_IsString(c)) {
-                snprintf(path, cap, "%s[%zu][%zu]", name, i, j);
-                return 1;
-            }
-    }
-    return 0;
-}
-
-/* The rows of member name: today rows of numbers (api_body_matrix, or
- * api_get_matrix for a member not read directly). Strings are a kind of
- * input no kernel here takes yet: 400 naming the field. */
-static int read_rows(api_body *body, const char *name, double **X, size_t *n,
-                     size_t *d, api_error *e)
-{
-    char path[64];
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(body->root, name);
-    if (item && find_string(item, name, path, sizeof path))
-        return api_invalid(e, "%s is a string: the kernels take rows of "
-                           "numbers (string inputs and string kernels are "
-                           "not supported yet); %s must be an array of rows "
-                           "of numbers", path, name);
-    return api_body_matrix(body, name, 0, X, n, d, e);
+    api_rows_spec rs = {k, 0, 0};
+    return api_body_rows(body, name, &rs, X, n, d, e);
 }
 
 /* The kernel member, checked and resolved for d features. */
@@ -171,7 +140,7 @@ int api_kernels_check(api_body *body, api_text *out, size_t *rows,
     if (!rc && !(alpha > 0))
         rc = api_invalid(e, "alpha must be a number > 0");
     if (!rc)
-        rc = read_rows(body, "X", &X, &n, &d, e);
+        rc = read_rows(body, "X", &k, &X, &n, &d, e);
     km_psd_report r;
     km_error kerr = {KM_OK, ""};
     if (!rc) {
@@ -237,9 +206,21 @@ int api_kernels_gram(api_body *body, api_text *out, size_t *rows,
     km_kernel k;
     km_kernel_init(&k, KM_KERNEL_LINEAR);
     int has_z = api_body_has(body, "Z");
-    int rc = api_check_keys(root, "", keys, e) || read_kernel(root, &k, e) ||
-             read_rows(body, "X", &X, &nx, &d, e) ||
-             (has_z && read_rows(body, "Z", &Z, &nz, &dz, e));
+    int rc = api_check_keys(root, "", keys, e) || read_kernel(root, &k, e);
+    km_input_kind kind = km_kernel_input(&k);
+    if (!rc && kind == KM_INPUT_PRECOMPUTED)
+        rc = api_invalid(e, "kernel: a precomputed kernel's values are "
+                         "already given; this route computes the others");
+    if (!rc)
+        rc = read_rows(body, "X", &k, &X, &nx, &d, e) ||
+             (has_z && read_rows(body, "Z", &k, &Z, &nz, &dz, e));
+    /* strings: both in rows of the wider's width */
+    if (!rc && has_z && kind == KM_INPUT_STRINGS && dz != d &&
+        (api_rows_widen(&X, nx, d, dz) || api_rows_widen(&Z, nz, dz, d)))
+        rc = api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for X "
+                       "and Z");
+    if (!rc && has_z && kind == KM_INPUT_STRINGS)
+        d = dz = d > dz ? d : dz;
     if (!rc && has_z && dz != d)
         rc = api_invalid(e, "Z[0] has %zu columns; X has %zu", dz, d);
     const double *Zr = has_z ? Z : X;

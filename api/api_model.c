@@ -120,6 +120,34 @@ static int parse_parts(const cJSON *item, const char *path, km_kernel *k,
     return 0;
 }
 
+/* A leaf's "columns" (a KM_PARAM_INDICES row): distinct whole numbers
+ * in the row's range, at least one; absent: all columns. */
+static int parse_columns(const cJSON *item, const char *path, km_kernel *k,
+                         api_error *e)
+{
+    const km_param *r = api_schema_find(km_kernel_params(), "columns");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(item, r->key);
+    if (!c)
+        return 0;
+    int n = cJSON_GetArraySize(c);
+    if (!cJSON_IsArray(c) || n < 1 || n > (int)r->max + 1)
+        return api_invalid(e, "%s.%s must be an array of 1 to %d column "
+                           "indices", path, r->key, (int)r->max + 1);
+    if (!(k->columns = malloc((size_t)n * sizeof *k->columns)))
+        return api_raise(e, API_INTERNAL, "out of memory parsing %s", path);
+    k->n_columns = n;
+    int i = 0;
+    for (const cJSON *v = c->child; v; v = v->next, i++) {
+        double x = v->valuedouble;
+        if (!cJSON_IsNumber(v) || !(x >= r->min && x <= r->max) ||
+            x != floor(x))
+            return api_invalid(e, "%s.%s[%d] must be a whole number from %g "
+                               "to %g", path, r->key, i, r->min, r->max);
+        k->columns[i] = (int)x;
+    }
+    return 0;
+}
+
 int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
                      int depth, api_error *e)
 {
@@ -155,10 +183,16 @@ int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
             cJSON_GetObjectItemCaseSensitive(item, r->alias_of))
             return api_invalid(e, "%s: give %s or %s, not both", path,
                                r->alias_of, r->key);
-    if (api_schema_read(item, path, s, k, 0, e))
+    if (api_schema_read(item, path, s, k, 0, e) ||
+        parse_columns(item, path, k, e))
         return -1;
-    return api_schema_kernel_takes(t, "kernels")
-           ? parse_parts(item, path, k, depth, e) : 0;
+    if (api_schema_kernel_takes(t, "kernels"))
+        return parse_parts(item, path, k, depth, e);
+    /* a part is checked with its whole kernel (parse_parts), whose
+     * messages name its path */
+    km_error kerr;
+    return depth == 0 && km_kernel_check(k, &kerr) != KM_OK
+           ? api_fail_km(e, &kerr) : 0;
 }
 
 /* The rows t takes, in its order; an alias is input only. */
@@ -178,6 +212,11 @@ cJSON *api_kernel_json(const km_kernel *k)
             cJSON *parts = cJSON_AddArrayToObject(o, r->key);
             for (int i = 0; parts && i < k->n_parts; i++)
                 cJSON_AddItemToArray(parts, api_kernel_json(&k->parts[i]));
+        } else if (r->type == KM_PARAM_INDICES) {
+            cJSON *c = k->n_columns ? cJSON_AddArrayToObject(o, r->key)
+                                    : NULL;
+            for (int i = 0; c && i < k->n_columns; i++)
+                cJSON_AddItemToArray(c, api_json_number(k->columns[i]));
         } else if (r->type == KM_PARAM_PART_WEIGHTS) {
             cJSON *w = cJSON_AddArrayToObject(o, r->key);
             for (int i = 0; w && i < k->n_parts; i++)
@@ -345,6 +384,20 @@ cJSON *api_model_json(const km_model *m)
     cJSON_AddItemToObject(o, "preprocess", api_preprocess_json(m));
     cJSON_AddItemToObject(o, "n_features",
                           api_json_number((double)km_model_n_features(m)));
+    /* what X is, where it is not rows of n_features numbers */
+    const km_kernel *k = km_model_kernel(m);
+    km_input_kind kind = km_kernel_input(k);
+    if (kind != KM_INPUT_VECTORS) {
+        cJSON *in = cJSON_AddObjectToObject(o, "input");
+        size_t w = kind == KM_INPUT_STRINGS
+                   ? km_model_max_length(m)
+                   : km_kernel_input_width(k, km_model_n_features(m));
+        cJSON_AddStringToObject(in, "kind",
+                                km_choice_name(&km_input_kind_choices, kind));
+        cJSON_AddItemToObject(in, kind == KM_INPUT_STRINGS ? "max_length"
+                                                           : "n_training",
+                              api_json_number((double)w));
+    }
     cJSON_AddItemToObject(o, "n_samples",
                           api_json_number((double)km_model_n_samples(m)));
     /* an algorithm of several outputs (y's rows) says how many */

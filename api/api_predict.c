@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "api_json.h"
+#include "api_rows.h"
 #include "api_model.h"
 #include "api_predict.h"
 #include "api_text.h"
@@ -138,9 +139,12 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
            rows * sizeof(int) + block * sizeof(double) + scaled + cov + dist;
 }
 
-/* Reads X or instances (not both), of expect_d columns. */
-static int read_input(api_body *b, const char *const *keys, size_t expect_d,
-                      double **X, size_t *n, api_error *e)
+/* Reads X or instances (not both): rows of expect_d doubles as model m's
+ * kernel takes them (api_rows.c), or for m NULL rows of expect_d numbers
+ * (an inverse's projections). */
+static int read_input(api_body *b, const char *const *keys,
+                      const km_model *m, size_t expect_d, double **X,
+                      size_t *n, api_error *e)
 {
     int inst = api_body_has(b, "instances");
     size_t d;
@@ -148,7 +152,11 @@ static int read_input(api_body *b, const char *const *keys, size_t expect_d,
         return -1;
     if (inst && api_body_has(b, "X"))
         return api_invalid(e, "give X or instances, not both");
-    return api_body_matrix(b, inst ? "instances" : "X", expect_d, X, n, &d, e);
+    const char *name = inst ? "instances" : "X";
+    if (!m)
+        return api_body_matrix(b, name, expect_d, X, n, &d, e);
+    api_rows_spec rs = {km_model_kernel(m), expect_d, km_model_max_length(m)};
+    return api_body_rows(b, name, &rs, X, n, &d, e);
 }
 
 /* 0, or 422 naming the first of rows whose values (cols each) are not
@@ -343,7 +351,8 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     if (choose_output(m, cJSON_GetObjectItemCaseSensitive(root, "output"),
                       &chosen, e))
         return -1;
-    if (read_input(body, keys, km_model_n_features(m), &X, &n, e))
+    if (read_input(body, keys, m, km_model_n_features(m),
+                   &X, &n, e))
         return -1;
     /* no choice: the route's default (krr's values, kkmeans' clusters) */
     if (!chosen)
@@ -401,7 +410,8 @@ int api_project(const km_model *m, api_body *body, api_text *out,
     double *X = NULL, *P = NULL;
     size_t n = 0;
     km_error kerr = {KM_OK, ""};
-    if (read_input(body, keys, in_d, &X, &n, e))
+    if (read_input(body, keys, inverse ? NULL : m, in_d, &X,
+                   &n, e))
         return -1;
     P = malloc(n * out_d * sizeof *P);
     km_status st = !P ? KM_ENOMEM

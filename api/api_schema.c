@@ -329,7 +329,8 @@ const char *api_param_type_json(km_param_type t)
         [KM_PARAM_LABEL_WEIGHTS] = "object",
         [KM_PARAM_PARTS] = "array",
         [KM_PARAM_PART_WEIGHTS] = "array",
-        [KM_PARAM_READ_ONLY] = "array"};
+        [KM_PARAM_READ_ONLY] = "array",
+        [KM_PARAM_INDICES] = "array"};
     return (unsigned)t < sizeof types / sizeof *types ? types[t] : NULL;
 }
 
@@ -445,6 +446,15 @@ static cJSON *property_json(const km_param_set *s, const km_param *r,
         add_numbers(o, "items", r);
         cJSON_AddTrueToObject(o, "readOnly");
         break;
+    case KM_PARAM_INDICES: {
+        cJSON_AddItemToObject(o, "maxItems", api_json_number(r->max + 1));
+        cJSON *items = cJSON_AddObjectToObject(o, "items");
+        if (items) {
+            cJSON_AddStringToObject(items, "type", "integer");
+            cJSON_AddItemToObject(items, "minimum", api_json_number(r->min));
+        }
+        break;
+    }
     default:
         add_range(o, r);
         break;

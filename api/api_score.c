@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "api_json.h"
+#include "api_rows.h"
 #include "api_model.h"
 #include "api_predict.h"
 #include "api_score.h"
@@ -371,7 +372,9 @@ int api_score(const km_model *m, api_body *body, api_text *out, size_t *rows,
                          "params.fit_inverse_transform: true; its "
                          "reconstruction error is not available",
                          km_model_name(m));
-    if (api_body_matrix(body, "X", km_model_n_features(m), &X, &n, &d, e))
+    api_rows_spec rs = {km_model_kernel(m), km_model_n_features(m),
+                        km_model_max_length(m)};
+    if (api_body_rows(body, "X", &rs, &X, &n, &d, e))
         return -1;
     int rc = 0;
     if (!supervised && !clusters && y)

@@ -42,6 +42,11 @@
     X(PRODUCT, 6, "product", km_kernel_product)                              \
     X(LAPLACIAN_L2, 7, "laplacian_l2", km_kernel_laplacian_l2)               \
     X(EXPONENTIAL, 8, "exponential", km_kernel_exponential)                  \
-    X(NORMALIZED, 9, "normalized", km_kernel_normalized)
+    X(NORMALIZED, 9, "normalized", km_kernel_normalized)                     \
+    X(SPECTRUM, 10, "spectrum", km_kernel_spectrum)                          \
+    X(BOUNDRANGE, 11, "boundrange", km_kernel_boundrange)                    \
+    X(EXPDECAY, 12, "expdecay", km_kernel_expdecay)                          \
+    X(SUBSEQUENCE, 13, "subsequence", km_kernel_subsequence)                 \
+    X(PRECOMPUTED, 14, "precomputed", km_kernel_precomputed)
 
 #endif /* KM_MAPS_H */

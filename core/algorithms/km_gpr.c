@@ -188,6 +188,9 @@ typedef struct gpr_eval {
     double *a;         /* n: K^-1 y */
     double *Yc;        /* n: the solve's right-hand side */
     const km_fit_control *ctl;
+    int note;          /* a Cholesky that fails names the smallest
+                          eigenvalue (the final factor, not the
+                          optimizer's steps) */
 } gpr_eval;
 
 /* K = s k(X, X) + noise I, factored into e->A, a = K^-1 y; *lml. KM_ENOTPD
@@ -230,11 +233,15 @@ static km_status factor(gpr_eval *e, const double h[TH_COUNT], double f0,
     st = km_krr_solve(e->A, n, h[TH_NOISE], e->y, 1, e->a, "the kernel matrix",
                       e->ctl, f0, f1, err);
 solved:
-    if (st == KM_ENOTPD)
-        return km_error_set(err, KM_ENOTPD, "signal_variance * K + noise * I "
-                            "is not positive definite (Cholesky failed); use "
-                            "a larger params.noise or a positive definite "
-                            "kernel");
+    if (st == KM_ENOTPD) {
+        km_error_set(err, KM_ENOTPD, "signal_variance * K + noise * I is not "
+                     "positive definite (Cholesky failed); use a larger "
+                     "params.noise or a positive definite kernel");
+        if (e->note && !de)
+            km_kernel_note_min_eigenvalue(&e->k, e->X, n, e->d, h[TH_SIGNAL],
+                                          h[TH_NOISE], e->A, "its", err);
+        return KM_ENOTPD;
+    }
     if (st != KM_OK)
         return st;
     km_ksum q = {0, 0};
@@ -559,11 +566,16 @@ static km_status optimise(gpr_eval *e, const km_gpr_params *p,
                 o->h[i] = exp(x[i]);
         }
     }
-    if (!o->starts)
-        return km_error_set(err, KM_ENOTPD, "signal_variance * K + noise * "
-                            "I is not positive definite at any start of the "
-                            "optimizer; use a larger params.noise or a "
-                            "positive definite kernel");
+    if (!o->starts) {
+        km_error_set(err, KM_ENOTPD, "signal_variance * K + noise * I is not "
+                     "positive definite at any start of the optimizer; use "
+                     "a larger params.noise or a positive definite kernel");
+        e->k.gamma = h0[TH_GAMMA];
+        km_kernel_note_min_eigenvalue(&e->k, e->X, e->n, e->d, h0[TH_SIGNAL],
+                                      h0[TH_NOISE], e->A, "at the given "
+                                      "hyperparameters its", err);
+        return KM_ENOTPD;
+    }
     return KM_OK;
 }
 
@@ -834,6 +846,7 @@ km_status km_gpr_fit(const km_kernel *kernel, const km_gpr_params *params,
         e.G = NULL;
         f0 = 0.85;
     }
+    e.note = 1;
     if ((st = factor(&e, h, f0, 0.95, &lml, err)) != KM_OK)
         goto out;
     if (tunes_gamma(&f.k))
@@ -1059,6 +1072,7 @@ static const km_param_set param_set = {gpr_rows, sizeof(km_gpr_params),
 
 const km_algo km_gpr_algo = {
     .outputs = KM_OUT_VALUES | KM_OUT_VARIANCES | KM_OUT_COVARIANCE,
+    .self_of_new = 1,
     .model_outputs = model_outputs,
     .params_outputs = params_outputs,
     .params = &param_set,

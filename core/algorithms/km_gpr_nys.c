@@ -33,18 +33,18 @@
  *   -(y^T y - |C^-1 b|^2) / (2 s alpha)
  *   - (n log s + (n - m) log alpha + 2 sum_i log C_ii) / 2
  *   - (n / 2) log(2 pi).
- * Progress from f0 to f1 by blocks, which may cancel.
+ * Progress from f0 to f1 by blocks, which may cancel. *shift: the shift
+ * of K_mm's diagonal its factor needed (0 unless singular or indefinite).
  */
 static km_status dtc_factors(const km_kernel *k, const double *X, size_t n,
                              size_t d, const double *y, gpr_payload *p,
                              size_t m, double alpha,
                              const km_fit_control *ctl, double f0, double f1,
-                             double *lml, km_error *err)
+                             double *lml, double *shift, km_error *err)
 {
     size_t block = km_nys_block_rows(n, m);
     double *L = malloc(m * m * sizeof *L), *A = calloc(m * m, sizeof *A);
     double *Kb = malloc(block * m * sizeof *Kb), *b = calloc(m, sizeof *b);
-    double shift;
     km_status st = KM_OK;
     if (!L || !A || !Kb || !b) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the variance's "
@@ -52,7 +52,7 @@ static km_status dtc_factors(const km_kernel *k, const double *X, size_t n,
         goto out;
     }
     /* column-major upper == row-major lower */
-    if ((st = km_nys_factor_kmm(k, p->X, m, d, 1, L, &shift, err)) != KM_OK)
+    if ((st = km_nys_factor_kmm(k, p->X, m, d, 1, L, shift, err)) != KM_OK)
         goto out;
     for (size_t i0 = 0; i0 < n; i0 += block) {
         size_t nb = n - i0 < block ? n - i0 : block;
@@ -194,9 +194,10 @@ km_status km_gpr_fit_nystrom(const km_kernel *kernel,
     }
     km_model_free(mean);
     mean = NULL;
+    double shift = 0;
     if (params->variance &&
         (st = dtc_factors(&f.k, X, n, d, yn, pl, m, q.alpha, ctl, f1, 0.95,
-                          &lml, err)) != KM_OK)
+                          &lml, &shift, err)) != KM_OK)
         goto out;
 
     gpr_optimum none;
@@ -204,6 +205,14 @@ km_status km_gpr_fit_nystrom(const km_kernel *kernel,
     double cg[2] = {its, res};
     st = km_gpr_finish(&f, d, m, pl, params, lml, &none, cg, ctl, out, err);
     pl = NULL; /* owned by the model, or freed */
+    /* the variance's K_mm needed a shift (jitter): say so */
+    if (st == KM_OK && shift > 0 &&
+        km_info_add1(km_model_training_mut(*out), "kmm_shift", KM_INFO_NUMBER,
+                     shift) != KM_OK) {
+        km_model_free(*out);
+        *out = NULL;
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
 out:
     km_model_free(mean);
     km_gpr_payload_free(pl);

@@ -888,6 +888,7 @@ static size_t kkm_coefs(const km_model *m, km_coef *out)
 
 const km_algo km_kkmeans_algo = {
     .outputs = KM_OUT_CLUSTERS,
+    .self_of_new = 1,
     .params = &param_set,
     .check = check,
     .fit_bytes = fit_bytes,

@@ -605,6 +605,9 @@ km_status km_klr_fit(const km_kernel *kernel, const km_klr_params *params,
     st = nys ? km_klr_fit_nys(&fr, params, X, n, d, y, k, counts, ctl, &res,
                            err)
              : fit_exact(&fr, params, X, n, d, y, k, counts, ctl, &res, err);
+    if (st == KM_ENOTPD && !nys) /* factor_b's: the kernel is indefinite */
+        km_kernel_note_min_eigenvalue(&fr.k, X, n, d, 1.0, 0.0, NULL, "K's",
+                                      err);
     if (st != KM_OK)
         goto out;
     klr_payload *pl = res.pl;

@@ -482,24 +482,20 @@ static km_status add_figures(km_model *model, const km_kpca_params *params,
 /*
  * A kernel that is not PSD on the training rows, where the dense solver
  * found it (it computes every eigenvalue of the centred Gram Kc = H K H,
- * which is PSD when K is): when the smallest, min_eig, is below
- * -n eps max(top, |min_eig|) (beyond round-off), the training figures
- * "min_eigenvalue" and "psd": false. Nothing is added otherwise, nor when
- * min_eig is NaN (another solver). On OOM the model is freed.
+ * which is PSD when K is): km_fit_note_psd's figures from the smallest,
+ * min_eig, and the largest, top. Nothing when min_eig is NaN (another
+ * solver: the generic fit's figures look then, km_train.c). On OOM the
+ * model is freed.
  */
 static km_status note_not_psd(km_model *model, size_t n, double top,
                               double min_eig, km_error *err)
 {
-    double thr = (double)n * DBL_EPSILON * fmax(fabs(top), fabs(min_eig));
-    if (!(min_eig < -thr))
+    if (isnan(min_eig))
         return KM_OK;
-    km_info *ti = km_model_training_mut(model);
-    if (km_info_add1(ti, "min_eigenvalue", KM_INFO_NUMBER, min_eig) ||
-        km_info_add1(ti, "psd", KM_INFO_BOOLEAN, 0)) {
+    km_status st = km_fit_note_psd(model, min_eig, top, n, n, err);
+    if (st != KM_OK)
         km_model_free(model);
-        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
-    }
-    return KM_OK;
+    return st;
 }
 
 /* The model of payload p (owned from here on, also on failure) with its
@@ -1172,8 +1168,13 @@ _Static_assert(sizeof(km_kpca_solver) == sizeof(int),
 static const km_param_set param_set = {kpca_rows, sizeof(km_kpca_params),
                                         params_default};
 
+static int inverse_needs_vectors(const void *params) /* a map to X */
+{
+    return ((const km_kpca_params *)params)->fit_inverse_transform;
+}
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
+    .psd_centred = 1,
     .model_outputs = model_outputs,
     .params_outputs = params_outputs,
     .params = &param_set,
@@ -1192,5 +1193,6 @@ const km_algo km_kpca_algo = {
     .load_bytes = kpca_load_bytes,
     .target = KM_TARGET_NONE,
     .mpi = &mpi,
+    .vectors_only = inverse_needs_vectors,
     .coefs = km_kpca_coefs,
 };

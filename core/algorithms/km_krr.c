@@ -521,7 +521,8 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
             : km_krr_solve(K, n, params->alpha, Y, m, p->coef,
                            "the kernel matrix", ctl, 0.1, 0.9, err);
     if (st == KM_ENOTPD && K)
-        km_kernel_note_min_eigenvalue(k, X, n, d, params->alpha, K, err);
+        km_kernel_note_min_eigenvalue(k, X, n, d, 1.0, params->alpha, K,
+                                      "its", err);
     if (st != KM_OK)
         goto out;
     free(K);

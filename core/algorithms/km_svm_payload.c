@@ -167,9 +167,12 @@ void km_svm_parts_of(const km_model *m, km_svm_parts *out)
  * decision values and rho are kept (positive for a pair's first class);
  * scikit-learn's intercept_ is -rho, and a binary svc's is negated again
  * with its dual_coef_ (its decision_function is positive for the second
- * class). Class order is the same (ascending labels, km_libsvm.c). The
- * nystrom form: its centres, their m x P coefficients (coef_) and the
- * pairs' intercepts, in the same signs. */
+ * class). Class order is the same (ascending labels, km_libsvm.c).
+ * With probabilities, probA_ and probB_ (one per pair): Platt's sigmoid
+ * of LIBSVM's pair value, P(first class) = 1 / (1 + exp(A f + B)), as
+ * scikit-learn's (not negated for two classes). The nystrom form: its
+ * centres, their m x P coefficients (coef_) and the pairs' intercepts,
+ * in the same signs. */
 size_t km_svm_coefs(const km_model *m, km_coef *out)
 {
     const svm_payload *p = km_model_payload(m);
@@ -192,5 +195,9 @@ size_t km_svm_coefs(const km_model *m, km_coef *out)
     out[n++].scale = -sign;
     if (p->n_support)
         out[n++] = km_coef_i32("n_support_", p->n_support, p->k, 0);
+    if (p->probA) {
+        out[n++] = km_coef_f64("probA_", p->probA, np, 0, 0);
+        out[n++] = km_coef_f64("probB_", p->probB, np, 0, 0);
+    }
     return n;
 }

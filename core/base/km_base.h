@@ -124,8 +124,11 @@ typedef enum {
                                with the labels; a const double * */
     KM_PARAM_PARTS,         /* a composite kernel's parts ("kernels") */
     KM_PARAM_PART_WEIGHTS,  /* one number per part ("weights") */
-    KM_PARAM_READ_ONLY      /* numbers a model shows and a request may not
+    KM_PARAM_READ_ONLY,     /* numbers a model shows and a request may not
                                give (preprocess.x_shift); no field */
+    KM_PARAM_INDICES        /* a list of whole numbers in min .. max (a
+                               kernel leaf's "columns": its int * field,
+                               with its count in the int before it) */
 } km_param_type;
 
 /* Who enforces a row's min..max. */

@@ -215,6 +215,9 @@ static void spectral_laplacian_l2(double gamma, size_t d, km_rng *r,
 #define C0 KM_KPARAM_COEF0
 #define PARTS KM_KPARAM_PARTS
 #define W KM_KPARAM_WEIGHTS
+#define LEN KM_KPARAM_LENGTH
+#define LAM KM_KPARAM_LAMBDA
+#define COL KM_KPARAM_COLUMNS
 
 /* {family, params, degree, coef0, min_parts, max_parts}, map or
  * combine, whether combine needs the parts' self values, KM_KERNEL_CAP_*
@@ -223,18 +226,18 @@ static void spectral_laplacian_l2(double gamma, size_t d, km_rng *r,
  * coef0 0 are what every kernel has always stored where they do not
  * apply (model files hold them). */
 static const km_kernel_desc km_kernel_linear = {
-    {KM_KFAMILY_INNER, 0, 3, 0.0, 0, 0}, map_linear, NULL, 0};
+    {KM_KFAMILY_INNER, COL, 3, 0.0, 0, 0}, map_linear, NULL, 0};
 static const km_kernel_desc km_kernel_polynomial = {
-    {KM_KFAMILY_INNER, G | DEG | C0, 3, 1.0, 0, 0},
+    {KM_KFAMILY_INNER, G | DEG | C0 | COL, 3, 1.0, 0, 0},
     map_polynomial, NULL, 0};
 static const km_kernel_desc km_kernel_rbf = {
-    {KM_KFAMILY_L2, G | KM_KPARAM_SIGMA, 3, 0.0, 0, 0}, map_rbf, NULL, 0,
-    KM_KERNEL_CAP_TUNE_GAMMA, spectral_rbf};
+    {KM_KFAMILY_L2, G | KM_KPARAM_SIGMA | COL, 3, 0.0, 0, 0}, map_rbf, NULL,
+    0, KM_KERNEL_CAP_TUNE_GAMMA, spectral_rbf};
 static const km_kernel_desc km_kernel_laplacian = {
-    {KM_KFAMILY_L1, G, 3, 0.0, 0, 0}, map_laplacian, NULL, 0,
+    {KM_KFAMILY_L1, G | COL, 3, 0.0, 0, 0}, map_laplacian, NULL, 0,
     KM_KERNEL_CAP_TUNE_GAMMA, spectral_laplacian};
 static const km_kernel_desc km_kernel_sigmoid = {
-    {KM_KFAMILY_INNER, G | C0, 3, 0.0, 0, 0}, map_sigmoid, NULL,
+    {KM_KFAMILY_INNER, G | C0 | COL, 3, 0.0, 0, 0}, map_sigmoid, NULL,
     0};
 static const km_kernel_desc km_kernel_sum = {
     {KM_KFAMILY_COMPOSITE, PARTS | W, 3, 0.0, 1, KM_KERNEL_MAX_PARTS},
@@ -243,20 +246,40 @@ static const km_kernel_desc km_kernel_product = {
     {KM_KFAMILY_COMPOSITE, PARTS, 3, 0.0, 1, KM_KERNEL_MAX_PARTS},
     NULL, combine_product, 0};
 static const km_kernel_desc km_kernel_laplacian_l2 = {
-    {KM_KFAMILY_L2, G, 3, 0.0, 0, 0}, map_laplacian_l2, NULL,
+    {KM_KFAMILY_L2, G | COL, 3, 0.0, 0, 0}, map_laplacian_l2, NULL,
     0, KM_KERNEL_CAP_TUNE_GAMMA, spectral_laplacian_l2};
 static const km_kernel_desc km_kernel_exponential = {
-    {KM_KFAMILY_INNER, G, 3, 0.0, 0, 0}, map_exponential, NULL,
+    {KM_KFAMILY_INNER, G | COL, 3, 0.0, 0, 0}, map_exponential, NULL,
     0, KM_KERNEL_CAP_TUNE_GAMMA};
 static const km_kernel_desc km_kernel_normalized = {
     {KM_KFAMILY_COMPOSITE, PARTS, 3, 0.0, 1, 1}, NULL,
     combine_normalized, 1};
+/* The string kernels (km_strings.c computes them; its comment gives the
+ * formulas): kernlab's stringdot defaults, length 4 and lambda 1.1, and
+ * lambda 0.5 for the subsequence kernel (Lodhi et al.'s decay is in
+ * (0, 1]; expdecay's weight lambda^-|u| needs lambda >= 1). */
+static const km_kernel_desc km_kernel_spectrum = {
+    {KM_KFAMILY_STRING, LEN, 3, 0.0, 0, 0, 4}, NULL, NULL, 0};
+static const km_kernel_desc km_kernel_boundrange = {
+    {KM_KFAMILY_STRING, LEN, 3, 0.0, 0, 0, 4}, NULL, NULL, 0};
+static const km_kernel_desc km_kernel_expdecay = {
+    {KM_KFAMILY_STRING, LAM, 3, 0.0, 0, 0, 0, 1.1, 1.0, HUGE_VAL, 0}, NULL,
+    NULL, 0};
+static const km_kernel_desc km_kernel_subsequence = {
+    {KM_KFAMILY_STRING, LEN | LAM, 3, 0.0, 0, 0, 4, 0.5, 0.0, 1.0, 1}, NULL,
+    NULL, 0};
+/* X holds the values (km_kernel.h, "inputs"). */
+static const km_kernel_desc km_kernel_precomputed = {
+    {KM_KFAMILY_PRECOMPUTED, 0, 3, 0.0, 0, 0}, NULL, NULL, 0};
 
 #undef G
 #undef DEG
 #undef C0
 #undef PARTS
 #undef W
+#undef LEN
+#undef LAM
+#undef COL
 
 /* The tables, from the one list; stored ids index them (km.h checks that
  * they run 0 .. count - 1; a repeated id fails -Woverride-init). */
@@ -353,6 +376,21 @@ static const km_param kernel_rows[] = {
      KM_PARAM_FIELD(km_kernel, weights), .range = KM_PARAM_RANGE_READER,
      .min = 0, .max = HUGE_VAL, .kparam = KM_KPARAM_WEIGHTS,
      .doc = "one per part; default all 1; not all 0"},
+    {.key = "length", .type = KM_PARAM_INTEGER,
+     KM_PARAM_FIELD(km_kernel, length), .range = KM_PARAM_RANGE_READER,
+     .min = 1, .max = KM_STRING_MAX_K, .kparam = KM_KPARAM_LENGTH,
+     .doc = "substring length k (boundrange: 1 .. k)"},
+    {.key = "lambda", .type = KM_PARAM_NUMBER,
+     KM_PARAM_FIELD(km_kernel, lambda), .range = KM_PARAM_RANGE_CHECK,
+     .min = 0, .max = HUGE_VAL, .min_open = 1, .kparam = KM_KPARAM_LAMBDA,
+     .doc = "decay: expdecay >= 1 (default 1.1), subsequence in (0, 1] "
+            "(default 0.5)"},
+    {.key = "columns", .type = KM_PARAM_INDICES,
+     KM_PARAM_FIELD(km_kernel, columns), .range = KM_PARAM_RANGE_READER,
+     .min = 0, .max = KM_KERNEL_MAX_COLUMNS - 1,
+     .kparam = KM_KPARAM_COLUMNS,
+     .doc = "the columns of X the kernel reads (distinct, < the number of "
+            "columns); default all"},
     {0},
 };
 _Static_assert(sizeof(km_kernel_type) == sizeof(int),
@@ -393,6 +431,8 @@ void km_kernel_init(km_kernel *k, km_kernel_type type)
     if ((unsigned)type < KM_KERNEL_TYPE_COUNT) {
         k->degree = descs[type]->info.degree;
         k->coef0 = descs[type]->info.coef0;
+        k->length = descs[type]->info.length;
+        k->lambda = descs[type]->info.lambda;
     }
 }
 
@@ -402,9 +442,12 @@ void km_kernel_cleanup(km_kernel *k)
         km_kernel_cleanup(&k->parts[i]);
     free(k->parts);
     free(k->weights);
+    free(k->columns);
     k->parts = NULL;
     k->weights = NULL;
+    k->columns = NULL;
     k->n_parts = 0;
+    k->n_columns = 0;
 }
 
 void km_kernel_set_parts(km_kernel *k, km_kernel *parts, double *weights,
@@ -421,6 +464,15 @@ km_status km_kernel_copy(km_kernel *dst, const km_kernel *src, km_error *err)
     dst->parts = NULL;
     dst->weights = NULL;
     dst->n_parts = 0;
+    dst->columns = NULL;
+    dst->n_columns = 0;
+    if (src->n_columns > 0) {
+        size_t b = (size_t)src->n_columns * sizeof *src->columns;
+        if (!(dst->columns = malloc(b)))
+            goto oom;
+        memcpy(dst->columns, src->columns, b);
+        dst->n_columns = src->n_columns;
+    }
     if (src->n_parts == 0)
         return KM_OK;
     dst->parts = calloc((size_t)src->n_parts, sizeof *dst->parts);
@@ -459,6 +511,9 @@ static km_status check(const km_kernel *k, const char *path, int depth,
     if ((info->params & KM_KPARAM_DEGREE) && (k->degree < 0 || k->degree > 64))
         return km_error_set(err, KM_EINVAL,
                             "%s.degree must be an integer from 0 to 64", path);
+    km_status st = km_kernel_check_leaf(k, path, depth, err);
+    if (st != KM_OK)
+        return st;
     if (!is_composite(k->type)) {
         if (k->n_parts != 0)
             return km_error_set(err, KM_EINVAL,
@@ -500,9 +555,18 @@ static km_status check(const km_kernel *k, const char *path, int depth,
     for (int i = 0; i < k->n_parts; i++) {
         char sub[200];
         snprintf(sub, sizeof sub, "%s.kernels[%d]", path, i);
-        km_status st = check(&k->parts[i], sub, depth + 1, err);
+        st = check(&k->parts[i], sub, depth + 1, err);
         if (st != KM_OK)
             return st;
+        km_input_kind a = km_kernel_input(&k->parts[0]);
+        km_input_kind b = km_kernel_input(&k->parts[i]);
+        if (a != b)
+            return km_error_set(err, KM_EINVAL, "%s takes %s but %s.kernels[0] "
+                                "takes %s: the parts of a kernel take the "
+                                "same inputs", sub,
+                                km_choice_name(&km_input_kind_choices, b),
+                                path,
+                                km_choice_name(&km_input_kind_choices, a));
     }
     return KM_OK;
 }
@@ -514,6 +578,8 @@ km_status km_kernel_check(const km_kernel *k, km_error *err)
 
 void km_kernel_resolve(km_kernel *k, size_t n_features)
 {
+    if (k->n_columns > 0) /* a leaf on chosen columns: 1/their number */
+        n_features = (size_t)k->n_columns;
     if (k->gamma == 0 && n_features > 0)
         k->gamma = 1.0 / (double)n_features;
     for (int i = 0; i < k->n_parts; i++)
@@ -529,7 +595,27 @@ static void row_sqnorms(const double *X, size_t n, size_t d, double *out);
 int km_kernel_uses_dots(const km_kernel *k)
 {
     km_kernel_family f = descs[k->type]->info.family;
-    return f == KM_KFAMILY_INNER || f == KM_KFAMILY_L2;
+    return (f == KM_KFAMILY_INNER || f == KM_KFAMILY_L2) && !k->n_columns;
+}
+
+/* Rows restricted to a leaf's columns: out (n x c) from X (n x d). */
+static void gather(const km_kernel *k, const double *X, size_t n, size_t d,
+                   double *out)
+{
+    size_t c = (size_t)k->n_columns;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < c; j++)
+            out[i * c + j] = (size_t)k->columns[j] < d
+                             ? X[i * d + (size_t)k->columns[j]] : 0.0;
+}
+
+/* The leaf k without its columns (a view sharing nothing owned). */
+static km_kernel all_columns(const km_kernel *k)
+{
+    km_kernel v = *k;
+    v.n_columns = 0;
+    v.columns = NULL;
+    return v;
 }
 
 /*
@@ -562,7 +648,23 @@ double km_kernel_eval(const km_kernel *k, const double *x, const double *z,
         return NAN;
     const km_kernel_desc *kd = descs[k->type];
     double s = 0, zero = 0, v;
+    if (k->n_columns > 0) {
+        size_t c = (size_t)k->n_columns;
+        double *xz = malloc(2 * c * sizeof *xz);
+        km_kernel leaf = all_columns(k);
+        if (!xz)
+            return NAN;
+        gather(k, x, 1, d, xz);
+        gather(k, z, 1, d, xz + c);
+        v = km_kernel_eval(&leaf, xz, xz + c, c);
+        free(xz);
+        return v;
+    }
     switch (kd->info.family) {
+    case KM_KFAMILY_STRING:
+        return km_strings_eval(k, x, z, d);
+    case KM_KFAMILY_PRECOMPUTED:
+        return km_precomputed_value(x, z, d);
     case KM_KFAMILY_INNER:
         for (size_t j = 0; j < d; j++)
             s += x[j] * z[j];
@@ -697,7 +799,27 @@ static size_t composite_levels(const km_kernel *k)
     return is_composite(k->type) ? most + 1 : 0;
 }
 
-size_t km_gram_work_bytes(const km_kernel *k, size_t nx, size_t nz)
+static size_t gram_work_bytes(const km_kernel *k, size_t nx, size_t nz);
+
+/* Whether k has a string leaf (or, NULL, may have one). */
+static int has_strings(const km_kernel *k)
+{
+    if (!k || km_kernel_input(k) == KM_INPUT_STRINGS)
+        return 1;
+    return 0;
+}
+
+size_t km_gram_work_bytes(const km_kernel *k, size_t nx, size_t nz, size_t d)
+{
+    size_t b = gram_work_bytes(k, nx, nz);
+    if (!has_strings(k))
+        return b;
+    /* every string leaf's sets (at most one level's at once) */
+    size_t s = km_strings_work_bytes(k, nx, nz, d);
+    return b > SIZE_MAX - s ? SIZE_MAX : b + s;
+}
+
+static size_t gram_work_bytes(const km_kernel *k, size_t nx, size_t nz)
 {
     /* the rows' norms (nx + nz + 1); per composite level (cross_composite)
      * a block of nx x nz, the parts' self values (nx + nz) and their own
@@ -744,6 +866,41 @@ out:
     return st;
 }
 
+static int needs_norms(const km_kernel *k);
+
+/* A leaf on chosen columns: the rows gathered, then the leaf on them. */
+static km_status cross_columns(const km_kernel *k, const double *X,
+                               size_t nx, const double *Z, size_t nz,
+                               size_t d, double *K, size_t ldk,
+                               long diag_offset, km_error *err)
+{
+    size_t c = (size_t)k->n_columns;
+    for (size_t j = 0; j < c; j++)
+        if ((size_t)k->columns[j] >= d)
+            return km_error_set(err, KM_EINVAL, "kernel.columns lists column "
+                                "%d, but X has %zu", k->columns[j], d);
+    km_kernel leaf = all_columns(k);
+    int norms = needs_norms(&leaf);
+    double *buf = malloc(((nx + nz) * c + (norms ? nx + nz : 0) + 1) *
+                         sizeof *buf);
+    if (!buf)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a kernel "
+                            "block");
+    double *xs = buf, *zs = buf + nx * c, *xn = NULL, *zn = NULL;
+    gather(k, X, nx, d, xs);
+    gather(k, Z, nz, d, zs);
+    if (norms) {
+        xn = zs + nz * c;
+        zn = xn + nx;
+        row_sqnorms(xs, nx, c, xn);
+        row_sqnorms(zs, nz, c, zn);
+    }
+    km_status st = cross(&leaf, xs, nx, xn, zs, nz, zn, c, K, ldk,
+                         diag_offset, err);
+    free(buf);
+    return st;
+}
+
 /*
  * The cross Gram with the norms already known (or NULL for kernels that do
  * not need them). diag_offset >= 0 says X_i is Z_{i + diag_offset}.
@@ -755,10 +912,17 @@ static km_status cross(const km_kernel *k, const double *X, size_t nx,
 {
     if (nx == 0 || nz == 0)
         return KM_OK;
+    if (k->n_columns > 0)
+        return cross_columns(k, X, nx, Z, nz, d, K, ldk, diag_offset, err);
     switch (descs[k->type]->info.family) {
     case KM_KFAMILY_COMPOSITE:
         return cross_composite(k, X, nx, xn, Z, nz, zn, d, K, ldk,
                                diag_offset, err);
+    case KM_KFAMILY_STRING:
+        return km_strings_cross(k, X, nx, Z, nz, d, K, ldk, diag_offset, 0,
+                                err);
+    case KM_KFAMILY_PRECOMPUTED:
+        return km_precomputed_cross(X, nx, Z, nz, d, K, ldk, err);
     case KM_KFAMILY_L1:
         l1_block(X, nx, Z, nz, d, K, ldk);
         break;
@@ -776,10 +940,11 @@ static km_status cross(const km_kernel *k, const double *X, size_t nx,
     return KM_OK;
 }
 
-/* Whether a kernel (or a part of it) needs squared norms. */
+/* Whether a kernel (or a part of it) needs squared norms of whole rows
+ * (a leaf on chosen columns makes its own). */
 static int needs_norms(const km_kernel *k)
 {
-    if (descs[k->type]->info.family == KM_KFAMILY_L2)
+    if (descs[k->type]->info.family == KM_KFAMILY_L2 && !k->n_columns)
         return 1;
     for (int i = 0; i < k->n_parts; i++)
         if (needs_norms(&k->parts[i]))
@@ -810,6 +975,7 @@ km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
             zn = own;
         }
     }
+    km_strings_prepare(k, Z, nz, d);
     km_status st = cross(k, X, nx, xn, Z, nz, zn, d, K, ldk, -1, err);
     free(xn);
     return st;
@@ -848,9 +1014,14 @@ km_status km_gram_sym(const km_kernel *k, const double *X, size_t n,
         row_sqnorms(X, n, d, xn);
     }
     km_status st = KM_OK;
-    if (!km_kernel_uses_dots(k)) {
+    if (descs[k->type]->info.family == KM_KFAMILY_STRING && !k->n_parts) {
+        /* one set of the strings, the lower triangle only */
+        km_strings_prepare(k, X, n, d);
+        st = km_strings_cross(k, X, n, X, n, d, K, n, 0, 1, err);
+    } else if (!km_kernel_uses_dots(k)) {
         /* Row blocks against the rows up to the block's end: the lower
          * triangle and a little of the upper, in bounded memory. */
+        km_strings_prepare(k, X, n, d);
         for (size_t i0 = 0; i0 < n && st == KM_OK; i0 += BLOCK_ROWS) {
             size_t b = n - i0 < BLOCK_ROWS ? n - i0 : BLOCK_ROWS;
             st = cross(k, X + i0 * d, b, xn ? xn + i0 : NULL, X, i0 + b, xn,
@@ -891,6 +1062,7 @@ km_status km_gram_block(const km_kernel *k, const double *X, const double *xn,
             xj = own + ni;
         }
     }
+    km_strings_prepare(k, X + j0 * d, nj, d);
     /* Row i0 + a is column a + (i0 - j0) of the block. */
     long diag = i0 >= j0 && i0 - j0 < nj ? (long)(i0 - j0) : -1;
     km_status st = cross(k, X + i0 * d, ni, xi, X + j0 * d, nj, xj, d, K, ldk,
@@ -926,6 +1098,7 @@ km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
         free(buf);
         return km_error_set(err, KM_ENOMEM, "out of memory for prediction");
     }
+    km_strings_prepare(k, S, ns, d);
     const double *sn = S_norms;
     double *xn = buf;
     if (own) {
@@ -961,62 +1134,3 @@ km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
     return st;
 }
 
-/* ------------------------------------------------------------ file format */
-
-void km_kernel_write(km_writer *w, const km_kernel *k)
-{
-    km_write_u32(w, (uint32_t)k->type);
-    km_write_f64(w, k->gamma);
-    km_write_f64(w, k->coef0);
-    km_write_u32(w, (uint32_t)k->degree);
-    km_write_u32(w, (uint32_t)k->n_parts);
-    km_write_u32(w, k->weights != NULL);
-    for (int i = 0; i < k->n_parts; i++)
-        km_kernel_write(w, &k->parts[i]);
-    if (k->weights)
-        km_write_f64s(w, k->weights, (size_t)k->n_parts);
-}
-
-km_status km_kernel_read(km_reader *r, km_kernel *k, int depth, km_error *err)
-{
-    km_kernel_init(k, KM_KERNEL_LINEAR);
-    k->type = (km_kernel_type)km_read_u32(r);
-    k->gamma = km_read_f64(r);
-    k->coef0 = km_read_f64(r);
-    k->degree = (int)km_read_u32(r);
-    uint32_t n_parts = km_read_u32(r);
-    uint32_t has_weights = km_read_u32(r);
-    if (r->failed || n_parts > KM_KERNEL_MAX_PARTS ||
-        depth > KM_KERNEL_MAX_DEPTH || has_weights > 1 ||
-        (has_weights && n_parts == 0))
-        return km_error_set(err, KM_ECORRUPT, "model file: bad kernel");
-    if (n_parts) {
-        k->parts = calloc(n_parts, sizeof *k->parts);
-        if (!k->parts)
-            return km_error_set(err, KM_ENOMEM, "out of memory reading kernel");
-        for (uint32_t i = 0; i < n_parts; i++) {
-            k->n_parts = (int)i + 1;
-            km_status st = km_kernel_read(r, &k->parts[i], depth + 1, err);
-            if (st != KM_OK)
-                return st;
-        }
-    }
-    if (has_weights) {
-        k->weights = km_read_f64s(r, n_parts);
-        if (!k->weights)
-            return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
-                                "model file: bad kernel weights");
-    }
-    if (depth == 0 && km_kernel_check(k, err) != KM_OK) {
-        char why[sizeof err->message];
-        snprintf(why, sizeof why, "%s", err ? err->message : "");
-        return km_error_set(err, KM_ECORRUPT, "model file: invalid kernel "
-                            "(%s)", why);
-    }
-    /* A fit resolves every default gamma (0) to a number > 0. */
-    if (!(k->gamma > 0))
-        return km_error_set(err, KM_ECORRUPT, "model file: kernel gamma %g is "
-                            "not resolved (a fitted kernel's gamma is > 0)",
-                            k->gamma);
-    return KM_OK;
-}

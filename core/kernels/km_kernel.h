@@ -56,6 +56,10 @@ typedef struct km_kernel {
     int n_parts;
     struct km_kernel *parts; /* n_parts kernels, owned */
     double *weights;         /* n_parts weights (sum only), owned */
+    int length;              /* string kernels: substring length k */
+    double lambda;           /* expdecay, subsequence: the decay */
+    int n_columns;           /* a numeric leaf on chosen columns of X: */
+    int *columns;            /* n_columns distinct indices, owned (0: all) */
 } km_kernel;
 
 /* Sets k to the type's defaults (degree 3, coef0 1 for polynomial, 0 for
@@ -72,15 +76,27 @@ km_status km_kernel_copy(km_kernel *dst, const km_kernel *src,
                          km_error *err) KM_MUST_CHECK;
 /* Checks types, ranges, part counts and nesting; names the bad field. */
 km_status km_kernel_check(const km_kernel *k, km_error *err) KM_MUST_CHECK;
-/* Replaces default (0) gammas by 1/n_features, recursively. */
+/* Checks X (n rows of d doubles) as k's input: KM_EINVAL naming what is
+ * wrong when a leaf's columns are not columns of X, a row is not a
+ * string row (strings), or (precomputed) a row's index is not its own
+ * (training: each row's index a training row's number, and the values
+ * among the rows symmetric to KM_PSD_SYM_TOL of their largest; not
+ * training: an index -1, a new row, or a training row's number). */
+km_status km_kernel_check_rows(const km_kernel *k, const double *X, size_t n,
+                               size_t d, int training,
+                               km_error *err) KM_MUST_CHECK;
+/* Replaces default (0) gammas by 1/n_features (a leaf on chosen columns:
+ * 1/their number), recursively. */
 void km_kernel_resolve(km_kernel *k, size_t n_features);
 /* What a kernel type is, from its row of the kernel table (km_kernel.c):
  * the API builds its parameter rules and the client its lists from it. */
 typedef enum {
-    KM_KFAMILY_INNER,    /* a function of <x,z> (and of |x|, |z|) */
-    KM_KFAMILY_L2,       /* a function of |x-z|_2 */
-    KM_KFAMILY_L1,       /* a function of |x-z|_1 */
-    KM_KFAMILY_COMPOSITE /* built from its parts */
+    KM_KFAMILY_INNER,      /* a function of <x,z> (and of |x|, |z|) */
+    KM_KFAMILY_L2,         /* a function of |x-z|_2 */
+    KM_KFAMILY_L1,         /* a function of |x-z|_1 */
+    KM_KFAMILY_COMPOSITE,  /* built from its parts */
+    KM_KFAMILY_STRING,     /* of two strings (km_strings.c) */
+    KM_KFAMILY_PRECOMPUTED /* given: X holds the values */
 } km_kernel_family;
 
 /* Parameters a kernel type takes (km_kernel_type_info's params). */
@@ -92,6 +108,9 @@ typedef enum {
 #define KM_KPARAM_SIGMA 0x20u   /* sigma, another way to give gamma:
                                    1/(2 sigma^2), the Gaussian's width
                                    (rbf) */
+#define KM_KPARAM_LENGTH 0x40u  /* length, 1 .. KM_STRING_MAX_K */
+#define KM_KPARAM_LAMBDA 0x80u  /* lambda, the decay */
+#define KM_KPARAM_COLUMNS 0x100u /* columns: the leaf's columns of X */
 
 typedef struct km_kernel_info {
     km_kernel_family family;
@@ -99,6 +118,10 @@ typedef struct km_kernel_info {
     int degree;              /* default degree (where it applies) */
     double coef0;            /* default coef0 (where it applies) */
     int min_parts, max_parts;/* 0, 0 unless KM_KPARAM_PARTS */
+    int length;              /* default length (where it applies) */
+    double lambda;           /* default lambda (where it applies) */
+    double lambda_min, lambda_max; /* lambda's range (where it applies) */
+    int lambda_min_open;     /* lambda_min itself excluded */
 } km_kernel_info;
 
 /* The row of type t (static); NULL for an invalid type. */
@@ -116,6 +139,77 @@ const km_kernel_info *km_kernel_type_info(km_kernel_type t);
 #define KM_KERNEL_CAP_RFF 0x01u
 #define KM_KERNEL_CAP_TUNE_GAMMA 0x02u
 #define KM_KERNEL_CAP_COMPOSITE 0x04u
+
+/*
+ * The inputs a kernel takes (its leaves' family says; a checked kernel's
+ * leaves agree):
+ *   VECTORS      rows of numbers
+ *   STRINGS      strings, as rows of d doubles (km_strings_pack): row[0]
+ *                the length L in bytes, row[1 + s] bytes 6s .. 6s + 5 as
+ *                a whole number below 2^48; a row holds at most
+ *                km_string_max_length(d) bytes
+ *   PRECOMPUTED  kernel values: at fit X is the n x n Gram, at predict
+ *                a row per new point of its kernel values against the n
+ *                training rows. Rows carry an index column in front
+ *                (km_precomputed_pack): a training row's own index
+ *                0 .. n-1, -1 for a new row; k(x, z) is x[1 + index z]
+ *                (or z[1 + index x]).
+ */
+typedef enum {
+    KM_INPUT_VECTORS,
+    KM_INPUT_STRINGS,
+    KM_INPUT_PRECOMPUTED,
+    KM_INPUT_COUNT
+} km_input_kind;
+
+/* "vectors", "strings", "precomputed". */
+extern const km_choices km_input_kind_choices;
+/* The input kind of type t (a composite: VECTORS; see km_kernel_input). */
+km_input_kind km_kernel_type_input(km_kernel_type t);
+/* The input kind of checked kernel k (a composite's is its leaves'). */
+km_input_kind km_kernel_input(const km_kernel *k);
+/* What a model of kernel k on rows of d doubles takes, as people count
+ * it: d features, km_string_max_length(d) bytes, or d - 1 kernel values
+ * (one per training row). */
+size_t km_kernel_input_width(const km_kernel *k, size_t d);
+/* Rows of d doubles for k's input of width w (the inverse). */
+size_t km_kernel_input_d(const km_kernel *k, size_t width);
+
+/* Caps of string inputs (400 beyond them). */
+#define KM_STRING_MAX_BYTES 65536 /* bytes of one string */
+#define KM_STRING_MAX_K 32        /* a string kernel's length */
+/* The most columns a leaf's columns lists. */
+#define KM_KERNEL_MAX_COLUMNS 4096
+/* What the string kernels' cache of training strings holds at most
+ * (km_strings.c) by default; a server sets its own share of its memory
+ * budget (and admits fits against the rest). */
+#define KM_STRING_CACHE_BYTES ((size_t)64 << 20)
+void km_set_string_cache_bytes(size_t bytes);
+size_t km_string_cache_bytes(void);
+/* What a fit's string sets hold beside its Gram: n rows of d doubles for
+ * kernel k (0 unless k takes strings). */
+size_t km_kernel_set_bytes(const km_kernel *k, size_t n, size_t d);
+
+/* A string model's max_length when a fit does not give one: twice its
+ * longest training string, at least 64, at most KM_STRING_MAX_BYTES. */
+size_t km_string_default_max(size_t longest);
+/* Rows of d doubles for strings of at most max_len bytes, and back. */
+size_t km_string_width(size_t max_len);
+size_t km_string_max_length(size_t d);
+/* Packs n strings (s[i], len[i] bytes) into X (n x d). KM_EINVAL naming
+ * X[i] when one is longer than km_string_max_length(d). */
+km_status km_strings_pack(const char *const *s, const size_t *len, size_t n,
+                          size_t d, double *X, km_error *err) KM_MUST_CHECK;
+/* 0 if row (d doubles) is a string row as km_strings_pack makes them. */
+int km_string_row_check(const double *row, size_t d);
+/* A string row's length; its bytes into out when it holds them (cap). */
+size_t km_string_row_bytes(const double *row, size_t d, unsigned char *out,
+                           size_t cap);
+/* Rows for a precomputed kernel: n rows of m kernel values G (n x m)
+ * into X (n x (m + 1)), each with its index in front: i when training
+ * (n == m, a Gram), -1 when not. */
+void km_precomputed_pack(const double *G, size_t n, size_t m, int training,
+                         double *X);
 
 /* KM_KERNEL_CAP_* flags of type t; 0 for an invalid type. */
 unsigned km_kernel_type_caps(km_kernel_type t);
@@ -180,6 +274,22 @@ double *km_sqnorms(const double *X, size_t n, size_t d);
 #define KM_PSD_SYM_TOL 1e-12
 
 /*
+ * What a fit says of its kernel's Gram on its training rows (the model's
+ * training figures "psd" and "min_eigenvalue", docs/api.md): a kernel
+ * that may be indefinite (km_kernel_maybe_indefinite) has the eigenvalues
+ * of its Gram computed on at most KM_PSD_FIT_ROWS rows (a seeded
+ * subsample beyond: about 0.1 s of dsyevd and 8 MB), and the 422 of an
+ * exact solve that fails its Cholesky names the smallest eigenvalue up to
+ * that many rows. A kernel PSD by construction costs nothing.
+ */
+#define KM_PSD_FIT_ROWS 1000
+/* 1 when k's Gram can have negative eigenvalues on some rows: sigmoid, a
+ * polynomial of coef0 < 0 (and degree > 0), or a sum, product or
+ * normalized kernel with such a part; 0 for the kernels positive
+ * semi-definite by construction. */
+int km_kernel_maybe_indefinite(const km_kernel *k);
+
+/*
  * What km_kernel_psd finds about the Gram matrix K of a kernel on rows:
  *   n_given, n    the rows given, and the rows used (n_given, or
  *                 KM_PSD_MAX_ROWS when it subsampled: subsampled = 1,
@@ -222,10 +332,12 @@ size_t km_kernel_psd_bytes(const km_kernel *k, size_t n, size_t d,
 
 /* What km_gram_cross (and km_gram_sym) hold beyond K while they compute
  * k on nx x nz rows: the rows' norms, and at each level of sums and
- * products a block of nx x nz values and the parts' self values. k NULL:
+ * products a block of nx x nz values and the parts' self values, and for
+ * string kernels the strings' k-mer lists (rows of d doubles). k NULL:
  * the most any kernel takes (KM_KERNEL_MAX_DEPTH levels), for admission
  * before a body's kernel is read. */
-size_t km_gram_work_bytes(const km_kernel *k, size_t nx, size_t nz);
+size_t km_gram_work_bytes(const km_kernel *k, size_t nx, size_t nz,
+                          size_t d);
 
 #ifdef __cplusplus
 }

@@ -82,6 +82,46 @@ km_status km_kernel_read(km_reader *r, km_kernel *k, int depth,
 km_status km_kernel_check_scale(const km_kernel *k, const double *X, size_t n,
                                 size_t d, km_error *err);
 
+/* The members a leaf's inputs bring: a string kernel's length and
+ * lambda in its type's range, a leaf's columns (distinct, in range, on a
+ * kernel of rows of numbers), precomputed only as the whole kernel
+ * (depth 0); path names it in messages (km_inputs.c). */
+km_status km_kernel_check_leaf(const km_kernel *k, const char *path,
+                               int depth, km_error *err);
+
+/* ------------------------------------------------------- precomputed */
+
+/* A precomputed kernel's value of rows x, z (d doubles, index in front):
+ * x's entry for z's index, or z's for x's; NAN between two new rows
+ * (km_inputs.c). */
+double km_precomputed_value(const double *x, const double *z, size_t d);
+/* Its block K[i*ldk + j] = value(X_i, Z_j); KM_EINVAL if a pair has none. */
+km_status km_precomputed_cross(const double *X, size_t nx, const double *Z,
+                               size_t nz, size_t d, double *K, size_t ldk,
+                               km_error *err);
+
+/* ------------------------------------------------------- strings */
+
+/* The string kernels (km_strings.c): leaf k (its family STRING) on X's
+ * nx rows against Z's nz (d doubles each) into K (rows of ldk); diag >= 0
+ * says X_i is Z_{i + diag}, and lower then computes only the columns
+ * j <= i + diag (a Gram's lower triangle). */
+km_status km_strings_cross(const km_kernel *k, const double *X, size_t nx,
+                           const double *Z, size_t nz, size_t d, double *K,
+                           size_t ldk, long diag, int lower, km_error *err);
+/* k(x, z) of one pair (NAN when out of memory). */
+double km_strings_eval(const km_kernel *k, const double *x, const double *z,
+                       size_t d);
+/* Makes and caches the sets of X's rows for k's string leaves, so that
+ * the blocks of a Gram, and the predicts against a model's rows, list
+ * their strings once. */
+void km_strings_prepare(const km_kernel *k, const double *X, size_t n,
+                        size_t d);
+/* What km_strings_cross holds for nx x nz rows of d doubles (k NULL:
+ * the most any string kernel holds). */
+size_t km_strings_work_bytes(const km_kernel *k, size_t nx, size_t nz,
+                             size_t d);
+
 /* ------------------------------------------------------- prediction */
 
 /*
@@ -105,16 +145,36 @@ km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
 
 /* km_sqnorms: km.h. */
 
+/* ------------------------------------------------------- PSD (km_psd.c) */
+
+/* n * DBL_EPSILON * top: how far below 0 an eigenvalue of an m x m Gram
+ * whose largest eigenvalue magnitude is top must be to count as negative
+ * beyond round-off (the PSD report's rule, and the fits'). */
+double km_psd_threshold(size_t m, double top);
+/* m of n row indices (m <= n), drawn without replacement by a partial
+ * Fisher-Yates shuffle of km_rng seeded seed, ascending, into idx: the PSD
+ * report's subsample. KM_ENOMEM (nothing set) out of memory. */
+km_status km_psd_subsample(size_t n, size_t m, uint64_t seed, size_t *idx);
+/* The eigenvalue figures of km_psd_report (min_eig, max_eig, threshold,
+ * n_negative; n = n_given = m; alpha 1) of k's Gram on all m rows of X
+ * (km_gram_sym, as a fit computes it), centred (H K H, H = I - 11^T/m:
+ * kpca's matrix) when centred. KM_EPROBLEM when K is not finite. */
+km_status km_kernel_psd_rows(const km_kernel *k, const double *X, size_t m,
+                             size_t d, int centred, km_psd_report *out,
+                             km_error *err) KM_MUST_CHECK;
+
 /*
- * After an exact solve found K + alpha I not positive definite (its
- * Cholesky factor has overwritten K, n x n): the Gram of X (n rows of d)
- * again into K, and the smallest eigenvalue of K + alpha I (LAPACK
- * dsyevr, that one only) appended to err's message, so that the 422 says
- * how far from positive definite the matrix is (kernels/km_psd.c). Best
- * effort: on any failure the message stays as it was.
+ * After an exact solve found scale K + shift I not positive definite: the
+ * smallest eigenvalue of scale k(X, X) + shift I (X: n rows of d; LAPACK
+ * dsyevr, that one only) appended to err's message as " (WHAT smallest
+ * eigenvalue is V)", so that the 422 says how far from positive definite
+ * the matrix is. K: an n x n buffer to use (the failed factor's), or
+ * NULL (allocated here). Only when n <= KM_PSD_FIT_ROWS. Best effort: on
+ * any failure the message stays as it was.
  */
 void km_kernel_note_min_eigenvalue(const km_kernel *k, const double *X,
-                                   size_t n, size_t d, double alpha,
-                                   double *K, km_error *err);
+                                   size_t n, size_t d, double scale,
+                                   double shift, double *K, const char *what,
+                                   km_error *err);
 
 #endif /* KM_KERNEL_INTERNAL_H */

@@ -31,7 +31,7 @@ size_t km_kernel_psd_bytes(const km_kernel *k, size_t n, size_t d,
                             (4 * (uint64_t)m + 8) * sizeof(double));
     b = km_add_sat(b, km_mul_sat(n, sizeof(size_t)));
     b = km_add_sat(b, km_mul_sat(km_mul_sat(m, d), sizeof(double)));
-    b = km_add_sat(b, km_gram_work_bytes(k, m, m));
+    b = km_add_sat(b, km_gram_work_bytes(k, m, m, d));
     return b > SIZE_MAX ? SIZE_MAX : (size_t)b;
 }
 
@@ -41,28 +41,37 @@ static int cmp_size(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* m of the n rows of X, drawn without replacement (a partial
- * Fisher-Yates shuffle by km_rng seeded seed) and kept in their order,
- * into a new m x d matrix; NULL on OOM. */
+km_status km_psd_subsample(size_t n, size_t m, uint64_t seed, size_t *idx)
+{
+    size_t *all = malloc(n * sizeof *all);
+    if (!all)
+        return KM_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        all[i] = i;
+    km_rng r = {seed};
+    for (size_t i = 0; i < m; i++) {
+        size_t j = i + km_rng_below(&r, n - i), t = all[i];
+        all[i] = all[j];
+        all[j] = t;
+    }
+    qsort(all, m, sizeof *all, cmp_size);
+    memcpy(idx, all, m * sizeof *idx);
+    free(all);
+    return KM_OK;
+}
+
+/* m of the n rows of X (km_psd_subsample) into a new m x d matrix; NULL
+ * on OOM. */
 static double *subsample(const double *X, size_t n, size_t d, size_t m,
                          uint64_t seed)
 {
-    size_t *idx = malloc(n * sizeof *idx);
+    size_t *idx = malloc(m * sizeof *idx);
     double *S = malloc(m * d * sizeof *S);
-    if (!idx || !S) {
+    if (!idx || !S || km_psd_subsample(n, m, seed, idx) != KM_OK) {
         free(idx);
         free(S);
         return NULL;
     }
-    for (size_t i = 0; i < n; i++)
-        idx[i] = i;
-    km_rng r = {seed};
-    for (size_t i = 0; i < m; i++) {
-        size_t j = i + km_rng_below(&r, n - i), t = idx[i];
-        idx[i] = idx[j];
-        idx[j] = t;
-    }
-    qsort(idx, m, sizeof *idx, cmp_size);
     for (size_t i = 0; i < m; i++)
         memcpy(S + i * d, X + idx[i] * d, d * sizeof *S);
     free(idx);
@@ -89,6 +98,11 @@ static double symmetrise(double *K, size_t m)
     return top > 0 ? diff / top : 0;
 }
 
+double km_psd_threshold(size_t m, double top)
+{
+    return (double)m * DBL_EPSILON * top;
+}
+
 /* The figures of the report from the m eigenvalues w (ascending). */
 static void figures(const double *w, size_t m, km_psd_report *out)
 {
@@ -96,7 +110,7 @@ static void figures(const double *w, size_t m, km_psd_report *out)
     out->min_eig = w[0];
     out->max_eig = w[m - 1];
     double big = fmax(fabs(w[0]), fabs(w[m - 1]));
-    out->threshold = (double)m * DBL_EPSILON * big;
+    out->threshold = km_psd_threshold(m, big);
     double lo = INFINITY, hi = 0, eff = 0;
     out->n_negative = 0;
     for (size_t i = 0; i < m; i++) {
@@ -109,6 +123,33 @@ static void figures(const double *w, size_t m, km_psd_report *out)
     }
     out->condition = lo > 0 ? hi / lo : INFINITY;
     out->effective_dim = eff;
+}
+
+/* The m eigenvalues of K (m x m, its lower triangle; destroyed) into w,
+ * ascending (LAPACK dsyevd, eigenvalues only). */
+static km_status eigenvalues(double *K, size_t m, double *w, km_error *err)
+{
+    lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'L',
+                                     (lapack_int)m, K, (lapack_int)m, w);
+    if (info != 0)
+        return km_error_set(err, info > 0 ? KM_ENOCONV : KM_EINTERNAL,
+                            "dsyevd failed (info %d)", (int)info);
+    return KM_OK;
+}
+
+/* KM_EPROBLEM unless the m x m K is finite (all of it when full, else
+ * its lower triangle). */
+static km_status check_finite(const double *K, size_t m, int full,
+                              km_error *err)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < (full ? m : i + 1); j++)
+            if (!isfinite(K[i * m + j]))
+                return km_error_set(err, KM_EPROBLEM, "the Gram matrix has "
+                                    "values that are not finite numbers "
+                                    "(overflow); use a smaller gamma, "
+                                    "degree or scale of X");
+    return KM_OK;
 }
 
 km_status km_kernel_psd(const km_kernel *k, const double *X, size_t n,
@@ -142,22 +183,12 @@ km_status km_kernel_psd(const km_kernel *k, const double *X, size_t n,
     st = km_gram_cross(k, R, m, R, m, d, K, m, err);
     if (st != KM_OK)
         goto done;
-    for (size_t i = 0; i < m * m; i++)
-        if (!isfinite(K[i])) {
-            st = km_error_set(err, KM_EPROBLEM, "the Gram matrix has values "
-                              "that are not finite numbers (overflow); use "
-                              "a smaller gamma, degree or scale of X");
-            goto done;
-        }
+    if ((st = check_finite(K, m, 1, err)) != KM_OK)
+        goto done;
     out->asymmetry = symmetrise(K, m);
     out->symmetric = out->asymmetry <= KM_PSD_SYM_TOL;
-    lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'L',
-                                     (lapack_int)m, K, (lapack_int)m, w);
-    if (info != 0) {
-        st = km_error_set(err, info > 0 ? KM_ENOCONV : KM_EINTERNAL,
-                          "dsyevd failed (info %d)", (int)info);
+    if ((st = eigenvalues(K, m, w, err)) != KM_OK)
         goto done;
-    }
     figures(w, m, out);
 done:
     free(S);
@@ -166,25 +197,108 @@ done:
     return st;
 }
 
-void km_kernel_note_min_eigenvalue(const km_kernel *k, const double *X,
-                                   size_t n, size_t d, double alpha,
-                                   double *K, km_error *err)
+/* ------------------------------------------------------------ fits */
+
+int km_kernel_maybe_indefinite(const km_kernel *k)
 {
-    km_error scratch;
-    if (km_gram_sym(k, X, n, d, K, 0, &scratch) != KM_OK)
+    switch (k->type) {
+    case KM_KERNEL_SIGMOID:
+    case KM_KERNEL_PRECOMPUTED: /* a user's matrix */
+        return 1;
+    case KM_KERNEL_POLYNOMIAL: /* (gamma t + c)^p, gamma > 0 */
+        return k->coef0 < 0 && k->degree > 0;
+    case KM_KERNEL_SUM:        /* weights >= 0 */
+    case KM_KERNEL_PRODUCT:    /* Schur's product theorem */
+    case KM_KERNEL_NORMALIZED: /* D^-1/2 K D^-1/2 */
+        for (int p = 0; p < k->n_parts; p++)
+            if (km_kernel_maybe_indefinite(&k->parts[p]))
+                return 1;
+        return 0;
+    default: /* linear, exponential (a power series of <x,z> with
+              * positive terms), the shift-invariant ones (positive
+              * spectral densities: Bochner) and the string kernels
+              * (inner products of feature counts) */
+        return 0;
+    }
+}
+
+/* K (m x m, lower triangle) := H K H, H = I - 11^T/m. */
+static void centre(double *K, size_t m)
+{
+    double *r = calloc(m, sizeof *r), g = 0;
+    if (!r)
         return;
-    for (size_t i = 0; i < n; i++)
-        K[i * n + i] += alpha;
-    double *w = malloc(n * sizeof *w);
-    lapack_int found = 0;
-    /* row-major lower triangle == column-major upper: no transposed copy */
-    lapack_int info = w ? LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'N', 'I', 'U',
-                                         (lapack_int)n, K, (lapack_int)n, 0,
-                                         0, 1, 1, 0.0, &found, w, NULL, 1,
-                                         NULL) : -1;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j <= i; j++) {
+            r[i] += K[i * m + j];
+            if (j < i)
+                r[j] += K[i * m + j];
+        }
+    for (size_t i = 0; i < m; i++) {
+        r[i] /= (double)m;
+        g += r[i];
+    }
+    g /= (double)m;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j <= i; j++)
+            K[i * m + j] += g - r[i] - r[j];
+    free(r);
+}
+
+km_status km_kernel_psd_rows(const km_kernel *k, const double *X, size_t m,
+                             size_t d, int centred, km_psd_report *out,
+                             km_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->n_given = out->n = m;
+    out->alpha = 1;
+    out->symmetric = 1;
+    if (m == 0)
+        return km_error_set(err, KM_EINVAL, "no rows");
+    double *K = malloc(m * m * sizeof *K), *w = malloc(m * sizeof *w);
+    km_status st = !K || !w ? km_error_set(err, KM_ENOMEM, "out of memory "
+                                           "for the %zu x %zu Gram matrix",
+                                           m, m)
+                            : km_gram_sym(k, X, m, d, K, 0, err);
+    if (st == KM_OK)
+        st = check_finite(K, m, 0, err);
+    if (st == KM_OK && centred)
+        centre(K, m);
+    if (st == KM_OK && (st = eigenvalues(K, m, w, err)) == KM_OK)
+        figures(w, m, out);
+    free(K);
+    free(w);
+    return st;
+}
+
+void km_kernel_note_min_eigenvalue(const km_kernel *k, const double *X,
+                                   size_t n, size_t d, double scale,
+                                   double shift, double *K, const char *what,
+                                   km_error *err)
+{
+    if (n > KM_PSD_FIT_ROWS)
+        return;
+    double *own = K ? NULL : malloc(n * n * sizeof *own);
+    double *A = K ? K : own, *w = malloc(n * sizeof *w);
+    km_error scratch;
+    lapack_int found = 0, info = -1;
+    if (A && w && km_gram_sym(k, X, n, d, A, 0, &scratch) == KM_OK &&
+        check_finite(A, n, 0, &scratch) == KM_OK) {
+        for (size_t i = 0; i < n; i++) {
+            for (size_t j = 0; j <= i; j++)
+                A[i * n + j] *= scale;
+            A[i * n + i] += shift;
+        }
+        /* row-major lower triangle == column-major upper: no transposed
+         * copy */
+        info = LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'N', 'I', 'U', (lapack_int)n,
+                              A, (lapack_int)n, 0, 0, 1, 1, 0.0, &found, w,
+                              NULL, 1, NULL);
+    }
     size_t len = strlen(err->message);
     if (info == 0 && found == 1 && len < sizeof err->message)
         snprintf(err->message + len, sizeof err->message - len,
-                 " (its smallest eigenvalue is %.6g)", w[0]);
+                 " (%s smallest eigenvalue is %.6g)", what, w[0]);
+    free(own);
     free(w);
 }

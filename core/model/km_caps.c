@@ -82,7 +82,33 @@ km_status km_algorithm_check_kernel(km_algorithm a, const void *params,
                                     const km_kernel *k, km_error *err)
 {
     const km_algo *al = km_algo_of(a);
-    return al && al->check_kernel ? al->check_kernel(params, k, err) : KM_OK;
+    if (!al)
+        return KM_OK;
+    km_input_kind in = km_kernel_input(k);
+    if (!km_algorithm_takes_input(a, in, params))
+        return km_error_set(err, KM_EINVAL, "%s does not take a %s kernel "
+                            "(inputs: %s)%s", km_algorithm_name(a),
+                            km_kernel_type_name(k->type),
+                            km_choice_name(&km_input_kind_choices, in),
+                            in == KM_INPUT_PRECOMPUTED
+                            ? ": its answers need k(x, x) of new rows, which "
+                              "precomputed values against the training rows "
+                              "do not give"
+                            : ": what it learns of X beyond the kernel needs "
+                              "rows of numbers");
+    return al->check_kernel ? al->check_kernel(params, k, err) : KM_OK;
+}
+
+int km_algorithm_takes_input(km_algorithm a, km_input_kind in,
+                             const void *params)
+{
+    const km_algo *al = km_algo_of(a);
+    if (!al || (unsigned)in >= KM_INPUT_COUNT)
+        return 0;
+    if (in == KM_INPUT_PRECOMPUTED && al->self_of_new)
+        return 0;
+    return in == KM_INPUT_VECTORS || !params || !al->vectors_only ||
+           !al->vectors_only(params);
 }
 
 unsigned km_algorithm_search_caps(km_algorithm a)

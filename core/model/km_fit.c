@@ -2,7 +2,8 @@
  * km_fit.c - what every fit does before and after its own work: the one
  * prologue (validation in one order with one set of size limits, the
  * kernel copied and resolved, the clock started) and the one epilogue
- * (the model built around the algorithm's payload, with its "seconds").
+ * (the model built around the algorithm's payload, with its "seconds"),
+ * and the training figures of a kernel found not PSD on the rows.
  *
  * Validation order, the same for every algorithm: the kernel; X (and y)
  * not empty; the algorithm's parameters (its descriptor's check, which
@@ -11,6 +12,7 @@
  *
  * Thread-safety: reentrant; the memory budget is one atomic value.
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -87,7 +89,8 @@ km_status km_fit_validate(km_algorithm a, const km_kernel *kernel,
     km_status st;
     if (!al)
         return km_error_set(err, KM_EINVAL, "unknown algorithm %d", (int)a);
-    if ((st = km_kernel_check(kernel, err)) != KM_OK)
+    if ((st = km_kernel_check(kernel, err)) != KM_OK ||
+        (st = km_algorithm_check_kernel(a, params, kernel, err)) != KM_OK)
         return st;
     if (pb->n == 0 || pb->d == 0 || (pb->y && pb->m == 0))
         return km_error_set(err, KM_EINVAL, "%s must have at least one row "
@@ -120,6 +123,9 @@ km_status km_fit_begin(km_fit_frame *f, km_algorithm a, const km_kernel *kernel,
         return st;
     }
     km_kernel_resolve(&f->k, pb->d);
+    if ((st = km_kernel_check_rows(&f->k, pb->X, pb->n, pb->d, 1, err)) !=
+        KM_OK)
+        return st;
     return km_kernel_check_scale(&f->k, pb->X, pb->n, pb->d, err);
 }
 
@@ -144,4 +150,23 @@ km_status km_fit_model(km_fit_frame *f, size_t n_features, size_t n_samples,
 void km_fit_cleanup(km_fit_frame *f)
 {
     km_kernel_cleanup(&f->k);
+}
+
+/* ------------------------------------------------------------ PSD */
+
+km_status km_fit_note_psd(km_model *m, double min_eig, double max_eig,
+                          size_t rows, size_t n, km_error *err)
+{
+    double top = fmax(fabs(min_eig), fabs(max_eig));
+    if (!(min_eig < -km_psd_threshold(rows, top)))
+        return KM_OK;
+    km_info *ti = km_model_training_mut(m);
+    int whole = rows >= n;
+    if (km_info_add1(ti, "psd", KM_INFO_BOOLEAN, 0) ||
+        km_info_add1(ti, whole ? "min_eigenvalue" : "min_eigenvalue_at_most",
+                     KM_INFO_NUMBER, min_eig) ||
+        (!whole && km_info_add1(ti, "psd_rows", KM_INFO_INTEGER,
+                                (double)rows)))
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    return KM_OK;
 }

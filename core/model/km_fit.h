@@ -138,6 +138,12 @@ const char *km_algorithm_solver_name(km_algorithm a, size_t i);
 /* 1 if a's solver i fits with a kernel of type t (krr's rff: only the
  * kernels of KM_KERNEL_CAP_RFF); 0 if not or out of range. */
 int km_algorithm_solver_accepts(km_algorithm a, size_t i, km_kernel_type t);
+/* 1 if a takes kernels of input kind in (km_kernel.h) with params (NULL:
+ * with some params): gpr and kkmeans take no precomputed kernel (their
+ * answers need k(x, x) of new rows), kpca with fit_inverse_transform
+ * only rows of numbers. */
+int km_algorithm_takes_input(km_algorithm a, km_input_kind in,
+                             const void *params);
 
 /* KM_EINVAL naming params' solver and k's type when a's solver in params
  * does not take a kernel of k's type (km_algorithm_solver_accepts; krr's

@@ -214,6 +214,29 @@ static km_status check_labels(const char *const *labels, size_t n,
     return KM_OK;
 }
 
+km_status km_model_set_max_length(km_model *m, size_t max_length,
+                                  km_error *err)
+{
+    if (km_kernel_input(&m->kernel) != KM_INPUT_STRINGS ||
+        max_length > km_string_max_length(m->n_features) ||
+        km_info_find(&m->training, "max_length"))
+        return km_error_set(err, KM_EINVAL, "max_length %zu does not apply "
+                            "to this model", max_length);
+    if (km_info_add1(&m->training, "max_length", KM_INFO_INTEGER,
+                     (double)max_length) != KM_OK)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    return KM_OK;
+}
+
+size_t km_model_max_length(const km_model *m)
+{
+    size_t cap = km_string_max_length(m->n_features);
+    const km_info_entry *e = km_info_find(&m->training, "max_length");
+    if (e && e->count == 1 && e->values[0] >= 0 && e->values[0] <= (double)cap)
+        return (size_t)e->values[0];
+    return cap;
+}
+
 km_status km_model_set_labels(km_model *m, const char *const *labels,
                               size_t n, int numeric, km_error *err)
 {
@@ -336,7 +359,21 @@ km_status km_model_check_input(const km_model *m, const double *X, size_t n,
         return km_error_set(err, KM_EINVAL,
                             "X has %zu features; the model expects %zu", d,
                             m->n_features);
-    return km_check_matrix("X", X, n, d, err);
+    km_status st = km_check_matrix("X", X, n, d, err);
+    if (st == KM_OK)
+        st = km_kernel_check_rows(&m->kernel, X, n, d, 0, err);
+    if (st != KM_OK || km_kernel_input(&m->kernel) != KM_INPUT_STRINGS)
+        return st;
+    size_t cap = km_model_max_length(m);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = km_string_row_bytes(X + i * d, d, NULL, 0);
+        if (len > cap)
+            return km_error_set(err, KM_EINVAL, "X[%zu] has %zu bytes; this "
+                                "model takes strings of at most %zu bytes "
+                                "(its max_length, set at its fit)", i, len,
+                                cap);
+    }
+    return KM_OK;
 }
 
 /* ------------------------------------------------------------ search record */
@@ -854,6 +891,13 @@ static km_status read_records(km_reader *r, const file_header *h,
     km_status st = read_identity(r, m, err);
     if (st == KM_OK)
         st = km_kernel_read(r, &m->kernel, 0, err);
+    if (st == KM_OK &&
+        km_kernel_check_rows(&m->kernel, NULL, 0, m->n_features, 0, err) !=
+            KM_OK) {
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err ? err->message : "");
+        st = km_error_set(err, KM_ECORRUPT, "model file: %s", why);
+    }
     if (st == KM_OK)
         st = km_info_read(r, &m->params, figures, err);
     if (st == KM_OK)

@@ -67,6 +67,14 @@ typedef struct km_info {
     km_info_entry *entries;
 } km_info;
 
+/* A string model's max_length (bytes), as its fit was asked: kept as
+ * the training figure "max_length" (in the file); predicts of longer
+ * strings are KM_EINVAL. Without it a model takes what its rows hold
+ * (km_string_max_length of n_features). */
+km_status km_model_set_max_length(km_model *m, size_t max_length,
+                                  km_error *err) KM_MUST_CHECK;
+size_t km_model_max_length(const km_model *m);
+
 /*
  * Class labels of a classifier, in class-index order (sorted by the
  * caller: numbers ascending, strings by byte order). Kept as text; numeric

@@ -131,6 +131,7 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   (km_algo_search); NULL: nothing
  *   mpi             how it runs distributed (km_algo_mpi); NULL: it does
  *                   not (its params may hold pointers)
+ *   self_of_new, vectors_only: the inputs it takes (its fields' comments)
  *   coefs           lists the model's coefficient arrays (km_coef, views
  *                   of its payload in scikit-learn's names and layout)
  *                   into out (at most KM_COEF_MAX); returns their count;
@@ -241,12 +242,23 @@ typedef struct km_algo {
                        size_t *peak);
     km_target target;
     int check_targets;
+    /* the matrix whose eigenvalues the training figures "psd" and
+     * "min_eigenvalue" are of (km_fit_note_psd): 0 the Gram k(X, X), 1
+     * the centred H K H (kpca's eigenproblem) */
+    int psd_centred;
     const unsigned *solver_needs;
     km_status (*check_kernel)(const void *params, const km_kernel *k,
                               km_error *err);
     const km_algo_search *search;
     const km_algo_mpi *mpi;
     size_t (*coefs)(const km_model *m, km_coef *out);
+    /* 1 if its answers need k(x, x) of new rows (gpr's variances,
+     * kkmeans' distances): a precomputed kernel, which has no value
+     * between two new rows, cannot serve it */
+    int self_of_new;
+    /* 1 if it takes rows of numbers only, for what it learns of X beyond
+     * the kernel (kpca's inverse map, by check_kernel), or NULL */
+    int (*vectors_only)(const void *params);
 } km_algo;
 
 /* Views for coefs (km_coef.c): v row-major, rows x cols (cols 0: a
@@ -386,5 +398,17 @@ km_status km_fit_model(km_fit_frame *f, size_t n_features, size_t n_samples,
                        size_t n_outputs, void *payload, km_model **out,
                        km_error *err);
 void km_fit_cleanup(km_fit_frame *f);
+/*
+ * The training figures of a kernel found not PSD on the training rows,
+ * from the eigenvalues of its Gram on rows of the n training rows (rows
+ * == n: all of them; fewer: a subsample, whose smallest eigenvalue bounds
+ * the whole Gram's from above, by Cauchy's interlacing): when min_eig is
+ * below -km_psd_threshold(rows, max(|min_eig|, |max_eig|)), "psd": false
+ * and "min_eigenvalue" (all rows) or "min_eigenvalue_at_most" and
+ * "psd_rows" (a subsample); nothing otherwise. KM_ENOMEM: the model is
+ * the caller's to free.
+ */
+km_status km_fit_note_psd(km_model *m, double min_eig, double max_eig,
+                          size_t rows, size_t n, km_error *err) KM_MUST_CHECK;
 
 #endif /* KM_MODEL_INTERNAL_H */

@@ -1,15 +1,69 @@
 /*
  * km_train.c - the generic fit, km_fit: the preprocessing a fit asks for
  * (km_pre_fit), the algorithm's own fit through its descriptor, and the
- * training score of the fitted model on its training rows
+ * training figures of the fitted model: whether its kernel is PSD on the
+ * training rows (for a kernel that may not be) and its score on them
  * (km_training_score). It sits above the model, the preprocessing and the
  * scores, which it calls and which never call it.
  *
  * Thread-safety: reentrant.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "../base/km_base_internal.h"
 #include "../model/km_model_internal.h"
 #include "km_select_internal.h"
+
+/*
+ * The training figures of a kernel that is not PSD on the training rows
+ * (km_fit_note_psd), for a kernel that may be indefinite
+ * (km_kernel_maybe_indefinite; any other costs nothing here) and a model
+ * whose fit has not said it already (kpca's dense solver): the
+ * eigenvalues of its Gram (centred for the algorithms whose descriptor
+ * says psd_centred) on the rows the algorithm saw (scaled by the model's
+ * preprocessing), all of them up to KM_PSD_FIT_ROWS, else the seeded
+ * subsample of the PSD report (seed 0). Best effort: a Gram that cannot
+ * be formed or decomposed adds nothing; out of memory for the figures is
+ * KM_ENOMEM.
+ */
+static km_status psd_figures(km_model *m, const km_problem *pb,
+                             km_error *err)
+{
+    const km_kernel *k = km_model_kernel(m);
+    if (!km_kernel_maybe_indefinite(k) ||
+        km_info_find(km_model_training(m), "psd"))
+        return KM_OK;
+    size_t n = pb->n, d = pb->d;
+    size_t rows = n < KM_PSD_FIT_ROWS ? n : KM_PSD_FIT_ROWS;
+    const km_pre_stats *ps = km_model_pre(m);
+    int scaled = ps->spec.x != KM_SCALE_NONE;
+    double *S = rows < n || scaled ? malloc(rows * d * sizeof *S) : NULL;
+    size_t *idx = rows < n ? malloc(rows * sizeof *idx) : NULL;
+    km_error scratch;
+    km_psd_report r;
+    km_status st = KM_ENOMEM;
+    if ((rows < n || scaled) && !S)
+        goto out;
+    if (rows < n) {
+        if (!idx || km_psd_subsample(n, rows, 0, idx) != KM_OK)
+            goto out;
+        for (size_t i = 0; i < rows; i++)
+            memcpy(S + i * d, pb->X + idx[i] * d, d * sizeof *S);
+    }
+    if (scaled && km_pre_transform(ps, rows < n ? S : pb->X, rows, d, 0, S,
+                                   &scratch) != KM_OK)
+        goto out;
+    const km_algo *al = km_algo_of(km_model_algorithm(m));
+    st = km_kernel_psd_rows(k, S ? S : pb->X, rows, d, al && al->psd_centred,
+                            &r, &scratch);
+out:
+    free(S);
+    free(idx);
+    if (st != KM_OK) /* nothing learnt, nothing said */
+        return KM_OK;
+    return km_fit_note_psd(m, r.min_eig, r.max_eig, rows, n, err);
+}
 
 km_status km_fit_inner(km_algorithm a, const km_kernel *k,
                        const void *params, const km_preprocess *pre,
@@ -23,7 +77,8 @@ km_status km_fit_inner(km_algorithm a, const km_kernel *k,
                        ? km_pre_fit(a, k, params, pre, pb, ctl, out, err)
                        : al->fit(k, params, pb, ctl, out, err);
     if (st == KM_OK && figures &&
-        (st = km_training_score(*out, pb, err)) != KM_OK) {
+        ((st = psd_figures(*out, pb, err)) != KM_OK ||
+         (st = km_training_score(*out, pb, err)) != KM_OK)) {
         km_model_free(*out);
         *out = NULL;
     }

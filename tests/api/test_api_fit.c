@@ -123,7 +123,7 @@ START_TEST(errors_name_the_field)
         {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
          "\"y\":[1],\"extra\":1}",
          "extra is not a known field; expected one of: algorithm, kernel, "
-         "params, preprocess, X, y, search, async, distributed"},
+         "params, preprocess, X, y, search, async, distributed, max_length"},
         {"{\"algorithm\":\"krr\",\"kernel\":{\"type\":\"rbf\"},\"X\":[[1]],"
          "\"y\":[1],\"preprocess\":\"standardize\"}",
          "preprocess must be an object, not a string"},

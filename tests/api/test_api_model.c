@@ -54,10 +54,12 @@ START_TEST(kernels_in)
         {"[]", "kernel must be an object, not an array"},
         {"{}", "kernel.type is required: one of linear, polynomial, rbf, "
                "laplacian, sigmoid, sum, product, laplacian_l2, exponential, "
-               "normalized"},
+               "normalized, spectrum, boundrange, expdecay, subsequence, "
+               "precomputed"},
         {"{\"type\":\"cosine\"}", "kernel.type \"cosine\" is not a known "
                "kernel; expected one of linear, polynomial, rbf, laplacian, "
-               "sigmoid, sum, product, laplacian_l2, exponential, normalized"},
+               "sigmoid, sum, product, laplacian_l2, exponential, normalized, "
+               "spectrum, boundrange, expdecay, subsequence, precomputed"},
         {"{\"type\":\"rbf\",\"degree\":2}", "kernel.degree does not apply to a "
                "rbf kernel"},
         {"{\"type\":\"linear\",\"gamma\":2}", "kernel.gamma does not apply to a "
@@ -66,7 +68,7 @@ START_TEST(kernels_in)
                "number > 0"},
         {"{\"type\":\"rbf\",\"gama\":1}", "kernel.gama is not a known field; "
                "expected one of: type, gamma, sigma, degree, coef0, kernels, "
-               "weights"},
+               "weights, length, lambda, columns"},
         {"{\"type\":\"sum\",\"kernels\":[]}", "kernel.kernels must be an array "
                "of 1 to 16 kernels"},
         {"{\"type\":\"sum\",\"kernels\":[{\"type\":\"rbf\"}],\"weights\":[1,2]}",

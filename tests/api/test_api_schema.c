@@ -499,12 +499,14 @@ END_TEST
 
 START_TEST(name_lists_come_from_core)
 {
-    char buf[128];
+    char buf[256];
     api_name_list(buf, sizeof buf, api_algorithm_name, KM_ALGO_COUNT);
     ck_assert_str_eq(buf, "krr, svc, svr, kpca, gpr, kkmeans, klr");
     api_name_list(buf, sizeof buf, api_kernel_type_name, KM_KERNEL_TYPE_COUNT);
     ck_assert_str_eq(buf, "linear, polynomial, rbf, laplacian, sigmoid, sum, "
-                          "product, laplacian_l2, exponential, normalized");
+                          "product, laplacian_l2, exponential, normalized, "
+                          "spectrum, boundrange, expdecay, subsequence, "
+                          "precomputed");
     for (int a = 0; a < KM_ALGO_COUNT; a++) { /* every entry filled */
         const km_param_set *s = km_algorithm_params((km_algorithm)a);
         ck_assert_msg(s->rows != NULL, "%s has no params schema",

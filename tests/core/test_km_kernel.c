@@ -10,6 +10,7 @@
 #include "../check_main.h"
 #include "km.h"
 #include "base/km_base_internal.h"
+#include "kernels/km_kernel_internal.h"
 
 static const double x3[3] = {1.0, -2.0, 0.5};
 static const double z3[3] = {0.5, 1.0, -1.5};
@@ -517,18 +518,18 @@ START_TEST(new_kernels_table_and_checks)
 {
     const km_kernel_info *i = km_kernel_type_info(KM_KERNEL_LAPLACIAN_L2);
     ck_assert_int_eq(i->family, KM_KFAMILY_L2);
-    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA);
+    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA | KM_KPARAM_COLUMNS);
     i = km_kernel_type_info(KM_KERNEL_EXPONENTIAL);
     ck_assert_int_eq(i->family, KM_KFAMILY_INNER);
-    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA);
+    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA | KM_KPARAM_COLUMNS);
     i = km_kernel_type_info(KM_KERNEL_NORMALIZED);
     ck_assert_int_eq(i->family, KM_KFAMILY_COMPOSITE);
     ck_assert_uint_eq(i->params, KM_KPARAM_PARTS);
     ck_assert_int_eq(i->min_parts, 1);
     ck_assert_int_eq(i->max_parts, 1);
     i = km_kernel_type_info(KM_KERNEL_POLYNOMIAL);
-    ck_assert_uint_eq(i->params,
-                      KM_KPARAM_GAMMA | KM_KPARAM_DEGREE | KM_KPARAM_COEF0);
+    ck_assert_uint_eq(i->params, KM_KPARAM_GAMMA | KM_KPARAM_DEGREE |
+                                     KM_KPARAM_COEF0 | KM_KPARAM_COLUMNS);
     ck_assert_double_eq(i->coef0, 1.0);
     ck_assert_ptr_null(km_kernel_type_info(KM_KERNEL_TYPE_COUNT));
     /* the stored ids of km_maps.h */
@@ -620,10 +621,10 @@ START_TEST(psd_report)
      * (cross_composite), a leaf only norms; NULL bounds any kernel */
     km_kernel sum;
     make_sum(&sum, 1.0, 1.0);
-    ck_assert(km_gram_work_bytes(&sum, 20, 30) >= 20 * 30 * 8);
-    ck_assert(km_gram_work_bytes(&k, 20, 30) < 20 * 30 * 8);
-    ck_assert(km_gram_work_bytes(NULL, 20, 30) >=
-              km_gram_work_bytes(&sum, 20, 30));
+    ck_assert(km_gram_work_bytes(&sum, 20, 30, 1) >= 20 * 30 * 8);
+    ck_assert(km_gram_work_bytes(&k, 20, 30, 1) < 20 * 30 * 8);
+    ck_assert(km_gram_work_bytes(NULL, 20, 30, 1) >=
+              km_gram_work_bytes(&sum, 20, 30, 1));
     ck_assert(km_kernel_psd_bytes(&sum, 50, 1, 20) >
               km_kernel_psd_bytes(&k, 50, 1, 20));
     km_kernel_cleanup(&sum);
@@ -632,6 +633,63 @@ START_TEST(psd_report)
     ck_assert_int_eq(km_kernel_psd(&k, Z, 50, 1, 0, 7, 20, &r, &err), KM_EINVAL);
     Z[3] = NAN;
     ck_assert_int_ne(km_kernel_psd(&k, Z, 50, 1, 1, 7, 20, &r, &err), KM_OK);
+}
+END_TEST
+
+/* What a fit says of its kernel: which kernels may be indefinite (by
+ * construction, the others are PSD), and the eigenvalues of a Gram on all
+ * its rows, plain and centred, against the closed forms of 2 x 2. */
+START_TEST(psd_fit_rows)
+{
+    km_kernel k;
+    km_error err;
+    km_psd_report r;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 0);
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 0);
+    km_kernel_init(&k, KM_KERNEL_POLYNOMIAL);
+    k.coef0 = 1;
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 0);
+    k.coef0 = -1;
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 1);
+    k.degree = 0; /* (.)^0 = 1 */
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 0);
+    km_kernel sum;
+    make_sum(&sum, 1.0, 1.0); /* rbf + linear */
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&sum), 0);
+    km_kernel_init(&sum.parts[1], KM_KERNEL_SIGMOID);
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&sum), 1);
+    km_kernel_cleanup(&sum);
+
+    /* sigmoid(gamma 1) on 1 and 2: K = [[a, b], [b, c]]; centred, H K H
+     * = (a + c - 2b)/2 v v^T with v = (1, -1)/sqrt 2, eigenvalues 0 and
+     * (a + c - 2b)/2 < 0 */
+    km_kernel_init(&k, KM_KERNEL_SIGMOID);
+    k.gamma = 1;
+    ck_assert_int_eq(km_kernel_maybe_indefinite(&k), 1);
+    const double Y[2] = {1, 2};
+    double a = tanh(1), b = tanh(2), c = tanh(4);
+    double mid = (a + c) / 2, rad = sqrt((a - c) * (a - c) / 4 + b * b);
+    ck_assert_int_eq(km_kernel_psd_rows(&k, Y, 2, 1, 0, &r, &err), KM_OK);
+    ck_assert_uint_eq(r.n, 2);
+    ck_assert_double_eq_tol(r.min_eig, mid - rad, 1e-14);
+    ck_assert_double_eq_tol(r.max_eig, mid + rad, 1e-14);
+    ck_assert_uint_eq(r.n_negative, 1);
+    ck_assert_int_eq(km_kernel_psd_rows(&k, Y, 2, 1, 1, &r, &err), KM_OK);
+    ck_assert_double_eq_tol(r.min_eig, (a + c - 2 * b) / 2, 1e-14);
+    ck_assert_double_eq_tol(r.max_eig, 0, 1e-14);
+    ck_assert_double_eq(km_psd_threshold(2, 4), 2 * DBL_EPSILON * 4);
+
+    /* the subsample of the PSD report: m ascending distinct rows, the
+     * same for the same seed */
+    size_t i1[20], i2[20];
+    ck_assert_int_eq(km_psd_subsample(50, 20, 7, i1), KM_OK);
+    ck_assert_int_eq(km_psd_subsample(50, 20, 7, i2), KM_OK);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_uint_eq(i1[i], i2[i]);
+        ck_assert(i1[i] < 50 && (i == 0 || i1[i] > i1[i - 1]));
+    }
 }
 END_TEST
 
@@ -653,6 +711,7 @@ static Suite *kernel_suite(void)
     tcase_add_test(tc, new_kernels_against_numpy);
     tcase_add_test(tc, new_kernels_table_and_checks);
     tcase_add_test(tc, psd_report);
+    tcase_add_test(tc, psd_fit_rows);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -22,6 +22,18 @@ scikit-learn's attributes on the parity data sets of the other runners.
 - kkmeans: labels_ are the clusters predict gives the training rows.
 - nystrom (krr, svc, kpca, gpr, klr) and rff (krr): their centres (or
   random_weights_ and random_offset_) and coefficients in that space.
+- LIBSVM imports (svm-train's files: three and four classes in a label
+  order that is not ascending, two classes either way round, with and
+  without -b 1, and epsilon-SVR): every array equals the file's support
+  vectors, coefficients, rho and probA/probB rearranged by the
+  definition into scikit-learn's layout (libsvm_expected), exactly, and
+  no other array is answered; decision values from the arrays equal
+  LIBSVM's svm_predict's; probA_/probB_ give predict's probabilities.
+- preprocessed fits (svc standardize, krr minmax with center_y, krr
+  center_y alone): input_space "scaled" and preprocess (x_shift,
+  x_scale, y_mean) as numpy computes them; the arrays equal SVC's and
+  KernelRidge's fitted on the rows scaled so; a model without
+  preprocessing answers neither member.
 For every model, the answers recomputed in numpy from the coefficients
 alone (X_fit_, centres or frequencies and coefficients; the kernel in
 the metadata) equal the daemon's predict (values, decision_function,
@@ -37,12 +49,14 @@ current one the same as the unpinned route, a pruned or missing version is
 lists answers 200 with arrays; a missing model 404; POST 405; with
 tokens, no token 401 and a read token 200.
 
-Needs numpy and scikit-learn. Usage, from the project root:
+Needs numpy, scikit-learn, svm-train and python3-libsvm. Usage, from the
+project root:
     /usr/bin/python3 tests/integration/coefficients.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -58,6 +72,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run  # noqa: E402
 import klr as klr_runner  # noqa: E402  (read_model: klr's model file)
+import interchange as ich  # noqa: E402  (LIBSVM's files: make, train, parse)
+import svmutil  # noqa: E402  (python3-libsvm: LIBSVM's own decision values)
 
 check = run.check
 PRED_TOL = 1e-9   # recomputed answers against predict
@@ -364,6 +380,195 @@ def kkmeans_cases(d):
 
 # ------------------------------------------------------------- the route
 
+# ------------------------------------------------- LIBSVM import, preprocessing
+
+def libsvm_expected(text):
+    """The arrays of scikit-learn's layout an imported LIBSVM model file
+    must answer, from the file by the definition: classes in ascending
+    label order, each class's SV lines in file order (support_ their line
+    numbers); a SV's coefficient for LIBSVM's pair of its class i and o
+    (whose value is positive for the first of the two in LIBSVM's order)
+    moves to the column of o's rank among the others, negated when the
+    two classes come the other way round in ascending order;
+    intercept_ -rho (+rho for a swapped pair); probB negated for a swapped
+    pair, probA kept; two classes: dual_coef_ and intercept_ negated
+    (scikit-learn's sign)."""
+    head, sv = ich.parse_model(text)
+    d = max((max(f) for _, f in sv if f), default=1)
+    S = np.zeros((len(sv), d))
+    for s_, (_, feats) in enumerate(sv):
+        for j, v in feats.items():
+            S[s_, j - 1] = v
+    C = np.array([c for c, _ in sv]).reshape(len(sv), -1)
+    rho = np.array([float(v) for v in head["rho"]])
+    if head["svm_type"][0] == "epsilon_svr":
+        return {"support_": np.arange(len(sv)), "support_vectors_": S,
+                "dual_coef_": C.T, "intercept_": -rho}
+    labels = [int(v) for v in head["label"]]
+    k = len(labels)
+    rank = [sorted(labels).index(v) for v in labels]
+    nsv = [int(v) for v in head["nr_sv"]]
+    start = np.concatenate([[0], np.cumsum(nsv)]).astype(int)
+    lpair = {}
+    for i in range(k):
+        for j in range(i + 1, k):
+            lpair[(i, j)] = len(lpair)
+    order = [labels.index(c) for c in sorted(labels)]  # LIBSVM class of each rank
+    rows = [s_ for i in order for s_ in range(start[i], start[i + 1])]
+    D = np.zeros((k - 1, len(sv)))
+    for r, s_ in enumerate(rows):
+        i = next(c for c in range(k) if start[c] <= s_ < start[c + 1])
+        for j in range(k - 1):
+            o = j if j < i else j + 1
+            a, b = rank[i], rank[o]
+            D[b if b < a else b - 1, r] = -C[s_, j] if (i < o) != (a < b) else C[s_, j]
+    out = {"support_": np.array(rows), "support_vectors_": S[rows],
+           "n_support_": np.array([nsv[i] for i in order])}
+    b_, pa, pb = [], [], []
+    for a in range(k):
+        for b in range(a + 1, k):
+            i, j = order[a], order[b]
+            q = lpair[(min(i, j), max(i, j))]
+            swapped = i > j
+            b_.append(rho[q] if swapped else -rho[q])
+            if "probA" in head:
+                pa.append(float(head["probA"][q]))
+                pb.append(-float(head["probB"][q]) if swapped else float(head["probB"][q]))
+    sign = -1.0 if k == 2 else 1.0
+    out["dual_coef_"], out["intercept_"] = sign * D, sign * np.array(b_)
+    if pa:
+        out["probA_"], out["probB_"] = np.array(pa), np.array(pb)
+    return out
+
+
+def import_cases(d):
+    """Models imported from svm-train's files answer the file's support
+    vectors, coefficients, intercepts and Platt parameters in
+    scikit-learn's layout (libsvm_expected), exactly; the decision values
+    recomputed from the answer equal LIBSVM's own (python3-libsvm's
+    svm_predict) to 1e-9, and a binary model's probabilities from
+    probA_ and probB_ equal predict's."""
+    rng = random.Random(26)
+    tmp = tempfile.mkdtemp(prefix="kmserve-coefimp-")
+    cases = (("imp3", [3, 1, 2], ["-b", "1"]), ("imp52", [5, 2], ["-b", "1"]),
+             ("imp2", [-1, 1], []), ("imp4", [2, 9, 4, 7], []), ("impr", None, []))
+    for case, labels, extra in cases:
+        X, y = ich.make_rows(rng, 90, 5, labels or [0])
+        if labels is None:
+            y = [round(sum(r[:3]) + rng.gauss(0, 0.1), 6) for r in X]
+        T, _ = ich.make_rows(rng, 30, 5, labels or [0])
+        train = os.path.join(tmp, f"{case}.train")
+        ich.write_sparse(train, X, y)
+        mfile = os.path.join(tmp, f"{case}.model")
+        opts = ["-s", "0" if labels else "3", "-t", "2", "-g", "0.4", "-c", "2"] + extra
+        text = ich.svm_train(tmp, train, mfile, opts)
+        r = ich.import_text(d, case, text, query="?format=libsvm&n_features=5")
+        check(r.status == 201, f"{case}: LIBSVM import 201", r)
+        a, c = coefs(d, case)
+        want = libsvm_expected(text)
+        for name, w in want.items():
+            g = c.get(name)
+            check(g is not None and g.shape == w.shape and np.array_equal(g, w),
+                  f"{case}: {name} is the file's, in scikit-learn's layout", (name, g, w))
+        check(set(c) == set(want), f"{case}: no other arrays", sorted(c))
+        lib = svmutil.svm_load_model(mfile)
+        _, _, ldec = svmutil.svm_predict([0] * len(T), ich.libsvm_rows(T), lib, "-q")
+        # svm-train writes the gamma it used (0.4 as a float: 0.40000000596...)
+        Kt = rbf(T, c["support_vectors_"], float(ich.parse_model(text)[0]["gamma"][0]))
+        if labels is None:
+            got = Kt @ c["dual_coef_"][0] + c["intercept_"][0]
+            e = rel(got, np.array(ldec)[:, 0])
+        elif len(labels) == 2:
+            got = Kt @ c["dual_coef_"][0] + c["intercept_"][0]
+            e = rel(-got[:, None], ich.to_kmserve(np.array(ldec), lib.get_labels()))
+        else:
+            got = svm_pairs_decision(c, Kt, len(labels))
+            e = rel(got, ich.to_kmserve(np.array(ldec), lib.get_labels()))
+        check(e <= PRED_TOL, f"{case}: decision values from the coefficients equal "
+              f"LIBSVM's (max rel {e:.2g})", e)
+        if labels and len(labels) == 2 and "probA_" in c:
+            f = -got  # LIBSVM's pair value, positive for the first class
+            p0 = 1 / (1 + np.exp(c["probA_"][0] * f + c["probB_"][0]))
+            kp = predict(d, case, T, "probability")
+            same_answer(case, p0, kp[:, 0], "P(first class) by probA_, probB_")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def preprocess_cases(d):
+    """A preprocessed model's arrays are of the scaled problem: the answer
+    says input_space "scaled" and carries preprocess (x_shift, x_scale as
+    numpy's mean and population std, or minmax's centre and half range;
+    y_mean), and its arrays equal scikit-learn's fitted on the rows scaled
+    so (SVC: support_, n_support_; dual_coef_ and intercept_ to the SMO
+    tolerance; KernelRidge on y - mean(y): dual_coef_ to 1e-6); predict
+    on raw rows equals the coefficients applied to the scaled rows, plus
+    y_mean. A model without preprocessing has neither member."""
+    Xr, yr = run.load_csv("breast_cancer.csv")
+    X, T = np.array(Xr[:400]), np.array(Xr[400:])
+    yc = [int(float(v)) for v in yr[:400]]
+    fit(d, "pre-svc", {"algorithm": "svc", "kernel": {"type": "rbf", "gamma": 0.05},
+                       "params": {"C": 1.0, "tol": 1e-6}, "X": X.tolist(), "y": yc,
+                       "preprocess": {"scale": "standardize"}})
+    a, c = coefs(d, "pre-svc")
+    pre = a.get("preprocess") or {}
+    mu, sd = X.mean(0), X.std(0)
+    check(a.get("input_space") == "scaled" and pre.get("scale") == "standardize" and
+          rel(pre.get("x_shift", []), mu, 1e-300) <= 1e-12 and
+          rel(pre.get("x_scale", []), sd, 1e-300) <= 1e-12,
+          "svc standardize: input_space scaled, x_shift and x_scale numpy's mean and std", a)
+    Xs = (X - np.array(pre.get("x_shift", mu))) / np.array(pre.get("x_scale", sd))
+    ref = SVC(C=1.0, gamma=0.05, tol=1e-6).fit(Xs, yc)
+    check(np.array_equal(c["support_"], ref.support_) and
+          np.array_equal(c["n_support_"], ref.n_support_) and
+          np.array_equal(c["support_vectors_"], Xs[c["support_"].astype(int)]),
+          "svc standardize: support_ as SVC's on the scaled rows, support_vectors_ "
+          "the scaled rows", (c["n_support_"], ref.n_support_))
+    if c["dual_coef_"].shape == ref.dual_coef_.shape:
+        e = np.max(np.abs(c["dual_coef_"] - ref.dual_coef_))
+        ei = np.max(np.abs(c["intercept_"] - ref.intercept_))
+        check(e <= SMO_TOL and ei <= SMO_TOL, f"svc standardize: dual_coef_ and "
+              f"intercept_ equal SVC's on the scaled rows (off by {e:.2g}, {ei:.2g})")
+    Ts = (T - np.array(pre.get("x_shift", mu))) / np.array(pre.get("x_scale", sd))
+    same_answer("pre-svc", rbf(Ts, c["support_vectors_"], 0.05) @ c["dual_coef_"][0] +
+                c["intercept_"][0], predict(d, "pre-svc", T, "decision_function"),
+                "decision_function on the scaled rows")
+    # krr: minmax to [-1, 1] and center_y
+    y = X[:, 0] / 10
+    Xk, Tk = X[:, 1:], T[:, 1:]
+    fit(d, "pre-krr", {"algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.1},
+                       "params": {"alpha": 0.5}, "X": Xk.tolist(), "y": y.tolist(),
+                       "preprocess": {"scale": "minmax", "center_y": True}})
+    a, c = coefs(d, "pre-krr")
+    pre = a.get("preprocess") or {}
+    lo, hi = Xk.min(0), Xk.max(0)
+    check(a.get("input_space") == "scaled" and pre.get("scale") == "minmax" and
+          pre.get("center_y") is True and
+          rel(pre.get("x_shift", []), lo + (hi - lo) / 2) <= 1e-12 and
+          rel(pre.get("x_scale", []), (hi - lo) / 2) <= 1e-12 and
+          rel(pre.get("y_mean", []), [y.mean()]) <= 1e-12,
+          "krr minmax, center_y: x_shift, x_scale the centre and half range, y_mean", a)
+    sh, sc = np.array(pre.get("x_shift", lo)), np.array(pre.get("x_scale", hi - lo))
+    Xs, Ts = (Xk - sh) / sc, (Tk - sh) / sc
+    ref = KernelRidge(alpha=0.5, kernel="rbf", gamma=0.1).fit(Xs, y - y.mean()).dual_coef_
+    e = rel(c["dual_coef_"].ravel(), ref)
+    check(e <= REL_TOL and np.array_equal(c["X_fit_"], Xs),
+          f"krr minmax: X_fit_ the scaled rows, dual_coef_ KernelRidge's on them and "
+          f"y - mean(y) (max rel {e:.2g})", e)
+    same_answer("pre-krr", rbf(Ts, c["X_fit_"], 0.1) @ c["dual_coef_"][:, 0] +
+                pre.get("y_mean", [0])[0], predict(d, "pre-krr", Tk), "values + y_mean")
+    # center_y alone: preprocess said, the rows as sent
+    fit(d, "pre-cy", {"algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.1},
+                      "params": {"alpha": 0.5}, "X": Xs.tolist(), "y": y.tolist(),
+                      "preprocess": {"center_y": True}})
+    a, _ = coefs(d, "pre-cy")
+    check("input_space" not in a and (a.get("preprocess") or {}).get("center_y") is True and
+          (a.get("preprocess") or {}).get("scale") == "none",
+          "krr center_y only: preprocess with y_mean, no input_space", a)
+    a, _ = coefs(d, "krr")
+    check("input_space" not in a and "preprocess" not in a,
+          "a model without preprocessing: neither member (answers unchanged)", a)
+
+
 def paging(d):
     full = d.req("GET", "/v1/models/svc-multi/coefficients").json()
     total = full["total_rows"]
@@ -487,6 +692,8 @@ def main():
         gpr_cases(d)
         klr_cases(d, bc)
         kkmeans_cases(d)
+        import_cases(d)
+        preprocess_cases(d)
         paging(d)
         every_algorithm(d)
         versions(args.server)

@@ -13,7 +13,15 @@ memory budget) answered 400 or 413 with a message naming the field or
 the cap. A krr fit of the non-PSD sigmoid: its 422 carries the smallest
 eigenvalue of K + alpha I, as numpy's; a kpca dense fit of it has the
 training figures min_eigenvalue (numpy's of the centred Gram) and psd
-false, one of rbf neither.
+false, one of rbf neither. Every algorithm of GET /v1 fitted with a
+sigmoid that is mildly indefinite on the rows: psd false and
+min_eigenvalue as numpy's eigvalsh of the Gram (kpca: centred) to 1e-8
+relative, also for other solvers (kpca randomized, krr nystrom), a sum
+with a sigmoid part and standardized rows; with rbf none of those
+figures; beyond 1000 rows the seeded subsample's min_eigenvalue_at_most
+and psd_rows; gpr's and klr's 422 on a failed Cholesky carry the
+smallest eigenvalue; gpr nystrom's variance says the shift (kmm_shift)
+an indefinite K_mm of its centres needed, and none with rbf.
 Usage, from the project root:
     python3 tests/integration/kernels_check.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -123,6 +131,123 @@ def splitmix_subsample(n, m, seed):
     return sorted(idx[:m])
 
 
+# What a fit of each algorithm needs beyond its defaults here (the
+# algorithms themselves are GET /v1's): gpr's default noise (1e-10) would
+# fail its Cholesky on an indefinite kernel; kkmeans has no default k.
+FIT_PARAMS = {"gpr": {"noise": 1.0}, "kkmeans": {"n_clusters": 2, "n_init": 1},
+              "kpca": {"n_components": 2}}
+# A sigmoid indefinite on the seeded X of main, mildly (smallest eigenvalue
+# about -0.32 of a largest about 28), so that every fit succeeds.
+MILD = ({"type": "sigmoid", "gamma": 0.05, "coef0": 0.5}, lambda X, Z: k_sig(X, Z, 0.05, 0.5))
+PSD_KEYS = ("psd", "min_eigenvalue", "min_eigenvalue_at_most", "psd_rows")
+
+
+def fit_training(d, name, algo, target, kernel, X, params=None, extra=None):
+    """Fits algo (y from X by its target) and answers (status, training)."""
+    body = {"algorithm": algo, "kernel": kernel, "X": X.tolist(),
+            "params": dict(FIT_PARAMS.get(algo, {}), **(params or {}))}
+    if target == "values":
+        body["y"] = X[:, 0].tolist()
+    elif target == "classes":
+        body["y"] = (X[:, 0] > 0).astype(int).tolist()
+    body.update(extra or {})
+    r = d.req("POST", f"/v1/models/{name}/fit", body)
+    return r, ((r.json() or {}).get("model") or {}).get("training", {})
+
+
+def fits_psd_figures(d, X, rng):
+    """Every algorithm's fit of a kernel that is not PSD on its rows says
+    so: training psd false and min_eigenvalue as numpy's eigvalsh of the
+    Gram (kpca: of the centred Gram) to 1e-8 relative; an rbf fit adds
+    none of those figures. Beyond 1000 rows: the PSD report's seeded
+    subsample (seed 0) of 1000 rows, its smallest eigenvalue as
+    min_eigenvalue_at_most (at least the whole Gram's: Cauchy's
+    interlacing). A preprocessed fit: the Gram of the scaled rows. gpr's
+    and klr's 422 on a failed Cholesky carry the smallest eigenvalue."""
+    caps = d.req("GET", "/v1").json()["capabilities"]["algorithms"]
+    kern, f = MILD
+    n = len(X)
+    K = f(X, X)
+    H = np.eye(n) - 1.0 / n
+    s, sc = np.linalg.eigvalsh(K), np.linalg.eigvalsh(H @ K @ H)
+    check(s[0] < -1e-3 * s[-1], "the mild sigmoid is indefinite on X", s[0])
+
+    for a in caps:
+        algo, target = a["name"], a["target"]
+        r, t = fit_training(d, f"psd-{algo}", algo, target, kern, X)
+        w = sc[0] if algo == "kpca" else s[0]  # kpca's matrix is the centred Gram
+        check(r.status == 201 and t.get("psd") is False and
+              abs(t.get("min_eigenvalue", 0) - w) <= 1e-8 * abs(w) and
+              "psd_rows" not in t and "min_eigenvalue_at_most" not in t,
+              f"{algo} on a mild sigmoid: psd false, min_eigenvalue {w:.10g} as numpy's", (r, t))
+        r, t = fit_training(d, f"rbf-{algo}", algo, target, CASES["rbf"][0], X)
+        check(r.status == 201 and not any(k in t for k in PSD_KEYS),
+              f"{algo} on rbf: no PSD figures (unchanged)", (r, t))
+    # other solvers, the generic figures: kpca randomized (centred), krr
+    # nystrom; a sum with a sigmoid part
+    for name, algo, params, w in (
+            ("kp-rand", "kpca", {"eigen_solver": "randomized"}, sc[0]),
+            ("krr-nys", "krr", {"solver": "nystrom", "n_centres": 20}, s[0])):
+        r, t = fit_training(d, name, algo, "none" if algo == "kpca" else "values",
+                            kern, X, params)
+        check(r.status == 201 and t.get("psd") is False and
+              abs(t.get("min_eigenvalue", 0) - w) <= 1e-8 * abs(w),
+              f"{name}: psd false, min_eigenvalue {w:.10g}", (r, t))
+    summ = {"type": "sum", "kernels": [{"type": "rbf", "gamma": 0.3}, kern],
+            "weights": [0.1, 1.0]}
+    w = np.linalg.eigvalsh(0.1 * k_rbf(X, X, 0.3) + K)[0]
+    r, t = fit_training(d, "sum-svc", "svc", "classes", summ, X)
+    check(w < -0.1 and r.status == 201 and t.get("psd") is False and
+          abs(t.get("min_eigenvalue", 0) - w) <= 1e-8 * abs(w),
+          f"svc on 0.1 rbf + sigmoid: psd false, min_eigenvalue {w:.10g}", (r, t))
+    # gpr nystrom's variance factors K_mm: with an indefinite K_mm, the
+    # shift of its diagonal that made it factor is said (kmm_shift), one
+    # of the ladder 1e-13 m mean(diag) 1000^t (t = 0 .. 4) above
+    # -min eigenvalue; none with rbf
+    for kname, kk, kf in (("sigmoid", kern, f), ("rbf",) + CASES["rbf"]):
+        r, t = fit_training(d, f"gnys-{kname}", "gpr", "values", kk, X,
+                            {"solver": "nystrom", "n_centres": 20, "variance": True})
+        Z = np.array(((d.req("GET", f"/v1/models/gnys-{kname}/coefficients").json() or {})
+                      .get("coefficients", {}).get("centres_", {}).get("values", [[0.0] * 3])))
+        Kz = kf(Z, Z)
+        wz = np.linalg.eigvalsh(Kz)[0]
+        ladder = [1e-13 * len(Z) * np.trace(Kz) / len(Z) * 1000.0 ** i for i in range(5)]
+        want = next((v for v in ladder if v > -wz * 1.01), None) if wz < 0 else None
+        got = t.get("kmm_shift")
+        check(r.status == 201 and len(Z) == 20 and
+              (got is None if want is None else abs(got - want) <= 1e-12 * want),
+              f"gpr nystrom variance, {kname}: kmm_shift {want} (K_mm's smallest "
+              f"eigenvalue {wz:.3g})", (r, t))
+    # preprocessed: the Gram of the rows the algorithm saw
+    Xs = (X - X.mean(0)) / X.std(0)
+    w = np.linalg.eigvalsh(f(Xs, Xs))[0]
+    r, t = fit_training(d, "pre-svc", "svc", "classes", kern, X,
+                        extra={"preprocess": {"scale": "standardize"}})
+    check(r.status == 201 and t.get("psd") is False and
+          abs(t.get("min_eigenvalue", 0) - w) <= 1e-8 * abs(w),
+          f"svc standardized: min_eigenvalue {w:.10g} of the scaled rows' Gram", (r, t))
+    # beyond 1000 rows: the seeded subsample
+    B = rng.normal(size=(1100, 3))
+    S = B[splitmix_subsample(1100, 1000, 0)]
+    ws, wb = np.linalg.eigvalsh(f(S, S))[0], np.linalg.eigvalsh(f(B, B))[0]
+    r, t = fit_training(d, "big-kkm", "kkmeans", "none", kern, B)
+    check(r.status == 201 and t.get("psd") is False and t.get("psd_rows") == 1000 and
+          "min_eigenvalue" not in t and
+          abs(t.get("min_eigenvalue_at_most", 0) - ws) <= 1e-8 * abs(ws) and ws >= wb,
+          f"kkmeans on 1100 rows: psd false on the subsample of 1000, at most {ws:.6g}", (r, t))
+    # a failed Cholesky's 422 names the smallest eigenvalue
+    kern, f = CASES["sigmoid"]
+    w = np.linalg.eigvalsh(f(X, X))[0]
+    for algo, params, want, words in (("gpr", {"noise": 0.01}, w + 0.01, "its"),
+                                      ("klr", {}, w, "K's")):
+        target = "values" if algo == "gpr" else "classes"
+        r, _ = fit_training(d, f"fail-{algo}", algo, target, kern, X, params)
+        m = err(r).rsplit(f"{words} smallest eigenvalue is ", 1)
+        check(r.status == 422 and len(m) == 2 and
+              abs(float(m[1].rstrip(")")) - want) <= 1e-5 * abs(want),
+              f"{algo} on a sigmoid: 422 with the smallest eigenvalue ({want:.6g})", r)
+
+
 def err(r):
     return ((r.json() or {}).get("error") or {}).get("message", "")
 
@@ -194,6 +319,8 @@ def main():
             else:
                 check(r.status == 201 and "psd" not in t and "min_eigenvalue" not in t,
                       f"kpca dense on {case}: no PSD figures (unchanged)", t)
+        fits_psd_figures(d, X, rng)
+
         # default gamma: 1 / n_features, shown resolved
         r = d.req("POST", "/v1/kernels/gram", {"kernel": {"type": "rbf"}, "X": Z.tolist()})
         K = np.array((r.json() or {}).get("K", []))
