@@ -21,7 +21,8 @@
                r-cran-kernlab; make deps-bench), the strings read from a
                file before the clock starts; system.time's elapsed
                seconds, for the first block's rows and for all n. kernlab
-               takes about 80 us a pair here: some 17 minutes at n = 5000.
+               takes about 70 us a pair here: 15 minutes at n = 5000, most
+               of the script's 20.
     "agree": kernlab's matrix (written by R as doubles) against kmserve's,
     the largest absolute difference: the values are whole numbers, so 0.
 (b) svc. data/words.csv (6000 words labelled by language, six classes;
