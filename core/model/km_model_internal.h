@@ -267,6 +267,13 @@ typedef struct km_algo {
  * n_SV x (k-1)), paged over its columns. */
 km_coef km_coef_f64(const char *name, const double *v, size_t rows,
                     size_t cols, int paged);
+/* The view of n training rows X (n x d doubles, as the model keeps them)
+ * as m's kernel takes its input (km_model.h's km_coef): rows of
+ * numbers, strings, or kernel values without their index column; paged.
+ * support: the rows are an svc's or svr's support vectors, which a
+ * precomputed model answers as scikit-learn does, shape 0 x 0. */
+km_coef km_coef_input_rows(const km_model *m, const char *name,
+                           const double *X, size_t n, size_t d, int support);
 km_coef km_coef_i32(const char *name, const int *v, size_t rows, int paged);
 km_coef km_coef_transposed(km_coef c);
 
