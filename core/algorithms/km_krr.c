@@ -1146,7 +1146,8 @@ static size_t krr_coefs(const km_model *m, km_coef *out)
         return 3;
     }
     int nys = km_info_find(km_model_params(m), "n_centres") != NULL;
-    out[0] = km_coef_input_rows(m, nys ? "centres_" : "X_fit_", p->X, n, d, 0);
+    out[0] = km_coef_input_rows(m, nys ? "centres_" : "X_fit_", p->X, n, d,
+                                nys ? KM_COEF_ROWS_CENTRES : KM_COEF_ROWS_ALL);
     out[1] = km_coef_f64("dual_coef_", p->coef, n, q, 1);
     return 2;
 }

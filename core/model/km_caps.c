@@ -90,7 +90,7 @@ km_status km_algorithm_check_kernel(km_algorithm a, const void *params,
                             "(inputs: %s)%s", km_algorithm_name(a),
                             km_kernel_type_name(k->type),
                             km_choice_name(&km_input_kind_choices, in),
-                            in == KM_INPUT_PRECOMPUTED
+                            in == KM_INPUT_PRECOMPUTED && al->self_of_new
                             ? ": its answers need k(x, x) of new rows, which "
                               "precomputed values against the training rows "
                               "do not give"

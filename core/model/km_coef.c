@@ -7,11 +7,26 @@
  */
 #include "km_model_internal.h"
 
+/* Rows a precomputed model keeps only some of (its centres) are known by
+ * their index column: the view of that column, after the rows'. */
+static size_t add_indices(km_coef *out, size_t n)
+{
+    for (size_t a = 0; a < n && n < KM_COEF_MAX; a++)
+        if (out[a].indexed) {
+            km_coef c = km_coef_f64("centre_indices_", out[a].f64 - 1,
+                                    out[a].shape[0], 0, 1);
+            c.integer = 1;
+            c.stride[0] = out[a].stride[0];
+            out[n++] = c;
+        }
+    return n;
+}
+
 size_t km_model_coefs(const km_model *m, km_coef *out)
 {
     const km_algo *a = m ? km_algo_of(km_model_algorithm(m)) : NULL;
     size_t n = a && a->coefs ? a->coefs(m, out) : 0;
-    return n < KM_COEF_MAX ? n : KM_COEF_MAX;
+    return add_indices(out, n < KM_COEF_MAX ? n : KM_COEF_MAX);
 }
 
 double km_coef_at(const km_coef *c, size_t i, size_t j)
@@ -51,7 +66,7 @@ km_coef km_coef_f64(const char *name, const double *v, size_t rows,
 }
 
 km_coef km_coef_input_rows(const km_model *m, const char *name,
-                           const double *X, size_t n, size_t d, int support)
+                           const double *X, size_t n, size_t d, int which)
 {
     km_coef c;
     switch (km_kernel_input(km_model_kernel(m))) {
@@ -61,13 +76,14 @@ km_coef km_coef_input_rows(const km_model *m, const char *name,
         c.stride[0] = d;
         return c;
     case KM_INPUT_PRECOMPUTED:
-        if (support) {
+        if (which == KM_COEF_ROWS_SUPPORT) {
             c = km_coef_f64(name, X, 0, 1, 0);
             c.shape[1] = 0;
             return c;
         }
         c = km_coef_f64(name, X ? X + 1 : NULL, n, d ? d - 1 : 0, 1);
         c.stride[0] = d;
+        c.indexed = which == KM_COEF_ROWS_CENTRES;
         return c;
     default:
         return km_coef_f64(name, X, n, d, 1);
