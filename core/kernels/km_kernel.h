@@ -183,7 +183,7 @@ size_t km_kernel_input_d(const km_kernel *k, size_t width);
 /* What the string kernels' cache of training strings holds at most
  * (km_strings.c) by default; a server sets its own share of its memory
  * budget (and admits fits against the rest). */
-#define KM_STRING_CACHE_BYTES ((size_t)64 << 20)
+#define KM_STRING_CACHE_BYTES ((size_t)256 << 20)
 void km_set_string_cache_bytes(size_t bytes);
 size_t km_string_cache_bytes(void);
 /* What a fit's string sets hold beside its Gram: n rows of d doubles for
