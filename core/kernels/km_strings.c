@@ -687,6 +687,14 @@ void km_set_string_cache_bytes(size_t bytes)
     pthread_mutex_unlock(&cache_lock);
 }
 
+size_t km_string_cache_held(void)
+{
+    pthread_mutex_lock(&cache_lock);
+    size_t b = cache_bytes;
+    pthread_mutex_unlock(&cache_lock);
+    return b;
+}
+
 size_t km_string_cache_bytes(void)
 {
     pthread_mutex_lock(&cache_lock);
