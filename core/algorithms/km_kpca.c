@@ -691,9 +691,11 @@ static km_status nys_covariance(const kpca_nys *s, kpca_payload *p,
     /* C = T^-T Gc T^-1, in place (upper triangle) */
     lapack_int info = LAPACKE_dsygst(LAPACK_COL_MAJOR, 1, 'U', (lapack_int)m,
                                      G, (lapack_int)m, T, (lapack_int)m);
-    if (info != 0)
-        return km_error_set(err, KM_EINTERNAL, "dsygst failed (info %d)",
-                            (int)info);
+    if (info != 0) /* LAPACKE's NaN check: T or Gc overflowed */
+        return km_error_set(err, KM_EPROBLEM, "the centres' covariance is "
+                            "not finite in double precision (the kernel "
+                            "values of X overflow; dsygst info %d): rescale "
+                            "X", (int)info);
     *trace = 0;
     for (size_t j = 0; j < m; j++)
         *trace += G[j * m + j];
