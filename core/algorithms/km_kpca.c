@@ -1170,10 +1170,8 @@ _Static_assert(sizeof(km_kpca_solver) == sizeof(int),
 static const km_param_set param_set = {kpca_rows, sizeof(km_kpca_params),
                                         params_default};
 
-static int inverse_needs_vectors(const void *params) /* a map to X */
-{
-    return ((const km_kpca_params *)params)->fit_inverse_transform;
-}
+static int inverse_needs_vectors(const void *p) /* a map to X */
+{ return ((const km_kpca_params *)p)->fit_inverse_transform; }
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
     .psd_centred = 1,
