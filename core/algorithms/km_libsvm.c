@@ -12,16 +12,17 @@
  * ascending), or for kernel_type precomputed the one pair "0:i", i the
  * support vector's training row numbered from 1 (LIBSVM's README,
  * "Precomputed Kernels": a row is "0:i 1:K(xi,x1) ... L:K(xi,xL)"; the
- * file does not hold L, which the caller gives). LIBSVM's kernels and parameterisation are kmserve's
- * (gamma, coef0, degree: docs/model-format.md), and its one-vs-one
+ * file does not hold L, which the caller gives). LIBSVM's kernels and
+ * parameterisation are kmserve's (gamma, coef0, degree:
+ * docs/model-format.md), and its one-vs-one
  * layout is the one km_svm.c keeps, up to the order of the classes:
  * LIBSVM numbers them in the order of the label line (first seen in
  * training), kmserve in ascending label order. Reading maps LIBSVM's
  * class i to kmserve's rank[i]; a pair whose two classes swap order
  * changes sign (coefficients, rho and probB negated: the decision value
  * of the pair (b, a) is minus that of (a, b), and P(b) = 1 - P(a) is the
- * sigmoid with A kept and B negated). Writing needs no map: kmserve's
- * order is a valid label order.
+ * sigmoid with A kept and B negated). Writing (km_libsvm_write.c)
+ * needs no map: kmserve's order is a valid label order.
  *
  * Everything in a file is hostile. A read checks every line for
  * printable ASCII and its length, every count against the bounds below
@@ -558,14 +559,15 @@ static km_status sv_precomputed(const parsed *p, span l, size_t s,
                                 const char *field, const sv_sink *o,
                                 size_t *max_index, km_error *err)
 {
-    span t;
+    span t = {NULL, 0, 0};
     long row;
     size_t top = p->width ? p->width : KM_MODEL_MAX_FEATURES - 1;
     if (!next_token(&l, &t) || t.n < 2 || memcmp(t.p, "0:", 2))
         return bad(err, l.line, field, "a precomputed model's SV line ends "
                    "with 0:i, i the support vector's training row numbered "
-                   "from 1; found %s'%.*s'", t.n ? "" : "nothing ",
-                   (int)(t.n < 40 ? t.n : 40), t.n ? t.p : "");
+                   "from 1; found %s%.*s%s", t.n ? "'" : "nothing",
+                   (int)(t.n < 40 ? t.n : 40), t.n ? t.p : "",
+                   t.n ? "'" : "");
     if (parse_integer(t.p + 2, t.n - 2, 1, (long)top, &row))
         return bad(err, l.line, field, "0:%.*s is not a training row number "
                    "from 1 to %zu%s", (int)(t.n - 2 < 40 ? t.n - 2 : 40),

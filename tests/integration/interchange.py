@@ -653,6 +653,9 @@ PRE_HOSTILE = [
     ("a fraction", PRE_GOOD.replace("0:3", "0:2.5"), "&n_training=4", "0:2.5 is not a training row number"),
     ("no 0:i", PRE_GOOD.replace("0.5 0:3", "0.5 1:3"), "&n_training=4",
      "line 10, SV 2: a precomputed model's SV line ends with 0:i"),
+    ("no pair", PRE_GOOD.replace("0.5 0:3", "0.5"), "&n_training=4",
+     "line 10, SV 2: a precomputed model's SV line ends with 0:i, i the support vector's "
+     "training row numbered from 1; found nothing"),
     ("n_training 0", PRE_GOOD, "&n_training=0", "n_training must be an integer from 1 to 16777215"),
 ]
 
