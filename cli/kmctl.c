@@ -192,8 +192,8 @@ static const struct command {
      "terminal (plain lines otherwise); Ctrl-C offers to cancel the job.\n"
      "\nexamples:\n  kmctl fit cancer --algorithm svc --kernel rbf --gamma 0.5 --C 10 "
      "cancer.csv\n"
-     "  kmctl fit news news.csv --target label --algorithm svc --kernel spectrum "
-     "--length 3\n"},
+     "  kmctl fit news news.csv --target label --algorithm svc \\\n"
+     "      --kernel spectrum --length 3\n"},
     {"search", F_SEARCH, 2, cmd_search, "search NAME DATA.csv --algorithm ALG "
      "--kernel TYPE --grid NAME=V1,V2,... [--cv K|loo|gcv] [options]",
      "choose parameters by cross-validation, then fit the best",
