@@ -4,12 +4,16 @@
  * algorithm. The answer:
  *   {"model": {"name", "version"}, "algorithm", "total_rows", "offset",
  *    "limit", "rows", ["next_offset"], ["input_space", "preprocess"],
- *    "coefficients": {NAME: {"shape": [...], "dtype": "float64"|"int64",
- *                            "paged_axis": 0|1|null, "values": ...}}}
+ *    "coefficients": {NAME: {"shape": [...], "dtype": "float64"|"int64"|
+ *                            "string", "paged_axis": 0|1|null,
+ *                            "values": ...}}}
  * A preprocessed model's arrays are of the scaled problem its algorithm
  * saw: input_space "scaled" (with a scale) and its preprocess (as the
  * metadata's) say so and carry the shift, scale and y_mean.
- * values is a vector or a list of rows (row-major, as numpy); a paged
+ * values is a vector or a list of rows (row-major, as numpy), or a
+ * string model's training strings (dtype "string": its rows decoded,
+ * core's km_string_row_bytes; a page counts each as its row's doubles,
+ * so a page of strings is bounded as one of numbers); a paged
  * array holds only the page's entries along its paged axis (rows
  * [offset, offset + rows) of total_rows). Numbers as predict writes them
  * (exact doubles).
@@ -47,6 +51,23 @@ static int parse_count(const char *s, const char *name, size_t min,
     return 0;
 }
 
+/* Entry i of a string array: the bytes of its string row, as a JSON
+ * string (bytes that are not UTF-8 as U+FFFD, api_json_escape). */
+static void write_string(api_text *t, const km_coef *c, size_t i)
+{
+    const double *row = c->f64 + i * c->stride[0];
+    size_t len = km_string_row_bytes(row, c->stride[0], NULL, 0);
+    unsigned char *buf = malloc(len + 1);
+    if (!buf) {
+        t->failed = 1;
+        return;
+    }
+    km_string_row_bytes(row, c->stride[0], buf, len);
+    buf[len] = '\0';
+    api_text_string(t, (const char *)buf);
+    free(buf);
+}
+
 static void write_value(api_text *t, const km_coef *c, size_t i, size_t j)
 {
     double v = km_coef_at(c, i, j);
@@ -72,14 +93,19 @@ static void write_array(api_text *t, const km_coef *c, size_t lo, size_t hi)
         api_text_raw(t, ",");
         api_text_uint(t, c->shape[1]);
     }
-    api_text_raw(t, c->integer ? "],\"dtype\":\"int64\",\"paged_axis\":"
-                               : "],\"dtype\":\"float64\",\"paged_axis\":");
+    api_text_raw(t, c->string    ? "],\"dtype\":\"string\",\"paged_axis\":"
+                    : c->integer ? "],\"dtype\":\"int64\",\"paged_axis\":"
+                                 : "],\"dtype\":\"float64\",\"paged_axis\":");
     api_text_raw(t, c->page_axis == 0 ? "0" : c->page_axis == 1 ? "1"
                                                                 : "null");
     api_text_raw(t, ",\"values\":[");
     for (size_t i = r0; i < r1 && !t->failed; i++) {
         if (i > r0)
             api_text_raw(t, ",");
+        if (c->string) {
+            write_string(t, c, i);
+            continue;
+        }
         if (c->ndim == 1) {
             write_value(t, c, i, 0);
             continue;
@@ -101,7 +127,9 @@ static size_t row_values(const km_coef *c, size_t n)
     size_t v = 0;
     for (size_t a = 0; a < n; a++)
         if (c[a].page_axis >= 0)
-            v += c[a].ndim == 2 ? c[a].shape[1 - c[a].page_axis] : 1;
+            v += c[a].string     ? c[a].stride[0]
+                 : c[a].ndim == 2 ? c[a].shape[1 - c[a].page_axis]
+                                  : 1;
     return v;
 }
 

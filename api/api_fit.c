@@ -12,6 +12,7 @@
  * Thread-safety: reentrant.
  */
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -388,7 +389,12 @@ size_t api_fit_bytes(const api_fit_request *req)
                      ? km_kernel_psd_bytes(&req->kernel, pb.n, pb.d,
                                            KM_PSD_FIT_ROWS)
                      : 0;
-    return (fit > psd ? fit : psd) + km_preprocess_fit_bytes(&req->pre, &pb);
+    /* a string kernel's sets of the training strings (their k-mer lists
+     * and postings), made beside the Gram */
+    size_t sets = km_kernel_set_bytes(&req->kernel, pb.n, pb.d);
+    size_t pre = km_preprocess_fit_bytes(&req->pre, &pb);
+    size_t b = fit > psd ? fit : psd;
+    return b > SIZE_MAX - pre - sets ? SIZE_MAX : b + pre + sets;
 }
 
 int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,

@@ -112,6 +112,21 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
     if (answers_of(m) & KM_OUT_PROJECTIONS) /* inverse: rows of no in */
         d = no < nf ? no : nf;
     size_t rows = numbers / (d ? d : 1) + 1;
+    /* strings: a row per string (a value of the body), each of nf doubles
+     * however short (km_strings_pack), and the string sets made of them
+     * (their k-mer lists): at most rows of nf doubles' strings, and at
+     * most the body's bytes in all (a set's bytes grow with the strings'
+     * lengths: rows of empty strings and one of all the bytes) */
+    size_t strings = 0;
+    const km_kernel *k = km_model_kernel(m);
+    if (km_kernel_input(k) == KM_INPUT_STRINGS) {
+        size_t all = km_string_width(len) < nf ? km_string_width(len) : nf;
+        size_t sets = km_kernel_set_bytes(k, numbers, km_string_width(0)) +
+                      km_kernel_set_bytes(k, 1, all);
+        size_t most = km_kernel_set_bytes(k, numbers, nf);
+        rows = numbers;
+        strings = rows * nf * sizeof(double) + (sets < most ? sets : most);
+    }
     size_t ns = km_model_n_samples(m);
     size_t block = rows * ns < KERNEL_BLOCK_VALUES ? rows * ns
                                                    : KERNEL_BLOCK_VALUES;
@@ -136,7 +151,8 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
                       : 0;
     return len + numbers * sizeof(double) +
            rows * width * (sizeof(double) + TEXT_PER_VALUE) +
-           rows * sizeof(int) + block * sizeof(double) + scaled + cov + dist;
+           rows * sizeof(int) + block * sizeof(double) + scaled + cov + dist +
+           strings;
 }
 
 /* Reads X or instances (not both): rows of expect_d doubles as model m's

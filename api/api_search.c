@@ -105,8 +105,8 @@ static int find_row(const char *name, const api_fit_request *req,
         (p->row->type != KM_PARAM_NUMBER && p->row->type != KM_PARAM_INTEGER))
         return api_invalid(e, "search.params.%s is not a parameter a search "
                            "can vary; expected a number parameter of %s "
-                           "(see params) or kernel.gamma, kernel.degree, "
-                           "kernel.coef0 where the kernel takes it",
+                           "(see params) or of the kernel (kernel.gamma, "
+                           "kernel.length, ...) where the kernel takes it",
                            name, km_algorithm_name(req->algo));
     /* a row that applies with another value of an enum (krr's n_centres
      * with solver nystrom) is refused as params refuses it */

@@ -27,11 +27,14 @@ static const char *const format_names[] = {"libsvm", "kmm"};
 
 int api_transfer_param(const char *name, int import, api_error *e)
 {
-    if (!strcmp(name, "format") || (import && !strcmp(name, "n_features")))
+    if (!strcmp(name, "format") ||
+        (import && (!strcmp(name, "n_features") ||
+                    !strcmp(name, "n_training"))))
         return 0;
     return api_invalid(e, "query parameter '%.64s' is not known; %s takes %s",
                        name, import ? "import" : "export",
-                       import ? "format and n_features" : "format");
+                       import ? "format, n_features and n_training"
+                              : "format");
 }
 
 static int parse_format(const char *s, api_format *f, api_error *e)
@@ -51,8 +54,22 @@ int api_media_is(const char *ct, const char *mt)
            (!ct[n] || ct[n] == ';' || ct[n] == ' ');
 }
 
+/* A LIBSVM import's width parameter: 1 .. max, or 400 naming it. */
+static int parse_width(const char *s, const char *name, size_t max,
+                       size_t *out, api_error *e)
+{
+    size_t v = 0, i = 0;
+    for (; s[i] >= '0' && s[i] <= '9' && i < 9; i++)
+        v = v * 10 + (size_t)(s[i] - '0');
+    if (!i || s[i] || v < 1 || v > max)
+        return api_invalid(e, "%s must be an integer from 1 to %zu, not "
+                           "'%.64s'", name, max, s);
+    *out = v;
+    return 0;
+}
+
 int api_import_format(const api_transfer_query *q, const char *content_type,
-                      api_format *f, size_t *n_features, api_error *e)
+                      api_format *f, api_import_width *w, api_error *e)
 {
     api_format by_type;
     if (api_media_is(content_type, API_MEDIA_LIBSVM))
@@ -74,21 +91,23 @@ int api_import_format(const api_transfer_query *q, const char *content_type,
                                                  : API_MEDIA_KMM,
                          content_type);
     *f = by_type;
-    *n_features = 0;
-    if (!q->n_features)
+    w->n_features = w->n_training = 0;
+    if (!q->n_features && !q->n_training)
         return 0;
     if (*f != API_FORMAT_LIBSVM)
-        return api_invalid(e, "n_features applies to format=libsvm only (a "
-                           "kmm file records its own)");
-    const char *s = q->n_features;
-    size_t v = 0, i = 0;
-    for (; s[i] >= '0' && s[i] <= '9' && i < 9; i++)
-        v = v * 10 + (size_t)(s[i] - '0');
-    if (!i || s[i] || v < 1 || v > KM_MODEL_MAX_FEATURES)
-        return api_invalid(e, "n_features must be an integer from 1 to %zu, "
-                           "not '%.64s'", KM_MODEL_MAX_FEATURES, s);
-    *n_features = v;
-    return 0;
+        return api_invalid(e, "%s applies to format=libsvm only (a kmm file "
+                           "records its own)",
+                           q->n_features ? "n_features" : "n_training");
+    if (q->n_features && q->n_training)
+        return api_invalid(e, "n_features and n_training exclude each "
+                           "other: n_features is the width of a kernel on "
+                           "rows of numbers, n_training that of kernel_type "
+                           "precomputed");
+    if (q->n_features)
+        return parse_width(q->n_features, "n_features",
+                           KM_MODEL_MAX_FEATURES, &w->n_features, e);
+    return parse_width(q->n_training, "n_training",
+                       KM_MODEL_MAX_FEATURES - 1, &w->n_training, e);
 }
 
 int api_export_format(const api_transfer_query *q, api_format *f,
@@ -122,7 +141,7 @@ static size_t add_sat(size_t a, size_t b)
  * heap, and FILE_SLACK) are held together.
  */
 int api_import_bytes(api_format f, const char *body, size_t len,
-                     size_t n_features, size_t *bytes, api_error *e)
+                     const api_import_width *w, size_t *bytes, api_error *e)
 {
     km_error kerr;
     km_load_bytes lb;
@@ -136,7 +155,8 @@ int api_import_bytes(api_format f, const char *body, size_t len,
         file = len;
     } else {
         km_libsvm_info info;
-        if (km_libsvm_scan(body, len, n_features, &info, &kerr) != KM_OK)
+        if (km_libsvm_scan(body, len, w->n_features, w->n_training, &info,
+                           &kerr) != KM_OK)
             return upload_fault(&kerr, "the uploaded file", e);
         km_libsvm_bytes(&info, &lb);
         file = lb.kept;
@@ -146,13 +166,14 @@ int api_import_bytes(api_format f, const char *body, size_t len,
     return 0;
 }
 
-int api_import(api_format f, const char *body, size_t len, size_t n_features,
-               km_model **out, api_error *e)
+int api_import(api_format f, const char *body, size_t len,
+               const api_import_width *w, km_model **out, api_error *e)
 {
     km_error kerr;
     km_status st = f == API_FORMAT_KMM
         ? km_model_load_buffer((const unsigned char *)body, len, out, &kerr)
-        : km_libsvm_read(body, len, n_features, out, &kerr);
+        : km_libsvm_read(body, len, w->n_features, w->n_training, out,
+                         &kerr);
     if (st != KM_OK)
         return upload_fault(&kerr, f == API_FORMAT_KMM
                                        ? "the uploaded model file"

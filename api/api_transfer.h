@@ -24,24 +24,34 @@ typedef enum { API_FORMAT_LIBSVM, API_FORMAT_KMM } api_format;
 int api_media_is(const char *ct, const char *mt);
 
 /* The query parameters an import or export takes: the format and, for a
- * LIBSVM import, n_features (given as text; NULL when absent). */
+ * LIBSVM import, n_features or n_training (given as text; NULL when
+ * absent). */
 typedef struct api_transfer_query {
     const char *format;
     const char *n_features;
+    const char *n_training;
 } api_transfer_query;
 
+/* A LIBSVM import's width, which its file does not record (core's
+ * km_libsvm_read): n_features of a kernel on rows of numbers, n_training
+ * of a precomputed one; 0 when not given. */
+typedef struct api_import_width {
+    size_t n_features, n_training;
+} api_import_width;
+
 /* Checks a query parameter's name: 0 if the route takes it, else -1
- * with a 400 naming it (export: format; import: also n_features). */
+ * with a 400 naming it (export: format; import: also n_features and
+ * n_training). */
 int api_transfer_param(const char *name, int import, api_error *e);
 
 /*
  * The format of an import: from the Content-Type (text/plain: libsvm,
  * application/octet-stream: kmm) and the query's format, which, when
- * given, must agree with it (else 415). *n_features: the query's, or 0;
- * given only with libsvm (else 400).
+ * given, must agree with it (else 415). *w: the query's n_features and
+ * n_training, or 0; given only with libsvm (else 400).
  */
 int api_import_format(const api_transfer_query *q, const char *content_type,
-                      api_format *f, size_t *n_features, api_error *e);
+                      api_format *f, api_import_width *w, api_error *e);
 /* The format of an export: the query's format, libsvm or kmm (400 when
  * missing or another). */
 int api_export_format(const api_transfer_query *q, api_format *f,
@@ -55,12 +65,12 @@ int api_export_format(const api_transfer_query *q, api_format *f,
  * give the read's). 400 naming the line and field (libsvm) or the fault
  * (kmm). */
 int api_import_bytes(api_format f, const char *body, size_t len,
-                     size_t n_features, size_t *bytes, api_error *e);
+                     const api_import_width *w, size_t *bytes, api_error *e);
 /* The model of an import's body (caller owns *out): a kmm file through
  * core's reader (checksum and every check of a load), a LIBSVM file
  * through km_libsvm_read. 400 when the body is not one. */
-int api_import(api_format f, const char *body, size_t len, size_t n_features,
-               km_model **out, api_error *e);
+int api_import(api_format f, const char *body, size_t len,
+               const api_import_width *w, km_model **out, api_error *e);
 /* The body of an export (caller frees *out) and its media type: 409 when
  * LIBSVM cannot hold the model, saying why. */
 int api_export(const km_model *m, api_format f, char **out, size_t *len,

@@ -9,12 +9,19 @@
  * come from api_answer_compute and are written by api_answer_text, as in
  * /v1 predict: the same numbers, the same shortest round-trip text.
  *
- * An input tensor is read strictly: its name "X", a datatype of the
- * protocol's that is a number (FP64, FP32, the INT and UINT types), a
- * shape [rows, n_features] whose product is the number of values in
- * data, and data flat or nested as the shape (row-major), every value a
- * finite number that the datatype can hold. Errors name the member
- * (inputs[0].data[3][1]) and what was expected.
+ * An input tensor is read strictly, as the model's kernel takes X (its
+ * input kind, km_kernel_input): its name "X"; for rows of numbers a
+ * datatype of the protocol's that is a number (FP64, FP32, the INT and
+ * UINT types), a shape [rows, n_features] whose product is the number of
+ * values in data, and data flat or nested as the shape (row-major), every
+ * value a finite number that the datatype can hold; for a precomputed
+ * kernel the same with shape [rows, n_training] (the kernel values
+ * against the training rows, packed with their index column as /v1
+ * does); for strings datatype BYTES, shape [rows] or [rows, 1], and data
+ * rows strings (flat, or for [rows, 1] each in an array of one), read as
+ * /v1 reads them (api_rows_from_strings, the model's max_length). Errors
+ * name the member (inputs[0].data[3][1]) and what was expected; a
+ * datatype of the wrong kind says what the model takes.
  *
  * Thread-safety: reentrant.
  */
@@ -27,6 +34,7 @@
 
 #include "api_json.h"
 #include "api_predict.h"
+#include "api_rows.h"
 #include "api_v2.h"
 
 const char *const api_v2_matrix_keys[] = {NULL};
@@ -92,6 +100,18 @@ static int is_matrix(unsigned answer, size_t width)
     return width != 1 || answer == KM_OUT_COVARIANCE;
 }
 
+static km_input_kind input_kind(const km_model *m)
+{
+    return km_kernel_input(km_model_kernel(m));
+}
+
+/* Columns of a numeric X: n_features, or a precomputed model's kernel
+ * values (one per training row). */
+static size_t input_width(const km_model *m)
+{
+    return km_kernel_input_width(km_model_kernel(m), km_model_n_features(m));
+}
+
 cJSON *api_v2_model_json(const km_model *m, const uint64_t *versions,
                          size_t n_versions)
 {
@@ -108,10 +128,13 @@ cJSON *api_v2_model_json(const km_model *m, const uint64_t *versions,
              km_algorithm_name(km_model_algorithm(m)));
     cJSON_AddStringToObject(o, "platform", platform);
     cJSON *in = cJSON_AddArrayToObject(o, "inputs");
-    cJSON_AddItemToArray(in, tensor_json("X", "FP64",
+    /* X: strings (BYTES, one per row), or rows of numbers (a precomputed
+     * model's: a kernel value per training row) */
+    int strings = input_kind(m) == KM_INPUT_STRINGS;
+    cJSON_AddItemToArray(in, tensor_json("X", strings ? "BYTES" : "FP64",
                                          shape_json(-1, (long long)
-                                                    km_model_n_features(m),
-                                                    1)));
+                                                    input_width(m),
+                                                    !strings)));
     cJSON *out = cJSON_AddArrayToObject(o, "outputs");
     for (size_t i = 0; i < km_answer_count(); i++) {
         const km_answer *d = km_answer_at(i);
@@ -159,36 +182,66 @@ static const struct datatype {
 #define DATATYPE_LIST \
     "FP64, FP32, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64"
 
-static int read_datatype(const cJSON *t, const struct datatype **dt,
-                         api_error *e)
+/* What model m takes as X, for messages. */
+static void input_takes(const km_model *m, char *buf, size_t len)
+{
+    size_t w = input_width(m);
+    switch (input_kind(m)) {
+    case KM_INPUT_STRINGS:
+        snprintf(buf, len, "strings of at most %zu bytes (its kernel takes "
+                 "strings): datatype BYTES, shape [-1] or [-1, 1]",
+                 km_model_max_length(m));
+        break;
+    case KM_INPUT_PRECOMPUTED:
+        snprintf(buf, len, "kernel values against its %zu training rows (a "
+                 "precomputed kernel): shape [-1, %zu] of a numeric datatype "
+                 "(" DATATYPE_LIST ")", w, w);
+        break;
+    default:
+        snprintf(buf, len, "rows of %zu numbers: shape [-1, %zu] of a "
+                 "numeric datatype (" DATATYPE_LIST ")", w, w);
+    }
+}
+
+/* The datatype: *dt one of datatypes, or NULL for BYTES; 400 when it is
+ * not what model m takes. */
+static int read_datatype(const km_model *m, const cJSON *t,
+                         const struct datatype **dt, api_error *e)
 {
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(t, "datatype");
+    char takes[256];
+    int strings = input_kind(m) == KM_INPUT_STRINGS;
+    input_takes(m, takes, sizeof takes);
     if (!cJSON_IsString(d))
-        return api_invalid(e, "inputs[0].datatype must be a string, one of "
-                           DATATYPE_LIST);
+        return api_invalid(e, "inputs[0].datatype must be a string; model "
+                           "\"%s\" takes %s", km_model_name(m), takes);
+    *dt = NULL;
     for (size_t i = 0; i < N_DATATYPES; i++)
-        if (!strcmp(d->valuestring, datatypes[i].name)) {
+        if (!strcmp(d->valuestring, datatypes[i].name))
             *dt = &datatypes[i];
-            return 0;
-        }
-    return api_invalid(e, "inputs[0].datatype %.40s is not supported: X is "
-                       "numbers, one of " DATATYPE_LIST, d->valuestring);
+    if (!*dt && strcmp(d->valuestring, "BYTES"))
+        return api_invalid(e, "inputs[0].datatype %.40s is not supported: "
+                           "model \"%s\" takes %s", d->valuestring,
+                           km_model_name(m), takes);
+    if (strings != !*dt)
+        return api_invalid(e, "inputs[0].datatype is %s, but model \"%s\" "
+                           "takes %s", d->valuestring, km_model_name(m),
+                           takes);
+    return 0;
 }
 
 /* 2^53: the largest whole number a JSON number here holds exactly. */
 #define MAX_DIM 9007199254740992.0
 
-/* shape: [rows, n_features], rows >= 1. */
-static int read_shape(const km_model *m, const cJSON *t, size_t *rows,
-                      api_error *e)
+/* shape's dimensions into dim (at most 2): 400 unless whole numbers from
+ * 0 to 2^53 (expect describes the shape wanted). */
+static int read_dims(const cJSON *s, int min, const char *expect,
+                     double dim[2], int *n, api_error *e)
 {
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(t, "shape");
-    size_t nf = km_model_n_features(m);
-    if (!cJSON_IsArray(s) || cJSON_GetArraySize(s) != 2)
-        return api_invalid(e, "inputs[0].shape must be an array of two "
-                           "whole numbers, [rows, %zu]", nf);
-    double dim[2];
-    for (int i = 0; i < 2; i++) {
+    *n = cJSON_IsArray(s) ? cJSON_GetArraySize(s) : 0;
+    if (*n < min || *n > 2)
+        return api_invalid(e, "inputs[0].shape must be %s", expect);
+    for (int i = 0; i < *n; i++) {
         const cJSON *x = cJSON_GetArrayItem(s, i);
         if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
             x->valuedouble < 0 || x->valuedouble > MAX_DIM)
@@ -196,15 +249,32 @@ static int read_shape(const km_model *m, const cJSON *t, size_t *rows,
                                "number from 0 to 2^53", i);
         dim[i] = x->valuedouble;
     }
-    if (dim[1] != (double)nf)
-        return api_invalid(e, "inputs[0].shape is [%.0f, %.0f]; the model "
-                           "expects [-1, %zu] (rows of %zu features)", dim[0],
-                           dim[1], nf, nf);
     if (dim[0] < 1)
         return api_invalid(e, "inputs[0].shape[0] is 0; give at least one "
                            "row");
+    return 0;
+}
+
+/* shape: [rows, width], rows >= 1 (width: input_width). */
+static int read_shape(const km_model *m, const cJSON *t, size_t *rows,
+                      api_error *e)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(t, "shape");
+    size_t nf = input_width(m);
+    int pre = input_kind(m) == KM_INPUT_PRECOMPUTED, n;
+    char expect[96];
+    double dim[2];
+    snprintf(expect, sizeof expect, "an array of two whole numbers, [rows, "
+             "%zu]", nf);
+    if (read_dims(s, 2, expect, dim, &n, e))
+        return -1;
+    if (dim[1] != (double)nf)
+        return api_invalid(e, "inputs[0].shape is [%.0f, %.0f]; the model "
+                           "expects [-1, %zu] (%s %zu %s)", dim[0], dim[1],
+                           nf, pre ? "kernel values against its" : "rows of",
+                           nf, pre ? "training rows" : "features");
     /* rows * nf <= 2^53 * 2^24 would overflow size_t: the data bounds it */
-    if (dim[0] > (double)(SIZE_MAX / nf))
+    if (dim[0] > (double)(SIZE_MAX / (nf + 1)))
         return api_invalid(e, "inputs[0].shape [%.0f, %zu] holds more values "
                            "than a request can", dim[0], nf);
     *rows = (size_t)dim[0];
@@ -269,27 +339,14 @@ static int read_data(const cJSON *t, const struct datatype *dt, size_t rows,
     return 0;
 }
 
-/* The one input tensor, X, as rows x n_features doubles. */
-static int read_input(const km_model *m, const cJSON *inputs, double **X,
-                      size_t *rows, api_error *e)
+/* A numeric X: rows x input_width values, for a precomputed model packed
+ * with their index column (new rows: km_precomputed_pack). */
+static int read_numbers(const km_model *m, const cJSON *t,
+                        const struct datatype *dt, double **X, size_t *rows,
+                        api_error *e)
 {
-    static const char *const keys[] = {"name", "shape", "datatype",
-                                       "parameters", "data", NULL};
-    size_t nf = km_model_n_features(m);
-    const struct datatype *dt = &datatypes[0];
-    *X = NULL;
-    if (!cJSON_IsArray(inputs) || cJSON_GetArraySize(inputs) != 1 ||
-        !cJSON_IsObject(inputs->child))
-        return api_invalid(e, "inputs must be an array of one tensor, X "
-                           "(shape [-1, %zu])", nf);
-    const cJSON *t = inputs->child;
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
-    if (api_check_keys(t, "inputs[0]", keys, e))
-        return -1;
-    if (!cJSON_IsString(name) || strcmp(name->valuestring, "X"))
-        return api_invalid(e, "inputs[0].name must be \"X\", the model's one "
-                           "input");
-    if (read_datatype(t, &dt, e) || read_shape(m, t, rows, e))
+    size_t nf = input_width(m);
+    if (read_shape(m, t, rows, e))
         return -1;
     /* the shape's values must all be in the body: data is checked against
      * it before anything of that size is allocated */
@@ -297,16 +354,114 @@ static int read_input(const km_model *m, const cJSON *inputs, double **X,
     size_t have = cJSON_IsArray(data) ? (size_t)cJSON_GetArraySize(data) : 0;
     if (have != *rows && have != *rows * nf)
         return read_data(t, dt, *rows, nf, NULL, e); /* names the mismatch */
-    *X = malloc(*rows * nf * sizeof **X);
+    double *G = malloc(*rows * nf * sizeof *G);
+    if (!G)
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for "
+                         "%zu rows", *rows);
+    if (read_data(t, dt, *rows, nf, G, e)) {
+        free(G);
+        return -1;
+    }
+    if (input_kind(m) != KM_INPUT_PRECOMPUTED) {
+        *X = G;
+        return 0;
+    }
+    *X = malloc(*rows * (nf + 1) * sizeof **X);
+    if (*X)
+        km_precomputed_pack(G, *rows, nf, 0, *X);
+    free(G);
     if (!*X)
         return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for "
                          "%zu rows", *rows);
-    if (read_data(t, dt, *rows, nf, *X, e)) {
-        free(*X);
-        *X = NULL;
-        return -1;
-    }
     return 0;
+}
+
+/* A string model's X: shape [rows] or [rows, 1], data rows strings, flat
+ * or (shape [rows, 1]) as rows of one string; read as /v1 reads them
+ * (api_rows_from_strings, the model's max_length). */
+static int read_strings(const km_model *m, const cJSON *t, double **X,
+                        size_t *rows, api_error *e)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(t, "shape");
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(t, "data");
+    double dim[2];
+    int nd;
+    if (read_dims(s, 1, "[rows] or [rows, 1]: one string per row", dim, &nd,
+                  e))
+        return -1;
+    if (nd == 2 && dim[1] != 1)
+        return api_invalid(e, "inputs[0].shape is [%.0f, %.0f]; the model "
+                           "expects [-1] or [-1, 1] (one string per row)",
+                           dim[0], dim[1]);
+    if (!cJSON_IsArray(data))
+        return api_invalid(e, "inputs[0].data must be an array of %.0f "
+                           "strings%s, not %s", dim[0],
+                           nd == 2 ? " (flat, or each in an array of one)" : "",
+                           api_type_name(data));
+    size_t n = (size_t)cJSON_GetArraySize(data);
+    if ((double)n != dim[0])
+        return api_invalid(e, "inputs[0].data has %zu items; shape [%.0f%s] "
+                           "needs %.0f strings", n, dim[0],
+                           nd == 2 ? ", 1" : "", dim[0]);
+    int nested = nd == 2 && cJSON_IsArray(data->child);
+    const char **str = malloc(n * sizeof *str);
+    size_t *len = malloc(n * sizeof *len), i = 0, d;
+    int rc = 0;
+    if (!str || !len)
+        rc = api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for %zu "
+                       "strings", n);
+    for (const cJSON *c = data->child; c && !rc; c = c->next, i++) {
+        const cJSON *x = nested && cJSON_IsArray(c) &&
+                                 cJSON_GetArraySize(c) == 1 ? c->child : c;
+        if (!cJSON_IsString(x))
+            rc = api_invalid(e, "inputs[0].data[%zu] must be %s, not %s: "
+                             "model \"%s\" takes strings (BYTES)", i,
+                             nested ? "an array of one string"
+                                    : "a string",
+                             api_type_name(c), km_model_name(m));
+        else {
+            str[i] = x->valuestring;
+            len[i] = strlen(x->valuestring);
+        }
+    }
+    api_rows_spec rs = {km_model_kernel(m), km_model_n_features(m),
+                        km_model_max_length(m)};
+    if (!rc)
+        rc = api_rows_from_strings(str, len, n, &rs, "inputs[0].data", X, &d,
+                                   e);
+    free(str);
+    free(len);
+    if (!rc)
+        *rows = n;
+    return rc;
+}
+
+/* The one input tensor, X, as the model's rows (n_features doubles). */
+static int read_input(const km_model *m, const cJSON *inputs, double **X,
+                      size_t *rows, api_error *e)
+{
+    static const char *const keys[] = {"name", "shape", "datatype",
+                                       "parameters", "data", NULL};
+    const struct datatype *dt = NULL;
+    char takes[256];
+    *X = NULL;
+    if (!cJSON_IsArray(inputs) || cJSON_GetArraySize(inputs) != 1 ||
+        !cJSON_IsObject(inputs->child)) {
+        input_takes(m, takes, sizeof takes);
+        return api_invalid(e, "inputs must be an array of one tensor, X: "
+                           "model \"%s\" takes %s", km_model_name(m), takes);
+    }
+    const cJSON *t = inputs->child;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
+    if (api_check_keys(t, "inputs[0]", keys, e))
+        return -1;
+    if (!cJSON_IsString(name) || strcmp(name->valuestring, "X"))
+        return api_invalid(e, "inputs[0].name must be \"X\", the model's one "
+                           "input");
+    if (read_datatype(m, t, &dt, e))
+        return -1;
+    return dt ? read_numbers(m, t, dt, X, rows, e)
+              : read_strings(m, t, X, rows, e);
 }
 
 /* ------------------------------------------------------------ outputs */

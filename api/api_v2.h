@@ -2,7 +2,9 @@
  * api_v2.h - the Open Inference Protocol (KServe v2) over REST: a model's
  * metadata and infer requests, JSON to core and back.
  *
- * A model has one input tensor, "X" (FP64, shape [-1, n_features]), and
+ * A model has one input tensor, "X" (FP64, shape [-1, n_features]; a
+ * string model's BYTES, shape [-1]; a precomputed model's FP64, shape
+ * [-1, n_training]), and
  * the outputs its algorithm answers (the rows of core's KM_ANSWER_MAP
  * that have a v2 name and that km_answer_offered gives the model's
  * algorithm). Infer computes them through

@@ -13,8 +13,11 @@
  * target (kpca, kkmeans: the server's capabilities say target "none",
  * GET /v1; kmctl_about.c) has none: all columns are features, less the
  * one --target names, if any.
+ * A kernel that takes strings (GET /v1's kernels' input) takes one text
+ * column besides the target, sent as an array of strings.
  * Column rule (predict, project): the model's n_features (n_components for
- * project --inverse) decides. The --target column, if named, is left out;
+ * project --inverse; a string model's one text column, a precomputed
+ * model's n_training kernel values: its metadata's input) decides. The --target column, if named, is left out;
  * if then exactly one column more than needed remains, the column 'y' (else
  * the last one) is left out with a note on stderr, so the CSV a model was
  * fitted from can be passed unchanged. Any other count is an error.
@@ -82,6 +85,13 @@ static const struct opt {
     {"degree", "N", F_FITS, O_KERNEL_NUM, 0, "degree", "polynomial degree"},
     {"coef0", "X", F_FITS, O_KERNEL_NUM, 0, "coef0",
      "polynomial and sigmoid coef0"},
+    {"length", "K", F_FITS, O_KERNEL_NUM, 0, "length",
+     "string kernels: substring length k"},
+    {"lambda", "X", F_FITS, O_KERNEL_NUM, 0, "lambda",
+     "string kernels (expdecay, subsequence): decay lambda"},
+    {"max-length", "BYTES", F_FITS, O_STR, A(max_length), NULL,
+     "string kernels: the longest string (in bytes) the model takes at "
+     "predict (default: the server's, from the longest training string)"},
     {"C", "X", F_FITS, O_PARAM_NUM, 0, "C", "svc, svr: regularisation C"},
     {"alpha", "X", F_FITS, O_PARAM_NUM, 0, "alpha",
      "krr: ridge alpha; kpca: alpha of the inverse map"},
@@ -173,11 +183,17 @@ static const struct command {
      "the last column; labels that are all numbers are sent as numbers, else as\n"
      "strings. kpca and kkmeans (target \"none\" in GET /v1) have no target:\n"
      "every column is a feature, less --target's.\n"
+     "A kernel that takes strings (its input in GET /v1) takes one text column\n"
+     "besides the target, each cell sent as the file has it (RFC 4180: quote a\n"
+     "text holding commas, quotes (doubled) or line breaks). A precomputed\n"
+     "kernel's DATA.csv is the n x n Gram of the training rows, plus the target.\n"
      "DATA.csv may be - for standard input. Fits of more than 20000 values\n"
      "(rows x features), or with --async, run as a job: a progress bar on a\n"
      "terminal (plain lines otherwise); Ctrl-C offers to cancel the job.\n"
-     "\nexample:\n  kmctl fit cancer --algorithm svc --kernel rbf --gamma 0.5 --C 10 "
-     "cancer.csv\n"},
+     "\nexamples:\n  kmctl fit cancer --algorithm svc --kernel rbf --gamma 0.5 --C 10 "
+     "cancer.csv\n"
+     "  kmctl fit news news.csv --target label --algorithm svc \\\n"
+     "      --kernel spectrum --length 3\n"},
     {"search", F_SEARCH, 2, cmd_search, "search NAME DATA.csv --algorithm ALG "
      "--kernel TYPE --grid NAME=V1,V2,... [--cv K|loo|gcv] [options]",
      "choose parameters by cross-validation, then fit the best",
@@ -202,7 +218,9 @@ static const struct command {
      "default output; p_LABEL per class (probability); f_LABEL per class or\n"
      "A_vs_B per class pair (decision_function); any other output of one\n"
      "column is named by it ('decision_function' (binary), gpr's 'std' or\n"
-     "'var'); gpr's cov is a matrix per request, so not for CSV.\n"},
+     "'var'); gpr's cov is a matrix per request, so not for CSV.\n"
+     "A string model (its metadata's input) takes one text column; a\n"
+     "precomputed model one column per training row: the kernel values.\n"},
     {"project", F_PROJECT, 2, cmd_project, "project NAME DATA.csv [--inverse]",
      "kernel PCA projections as CSV on stdout",
      "Writes pc1..pcK per input row; with --inverse the CSV holds projections\n"
@@ -212,7 +230,8 @@ static const struct command {
      "how good the model's answers are on a CSV with known answers",
      "DATA.csv is laid out as for fit: the target is the column --target\n"
      "names, else the last (a krr model of m outputs: the last m columns);\n"
-     "every other column is a feature. kpca has no target: it scores its\n"
+     "every other column is a feature (a string model's: one text column).\n"
+     "kpca has no target: it scores its\n"
      "reconstruction (a model fitted with the inverse map). Prints r2, mse\n"
      "and mae (krr, svr); accuracy, balanced_accuracy, log_loss (with\n"
      "probabilities), precision and recall per label and the confusion\n"
@@ -627,9 +646,11 @@ static int cmd_score(ctl_client *c, args *a, ctl_err *e)
         goto out;
     if (ctl_call_expect(c, "GET", mpath, NULL, 0, 200, &meta, e))
         goto out;
-    double need = ctl_num_or(meta.json, "n_features", -1);
-    const char *algo = ctl_str_or(meta.json, "algorithm", "");
+    const char *algo = ctl_str_or(meta.json, "algorithm", ""), *kind;
     const cJSON *classes = cJSON_GetObjectItemCaseSensitive(meta.json, "classes");
+    double need;
+    ctl_model_input(meta.json, &kind, &need);
+    int strings = !strcmp(kind, "strings");
     if (need < 1) {
         ctl_fail(e, CTL_EXIT_SERVER, "model %s's metadata does not say how "
                  "many features it takes", name);
@@ -678,14 +699,17 @@ static int cmd_score(ctl_client *c, args *a, ctl_err *e)
             else
                 cols[ncols++] = j;
         }
-        /* labels go in the model's type; targets as numbers */
-        if (score_targets(csv, ycols, ny,
-                          cJSON_IsString(cJSON_GetArrayItem(classes, 0)),
-                          &ytext, e))
+        /* labels go in the model's type (trimmed, as at fit); targets as
+         * numbers */
+        int labels = cJSON_IsString(cJSON_GetArrayItem(classes, 0));
+        for (size_t k = 0; labels && k < ny; k++)
+            ctl_csv_trim_column(csv, ycols[k]);
+        if (score_targets(csv, ycols, ny, labels, &ytext, e))
             goto out;
     }
     if (ctl_buf_append(&body, "{\"X\":", 5) ||
-        ctl_csv_matrix_json(csv, 0, rows, cols, ncols, &body, e) ||
+        (strings ? ctl_csv_strings_json(csv, 0, rows, cols[0], &body, e)
+                 : ctl_csv_matrix_json(csv, 0, rows, cols, ncols, &body, e)) ||
         (ytext && (ctl_buf_append(&body, ",\"y\":", 5) ||
                    ctl_buf_append(&body, ytext, strlen(ytext)))) ||
         ctl_buf_append(&body, "}", 1)) {

@@ -114,6 +114,26 @@ const char *ctl_about_decision_columns(ctl_client *c, const char *algorithm)
     return member(named(algos, algorithm), "decision_columns");
 }
 
+const char *ctl_about_kernel_input(ctl_client *c, const cJSON *k)
+{
+    const cJSON *kernels, *m, *part;
+    ctl_err ignored = {0, ""};
+    if (!cJSON_IsObject(k) || capability(c, "kernels", &kernels, &ignored))
+        return NULL;
+    const char *in = member(named(kernels, member(k, "type")), "input");
+    if (in)
+        return in;
+    cJSON_ArrayForEach(m, k) {
+        if (!cJSON_IsArray(m))
+            continue;
+        cJSON_ArrayForEach(part, m) {
+            if ((in = ctl_about_kernel_input(c, part)))
+                return in;
+        }
+    }
+    return NULL;
+}
+
 void ctl_about_free(void)
 {
     ctl_reply_cleanup(&about);

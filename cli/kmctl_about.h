@@ -2,8 +2,8 @@
  * kmctl_about.h - what kmctl learns from the server's self-description,
  * GET /v1's "capabilities" (asked once per run, when a command first needs
  * it): whether an algorithm's fit takes a target column, the values of
- * predict's --output, an algorithm's default output and the layout of its
- * decision values. A server that does not describe itself is asked nothing
+ * predict's --output, an algorithm's default output, the layout of its
+ * decision values, and what a kernel takes as X (numbers or strings). A server that does not describe itself is asked nothing
  * more: its own checks then answer (a 400 naming what is valid).
  *
  * Thread-safety: single-threaded (the answer is kept in a static).
@@ -34,6 +34,13 @@ const char *ctl_about_default_output(ctl_client *c, const char *algorithm);
  * offers none, the server does not say, or GET /v1 failed). Borrowed
  * until ctl_about_free(). */
 const char *ctl_about_decision_columns(ctl_client *c, const char *algorithm);
+
+/* The input kind of kernel object k, as GET /v1's kernels say it
+ * ("vectors", "strings", "precomputed"): its type's, or for a composite
+ * its first part's that has one (the parts being any member array of
+ * kernel objects). NULL when the server does not say (or GET /v1
+ * failed). Borrowed until ctl_about_free(). */
+const char *ctl_about_kernel_input(ctl_client *c, const cJSON *k);
 
 /* Frees what GET /v1 answered (main, at exit). */
 void ctl_about_free(void);

@@ -28,6 +28,7 @@ typedef struct args {
     const char *server, *token, *cacert;
     const char *algorithm, *kernel, *target, *output, *scale;
     const char *format, *n_features; /* import, export */
+    const char *max_length;          /* fit of strings */
     int async, inverse, json, center_y;
     long batch;
     cJSON *kernel_params; /* from --gamma, --sigma, --degree, --coef0 */
@@ -69,7 +70,14 @@ void ctl_print_table(const char *const *head, size_t ncols, char **cells,
                      size_t nrows);
 /* "rbf(gamma=0.5)". */
 void ctl_kernel_text(const cJSON *k, char *out, size_t n);
-/* "VERB NAME version N: ALG, kernel K, S samples x F features". */
+/* What model metadata meta's X is (its "input"): *kind "vectors",
+ * "strings" or "precomputed", and *need the columns a CSV row gives: 1
+ * text column, the kernel values against the n_training rows, or
+ * n_features numbers (-1 when the metadata does not say). */
+void ctl_model_input(const cJSON *meta, const char **kind, double *need);
+
+/* "VERB NAME version N: ALG, kernel K, S samples x F features" (strings:
+ * "S strings of at most L bytes"). */
 void ctl_print_model(const cJSON *m, const char *verb);
 void ctl_print_fitted(const cJSON *m);
 

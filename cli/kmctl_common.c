@@ -175,17 +175,39 @@ int ctl_select_columns(const ctl_csv *csv, const char *target, size_t need,
     return 0;
 }
 
+void ctl_model_input(const cJSON *meta, const char **kind, double *need)
+{
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(meta, "input");
+    *kind = ctl_str_or(in, "kind", "vectors");
+    if (!strcmp(*kind, "strings"))
+        *need = 1;
+    else if (!strcmp(*kind, "precomputed"))
+        *need = ctl_num_or(in, "n_training", -1);
+    else
+        *need = ctl_num_or(meta, "n_features", -1);
+}
+
 /* "VERB NAME version N: ALG, kernel K, S samples x F features", and the
  * fit's seconds after "fitted". */
 void ctl_print_model(const cJSON *m, const char *verb)
 {
     char kernel[256];
+    const char *kind;
+    double need;
     ctl_kernel_text(cJSON_GetObjectItemCaseSensitive(m, "kernel"), kernel, sizeof kernel);
     const cJSON *training = cJSON_GetObjectItemCaseSensitive(m, "training");
-    printf("%s %s version %.0f: %s, kernel %s, %.0f samples x %.0f features",
-           verb, ctl_str_or(m, "name", "?"), ctl_num_or(m, "version", 0),
-           ctl_str_or(m, "algorithm", "?"), kernel, ctl_num_or(m, "n_samples", 0),
-           ctl_num_or(m, "n_features", 0));
+    ctl_model_input(m, &kind, &need);
+    printf("%s %s version %.0f: %s, kernel %s, %.0f ", verb,
+           ctl_str_or(m, "name", "?"), ctl_num_or(m, "version", 0),
+           ctl_str_or(m, "algorithm", "?"), kernel, ctl_num_or(m, "n_samples", 0));
+    if (!strcmp(kind, "strings"))
+        printf("strings of at most %.0f bytes",
+               ctl_num_or(cJSON_GetObjectItemCaseSensitive(m, "input"),
+                          "max_length", 0));
+    else if (!strcmp(kind, "precomputed"))
+        printf("samples (kernel values given)");
+    else
+        printf("samples x %.0f features", need);
     if (!strcmp(verb, "fitted"))
         printf(", %.3f s", ctl_num_or(training, "seconds", 0));
     printf("\n");

@@ -129,7 +129,7 @@ static int split(ctl_csv *c, ctl_err *e)
         if (!in_header && reserve_row(c, c->rows + 1, record_line, e))
             goto out;
         for (;;) {
-            char *field, delim;
+            char *field, delim, *start = p;
             while (p < end && is_blank(*p))
                 p++;
             if (p < end && *p == '"') {
@@ -163,12 +163,14 @@ static int split(ctl_csv *c, ctl_err *e)
                 delim = p < end ? *p : '\0';
                 *w = '\0';
             } else {
-                field = p;
+                /* RFC 4180: spaces are part of a field; a header's names
+                 * are trimmed (kmctl_csv.h) */
+                field = in_header ? p : start;
                 while (p < end && *p != ',' && *p != '\n' && *p != '\r')
                     p++;
                 delim = p < end ? *p : '\0';
                 char *t = p;
-                while (t > field && is_blank(t[-1]))
+                while (in_header && t > field && is_blank(t[-1]))
                     t--;
                 *t = '\0';
             }
@@ -248,7 +250,10 @@ int ctl_csv_read(const char *path, ctl_csv **out, ctl_err *e)
 int ctl_parse_number(const char *s, double *v)
 {
     /* JSON's and CSV's decimal forms, plus a leading '+' and a bare '.5':
-     * strtod alone would also take hex, "inf" and "nan". */
+     * strtod alone would also take hex, "inf" and "nan". Spaces and tabs
+     * around the number are allowed (an unquoted cell keeps them). */
+    while (is_blank(*s))
+        s++;
     const char *q = s;
     int digits = 0;
     if (*q == '+' || *q == '-')
@@ -269,6 +274,8 @@ int ctl_parse_number(const char *s, double *v)
         while (*q >= '0' && *q <= '9')
             q++;
     }
+    while (is_blank(*q))
+        q++;
     if (*q)
         return -1;
     errno = 0;
@@ -311,6 +318,93 @@ int ctl_csv_matrix_json(const ctl_csv *c, size_t first, size_t count,
                 goto toobig;
         }
         if (ctl_buf_append(out, "]", 1))
+            goto toobig;
+    }
+    if (ctl_buf_append(out, "]", 1))
+        goto toobig;
+    return 0;
+toobig:
+    return ctl_fail(e, CTL_EXIT_USAGE, "the request body for %s would exceed "
+                    "%zu MiB (use fewer rows per request)", c->path,
+                    out->max >> 20);
+}
+
+void ctl_csv_trim_column(ctl_csv *c, size_t col)
+{
+    for (size_t i = 0; i < c->rows; i++) {
+        char **cell = &c->cells[(i + 1) * c->cols + col];
+        while (is_blank(**cell))
+            (*cell)++;
+        char *t = *cell + strlen(*cell);
+        while (t > *cell && is_blank(t[-1]))
+            t--;
+        *t = '\0';
+    }
+}
+
+/* Bytes of the UTF-8 character at s (at most n bytes), or 0 if s does
+ * not start one (RFC 3629: no overlong forms, surrogates or code points
+ * beyond U+10FFFF). */
+static size_t utf8_char(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80)
+        return 1;
+    size_t len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
+    if (!len || len > n || s[0] > 0xF4)
+        return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) ||
+        (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] > 0x8F))
+        return 0;
+    return len;
+}
+
+/* s as a JSON string (quoted, escaped) onto out; -1 when out is full. */
+static int append_json_string(ctl_buf *out, const char *s)
+{
+    if (ctl_buf_append(out, "\"", 1))
+        return -1;
+    for (const char *run = s;; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch && ch >= 0x20 && ch != '"' && ch != '\\')
+            continue;
+        if (ctl_buf_append(out, run, (size_t)(s - run)))
+            return -1;
+        if (!ch)
+            break;
+        char esc[8];
+        if (ch == '"' || ch == '\\')
+            snprintf(esc, sizeof esc, "\\%c", ch);
+        else if (ch == '\n' || ch == '\r' || ch == '\t')
+            snprintf(esc, sizeof esc, "\\%c", ch == '\n' ? 'n'
+                                             : ch == '\r' ? 'r' : 't');
+        else
+            snprintf(esc, sizeof esc, "\\u%04x", ch);
+        if (ctl_buf_append(out, esc, strlen(esc)))
+            return -1;
+        run = s + 1;
+    }
+    return ctl_buf_append(out, "\"", 1);
+}
+
+int ctl_csv_strings_json(const ctl_csv *c, size_t first, size_t count,
+                         size_t col, ctl_buf *out, ctl_err *e)
+{
+    if (ctl_buf_append(out, "[", 1))
+        goto toobig;
+    for (size_t i = first; i < first + count; i++) {
+        const char *cell = ctl_csv_cell(c, i, col);
+        size_t n = strlen(cell);
+        for (size_t at = 0, w; at < n; at += w)
+            if (!(w = utf8_char((const unsigned char *)cell + at, n - at)))
+                return ctl_fail(e, CTL_EXIT_USAGE, "%s:%zu: column '%s': "
+                                "byte %zu of the text is not UTF-8",
+                                c->path, ctl_csv_line(c, i),
+                                ctl_csv_name(c, col), at + 1);
+        if ((i > first && ctl_buf_append(out, ",", 1)) ||
+            append_json_string(out, cell))
             goto toobig;
     }
     if (ctl_buf_append(out, "]", 1))

@@ -4,9 +4,11 @@
  *
  * The dialect is RFC 4180's: fields separated by commas, optionally quoted
  * with '"' (a quote inside is doubled; quoted fields may hold commas and
- * newlines), lines ending in LF or CRLF. Blank lines are skipped. Unquoted
- * fields are trimmed of spaces and tabs. A file is read whole, at most
- * CTL_CSV_MAX_BYTES.
+ * newlines), lines ending in LF or CRLF. Blank lines are skipped. Spaces
+ * are part of a field, as RFC 4180 says (a text cell is sent as it is):
+ * numbers may have spaces and tabs around them, the header's names are
+ * trimmed of them, and spaces before an opening quote are ignored. A
+ * file is read whole, at most CTL_CSV_MAX_BYTES.
  *
  * Thread-safety: a ctl_csv is not shared between threads (kmctl has one).
  */
@@ -45,6 +47,17 @@ long ctl_csv_find(const ctl_csv *c, const char *name);
 __attribute__((warn_unused_result)) int ctl_csv_matrix_json(const ctl_csv *c,
     size_t first, size_t count, const size_t *cols, size_t ncols, ctl_buf *out,
     ctl_err *e);
+
+/* Appends rows [first, first+count) of column col to out as a JSON array
+ * of strings (["..", ..]), each cell as the file has it. Every cell must
+ * be UTF-8; otherwise returns -1 with e naming the file, line and column
+ * (exit 2). */
+__attribute__((warn_unused_result)) int ctl_csv_strings_json(const ctl_csv *c,
+    size_t first, size_t count, size_t col, ctl_buf *out, ctl_err *e);
+
+/* Trims column col's cells of spaces and tabs at both ends, in place
+ * (labels: "a, b" reads label b). */
+void ctl_csv_trim_column(ctl_csv *c, size_t col);
 
 /* 1 if every cell of column col parses as a finite number, else 0. */
 int ctl_csv_column_numeric(const ctl_csv *c, size_t col);

@@ -1,9 +1,9 @@
 /*
  * kmctl_fit.c - kmctl's fit and search: the CSV's columns into X and y
- * (fit's column rule, kmctl.c; whether the algorithm takes a target is
- * the server's word, GET /v1), the kernel and params objects from the
- * options, the request (a job with a progress bar when large or asked),
- * and the search's table.
+ * (fit's column rule, kmctl.c; whether the algorithm takes a target, and
+ * whether the kernel takes strings, is the server's word, GET /v1), the
+ * kernel and params objects from the options, the request (a job with a
+ * progress bar when large or asked), and the search's table.
  *
  * Thread-safety: single-threaded.
  */
@@ -128,15 +128,11 @@ static void print_search(const cJSON *m)
     free(cells);
 }
 
-/* The fit's body less "search" and "async": the algorithm, the kernel (a
- * type name or a JSON object, with --gamma & co. on top), params,
- * preprocess, X (the JSON text in x, which is emptied) and y (the column
- * target of csv, if the algorithm takes one). NULL with e. */
-static cJSON *fit_body(const args *a, const ctl_csv *csv, long target,
-                       int takes_target, ctl_buf *x, ctl_err *e)
+/* The kernel object: --kernel's type name or JSON object, with --gamma &
+ * co. on top. NULL with e. */
+static cJSON *kernel_json(const args *a, ctl_err *e)
 {
-    size_t rows = ctl_csv_rows(csv);
-    cJSON *kernel, *body;
+    cJSON *kernel;
     if (a->kernel[0] == '{') {
         const char *end = NULL;
         kernel = cJSON_ParseWithOpts(a->kernel, &end, 1);
@@ -151,20 +147,44 @@ static cJSON *fit_body(const args *a, const ctl_csv *csv, long target,
         if (kernel)
             cJSON_AddStringToObject(kernel, "type", a->kernel);
     }
-    body = cJSON_CreateObject();
-    if (!body || !kernel) {
-        cJSON_Delete(kernel);
-        cJSON_Delete(body);
+    if (!kernel) {
         ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
         return NULL;
     }
-    cJSON_AddStringToObject(body, "algorithm", a->algorithm);
-    cJSON_AddItemToObject(body, "kernel", kernel);
     cJSON *it;
     cJSON_ArrayForEach(it, a->kernel_params) {
         cJSON_DeleteItemFromObjectCaseSensitive(kernel, it->string);
         cJSON_AddItemToObject(kernel, it->string, cJSON_Duplicate(it, 1));
     }
+    return kernel;
+}
+
+/* The fit's body less "search" and "async": the algorithm, the kernel
+ * (taken), params, preprocess, max_length, X (the JSON text in x, which
+ * is emptied) and y (the column target of csv, if the algorithm takes
+ * one). NULL with e. */
+static cJSON *fit_body(const args *a, ctl_csv *csv, long target,
+                       int takes_target, cJSON *kernel, ctl_buf *x,
+                       ctl_err *e)
+{
+    size_t rows = ctl_csv_rows(csv);
+    double max_length = 0;
+    if (a->max_length && parse_whole(a->max_length, 1, &max_length)) {
+        cJSON_Delete(kernel);
+        ctl_fail(e, CTL_EXIT_USAGE, "--max-length: expected a whole number "
+                 ">= 1, not '%s'", a->max_length);
+        return NULL;
+    }
+    cJSON *body = cJSON_CreateObject();
+    if (!body) {
+        cJSON_Delete(kernel);
+        ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
+        return NULL;
+    }
+    cJSON_AddStringToObject(body, "algorithm", a->algorithm);
+    cJSON_AddItemToObject(body, "kernel", kernel);
+    if (a->max_length)
+        cJSON_AddNumberToObject(body, "max_length", max_length);
     if (cJSON_GetArraySize(a->params))
         cJSON_AddItemToObject(body, "params", cJSON_Duplicate(a->params, 1));
     if (a->scale || a->center_y) { /* the server checks the name */
@@ -178,6 +198,8 @@ static cJSON *fit_body(const args *a, const ctl_csv *csv, long target,
     ctl_buf_cleanup(x);
     if (target >= 0 && takes_target) {
         int numeric = ctl_csv_column_numeric(csv, (size_t)target);
+        if (!numeric)
+            ctl_csv_trim_column(csv, (size_t)target);
         cJSON *y = cJSON_AddArrayToObject(body, "y");
         for (size_t i = 0; y && i < rows; i++) {
             const char *cell = ctl_csv_cell(csv, i, (size_t)target);
@@ -251,10 +273,28 @@ static int fit_or_search(ctl_client *c, args *a, int search, ctl_err *e)
     for (size_t j = 0, n = 0; j < total; j++)
         if ((long)j != target)
             cols[n++] = j;
-    if (ctl_csv_matrix_json(csv, 0, rows, cols, nfeat, &x, e))
+    /* X as the kernel takes it (GET /v1): a text column's strings, or
+     * rows of numbers (a precomputed kernel's: the Gram's) */
+    cJSON *kernel = kernel_json(a, e);
+    if (!kernel)
         goto out;
+    const char *input = ctl_about_kernel_input(c, kernel);
+    int strings = input && !strcmp(input, "strings");
+    if (strings && nfeat != 1) {
+        ctl_fail(e, CTL_EXIT_USAGE, "%s has %zu columns besides the target; "
+                 "a %s kernel takes strings: one text column (--target "
+                 "COLUMN names the target)", a->pos[1], nfeat,
+                 ctl_str_or(kernel, "type", "string"));
+        cJSON_Delete(kernel);
+        goto out;
+    }
+    if (strings ? ctl_csv_strings_json(csv, 0, rows, cols[0], &x, e)
+                : ctl_csv_matrix_json(csv, 0, rows, cols, nfeat, &x, e)) {
+        cJSON_Delete(kernel);
+        goto out;
+    }
 
-    if (!(body = fit_body(a, csv, target, takes_target, &x, e)))
+    if (!(body = fit_body(a, csv, target, takes_target, kernel, &x, e)))
         goto out;
     if (search) {
         cJSON *sj = search_json(a, e);

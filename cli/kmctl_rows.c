@@ -1,6 +1,7 @@
 /*
  * kmctl_rows.c - kmctl's predict and project: the model's metadata says
- * how many columns it takes (the column rule, kmctl.c), the rows go in
+ * how many columns it takes (the column rule, kmctl.c; a string model
+ * one text column, sent as strings), the rows go in
  * batches, and the answers come back as CSV under a header named from
  * the model's classes and the output asked (the outputs are the
  * server's, GET /v1).
@@ -117,10 +118,15 @@ static int run_rows(ctl_client *c, args *a, const char *action,
         goto out;
     if (ctl_call_expect(c, "GET", mpath, NULL, 0, 200, &meta, e))
         goto out;
-    double need = ctl_num_or(meta.json, "n_features", -1);
-    if (a->inverse)
+    const char *kind;
+    double need;
+    ctl_model_input(meta.json, &kind, &need);
+    if (a->inverse) {
         need = ctl_num_or(cJSON_GetObjectItemCaseSensitive(meta.json, "params"),
                       "n_components", -1);
+        kind = "vectors"; /* projections are numbers */
+    }
+    int strings = !strcmp(kind, "strings");
     if (need < 1) {
         ctl_fail(e, CTL_EXIT_SERVER, "model %s's metadata does not say how many "
                  "%s it takes", name, a->inverse ? "components" : "features");
@@ -144,7 +150,9 @@ static int run_rows(ctl_client *c, args *a, const char *action,
         size_t count = rows - first < batch ? rows - first : batch;
         body.len = 0;
         if (ctl_buf_append(&body, "{\"X\":", 5) ||
-            ctl_csv_matrix_json(csv, first, count, cols, ncols, &body, e))
+            (strings ? ctl_csv_strings_json(csv, first, count, cols[0], &body, e)
+                     : ctl_csv_matrix_json(csv, first, count, cols, ncols,
+                                           &body, e)))
             goto toobig;
         if ((a->output && ctl_buf_printf(&body, ",\"output\":\"%s\"", a->output)) ||
             (a->inverse && ctl_buf_printf(&body, ",\"inverse\":true")) ||

@@ -40,15 +40,15 @@ int srv_daemon_open(srv_state *s, char *err, size_t errlen)
     /* krr's solver "auto" chooses against the same budget admission
      * checks (before any fit runs) */
     km_set_memory_budget(budget);
-    /* the string kernels' cache of training strings (km_strings.c) takes
-     * its share off the top: a 32nd of the budget, at most
-     * KM_STRING_CACHE_BYTES */
+    /* the string kernels' cache of training strings (km_strings.c) holds
+     * at most a 32nd of the budget (at most KM_STRING_CACHE_BYTES); what
+     * it holds counts against the budget at every admission (srv_jobs.c) */
     size_t cache = budget / 32 < KM_STRING_CACHE_BYTES ? budget / 32
                                                        : KM_STRING_CACHE_BYTES;
     km_set_string_cache_bytes(cache);
     s->jobs = srv_jobs_create(s->cfg.workers, (size_t)s->cfg.queue,
                               s->cfg.job_ttl, (size_t)s->cfg.max_jobs,
-                              s->cfg.fit_timeout, budget - cache,
+                              s->cfg.fit_timeout, budget,
                               s->cfg.blas_threads, s->commit);
     if (!s->jobs) {
         snprintf(err, errlen, "cannot start the fit workers");

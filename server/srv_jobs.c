@@ -82,6 +82,14 @@ void srv_job_release(srv_job *job)
 }
 
 /* Drops finished jobs older than the TTL from the table. Lock held. */
+/* What the budget holds now (j locked): admitted work, and what the
+ * string kernels' cache holds (km_strings.c; 0 without string models). */
+static size_t held(const srv_jobs *j)
+{
+    size_t c = km_string_cache_held();
+    return j->reserved > SIZE_MAX - c ? SIZE_MAX : j->reserved + c;
+}
+
 static void expire(srv_jobs *j)
 {
     double t = srv_mono();
@@ -290,7 +298,7 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
     expire(j);
     if (j->stopping)
         why = "draining";
-    else if (bytes > j->budget - j->reserved || bytes > j->budget)
+    else if (bytes > j->budget || bytes > j->budget - held(j))
         why = "budget";
     else if (j->queued == j->queue_cap)
         why = "full";
@@ -313,7 +321,7 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
         j->reserved += bytes;
         pthread_cond_signal(&j->wake);
     }
-    size_t reserved = j->reserved, budget = j->budget, cap = j->queue_cap;
+    size_t reserved = held(j), budget = j->budget, cap = j->queue_cap;
     size_t kept = j->n_table;
     pthread_mutex_unlock(&j->lock);
     if (!why)
@@ -326,7 +334,7 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
         api_raise(e, API_PAYLOAD_TOO_LARGE,
                  "the fit needs an estimated %.1f MiB; the memory budget is "
                  "%.1f MiB, of which %.1f MiB are held by admitted fits and "
-                 "predicts",
+                 "predicts and the string kernels' cache",
                  bytes / mib, budget / mib, reserved / mib);
     else if (!strcmp(why, "full"))
         api_raise(e, API_TOO_MANY_REQUESTS,
@@ -475,7 +483,7 @@ int srv_jobs_reserve(srv_jobs *j, size_t bytes, const char *what,
                      api_error *e)
 {
     pthread_mutex_lock(&j->lock);
-    size_t reserved = j->reserved, budget = j->budget;
+    size_t reserved = held(j), budget = j->budget;
     int ok = bytes <= budget && bytes <= budget - reserved;
     if (ok)
         j->reserved += bytes;
@@ -486,7 +494,8 @@ int srv_jobs_reserve(srv_jobs *j, size_t bytes, const char *what,
     return api_raise(e, API_PAYLOAD_TOO_LARGE,
                     "the %s needs an estimated %.1f MiB of working memory; "
                     "the memory budget is %.1f MiB, of which %.1f MiB are "
-                    "held by admitted fits and predicts; send fewer rows "
+                    "held by admitted fits and predicts and the string "
+                    "kernels' cache; send fewer rows "
                     "per request", what, bytes / mib, budget / mib,
                     reserved / mib);
 }

@@ -1128,6 +1128,7 @@ static int transfer_query(srv_request *rq, srv_reply *rp, int import,
     }
     q->format = srv_query(rq, "format");
     q->n_features = srv_query(rq, "n_features");
+    q->n_training = srv_query(rq, "n_training");
     return 0;
 }
 
@@ -1141,16 +1142,16 @@ static void h_import(srv_request *rq, srv_reply *rp)
     api_transfer_query q;
     api_format f;
     api_error e;
-    size_t n_features, need = 0;
+    api_import_width w;
+    size_t need = 0;
     km_model *m = NULL;
     cJSON *meta = NULL;
     if (not_ready(rq, rp) || model_name(rq, rp) ||
         transfer_query(rq, rp, 1, &q))
         return;
     const char *body = rq->body ? rq->body : "";
-    if (api_import_format(&q, srv_header(rq, "Content-Type"), &f,
-                          &n_features, &e) ||
-        api_import_bytes(f, body, rq->len, n_features, &need, &e)) {
+    if (api_import_format(&q, srv_header(rq, "Content-Type"), &f, &w, &e) ||
+        api_import_bytes(f, body, rq->len, &w, &need, &e)) {
         srv_reply_error(rp, &e);
         return;
     }
@@ -1158,7 +1159,7 @@ static void h_import(srv_request *rq, srv_reply *rp)
         srv_reply_error(rp, &e);
         return;
     }
-    int bad = api_import(f, body, rq->len, n_features, &m, &e) ||
+    int bad = api_import(f, body, rq->len, &w, &m, &e) ||
               srv_commit_import(rq->s->commit, rq->param, m, &meta, &e);
     if (rq->s->jobs)
         srv_jobs_unreserve(rq->s->jobs, need);

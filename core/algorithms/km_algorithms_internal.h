@@ -68,7 +68,8 @@ km_status km_gpr_fit_nystrom(const km_kernel *k, const km_gpr_params *p,
  * (d values) then its phase b[i] = pi (1 + u) from one km_rng_uniform u
  * (so in [0, 2 pi)), from one km_rng seeded with seed. A row of W is
  * drawn by the kernel's spectral density (km_kernel_spectral_draw: the
- * kernel table's, kernels/km_kernel.c, says how for each type).
+ * kernel table's, kernels/km_kernel.c, says how for each type; a leaf on
+ * chosen columns draws over those, the row's other entries 0).
  * KM_EINVAL for a kernel without one (km_krr_check_kernel).
  */
 km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,

@@ -189,8 +189,12 @@ size_t km_gpr_coefs(const km_model *m, km_coef *out)
 {
     const gpr_payload *p = km_model_payload(m);
     size_t n = km_model_n_samples(m);
-    out[0] = km_coef_f64(p->form == GPR_FORM_NYSTROM ? "centres_" : "X_train_",
-                         p->X, n, km_model_n_features(m), 1);
+    out[0] = km_coef_input_rows(m, p->form == GPR_FORM_NYSTROM ? "centres_"
+                                                               : "X_train_",
+                                p->X, n, km_model_n_features(m),
+                                p->form == GPR_FORM_NYSTROM
+                                    ? KM_COEF_ROWS_CENTRES
+                                    : KM_COEF_ROWS_ALL);
     out[1] = km_coef_f64("alpha_", p->coef, n, 0, 1);
     out[2] = km_coef_f64("signal_", &p->signal, 1, 0, 0);
     out[3] = km_coef_f64("noise_", &p->noise, 1, 0, 0);

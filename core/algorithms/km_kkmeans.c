@@ -880,7 +880,8 @@ static const km_param_set param_set = {kkmeans_rows, sizeof(km_kkmeans_params),
 static size_t kkm_coefs(const km_model *m, km_coef *out)
 {
     const kkm_payload *p = km_model_payload(m);
-    out[0] = km_coef_f64("X_fit_", p->X, p->n, p->d, 1);
+    out[0] = km_coef_input_rows(m, "X_fit_", p->X, p->n, p->d,
+                                KM_COEF_ROWS_ALL);
     out[1] = km_coef_i32("labels_", p->member, p->n, 1);
     out[2] = km_coef_f64("cluster_sq_norms_", p->cconst, p->k, 0, 0);
     return 3;

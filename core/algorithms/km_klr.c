@@ -949,8 +949,9 @@ static size_t klr_coefs(const km_model *m, km_coef *out)
     const klr_payload *p = km_model_payload(m);
     size_t n = km_model_n_samples(m), q = km_model_n_outputs(m);
     int nys = km_info_find(km_model_params(m), "n_centres") != NULL;
-    out[0] = km_coef_f64(nys ? "centres_" : "X_fit_", p->X, n,
-                         km_model_n_features(m), 1);
+    out[0] = km_coef_input_rows(m, nys ? "centres_" : "X_fit_", p->X, n,
+                                km_model_n_features(m),
+                                nys ? KM_COEF_ROWS_CENTRES : KM_COEF_ROWS_ALL);
     out[1] = km_coef_f64("dual_coef_", p->coef, n, q, 1);
     out[2] = km_coef_f64("intercept_", p->b, q, 0, 0);
     return 3;

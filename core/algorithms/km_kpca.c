@@ -691,9 +691,11 @@ static km_status nys_covariance(const kpca_nys *s, kpca_payload *p,
     /* C = T^-T Gc T^-1, in place (upper triangle) */
     lapack_int info = LAPACKE_dsygst(LAPACK_COL_MAJOR, 1, 'U', (lapack_int)m,
                                      G, (lapack_int)m, T, (lapack_int)m);
-    if (info != 0)
-        return km_error_set(err, KM_EINTERNAL, "dsygst failed (info %d)",
-                            (int)info);
+    if (info != 0) /* LAPACKE's NaN check: T or Gc overflowed */
+        return km_error_set(err, KM_EPROBLEM, "the centres' covariance is "
+                            "not finite in double precision (the kernel "
+                            "values of X overflow; dsygst info %d): rescale "
+                            "X", (int)info);
     *trace = 0;
     for (size_t j = 0; j < m; j++)
         *trace += G[j * m + j];
@@ -1168,10 +1170,8 @@ _Static_assert(sizeof(km_kpca_solver) == sizeof(int),
 static const km_param_set param_set = {kpca_rows, sizeof(km_kpca_params),
                                         params_default};
 
-static int inverse_needs_vectors(const void *params) /* a map to X */
-{
-    return ((const km_kpca_params *)params)->fit_inverse_transform;
-}
+static int inverse_needs_vectors(const void *p) /* a map to X */
+{ return ((const km_kpca_params *)p)->fit_inverse_transform; }
 const km_algo km_kpca_algo = {
     .outputs = KM_OUT_PROJECTIONS | KM_OUT_INVERSE,
     .psd_centred = 1,

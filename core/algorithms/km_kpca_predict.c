@@ -92,7 +92,9 @@ size_t km_kpca_coefs(const km_model *m, km_coef *out)
 {
     const kpca_payload *p = km_model_payload(m);
     int nys = p->form == KPCA_FORM_NYSTROM;
-    out[0] = km_coef_f64(nys ? "centres_" : "X_fit_", p->X, p->n, p->d, 1);
+    out[0] = km_coef_input_rows(m, nys ? "centres_" : "X_fit_", p->X, p->n,
+                                p->d,
+                                nys ? KM_COEF_ROWS_CENTRES : KM_COEF_ROWS_ALL);
     out[1] = km_coef_f64("eigenvalues_", p->eigval, p->k, 0, 0);
     out[2] = km_coef_f64(nys ? "coef_" : "eigenvectors_", p->proj, p->n,
                          p->k, 1);

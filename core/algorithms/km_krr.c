@@ -725,11 +725,23 @@ km_status km_krr_rff_draw(const km_kernel *k, uint64_t seed, size_t D,
     km_status st = km_krr_check_kernel(&p, k, err);
     if (st != KM_OK)
         return st;
+    for (int c = 0; c < k->n_columns; c++)
+        if ((size_t)k->columns[c] >= d)
+            return km_error_set(err, KM_EINVAL, "kernel.columns lists column "
+                                "%d, but X has %zu column%s", k->columns[c],
+                                d, d == 1 ? "" : "s");
+    /* a leaf on chosen columns: its frequencies, put at its columns */
+    double *tmp = NULL;
+    if (k->n_columns &&
+        !(tmp = malloc((size_t)k->n_columns * sizeof *tmp)))
+        return km_error_set(err, KM_ENOMEM, "out of memory drawing the "
+                            "random features");
     km_rng r = {seed};
     for (size_t i = 0; i < D; i++) {
-        km_kernel_spectral_draw(k, &r, d, W + i * d);
+        km_kernel_spectral_draw(k, &r, d, W + i * d, tmp);
         b[i] = M_PI * (1.0 + km_rng_uniform(&r));
     }
+    free(tmp);
     return KM_OK;
 }
 
@@ -1146,7 +1158,8 @@ static size_t krr_coefs(const km_model *m, km_coef *out)
         return 3;
     }
     int nys = km_info_find(km_model_params(m), "n_centres") != NULL;
-    out[0] = km_coef_f64(nys ? "centres_" : "X_fit_", p->X, n, d, 1);
+    out[0] = km_coef_input_rows(m, nys ? "centres_" : "X_fit_", p->X, n, d,
+                                nys ? KM_COEF_ROWS_CENTRES : KM_COEF_ROWS_ALL);
     out[1] = km_coef_f64("dual_coef_", p->coef, n, q, 1);
     return 2;
 }

@@ -1,24 +1,28 @@
 /*
  * km_libsvm.c - LIBSVM's model file (the text svm-train writes and
- * svm-predict reads) in and out, for C-SVC (svm_type c_svc) and
- * epsilon-SVR (epsilon_svr) with the linear, polynomial, rbf and sigmoid
- * kernels.
+ * svm-predict reads) read, for C-SVC (svm_type c_svc) and epsilon-SVR
+ * (epsilon_svr) with the linear, polynomial, rbf, sigmoid and
+ * precomputed kernels (written by km_libsvm_write.c).
  *
  * The file (LIBSVM 3.x, svm.cpp's svm_save_model): header lines
  * "KEY VALUES..." (svm_type, kernel_type, degree, gamma, coef0,
  * nr_class, total_sv, rho, label, probA, probB, nr_sv), a line "SV",
  * then one line per support vector: its nr_class-1 coefficients, then
  * "index:value" pairs of its non-zero features (indices from 1,
- * ascending). LIBSVM's kernels and parameterisation are kmserve's
- * (gamma, coef0, degree: docs/model-format.md), and its one-vs-one
+ * ascending), or for kernel_type precomputed the one pair "0:i", i the
+ * support vector's training row numbered from 1 (LIBSVM's README,
+ * "Precomputed Kernels": a row is "0:i 1:K(xi,x1) ... L:K(xi,xL)"; the
+ * file does not hold L, which the caller gives). LIBSVM's kernels and
+ * parameterisation are kmserve's (gamma, coef0, degree:
+ * docs/model-format.md), and its one-vs-one
  * layout is the one km_svm.c keeps, up to the order of the classes:
  * LIBSVM numbers them in the order of the label line (first seen in
  * training), kmserve in ascending label order. Reading maps LIBSVM's
  * class i to kmserve's rank[i]; a pair whose two classes swap order
  * changes sign (coefficients, rho and probB negated: the decision value
  * of the pair (b, a) is minus that of (a, b), and P(b) = 1 - P(a) is the
- * sigmoid with A kept and B negated). Writing needs no map: kmserve's
- * order is a valid label order.
+ * sigmoid with A kept and B negated). Writing (km_libsvm_write.c)
+ * needs no map: kmserve's order is a valid label order.
  *
  * Everything in a file is hostile. A read checks every line for
  * printable ASCII and its length, every count against the bounds below
@@ -45,7 +49,7 @@
 #include "../base/km_base_internal.h"
 #include "../model/km_model_internal.h"
 #include "km_libsvm.h"
-#include "km_svm_payload.h"
+#include "km_libsvm_internal.h"
 
 /* Longest header line (rho of 256 classes: 32 640 numbers of up to 25
  * characters) and SV line (about 3 million features written out). */
@@ -71,8 +75,25 @@ static const struct {
     {"polynomial", KM_KERNEL_POLYNOMIAL},
     {"rbf", KM_KERNEL_RBF},
     {"sigmoid", KM_KERNEL_SIGMOID},
+    {"precomputed", KM_KERNEL_PRECOMPUTED},
 };
 #define N_KERNELS (sizeof kernel_names / sizeof *kernel_names)
+
+const char *km_libsvm_kernel_name(km_kernel_type t)
+{
+    for (size_t i = 0; i < N_KERNELS; i++)
+        if (kernel_names[i].type == t)
+            return kernel_names[i].name;
+    return NULL;
+}
+
+void km_libsvm_kernel_list(char *buf, size_t len)
+{
+    const char *names[N_KERNELS];
+    for (size_t i = 0; i < N_KERNELS; i++)
+        names[i] = kernel_names[i].name;
+    km_join_names(names, (int)N_KERNELS, " and ", buf, len);
+}
 
 /* A span of the text: one line, or the values after a header key. */
 typedef struct span {
@@ -97,8 +118,16 @@ typedef struct parsed {
     double svr_probA;  /* epsilon_svr's probA (its Laplace scale) */
     const char *sv_at; /* the first byte after the line "SV" */
     size_t sv_line;    /* that line's number */
-    size_t max_index;  /* the largest feature index of the SV lines */
+    size_t max_index;  /* the largest feature index of the SV lines
+                          (precomputed: the largest training row number) */
+    size_t width;      /* the model's input width: n_features, or
+                          (precomputed) n_training */
 } parsed;
+
+static int is_precomputed(const parsed *p)
+{
+    return p->ktype == KM_KERNEL_PRECOMPUTED;
+}
 
 static void parsed_free(parsed *p)
 {
@@ -349,10 +378,13 @@ static km_status read_types(const span *f, const int *seen, parsed *p,
     size_t i = 0;
     while (i < N_KERNELS && !token_is(&w, kernel_names[i].name))
         i++;
-    if (i == N_KERNELS)
+    if (i == N_KERNELS) {
+        char names[128];
+        km_libsvm_kernel_list(names, sizeof names);
         return bad(err, w.line, "kernel_type", "'%.*s' is not supported; "
-                   "kmserve imports linear, polynomial, rbf and sigmoid",
-                   (int)(w.n < 40 ? w.n : 40), w.p);
+                   "kmserve imports %s", (int)(w.n < 40 ? w.n : 40), w.p,
+                   names);
+    }
     p->ktype = kernel_names[i].type;
     return KM_OK;
 }
@@ -368,7 +400,8 @@ static km_status read_kernel(const span *f, const int *seen, parsed *p,
     snprintf(why, sizeof why, "with kernel_type %s", kname);
     km_status st = need(f, seen, H_DEGREE, poly, why, err);
     if (st == KM_OK)
-        st = need(f, seen, H_GAMMA, p->ktype != KM_KERNEL_LINEAR, why, err);
+        st = need(f, seen, H_GAMMA, p->ktype != KM_KERNEL_LINEAR &&
+                                        !is_precomputed(p), why, err);
     if (st == KM_OK)
         st = need(f, seen, H_COEF0, poly || sig, why, err);
     if (st != KM_OK)
@@ -513,7 +546,44 @@ static km_status read_header(const char *text, size_t len, parsed *p,
 typedef struct sv_sink {
     size_t d;
     double *sv, *coef;   /* nsv x d, nsv x ncoef */
+    int *sv_index;       /* nsv (precomputed: the training rows) */
 } sv_sink;
+
+/* A precomputed model's SV line after its coefficients (LIBSVM's
+ * svm_save_model writes "0:i", i the support vector's training row
+ * numbered from 1): exactly that pair. Row s of the sink becomes the
+ * training row i - 1 with its index in front (km_precomputed_pack's
+ * rows; the kernel reads a training row's values by that index only,
+ * so the rest stays 0). */
+static km_status sv_precomputed(const parsed *p, span l, size_t s,
+                                const char *field, const sv_sink *o,
+                                size_t *max_index, km_error *err)
+{
+    span t = {NULL, 0, 0};
+    long row;
+    size_t top = p->width ? p->width : KM_MODEL_MAX_FEATURES - 1;
+    if (!next_token(&l, &t) || t.n < 2 || memcmp(t.p, "0:", 2))
+        return bad(err, l.line, field, "a precomputed model's SV line ends "
+                   "with 0:i, i the support vector's training row numbered "
+                   "from 1; found %s%.*s%s", t.n ? "'" : "nothing",
+                   (int)(t.n < 40 ? t.n : 40), t.n ? t.p : "",
+                   t.n ? "'" : "");
+    if (parse_integer(t.p + 2, t.n - 2, 1, (long)top, &row))
+        return bad(err, l.line, field, "0:%.*s is not a training row number "
+                   "from 1 to %zu%s", (int)(t.n - 2 < 40 ? t.n - 2 : 40),
+                   t.p + 2, top, p->width ? " (n_training)" : "");
+    if (next_token(&l, &t))
+        return bad(err, l.line, field, "'%.*s' after 0:%ld; a precomputed "
+                   "model's SV line holds only its coefficients and 0:i",
+                   (int)(t.n < 40 ? t.n : 40), t.p, row);
+    if ((size_t)row > *max_index)
+        *max_index = (size_t)row;
+    if (o) {
+        o->sv[s * o->d] = (double)(row - 1);
+        o->sv_index[s] = (int)(row - 1);
+    }
+    return KM_OK;
+}
 
 /* The s-th SV line: ncoef numbers, then index:value pairs. */
 static km_status sv_line(const parsed *p, span l, size_t s,
@@ -535,6 +605,8 @@ static km_status sv_line(const parsed *p, span l, size_t s,
         if (o)
             o->coef[s * p->ncoef + j] = v;
     }
+    if (is_precomputed(p))
+        return sv_precomputed(p, l, s, field, o, max_index, err);
     long prev = 0;
     while (next_token(&l, &t)) {
         const char *colon = memchr(t.p, ':', t.n);
@@ -592,31 +664,68 @@ static km_status sv_lines(parsed *p, const char *end, const sv_sink *o,
 }
 
 /* Both passes' start: the header and a check of every SV line. */
+/* The width the caller gives: n_features for a kernel on rows of
+ * numbers, n_training (required) for a precomputed one, whose file does
+ * not say how many training rows its kernel values are against. */
+static km_status check_width(parsed *p, size_t n_features, size_t n_training,
+                             km_error *err)
+{
+    if (!is_precomputed(p)) {
+        if (n_training)
+            return bad(err, 0, "n_training", "applies to kernel_type "
+                       "precomputed only; this file's kernel_type is %s "
+                       "(its width is n_features)",
+                       km_kernel_type_name(p->ktype));
+        if (n_features > KM_MODEL_MAX_FEATURES)
+            return bad(err, 0, "n_features", "%zu is above %zu", n_features,
+                       KM_MODEL_MAX_FEATURES);
+        p->width = n_features;
+        return KM_OK;
+    }
+    if (n_features)
+        return bad(err, 0, "n_features", "does not apply to kernel_type "
+                   "precomputed, whose rows are kernel values: give "
+                   "n_training, the number of training rows");
+    if (n_training > KM_MODEL_MAX_FEATURES - 1)
+        return bad(err, 0, "n_training", "%zu is above %zu", n_training,
+                   KM_MODEL_MAX_FEATURES - 1);
+    p->width = n_training;
+    return KM_OK;
+}
+
 static km_status scan(const char *text, size_t len, size_t n_features,
-                      parsed *p, km_error *err)
+                      size_t n_training, parsed *p, km_error *err)
 {
     memset(p, 0, sizeof *p);
     km_status st = read_header(text, len, p, err);
     if (st == KM_OK)
+        st = check_width(p, n_features, n_training, err);
+    if (st == KM_OK)
         st = sv_lines(p, text + len, NULL, err);
     if (st != KM_OK)
         return st;
-    if (n_features > KM_MODEL_MAX_FEATURES)
-        return bad(err, 0, "n_features", "%zu is above %zu", n_features,
-                   KM_MODEL_MAX_FEATURES);
-    if (n_features && n_features < p->max_index)
-        return bad(err, 0, "n_features", "%zu is below the largest feature "
-                   "index in the file, %zu", n_features, p->max_index);
+    if (is_precomputed(p) && !p->width)
+        return bad(err, 0, "n_training", "missing: a precomputed model's "
+                   "file does not say how many training rows (kernel values "
+                   "per row) it predicts from; give n_training, at least "
+                   "%zu (the largest SV's row)", p->max_index);
+    if (p->width && p->width < p->max_index)
+        return bad(err, 0, is_precomputed(p) ? "n_training" : "n_features",
+                   "%zu is below the largest %s in the file, %zu", p->width,
+                   is_precomputed(p) ? "training row number 0:i"
+                                     : "feature index",
+                   p->max_index);
     return KM_OK;
 }
 
-static void fill_info(const parsed *p, size_t n_features, km_libsvm_info *info)
+static void fill_info(const parsed *p, km_libsvm_info *info)
 {
-    size_t d = n_features ? n_features : p->max_index;
+    size_t d = p->width ? p->width : p->max_index;
     info->algorithm = p->algo;
     info->n_classes = p->k;
     info->n_sv = p->nsv;
-    info->n_features = d ? d : 1;
+    /* precomputed: the rows carry their index in front */
+    info->n_features = is_precomputed(p) ? d + 1 : d ? d : 1;
     info->has_probability = p->probA != NULL;
     info->reordered = 0; /* labels not ascending: renumbered (build) */
     for (size_t i = 1; i < p->k; i++)
@@ -624,12 +733,13 @@ static void fill_info(const parsed *p, size_t n_features, km_libsvm_info *info)
 }
 
 km_status km_libsvm_scan(const char *text, size_t len, size_t n_features,
-                         km_libsvm_info *info, km_error *err)
+                         size_t n_training, km_libsvm_info *info,
+                         km_error *err)
 {
     parsed p;
-    km_status st = scan(text, len, n_features, &p, err);
+    km_status st = scan(text, len, n_features, n_training, &p, err);
     if (st == KM_OK)
-        fill_info(&p, n_features, info);
+        fill_info(&p, info);
     parsed_free(&p);
     return st;
 }
@@ -667,7 +777,10 @@ static km_status make_kernel(const parsed *p, size_t d, km_kernel *k,
                              km_error *err)
 {
     km_kernel_init(k, p->ktype);
-    k->gamma = p->ktype == KM_KERNEL_LINEAR ? 1.0 / (double)d : p->gamma;
+    /* a fit resolves every gamma, the ones its kernel does not use too */
+    k->gamma = p->ktype == KM_KERNEL_LINEAR || is_precomputed(p)
+                   ? 1.0 / (double)d
+                   : p->gamma;
     if (p->ktype == KM_KERNEL_POLYNOMIAL || p->ktype == KM_KERNEL_SIGMOID)
         k->coef0 = p->coef0;
     if (p->ktype == KM_KERNEL_POLYNOMIAL)
@@ -694,17 +807,10 @@ static size_t pair_index(size_t a, size_t b, size_t k)
     return a * k - a * (a + 1) / 2 + (b - a - 1);
 }
 
-/*
- * The svc parts in with its classes renumbered, class i becoming
- * rank[i]: support vectors regrouped in the new class order (each class's
- * own order kept), each coefficient moved to its new column, and the
- * pairs whose two classes swap order negated (coefficients, rho, probB;
- * probA kept), so every decision value keeps its meaning. out's arrays
- * are allocated here (free with km_svm_arrays_free, also on failure).
- */
-static km_status renumber(const km_svm_parts *in, size_t d,
-                          const size_t *rank, km_svm_arrays *out,
-                          km_error *err)
+/* As km_libsvm_internal.h says. */
+km_status km_libsvm_renumber(const km_svm_parts *in, size_t d,
+                              const size_t *rank, km_svm_arrays *out,
+                              km_error *err)
 {
     size_t k = in->k, nsv = in->nsv, nc = k - 1, np = km_n_pairs(k);
     size_t from[KM_LIBSVM_MAX_CLASSES], to[KM_LIBSVM_MAX_CLASSES];
@@ -829,7 +935,7 @@ static km_status build(const parsed *p, const km_kernel *kern, size_t d,
             km_svm_parts in = {p->k, p->nsv, a->n_support, a->sv_index,
                                a->sv, a->coef, a->rho, a->probA, a->probB,
                                NULL};
-            if ((st = renumber(&in, d, rank, &o, err)) != KM_OK)
+            if ((st = km_libsvm_renumber(&in, d, rank, &o, err)) != KM_OK)
                 goto out;
             if (!(o.vote = malloc(p->k * sizeof *o.vote))) {
                 st = libsvm_oom(err);
@@ -842,8 +948,11 @@ static km_status build(const parsed *p, const km_kernel *kern, size_t d,
             memset(&o, 0, sizeof o);
         }
     }
-    /* Every class has a row, so n_samples is at least the class count. */
+    /* Every class has a row, so n_samples is at least the class count;
+     * a precomputed model's are the n_training rows its indices count. */
     size_t ns = p->nsv > p->k ? p->nsv : p->k;
+    if (is_precomputed(p))
+        ns = p->width;
     km_model *m = NULL;
     st = km_svm_model_new(p->algo, kern, d, ns ? ns : 1, p->k, p->nsv, a, &m,
                           err);
@@ -890,12 +999,13 @@ static int alloc_arrays(const parsed *p, size_t d, km_svm_arrays *a)
         (p->probA && (!a->probA || !a->probB)) || (p->k && !a->n_support))
         return -1;
     for (size_t s = 0; s < p->nsv; s++)
-        a->sv_index[s] = (int)s; /* its place among the SV lines */
+        a->sv_index[s] = (int)s; /* its place among the SV lines
+                                     (precomputed: its 0:i, sv_lines) */
     return 0;
 }
 
 km_status km_libsvm_read(const char *text, size_t len, size_t n_features,
-                         km_model **out, km_error *err)
+                         size_t n_training, km_model **out, km_error *err)
 {
     parsed p;
     km_libsvm_info info;
@@ -903,10 +1013,10 @@ km_status km_libsvm_read(const char *text, size_t len, size_t n_features,
     km_svm_arrays a;
     memset(&a, 0, sizeof a);
     km_kernel_init(&kern, KM_KERNEL_LINEAR);
-    km_status st = scan(text, len, n_features, &p, err);
+    km_status st = scan(text, len, n_features, n_training, &p, err);
     if (st != KM_OK)
         goto out;
-    fill_info(&p, n_features, &info);
+    fill_info(&p, &info);
     size_t d = info.n_features;
     if ((st = make_kernel(&p, d, &kern, err)) != KM_OK)
         goto out;
@@ -918,7 +1028,7 @@ km_status km_libsvm_read(const char *text, size_t len, size_t n_features,
         st = libsvm_oom(err);
         goto out;
     }
-    sv_sink sink = {d, a.sv, a.coef};
+    sv_sink sink = {d, a.sv, a.coef, a.sv_index};
     if ((st = sv_lines(&p, text + len, &sink, err)) != KM_OK)
         goto out;
     st = build(&p, &kern, d, &a, out, err);
@@ -927,180 +1037,4 @@ out:
     parsed_free(&p);
     km_svm_arrays_free(&a);
     return st;
-}
-
-/* ------------------------------------------------------------ writing */
-
-/* Whether m is of the exact form: the support-vector expansion of an
- * SMO solve in the file layout of format 2 (3 only for a vote order). A
- * payload of another form (an approximate solver's) is written in a
- * later format version (the descriptor's file_format) or records its
- * params.solver. */
-static int exact_form(const km_model *m)
-{
-    const km_algo *al = km_algo_of(km_model_algorithm(m));
-    km_svm_parts p;
-    km_svm_parts_of(m, &p);
-    uint32_t fv = al->file_format ? al->file_format(km_model_payload(m)) : 0;
-    if (fv > 3 || (fv == 3 && !p.vote))
-        return 0;
-    const km_info_entry *s = km_info_find(km_model_params(m), "solver");
-    return !s || (s->count == 1 && s->values[0] == 0);
-}
-
-km_status km_libsvm_check_export(const km_model *m, km_error *err)
-{
-    km_algorithm a = km_model_algorithm(m);
-    const km_kernel *k = km_model_kernel(m);
-    const km_pre_stats *pre = km_model_pre(m);
-    if (a != KM_ALGO_SVC && a != KM_ALGO_SVR)
-        return km_error_set(err, KM_ECONFLICT, "a LIBSVM model file holds "
-                            "c_svc and epsilon_svr models; this model is %s",
-                            km_algorithm_name(a));
-    size_t i = 0;
-    while (i < N_KERNELS && kernel_names[i].type != k->type)
-        i++;
-    if (i == N_KERNELS)
-        return km_error_set(err, KM_ECONFLICT, "LIBSVM has no %s kernel; it "
-                            "has linear, polynomial, rbf and sigmoid",
-                            km_kernel_type_name(k->type));
-    if (pre->x_shift || pre->y_mean)
-        return km_error_set(err, KM_ECONFLICT, "this model preprocesses its "
-                            "data (preprocess.%s), which a LIBSVM model file "
-                            "cannot hold; fit without preprocess (scale the "
-                            "data beforehand, as svm-scale does)",
-                            pre->x_shift ? "scale" : "center_y");
-    if (!exact_form(m))
-        return km_error_set(err, KM_ECONFLICT, "this %s model is not the "
-                            "support-vector expansion of the exact solver, "
-                            "the only form a LIBSVM model file holds",
-                            km_algorithm_name(a));
-    for (size_t c = 0; c < km_model_n_labels(m); c++) {
-        const char *l = km_model_label(m, c);
-        char *end;
-        errno = 0;
-        long v = km_model_labels_numeric(m) ? strtol(l, &end, 10) : 0;
-        if (!km_model_labels_numeric(m) || *end || errno ||
-            v < -2147483647L - 1 || v > 2147483647L)
-            return km_error_set(err, KM_ECONFLICT, "LIBSVM's class labels "
-                                "are 32-bit integers; this model's label "
-                                "\"%.64s\" is not one", l);
-    }
-    return KM_OK;
-}
-
-/* printf into the writer. */
-static void put(km_writer *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void put(km_writer *w, const char *fmt, ...)
-{
-    char buf[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        km_write_bytes(w, buf, (size_t)n < sizeof buf ? (size_t)n
-                                                       : sizeof buf - 1);
-}
-
-static void put_list(km_writer *w, const char *key, const double *v, size_t n)
-{
-    put(w, "%s", key);
-    for (size_t i = 0; i < n; i++)
-        put(w, " %.17g", v[i]);
-    put(w, "\n");
-}
-
-/* The text of parts (LIBSVM's class order; label[c] the label of its
- * class c) into w. */
-static void write_text(km_writer *w, const km_kernel *k, size_t d,
-                       const km_svm_parts *p, const char *const *label,
-                       const km_info_entry *svr_prob)
-{
-    size_t ncoef = p->k ? p->k - 1 : 1, npair = p->k ? km_n_pairs(p->k) : 1;
-    size_t i = 0;
-    while (kernel_names[i].type != k->type)
-        i++;
-    put(w, "svm_type %s\nkernel_type %s\n", p->k ? "c_svc" : "epsilon_svr",
-        kernel_names[i].name);
-    if (k->type == KM_KERNEL_POLYNOMIAL)
-        put(w, "degree %d\n", k->degree);
-    if (k->type != KM_KERNEL_LINEAR)
-        put(w, "gamma %.17g\n", k->gamma);
-    if (k->type == KM_KERNEL_POLYNOMIAL || k->type == KM_KERNEL_SIGMOID)
-        put(w, "coef0 %.17g\n", k->coef0);
-    put(w, "nr_class %zu\ntotal_sv %zu\n", p->k ? p->k : 2, p->nsv);
-    put_list(w, "rho", p->rho, npair);
-    if (p->k) {
-        put(w, "label");
-        for (size_t c = 0; c < p->k; c++)
-            put(w, " %s", label[c]);
-        put(w, "\n");
-    }
-    if (p->probA) {
-        put_list(w, "probA", p->probA, npair);
-        put_list(w, "probB", p->probB, npair);
-    } else if (svr_prob && svr_prob->count == 1) {
-        put_list(w, "probA", svr_prob->values, 1);
-    }
-    if (p->k) {
-        put(w, "nr_sv");
-        for (size_t c = 0; c < p->k; c++)
-            put(w, " %d", p->n_support[c]);
-        put(w, "\n");
-    }
-    put(w, "SV\n");
-    for (size_t s = 0; s < p->nsv; s++) {
-        for (size_t j = 0; j < ncoef; j++)
-            put(w, "%.17g ", p->coef[s * ncoef + j]);
-        for (size_t j = 0; j < d; j++)
-            if (p->sv[s * d + j] != 0) /* LIBSVM's sparse rows: zeros left out */
-                put(w, "%zu:%.17g ", j + 1, p->sv[s * d + j]);
-        put(w, "\n");
-    }
-}
-
-km_status km_libsvm_write(const km_model *m, char **text, size_t *len,
-                          km_error *err)
-{
-    km_status st = km_libsvm_check_export(m, err);
-    if (st != KM_OK)
-        return st;
-    km_svm_parts p;
-    km_svm_parts_of(m, &p);
-    size_t d = km_model_n_features(m);
-    size_t rank[KM_LIBSVM_MAX_CLASSES];
-    const char *label[KM_LIBSVM_MAX_CLASSES];
-    km_svm_arrays o;
-    memset(&o, 0, sizeof o);
-    for (size_t pos = 0; pos < p.k; pos++) {
-        /* LIBSVM's class pos is the pos-th of the vote order */
-        size_t cls = p.vote ? (size_t)p.vote[pos] : pos;
-        label[pos] = km_model_label(m, cls);
-        rank[cls] = pos;
-    }
-    if (p.vote) {
-        if ((st = renumber(&p, d, rank, &o, err)) != KM_OK) {
-            km_svm_arrays_free(&o);
-            return st;
-        }
-        km_svm_parts q = {p.k, p.nsv, o.n_support, o.sv_index, o.sv, o.coef,
-                          o.rho, o.probA, o.probB, NULL};
-        p = q;
-    }
-    km_writer w;
-    km_writer_init(&w);
-    write_text(&w, km_model_kernel(m), d, &p, label,
-               p.k ? NULL : km_info_find(km_model_training(m), "probA"));
-    km_svm_arrays_free(&o);
-    km_write_bytes(&w, "", 1); /* a NUL after the text, not counted */
-    if (w.failed) {
-        km_writer_cleanup(&w);
-        return km_error_set(err, KM_ENOMEM, "out of memory writing a LIBSVM "
-                            "model");
-    }
-    *text = (char *)w.buf;
-    *len = w.len - 1;
-    return KM_OK;
 }

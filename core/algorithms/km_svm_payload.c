@@ -180,13 +180,15 @@ size_t km_svm_coefs(const km_model *m, km_coef *out)
     double sign = p->k == 2 ? -1.0 : 1.0;
     size_t n = 0;
     if (p->form == SVC_FORM_NYSTROM) {
-        out[n++] = km_coef_f64("centres_", p->sv, p->nsv, d, 1);
+        out[n++] = km_coef_input_rows(m, "centres_", p->sv, p->nsv, d,
+                                      KM_COEF_ROWS_CENTRES);
         out[n] = km_coef_f64("coef_", p->coef, p->nsv, n_coef(p), 1);
         out[n++].scale = sign;
     } else {
         if (p->sv_index)
             out[n++] = km_coef_i32("support_", p->sv_index, p->nsv, 1);
-        out[n++] = km_coef_f64("support_vectors_", p->sv, p->nsv, d, 1);
+        out[n++] = km_coef_input_rows(m, "support_vectors_", p->sv, p->nsv,
+                                      d, KM_COEF_ROWS_SUPPORT);
         out[n] = km_coef_transposed(
             km_coef_f64("dual_coef_", p->coef, p->nsv, n_coef(p), 1));
         out[n++].scale = sign;

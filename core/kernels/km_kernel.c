@@ -308,9 +308,16 @@ unsigned km_kernel_type_caps(km_kernel_type t)
 }
 
 void km_kernel_spectral_draw(const km_kernel *k, km_rng *r, size_t d,
-                             double *w)
+                             double *w, double *tmp)
 {
-    descs[k->type]->spectral(k->gamma, d, r, w);
+    if (!k->n_columns) {
+        descs[k->type]->spectral(k->gamma, d, r, w);
+        return;
+    }
+    descs[k->type]->spectral(k->gamma, (size_t)k->n_columns, r, tmp);
+    memset(w, 0, d * sizeof *w);
+    for (int c = 0; c < k->n_columns; c++)
+        w[k->columns[c]] = tmp[c];
 }
 
 void km_kernel_caps_names(unsigned caps, const char *last, char *buf,
@@ -878,7 +885,8 @@ static km_status cross_columns(const km_kernel *k, const double *X,
     for (size_t j = 0; j < c; j++)
         if ((size_t)k->columns[j] >= d)
             return km_error_set(err, KM_EINVAL, "kernel.columns lists column "
-                                "%d, but X has %zu", k->columns[j], d);
+                                "%d, but X has %zu column%s", k->columns[j],
+                                d, d == 1 ? "" : "s");
     km_kernel leaf = all_columns(k);
     int norms = needs_norms(&leaf);
     double *buf = malloc(((nx + nz) * c + (norms ? nx + nz : 0) + 1) *

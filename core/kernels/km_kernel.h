@@ -182,10 +182,12 @@ size_t km_kernel_input_d(const km_kernel *k, size_t width);
 #define KM_KERNEL_MAX_COLUMNS 4096
 /* What the string kernels' cache of training strings holds at most
  * (km_strings.c) by default; a server sets its own share of its memory
- * budget (and admits fits against the rest). */
-#define KM_STRING_CACHE_BYTES ((size_t)64 << 20)
+ * budget, and counts what the cache holds at each admission. */
+#define KM_STRING_CACHE_BYTES ((size_t)256 << 20)
 void km_set_string_cache_bytes(size_t bytes);
 size_t km_string_cache_bytes(void);
+/* What the cache holds now (a server counts it against its budget). */
+size_t km_string_cache_held(void);
 /* What a fit's string sets hold beside its Gram: n rows of d doubles for
  * kernel k (0 unless k takes strings). */
 size_t km_kernel_set_bytes(const km_kernel *k, size_t n, size_t d);

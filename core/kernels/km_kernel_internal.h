@@ -47,9 +47,12 @@ typedef struct km_kernel_desc {
 const km_kernel_desc *km_kernel_desc_of(km_kernel_type t);
 
 /* One frequency vector w (d values) drawn from r by k's spectral density
- * (its descriptor's spectral); k must have KM_KERNEL_CAP_RFF. */
+ * (its descriptor's spectral); k must have KM_KERNEL_CAP_RFF. A leaf on
+ * chosen columns draws its k->n_columns values into tmp (room for them)
+ * and puts them at its columns, the other entries 0, so that w x is the
+ * frequency of those columns only; tmp may be NULL otherwise. */
 void km_kernel_spectral_draw(const km_kernel *k, km_rng *r, size_t d,
-                             double *w);
+                             double *w, double *tmp);
 
 /* The names of the kernel types that have all of caps, in list order,
  * into buf: "a, b, c" with last between the last two (", " or " or "). */

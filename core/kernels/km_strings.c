@@ -21,13 +21,17 @@
  *                  by the paper's recursion in O(k |x| |z|) (no end mark)
  *
  * Spectrum kernels work from each string's sorted list of k-mers with
- * their counts, made once per string (O(|x| log |x|)); a pair is then a
- * merge, O(|x| + |z|). A set of strings and its lists is made once per
- * Gram and kept in a small cache (at most KM_STRING_CACHE_BYTES), so a
- * model's training strings are not listed again at every predict: a
- * cached set answers only for rows equal, byte for byte, to those it was
- * made from (checked at every use), so a stale entry can never answer.
- * Pairs are computed on the threads BLAS is given (openblas).
+ * their counts, made once per string (O(|x| log |x|)), and from a set's
+ * features: its distinct k-mers, each with its postings (the strings it
+ * occurs in, with counts). A row of K(x, Z) is then, for each k-mer of
+ * x, its count times each posting's: O(|x| + |z|) per pair at most, and
+ * nothing for the pairs that share no k-mer. A set of strings and its
+ * lists is made once per Gram and kept in a cache (at most
+ * KM_STRING_CACHE_BYTES, or the server's share), so a model's training
+ * strings are not listed again at every predict: a cached set answers
+ * only for rows equal, byte for byte, to those it was made from (checked
+ * at every use), so a stale entry can never answer. Rows are computed on
+ * the threads BLAS is given (openblas).
  *
  * Thread-safety: reentrant; the cache is guarded by a mutex and its
  * entries are reference counted.
@@ -154,6 +158,18 @@ typedef struct strset {
     kmer *km;
     size_t maxlen;        /* the longest string, with its mark */
     size_t bytes_held;
+    /* the spectrum kernels' features: the distinct k-mers of all the
+     * set's strings (p of them, sorted by level, key and bytes; feat[f]
+     * says where one occurs), each string's features (sid[soff[i] ..
+     * soff[i+1]) with their counts scnt, by feature) and each feature's
+     * postings (pstr[poff[f] .. poff[f+1]), the strings it occurs in, by
+     * string, with their counts pcnt) */
+    size_t p;
+    kmer *feat;           /* key, pos, and count = the string */
+    size_t *lvoff;        /* levels + 1 offsets into feat */
+    size_t *soff, *poff;
+    uint32_t *sid, *pstr;
+    uint32_t *scnt, *pcnt;
 } strset;
 
 static void set_free(strset *s)
@@ -164,6 +180,14 @@ static void set_free(strset *s)
     free(s->bytes);
     free(s->loff);
     free(s->km);
+    free(s->feat);
+    free(s->lvoff);
+    free(s->soff);
+    free(s->poff);
+    free(s->sid);
+    free(s->pstr);
+    free(s->scnt);
+    free(s->pcnt);
     free(s);
 }
 
@@ -227,6 +251,129 @@ static size_t list_kmers(const unsigned char *s, size_t m, size_t l,
     return w;
 }
 
+/* One k-mer occurrence list entry of the whole set: its list entry (key,
+ * pos, count) and its string. */
+typedef struct {
+    kmer m;
+    uint32_t str;
+} occ;
+
+typedef struct {
+    const strset *s;
+    size_t len;
+} occ_ctx;
+
+static int occ_cmp(const void *a, const void *b, void *arg)
+{
+    const occ *x = a, *y = b;
+    const occ_ctx *c = arg;
+    if (x->m.key != y->m.key)
+        return x->m.key < y->m.key ? -1 : 1;
+    if (c->len > 8) {
+        int r = memcmp(c->s->bytes + c->s->off[x->str] + x->m.pos,
+                       c->s->bytes + c->s->off[y->str] + y->m.pos, c->len);
+        if (r)
+            return r;
+    }
+    return x->str < y->str ? -1 : x->str > y->str;
+}
+
+/* The set's features and postings from its strings' k-mer lists. */
+static int set_features(strset *s)
+{
+    size_t total = s->loff[s->n * (size_t)s->levels];
+    occ *o = malloc((total ? total : 1) * sizeof *o);
+    s->feat = malloc((total ? total : 1) * sizeof *s->feat);
+    s->lvoff = malloc(((size_t)s->levels + 1) * sizeof *s->lvoff);
+    s->soff = calloc(s->n + 1, sizeof *s->soff);
+    s->poff = malloc((total + 1) * sizeof *s->poff);
+    s->sid = malloc((total ? total : 1) * sizeof *s->sid);
+    s->pstr = malloc((total ? total : 1) * sizeof *s->pstr);
+    s->scnt = malloc((total ? total : 1) * sizeof *s->scnt);
+    s->pcnt = malloc((total ? total : 1) * sizeof *s->pcnt);
+    if (!o || !s->feat || !s->lvoff || !s->soff || !s->poff ||
+        !s->sid || !s->pstr || !s->scnt || !s->pcnt) {
+        free(o);
+        return -1;
+    }
+    size_t p = 0, at = 0;
+    for (int l = 0; l < s->levels; l++) {
+        size_t m = 0;
+        for (size_t i = 0; i < s->n; i++) {
+            size_t li = i * (size_t)s->levels + (size_t)l;
+            for (size_t e = s->loff[li]; e < s->loff[li + 1]; e++)
+                o[m++] = (occ){s->km[e], (uint32_t)i};
+        }
+        occ_ctx c = {s, (size_t)(s->lo + l)};
+        qsort_r(o, m, sizeof *o, occ_cmp, &c);
+        s->lvoff[l] = p;
+        for (size_t e = 0; e < m; e++) {
+            int fresh = e == 0 || o[e - 1].m.key != o[e].m.key ||
+                        (c.len > 8 &&
+                         memcmp(s->bytes + s->off[o[e - 1].str] +
+                                    o[e - 1].m.pos,
+                                s->bytes + s->off[o[e].str] + o[e].m.pos,
+                                c.len));
+            if (fresh) {
+                s->feat[p] = (kmer){o[e].m.key, o[e].m.pos, o[e].str};
+                s->poff[p++] = at;
+            }
+            s->pstr[at] = o[e].str;
+            s->pcnt[at++] = o[e].m.count;
+            s->soff[o[e].str + 1]++;
+        }
+    }
+    s->lvoff[s->levels] = p;
+    s->poff[p] = at;
+    s->p = p;
+    for (size_t i = 0; i < s->n; i++)
+        s->soff[i + 1] += s->soff[i];
+    /* each string's features, in feature order: the postings read by
+     * feature, each entry appended to its string's list */
+    size_t *fill = malloc((s->n ? s->n : 1) * sizeof *fill);
+    if (!fill) {
+        free(o);
+        return -1;
+    }
+    memcpy(fill, s->soff, s->n * sizeof *fill);
+    for (size_t f = 0; f < p; f++)
+        for (size_t e = s->poff[f]; e < s->poff[f + 1]; e++) {
+            size_t w = fill[s->pstr[e]]++;
+            s->sid[w] = (uint32_t)f;
+            s->scnt[w] = s->pcnt[e];
+        }
+    free(fill);
+    free(o);
+    s->bytes_held += total * (sizeof(kmer) + 4 * sizeof(uint32_t) +
+                              sizeof(size_t)) +
+                     (s->n + 1) * sizeof(size_t);
+    return 0;
+}
+
+/* The feature of z's set equal to x's k-mer e of level l (x's set
+ * xs, string i); -1 if z's strings have none. */
+static long find_feature(const strset *z, const strset *xs, size_t i, int l,
+                         const kmer *e)
+{
+    size_t lo = z->lvoff[l], hi = z->lvoff[l + 1];
+    size_t len = (size_t)(z->lo + l);
+    const unsigned char *xb = xs->bytes + xs->off[i] + e->pos;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const kmer *f = &z->feat[mid];
+        int c = f->key < e->key ? -1 : f->key > e->key;
+        if (c == 0 && len > 8)
+            c = memcmp(z->bytes + z->off[f->count] + f->pos, xb, len);
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
 /* The set of X's n rows (d doubles) for leaf k; NULL on OOM. */
 static strset *set_make(const km_kernel *k, const double *X, size_t n,
                         size_t d)
@@ -278,6 +425,10 @@ static strset *set_make(const km_kernel *k, const double *X, size_t n,
         s->loff[lists] = at;
         s->bytes_held += (lists + 1) * sizeof *s->loff +
                          most * sizeof *s->km;
+        if (set_features(s)) {
+            set_free(s);
+            return NULL;
+        }
     }
     return s;
 }
@@ -289,36 +440,6 @@ typedef struct {
     double *rows;
     size_t cap;
 } scratch;
-
-static double spectrum_pair(const strset *a, size_t i, const strset *b,
-                            size_t j)
-{
-    double sum = 0;
-    for (int l = 0; l < a->levels; l++) {
-        size_t li = i * (size_t)a->levels + (size_t)l;
-        size_t lj = j * (size_t)b->levels + (size_t)l;
-        const kmer *p = a->km + a->loff[li], *pe = a->km + a->loff[li + 1];
-        const kmer *q = b->km + b->loff[lj], *qe = b->km + b->loff[lj + 1];
-        size_t len = (size_t)(a->lo + l);
-        const unsigned char *sa = a->bytes + a->off[i];
-        const unsigned char *sb = b->bytes + b->off[j];
-        while (p < pe && q < qe) {
-            int c = p->key < q->key ? -1 : p->key > q->key;
-            if (c == 0 && len > 8)
-                c = memcmp(sa + p->pos, sb + q->pos, len);
-            if (c < 0) {
-                p++;
-            } else if (c > 0) {
-                q++;
-            } else {
-                sum += (double)p->count * (double)q->count;
-                p++;
-                q++;
-            }
-        }
-    }
-    return sum;
-}
 
 /* expdecay: each maximal run of R equal bytes on a diagonal adds
  * g[R] = sum_{r=1..R} sum_{l=1..r} lambda^-l (g of the pair's tables). */
@@ -417,14 +538,61 @@ static double pair_value(const job *jb, size_t i, size_t j, scratch *sc)
     size_t la = a->off[ia + 1] - a->off[ia];
     size_t lb = b->off[jz + 1] - b->off[jz];
     switch (jb->k->type) {
-    case KM_KERNEL_SPECTRUM:
-    case KM_KERNEL_BOUNDRANGE:
-        return spectrum_pair(a, ia, b, jz);
     case KM_KERNEL_EXPDECAY:
         return expdecay_pair(x, la, z, lb, jb->g);
     default:
         return subsequence_pair(x, la, z, lb, jb->k->length, jb->k->lambda,
                                 sc->rows);
+    }
+}
+
+/* The first posting of feature f of z at string lo or after. */
+static size_t first_posting(const strset *z, size_t f, size_t lo)
+{
+    size_t a = z->poff[f], b = z->poff[f + 1];
+    if (lo == 0)
+        return a;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (z->pstr[m] < lo)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* Row i of a spectrum kernel's block: for each feature f of x_i (count
+ * c), c times the count of each z string posted under f, over the
+ * columns [0, end) (z's strings b0 .. b0 + end): sum_f c_x(f) c_z(f),
+ * in whole numbers (exact below 2^53). x_i's features are its own when
+ * x and z are one set, else its k-mers found in z's features. */
+static void spectrum_row(const job *jb, size_t i, size_t end, double *row)
+{
+    const strset *x = jb->a, *z = jb->b;
+    size_t ix = jb->a0 + i, lo = jb->b0, hi = jb->b0 + end;
+    memset(row, 0, end * sizeof *row);
+    if (x == z) {
+        for (size_t e = z->soff[ix]; e < z->soff[ix + 1]; e++) {
+            size_t f = z->sid[e];
+            double c = (double)z->scnt[e];
+            for (size_t q = first_posting(z, f, lo);
+                 q < z->poff[f + 1] && z->pstr[q] < hi; q++)
+                row[z->pstr[q] - lo] += c * (double)z->pcnt[q];
+        }
+        return;
+    }
+    for (int l = 0; l < x->levels; l++) {
+        size_t li = ix * (size_t)x->levels + (size_t)l;
+        for (size_t e = x->loff[li]; e < x->loff[li + 1]; e++) {
+            long f = find_feature(z, x, ix, l, &x->km[e]);
+            if (f < 0)
+                continue;
+            double c = (double)x->km[e].count;
+            for (size_t q = first_posting(z, (size_t)f, lo);
+                 q < z->poff[f + 1] && z->pstr[q] < hi; q++)
+                row[z->pstr[q] - lo] += c * (double)z->pcnt[q];
+        }
     }
 }
 
@@ -446,6 +614,11 @@ static void *work(void *arg)
         size_t end = jb->nz;
         if (jb->lower && jb->diag >= 0 && i + (size_t)jb->diag + 1 < end)
             end = i + (size_t)jb->diag + 1;
+        if (jb->k->type == KM_KERNEL_SPECTRUM ||
+            jb->k->type == KM_KERNEL_BOUNDRANGE) {
+            spectrum_row(jb, i, end, jb->K + i * jb->ldk);
+            continue;
+        }
         for (size_t j = 0; j < end; j++)
             jb->K[i * jb->ldk + j] = pair_value(jb, i, j, &sc);
     }
@@ -512,6 +685,14 @@ void km_set_string_cache_bytes(size_t bytes)
     pthread_mutex_lock(&cache_lock);
     cache_cap = bytes;
     pthread_mutex_unlock(&cache_lock);
+}
+
+size_t km_string_cache_held(void)
+{
+    pthread_mutex_lock(&cache_lock);
+    size_t b = cache_bytes;
+    pthread_mutex_unlock(&cache_lock);
+    return b;
 }
 
 size_t km_string_cache_bytes(void)
@@ -588,7 +769,7 @@ static void cache_put(entry *e, size_t bytes)
     entry *evicted[CACHE_SLOTS];
     int ne = 0;
     pthread_mutex_lock(&cache_lock);
-    for (; bytes <= cache_cap / 2;) {
+    for (; bytes <= cache_cap;) {
         int free_slot = -1, old = -1;
         for (int s = 0; s < CACHE_SLOTS; s++) {
             if (!cache[s])

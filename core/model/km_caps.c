@@ -65,7 +65,8 @@ int km_algorithm_solver_accepts(km_algorithm a, size_t i, km_kernel_type t)
         (unsigned)t >= KM_KERNEL_TYPE_COUNT)
         return 0;
     unsigned need = al->solver_needs ? al->solver_needs[i] : 0;
-    return (km_kernel_type_caps(t) & need) == need;
+    return (km_kernel_type_caps(t) & need) == need &&
+           km_algorithm_takes_input(a, km_kernel_type_input(t), NULL);
 }
 
 KM_CHOICES_DEFINE(km_decision_columns_choices, KM_DECISION_COLUMNS_MAP,
@@ -90,7 +91,7 @@ km_status km_algorithm_check_kernel(km_algorithm a, const void *params,
                             "(inputs: %s)%s", km_algorithm_name(a),
                             km_kernel_type_name(k->type),
                             km_choice_name(&km_input_kind_choices, in),
-                            in == KM_INPUT_PRECOMPUTED
+                            in == KM_INPUT_PRECOMPUTED && al->self_of_new
                             ? ": its answers need k(x, x) of new rows, which "
                               "precomputed values against the training rows "
                               "do not give"

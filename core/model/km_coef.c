@@ -7,11 +7,26 @@
  */
 #include "km_model_internal.h"
 
+/* Rows a precomputed model keeps only some of (its centres) are known by
+ * their index column: the view of that column, after the rows'. */
+static size_t add_indices(km_coef *out, size_t n)
+{
+    for (size_t a = 0; a < n && n < KM_COEF_MAX; a++)
+        if (out[a].indexed) {
+            km_coef c = km_coef_f64("centre_indices_", out[a].f64 - 1,
+                                    out[a].shape[0], 0, 1);
+            c.integer = 1;
+            c.stride[0] = out[a].stride[0];
+            out[n++] = c;
+        }
+    return n;
+}
+
 size_t km_model_coefs(const km_model *m, km_coef *out)
 {
     const km_algo *a = m ? km_algo_of(km_model_algorithm(m)) : NULL;
     size_t n = a && a->coefs ? a->coefs(m, out) : 0;
-    return n < KM_COEF_MAX ? n : KM_COEF_MAX;
+    return add_indices(out, n < KM_COEF_MAX ? n : KM_COEF_MAX);
 }
 
 double km_coef_at(const km_coef *c, size_t i, size_t j)
@@ -19,6 +34,8 @@ double km_coef_at(const km_coef *c, size_t i, size_t j)
     if (c->at)
         return c->at(c, i, j);
     size_t o = i * c->stride[0] + j * c->stride[1];
+    if (c->string)
+        return (double)km_string_row_bytes(c->f64 + o, c->stride[0], NULL, 0);
     /* + 0.0: a zero negated is written 0, not -0 */
     return c->scale * (c->f64 ? c->f64[o] : (double)c->i32[o]) + 0.0;
 }
@@ -46,6 +63,31 @@ km_coef km_coef_f64(const char *name, const double *v, size_t rows,
     c.stride[1] = 1;
     c.scale = 1.0;
     return c;
+}
+
+km_coef km_coef_input_rows(const km_model *m, const char *name,
+                           const double *X, size_t n, size_t d, int which)
+{
+    km_coef c;
+    switch (km_kernel_input(km_model_kernel(m))) {
+    case KM_INPUT_STRINGS:
+        c = km_coef_f64(name, X, n, 0, 1);
+        c.string = 1;
+        c.stride[0] = d;
+        return c;
+    case KM_INPUT_PRECOMPUTED:
+        if (which == KM_COEF_ROWS_SUPPORT) {
+            c = km_coef_f64(name, X, 0, 1, 0);
+            c.shape[1] = 0;
+            return c;
+        }
+        c = km_coef_f64(name, X ? X + 1 : NULL, n, d ? d - 1 : 0, 1);
+        c.stride[0] = d;
+        c.indexed = which == KM_COEF_ROWS_CENTRES;
+        return c;
+    default:
+        return km_coef_f64(name, X, n, d, 1);
+    }
 }
 
 km_coef km_coef_i32(const char *name, const int *v, size_t rows, int paged)

@@ -393,11 +393,24 @@ const km_search_table *km_model_search(const km_model *m);
  * axis that runs over training rows, support vectors, centres or random
  * features (an answer pages it by offset and limit), -1 when the array is
  * small and whole (intercepts, eigenvalues).
+ * The training rows a model keeps are answered as the model's kernel
+ * takes them (km_coef_input_rows): rows of numbers; a string model's
+ * strings (a vector whose entry i is the string row f64 + i stride[0]
+ * of stride[0] doubles, km_string_row_bytes; km_coef_at gives its
+ * length); a precomputed model's rows of kernel values against the
+ * training rows without their index column (scikit-learn's X_fit_ of
+ * kernel="precomputed", the Gram matrix given), and, as scikit-learn's
+ * SVC and SVR of kernel="precomputed", no support vectors (shape 0 x 0:
+ * support_ says which training rows they are); a precomputed model's
+ * centres are followed by centre_indices_, their training rows.
  */
 #define KM_COEF_MAX 8
 typedef struct km_coef {
     const char *name;
     int integer;           /* whole numbers (indices, labels) */
+    int string;            /* strings (a vector of string rows) */
+    int indexed;           /* a precomputed model's centres: their index
+                              column is f64[-1] (km_model_coefs adds it) */
     size_t ndim;           /* 1 or 2 */
     size_t shape[2];       /* shape[1] is 1 for a vector */
     int page_axis;         /* 0, 1, or -1 */

@@ -267,6 +267,17 @@ typedef struct km_algo {
  * n_SV x (k-1)), paged over its columns. */
 km_coef km_coef_f64(const char *name, const double *v, size_t rows,
                     size_t cols, int paged);
+/* Which rows a model keeps (km_coef_input_rows): all its training rows,
+ * its support vectors (svc, svr), or some chosen as centres. */
+enum { KM_COEF_ROWS_ALL, KM_COEF_ROWS_SUPPORT, KM_COEF_ROWS_CENTRES };
+/* The view of n rows X (n x d doubles, as the model keeps them) as m's
+ * kernel takes its input (km_model.h's km_coef): rows of numbers,
+ * strings, or kernel values without their index column; paged. A
+ * precomputed model answers support vectors as scikit-learn does, shape
+ * 0 x 0 (support_ says which rows), and centres with their training
+ * rows' indices (km_model_coefs adds "centre_indices_"). */
+km_coef km_coef_input_rows(const km_model *m, const char *name,
+                           const double *X, size_t n, size_t d, int which);
 km_coef km_coef_i32(const char *name, const int *v, size_t rows, int paged);
 km_coef km_coef_transposed(km_coef c);
 

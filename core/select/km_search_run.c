@@ -268,7 +268,13 @@ int km_search_kernel_equal(const km_kernel *a, const km_kernel *b)
         return 0;
     if (((in->params & KM_KPARAM_GAMMA) && a->gamma != b->gamma) ||
         ((in->params & KM_KPARAM_DEGREE) && a->degree != b->degree) ||
-        ((in->params & KM_KPARAM_COEF0) && a->coef0 != b->coef0))
+        ((in->params & KM_KPARAM_COEF0) && a->coef0 != b->coef0) ||
+        ((in->params & KM_KPARAM_LENGTH) && a->length != b->length) ||
+        ((in->params & KM_KPARAM_LAMBDA) && a->lambda != b->lambda) ||
+        a->n_columns != b->n_columns ||
+        (a->n_columns &&
+         memcmp(a->columns, b->columns,
+                (size_t)a->n_columns * sizeof *a->columns)))
         return 0;
     for (int i = 0; i < a->n_parts; i++) {
         double wa = a->weights ? a->weights[i] : 1.0;

@@ -4,7 +4,9 @@
  * predict (or a kpca projection) on a model, and renders the API
  * reference from the spec the server serves (GET /openapi.yaml). The
  * outputs each model offers come from the server's self-description
- * (GET /v1's capabilities), not from a list here.
+ * (GET /v1's capabilities), not from a list here; what a model takes as
+ * rows (numbers, strings, or kernel values against its training rows)
+ * from its metadata's input.
  *
  * It calls only this server's API, with the token the user gives (kept
  * in sessionStorage, sent as "Authorization: Bearer TOKEN"). Everything it
@@ -120,6 +122,15 @@
     return String(k.type) + (args.length ? "(" + args.join(", ") + ")" : "");
   }
 
+  /* The models table's Features: n_features, or what a model of strings
+   * or of precomputed kernel values takes (its metadata's input). */
+  function featuresText(m) {
+    const i = inputOf(m, null);
+    if (i.kind === "strings") return "strings (≤ " + i.maxLength + " bytes)";
+    if (i.kind === "precomputed") return i.width + " kernel values";
+    return m.n_features;
+  }
+
   async function loadModels() {
     const r = await api("GET", "/v1/models");
     const body = $("models-table").tBodies[0];
@@ -141,7 +152,7 @@
       el("td", {}, m.algorithm),
       el("td", {className: "mono"}, kernelText(m.kernel)),
       el("td", {className: "num"}, m.n_samples),
-      el("td", {className: "num"}, m.n_features),
+      el("td", {className: "num"}, featuresText(m)),
       timeCell(m.created_at))));
     setState("models-state", models.length ? models.length + " model" +
       (models.length > 1 ? "s" : "") : "No models yet: fit one with POST /v1/models/{name}/fit.");
@@ -253,12 +264,32 @@
     showHint();
   }
 
+  /* What model m takes as rows for choice c (its metadata's input; the
+   * inverse map takes projections): {kind: "vectors" or "precomputed",
+   * width} or {kind: "strings", maxLength}. */
+  function inputOf(m, c) {
+    const i = (m && m.input) || {};
+    if (c && c.extra.inverse) return {kind: "vectors", width: m.params.n_components};
+    if (i.kind === "strings") return {kind: "strings", maxLength: i.max_length};
+    if (i.kind === "precomputed") return {kind: "precomputed", width: i.n_training};
+    return {kind: "vectors", width: m && m.n_features};
+  }
+
   function showHint() {
     const m = modelNamed($("predict-model").value);
     const c = m && choicesFor(m)[Number($("predict-output").value) || 0];
-    const width = c && c.extra.inverse ? m.params.n_components : m && m.n_features;
-    $("predict-hint").textContent = m ? "Each row has " + width + " number" +
-      (width === 1 ? "" : "s") + "." : "";
+    const i = m ? inputOf(m, c) : null;
+    let hint = "";
+    if (i && i.kind === "strings")
+      hint = "This model takes strings (of at most " + i.maxLength + " bytes): one " +
+        "string a line (blank lines are skipped), or CSV whose header names a " +
+        "column text (quote a text holding commas, quotes (doubled) or line " +
+        "breaks), or JSON: an array of strings.";
+    else if (i && i.kind === "precomputed")
+      hint = "Each row has " + i.width + " kernel values: one per training row.";
+    else if (i)
+      hint = "Each row has " + i.width + " number" + (i.width === 1 ? "" : "s") + ".";
+    $("predict-hint").textContent = hint;
   }
 
   const NUMBER = /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
@@ -295,6 +326,78 @@
     return rows;
   }
 
+  /* RFC 4180 records of text: fields split by commas, a quoted field may
+   * hold commas, doubled quotes and line breaks; each record with the
+   * line it starts on (blank lines are none). Throws naming the line. */
+  function csvRecords(text) {
+    const out = [];
+    const n = text.length;
+    let i = 0, line = 1;
+    while (i < n) {
+      const start = line, fields = [];
+      for (;;) {
+        let f = "";
+        if (text[i] === "\"") {
+          for (i++; ; i++) {
+            if (i >= n) throw new Error("line " + start + ": a quoted field is not closed");
+            if (text[i] === "\"" && text[i + 1] === "\"") { f += "\""; i++; continue; }
+            if (text[i] === "\"") { i++; break; }
+            if (text[i] === "\n") line++;
+            f += text[i];
+          }
+          if (i < n && !",\r\n".includes(text[i]))
+            throw new Error("line " + line + ": text after the closing quote of field " +
+              (fields.length + 1));
+        } else {
+          const from = i;
+          while (i < n && !",\r\n".includes(text[i])) i++;
+          f = text.slice(from, i);
+        }
+        fields.push(f);
+        if (text[i] === ",") { i++; continue; }
+        if (text[i] === "\r") i++;
+        if (text[i] === "\n") i++;
+        line++;
+        break;
+      }
+      if (fields.length > 1 || fields[0] !== "") out.push({line: start, fields});
+    }
+    return out;
+  }
+
+  /* A string model's rows: JSON (an array of strings, or {"X": [...]}),
+   * CSV whose header names a column "text" (that column is sent), else
+   * one string a line, as typed (blank lines skipped). Returns {X, how};
+   * throws an Error naming the line. */
+  function parseStrings(text) {
+    const t = text.trim();
+    if (!t) throw new Error("no rows: paste text, one string a line");
+    if (t[0] === "[" || t[0] === "{") {
+      let v;
+      try { v = JSON.parse(t); } catch (e) { v = undefined; }
+      if (v !== undefined) {
+        if (v && !Array.isArray(v) && Array.isArray(v.X)) v = v.X;
+        if (!Array.isArray(v) || !v.length || !v.every((x) => typeof x === "string"))
+          throw new Error("JSON rows of a string model must be an array of strings");
+        return {X: v, how: "JSON"};
+      }
+    }
+    let head = [];
+    try { head = csvRecords(text.split(/\r?\n/)[0])[0].fields; } catch (e) { /* lines */ }
+    const col = head.findIndex((f) => f.trim().toLowerCase() === "text");
+    if (col < 0) {
+      const X = text.split(/\r?\n/).filter((l) => l.trim());
+      return {X, how: "one string a line"};
+    }
+    const records = csvRecords(text).slice(1);
+    for (const r of records)
+      if (r.fields.length !== head.length)
+        throw new Error("line " + r.line + ": " + r.fields.length + " fields; the " +
+          "header has " + head.length);
+    if (!records.length) throw new Error("no rows after the header");
+    return {X: records.map((r) => r.fields[col]), how: "the CSV's column " + head[col].trim()};
+  }
+
   function showAnswer(choice, m, data) {
     const values = data.predictions || data.projections || [];
     const head = $("predict-table").tHead.rows[0];
@@ -324,9 +427,11 @@
       return;
     }
     const choice = choicesFor(m)[Number($("predict-output").value) || 0];
-    let X;
+    const strings = inputOf(m, choice).kind === "strings";
+    let X, how = "";
     try {
-      X = parseRows($("predict-rows").value);
+      if (strings) ({X, how} = parseStrings($("predict-rows").value));
+      else X = parseRows($("predict-rows").value);
     } catch (e) {
       setState("predict-state", e.message, true);
       $("predict-rows").focus();
@@ -340,8 +445,9 @@
       if (r.status === 401) needToken(r);
       return;
     }
-    setState("predict-state", "POST " + path + ": " + X.length + " row" +
-      (X.length === 1 ? "" : "s") + ", answered by version " +
+    setState("predict-state", "POST " + path + ": " + X.length +
+      (strings ? " string" : " row") + (X.length === 1 ? "" : "s") +
+      (how ? " (" + how + ")" : "") + ", answered by version " +
       (r.data.model && r.data.model.version) + ".");
     showAnswer(choice, m, r.data);
     $("predict-raw").textContent = r.text;

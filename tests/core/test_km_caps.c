@@ -97,8 +97,8 @@ END_TEST
 
 /* A solver accepts a kernel exactly when the algorithm's kernel check
  * (what a fit and the API run) passes: krr's, by its solver; an
- * algorithm without a kernel check takes every kernel with every
- * solver. */
+ * algorithm without a kernel check takes, with every solver, every
+ * kernel of an input kind it takes (gpr and kkmeans no precomputed). */
 START_TEST(test_solver_kernels)
 {
     for (size_t s = 0; s < km_algorithm_solver_count(KM_ALGO_KRR); s++)
@@ -119,8 +119,10 @@ START_TEST(test_solver_kernels)
             continue;
         for (size_t s = 0; s < km_algorithm_solver_count(a); s++)
             for (int t = 0; t < KM_KERNEL_TYPE_COUNT; t++)
-                ck_assert(km_algorithm_solver_accepts(a, s,
-                                                      (km_kernel_type)t));
+                ck_assert_int_eq(
+                    km_algorithm_solver_accepts(a, s, (km_kernel_type)t),
+                    km_algorithm_takes_input(
+                        a, km_kernel_type_input((km_kernel_type)t), NULL));
     }
 }
 END_TEST

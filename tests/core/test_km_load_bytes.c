@@ -268,11 +268,11 @@ START_TEST(libsvm_kept_bounds_the_model_and_its_file)
         km_error err;
         size_t len = strlen(text), flen;
         unsigned char *file;
-        ck_assert_msg(km_libsvm_scan(text, len, 0, &info, &err) == KM_OK,
+        ck_assert_msg(km_libsvm_scan(text, len, 0, 0, &info, &err) == KM_OK,
                       "%s", err.message);
         ck_assert_int_eq(info.reordered, files[i].reordered);
         km_libsvm_bytes(&info, &lb);
-        ck_assert_int_eq(km_libsvm_read(text, len, 0, &m, &err), KM_OK);
+        ck_assert_int_eq(km_libsvm_read(text, len, 0, 0, &m, &err), KM_OK);
         ck_assert_uint_ge(lb.kept, km_model_bytes(m));
         ck_assert_uint_ge(lb.peak, lb.kept);
         /* a renumbered read holds the file's order and the copy at once */

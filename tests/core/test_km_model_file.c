@@ -378,7 +378,7 @@ START_TEST(svc_vote_order)
 {
     km_model *m = NULL;
     km_error err = {KM_OK, ""};
-    ck_assert_msg(km_libsvm_read(LIBSVM_213, strlen(LIBSVM_213), 0, &m,
+    ck_assert_msg(km_libsvm_read(LIBSVM_213, strlen(LIBSVM_213), 0, 0, &m,
                                  &err) == KM_OK, "%s", err.message);
     file f = save(m);
     km_model_free(m);

@@ -11,7 +11,9 @@
  *   - api_predict on a small krr and a small svc model (labels), and
  *     api_project on a small kpca model, with the predict keys; api_score
  *     on all three; the Open Inference Protocol's api_v2_infer on all
- *     three.
+ *     three; api_predict, api_score and api_v2_infer on a krr model of
+ *     strings (spectrum kernel, max_length 16) and one of a precomputed
+ *     kernel, whose X (BYTES tensors, kernel values) is read otherwise.
  * Every answer and error must be UTF-8 JSON text with no inf or nan in
  * it. A disagreement or a bad answer aborts, so libFuzzer reports it.
  *
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api_fit.h"
 #include "api_json.h"
@@ -32,7 +35,7 @@
 #include "api_v2.h"
 #include "km.h"
 
-static km_model *krr, *svc, *kpca;
+static km_model *krr, *svc, *kpca, *str, *pre;
 
 static void fail(const char *what, const char *detail)
 {
@@ -40,20 +43,26 @@ static void fail(const char *what, const char *detail)
     abort();
 }
 
-/* Text an answer or an error may hold: UTF-8; in an answer (whose only
- * words are the model's name "fz" and labels "hi", "lo"), no inf or
- * nan. An error may quote the client's "inf". */
+/* Text an answer or an error may hold: UTF-8; in an answer, no inf or
+ * nan outside its strings (a v2 answer echoes the client's id). An error
+ * may quote the client's "inf". */
 static void check_text(const char *s, size_t len, const char *what,
                        int answer)
 {
+    int in_string = 0;
     for (size_t i = 0; i < len;) {
         size_t n = api_utf8_char(s + i, len - i);
         if (!n)
             fail(what, "not UTF-8");
+        if (s[i] == '"')
+            in_string = !in_string;
+        else if (in_string && s[i] == '\\')
+            n++; /* the escaped character */
+        else if (answer && !in_string && (!strncasecmp(s + i, "nan", 3) ||
+                                          !strncasecmp(s + i, "inf", 3)))
+            fail(what, s);
         i += n;
     }
-    if (answer && (strstr(s, "nan") || strstr(s, "inf")))
-        fail(what, s);
 }
 
 static void check_error(const api_error *e)
@@ -93,6 +102,26 @@ static void setup(void)
     if (km_model_set_labels(svc, labels, 2, 0, &err) != KM_OK)
         fail("labels", err.message);
     kpca = fitted(km_kpca_fit(&k, &pp, X, 6, 2, NULL, &m, &err), m, &err);
+
+    /* strings, packed as the API packs them; a precomputed Gram */
+    static const char *const s[] = {"acgt", "ggca", "tacg", "ccgga", "at", ""};
+    size_t len[6], d = km_string_width(16);
+    double S[6 * 4], G[6 * 6], P[6 * 7];
+    for (int i = 0; i < 6; i++)
+        len[i] = strlen(s[i]);
+    if (d > 4 || km_strings_pack(s, len, 6, d, S, &err) != KM_OK)
+        fail("packing the strings", err.message);
+    km_kernel_init(&k, KM_KERNEL_SPECTRUM);
+    k.length = 2;
+    str = fitted(km_krr_fit(&k, &kp, S, 6, d, y, 1, NULL, &m, &err), m, &err);
+    if (km_model_set_max_length(str, 16, &err) != KM_OK)
+        fail("max_length", err.message);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++)
+            G[i * 6 + j] = i == j ? 2.0 : 1.0 / (1 + i + j);
+    km_precomputed_pack(G, 6, 6, 1, P);
+    km_kernel_init(&k, KM_KERNEL_PRECOMPUTED);
+    pre = fitted(km_krr_fit(&k, &kp, P, 6, 7, y, 1, NULL, &m, &err), m, &err);
 }
 
 /* The direct reader and cJSON agree on the body and on its X. */
@@ -185,6 +214,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     answer(body, size, krr, api_v2_infer, api_v2_matrix_keys);
     answer(body, size, svc, api_v2_infer, api_v2_matrix_keys);
     answer(body, size, kpca, api_v2_infer, api_v2_matrix_keys);
+    for (int i = 0; i < 2; i++) {
+        const km_model *m = i ? pre : str;
+        answer(body, size, m, api_predict, api_predict_matrix_keys);
+        answer(body, size, m, api_score, api_score_matrix_keys);
+        answer(body, size, m, api_v2_infer, api_v2_matrix_keys);
+    }
     free(body);
     return 0;
 }

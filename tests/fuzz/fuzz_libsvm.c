@@ -17,6 +17,10 @@
  * is also saved as a kmm file, which must load back. Any crash, leak,
  * sanitizer report or disagreement aborts.
  *
+ * A file that says "kernel_type precomputed" is read with n_training
+ * PRE_TRAINING (its SV lines' rows must be within it); any other with
+ * no width given.
+ *
  * Seed corpus: tests/fuzz/corpus/fuzz_libsvm/, small model files of
  * each svm_type and kernel (one with CRLF line ends).
  */
@@ -33,6 +37,8 @@
 /* Builds only models of at most this many bytes: the scan is what
  * bounds the rest (a server admits larger ones against its budget). */
 #define MAX_BUILD_BYTES ((size_t)64 << 20)
+/* The training rows of a precomputed file's import. */
+#define PRE_TRAINING 64
 
 #define CHECK(cond)                                                          \
     do {                                                                     \
@@ -76,7 +82,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *text = (const char *)data;
     size_t bytes = 0;
     api_error e1, e2;
-    int bad = api_import_bytes(API_FORMAT_LIBSVM, text, size, 0, &bytes, &e1);
+    static const char pre[] = "kernel_type precomputed";
+    api_import_width w = {0, 0};
+    for (size_t i = 0; i + sizeof pre - 1 <= size && !w.n_training; i++)
+        if (!memcmp(text + i, pre, sizeof pre - 1))
+            w.n_training = PRE_TRAINING;
+    int bad = api_import_bytes(API_FORMAT_LIBSVM, text, size, &w, &bytes, &e1);
     if (bad) {
         CHECK(e1.http == 400 && strstr(e1.message, "LIBSVM model"));
         return 0;
@@ -84,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (bytes > MAX_BUILD_BYTES)
         return 0;
     km_model *m = NULL, *back = NULL;
-    CHECK(api_import(API_FORMAT_LIBSVM, text, size, 0, &m, &e2) == 0);
+    CHECK(api_import(API_FORMAT_LIBSVM, text, size, &w, &m, &e2) == 0);
     /* the import's estimate holds the body and the model it makes */
     CHECK(bytes >= size + km_model_bytes(m));
     cJSON *meta = api_model_json(m);
@@ -97,8 +108,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len1, len2;
     const char *media;
     CHECK(api_export(m, API_FORMAT_LIBSVM, &out1, &len1, &media, &e1) == 0);
-    CHECK(api_import(API_FORMAT_LIBSVM, out1, len1, km_model_n_features(m),
-                     &back, &e2) == 0);
+    /* the model's own width back: its features, or its training rows */
+    api_import_width wb = {km_model_n_features(m), 0};
+    if (km_kernel_input(km_model_kernel(m)) == KM_INPUT_PRECOMPUTED)
+        wb = (api_import_width){0, km_kernel_input_width(km_model_kernel(m),
+                                                         wb.n_features)};
+    CHECK(api_import(API_FORMAT_LIBSVM, out1, len1, &wb, &back, &e2) == 0);
     CHECK(api_export(back, API_FORMAT_LIBSVM, &out2, &len2, &media, &e1) == 0);
     CHECK(len1 == len2 && !memcmp(out1, out2, len1));
     CHECK(predict_zeros(back, b) == na && !memcmp(a, b, na * sizeof *a));

@@ -210,9 +210,30 @@ def required_params(algo):
     return out
 
 
+# X as each input kind has it: strings (one per row of X, the classes'
+# k-mers apart), and precomputed values (the Gram of X's rows under an rbf
+# of gamma 1: positive definite)
+STRINGS = ["acgt" * (1 + i % 3) + "gg" * (i % 4) for i in range(N)]
+GRAM = [[2.718281828459045 ** -sum((a - b) ** 2 for a, b in zip(x, z))
+         for z in X] for x in X]
+
+
+def input_of(caps, kernel):
+    """The input kind GET /v1 says a kernel object takes (a composite's:
+    its first part's)."""
+    while kernel.get("kernels"):
+        kernel = kernel["kernels"][0]
+    k = next(k for k in caps["kernels"] if k["name"] == kernel["type"])
+    return k.get("input", "vectors")
+
+
 def fit_body(caps, algo, params=None, kernel=None, y=True, **extra):
-    body = {"algorithm": algo["name"], "kernel": kernel or {"type": "rbf"},
-            "params": dict(required_params(algo), **(params or {})), "X": X}
+    kernel = kernel or {"type": "rbf"}
+    rows = {"strings": STRINGS, "precomputed": GRAM}.get(
+        input_of(caps, kernel), X)
+    body = {"algorithm": algo["name"], "kernel": kernel,
+            "params": dict(required_params(algo), **(params or {})),
+            "X": rows}
     if y and algo["target"] == "values":
         body["y"] = VALUES
     elif y and algo["target"] == "classes":

@@ -34,6 +34,15 @@ scikit-learn's attributes on the parity data sets of the other runners.
   x_scale, y_mean) as numpy computes them; the arrays equal SVC's and
   KernelRidge's fitted on the rows scaled so; a model without
   preprocessing answers neither member.
+- string models (spectrum k = 3; strings with UTF-8 beyond ASCII,
+  quotes, a backslash, a tab, the empty string): krr's X_fit_ is dtype
+  "string", shape [n], the training strings exactly, and predict equals
+  the reference kernel's (tests/strings_ref.py) K(T, X_fit_) dual_coef_
+  to 1e-9; svc's support_vectors_ are the strings at support_ and its
+  decision values from them equal predict's; pages of strings put
+  together are the whole answer, and a page counts a string as its
+  row's doubles (max_length 65536: 1 + 10923 a row), so its maximum
+  limit is 1,000,000 over that.
 For every model, the answers recomputed in numpy from the coefficients
 alone (X_fit_, centres or frequencies and coefficients; the kernel in
 the metadata) equal the daemon's predict (values, decision_function,
@@ -70,7 +79,9 @@ from sklearn.svm import SVC, SVR
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 import run  # noqa: E402
+import strings_ref as ref  # noqa: E402
 import klr as klr_runner  # noqa: E402  (read_model: klr's model file)
 import interchange as ich  # noqa: E402  (LIBSVM's files: make, train, parse)
 import svmutil  # noqa: E402  (python3-libsvm: LIBSVM's own decision values)
@@ -109,7 +120,7 @@ def coefs(d, name, version=None, query=""):
     r = d.req("GET", base + query)
     check(r.status == 200, f"{name}: coefficients 200", r)
     a = r.json() or {}
-    out = {k: np.array(v["values"], dtype=float)
+    out = {k: np.array(v["values"], dtype=object if v["dtype"] == "string" else float)
            for k, v in a.get("coefficients", {}).items()}
     for k, v in a.get("coefficients", {}).items():
         check(list(out[k].shape) == v["shape"] or
@@ -569,6 +580,47 @@ def preprocess_cases(d):
           "a model without preprocessing: neither member (answers unchanged)", a)
 
 
+STRINGS = ["acgtacgtaa", "caf\u00e9 cr\u00e8me", 'say "hi"', "back\\slash\ttab", "",
+           "ggcattacgg", "acgtt", "\u00e9\u00e9\u00e9 acg", "tttttttt", "cagtcagt"]
+
+
+def string_cases(d):
+    spec = {"type": "spectrum", "length": 3}
+    T = ["acgtac", "caf\u00e9", "gcatt"]
+    y = [float(i % 3) for i in range(len(STRINGS))]
+    fit(d, "str-krr", {"algorithm": "krr", "kernel": spec, "X": STRINGS, "y": y,
+                       "params": {"alpha": 0.5}})
+    a, _ = coefs(d, "str-krr")
+    xf = a.get("coefficients", {}).get("X_fit_", {})
+    check(xf.get("dtype") == "string" and xf.get("shape") == [len(STRINGS)] and
+          xf.get("values") == STRINGS, "str-krr: X_fit_ is the training strings (dtype string)", xf)
+    dual = np.array(a["coefficients"]["dual_coef_"]["values"], float)
+    want = np.array(ref.gram(spec, T, xf.get("values", STRINGS))) @ dual
+    same_answer("str-krr", want[:, 0], predict(d, "str-krr", T), "predictions")
+    labels = [i % 2 for i in range(len(STRINGS))]
+    fit(d, "str-svc", {"algorithm": "svc", "kernel": spec, "X": STRINGS, "y": labels})
+    a, c = coefs(d, "str-svc")
+    sv = a["coefficients"]["support_vectors_"]
+    check(sv["dtype"] == "string" and
+          sv["values"] == [STRINGS[i] for i in c["support_"].astype(int)],
+          "str-svc: support_vectors_ are the strings at support_", sv)
+    dec = np.array(ref.gram(spec, T, sv["values"])) @ c["dual_coef_"][0] + c["intercept_"][0]
+    same_answer("str-svc", dec, predict(d, "str-svc", T, "decision_function"), "decision values")
+    pages, off = [], 0
+    while off is not None:
+        p = d.req("GET", f"/v1/models/str-krr/coefficients?offset={off}&limit=3").json()
+        pages += p["coefficients"]["X_fit_"]["values"]
+        off = p.get("next_offset")
+    check(pages == STRINGS, "str-krr: pages of 3 strings put together are the whole answer", pages)
+    fit(d, "str-wide", {"algorithm": "krr", "kernel": spec, "X": STRINGS, "y": y,
+                        "max_length": 65536})
+    most = 1000000 // (1 + 10923 + 1)
+    r = d.req("GET", "/v1/models/str-wide/coefficients?limit=100000")
+    check(r.status == 400 and f"1 to {most}" in r.body,
+          f"str-wide: a string of max_length 65536 counts its 10924 doubles: at most {most} "
+          "rows a page", r)
+
+
 def paging(d):
     full = d.req("GET", "/v1/models/svc-multi/coefficients").json()
     total = full["total_rows"]
@@ -694,6 +746,7 @@ def main():
         kkmeans_cases(d)
         import_cases(d)
         preprocess_cases(d)
+        string_cases(d)
         paging(d)
         every_algorithm(d)
         versions(args.server)

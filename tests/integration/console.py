@@ -21,6 +21,14 @@ clusters; kpca
 projects (and back, with inverse) as /project does; a bad cell is named
 by line and column and a wrong width shows the server's 400; a predict
 driven from the keyboard alone works; every control has a label. A
+string model (svc on a spectrum kernel) takes text rows: one string a
+line, CSV whose header names a column text (quoted fields with commas,
+doubled quotes and line breaks, spaces kept, as Python's csv module
+reads it) or a JSON array of strings, each answering what POST predict
+answers for those strings for every output offered; an unclosed quote
+is named by line, a string over max_length shows the server's 400; a
+precomputed model takes rows of kernel values; the models table says
+what each takes. A
 search run as a job shows in the jobs table with a progress bar that
 moves (0 < value < 1, as GET /v1/jobs/{id} says), and the row's Cancel
 button cancels it (the job ends cancelled); a finished fit's bar is full.
@@ -270,6 +278,89 @@ def check_predict(d, b):
           "predict from the keyboard: Tab reaches the button, Enter runs it", raw)
 
 
+STR_X = ["ggccgcgcgc", "gcgcggccgg", "cgcggcgcgg", "ccgggcgcgc", "attatatata",
+         "tataatatta", "aattatatat", "ttaatataat"]
+STR_LABELS = ["gc"] * 4 + ["at"] * 4
+
+
+def fit_string_models(d):
+    """A string model (svc with probabilities on a spectrum kernel) and a
+    precomputed one (krr on a Gram)."""
+    r = d.req("POST", "/v1/models/txt/fit", {
+        "algorithm": "svc", "kernel": {"type": "spectrum", "length": 2},
+        "params": {"probability": True}, "X": STR_X, "y": STR_LABELS,
+        "max_length": 40})
+    check(r.status == 201, "fit txt (svc on strings) over HTTP", r)
+    G = [[1.0 if i == j else 0.5 ** abs(i - j) for j in range(5)] for i in range(5)]
+    r = d.req("POST", "/v1/models/pre/fit", {
+        "algorithm": "krr", "kernel": {"type": "precomputed"}, "X": G,
+        "y": [1.0, 2.0, 0.5, 3.0, 1.5]})
+    check(r.status == 201, "fit pre (krr on a precomputed Gram) over HTTP", r)
+
+
+def check_strings(d, b):
+    """The form takes text rows for a string model: one string a line, CSV
+    whose header names a column text (read as Python's csv module reads
+    it), or a JSON array of strings; each answers what POST predict
+    answers for those strings, for every output offered. A precomputed
+    model takes rows of kernel values."""
+    import csv
+    import io
+    cells = [tr.find_elements(By.TAG_NAME, "td")
+             for tr in b.find_elements(By.CSS_SELECTOR, "#models-table tbody tr")]
+    feats = {c[0].text: c[5].text for c in cells}
+    check(feats.get("txt") == "strings (≤ 40 bytes)" and
+          feats.get("pre") == "5 kernel values",
+          "the models table says what a string and a precomputed model take", feats)
+    Select(b.find_element(By.ID, "predict-model")).select_by_visible_text("txt")
+    hint = text_of(b, "predict-hint")
+    check("takes strings (of at most 40 bytes)" in hint and "column text" in hint,
+          "a string model's hint: one string a line, CSV with a text column, JSON",
+          hint)
+    lines = ["ggcc gcgc", "  tata, at  ", "caf\u00e9 \u00e9t\u00e9"]
+    text = "\n".join(lines) + "\n\n"
+    table = ('id,text,note\n1,"gg,cc ""gc"" gg",x\n2,"at\nta",y\n'
+             '3,  plain spaces  ,z\n')
+    parsed = [r[1] for r in list(csv.reader(io.StringIO(table, newline="")))[1:]]
+    offered = [o.text for o in
+               Select(b.find_element(By.ID, "predict-output")).options]
+    check(offered == server_outputs(d, "txt"),
+          "txt: the form offers the outputs the server names", offered)
+    for out in offered:
+        for what, typed, X in (("lines", text, lines), ("CSV", table, parsed),
+                               ("JSON", json.dumps(lines), lines)):
+            got = predict_in_page(b, "txt", out, typed)
+            want = d.req("POST", "/v1/models/txt/predict",
+                         {"X": X, "output": out}).json()
+            check(got == want and want is not None and "predictions" in want and
+                  len(want["predictions"]) == len(X),
+                  f"txt output {out}, {what}: the form sends the strings as typed "
+                  "(CSV as Python's csv reads it) and answers as POST predict",
+                  (got, want, text_of(b, "predict-state")))
+    predict_in_page(b, "txt", "label", table)
+    state = text_of(b, "predict-state")
+    check("3 strings (the CSV's column text)" in state,
+          "the state says how the text was read", state)
+    got = predict_in_page(b, "txt", "label", 'text\n"open\n')
+    state = text_of(b, "predict-state")
+    check(got is None and "line 2: a quoted field is not closed" in state,
+          "an unclosed quote in the CSV is named by line", state)
+    got = predict_in_page(b, "txt", "label", "a" * 41)
+    state = text_of(b, "predict-state")
+    check(got is None and "400 invalid_argument" in state and "at most 40 bytes" in state,
+          "a string over max_length shows the server's 400", state)
+    # precomputed: rows of kernel values against the 5 training rows
+    Select(b.find_element(By.ID, "predict-model")).select_by_visible_text("pre")
+    hint = text_of(b, "predict-hint")
+    rows = [[0.5, 0.25, 0.1, 0.0, 1.0], [1.0, 0.5, 0.25, 0.125, 0.0625]]
+    got = predict_in_page(b, "pre", None, "\n".join(",".join(map(repr, r)) for r in rows))
+    want = d.req("POST", "/v1/models/pre/predict", {"X": rows}).json()
+    check("5 kernel values: one per training row" in hint and got == want and
+          "predictions" in (want or {}),
+          "a precomputed model: rows of kernel values, answered as POST predict",
+          (hint, got, want))
+
+
 def check_labels(b):
     missing = b.execute_script("""
         return [...document.querySelectorAll('input, select, textarea')]
@@ -326,10 +417,10 @@ def check_jobs(d, b, shots):
           "the row's Cancel button cancels the job; the row says cancelled", api)
     done = [tr for tr in b.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr")
             if tr.find_elements(By.TAG_NAME, "td")[2].text == "succeeded"]
-    check(len(done) == 6 and all(
+    check(len(done) == 8 and all(
         tr.find_element(By.TAG_NAME, "progress").get_attribute("value") == "1" and
         "100%" in tr.text for tr in done),
-        "the six fits' jobs show succeeded with a full bar", len(done))
+        "the eight fits' jobs show succeeded with a full bar", len(done))
 
 
 def check_reference(b):
@@ -397,9 +488,10 @@ def open_daemon(server, b, shots, readme):
         d.start()
         check_static(d)
         fit_models(d)
+        fit_string_models(d)
         logs = Logs(b)
         b.get(f"http://127.0.0.1:{d.port}/")
-        fitted = ["cls", "gp", "km", "lr", "pca", "reg"]
+        fitted = ["cls", "gp", "km", "lr", "pca", "pre", "reg", "txt"]
         names = wait_for(lambda: model_names(b) == fitted and model_names(b))
         check(names == fitted, "the models table lists the fitted models", names)
         shot(b, shots, "models.png")
@@ -407,6 +499,8 @@ def open_daemon(server, b, shots, readme):
         check_xss(b)
         check_predict(d, b)
         shot(b, shots, "predict.png")
+        check_strings(d, b)
+        shot(b, shots, "predict-strings.png")
         check_reference(b)
         check_jobs(d, b, shots)
         if readme:

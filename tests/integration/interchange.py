@@ -23,6 +23,21 @@ values to 1e-12 relative; LIBSVM's decision values equal kmserve's to
 Models LIBSVM cannot hold (krr, laplacian kernel, preprocessing, string
 labels) are 409 naming why.
 
+Precomputed kernels (LIBSVM's -t 4, rows "0:i 1:K(xi,x1) ... L:K(xi,xL)"),
+on an rbf Gram computed here with numpy, for c_svc of 2 (with -b 1) and 3
+classes (first seen 3, 1, 2) and epsilon_svr: svm-train's model imported
+with n_training=L predicts svm-predict's labels exactly (svr: its values
+to 1e-12), LIBSVM's decision values (python3-libsvm) and numpy's from
+the file's "0:i" lines to 1e-12, binary probabilities to 1e-9; support_ is
+the file's rows minus 1. kmserve's own precomputed fit exported as LIBSVM
+text has SV lines "0:i" (i = support_ + 1) and svm-predict's labels (svr:
+values to 1e-12) and LIBSVM's decision values (to 1e-12) on the test rows
+equal kmserve's; it imports back to predictions equal to the bit. Fitted
+with tol 1e-9 (svm-train -e 1e-9) kmserve's and svm-train's decision
+values agree to 1e-6 (the same optimum). The import's errors: n_training
+missing, below the largest row, given with another kernel, n_features
+with precomputed, SV lines other than "coefficients 0:i".
+
 kmm: a model fitted on daemon A, downloaded, uploaded to daemon B (both on
 loopback) predicts equal to the bit; the download is the file A keeps on
 disk, byte for byte; B keeps it across a restart. A corrupted upload (one
@@ -407,7 +422,8 @@ HOSTILE = [
     ("unknown field", mutate("gamma 0.5", "gamma 0.5\ncolour blue"), "line 4, line: unknown field 'colour'"),
     ("repeated field", mutate("gamma 0.5", "gamma 0.5\ngamma 0.5"), "line 4, gamma: given twice"),
     ("nu_svc", mutate("c_svc", "nu_svc"), "svm_type: 'nu_svc' is not supported"),
-    ("precomputed", mutate("kernel_type rbf", "kernel_type precomputed"), "kernel_type: 'precomputed' is not supported"),
+    ("unknown kernel", mutate("kernel_type rbf", "kernel_type laplacian"),
+     "kernel_type: 'laplacian' is not supported; kmserve imports linear, polynomial, rbf, sigmoid and precomputed"),
     ("duplicate label", mutate("label 3 1 2", "label 3 1 3"), "line 7, label: 3 appears twice"),
     ("label not an integer", mutate("label 3 1 2", "label 3 1 2.5"), "label: value 3 '2.5'"),
     ("probA without probB", mutate("nr_sv", "probA 1 2 3\nnr_sv"), "probB: missing"),
@@ -456,6 +472,210 @@ def scenario_hostile(d, tmp):
     r = import_text(d, "huge", big)
     check(r.status == 413 and "the import needs an estimated" in r.body,
           "a file of 4005 SVs x 2^24 features (1 TiB dense): 413 before it is built", r)
+
+
+# ---------------------------------------------------------------- precomputed (-t 4)
+
+def gram_rows(K, labels, train):
+    """LIBSVM's precomputed rows: "label 0:i 1:K(x,x1) ... L:K(x,xL)", i
+    the row's number from 1 for training rows, 0 (any value) for tests."""
+    return "".join(f"{t} 0:{i + 1 if train else 0} " +
+                   " ".join(f"{j + 1}:{v!r}" for j, v in enumerate(row)) + "\n"
+                   for i, (row, t) in enumerate(zip(K.tolist(), labels)))
+
+
+def pre_dicts(K):
+    """The rows as python3-libsvm takes precomputed ones: {0: id, j: K}."""
+    return [dict([(0, 0)] + [(j + 1, v) for j, v in enumerate(row)]) for row in K.tolist()]
+
+
+def pre_decisions(text, Kt):
+    """Decision values of every pair (LIBSVM's order) from the file's
+    coefficients and 0:i lines: sum_s coef_s K(x, x_i(s)) - rho."""
+    head, sv = parse_model(text)
+    assert all(list(feats) == [0] for _, feats in sv), "SV lines of 0:i only"
+    idx = [int(feats[0]) for _, feats in sv]
+    C = np.array([c for c, _ in sv]).reshape(len(sv), -1)
+    K = Kt[:, np.array(idx) - 1]
+    rho = [float(v) for v in head["rho"]]
+    if head["svm_type"][0] == "epsilon_svr":
+        return (K @ C[:, 0] - rho[0])[:, None]
+    k, nsv = int(head["nr_class"][0]), [int(v) for v in head["nr_sv"]]
+    start = np.concatenate([[0], np.cumsum(nsv)])
+    out = []
+    for i in range(k):
+        for j in range(i + 1, k):
+            si, sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
+            out.append(K[:, si] @ C[si, j - 1] + K[:, sj] @ C[sj, i] - rho[len(out)])
+    return np.array(out).T
+
+
+def pre_case(rng, labels):
+    n = 70
+    X = np.array([[rng.gauss(0.4 * (labels[i % len(labels)] if labels else 0), 1)
+                   for _ in range(4)] for i in range(n + 25)])
+    if labels:
+        y = [labels[i % len(labels)] for i in range(n)]
+    else:
+        y = [round(float(r[0] + 0.5 * r[1]) + rng.gauss(0, 0.1), 6) for r in X[:n]]
+    sq = (X ** 2).sum(1)
+    G = np.exp(-0.3 * (sq[:, None] + sq[None, :] - 2 * X @ X.T))
+    return G[:n, :n], G[n:, :n], y
+
+
+def compare_pre(d, tmp, tag, name, text, mfile, Kt, labels, test):
+    """kmserve's model name against LIBSVM's file text (mfile) on Kt."""
+    lib = svmutil.svm_load_model(mfile)
+    _, _, ldec = svmutil.svm_predict([0] * len(Kt), pre_dicts(Kt), lib, "-q")
+    ldec, ndec = np.array(ldec), pre_decisions(text, Kt)
+    lines = [v for v in svm_predict(tmp, test, mfile) if v]
+    got = d.req("POST", f"/v1/models/{name}/predict", {"X": Kt.tolist()}).json()["predictions"]
+    if not labels:
+        check(close(got, [float(v) for v in lines]) and close(got, ldec[:, 0]) and
+              close(got, ndec[:, 0]), f"{tag}: values equal svm-predict's, LIBSVM's and "
+              "numpy's from the file to 1e-12", (got[:3], lines[:3], ndec[:3, 0].tolist()))
+        return got
+    lorder = lib.get_labels()
+    check(got == [int(float(v)) for v in lines], f"{tag}: labels equal svm-predict's",
+          (got[:10], lines[:10]))
+    kd = api_decisions(d, name, Kt.tolist())
+    check(close(kd, to_kmserve(ldec, lorder)) and close(kd, to_kmserve(ndec, lorder)),
+          f"{tag}: decision values equal LIBSVM's and numpy's from the file to 1e-12",
+          (kd[:2].tolist(), to_kmserve(ldec, lorder)[:2].tolist()))
+    if "probA" in text and len(labels) == 2:
+        _, _, lp = svmutil.svm_predict([0] * len(Kt), pre_dicts(Kt), lib, "-q -b 1")
+        lp = np.array(lp)[:, [lorder.index(c) for c in sorted(lorder)]]
+        kp = d.req("POST", f"/v1/models/{name}/predict",
+                   {"X": Kt.tolist(), "output": "probability"}).json()["predictions"]
+        check(close(kp, lp, 1e-9), f"{tag}: probabilities equal LIBSVM's to 1e-9")
+    return got
+
+
+def scenario_precomputed(d, tmp):
+    rng = random.Random(44)
+    for case, labels in (("p2", [1, -1]), ("p3", [3, 1, 2]), ("pr", None)):
+        K, Kt, y = pre_case(rng, labels)
+        n = len(K)
+        train, test = os.path.join(tmp, f"{case}.train"), os.path.join(tmp, f"{case}.test")
+        with open(train, "w") as f:
+            f.write(gram_rows(K, y, True))
+        with open(test, "w") as f:
+            f.write(gram_rows(Kt, [labels[0] if labels else 0.0] * len(Kt), False))
+        svr = labels is None
+        opts = ["-s", "3" if svr else "0", "-t", "4", "-c", "2"] + (["-b", "1"] if case == "p2" else [])
+        mfile = os.path.join(tmp, f"{case}.model")
+        text = svm_train(tmp, train, mfile, opts)
+        # LIBSVM's model in kmserve
+        tag = f"precomputed import {case}"
+        r = import_text(d, f"{case}-in", text, f"?format=libsvm&n_training={n}")
+        if not check(r.status == 201, f"{tag}: 201 with n_training={n}", r):
+            continue
+        meta = r.json()["model"]
+        check(meta["kernel"] == {"type": "precomputed"} and meta["n_samples"] == n and
+              meta.get("input") == {"kind": "precomputed", "n_training": n},
+              f"{tag}: metadata (precomputed kernel, n_samples and input.n_training {n})", meta)
+        compare_pre(d, tmp, tag, f"{case}-in", text, mfile, Kt, labels, test)
+        co = d.req("GET", f"/v1/models/{case}-in/coefficients").json()["coefficients"]
+        rows = sorted(int(line.split()[-1][2:]) - 1 for line in text.split("SV\n")[1].splitlines())
+        check(sorted(co["support_"]["values"]) == rows and
+              co["support_vectors_"]["shape"] == [0, 0],
+              f"{tag}: support_ are the file's 0:i minus 1; no support vectors (scikit-learn's)")
+        r = d.req("POST", f"/v1/models/{case}-in/predict", {"X": Kt[:, 1:].tolist()})
+        check(r.status == 400 and f"one kernel value per training row: {n}" in r.body,
+              f"{tag}: rows of {n - 1} values: 400", r)
+        # kmserve's model in LIBSVM
+        tag = f"precomputed export {case}"
+        params = {"C": 2, **({"epsilon": 0.1} if svr else {})}
+        if case == "p2":
+            params["probability"] = True
+        r = fit(d, f"{case}-fit", "svr" if svr else "svc", {"type": "precomputed"},
+                K.tolist(), y, **params)
+        if not check(r.status == 201, f"{tag}: fit", r):
+            continue
+        r = d.req("GET", f"/v1/models/{case}-fit/export?format=libsvm")
+        out = os.path.join(tmp, f"{case}-fit.model")
+        with open(out, "wb") as f:
+            f.write(r.raw)
+        sup = d.req("GET", f"/v1/models/{case}-fit/coefficients").json()["coefficients"]["support_"]
+        lines = r.body.split("SV\n")[1].splitlines()
+        check(r.status == 200 and "kernel_type precomputed\n" in r.body and "gamma" not in r.body
+              and [int(v.split()[-1][2:]) for v in lines] == [i + 1 for i in sup["values"]],
+              f"{tag}: kernel_type precomputed, SV lines 0:i with i = support_ + 1", r.body[:300])
+        got = compare_pre(d, tmp, tag, f"{case}-fit", r.body, out, Kt, labels, test)
+        r = import_text(d, f"{case}-back", r.body, f"?format=libsvm&n_training={n}")
+        back = d.req("POST", f"/v1/models/{case}-back/predict", {"X": Kt.tolist()}).json()
+        check(r.status == 201 and back and back["predictions"] == got,
+              f"{tag}: imports back to the same predictions, bit for bit", r)
+        # the same problem solved by both, tightly
+        tight = os.path.join(tmp, f"{case}-tight.model")
+        ttext = svm_train(tmp, train, tight, opts[:6] + ["-e", "1e-9"])
+        params.pop("probability", None)
+        fit(d, f"{case}-tight", "svr" if svr else "svc", {"type": "precomputed"},
+            K.tolist(), y, **params, tol=1e-9)
+        theirs = pre_decisions(ttext, Kt)
+        if svr:
+            ours = np.array(d.req("POST", f"/v1/models/{case}-tight/predict",
+                                  {"X": Kt.tolist()}).json()["predictions"])[:, None]
+        else:
+            ours = api_decisions(d, f"{case}-tight", Kt.tolist())
+            theirs = to_kmserve(theirs, [int(v) for v in parse_model(ttext)[0]["label"]])
+        check(close(ours, theirs, 1e-6),
+              f"precomputed {case}: kmserve's fit and svm-train's (tol 1e-9) agree to 1e-6",
+              float(np.max(np.abs(ours - theirs))))
+
+
+PRE_GOOD = """svm_type c_svc
+kernel_type precomputed
+nr_class 2
+total_sv 3
+rho 0.1
+label 1 -1
+nr_sv 2 1
+SV
+1 0:1 
+0.5 0:3 
+-1.5 0:2 
+"""
+
+PRE_HOSTILE = [
+    ("no n_training", PRE_GOOD, "", "n_training: missing",),
+    ("n_training below a row", PRE_GOOD, "&n_training=2",
+     "line 10, SV 2: 0:3 is not a training row number from 1 to 2 (n_training)"),
+    ("n_features", PRE_GOOD, "&n_features=4", "n_features: does not apply to kernel_type precomputed"),
+    ("n_training of rbf", GOOD, "&n_training=4", "n_training: applies to kernel_type precomputed only"),
+    ("both widths", PRE_GOOD, "&n_training=4&n_features=4", "n_features and n_training exclude each other"),
+    ("gamma", PRE_GOOD.replace("nr_class", "gamma 0.5\nnr_class"), "&n_training=4",
+     "line 3, gamma: not expected with kernel_type precomputed"),
+    ("a feature after 0:i", PRE_GOOD.replace("0.5 0:3", "0.5 0:3 1:0.5"), "&n_training=4",
+     "line 10, SV 2: '1:0.5' after 0:3"),
+    ("row 0", PRE_GOOD.replace("0:3", "0:0"), "&n_training=4",
+     "line 10, SV 2: 0:0 is not a training row number from 1 to 4"),
+    ("a fraction", PRE_GOOD.replace("0:3", "0:2.5"), "&n_training=4", "0:2.5 is not a training row number"),
+    ("no 0:i", PRE_GOOD.replace("0.5 0:3", "0.5 1:3"), "&n_training=4",
+     "line 10, SV 2: a precomputed model's SV line ends with 0:i"),
+    ("no pair", PRE_GOOD.replace("0.5 0:3", "0.5"), "&n_training=4",
+     "line 10, SV 2: a precomputed model's SV line ends with 0:i, i the support vector's "
+     "training row numbered from 1; found nothing"),
+    ("n_training 0", PRE_GOOD, "&n_training=0", "n_training must be an integer from 1 to 16777215"),
+]
+
+
+def scenario_precomputed_hostile(d, tmp):
+    r = import_text(d, "pgood", PRE_GOOD, "?format=libsvm&n_training=4")
+    check(r.status == 201 and r.json()["model"]["n_features"] == 5,
+          "the precomputed base file imports (n_training=4: rows of 4 values)", r)
+    # LIBSVM's value sum_s coef_s K(x, x_i(s)) - rho is positive for its
+    # first label, 1, the second sorted one: the API's binary sign.
+    Kt = np.array([[0.5, 0.25, 1, 0], [0, 0, 0, 1], [0.1, 0.9, 0.3, 0.2]])
+    want = Kt[:, [0, 2, 1]] @ np.array([1, 0.5, -1.5]) - 0.1
+    got = d.req("POST", "/v1/models/pgood/predict",
+                {"X": Kt.tolist(), "output": "decision_function"}).json()["predictions"]
+    check(close(got, want), "the base file's decision values equal its lines' sum by hand",
+          (got, want.tolist()))
+    for what, text, q, expect in PRE_HOSTILE:
+        r = import_text(d, "phostile", text, "?format=libsvm" + q)
+        check(r.status == 400 and expect in r.body, f"hostile precomputed LIBSVM ({what}): 400 '{expect}'", r)
+    check(d.req("GET", "/v1/models/phostile").status == 404, "hostile precomputed LIBSVM: nothing created")
 
 
 def scenario_body_limit(server):
@@ -542,6 +762,8 @@ def main():
         scenario_import(d, tmp)
         scenario_export(d, tmp)
         scenario_hostile(d, tmp)
+        scenario_precomputed(d, tmp)
+        scenario_precomputed_hostile(d, tmp)
         scenario_kmm(args.server, d)
         scenario_body_limit(args.server)
 

@@ -568,6 +568,184 @@ def scenario_score(d, tmp):
           "score with the wrong columns: usage error naming the counts", p.stderr)
 
 
+# ---------------------------------------------------------------- strings, precomputed
+
+# A CSV of texts written by hand, with what RFC 4180 allows: CRLF line
+# ends, quoted fields holding commas, doubled quotes and line breaks (LF
+# and CRLF), an empty quoted field, spaces kept in unquoted fields, UTF-8.
+# Python's csv module (an independent reader) gives the strings expected.
+TEXT_CSV = (
+    'text,y\r\n'
+    'acgtacgt,1.5\r\n'
+    '"gg,ca ""tt""",2\r\n'
+    '"two\nlines",0.5\r\n'
+    '"crlf\r\ninside",1\r\n'
+    '  spaces kept  ,3\r\n'
+    '"",0\r\n'
+    '\u00e9t\u00e9 caf\u00e9,2.5\r\n'
+    'ttttgcaacg,1\r\n'
+    '"a ""quoted"" word, and more",4\r\n'
+    'acacacgtgt,0\r\n')
+LABEL_CSV = (
+    'label,text\n'
+    'gc,"ggccgcgc, gcgg"\n'
+    'at,attatata\n'
+    'gc,"cgcg ""gc"" gg"\n'
+    'at,"tata\naatt"\n'
+    'gc,ggcggc\n'
+    'at,aattat\n'
+    'gc,gcgcgcgg\n'
+    'at,tttaaat\n')
+
+
+def parsed(text):
+    """Header and rows of a CSV text, as Python's csv module reads it."""
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    return rows[0], rows[1:]
+
+
+def scenario_strings(d, tmp):
+    """A string kernel: fit, predict and score from CSV texts; the strings
+    kmctl sends are Python's csv module's, to the byte: predictions equal
+    the HTTP API's for those strings exactly, and numpy's solve on
+    strings_ref's Gram to 1e-9; svc labels equal scikit-learn's
+    SVC(kernel="precomputed") on it."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import numpy as np
+    import strings_ref as sref
+    from sklearn.svm import SVC
+    kernel = {"type": "spectrum", "length": 2}
+    path = os.path.join(tmp, "text.csv")
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        f.write(TEXT_CSV)
+    _, rows = parsed(TEXT_CSV)
+    T, y = [r[0] for r in rows], [float(r[1]) for r in rows]
+    p = kmctl(d, "fit", "txt", path, "--algorithm", "krr", "--kernel", "spectrum",
+              "--length", "2", "--alpha", "0.5", "--max-length", "40")
+    m = d.req("GET", "/v1/models/txt").json() or {}
+    check(p.returncode == 0 and m.get("kernel") == kernel and
+          m.get("input") == {"kind": "strings", "max_length": 40} and
+          f"{len(T)} strings of at most 40 bytes" in p.stdout,
+          "fit krr on a text column: --kernel spectrum --length, --max-length",
+          (p, m))
+    want = d.req("POST", "/v1/models/txt/predict", {"X": T}).json() or {}
+    K = np.array(sref.gram(kernel, T))
+    ref = K @ np.linalg.solve(K + 0.5 * np.eye(len(T)), y)
+    p = kmctl(d, "predict", "txt", path)
+    head, out = read_out(p.stdout)
+    got = [float(r[0]) for r in out]
+    check(p.returncode == 0 and head == ["prediction"] and
+          "leaving out column 'y'" in p.stderr and
+          same_rows(out, want.get("predictions", [])) and
+          run.max_rel(got, ref.tolist()) <= 1e-9,
+          "predict a string model: the text column as Python's csv reads it "
+          "(quotes, commas, line breaks, spaces, UTF-8), equal to the HTTP "
+          "answer and numpy's solve (1e-9)", (p.stderr, p.stdout[:300]))
+    sc = (d.req("POST", "/v1/models/txt/score", {"X": T, "y": y}).json()
+          or {}).get("scoring", {})
+    r2 = 1 - np.sum((np.array(y) - ref) ** 2) / np.sum((np.array(y) - np.mean(y)) ** 2)
+    p = kmctl(d, "score", "txt", path)
+    got = figures(p.stdout)
+    check(p.returncode == 0 and float(got.get("r2", "nan")) == sc.get("r2") and
+          abs(sc.get("r2", 0) - r2) <= 1e-9 * max(1, abs(r2)),
+          "score a string model: r2 as the HTTP API and numpy", (p.stdout, sc, r2))
+
+    # svc with the label first (--target), as kernlab's sets are laid out
+    lpath = os.path.join(tmp, "labels.csv")
+    with open(lpath, "w", newline="") as f:
+        f.write(LABEL_CSV)
+    _, rows = parsed(LABEL_CSV)
+    L, T2 = [r[0] for r in rows], [r[1] for r in rows]
+    spec = {"type": "normalized", "kernels": [{"type": "spectrum", "length": 3}]}
+    p = kmctl(d, "fit", "lab", lpath, "--target", "label", "--algorithm", "svc",
+              "--kernel", json.dumps(spec))
+    check(p.returncode == 0, "fit svc on texts with --target label and a "
+          "normalized spectrum kernel (a composite of a string kernel)", p)
+    G = np.array(sref.gram(spec, T2))
+    sk = SVC(kernel="precomputed", C=1.0).fit(G, L).predict(G).tolist()
+    p = kmctl(d, "predict", "lab", lpath, "--target", "label")
+    head, out = read_out(p.stdout)
+    check(p.returncode == 0 and head == ["label"] and [r[0] for r in out] == sk,
+          "predict svc on texts: scikit-learn's labels on the reference Gram",
+          (p, sk))
+
+
+def scenario_strings_errors(d, tmp):
+    """Text CSVs kmctl refuses (exit 2, naming the file, line and column),
+    and a string over the model's max_length (the server's 400)."""
+    cases = [
+        ("wide.csv", "a,b,y\nacgt,tt,1\nggca,aa,2\n",
+         ["fit", "w", "--algorithm", "krr", "--kernel", "spectrum"],
+         "has 2 columns besides the target; a spectrum kernel takes strings"),
+        ("latin1.csv", None, ["fit", "w", "--algorithm", "krr", "--kernel",
+                              "spectrum"],
+         "latin1.csv:3: column 'text': byte 2 of the text is not UTF-8"),
+        ("open.csv", 'text,y\nacgt,1\n"unclosed,2\n',
+         ["fit", "w", "--algorithm", "krr", "--kernel", "spectrum"],
+         "open.csv:3: a quoted field is not closed"),
+    ]
+    for name, text, args, msg in cases:
+        path = os.path.join(tmp, name)
+        with open(path, "wb") as f:
+            f.write(text.encode() if text else b"text,y\nacgt,1\nc\xe9t,2\n")
+        args = args[:2] + [path] + args[2:]
+        p = kmctl(d, *args)
+        check(p.returncode == 2 and msg in p.stderr, f"{name}: exit 2, {msg}", p)
+    path = os.path.join(tmp, "long.csv")
+    with open(path, "w") as f:
+        f.write("text\nacgt\n" + "a" * 41 + "\n")
+    p = kmctl(d, "predict", "txt", path)
+    check(p.returncode == 1 and "at most 40 bytes" in p.stderr,
+          "predict a string over max_length: the server's 400 (exit 1)", p)
+
+
+def scenario_precomputed(d, tmp):
+    """--kernel precomputed: the fit's CSV is the Gram plus the target, the
+    predict's the kernel values against the training rows; equal to the
+    rbf model's predictions (1e-12) and numpy's solve (1e-9)."""
+    import numpy as np
+    X, y = synthetic(12, 2, 5)
+    Q, _ = synthetic(4, 2, 6)
+    X, Q = np.array(X), np.array(Q)
+
+    def rbf(A, B):
+        return np.exp(-0.5 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+    G, Gq = rbf(X, X), rbf(Q, X)
+    names = [f"k{j}" for j in range(len(X))]
+    gpath = write_csv(os.path.join(tmp, "gram.csv"), names + ["y"],
+                      [[repr(v) for v in row] + [repr(t)] for row, t in zip(G.tolist(), y)])
+    qpath = write_csv(os.path.join(tmp, "kq.csv"), names,
+                      [[repr(v) for v in row] for row in Gq.tolist()])
+    p = kmctl(d, "fit", "pre", gpath, "--algorithm", "krr", "--kernel",
+              "precomputed", "--alpha", "0.5")
+    m = d.req("GET", "/v1/models/pre").json() or {}
+    check(p.returncode == 0 and m.get("input") == {"kind": "precomputed",
+                                                   "n_training": 12} and
+          "12 samples (kernel values given)" in p.stdout,
+          "fit krr on a precomputed Gram from CSV", (p, m))
+    d.req("POST", "/v1/models/pre-rbf/fit", {
+        "algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.5},
+        "params": {"alpha": 0.5}, "X": X.tolist(), "y": y})
+    direct = d.req("POST", "/v1/models/pre-rbf/predict",
+                   {"X": Q.tolist()}).json()["predictions"]
+    ref = Gq @ np.linalg.solve(G + 0.5 * np.eye(len(X)), y)
+    p = kmctl(d, "predict", "pre", qpath)
+    got = [float(r[0]) for r in read_out(p.stdout)[1]]
+    check(p.returncode == 0 and len(got) == 4 and
+          run.max_rel(got, direct, floor=1.0) <= 1e-12 and
+          run.max_rel(got, ref.tolist()) <= 1e-9,
+          "predict a precomputed model from kernel values: the rbf model's "
+          "predictions (1e-12) and numpy's solve (1e-9)", (p, got, direct))
+    p = kmctl(d, "predict", "pre", gpath)
+    got = [float(r[0]) for r in read_out(p.stdout)[1]]
+    ref = G @ np.linalg.solve(G + 0.5 * np.eye(len(X)), y)
+    check(p.returncode == 0 and "leaving out column 'y'" in p.stderr and
+          run.max_rel(got, ref.tolist()) <= 1e-9,
+          "predict from the Gram's own CSV: n_training columns, y left out",
+          p)
+
+
 def scenario_tokens_tls(binary, tmp):
     base = os.path.join(tmp, "sec")
     models = os.path.join(base, "models")
@@ -716,6 +894,9 @@ def main():
             scenario_kpca(d, tmp)
             scenario_score(d, tmp)
             scenario_import_export(d, tmp)
+            scenario_strings(d, tmp)
+            scenario_strings_errors(d, tmp)
+            scenario_precomputed(d, tmp)
         finally:
             check(d.stop() == 0, "daemon exits 0 on SIGTERM")
         scenario_tokens_tls(binary, tmp)

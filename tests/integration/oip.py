@@ -27,6 +27,20 @@ flat; a pinned version's infer answers that version; hostile tensors
 (wrong shape, datatype mismatch, NaN, overflowing shapes, ragged data)
 are 400 with a message naming the member; errors are {"error": message};
 tokens guard /v2 as /v1 (health open).
+
+Inputs beyond vectors: a string model's metadata says X is BYTES of shape
+[-1]; its infer of BYTES (shape [n], or [n, 1] flat or nested) equals /v1
+predict to the bit and numpy's solve on tests/strings_ref.py's Gram to
+1e-9 (svc: every output equal to /v1's); its max_length counts bytes. A
+precomputed model's X is FP64 of shape [-1, n_training]: its answers equal
+/v1's to the bit, the rbf model's whose Gram it was fitted on to 1e-12,
+numpy's solve to 1e-9 and scikit-learn's SVC(kernel="precomputed")
+labels. A datatype of the wrong kind (BYTES to a numeric or precomputed
+model, numbers to a string model), a wrong shape, a ragged or mistyped
+datum or a string over max_length is 400 saying what the model takes. A
+predict or infer of strings is admitted for the full-width rows they
+become (2000 empty strings to a model of max_length 65536: 413 under a
+64 MiB budget, with an estimate at least those rows' bytes).
 Usage, from the project root:
     /usr/bin/python3 tests/integration/oip.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -42,6 +56,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 import run  # noqa: E402
 from run import check  # noqa: E402
 
@@ -247,8 +262,12 @@ def tensor(data, shape, datatype="FP64", name="X"):
 
 
 def infer(d, name, X, outputs=None, version=None, datatype="FP64", **extra):
-    body = {"inputs": [tensor([v for r in X for v in r], [len(X), len(X[0])],
-                              datatype)]}
+    """X: rows of numbers, or strings (a BYTES tensor of shape [n])."""
+    if isinstance(X[0], str):
+        body = {"inputs": [tensor(X, [len(X)], "BYTES")]}
+    else:
+        body = {"inputs": [tensor([v for r in X for v in r],
+                                  [len(X), len(X[0])], datatype)]}
     if outputs is not None:
         body["outputs"] = [{"name": o} for o in outputs]
     body.update(extra)
@@ -422,7 +441,8 @@ def hostile(d):
          "shape [9007199254740992, 2] needs 18014398509481984"),
         ({"inputs": [dict(good, shape=["2", 2])]}, "inputs[0].shape[0]"),
         ({"inputs": [dict(good, datatype="BYTES", data=["1", "2", "3", "4"])]},
-         "datatype BYTES is not supported"),
+         "inputs[0].datatype is BYTES, but model \"mymodel\" takes rows of "
+         "2 numbers"),
         ({"inputs": [dict(good, datatype="FP16")]},
          "datatype FP16 is not supported"),
         ({"inputs": [dict(good, datatype="fp64")]}, "datatype fp64"),
@@ -496,6 +516,207 @@ def hostile(d):
           "errors: 415 in the protocol's form", r)
 
 
+# ---------------------------------------------------------------- strings, precomputed
+
+STR_KERNEL = {"type": "spectrum", "length": 2}
+STR_X = ["acgtacgt", "ggcatta", "acgt", "ttttgca", "acacac", "gtgtgt",
+         "\u00e9t\u00e9 acgt", "cagtca"]
+STR_Q = ["acg", "tgca", "\u00e9t\u00e9", "", "ggggcc"]
+
+
+def rel(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-3)))
+
+
+def bytes_tensor(data, shape):
+    return {"inputs": [tensor(data, shape, "BYTES")]}
+
+
+def string_models(d):
+    """BYTES tensors for string models: metadata, every output equal to
+    /v1's, predictions equal to numpy's solve on strings_ref's Gram."""
+    import strings_ref as sref
+    y = [float(len(s) % 3) for s in STR_X]
+    lab = ["gc" if s.count("g") + s.count("c") > 2 else "at" for s in STR_X]
+    fits = {
+        "s-krr": {"algorithm": "krr", "params": {"alpha": 0.5}, "y": y,
+                  "max_length": 16},
+        "s-svc": {"algorithm": "svc", "params": {"probability": True},
+                  "y": lab},
+    }
+    for name, body in fits.items():
+        r = d.req("POST", f"/v1/models/{name}/fit",
+                  dict(body, kernel=STR_KERNEL, X=STR_X))
+        check(r.status == 201, f"{name}: fit on strings", r)
+    meta = d.req("GET", "/v2/models/s-krr").json() or {}
+    check(meta.get("inputs") == [{"name": "X", "datatype": "BYTES",
+                                  "shape": [-1]}],
+          "s-krr: the metadata's X is BYTES, shape [-1]", meta)
+    # numpy's solve on the reference Gram (strings_ref: substring counts)
+    K = np.array(sref.gram(STR_KERNEL, STR_X))
+    Kq = np.array(sref.gram(STR_KERNEL, STR_Q, STR_X))
+    want = Kq @ np.linalg.solve(K + 0.5 * np.eye(len(STR_X)), y)
+    v1 = predict(d, "/v1/models/s-krr/predict", {"X": STR_Q})[1]
+    for shape, data, what in (
+            ([len(STR_Q)], STR_Q, "shape [n]"),
+            ([len(STR_Q), 1], STR_Q, "shape [n, 1], flat"),
+            ([len(STR_Q), 1], [[s] for s in STR_Q], "shape [n, 1], nested")):
+        r = d.req("POST", "/v2/models/s-krr/infer", bytes_tensor(data, shape))
+        out = ((r.json() or {}).get("outputs") or [{}])[0]
+        got = out.get("data") or []
+        check(r.status == 200 and out.get("shape") == [len(STR_Q)] and
+              bits(got) == bits(v1.get("predictions")) and
+              len(got) == len(want) and rel(got, want) <= 1e-9,
+              f"s-krr: BYTES {what} equals /v1 predict to the bit and "
+              "numpy's solve on the reference Gram (1e-9)", (r, want))
+    meta = d.req("GET", "/v2/models/s-svc").json() or {}
+    check(meta.get("inputs") == [{"name": "X", "datatype": "BYTES",
+                                  "shape": [-1]}] and
+          meta["outputs"][0]["datatype"] == "BYTES",
+          "s-svc: X and the labels are BYTES", meta)
+    same_as_v1(d, "s-svc", STR_Q, meta)
+    # the model's max_length counts bytes: 8 x "é" is 16 bytes, 9 are 18
+    r = d.req("POST", "/v2/models/s-krr/infer",
+              bytes_tensor(["\u00e9" * 8], [1]))
+    check(r.status == 200, "s-krr: a string of max_length bytes is taken", r)
+
+
+def string_errors(d):
+    """Tensors of the wrong kind or shape for string and numeric models:
+    400 naming the member and what the model takes."""
+    good = tensor(["ab", "cd"], [2], "BYTES")
+    cases = [
+        ("s-krr", dict(good, datatype="FP64", data=[1, 2], shape=[2, 1]),
+         "inputs[0].datatype is FP64, but model \"s-krr\" takes strings of "
+         "at most 16 bytes"),
+        ("s-krr", dict(good, datatype="INT8", data=[1, 2]),
+         "datatype BYTES, shape [-1] or [-1, 1]"),
+        ("s-krr", dict(good, datatype="STRING"),
+         "inputs[0].datatype STRING is not supported: model \"s-krr\" takes "
+         "strings"),
+        ("s-krr", dict(good, shape=[2, 2]),
+         "inputs[0].shape is [2, 2]; the model expects [-1] or [-1, 1]"),
+        ("s-krr", dict(good, shape=[3]),
+         "inputs[0].data has 2 items; shape [3] needs 3 strings"),
+        ("s-krr", dict(good, shape=[]), "inputs[0].shape must be [rows] or "
+         "[rows, 1]"),
+        ("s-krr", dict(good, shape=[0], data=[]), "give at least one row"),
+        ("s-krr", dict(good, data=["ab", 7]),
+         "inputs[0].data[1] must be a string, not a number"),
+        ("s-krr", dict(good, data=[["ab"], ["cd"]]),
+         "inputs[0].data[0] must be a string, not an array"),
+        ("s-krr", dict(good, shape=[2, 1], data=[["ab"], ["c", "d"]]),
+         "inputs[0].data[1] must be an array of one string"),
+        ("s-krr", dict(good, data="ab"),
+         "inputs[0].data must be an array of 2 strings, not a string"),
+        ("s-krr", dict(good, data=["ab", "\u00e9" * 9]),
+         "inputs[0].data[1] has 18 bytes; this model takes strings of at "
+         "most 16 bytes"),
+        ("mymodel", tensor(["1", "2", "3", "4"], [2, 2], "BYTES"),
+         "inputs[0].datatype is BYTES, but model \"mymodel\" takes rows of "
+         "2 numbers"),
+        ("pre", tensor(["a", "b"], [2], "BYTES"),
+         "inputs[0].datatype is BYTES, but model \"pre\" takes kernel values "
+         "against its 6 training rows"),
+        ("pre", tensor([0.5] * 10, [2, 5]),
+         "the model expects [-1, 6] (kernel values against its 6 training "
+         "rows)"),
+        ("pre", tensor([0.5] * 11 + ["x"], [2, 6]),
+         "inputs[0].data[11] must be a number, not a string"),
+    ]
+    for name, t, text in cases:
+        r = d.req("POST", f"/v2/models/{name}/infer", {"inputs": [t]})
+        j = r.json() or {}
+        check(r.status == 400 and text in j.get("error", "") and
+              set(j) == {"error"}, f"{name}: 400 {text}",
+              (json.dumps(t)[:160], r))
+
+
+def precomputed_models(d):
+    """A precomputed model takes rows of kernel values against its
+    training rows (shape [-1, n_training]): equal to /v1 predict to the
+    bit, to the same fit with the kernel itself, and to scikit-learn's
+    SVC(kernel="precomputed") labels."""
+    from sklearn.svm import SVC
+    X = np.array(X4)
+    Q = np.array([[0.3, 0.7], [2.5, 1.5], [1.0, 0.0]])
+
+    def rbf(A, B):
+        return np.exp(-0.5 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+    y = [float(sum(r)) for r in X4]
+    lab = [1, 1, 2, 1, 2, 2]
+    G, Gq = rbf(X, X).tolist(), rbf(Q, X).tolist()
+    for name, body in (("pre", krr(0.5, X=G, y=y)),
+                       ("pre-svc", {"algorithm": "svc", "params": {"C": 1.0},
+                                    "X": G, "y": lab})):
+        r = d.req("POST", f"/v1/models/{name}/fit",
+                  dict(body, kernel={"type": "precomputed"}))
+        check(r.status == 201, f"{name}: fit on a Gram", r)
+    meta = d.req("GET", "/v2/models/pre").json() or {}
+    check(meta.get("inputs") == [{"name": "X", "datatype": "FP64",
+                                  "shape": [-1, 6]}],
+          "pre: the metadata's X is FP64, shape [-1, n_training]", meta)
+    same_as_v1(d, "pre", Gq, meta)
+    direct = d.req("POST", "/v1/models/pre-rbf/fit", krr(0.5, y=y))
+    r, j = infer(d, "pre", Gq)
+    s, a = predict(d, "/v1/models/pre-rbf/predict", {"X": Q.tolist()})
+    want = np.array(Gq) @ np.linalg.solve(np.array(G) + 0.5 * np.eye(6), y)
+    got = j["outputs"][0]["data"] if r.status == 200 else []
+    check(direct.status == 201 and len(got) == 3 and rel(got, a["predictions"]) <= 1e-12 and
+          rel(got, want) <= 1e-9,
+          "pre: kernel values give the rbf model's predictions (1e-12) and "
+          "numpy's solve (1e-9)", (got, a, want))
+    r, j = infer(d, "pre-svc", Gq, ["labels"])
+    sk = SVC(kernel="precomputed", C=1.0).fit(G, lab).predict(Gq).tolist()
+    check(r.status == 200 and j["outputs"][0]["data"] == sk,
+          "pre-svc: labels equal scikit-learn's SVC(kernel=\"precomputed\")",
+          (r, sk))
+    r, j = infer(d, "pre", np.asarray(Gq, np.float32).tolist(),
+                 datatype="FP32")
+    s, a = predict(d, "/v1/models/pre/predict", {
+        "X": np.asarray(Gq, np.float32).astype(np.float64).tolist()})
+    check(r.status == 200 and bits(j["outputs"][0]["data"]) ==
+          bits(a["predictions"]),
+          "pre: FP32 kernel values are rounded to float32, then as /v1", r)
+
+
+def beyond_vectors(d):
+    string_models(d)
+    precomputed_models(d)
+    string_errors(d)
+
+
+def string_admission(server):
+    """A predict of strings is admitted for what its rows hold: each
+    string becomes a row of the model's width however short it is
+    (a model of max_length 65536: rows of 1 + 65536 / 6 doubles), so
+    2000 empty strings (a body of 8 kB) need at least 2000 such rows."""
+    import re
+    with run.temp_daemon(server, "kmserve-oip-adm-", "--memory-budget-mb",
+                         "64") as d:
+        r = d.req("POST", "/v1/models/big/fit", {
+            "algorithm": "krr", "kernel": STR_KERNEL, "X": STR_X,
+            "y": list(range(len(STR_X))), "max_length": 65536})
+        check(r.status == 201, "admission: a string model of max_length "
+              "65536", r)
+        rows = 2000 * (1 + 65536 // 6) * 8 / 2 ** 20
+        for path, body in (
+                ("/v1/models/big/predict", {"X": [""] * 2000}),
+                ("/v2/models/big/infer", bytes_tensor([""] * 2000, [2000]))):
+            r = d.req("POST", path, body)
+            m = re.search(r"estimated ([0-9.]+) MiB", r.body)
+            check(r.status == 413 and m and float(m.group(1)) >= rows,
+                  f"admission: {path} of 2000 empty strings is 413, "
+                  f"estimated at least their rows' {rows:.0f} MiB", r)
+            small = {"X": STR_Q} if "v1" in path else \
+                bytes_tensor(STR_Q, [len(STR_Q)])
+            r = d.req("POST", path, small)
+            check(r.status == 200, f"admission: {path} of 5 strings is "
+                  "admitted", r)
+
+
 def tokens(server):
     import tempfile
     tmp = tempfile.mkdtemp(prefix="kmserve-oip-tok-")
@@ -532,6 +753,8 @@ def main():
         protocol_examples(d)
         all_algorithms(d)
         hostile(d)
+        beyond_vectors(d)
+        string_admission(server)
         default_keep(server)
         tokens(server)
     return run.with_daemon(server, "kmserve-oip-", body, "--keep-versions",

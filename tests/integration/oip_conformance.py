@@ -7,7 +7,9 @@ The spec's requirements are written down below (SPEC): every endpoint a
 compliant server must implement, and for each JSON object the fields it
 requires, their JSON types, and the rules on tensors. The script walks
 every endpoint for the current version and a pinned one, on a regression,
-a classifier and a projection model, and checks every required field and
+a classifier and a projection model, a classifier of strings (X BYTES)
+and a regression on a precomputed kernel, sending X as each model's
+metadata describes it, and checks every required field and
 type, the optional ones where present, that tensor shapes are lists of
 integers whose product is the number of data elements, that datatypes
 are the protocol's, and the error object on failures.
@@ -138,11 +140,18 @@ def walk(d, name, X, versions):
         for k in ("inputs", "outputs"):
             for t in meta.get(k, []):
                 tensor_ok(t, f"{at} {k} {t.get('name')}", metadata=True)
+        # the request's tensor as the metadata describes it: -1 is the
+        # number of rows, data flat (strings for BYTES)
         inp = meta["inputs"][0]
+        shape = [len(X) if s == -1 else s for s in inp["shape"]]
+        data = X if inp["datatype"] == "BYTES" else \
+            [x for row in X for x in row]
+        check(math.prod(shape) == len(data),
+              f"model metadata {at}: X's shape {inp['shape']} describes "
+              "the rows sent", (inp, X))
         body = {"id": f"req-{name}-{v}",
                 "inputs": [{"name": inp["name"], "datatype": inp["datatype"],
-                            "shape": [len(X), len(X[0])],
-                            "data": [x for row in X for x in row]}],
+                            "shape": shape, "data": data}],
                 "outputs": [{"name": o["name"]} for o in meta["outputs"]]}
         r = d.req("POST", at + "/infer", body)
         j = r.json()
@@ -191,11 +200,23 @@ def main():
             "proj": {"algorithm": "kpca", "kernel": {"type": "rbf"},
                      "params": {"n_components": 2}},
         }
+        # inputs beyond vectors: strings (BYTES), a precomputed Gram
+        # (kernel values against the six training rows)
+        G = [[1.0 if i == j else 0.25 for j in range(6)] for i in range(6)]
+        text = ["acgt", "ggca", "tacg", "ccgga", "attac", "gcgc"]
+        fits.update({
+            "txt": {"algorithm": "svc", "y": [0, 1, 0, 1, 0, 1],
+                    "kernel": {"type": "spectrum", "length": 2}, "X": text},
+            "gram": {"algorithm": "krr", "kernel": {"type": "precomputed"},
+                     "y": [0, 1, 2, 3, 4, 5], "X": G},
+        })
+        queries = {"txt": ["acg", "ttgca"],
+                   "gram": [[0.5] * 6, [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]]}
         for name, f in fits.items():
             for _ in range(2):
-                r = d.req("POST", f"/v1/models/{name}/fit", dict(f, X=X))
+                r = d.req("POST", f"/v1/models/{name}/fit", dict({"X": X}, **f))
             check(r.status == 201, f"fit {name} twice", r)
-            walk(d, name, [[0.5, 0.5], [2.5, 1.5]], [2, 1])
+            walk(d, name, queries.get(name, [[0.5, 0.5], [2.5, 1.5]]), [2, 1])
         # failures: the error object, with a 4xx status
         error_ok(d.req("GET", "/v2/models/absent"), 404, "unknown model")
         error_ok(d.req("GET", "/v2/models/absent/ready"), 404,

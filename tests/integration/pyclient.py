@@ -43,6 +43,18 @@
   and labels_; each is a regressor / classifier / clusterer to
   scikit-learn (from the server's capabilities), clones, and runs in
   GridSearchCV.
+- Strings (scenario_strings): Client.fit / predict / score take a list
+  of str as X, sent as it is (a list answers lists, a numpy array of str
+  arrays), equal to the raw HTTP answer and to numpy's solve on
+  tests/strings_ref.py's Gram to 1e-9; one string as X is a TypeError;
+  SVC(kernel="spectrum") and KernelRidge on a normalized spectrum kernel
+  against scikit-learn's SVC(kernel="precomputed") labels on the
+  reference Gram and numpy's solve, cross_val_score on a list of str
+  equal to scikit-learn's on the Gram. kernel="precomputed" with a numpy
+  Gram (scenario_precomputed): KernelRidge's predictions to 1e-10 and
+  SVC's labels as scikit-learn's with kernel="precomputed", and
+  cross_val_score cutting the Gram by rows and columns (the pairwise
+  tag) equal to scikit-learn's.
 - Without numpy and scikit-learn (blocked in a child process of the
   venv's python): lists in and out, the same numbers, get_params /
   set_params, gamma "scale" computed in plain Python.
@@ -721,6 +733,125 @@ def scenario_no_numpy(km, c, py, np, url):
           "without scikit-learn: set_params refuses an unknown name", out.get("bad"))
 
 
+# ---------------------------------------------------------------- strings, precomputed
+
+def dna(n, seed):
+    """n two-class DNA-like strings (class 1 rich in g and c), lengths 12
+    to 30, and their classes."""
+    import random
+    rng = random.Random(seed)
+    X, y = [], []
+    for i in range(n):
+        c = i % 2
+        letters = "ggccat" if c else "aattgc"
+        X.append("".join(rng.choice(letters) for _ in range(rng.randint(12, 30))))
+        y.append(c)
+    return X, y
+
+
+def scenario_strings(km, c, np, sk):
+    """A list of str as X: Client.fit / predict / score send it as it is
+    (answers lists, or numpy arrays for a numpy X), equal to the raw HTTP
+    answer and to numpy's solve on strings_ref's Gram (1e-9); the
+    estimators on strings against scikit-learn's on the reference Gram
+    (kernel="precomputed"): SVC's labels and cross_val_score,
+    KernelRidge's predictions."""
+    sys.path.insert(0, os.path.dirname(HERE))
+    import strings_ref as sref
+    from sklearn.model_selection import KFold, cross_val_score
+    X, lab = dna(40, 7)
+    T, _ = dna(9, 8)
+    T[0] = "caf\u00e9 \u00e9t\u00e9"  # UTF-8: the kernel reads its bytes
+    y = [float(s.count("g") - s.count("a")) for s in X]
+    kernel = {"type": "spectrum", "length": 3}
+    K = np.array(sref.gram(kernel, X))
+    Kt = np.array(sref.gram(kernel, T, X))
+    ref = Kt @ np.linalg.solve(K + 0.5 * np.eye(len(X)), y)
+
+    meta = c.fit("py-str", X, y, algorithm="krr", kernel=kernel, params={"alpha": 0.5},
+                 max_length=64)
+    check(meta.get("input") == {"kind": "strings", "max_length": 64},
+          "Client.fit on a list of str, max_length: a string model", meta)
+    got = c.predict("py-str", T)
+    raw = c.request("POST", "/v1/models/py-str/predict", {"X": T})[1]["predictions"]
+    check(isinstance(got, list) and got == raw and rel(got, ref, 1e-3) <= 1e-9,
+          "Client.predict of a list of str: a list, the HTTP answer exactly, "
+          "numpy's solve on the reference Gram (1e-9)", (got, ref))
+    arr = c.predict("py-str", np.array(T), batch_size=4)
+    check(isinstance(arr, np.ndarray) and rel(arr, ref, 1e-3) <= 1e-9,
+          "Client.predict of a numpy array of str, in batches of 4", arr)
+    sc = c.score("py-str", T, ref.tolist())["scoring"]
+    check(abs(sc["r2"] - 1.0) <= 1e-9, "Client.score on strings: r2 1 against "
+          "the reference predictions", sc)
+    try:
+        c.predict("py-str", "acgt")
+        check(False, "one string as X is refused")
+    except TypeError as e:
+        check("not one string" in str(e), "one string as X: TypeError, not its "
+              "letters as rows", e)
+    try:
+        c.predict("py-str", [[0.5] * 11])
+        check(False, "numbers to a string model: InvalidArgument")
+    except km.InvalidArgument as e:
+        check("strings" in e.message, "numbers to a string model: InvalidArgument "
+              "saying it takes strings", e.message)
+
+    svc = km.SVC(kernel="spectrum", kernel_params={"length": 3}, C=2.0, tol=1e-8,
+                 client=c).fit(X, lab)
+    want = sk.SVC(kernel="precomputed", C=2.0, tol=1e-8).fit(K, lab)
+    check(svc.metadata_["kernel"] == kernel and not hasattr(svc, "n_features_in_") and
+          (svc.predict(T) == want.predict(Kt)).all() and
+          abs(svc.score(T, want.predict(Kt)) - 1.0) <= 1e-12,
+          "SVC(kernel='spectrum') on a list of str: scikit-learn's labels on the "
+          "reference Gram; no n_features_in_", svc.metadata_.get("kernel"))
+    norm = {"type": "normalized", "kernels": [kernel]}
+    Kn, Ktn = np.array(sref.gram(norm, X)), np.array(sref.gram(norm, T, X))
+    kr = km.KernelRidge(alpha=0.1, kernel=norm, client=c).fit(X, y)
+    ref_n = Ktn @ np.linalg.solve(Kn + 0.1 * np.eye(len(X)), y)
+    check(rel(kr.predict(T), ref_n, 1e-3) <= 1e-9,
+          "KernelRidge(kernel=normalized spectrum) on strings: numpy's solve (1e-9)")
+    folds = KFold(4)
+    ours = cross_val_score(km.SVC(kernel="spectrum", kernel_params={"length": 3},
+                                  client=c), X, lab, cv=folds)
+    theirs = cross_val_score(sk.SVC(kernel="precomputed"), K, lab, cv=folds)
+    check(rel(ours, theirs, 1e-6) <= 1e-12,
+          "cross_val_score(SVC) on a list of str: scikit-learn's on the reference "
+          "Gram", (ours, theirs))
+
+
+def scenario_precomputed(km, c, np, sk):
+    """kernel="precomputed" with a numpy Gram: the estimators answer as
+    scikit-learn's with kernel="precomputed" (KernelRidge to 1e-10, SVC's
+    labels), and scikit-learn's tools cut X by rows and columns (pairwise):
+    cross_val_score equal to scikit-learn's."""
+    from sklearn.model_selection import KFold, cross_val_score
+    (Xb, yb), _, _ = data(np)
+    X, y, Q = Xb[:80], yb[:80], Xb[80:100]
+
+    def rbf(A, B):
+        return np.exp(-0.3 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+    G, Gq = rbf(X, X), rbf(Q, X)
+    t = X[:, 0] + y
+    kr = km.KernelRidge(alpha=0.5, kernel="precomputed", client=c).fit(G, t)
+    ref = sk.KernelRidge(alpha=0.5, kernel="precomputed").fit(G, t).predict(Gq)
+    check(kr.n_features_in_ == 80 and rel(kr.predict(Gq), ref, 1e-6) <= 1e-10,
+          "KernelRidge(kernel='precomputed'): scikit-learn's predictions (1e-10), "
+          "n_features_in_ the training rows", kr.metadata_.get("input"))
+    svc = km.SVC(kernel="precomputed", tol=1e-8, client=c).fit(G, y)
+    want = sk.SVC(kernel="precomputed", tol=1e-8).fit(G, y).predict(Gq)
+    check((svc.predict(Gq) == want).all(), "SVC(kernel='precomputed'): "
+          "scikit-learn's labels")
+    folds = KFold(4)
+    ours = cross_val_score(km.KernelRidge(alpha=0.5, kernel="precomputed", client=c),
+                           G, t, cv=folds)
+    theirs = cross_val_score(sk.KernelRidge(alpha=0.5, kernel="precomputed"), G, t,
+                             cv=folds)
+    check(rel(ours, theirs, 1e-6) <= 1e-10,
+          "cross_val_score(KernelRidge(kernel='precomputed')): the Gram cut by "
+          "rows and columns, scikit-learn's scores", (ours, theirs))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
@@ -756,6 +887,8 @@ def main():
         scenario_parity(km, c, np, sk)
         scenario_new_estimators(km, c, np)
         scenario_sklearn_tools(km, c, np, sk)
+        scenario_strings(km, c, np, sk)
+        scenario_precomputed(km, c, np, sk)
         scenario_no_numpy(km, c, py, np, url)
         scenario_tls(km, binary, tmp)
 

@@ -86,7 +86,7 @@ PARTS = [
      "the kernels krr's rff solver draws features for"),
     ("docs/api.md", "kernel", "only", {"rbf", "laplacian", "laplacian_l2", "exponential"},
      "the kernels whose gamma gpr's lbfgs tunes"),
-    ("docs/api.md", "kernel", "only", {"linear", "polynomial", "rbf", "sigmoid"},
+    ("docs/api.md", "kernel", "only", {"linear", "polynomial", "rbf", "sigmoid", "precomputed"},
      "LIBSVM's kernels"),
     ("docs/extending.md", "kernel", "only", {"laplacian_l2", "exponential", "normalized"},
      "the kernels added by the recipe, as examples"),

@@ -5,6 +5,8 @@ server reads back exactly the doubles given (docs/api.md, numbers); NaN
 and infinity, which JSON has no spelling for, are refused here with the
 path of the first one (X[3][1]). numpy arrays and scalars anywhere in a
 body are written through tolist(), pandas objects through to_numpy().
+Strings (X of a string kernel: a list of str, or a numpy array of str)
+go as JSON strings, unconverted.
 
 Thread-safety: stateless.
 """
@@ -62,7 +64,10 @@ def dumps(body):
 
 def rows(X):
     """X as something sliceable by rows (a list or an ndarray) and its
-    row count."""
+    row count. A list of str is rows too: one string per row."""
+    if isinstance(X, (str, bytes)):
+        raise TypeError("X must be rows (a list of strings for a kernel that "
+                        "takes strings), not one string: give [X]")
     if isinstance(X, list) or is_numpy(X):
         return X, len(X)
     if hasattr(X, "to_numpy"):

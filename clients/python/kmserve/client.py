@@ -261,8 +261,8 @@ class Client:
     # ------------------------------------------------------------ fit
 
     def fit(self, name, X, y=None, *, algorithm, kernel, params=None, preprocess=None,
-            search=None, asynchronous=False, progress=None, poll_interval=0.2,
-            timeout=None):
+            search=None, max_length=None, asynchronous=False, progress=None,
+            poll_interval=0.2, timeout=None):
         """Fits (or refits, as a new version) the model `name`.
 
         algorithm: any algorithm the server lists in info()["algorithms"]
@@ -272,7 +272,12 @@ class Client:
         params, preprocess, search: the body members of the same names
             (dicts), passed as they are.
         X, y: lists or numpy arrays (y None for an algorithm whose
-            capabilities say target "none": kpca, kkmeans).
+            capabilities say target "none": kpca, kkmeans). For a kernel
+            that takes strings (capabilities()["kernels"]' input
+            "strings": spectrum, ...) X is a list of str, one per row;
+            for kernel "precomputed" it is the n x n Gram matrix.
+        max_length: a string kernel's longest string (bytes) the model
+            will take at predict (None: the server's default).
 
         Synchronous by default: returns the new model's metadata once the
         fit is done (timeout: seconds to wait, None for no limit).
@@ -289,6 +294,8 @@ class Client:
         body["X"] = X
         if y is not None:
             body["y"] = y
+        if max_length is not None:
+            body["max_length"] = max_length
         if search is not None:
             body["search"] = search
         path = f"/v1/models/{_q(name)}/fit"
@@ -340,7 +347,9 @@ class Client:
         return values, versions
 
     def predict(self, name, X, output=None, *, batch_size=10000):
-        """Predictions, one per row of X. output: the server's `output`
+        """Predictions, one per row of X (a string model's X: a list of
+        str; a precomputed model's: rows of kernel values against its
+        training rows). output: the server's `output`
         (capabilities()["outputs"] names each one and the algorithms
         answering it: "label" (default), "decision_function",
         "probability" for svc and klr, "mean", "std", "var", "cov" for
@@ -359,9 +368,11 @@ class Client:
         return self._out(values, X)
 
     def score(self, name, X, y=None):
-        """How good the model is on rows with known answers: the server's
-        answer {"model", "n", "scoring": {...}} (r2, mse, mae; accuracy,
-        balanced_accuracy, ...; reconstruction_error)."""
+        """How good the model is on rows with known answers (X as predict
+        takes it): the server's answer {"model", "n", "scoring": {...}}
+        (r2, mse, mae; accuracy, balanced_accuracy, ...;
+        reconstruction_error)."""
+        _data.rows(X)  # one string is not rows
         body = {"X": X}
         if y is not None:
             body["y"] = y

@@ -15,6 +15,9 @@ self-description, GET /v1's "capabilities", asked once per Client. Each estimato
 fits a model on the server under model_name (or a generated name, one per
 estimator object) and, unless keep_model=True, deletes that model when
 the estimator is garbage-collected (or at exit, or by delete_model()).
+X is rows of numbers, a list of str for a kernel that takes strings
+(the server's capabilities say which), or with kernel="precomputed" a
+kernel matrix.
 
 get_params / set_params follow scikit-learn's BaseEstimator contract (the
 constructor stores its arguments unchanged), so the estimators work in
@@ -207,8 +210,9 @@ class _ServerEstimator(BaseEstimator):
             obj = dict(k)
         elif not isinstance(k, str):
             raise ValueError("kernel must be a kernel type the server knows ('rbf', "
-                             "'poly', ...) or a kernel object (a dict); callables and "
-                             f"'precomputed' cannot run on the server, not {k!r}")
+                             "'poly', 'spectrum', 'precomputed', ...) or a kernel "
+                             "object (a dict); callables cannot run on the server, "
+                             f"not {k!r}")
         elif self._sklearn_kernels and k == "cosine":
             obj = dict(_LINEAR_COSINE)
         else:
@@ -226,6 +230,21 @@ class _ServerEstimator(BaseEstimator):
 
     def _params_object(self, X, y):
         raise NotImplementedError
+
+    # kernel "precomputed": X is a kernel matrix, which scikit-learn's
+    # tools (cross_val_score, GridSearchCV) then cut by rows and columns
+    def _precomputed(self):
+        k = self.kernel
+        return k == "precomputed" or (isinstance(k, dict) and
+                                      k.get("type") == "precomputed")
+
+    def _more_tags(self):  # scikit-learn before 1.6
+        return {"pairwise": self._precomputed()}
+
+    def __sklearn_tags__(self):  # scikit-learn 1.6 and later
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self._precomputed()
+        return tags
 
     def _all_params(self, X, y):
         params = self._params_object(X, y)
@@ -254,11 +273,20 @@ class _ServerEstimator(BaseEstimator):
                 owner = None
         meta = client.fit(name, X, y, algorithm=self._algorithm,
                           kernel=self._kernel_object(X), params=self._all_params(X, y),
-                          preprocess=self.preprocess, progress=progress)
+                          preprocess=self.preprocess, max_length=self.max_length,
+                          progress=progress)
         self.model_name_ = name
         self.model_version_ = meta["version"]
         self.metadata_ = meta
-        self.n_features_in_ = meta["n_features"]
+        # what X is (the metadata's input): rows of n_features numbers;
+        # strings, which have no feature count (as scikit-learn's text
+        # estimators); a precomputed kernel's values, one per training row
+        # (as scikit-learn's SVC(kernel="precomputed") counts them)
+        given = meta.get("input") or {}
+        if given.get("kind") == "strings":
+            self.__dict__.pop("n_features_in_", None)
+        else:
+            self.n_features_in_ = given.get("n_training", meta["n_features"])
         if self.keep_model:
             if owner is not None:
                 owner.detach()
@@ -374,24 +402,36 @@ class KernelRidge(_Regressor):
 
     alpha -> params.alpha (a number); kernel: "linear" (default, as
     scikit-learn's), "poly"/"polynomial", "rbf", "laplacian", "sigmoid",
-    "cosine" (sent as a normalized linear kernel), any other type the
-    server knows, or a kernel object (dict) sent as it is; gamma (None:
+    "cosine" (sent as a normalized linear kernel), "precomputed", any
+    other type the server knows, or a kernel object (dict) sent as it
+    is; gamma (None:
     the server's 1/n_features, as scikit-learn's), degree, coef0 ->
     kernel.gamma, kernel.degree, kernel.coef0 where the type takes them;
     kernel_params: more kernel members (merged last).
 
+    Strings: with a kernel that takes them (the server's capabilities say
+    which, e.g. "spectrum" with kernel_params={"length": 3}, or a kernel
+    object such as {"type": "normalized", "kernels": [{"type":
+    "spectrum", "length": 3}]}), X is a list of str, one per row, sent as
+    it is.
+    kernel="precomputed": X is the n x n Gram matrix at fit, and the
+    kernel values against the training rows at predict (as
+    scikit-learn's; its tools cut such an X by rows and columns).
+
     kmserve's own: preprocess (the fit's "preprocess" object, e.g.
-    {"scale": "standardize", "center_y": True}), server_params (more
-    params members, e.g. {"solver": "nystrom", "n_centres": 500}),
-    model_name (None: generated), keep_model (False: the model is deleted
-    when the estimator goes), client (a Client, a URL, or None for
-    default_client()).
+    {"scale": "standardize", "center_y": True}), max_length (a string
+    model's longest string, in bytes, at predict; None: the server's
+    default), server_params (more params members, e.g. {"solver":
+    "nystrom", "n_centres": 500}), model_name (None: generated),
+    keep_model (False: the model is deleted when the estimator goes),
+    client (a Client, a URL, or None for default_client()).
     """
 
     _algorithm = "krr"
 
     def __init__(self, alpha=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1,
-                 kernel_params=None, preprocess=None, server_params=None, model_name=None,
+                 kernel_params=None, preprocess=None, max_length=None,
+                 server_params=None, model_name=None,
                  keep_model=False, client=None):
         _store(self, locals())
 
@@ -461,8 +501,8 @@ class SVC(_Classifier):
     more than 2 classes (the same transformation); "ovo" gives them as
     they are. Probabilities come from the server's Platt scaling (its own
     internal cross-validation, so they differ from scikit-learn's random
-    ones). kmserve's own: preprocess, server_params, model_name,
-    keep_model, client, as for KernelRidge.
+    ones). kmserve's own: preprocess, max_length, server_params,
+    model_name, keep_model, client, as for KernelRidge.
     """
 
     _algorithm = "svc"
@@ -470,7 +510,8 @@ class SVC(_Classifier):
     def __init__(self, *, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0,
                  shrinking=True, probability=False, tol=1e-3, cache_size=200,
                  class_weight=None, decision_function_shape="ovr", kernel_params=None,
-                 preprocess=None, server_params=None, model_name=None, keep_model=False,
+                 preprocess=None, max_length=None,
+                 server_params=None, model_name=None, keep_model=False,
                  client=None):
         _store(self, locals())
 
@@ -533,14 +574,15 @@ class SVR(_Regressor):
     svr), with scikit-learn's SVR parameters: C, epsilon, tol, shrinking
     -> params of the same names; cache_size -> params.cache_mb; kernel,
     gamma ("scale" default), degree, coef0 as for SVC. kmserve's own:
-    preprocess, server_params, model_name, keep_model, client, as for
-    KernelRidge."""
+    preprocess, max_length, server_params, model_name, keep_model,
+    client, as for KernelRidge."""
 
     _algorithm = "svr"
 
     def __init__(self, *, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-3,
                  C=1.0, epsilon=0.1, shrinking=True, cache_size=200, kernel_params=None,
-                 preprocess=None, server_params=None, model_name=None, keep_model=False,
+                 preprocess=None, max_length=None,
+                 server_params=None, model_name=None, keep_model=False,
                  client=None):
         _store(self, locals())
 
@@ -566,14 +608,15 @@ class KernelPCA(TransformerMixin, _ServerEstimator):
     match scikit-learn's, signs included. transform and
     inverse_transform are the server's project (with inverse); score is
     minus the server's reconstruction error (needs
-    fit_inverse_transform). kmserve's own: preprocess, server_params,
-    model_name, keep_model, client, as for KernelRidge."""
+    fit_inverse_transform). kmserve's own: preprocess, max_length,
+    server_params, model_name, keep_model, client, as for KernelRidge."""
 
     _algorithm = "kpca"
 
     def __init__(self, n_components=None, *, kernel="linear", gamma=None, degree=3,
                  coef0=1, kernel_params=None, alpha=1.0, fit_inverse_transform=False,
-                 eigen_solver="auto", preprocess=None, server_params=None, model_name=None,
+                 eigen_solver="auto", preprocess=None, max_length=None,
+                 server_params=None, model_name=None,
                  keep_model=False, client=None):
         _store(self, locals())
 
@@ -648,8 +691,8 @@ class GaussianProcessRegressor(_Regressor):
     predict(X, return_std=False, return_cov=False) answers as
     scikit-learn's: the mean, and (mean, std) or (mean, cov) (the server's
     outputs mean, std, cov; cov in one request for all rows). score is the
-    server's r2. kmserve's own: preprocess, server_params, model_name,
-    keep_model, client, as for KernelRidge."""
+    server's r2. kmserve's own: preprocess, max_length, server_params,
+    model_name, keep_model, client, as for KernelRidge."""
 
     _algorithm = "gpr"
     _optimizers = {"fmin_l_bfgs_b": "lbfgs", None: "none"}
@@ -657,7 +700,8 @@ class GaussianProcessRegressor(_Regressor):
     def __init__(self, kernel="rbf", *, alpha=1e-10, optimizer="fmin_l_bfgs_b",
                  n_restarts_optimizer=0, normalize_y=False, random_state=None,
                  gamma=None, degree=3, coef0=1, kernel_params=None, signal_variance=None,
-                 preprocess=None, server_params=None, model_name=None, keep_model=False,
+                 preprocess=None, max_length=None,
+                 server_params=None, model_name=None, keep_model=False,
                  client=None):
         _store(self, locals())
 
@@ -703,14 +747,15 @@ class KernelLogisticRegression(_Classifier):
     predict gives labels, predict_proba rows of probabilities in classes_
     order, decision_function the server's decision values (two classes:
     one per row, the log-odds of classes_[1], as LogisticRegression's;
-    more: one per class). kmserve's own: preprocess, server_params,
-    model_name, keep_model, client, as for KernelRidge."""
+    more: one per class). kmserve's own: preprocess, max_length,
+    server_params, model_name, keep_model, client, as for KernelRidge."""
 
     _algorithm = "klr"
 
     def __init__(self, C=1.0, *, kernel="rbf", gamma=None, degree=3, coef0=1,
                  kernel_params=None, tol=None, max_iter=None, fit_intercept=True,
-                 multi_class="auto", preprocess=None, server_params=None, model_name=None,
+                 multi_class="auto", preprocess=None, max_length=None,
+                 server_params=None, model_name=None,
                  keep_model=False, client=None):
         _store(self, locals())
 
@@ -734,13 +779,15 @@ class KernelKMeans(ClusterMixin, _ServerEstimator):
     fit sets labels_ (the clusters of the training rows, asked of the
     fitted model), inertia_ and n_iter_; predict gives each row's
     cluster; fit_predict is fit(X).labels_. kmserve's own: preprocess,
-    server_params, model_name, keep_model, client, as for KernelRidge."""
+    max_length, server_params, model_name, keep_model, client, as for
+    KernelRidge."""
 
     _algorithm = "kkmeans"
 
     def __init__(self, n_clusters=8, *, kernel="linear", gamma=None, degree=3, coef0=1,
                  kernel_params=None, n_init=None, max_iter=300, tol=1e-4,
-                 random_state=None, preprocess=None, server_params=None, model_name=None,
+                 random_state=None, preprocess=None, max_length=None,
+                 server_params=None, model_name=None,
                  keep_model=False, client=None):
         _store(self, locals())
 
@@ -773,7 +820,8 @@ class KernelModel(_ServerEstimator):
     sent when not None; kernel_params: more kernel members; every other
     keyword argument is a member of the fit's params object, sent as it
     is (and a parameter for get_params / set_params / GridSearchCV).
-    preprocess, model_name, keep_model, client as for KernelRidge.
+    preprocess, max_length, model_name, keep_model, client as for
+    KernelRidge (strings and "precomputed" too).
 
     predict(X, output=None) passes the server's output; decision_function
     and predict_proba ask for the outputs "decision_function" and
@@ -783,7 +831,8 @@ class KernelModel(_ServerEstimator):
     """
 
     def __init__(self, algorithm=None, kernel="rbf", *, gamma=None, degree=None,
-                 coef0=None, kernel_params=None, preprocess=None, model_name=None,
+                 coef0=None, kernel_params=None, preprocess=None, max_length=None,
+                 model_name=None,
                  keep_model=False, client=None, **params):
         _store(self, locals())
 
