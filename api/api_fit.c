@@ -391,7 +391,7 @@ size_t api_fit_bytes(const api_fit_request *req)
                      : 0;
     /* a string kernel's sets of the training strings (their k-mer lists
      * and postings), made beside the Gram */
-    size_t sets = km_kernel_set_bytes(&req->kernel, pb.n, pb.d);
+    size_t sets = km_kernel_set_bytes_of(&req->kernel, pb.X, pb.n, pb.d);
     size_t pre = km_preprocess_fit_bytes(&req->pre, &pb);
     size_t b = fit > psd ? fit : psd;
     return b > SIZE_MAX - pre - sets ? SIZE_MAX : b + pre + sets;

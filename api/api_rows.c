@@ -28,25 +28,19 @@ void api_kernels_taking(km_input_kind k, char *buf, size_t len)
     km_join_names(names, n, " and ", buf, len);
 }
 
-/* The path of the first string in item (an array, or rows), or 0. */
+/* The path of the first string among item's elements (strings where
+ * rows are expected: what a string kernel takes), or 0. A string inside
+ * a row is a value of the wrong type, as the matrix reader says. */
 static int first_string(const cJSON *item, const char *name, char *path,
                         size_t cap)
 {
     size_t i = 0;
     for (const cJSON *r = cJSON_IsArray(item) ? item->child : NULL; r;
-         r = r->next, i++) {
+         r = r->next, i++)
         if (cJSON_IsString(r)) {
             snprintf(path, cap, "%s[%zu]", name, i);
             return 1;
         }
-        size_t j = 0;
-        for (const cJSON *c = cJSON_IsArray(r) ? r->child : NULL; c;
-             c = c->next, j++)
-            if (cJSON_IsString(c)) {
-                snprintf(path, cap, "%s[%zu][%zu]", name, i, j);
-                return 1;
-            }
-    }
     return 0;
 }
 

@@ -191,6 +191,9 @@ size_t km_string_cache_held(void);
 /* What a fit's string sets hold beside its Gram: n rows of d doubles for
  * kernel k (0 unless k takes strings). */
 size_t km_kernel_set_bytes(const km_kernel *k, size_t n, size_t d);
+/* The same for the strings of X (n rows of d doubles) as they are. */
+size_t km_kernel_set_bytes_of(const km_kernel *k, const double *X, size_t n,
+                              size_t d);
 
 /* A string model's max_length when a fit does not give one: twice its
  * longest training string, at least 64, at most KM_STRING_MAX_BYTES. */

@@ -896,33 +896,65 @@ double km_strings_eval(const km_kernel *k, const double *x, const double *z,
     return v;
 }
 
-size_t km_kernel_set_bytes(const km_kernel *k, size_t n, size_t d)
+/* What sets of n strings of total bytes in all (end marks counted),
+ * the longest of longest bytes, hold for leaf k (k NULL: any string
+ * kernel): the bytes and offsets, and per byte and level a k-mer in its
+ * string's list, in the sorted occurrences while the features are made,
+ * a feature, its postings and the string's feature list (set_features);
+ * and the subsequence kernel's rows on every thread. */
+static size_t set_bytes(const km_kernel *k, uint64_t total, uint64_t n,
+                        uint64_t longest)
+{
+    uint64_t levels = !k ? KM_STRING_MAX_K
+                      : k->type == KM_KERNEL_BOUNDRANGE ? (uint64_t)k->length
+                                                        : 1;
+    uint64_t per = 2 * sizeof(kmer) + sizeof(occ) + 4 * sizeof(uint32_t) +
+                   sizeof(size_t);
+    uint64_t b = km_add_sat(km_add_sat(total, km_mul_sat(n, 3 * sizeof(size_t))),
+                            km_mul_sat(km_mul_sat(total, levels), per));
+    if (!k || k->type == KM_KERNEL_SUBSEQUENCE)
+        b = km_add_sat(b, km_mul_sat(km_mul_sat(MAX_THREADS, KM_STRING_MAX_K),
+                                     km_mul_sat(km_add_sat(longest, 1),
+                                                sizeof(double))));
+    return b > SIZE_MAX ? SIZE_MAX : (size_t)b;
+}
+
+/* The largest of the string leaves' (one leaf's sets at a time). */
+static size_t leaves_bytes(const km_kernel *k, uint64_t total, uint64_t n,
+                           uint64_t longest)
 {
     size_t b = 0;
     for (int p = 0; p < k->n_parts; p++) {
-        size_t s = km_kernel_set_bytes(&k->parts[p], n, d);
-        b = s > b ? s : b; /* one leaf's sets at a time */
+        size_t s = leaves_bytes(&k->parts[p], total, n, longest);
+        b = s > b ? s : b;
     }
     if (k->n_parts || km_kernel_input(k) != KM_INPUT_STRINGS)
         return b;
-    return km_strings_work_bytes(k, n, 0, d);
+    return set_bytes(k, total, n, longest);
+}
+
+size_t km_kernel_set_bytes(const km_kernel *k, size_t n, size_t d)
+{
+    uint64_t len = km_add_sat(km_string_max_length(d), 1);
+    return leaves_bytes(k, km_mul_sat(n, len), n, len);
+}
+
+size_t km_kernel_set_bytes_of(const km_kernel *k, const double *X, size_t n,
+                              size_t d)
+{
+    uint64_t total = 0, longest = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = row_len(X + i * d, d) + 1;
+        total += len;
+        longest = len > longest ? len : longest;
+    }
+    return leaves_bytes(k, total, n, longest);
 }
 
 size_t km_strings_work_bytes(const km_kernel *k, size_t nx, size_t nz,
                              size_t d)
 {
-    /* both sets: bytes with marks, offsets, and a k-mer per byte per
-     * level; the subsequence rows per thread */
     uint64_t len = km_add_sat(km_string_max_length(d), 1);
     uint64_t rows = km_add_sat(nx, nz);
-    uint64_t levels = k && k->type == KM_KERNEL_BOUNDRANGE
-                      ? (uint64_t)k->length : 1;
-    uint64_t per = km_add_sat(km_add_sat(len, 2 * sizeof(size_t)),
-                              km_mul_sat(km_mul_sat(len, levels),
-                                         sizeof(kmer)));
-    uint64_t b = km_mul_sat(rows, per);
-    uint64_t sub = km_mul_sat(km_mul_sat(MAX_THREADS, KM_STRING_MAX_K),
-                              km_mul_sat(len, sizeof(double)));
-    b = km_add_sat(b, sub);
-    return b > SIZE_MAX ? SIZE_MAX : (size_t)b;
+    return set_bytes(k, km_mul_sat(rows, len), rows, len);
 }

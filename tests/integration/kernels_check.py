@@ -358,7 +358,7 @@ def main():
                  "null in X"),
                 ({"kernel": {"type": "rbf"}, "X": ["acgt", "ttga"]}, 400, "X[0] is a string",
                  "strings in X"),
-                ({"kernel": {"type": "rbf"}, "X": [[1.0, "a"]]}, 400, "X[0][1] is a string",
+                ({"kernel": {"type": "rbf"}, "X": [[1.0, "a"]]}, 400, "X[0][1] must be a number",
                  "a string in a row"),
                 ({"kernel": {"type": "rbf"}, "X": [[1.0]], "alpha": 0}, 400, "alpha",
                  "alpha 0"),

@@ -242,8 +242,9 @@ def scenario_refusals(d, D):
              "the square n x n Gram matrix"),
             ("not symmetric", bad, "X, a precomputed Gram matrix, is not symmetric: "
              "max |X[i][j] - X[j][i]| = 1e-06"),
-            ("strings", [["a"] * 80] * 80, "X[0][0] is a string, but a precomputed kernel takes "
-             "kernel values")):
+            ("strings", ["a"] * 80, "X[0] is a string, but a precomputed kernel takes "
+             "kernel values"),
+            ("a string in a row", [["a"] * 80] * 80, "X[0][0] must be a number, not a string")):
         r = fit(d, "refused", "krr", PRE, X, D["y"])
         check(r.status == 400 and text in r.body, f"a Gram {what}: 400", r)
     r = fit(d, "refused", "krr", {"type": "sum", "kernels": [PRE, RBF]}, D["X"], D["y"])
