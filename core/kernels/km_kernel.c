@@ -786,6 +786,8 @@ static km_status self_values(const km_kernel *k, const double *X, size_t n,
                              const double *xn, size_t d, double *out,
                              km_error *err)
 {
+    if (!k->n_columns && descs[k->type]->info.family == KM_KFAMILY_STRING)
+        return km_strings_self(k, X, n, d, out, err); /* one set for all */
     for (size_t i = 0; i < n; i++) {
         km_status st = cross(k, X + i * d, 1, xn ? xn + i : NULL, X + i * d,
                              1, xn ? xn + i : NULL, d, out + i, 1, 0, err);

@@ -112,6 +112,10 @@ km_status km_precomputed_cross(const double *X, size_t nx, const double *Z,
 km_status km_strings_cross(const km_kernel *k, const double *X, size_t nx,
                            const double *Z, size_t nz, size_t d, double *K,
                            size_t ldk, long diag, int lower, km_error *err);
+/* k(x_i, x_i) of X's n rows into out, each as a block computes it, from
+ * the rows' set (made or cached once for all of them). */
+km_status km_strings_self(const km_kernel *k, const double *X, size_t n,
+                          size_t d, double *out, km_error *err);
 /* k(x, z) of one pair (NAN when out of memory). */
 double km_strings_eval(const km_kernel *k, const double *x, const double *z,
                        size_t d);

@@ -170,6 +170,7 @@ typedef struct strset {
     size_t *soff, *poff;
     uint32_t *sid, *pstr;
     uint32_t *scnt, *pcnt;
+    double *self;         /* k(x, x) of each string, as a pair computes it */
 } strset;
 
 static void set_free(strset *s)
@@ -188,6 +189,7 @@ static void set_free(strset *s)
     free(s->pstr);
     free(s->scnt);
     free(s->pcnt);
+    free(s->self);
     free(s);
 }
 
@@ -464,6 +466,19 @@ static double expdecay_pair(const unsigned char *x, size_t a,
     return sum;
 }
 
+/* expdecay's table g[0 .. m]: g[R] = sum_{r=1..R} sum_{l=1..r} lambda^-l. */
+static void run_table(double lambda, size_t m, double *g)
+{
+    double f = 0, w = 1, sum = 0;
+    g[0] = 0;
+    for (size_t r = 1; r <= m; r++) {
+        w /= lambda;
+        f += w; /* sum_{l=1..r} lambda^-l */
+        sum += f;
+        g[r] = sum;
+    }
+}
+
 /* Lodhi et al.'s recursion, over x's prefixes, with k - 1 rows
  * Kp[i][j] = K'_i(x[:p], z[:j]) (K'_0 = 1), updated from the highest
  * level down so that level i - 1 still holds row p when level i reads
@@ -505,6 +520,48 @@ static double subsequence_pair(const unsigned char *x, size_t a,
         }
     }
     return sum;
+}
+
+/* Each string's k(x, x) into s->self, by the arithmetic a block's pair
+ * uses (spectrum: the sum of its features' squared counts, in feature
+ * order, as spectrum_row adds them), so that a normalized kernel's
+ * diagonal is the block's: -1 on OOM. */
+static int set_self(strset *s, const km_kernel *k)
+{
+    size_t m = s->maxlen;
+    double *tab = NULL;
+    if (!(s->self = malloc((s->n ? s->n : 1) * sizeof *s->self)))
+        return -1;
+    if (k->type == KM_KERNEL_EXPDECAY ||
+        (k->type == KM_KERNEL_SUBSEQUENCE && k->length > 1)) {
+        size_t cells = k->type == KM_KERNEL_EXPDECAY
+                       ? m + 1 : (size_t)(k->length - 1) * (m + 1);
+        if (!(tab = malloc(cells * sizeof *tab)))
+            return -1;
+        if (k->type == KM_KERNEL_EXPDECAY)
+            run_table(k->lambda, m, tab);
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        const unsigned char *x = s->bytes + s->off[i];
+        size_t len = s->off[i + 1] - s->off[i];
+        double v = 0;
+        switch (k->type) {
+        case KM_KERNEL_SPECTRUM:
+        case KM_KERNEL_BOUNDRANGE:
+            for (size_t e = s->soff[i]; e < s->soff[i + 1]; e++)
+                v += (double)s->scnt[e] * (double)s->scnt[e];
+            break;
+        case KM_KERNEL_EXPDECAY:
+            v = expdecay_pair(x, len, x, len, tab);
+            break;
+        default:
+            v = subsequence_pair(x, len, x, len, k->length, k->lambda, tab);
+        }
+        s->self[i] = v;
+    }
+    s->bytes_held += s->n * sizeof *s->self;
+    free(tab);
+    return 0;
 }
 
 /* ------------------------------------------------------------ blocks */
@@ -808,7 +865,7 @@ static entry *set_of(const km_kernel *k, const double *X, size_t n, size_t d,
     if (!(e = calloc(1, sizeof *e)))
         return NULL;
     *e = (entry){k->type, k->length, k->lambda, n, d, NULL, X, NULL, 1, 0, 0};
-    if (!(e->set = set_make(k, X, n, d))) {
+    if (!(e->set = set_make(k, X, n, d)) || set_self(e->set, k)) {
         entry_free(e);
         return NULL;
     }
@@ -865,14 +922,7 @@ km_status km_strings_cross(const km_kernel *k, const double *X, size_t nx,
             st = km_error_set(err, KM_ENOMEM, "out of memory for strings");
             goto out;
         }
-        double f = 0, w = 1, sum = 0;
-        g[0] = 0;
-        for (size_t r = 1; r <= m; r++) {
-            w /= k->lambda;
-            f += w;     /* sum_{l=1..r} lambda^-l */
-            sum += f;
-            g[r] = sum;
-        }
+        run_table(k->lambda, m, g);
     }
     job jb = {k, ex->set, ez->set, ax, az, nx, nz, K, ldk, diag, lower, g,
               1};
@@ -884,6 +934,20 @@ out:
     if (ex)
         cache_release(ex);
     return st;
+}
+
+km_status km_strings_self(const km_kernel *k, const double *X, size_t n,
+                          size_t d, double *out, km_error *err)
+{
+    size_t at;
+    entry *e = n ? set_of(k, X, n, d, 0, &at) : NULL;
+    if (n && !e)
+        return km_error_set(err, KM_ENOMEM, "out of memory for strings");
+    if (e) {
+        memcpy(out, e->set->self + at, n * sizeof *out);
+        cache_release(e);
+    }
+    return KM_OK;
 }
 
 double km_strings_eval(const km_kernel *k, const double *x, const double *z,
