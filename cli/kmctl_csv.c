@@ -295,6 +295,14 @@ int ctl_csv_column_numeric(const ctl_csv *c, size_t col)
     return 1;
 }
 
+/* The usage error of a body past its cap. */
+static int too_big(const ctl_csv *c, const ctl_buf *out, ctl_err *e)
+{
+    return ctl_fail(e, CTL_EXIT_USAGE, "the request body for %s would exceed "
+                    "%zu MiB (use fewer rows per request)", c->path,
+                    out->max >> 20);
+}
+
 int ctl_csv_matrix_json(const ctl_csv *c, size_t first, size_t count,
                         const size_t *cols, size_t ncols, ctl_buf *out,
                         ctl_err *e)
@@ -324,9 +332,7 @@ int ctl_csv_matrix_json(const ctl_csv *c, size_t first, size_t count,
         goto toobig;
     return 0;
 toobig:
-    return ctl_fail(e, CTL_EXIT_USAGE, "the request body for %s would exceed "
-                    "%zu MiB (use fewer rows per request)", c->path,
-                    out->max >> 20);
+    return too_big(c, out, e);
 }
 
 void ctl_csv_trim_column(ctl_csv *c, size_t col)
@@ -411,9 +417,7 @@ int ctl_csv_strings_json(const ctl_csv *c, size_t first, size_t count,
         goto toobig;
     return 0;
 toobig:
-    return ctl_fail(e, CTL_EXIT_USAGE, "the request body for %s would exceed "
-                    "%zu MiB (use fewer rows per request)", c->path,
-                    out->max >> 20);
+    return too_big(c, out, e);
 }
 
 void ctl_csv_write_field(FILE *f, const char *s)
