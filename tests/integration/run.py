@@ -1016,7 +1016,9 @@ def scenario_lifecycle(binary, tmp):
     models = os.path.join(tmp, "lifecycle", "models")
     os.makedirs(models)
     X, y = synthetic(BIG, 5, 9)
-    d = Daemon(binary, models).start()
+    # a shutdown timeout no loaded machine reaches: the check is that the
+    # running fit finishes, not how long the default (30 s) waits for it
+    d = Daemon(binary, models, "--shutdown-timeout", "900").start()
     d.req("POST", "/v1/models/life/fit", fit_body(X[:40], y[:40]))
     t, result = sync_fit_running(d, "/v1/models/life/fit", fit_body(X, y))
     d.proc.send_signal(signal.SIGTERM)
