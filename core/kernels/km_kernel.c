@@ -985,7 +985,6 @@ km_status km_gram_cross_sn(const km_kernel *k, const double *X, size_t nx,
             zn = own;
         }
     }
-    km_strings_prepare(k, Z, nz, d);
     km_status st = cross(k, X, nx, xn, Z, nz, zn, d, K, ldk, -1, err);
     free(xn);
     return st;
@@ -1072,7 +1071,6 @@ km_status km_gram_block(const km_kernel *k, const double *X, const double *xn,
             xj = own + ni;
         }
     }
-    km_strings_prepare(k, X + j0 * d, nj, d);
     /* Row i0 + a is column a + (i0 - j0) of the block. */
     long diag = i0 >= j0 && i0 - j0 < nj ? (long)(i0 - j0) : -1;
     km_status st = cross(k, X + i0 * d, ni, xi, X + j0 * d, nj, xj, d, K, ldk,
@@ -1108,7 +1106,6 @@ km_status km_kernel_expand(const km_kernel *k, const double *S, size_t ns,
         free(buf);
         return km_error_set(err, KM_ENOMEM, "out of memory for prediction");
     }
-    km_strings_prepare(k, S, ns, d);
     const double *sn = S_norms;
     double *xn = buf;
     if (own) {

@@ -119,9 +119,9 @@ km_status km_strings_self(const km_kernel *k, const double *X, size_t n,
 /* k(x, z) of one pair (NAN when out of memory). */
 double km_strings_eval(const km_kernel *k, const double *x, const double *z,
                        size_t d);
-/* Makes and caches the sets of X's rows for k's string leaves, so that
- * the blocks of a Gram, and the predicts against a model's rows, list
- * their strings once. */
+/* Makes and caches the sets of X's rows for k's string leaves before a
+ * Gram's blocks (their columns grow with each block; km_strings_cross
+ * keeps a block's columns itself otherwise). */
 void km_strings_prepare(const km_kernel *k, const double *X, size_t n,
                         size_t d);
 /* What km_strings_cross holds for nx x nz rows of d doubles (k NULL:

@@ -907,7 +907,10 @@ km_status km_strings_cross(const km_kernel *k, const double *X, size_t nx,
         ez = ex;
         az = ax;
     } else if (ex) {
-        ez = set_of(k, Z, nz, d, 0, &az); /* may be ex again: its own ref */
+        /* the columns' side (a model's training strings, a Gram's rows
+         * so far) is kept when worth it: the next block or predict finds
+         * it; may be ex again, with its own reference */
+        ez = set_of(k, Z, nz, d, 1, &az);
     }
     double *g = NULL;
     km_status st = KM_OK;

@@ -155,6 +155,12 @@ def numpy_decisions(text, X):
         K = np.exp(-g * ((Xa ** 2).sum(1)[:, None] + (S ** 2).sum(1)[None, :] - 2 * dot))
     else:
         K = np.tanh(g * dot + r)
+    return file_decisions(head, K, C)
+
+
+def file_decisions(head, K, C):
+    """Every pair's decision values (LIBSVM's order) from a model file's
+    header, the kernel values K (rows x SVs) and its coefficients C."""
     rho = [float(v) for v in head["rho"]]
     if head["svm_type"][0] == "epsilon_svr":
         return (K @ C[:, 0] - rho[0])[:, None]
@@ -496,18 +502,7 @@ def pre_decisions(text, Kt):
     assert all(list(feats) == [0] for _, feats in sv), "SV lines of 0:i only"
     idx = [int(feats[0]) for _, feats in sv]
     C = np.array([c for c, _ in sv]).reshape(len(sv), -1)
-    K = Kt[:, np.array(idx) - 1]
-    rho = [float(v) for v in head["rho"]]
-    if head["svm_type"][0] == "epsilon_svr":
-        return (K @ C[:, 0] - rho[0])[:, None]
-    k, nsv = int(head["nr_class"][0]), [int(v) for v in head["nr_sv"]]
-    start = np.concatenate([[0], np.cumsum(nsv)])
-    out = []
-    for i in range(k):
-        for j in range(i + 1, k):
-            si, sj = slice(start[i], start[i + 1]), slice(start[j], start[j + 1])
-            out.append(K[:, si] @ C[si, j - 1] + K[:, sj] @ C[sj, i] - rho[len(out)])
-    return np.array(out).T
+    return file_decisions(head, Kt[:, np.array(idx) - 1], C)
 
 
 def pre_case(rng, labels):
