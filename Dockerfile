@@ -27,7 +27,7 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
-      libopenblas-dev liblapacke-dev libcurl4-gnutls-dev \
+      libopenblas-dev liblapacke-dev libcurl4-gnutls-dev libjs-chart.js \
       libopenmpi-dev libscalapack-openmpi-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -29,7 +29,7 @@
 #include "../api/api_model.h"
 #include "../api/api_predict.h"
 #include "../api/api_score.h"
-#include "srv_assets.h"
+#include "srv_console.h"
 #include "../api/api_transfer.h"
 #include "../api/api_v2.h"
 #include "srv_log.h"
@@ -72,6 +72,7 @@
     X(CONSOLE, "/", SRV_BODY_NONE, GET(h_asset, OPEN))                       \
     X(CONSOLE_CSS, "/console.css", SRV_BODY_NONE, GET(h_asset, OPEN))        \
     X(CONSOLE_JS, "/console.js", SRV_BODY_NONE, GET(h_asset, OPEN))          \
+    X(CONSOLE_CHART, "/chart.min.js", SRV_BODY_NONE, GET(h_asset, OPEN))     \
     X(OPENAPI, "/openapi.yaml", SRV_BODY_NONE, GET(h_asset, OPEN))           \
     X(IMPORT, "/v1/models/{name}/import", SRV_BODY_MODEL,                    \
       POST(h_import, ADMIN))                                                 \
@@ -1063,44 +1064,9 @@ static void h_v2_infer(srv_request *rq, srv_reply *rp)
 
 /* ------------------------------------------------------------- console */
 
-/* The console's own files only, no inline script or style, calls to this
- * server only, nothing framed, no form posted anywhere; images may be
- * data: URIs (the page's icon), which run nothing. */
-static const char console_csp[] =
-    "default-src 'none'; script-src 'self'; style-src 'self'; "
-    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
-    "form-action 'none'; frame-ancestors 'none'";
-
-static const struct console_file {
-    size_t route;
-    const char *file, *type;
-} console_files[] = {
-    {R_CONSOLE, "index.html", "text/html; charset=utf-8"},
-    {R_CONSOLE_CSS, "console.css", "text/css; charset=utf-8"},
-    {R_CONSOLE_JS, "console.js", "text/javascript; charset=utf-8"},
-    {R_OPENAPI, "openapi.yaml", "application/yaml; charset=utf-8"},
-};
-
-/* A file built into the binary (srv_assets.h), served as it is. */
 static void h_asset(srv_request *rq, srv_reply *rp)
 {
-    for (size_t i = 0; i < sizeof console_files / sizeof *console_files; i++) {
-        const struct console_file *f = &console_files[i];
-        if (f->route != rq->route)
-            continue;
-        for (const srv_asset *a = srv_assets; a->name; a++)
-            if (!strcmp(a->name, f->file)) {
-                rp->status = 200;
-                rp->body = (char *)a->data;
-                rp->len = a->len;
-                rp->persistent = 1;
-                rp->content_type = f->type;
-                rp->csp = console_csp;
-                return;
-            }
-    }
-    srv_reply_fail(rp, API_INTERNAL, "%s is not built into this server",
-                   rq->path);
+    srv_console_file(rq, rp);
 }
 
 /* ------------------------------------------------------------- transfer */

@@ -662,6 +662,13 @@
     startJobs();
   }
 
+  /* What the console's other scripts (model.js: the model page and its
+   * plots) share with this one, so that each piece is written once. */
+  window.KM = {
+    el, api, why, needToken, kernelText, inputOf, csvRecords, parseRows,
+    capabilities: () => ({outputs, algorithms}),
+  };
+
   function start() {
     $("token-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
