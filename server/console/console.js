@@ -111,13 +111,33 @@
     return el("td", {className: "time", title: s}, m ? m[1] + " " + m[2] + " UTC" : s);
   }
 
+  /* A number as people read it: 4 significant digits (whole numbers as
+   * they are, exponents for the very large and small), "" for null. */
+  function numberText(x) {
+    if (typeof x !== "number") return x === null || x === undefined ? "" : String(x);
+    if (!isFinite(x) || Number.isInteger(x) && Math.abs(x) < 1e15) return String(x);
+    const a = Math.abs(x);
+    if (a !== 0 && (a < 1e-3 || a >= 1e6)) return x.toExponential(3).replace(/\.?0+e/, "e");
+    return String(Number(x.toPrecision(4)));
+  }
+
+  /* A number in an element: numberText shown, the exact value (the
+   * shortest text that reads back as the same double) on hover. */
+  function numberEl(tag, x, attrs) {
+    const e = el(tag, attrs, numberText(x));
+    if (typeof x === "number" && numberText(x) !== String(x)) e.title = String(x);
+    return e;
+  }
+
+  /* rbf(gamma=0.02778): a kernel as text, its numbers as numberText. */
   function kernelText(k) {
     if (!k || typeof k !== "object") return "";
     const args = [];
     for (const [key, v] of Object.entries(k)) {
       if (key === "type") continue;
       if (key === "kernels" && Array.isArray(v)) args.push(v.map(kernelText).join(", "));
-      else args.push(key + "=" + (Array.isArray(v) ? "[" + v.join(", ") + "]" : String(v)));
+      else args.push(key + "=" + (Array.isArray(v) ? "[" + v.map(numberText).join(", ") + "]"
+        : numberText(v)));
     }
     return String(k.type) + (args.length ? "(" + args.join(", ") + ")" : "");
   }
@@ -665,7 +685,8 @@
   /* What the console's other scripts (model.js: the model page and its
    * plots) share with this one, so that each piece is written once. */
   window.KM = {
-    el, api, why, needToken, kernelText, inputOf, csvRecords, parseRows,
+    el, api, why, needToken, numberText, numberEl, kernelText, timeCell,
+    inputOf, csvRecords, parseRows,
     capabilities: () => ({outputs, algorithms}),
   };
 
