@@ -36,9 +36,8 @@ int api_coef_param(const char *name, api_error *e)
                        "coefficients takes offset and limit", name);
 }
 
-/* A whole number in [min, max] from text, or a 400 naming it. */
-static int parse_count(const char *s, const char *name, size_t min,
-                       size_t max, size_t *out, api_error *e)
+int api_query_count(const char *s, const char *name, size_t min, size_t max,
+                    size_t *out, api_error *e)
 {
     unsigned long long v = 0;
     size_t i = 0;
@@ -165,8 +164,8 @@ int api_coefficients(const km_model *m, const char *offset,
     size_t max = API_COEF_MAX_VALUES / (per ? per : 1);
     max = max < API_COEF_MAX_LIMIT ? max : API_COEF_MAX_LIMIT;
     max = max ? max : 1;
-    if ((offset && parse_count(offset, "offset", 0, total, &off, e)) ||
-        (limit && parse_count(limit, "limit", 1, max, &lim, e)))
+    if ((offset && api_query_count(offset, "offset", 0, total, &off, e)) ||
+        (limit && api_query_count(limit, "limit", 1, max, &lim, e)))
         return -1;
     lim = lim < max ? lim : max;
     size_t rows = total - off < lim ? total - off : lim;

@@ -25,6 +25,12 @@
  * 400 naming it. */
 int api_coef_param(const char *name, api_error *e);
 
+/* A query parameter that is a whole number in [min, max] (a page's
+ * offset or limit: here and GET /v1/jobs), from its text, or a 400
+ * naming it ("offset \"x\" must be a whole number from 0 to N"). */
+int api_query_count(const char *s, const char *name, size_t min, size_t max,
+                    size_t *out, api_error *e);
+
 /* The answer for m, the page from offset and limit (the query's text, or
  * NULL when absent): 400 naming the parameter when one is not a whole
  * number in range. */

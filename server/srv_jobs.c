@@ -72,6 +72,19 @@ struct srv_jobs {
 static const char *const state_names[SRV_JOB_STATES] = {
     "queued", "running", "succeeded", "failed", "cancelled"};
 
+const char *srv_job_state_name(srv_job_state s)
+{
+    return (unsigned)s < SRV_JOB_STATES ? state_names[s] : "unknown";
+}
+
+int srv_job_state_parse(const char *name)
+{
+    for (int i = 0; i < SRV_JOB_STATES; i++)
+        if (!strcmp(state_names[i], name))
+            return i;
+    return -1;
+}
+
 void srv_job_release(srv_job *job)
 {
     if (job && atomic_fetch_sub(&job->refs, 1) == 1) {
@@ -420,8 +433,8 @@ static void add_time(cJSON *o, const char *key, long long ms)
     cJSON_AddStringToObject(o, key, buf);
 }
 
-/* Lock held. */
-static cJSON *job_json(const srv_job *job)
+/* Lock held. summary: without the result (GET /v1/jobs?fields=summary). */
+static cJSON *job_json(const srv_job *job, int summary)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -440,6 +453,8 @@ static cJSON *job_json(const srv_job *job)
     } else {
         cJSON_AddNullToObject(o, "error");
     }
+    if (summary)
+        return o;
     if (job->result)
         cJSON_AddItemToObject(o, "result", cJSON_Duplicate(job->result, 1));
     else
@@ -450,20 +465,39 @@ static cJSON *job_json(const srv_job *job)
 cJSON *srv_job_json(srv_job *job)
 {
     pthread_mutex_lock(&job->owner->lock);
-    cJSON *o = job_json(job);
+    cJSON *o = job_json(job, 0);
     pthread_mutex_unlock(&job->owner->lock);
     return o;
 }
 
-cJSON *srv_jobs_list_json(srv_jobs *j)
+static int selected(const srv_job *job, const srv_jobs_filter *f)
 {
-    cJSON *a = cJSON_CreateArray();
+    return (f->state < 0 || job->state == (srv_job_state)f->state) &&
+           (!f->model || !strcmp(job->name, f->model));
+}
+
+cJSON *srv_jobs_list_json(srv_jobs *j, const srv_jobs_filter *f)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *a = cJSON_AddArrayToObject(o, "jobs");
+    size_t total = 0;
     pthread_mutex_lock(&j->lock);
     expire(j);
-    for (size_t i = j->n_table; a && i-- > 0;)
-        cJSON_AddItemToArray(a, job_json(j->table[i]));
+    for (size_t i = j->n_table; i-- > 0;) {
+        if (!selected(j->table[i], f))
+            continue;
+        if (total >= f->offset && (!f->limit || total - f->offset < f->limit))
+            cJSON_AddItemToArray(a, job_json(j->table[i], f->summary));
+        total++;
+    }
     pthread_mutex_unlock(&j->lock);
-    return a;
+    size_t end = f->offset + (size_t)cJSON_GetArraySize(a);
+    cJSON_AddNumberToObject(o, "total", (double)total);
+    if (end < total)
+        cJSON_AddNumberToObject(o, "next_offset", (double)end);
+    else
+        cJSON_AddNullToObject(o, "next_offset");
+    return o;
 }
 
 void srv_jobs_stats(srv_jobs *j, size_t counts[SRV_JOB_STATES],

@@ -99,8 +99,24 @@ void srv_jobs_unreserve(srv_jobs *j, size_t bytes);
  * at max_jobs. */
 void srv_jobs_table_size(srv_jobs *j, size_t *kept, size_t *evicted);
 
-/* Jobs as a JSON array (newest first). */
-cJSON *srv_jobs_list_json(srv_jobs *j);
+/* A state's name ("queued", ... "cancelled": the one list of them), and
+ * the state of a name, or -1. */
+const char *srv_job_state_name(srv_job_state s);
+int srv_job_state_parse(const char *name);
+
+/* Which jobs GET /v1/jobs lists: state -1 for any, model NULL for any,
+ * the page [offset, offset + limit) of the matching jobs (limit 0: all
+ * from offset), summary: without each job's result. */
+typedef struct srv_jobs_filter {
+    int state;
+    const char *model;
+    size_t offset, limit;
+    int summary;
+} srv_jobs_filter;
+
+/* The jobs f selects as {"jobs": [...] (newest first), "total": the
+ * matching jobs, "next_offset": the next page's offset or null}. */
+cJSON *srv_jobs_list_json(srv_jobs *j, const srv_jobs_filter *f);
 
 /* Where distributed fits (api_fit_request.distributed) run; set once
  * before any fit is submitted (srv_mpi.h). */

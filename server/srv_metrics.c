@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "srv_jobs.h"
 #include "srv_metrics.h"
 
 static const char *const methods[] = {"GET", "HEAD", "POST", "DELETE",
@@ -190,8 +191,6 @@ static void single(text *t, const char *name, const char *type,
 
 char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
 {
-    static const char *const job_states[] = {"queued", "running", "succeeded",
-                                             "failed", "cancelled"};
     text t = {malloc(16384), 0, 16384, 0};
     if (!t.p)
         return NULL;
@@ -234,8 +233,9 @@ char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
     single(&t, "kmserve_model_bytes", "gauge",
            "Memory held by the models served.", g->model_bytes);
     family(&t, "kmserve_jobs", "gauge", "Fit jobs by state.");
-    for (int i = 0; i < 5; i++)
-        add(&t, "kmserve_jobs{state=\"%s\"} %zu\n", job_states[i], g->jobs[i]);
+    for (int i = 0; i < SRV_JOB_STATES; i++)
+        add(&t, "kmserve_jobs{state=\"%s\"} %zu\n", srv_job_state_name(i),
+            g->jobs[i]);
     single(&t, "kmserve_job_queue_depth", "gauge", "Fits waiting for a worker.",
            g->queue_depth);
     single(&t, "kmserve_jobs_retained", "gauge",
@@ -247,6 +247,9 @@ char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
     single(&t, "kmserve_fit_memory_reserved_bytes", "gauge",
            "Memory reserved by admitted fits and running predicts.",
            g->fit_bytes_reserved);
+    single(&t, "kmserve_memory_budget_bytes", "gauge",
+           "The memory budget (--memory-budget-mb) admission holds fits and "
+           "predicts to.", g->memory_budget);
     single(&t, "kmserve_process_resident_memory_bytes", "gauge",
            "Resident memory.", resident_bytes());
     if (t.failed) {

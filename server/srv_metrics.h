@@ -40,11 +40,12 @@ void srv_metrics_rollback(srv_metrics *m);
 /* What the daemon knows at scrape time. */
 typedef struct srv_gauges {
     size_t models_loaded, model_bytes;
-    size_t jobs[5]; /* queued, running, succeeded, failed, cancelled */
+    size_t jobs[5]; /* by srv_job_state (srv_jobs.h: SRV_JOB_STATES is 5) */
     size_t queue_depth;
     size_t jobs_retained;     /* jobs in the table, all states */
     size_t jobs_evicted;      /* finished jobs dropped at --max-jobs */
     size_t fit_bytes_reserved;
+    size_t memory_budget;     /* --memory-budget-mb, in bytes */
 } srv_gauges;
 
 /* Prometheus text format 0.0.4; caller frees. NULL on OOM. */
