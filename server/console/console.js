@@ -1,9 +1,15 @@
 /*
- * console.js - kmserve's web console (GET /console.js): lists the models
- * and their metadata, follows the fit jobs with progress bars, tries a
- * predict (or a kpca projection) on a model, and renders the API
- * reference from the spec the server serves (GET /openapi.yaml). The
- * outputs each model offers come from the server's self-description
+ * console.js - kmserve's web console (GET /console.js). The page is a set
+ * of views chosen by the address's hash: #models lists the models (each
+ * name links to #model/NAME, the model page model.js draws); #fit fits a
+ * model from a CSV with a form drawn from the server's capabilities and
+ * follows its job; #predict tries a predict (or a kpca projection) on a
+ * model; #jobs pages through the fit jobs (a light list:
+ * GET /v1/jobs?fields=summary) with progress, elapsed time and time left;
+ * #server plots request rate, latency percentiles, error share, memory
+ * and jobs from GET /metrics sampled by the page (Chart.js); #reference
+ * renders the API reference from GET /openapi.yaml. The algorithms,
+ * kernels, params and outputs come from the server's self-description
  * (GET /v1's capabilities), not from a list here; what a model takes as
  * rows (numbers, strings, or kernel values against its training rows)
  * from its metadata's input.
@@ -163,11 +169,14 @@
       return false;
     }
     models = (r.data && r.data.models) || [];
+    $("jobs-models").replaceChildren(...models.map((m) => el("option", {value: m.name})));
     body.replaceChildren(...models.map((m) => el("tr",
       {className: m.name === chosen ? "chosen" : ""},
-      el("td", {}, el("button", {type: "button", className: "link",
+      el("td", {}, el("a", {href: "#model/" + encodeURIComponent(m.name),
+        className: "model-link"}, m.name), " ",
+      el("button", {type: "button", className: "link small",
         "aria-label": "metadata of " + m.name,
-        onclick: () => showModel(m.name)}, m.name)),
+        onclick: () => showModel(m.name)}, "keys")),
       el("td", {className: "num"}, m.version),
       el("td", {}, m.algorithm),
       el("td", {className: "mono"}, kernelText(m.kernel)),
@@ -199,7 +208,7 @@
   async function showModel(name) {
     chosen = name;
     for (const tr of $("models-table").tBodies[0].rows)
-      tr.classList.toggle("chosen", tr.cells[0].textContent === name);
+      tr.classList.toggle("chosen", tr.cells[0].firstChild.textContent === name);
     const r = await api("GET", "/v1/models/" + encodeURIComponent(name));
     $("model-detail").hidden = false;
     $("model-detail-h").textContent = "Model " + name;
@@ -316,8 +325,11 @@
 
   /* The rows pasted: JSON (an array of rows, one row, or {"X": rows}) or
    * CSV (commas, semicolons, tabs or spaces; a first line that is not all
-   * numbers is a header and skipped). Throws an Error naming the line. */
-  function parseRows(text) {
+   * numbers is a header and skipped). Given need (the model's width), a
+   * CSV with a header and one column more leaves out the column named y,
+   * else the last, as kmctl does (rows.left names it). Throws an Error
+   * naming the line. */
+  function parseRows(text, need) {
     const t = text.trim();
     if (!t) throw new Error("no rows: paste JSON or CSV");
     if (t[0] === "[" || t[0] === "{") {
@@ -331,18 +343,26 @@
     }
     const rows = [];
     const lines = t.split(/\r?\n/);
+    let head = null;
     lines.forEach((line, i) => {
       if (!line.trim()) return;
       const cells = line.trim().split(/\s*[,;\t]\s*|\s+/);
       const bad = cells.findIndex((c) => !NUMBER.test(c));
       if (bad >= 0) {
-        if (!rows.length && i === 0) return; // a header
+        if (!rows.length && i === 0) { head = cells; return; } // a header
         throw new Error("line " + (i + 1) + ", column " + (bad + 1) + ": \"" +
           cells[bad] + "\" is not a number");
       }
       rows.push(cells.map(Number));
     });
     if (!rows.length) throw new Error("no rows after the header");
+    if (head && need && head.length === need + 1 && rows.every((r) => r.length === need + 1)) {
+      let col = head.indexOf("y");
+      if (col < 0) col = head.length - 1;
+      const out = rows.map((r) => r.filter((_, j) => j !== col));
+      out.left = head[col];
+      return out;
+    }
     return rows;
   }
 
@@ -434,8 +454,8 @@
       ...names.map((n) => el("th", {scope: "col"}, n)));
     body.replaceChildren(...values.map((v, i) => el("tr", {},
       el("td", {className: "num"}, i + 1),
-      ...(wide ? v : [v]).map((x) => el("td",
-        {className: typeof x === "number" ? "num" : ""}, String(x))))));
+      ...(wide ? v : [v]).map((x) => numberEl("td",
+        x, {className: typeof x === "number" ? "num" : ""})))));
   }
 
   async function runPredict(ev) {
@@ -451,7 +471,11 @@
     let X, how = "";
     try {
       if (strings) ({X, how} = parseStrings($("predict-rows").value));
-      else X = parseRows($("predict-rows").value);
+      else {
+        const i = inputOf(m, choice);
+        X = parseRows($("predict-rows").value, i.kind === "vectors" ? i.width : 0);
+        if (X.left) how = "column " + X.left + " left out, as kmctl does";
+      }
     } catch (e) {
       setState("predict-state", e.message, true);
       $("predict-rows").focus();
@@ -476,7 +500,12 @@
 
   /* ------------------------------------------------------------ jobs */
 
+  /* The jobs view polls a light list: GET /v1/jobs?fields=summary, one
+   * page of JOBS_PAGE, filtered by state and model as chosen. */
+  const JOBS_PAGE = 20;
+  const JOBS_IDLE_MS = 5000;     // when the jobs view is not shown
   let jobsTimer = null;
+  let jobsOffset = 0, jobsNext = null;
   const jobRows = new Map();      // id -> its <tr>
   const jobStatus = new Map();    // id -> the status last seen
 
@@ -489,9 +518,29 @@
     const tr = el("tr", {"data-job": job.id},
       el("td", {className: "mono"}, job.id), el("td", {}, job.model),
       el("td", {className: "status"}), el("td", {className: "bar"}, bar, " ", pct),
-      timeCell(job.created_at), el("td", {className: "bad"}), el("td", {}, cancel));
+      timeCell(job.created_at), el("td", {className: "num elapsed"}),
+      el("td", {className: "num left"}), el("td", {className: "bad"}), el("td", {}, cancel));
     tr.parts = {bar, pct, cancel};
     return tr;
+  }
+
+  /* Seconds as "42 s", "3 min 5 s", "2 h 10 min". */
+  function duration(sec) {
+    if (!(sec >= 0) || !isFinite(sec)) return "";
+    if (sec < 60) return (sec < 10 ? sec.toFixed(1) : Math.round(sec)) + " s";
+    if (sec < 3600) return Math.floor(sec / 60) + " min " + Math.round(sec % 60) + " s";
+    return Math.floor(sec / 3600) + " h " + Math.round(sec % 3600 / 60) + " min";
+  }
+
+  /* A job's elapsed seconds (started to finished, or to now) and, while it
+   * runs with progress p > 0, the time left: elapsed·(1−p)/p. */
+  function jobTimes(job, now) {
+    const t = (s) => (s ? Date.parse(s) : NaN);
+    const from = t(job.started_at), to = job.finished_at ? t(job.finished_at) : now;
+    const elapsed = isNaN(from) ? NaN : Math.max(0, (to - from) / 1000);
+    const p = Number(job.progress) || 0;
+    const left = job.status === "running" && p > 0 && p < 1 ? elapsed * (1 - p) / p : NaN;
+    return {elapsed, left};
   }
 
   function updateJobRow(tr, job) {
@@ -501,21 +550,42 @@
     tr.cells[2].textContent = job.status;
     tr.cells[2].className = "status " + (job.status === "succeeded" ? "good"
       : job.status === "failed" || job.status === "cancelled" ? "bad" : "");
-    tr.cells[5].textContent = job.error ? job.error.code + ": " + job.error.message : "";
+    const {elapsed, left} = jobTimes(job, Date.now());
+    tr.cells[5].textContent = duration(elapsed);
+    tr.cells[6].textContent = isNaN(left) ? "" : "about " + duration(left);
+    tr.cells[7].textContent = job.error ? job.error.code + ": " + job.error.message : "";
     tr.parts.cancel.hidden = !(job.status === "queued" || job.status === "running");
   }
 
+  /* The list's query: the filter chosen and the page. */
+  function jobsQuery() {
+    const q = new URLSearchParams({fields: "summary", offset: String(jobsOffset),
+      limit: String(JOBS_PAGE)});
+    if ($("jobs-status").value) q.set("state", $("jobs-status").value);
+    const model = $("jobs-model").value.trim();
+    if (model) q.set("model", model);
+    return "/v1/jobs?" + q.toString();
+  }
+
   async function pollJobs() {
+    if (jobsTimer) clearTimeout(jobsTimer);
     jobsTimer = null;
-    const r = await api("GET", "/v1/jobs");
+    const r = await api("GET", jobsQuery());
     if (!r.ok) {
       setState("jobs-state", r.status === 403
         ? "Jobs need an admin token (" + why(r) + ")."
         : "Jobs cannot be listed: " + why(r), true);
       if (r.status === 401) needToken(r);
-      return; // until the token changes
+      if (r.status === 400) jobsTimer = setTimeout(pollJobs, JOBS_IDLE_MS);
+      return; // until the token or the filter changes
     }
     const jobs = (r.data && r.data.jobs) || [];
+    const total = (r.data && r.data.total) || 0;
+    if (!jobs.length && jobsOffset > 0 && total > 0) { // the page emptied: back
+      jobsOffset = Math.max(0, total - JOBS_PAGE);
+      return pollJobs();
+    }
+    jobsNext = r.data.next_offset === undefined ? null : r.data.next_offset;
     const body = $("jobs-table").tBodies[0];
     let finished = false;
     const rows = jobs.map((job) => {
@@ -533,14 +603,21 @@
     if (rows.length !== body.rows.length || rows.some((tr, i) => body.rows[i] !== tr))
       body.replaceChildren(...rows);
     const active = jobs.filter((j) => j.status === "queued" || j.status === "running").length;
-    setState("jobs-state", jobs.length ? jobs.length + " job" + (jobs.length > 1 ? "s" : "") +
-      (active ? ", " + active + " queued or running" : "") : "No jobs.");
+    setState("jobs-state", total ? "Jobs " + (jobsOffset + 1) + "–" +
+      (jobsOffset + jobs.length) + " of " + total + ", newest first" +
+      (active ? "; " + active + " of these queued or running" : "") + "." : "No jobs.");
+    $("jobs-prev").disabled = jobsOffset === 0;
+    $("jobs-next").disabled = jobsNext === null;
     if (finished) loadModels();
-    jobsTimer = setTimeout(pollJobs, JOBS_EVERY_MS);
+    jobsTimer = setTimeout(pollJobs, view === "jobs" ? JOBS_EVERY_MS : JOBS_IDLE_MS);
   }
 
   function startJobs() {
-    if (jobsTimer) clearTimeout(jobsTimer);
+    pollJobs();
+  }
+
+  function jobsPage(offset) {
+    jobsOffset = Math.max(0, offset);
     pollJobs();
   }
 
@@ -548,6 +625,483 @@
     const r = await api("DELETE", "/v1/jobs/" + encodeURIComponent(id));
     setState("jobs-state", r.ok ? "Cancellation of " + id + " asked."
       : "Cannot cancel " + id + ": " + why(r), !r.ok);
+  }
+
+  /* ------------------------------------------------------------ metrics */
+
+  /* Prometheus text: [{name, labels: {k: v}, value}] (comments skipped). */
+  function parseMetrics(text) {
+    const out = [];
+    const LINE = /^([A-Za-z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/;
+    const LABEL = /([A-Za-z_]\w*)="((?:[^"\\]|\\.)*)"/g;
+    for (const line of text.split("\n")) {
+      if (!line || line[0] === "#") continue;
+      const m = LINE.exec(line);
+      if (!m) continue;
+      const labels = {};
+      for (const l of (m[2] || "").matchAll(LABEL))
+        labels[l[1]] = l[2].replace(/\\(.)/g, (_, c) => (c === "n" ? "\n" : c));
+      out.push({name: m[1], labels, value: Number(m[3])});
+    }
+    return out;
+  }
+
+  /* What the server page plots of one scrape: requests (all, 4xx, 5xx),
+   * the latency histogram summed over routes ({le: count}), memory and
+   * jobs by state. */
+  function summarise(samples) {
+    const s = {requests: 0, r4xx: 0, r5xx: 0, buckets: {}, jobs: {}, gauges: {}};
+    for (const x of samples) {
+      if (x.name === "kmserve_http_requests_total") {
+        s.requests += x.value;
+        if (/^4/.test(x.labels.code)) s.r4xx += x.value;
+        if (/^5/.test(x.labels.code)) s.r5xx += x.value;
+      } else if (x.name === "kmserve_http_request_duration_seconds_bucket") {
+        s.buckets[x.labels.le] = (s.buckets[x.labels.le] || 0) + x.value;
+      } else if (x.name === "kmserve_jobs") {
+        s.jobs[x.labels.state] = x.value;
+      } else {
+        s.gauges[x.name] = x.value;
+      }
+    }
+    return s;
+  }
+
+  /* The q-quantile of the requests between two scrapes, from the
+   * histogram buckets' increase (linear within a bucket, as Prometheus's
+   * histogram_quantile); null without requests. */
+  function quantile(q, before, after) {
+    const les = Object.keys(after.buckets).sort((a, b) => Number(a) - Number(b));
+    const inc = les.map((le) => (after.buckets[le] || 0) - (before.buckets[le] || 0));
+    const n = inc.length ? inc[inc.length - 1] : 0;
+    if (!(n > 0)) return null;
+    const rank = q * n;
+    for (let i = 0; i < les.length; i++) {
+      if (inc[i] >= rank) {
+        const hi = Number(les[i]);
+        const lo = i ? Number(les[i - 1]) : 0;
+        if (!isFinite(hi)) return lo;
+        const below = i ? inc[i - 1] : 0;
+        const width = inc[i] - below;
+        return lo + (hi - lo) * (width > 0 ? (rank - below) / width : 1);
+      }
+    }
+    return Number(les[les.length - 2]) || null;
+  }
+
+  /* ------------------------------------------------------------ server */
+
+  const SERVER_EVERY_MS = 2000;
+  const SERVER_KEEP = 150;          // samples kept: five minutes
+  const MIB = 1048576;
+  let serverTimer = null;
+  const scrapes = [];               // [{t (ms), text, s (summarised)}]
+  const charts = {};
+  const PALETTE = ["#1f5fbf", "#d9822b", "#b3261e", "#1e7a3c", "#7b4fb3", "#5b6573"];
+
+  function lineChart(id, series) {
+    if (charts[id]) return charts[id];
+    if (typeof Chart === "undefined") return null;
+    charts[id] = new Chart($(id), {
+      type: "line",
+      data: {labels: [], datasets: series.map((name, i) => ({label: name, data: [],
+        borderColor: PALETTE[i % PALETTE.length],
+        backgroundColor: PALETTE[i % PALETTE.length],
+        borderWidth: 1.5, pointRadius: 0, spanGaps: false, tension: 0}))},
+      options: {animation: false, responsive: true, maintainAspectRatio: false,
+        interaction: {mode: "index", intersect: false},
+        scales: {x: {ticks: {maxTicksLimit: 6, maxRotation: 0}}, y: {beginAtZero: true}},
+        plugins: {legend: {position: "bottom", labels: {boxWidth: 12}}}},
+    });
+    return charts[id];
+  }
+
+  function clock(t) {
+    return new Date(t).toTimeString().slice(0, 8);
+  }
+
+  /* Every chart drawn again from the scrapes kept: a point per pair of
+   * consecutive scrapes (rates, percentiles, shares) or per scrape
+   * (memory, jobs). */
+  function drawServer() {
+    const pairs = scrapes.slice(1).map((b, i) => [scrapes[i], b]);
+    const put = (chart, labels, columns) => {
+      if (!chart) return;
+      chart.data.labels = labels;
+      columns.forEach((c, i) => { chart.data.datasets[i].data = c; });
+      chart.update("none");
+    };
+    const at = pairs.map(([, b]) => clock(b.t));
+    put(lineChart("chart-rate", ["requests/s"]), at,
+      [pairs.map(([a, b]) => (b.s.requests - a.s.requests) / ((b.t - a.t) / 1000))]);
+    put(lineChart("chart-latency", ["p50", "p90", "p99"]), at, [0.5, 0.9, 0.99].map((q) =>
+      pairs.map(([a, b]) => {
+        const v = quantile(q, a.s, b.s);
+        return v === null ? null : v * 1000;
+      })));
+    const share = (k) => pairs.map(([a, b]) => {
+      const n = b.s.requests - a.s.requests;
+      return n > 0 ? (b.s[k] - a.s[k]) / n : null;
+    });
+    put(lineChart("chart-errors", ["4xx", "5xx"]), at, [share("r4xx"), share("r5xx")]);
+    const g = (name) => scrapes.map((x) => (name in x.s.gauges ? x.s.gauges[name] / MIB : null));
+    put(lineChart("chart-memory", ["reserved", "budget", "models", "resident"]),
+      scrapes.map((x) => clock(x.t)), [g("kmserve_fit_memory_reserved_bytes"),
+        g("kmserve_memory_budget_bytes"), g("kmserve_model_bytes"),
+        g("kmserve_process_resident_memory_bytes")]);
+    const states = scrapes.length ? Object.keys(scrapes[scrapes.length - 1].s.jobs) : [];
+    const jc = lineChart("chart-jobs", states);
+    if (jc && jc.data.datasets.length === states.length)
+      put(jc, scrapes.map((x) => clock(x.t)), states.map((st) =>
+        scrapes.map((x) => (st in x.s.jobs ? x.s.jobs[st] : null))));
+  }
+
+  /* The job states the server names (its kmserve_jobs series) fill the
+   * jobs view's filter. */
+  function fillStates(s) {
+    const pick = $("jobs-status");
+    if (pick.options.length > 1) return;
+    for (const st of Object.keys(s.jobs)) pick.appendChild(el("option", {value: st}, st));
+  }
+
+  async function scrape() {
+    serverTimer = null;
+    const r = await api("GET", "/metrics");
+    if (!r.ok) {
+      setState("server-state", r.status === 401 || r.status === 403
+        ? "The server's metrics need a token (--protect-metrics): " + why(r)
+        : "The metrics cannot be read: " + why(r), true);
+      if (r.status === 401) needToken(r);
+    } else {
+      const x = {t: Date.now(), text: r.text, s: summarise(parseMetrics(r.text))};
+      scrapes.push(x);
+      if (scrapes.length > SERVER_KEEP) scrapes.shift();
+      fillStates(x.s);
+      if (view === "server") {
+        drawServer();
+        setState("server-state", "GET /metrics every " + SERVER_EVERY_MS / 1000 +
+          " s; " + scrapes.length + " samples since " + clock(scrapes[0].t) + ".");
+      }
+    }
+    if (view === "server") serverTimer = setTimeout(scrape, SERVER_EVERY_MS);
+  }
+
+  function startServer() {
+    if (!serverTimer) scrape();
+  }
+
+  /* ------------------------------------------------------------ fit */
+
+  /* The fit form is drawn from GET /v1's capabilities: the algorithms,
+   * the kernels (not composites: their parts are not asked here) and
+   * every param of both, with its type, default, choices and bounds. A
+   * param that applies only with another's values (applies_with) shows
+   * only then. A number param may carry a search: values separated by
+   * commas, sent as the fit's search.params (kernel.NAME for a kernel's). */
+  let kernels = [];
+  let fitData = null;              // {head: [names], rows: [[text]]}
+  let fitHead = "";                // the columns the choices were made for
+  const FIT_POLL_MS = 400;
+
+  function algoNamed(n) { return algorithms.find((a) => a.name === n) || null; }
+  function kernelNamed(n) { return kernels.find((k) => k.name === n) || null; }
+
+  function fillFitChoices() {
+    const a = $("fit-algorithm"), k = $("fit-kernel");
+    const wasA = a.value, wasK = k.value;
+    a.replaceChildren(...algorithms.map((x) => el("option", {value: x.name}, x.name)));
+    k.replaceChildren(...kernels.filter((x) => !x.composite)
+      .map((x) => el("option", {value: x.name}, x.name)));
+    if (algoNamed(wasA)) a.value = wasA;
+    if (kernelNamed(wasK)) k.value = wasK;
+    else if (kernelNamed("rbf")) k.value = "rbf";
+    fillFitParams();
+  }
+
+  function paramAbout(p) {
+    const parts = [];
+    if (p.choices) parts.push("one of " + p.choices.join(", "));
+    if (p.minimum !== null && p.minimum !== undefined)
+      parts.push((p.exclusive_minimum ? "> " : "≥ ") + numberText(p.minimum));
+    if (p.maximum !== null && p.maximum !== undefined) parts.push("≤ " + numberText(p.maximum));
+    if (p.description) parts.push(p.description);
+    return parts.join("; ");
+  }
+
+  /* One row of the params table: the value's control and, for numbers
+   * when the algorithm searches, the search's. key: "NAME" or
+   * "kernel.NAME". */
+  function paramRow(p, key, searchable) {
+    const id = "fit-p-" + key.replace(/\W/g, "-");
+    let control;
+    const def = p.default === null || p.default === undefined ? null : p.default;
+    if (p.type === "boolean" || p.choices) {
+      const opts = p.type === "boolean" ? ["true", "false"] : p.choices;
+      control = el("select", {id},
+        el("option", {value: ""}, def === null ? "(from the data)" : "default: " + String(def)),
+        ...opts.map((o) => el("option", {value: o}, o)));
+    } else {
+      control = el("input", {id, spellcheck: "false", autocomplete: "off",
+        placeholder: def === null ? (p.data_default ? "from the data" : "")
+          : typeof def === "object" ? JSON.stringify(def) : numberText(def)});
+      if (p.type === "number" || p.type === "integer") control.inputMode = "decimal";
+    }
+    control.dataset.key = key;
+    control.dataset.type = p.type;
+    control.addEventListener("change", showApplicable);
+    let grid = null;
+    if (searchable && (p.type === "number" || p.type === "integer"))
+      grid = el("input", {id: id + "-grid", "aria-label": "search values of " + key,
+        spellcheck: "false", autocomplete: "off", placeholder: "e.g. 0.1, 1, 10"});
+    const tr = el("tr", {"data-key": key},
+      el("th", {scope: "row"}, el("label", {for: id}, key)), el("td", {}, control),
+      el("td", {}, grid), el("td", {className: "about"}, paramAbout(p)));
+    tr.param = p;
+    tr.parts = {control, grid};
+    return tr;
+  }
+
+  function fillFitParams() {
+    const a = algoNamed($("fit-algorithm").value);
+    const k = kernelNamed($("fit-kernel").value);
+    const rows = [];
+    for (const p of (a && a.params) || []) rows.push(paramRow(p, p.name, a.search));
+    for (const p of (k && k.params) || []) rows.push(paramRow(p, "kernel." + p.name, a && a.search));
+    $("fit-params").tBodies[0].replaceChildren(...rows);
+    $("fit-cv").disabled = $("fit-scoring").disabled = !(a && a.search);
+    const target = a ? a.target : "";
+    fitHead = "";                  // the target's default follows the algorithm
+    $("fit-about").textContent = a ? a.name + ": y is " + (target === "none"
+      ? "not used" : target === "classes" ? "a class label a row" : "a number a row") +
+      (k ? "; kernel " + k.name + " takes " + (k.input || "vectors") : "") + "." : "";
+    showApplicable();
+    fillColumns();
+  }
+
+  /* A param's current value as the form has it: its control's, else its
+   * default. */
+  function formValue(key) {
+    for (const tr of $("fit-params").tBodies[0].rows)
+      if (tr.dataset.key === key) return tr.parts.control.value || String(tr.param.default);
+    return "";
+  }
+
+  function showApplicable() {
+    for (const tr of $("fit-params").tBodies[0].rows) {
+      const w = tr.param.applies_with;
+      tr.hidden = !!w && !w.some((c) => c.values.includes(formValue(c.param)));
+    }
+  }
+
+  /* The CSV given: {head, rows}; a first record that is not all numbers
+   * names the columns, else they are column 1, 2, ... */
+  function readFitCsv(text) {
+    const recs = csvRecords(text).map((r) => r.fields.map((f) => f.trim()));
+    if (!recs.length) return null;
+    const named = recs[0].some((f) => !NUMBER.test(f));
+    const head = named ? recs[0] : recs[0].map((_, j) => "column " + (j + 1));
+    return {head, rows: named ? recs.slice(1) : recs};
+  }
+
+  function fillColumns() {
+    const a = algoNamed($("fit-algorithm").value);
+    const k = kernelNamed($("fit-kernel").value);
+    let data = null, problem = "";
+    try { data = readFitCsv($("fit-csv").value); } catch (e) { problem = e.message; }
+    fitData = data;
+    const head = data ? data.head : [];
+    const t = $("fit-target"), x = $("fit-text");
+    // a choice is kept while the columns stay the same
+    const same = JSON.stringify(head) === fitHead;
+    fitHead = JSON.stringify(head);
+    const wasT = same ? t.value : "", wasX = same ? x.value : "";
+    t.replaceChildren(el("option", {value: ""}, "(none)"),
+      ...head.map((h, j) => el("option", {value: String(j)}, h)));
+    x.replaceChildren(...head.map((h, j) => el("option", {value: String(j)}, h)));
+    const none = !a || a.target === "none";
+    if (head.length) {
+      const y = head.findIndex((h) => h.toLowerCase() === "y");
+      t.value = wasT && wasT < head.length ? wasT : none ? "" : String(y >= 0 ? y : head.length - 1);
+      const tx = head.findIndex((h) => h.toLowerCase() === "text");
+      x.value = wasX && wasX < head.length ? wasX : String(tx >= 0 ? tx : 0);
+    }
+    t.disabled = none;
+    if (none) t.value = "";
+    const strings = k && k.input === "strings";
+    x.disabled = !strings;
+    $("fit-columns").textContent = problem ? problem : data ? data.rows.length + " rows, " +
+      head.length + " columns" + (strings ? "; X is the text column" : t.value
+        ? "; X is every column but " + head[Number(t.value)] : "; X is every column") + "."
+      : "No data yet: choose a file or paste CSV.";
+    $("fit-columns").classList.toggle("bad", !!problem);
+  }
+
+  function readFile() {
+    const f = $("fit-file").files[0];
+    if (!f) return;
+    const reader = new FileReader();
+    reader.onload = () => {
+      $("fit-csv").value = String(reader.result);
+      if (!$("fit-name").value) $("fit-name").value = f.name.replace(/\.\w+$/, "")
+        .replace(/[^\w.-]/g, "_").slice(0, 64);
+      fillColumns();
+    };
+    reader.onerror = () => setState("fit-state", "The file cannot be read: " +
+      String(reader.error), true);
+    reader.readAsText(f);
+  }
+
+  /* A control's text as the param's type: a number, true/false, the
+   * text, or JSON for arrays and objects. Throws naming the key. */
+  function typed(text, type, key) {
+    if (type === "number" || type === "integer") {
+      if (!NUMBER.test(text)) throw new Error(key + ": \"" + text + "\" is not a number");
+      return Number(text);
+    }
+    if (type === "boolean") return text === "true";
+    if (type === "array" || type === "object") {
+      try { return JSON.parse(text); } catch (e) {
+        throw new Error(key + ": not valid JSON (" + e.message + ")");
+      }
+    }
+    return text;
+  }
+
+  /* The fit's body from the form; throws an Error saying what is wrong. */
+  function fitBody() {
+    const a = algoNamed($("fit-algorithm").value);
+    const k = kernelNamed($("fit-kernel").value);
+    if (!a || !k) throw new Error("choose an algorithm and a kernel");
+    if (!fitData || !fitData.rows.length) throw new Error("no data: choose a file or paste CSV");
+    const body = {algorithm: a.name, kernel: {type: k.name}, params: {}, async: true};
+    const search = {};
+    for (const tr of $("fit-params").tBodies[0].rows) {
+      if (tr.hidden) continue;
+      const key = tr.dataset.key, type = tr.parts.control.dataset.type;
+      const v = tr.parts.control.value.trim();
+      const into = key.startsWith("kernel.") ? body.kernel : body.params;
+      const name = key.startsWith("kernel.") ? key.slice(7) : key;
+      if (v !== "") into[name] = typed(v, type, key);
+      const g = tr.parts.grid && tr.parts.grid.value.trim();
+      if (g) search[key] = g.split(/\s*,\s*/).filter((x) => x).map((x) => typed(x, type, key));
+    }
+    if (Object.keys(search).length) {
+      body.search = {params: search};
+      const cv = $("fit-cv").value.trim(), sc = $("fit-scoring").value.trim();
+      if (cv) body.search.cv = NUMBER.test(cv) ? Number(cv) : cv;
+      if (sc) body.search.scoring = sc;
+    }
+    const t = $("fit-target").value === "" ? -1 : Number($("fit-target").value);
+    if (a.target !== "none" && t < 0) throw new Error("choose the target column (y)");
+    const strings = k.input === "strings";
+    const xcol = Number($("fit-text").value);
+    const line = (i) => "row " + (i + 1) + " of the data";
+    body.X = fitData.rows.map((r, i) => {
+      if (r.length !== fitData.head.length)
+        throw new Error(line(i) + ": " + r.length + " fields; the header has " +
+          fitData.head.length);
+      if (strings) return r[xcol];
+      return r.filter((_, j) => j !== t).map((c, j) => {
+        if (!NUMBER.test(c)) throw new Error(line(i) + ", column " + (j + 1) + ": \"" + c +
+          "\" is not a number");
+        return Number(c);
+      });
+    });
+    if (t >= 0) {
+      const ys = fitData.rows.map((r) => r[t]);
+      const numeric = ys.every((v) => NUMBER.test(v));
+      if (a.target === "values" && !numeric)
+        throw new Error("the target column " + fitData.head[t] + " must hold numbers");
+      body.y = numeric ? ys.map(Number) : ys;
+    }
+    if (!Object.keys(body.params).length) delete body.params;
+    return body;
+  }
+
+  async function runFit(ev) {
+    ev.preventDefault();
+    const name = $("fit-name").value.trim();
+    let body;
+    try {
+      if (!name) throw new Error("give the model a name");
+      body = fitBody();
+    } catch (e) {
+      setState("fit-state", e.message, true);
+      return;
+    }
+    $("fit-run").disabled = true;
+    setState("fit-state", "Sending " + body.X.length + " rows…");
+    const r = await api("POST", "/v1/models/" + encodeURIComponent(name) + "/fit", body);
+    if (!r.ok) {
+      $("fit-run").disabled = false;
+      setState("fit-state", "The server answered " + why(r), true);
+      if (r.status === 401) needToken(r);
+      return;
+    }
+    const job = r.data && r.data.job;
+    followFit(name, job && job.id);
+  }
+
+  async function followFit(name, id) {
+    const bar = $("fit-progress");
+    bar.hidden = false;
+    bar.value = 0;
+    for (;;) {
+      const r = await api("GET", "/v1/jobs/" + encodeURIComponent(id));
+      if (!r.ok) {
+        setState("fit-state", "The job cannot be followed: " + why(r), true);
+        break;
+      }
+      const job = r.data;
+      bar.value = Math.max(0, Math.min(1, Number(job.progress) || 0));
+      const {elapsed, left} = jobTimes(job, Date.now());
+      setState("fit-state", "Job " + job.id + " " + job.status + ", " +
+        Math.floor(bar.value * 100) + "%" + (isNaN(elapsed) ? "" : ", " + duration(elapsed)) +
+        (isNaN(left) ? "" : ", about " + duration(left) + " left") + ".");
+      if (job.status === "succeeded") {
+        await loadModels();
+        location.hash = "#model/" + encodeURIComponent(name);
+        break;
+      }
+      if (job.status === "failed" || job.status === "cancelled") {
+        setState("fit-state", "The fit " + job.status + ": " + (job.error
+          ? job.error.code + ": " + job.error.message : ""), true);
+        break;
+      }
+      await new Promise((ok) => setTimeout(ok, FIT_POLL_MS));
+    }
+    $("fit-run").disabled = false;
+  }
+
+  /* ------------------------------------------------------------ views */
+
+  const VIEWS = ["models", "fit", "predict", "jobs", "server", "reference"];
+  let view = "models";
+
+  /* The view the address's hash names: a section, or #model/NAME, the
+   * model page that model.js draws (window.KMModel.show). */
+  function route() {
+    const h = location.hash.slice(1);
+    let page = VIEWS.includes(h) ? h : "models";
+    let model = null;
+    if (h.startsWith("model/")) {
+      page = "model-page";
+      try { model = decodeURIComponent(h.slice(6)); } catch (e) { model = h.slice(6); }
+    }
+    view = page;
+    for (const sec of document.querySelectorAll("main > section"))
+      sec.hidden = sec.id !== page;
+    for (const a of document.querySelectorAll("header nav a")) {
+      if (a.getAttribute("href") === "#" + page) a.setAttribute("aria-current", "page");
+      else a.removeAttribute("aria-current");
+    }
+    if (model !== null && window.KMModel && typeof window.KMModel.show === "function")
+      window.KMModel.show(model);
+    if (page === "server") startServer();
+    if (page === "jobs") {
+      if ($("jobs-status").options.length < 2) scrape();
+      pollJobs();
+    }
   }
 
   /* ------------------------------------------------------------ reference */
@@ -675,6 +1229,8 @@
       const caps = about.data.capabilities || {};
       outputs = Array.isArray(caps.outputs) ? caps.outputs : [];
       algorithms = Array.isArray(caps.algorithms) ? caps.algorithms : [];
+      kernels = Array.isArray(caps.kernels) ? caps.kernels : [];
+      fillFitChoices();
     } else if (about.status === 401) {
       needToken(about);
     }
@@ -687,7 +1243,9 @@
   window.KM = {
     el, api, why, needToken, numberText, numberEl, kernelText, timeCell,
     inputOf, csvRecords, parseRows,
-    capabilities: () => ({outputs, algorithms}),
+    capabilities: () => ({outputs, algorithms, kernels}),
+    /* the server page's samples of GET /metrics: [{t (ms), text}] */
+    scrapes: () => scrapes.map((x) => ({t: x.t, text: x.text})),
   };
 
   function start() {
@@ -709,6 +1267,22 @@
     $("predict-form").addEventListener("submit", runPredict);
     $("predict-model").addEventListener("change", fillOutputs);
     $("predict-output").addEventListener("change", showHint);
+    $("fit-form").addEventListener("submit", runFit);
+    $("fit-algorithm").addEventListener("change", fillFitParams);
+    $("fit-kernel").addEventListener("change", fillFitParams);
+    $("fit-file").addEventListener("change", readFile);
+    $("fit-csv").addEventListener("input", fillColumns);
+    $("fit-target").addEventListener("change", fillColumns);
+    $("fit-text").addEventListener("change", fillColumns);
+    $("jobs-filter").addEventListener("submit", (ev) => ev.preventDefault());
+    $("jobs-status").addEventListener("change", () => jobsPage(0));
+    $("jobs-model").addEventListener("change", () => jobsPage(0));
+    $("jobs-prev").addEventListener("click", () => jobsPage(jobsOffset - JOBS_PAGE));
+    $("jobs-next").addEventListener("click", () => jobsNext !== null && jobsPage(jobsNext));
+    window.addEventListener("hashchange", route);
+    // model.js (deferred after this file) has run by DOMContentLoaded
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", route);
+    else route();
     loadReference();
     refresh();
   }

@@ -56,6 +56,7 @@ import shutil
 import sys
 import tempfile
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -75,7 +76,7 @@ XSS_SCRIPT = "<script>alert(2)</script>"
 READ_TOKEN = "console-read-token-0123456789"
 ADMIN_TOKEN = "console-admin-token-0123456789"
 # The page's own scripts, as index.html loads them.
-PAGE_SCRIPTS = ["chart.min.js", "console.js"]
+PAGE_SCRIPTS = ["chart.min.js", "console.js", "model.js"]
 STATIC = {"/": "text/html", "/console.css": "text/css",
           "/console.js": "text/javascript", "/openapi.yaml": "application/yaml"}
 
@@ -107,11 +108,18 @@ def wait_for(fn, timeout=20):
 
 
 def text_of(b, id_):
-    return b.find_element(By.ID, id_).text
+    """An element's text, also in a view not shown (textContent)."""
+    return b.find_element(By.ID, id_).get_attribute("textContent")
+
+
+def goto(b, view):
+    """Shows a view (#models, #fit, ...) as its link in the header does."""
+    b.find_element(By.CSS_SELECTOR, f"header nav a[href='#{view}']").click()
+    wait_for(lambda: b.find_element(By.ID, view).is_displayed())
 
 
 def model_names(b):
-    return [tr.find_element(By.CSS_SELECTOR, "td button").text
+    return [tr.find_element(By.CSS_SELECTOR, "td a.model-link").get_attribute("textContent")
             for tr in b.find_elements(By.CSS_SELECTOR, "#models-table tbody tr")]
 
 
@@ -308,9 +316,11 @@ def check_strings(d, b):
     model takes rows of kernel values."""
     import csv
     import io
+    goto(b, "models")
     cells = [tr.find_elements(By.TAG_NAME, "td")
              for tr in b.find_elements(By.CSS_SELECTOR, "#models-table tbody tr")]
-    feats = {c[0].text: c[5].text for c in cells}
+    feats = {c[0].find_element(By.TAG_NAME, "a").text: c[5].text for c in cells}
+    goto(b, "predict")
     check(feats.get("txt") == "strings (≤ 40 bytes)" and
           feats.get("pre") == "5 kernel values",
           "the models table says what a string and a precomputed model take", feats)
@@ -397,19 +407,21 @@ def check_jobs(d, b, shots):
     if not job:
         return
     sel = f"#jobs-table tr[data-job='{job}']"
+    goto(b, "jobs")
 
     def moving():
         tr = b.find_element(By.CSS_SELECTOR, sel)
         v = float(tr.find_element(By.TAG_NAME, "progress").get_attribute("value"))
-        status = tr.find_elements(By.TAG_NAME, "td")[2].text
-        return (v, status) if 0 < v < 1 and status == "running" else None
+        td = tr.find_elements(By.TAG_NAME, "td")
+        return (v, td[2].text, td[5].text, td[6].text) if (
+            0 < v < 1 and td[2].text == "running" and td[6].text.startswith("about")) else None
 
     seen = wait_for(moving, 120)
     api = d.req("GET", f"/v1/jobs/{job}").json() or {}
     check(bool(seen) and api.get("status") == "running" and
           seen[0] <= api.get("progress", 0) < 1,
-          "the job's row shows running with a bar between 0 and 1 (as GET /v1/jobs/{id})",
-          (seen, api))
+          "the job's row shows running with a bar between 0 and 1 (as GET /v1/jobs/{id}), "
+          "its elapsed time and an estimate of the time left", (seen, api))
     shot(b, shots, "jobs.png")
     b.find_element(By.CSS_SELECTOR, sel + " button").click()
     ended = wait_for(lambda: b.find_element(By.CSS_SELECTOR, sel)
@@ -423,6 +435,331 @@ def check_jobs(d, b, shots):
         tr.find_element(By.TAG_NAME, "progress").get_attribute("value") == "1" and
         "100%" in tr.text for tr in done),
         "the eight fits' jobs show succeeded with a full bar", len(done))
+
+
+def check_predict_y(d, b):
+    """A CSV with a header and one column more than the model takes: the
+    column named y is left out (else the last), as kmctl does."""
+    rows = [[0.5, 0.5], [3.5, 3.2]]
+    want = d.req("POST", "/v1/models/reg/predict", {"X": rows}).json()
+    got = predict_in_page(b, "reg", None, "y,a,b\n7,0.5,0.5\n8,3.5,3.2\n")
+    check(got == want and "column y left out" in text_of(b, "predict-state"),
+          "predict: a header column y is left out (first column here)",
+          (got, want, text_of(b, "predict-state")))
+    got = predict_in_page(b, "reg", None, "a,b,label\n0.5,0.5,7\n3.5,3.2,8\n")
+    check(got == want and "column label left out" in text_of(b, "predict-state"),
+          "predict: without a y column, the last one is left out", got)
+    cells = [td.get_attribute("title") or td.text for td in
+             b.find_elements(By.CSS_SELECTOR, "#predict-table tbody td.num")][1::2]
+    check([float(c) for c in cells] == want["predictions"],
+          "the answer's numbers keep their exact value (shown, or on hover)",
+          (cells, want))
+
+
+def fit_in_page(b, name, algorithm, kernel, csv_text=None, path=None, params=None,
+                grid=None, target=None, cv=None):
+    """Fills the fit form and submits it; returns the state line when the
+    page has moved to #model/NAME or stopped with a message."""
+    goto(b, "fit")
+    Select(b.find_element(By.ID, "fit-algorithm")).select_by_value(algorithm)
+    Select(b.find_element(By.ID, "fit-kernel")).select_by_value(kernel)
+    area = b.find_element(By.ID, "fit-csv")
+    b.execute_script("arguments[0].value = ''", area)
+    if path:
+        b.find_element(By.ID, "fit-file").send_keys(path)
+        wait_for(lambda: area.get_attribute("value"))
+    else:
+        area.send_keys(csv_text)
+    if target is not None:
+        Select(b.find_element(By.ID, "fit-target")).select_by_visible_text(target)
+    field = b.find_element(By.ID, "fit-name")
+    field.clear()
+    field.send_keys(name)
+    for key, v in (params or {}).items():
+        box = b.find_element(By.CSS_SELECTOR, f"#fit-params td [data-key='{key}']")
+        if box.tag_name == "select":
+            Select(box).select_by_value(str(v))
+        else:
+            box.clear()
+            box.send_keys(str(v))
+    for key, vals in (grid or {}).items():
+        box = b.find_element(By.CSS_SELECTOR, f"#fit-params tr[data-key='{key}'] input"
+                             "[aria-label^='search values']")
+        box.clear()
+        box.send_keys(", ".join(str(x) for x in vals))
+    if cv is not None:
+        b.find_element(By.ID, "fit-cv").clear()
+        b.find_element(By.ID, "fit-cv").send_keys(str(cv))
+    b.execute_script("document.getElementById('fit-state').textContent = ''")
+    b.find_element(By.ID, "fit-run").click()
+
+
+def landed(b, name, timeout=300):
+    want = "#model/" + urllib.parse.quote(name, safe="")
+    return wait_for(lambda: b.execute_script("return location.hash") == want and
+                    b.find_element(By.ID, "model-page").is_displayed(), timeout)
+
+
+def check_fit_form(d, b, shots, tmp):
+    about = d.req("GET", "/v1").json()["capabilities"]
+    goto(b, "fit")
+    algos = [o.get_attribute("value") for o in
+             Select(b.find_element(By.ID, "fit-algorithm")).options]
+    kerns = [o.get_attribute("value") for o in
+             Select(b.find_element(By.ID, "fit-kernel")).options]
+    check(algos == [a["name"] for a in about["algorithms"]] and
+          kerns == [k["name"] for k in about["kernels"] if not k["composite"]],
+          "fit form: the algorithms and (non-composite) kernels of GET /v1's capabilities",
+          (algos, kerns))
+    bad = []
+    for a in about["algorithms"]:
+        for k in ("rbf", "polynomial"):
+            Select(b.find_element(By.ID, "fit-algorithm")).select_by_value(a["name"])
+            Select(b.find_element(By.ID, "fit-kernel")).select_by_value(k)
+            keys = [tr.get_attribute("data-key") for tr in
+                    b.find_elements(By.CSS_SELECTOR, "#fit-params tbody tr")]
+            kp = next(x for x in about["kernels"] if x["name"] == k)["params"]
+            want = [p["name"] for p in a["params"]] + ["kernel." + p["name"] for p in kp]
+            if keys != want:
+                bad.append((a["name"], k, keys, want))
+    check(not bad, "fit form: one row per param of the algorithm and the kernel, "
+          "as the capabilities list them", bad)
+    # applies_with: krr's n_centres shows only with solver nystrom or auto
+    Select(b.find_element(By.ID, "fit-algorithm")).select_by_value("krr")
+    row = b.find_element(By.CSS_SELECTOR, "#fit-params tr[data-key='n_centres']")
+    hidden = not row.is_displayed()
+    Select(b.find_element(By.CSS_SELECTOR, "#fit-params td [data-key='solver']")).select_by_value(
+        "nystrom")
+    check(hidden and row.is_displayed(), "fit form: a param that applies only with "
+          "another's values shows only then (krr n_centres with solver nystrom)")
+    Select(b.find_element(By.CSS_SELECTOR, "#fit-params td [data-key='solver']")).select_by_value(
+        "")
+    # pasted CSV, krr with a param and a kernel param
+    X = [[i / 4, (i * 7 % 5) / 3] for i in range(16)]
+    y = [round(a * a - b, 6) for a, b in X]
+    text = "a,b,y\n" + "\n".join(f"{a!r},{b!r},{t!r}" for (a, b), t in zip(X, y))
+    fit_in_page(b, "formkrr", "krr", "rbf", csv_text=text,
+                params={"alpha": 0.25, "kernel.gamma": 0.75})
+    ok = landed(b, "formkrr", 120)
+    meta = d.req("GET", "/v1/models/formkrr").json() or {}
+    check(ok and meta.get("params") == {"alpha": 0.25} and
+          meta.get("kernel") == {"type": "rbf", "gamma": 0.75} and meta.get("n_features") == 2,
+          "fit form (pasted CSV, y the column named y): lands on #model/formkrr; its "
+          "metadata has alpha 0.25 and gamma 0.75", (ok, meta, text_of(b, "fit-state")))
+    ref = d.req("POST", "/v1/models/refkrr/fit", {
+        "algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.75},
+        "params": {"alpha": 0.25}, "X": X, "y": y})
+    probe = [[0.3, 0.2], [2.0, 1.1]]
+    a1 = (d.req("POST", "/v1/models/formkrr/predict", {"X": probe}).json() or {}).get(
+        "predictions")
+    a2 = (d.req("POST", "/v1/models/refkrr/predict", {"X": probe}).json() or {}).get(
+        "predictions")
+    check(ref.status == 201 and a1 == a2 and a1 is not None,
+          "the form's model predicts exactly as one fitted over HTTP from the same rows",
+          (a1, a2))
+    # an uploaded file, svc with a search grid, the job's progress followed
+    Xl, yl = run.load_csv("letter.csv", 1500)
+    path = os.path.join(tmp, "letters.csv")
+    with open(path, "w") as f:
+        f.write(",".join(f"f{j}" for j in range(len(Xl[0]))) + ",letter\n")
+        for r, t in zip(Xl, yl):
+            f.write(",".join(repr(v) for v in r) + f",{t}\n")
+    grid = {"C": [1, 10], "kernel.gamma": [0.02, 0.05]}
+    fit_in_page(b, "formsvc", "svc", "rbf", path=path, params={"tol": 0.01},
+                grid=grid, target="letter", cv=3)
+    seen = wait_for(lambda: (lambda v: v if 0 < v < 1 else None)(float(
+        b.find_element(By.ID, "fit-progress").get_attribute("value"))), 300)
+    state = text_of(b, "fit-state")
+    shot(b, shots, "fit.png")
+    ok = landed(b, "formsvc", 600)
+    meta = d.req("GET", "/v1/models/formsvc").json() or {}
+    pts = sorted((p["params"]["C"], p["params"]["kernel.gamma"])
+                 for p in (meta.get("search") or {}).get("results", []))
+    check(bool(seen) and "running" in state and "%" in state,
+          "fit form: the job's progress is followed (a bar between 0 and 1, the state)",
+          (seen, state))
+    check(ok and meta.get("params", {}).get("tol") == 0.01 and
+          meta.get("search", {}).get("n_splits") == 3 and
+          pts == sorted((c, g) for c in grid["C"] for g in grid["kernel.gamma"]) and
+          meta.get("n_samples") == 1500 and meta.get("n_features") == len(Xl[0]) and
+          sorted(meta.get("classes", [])) == sorted(set(yl)),
+          "fit form (uploaded file, target column letter, a grid over C and "
+          "kernel.gamma, cv 3): lands on #model/formsvc; the metadata has the grid's "
+          "four points, tol and the file's rows and classes", (ok, pts, meta.get("params")))
+    # kkmeans takes no target; a bad value shows the server's 400
+    goto(b, "fit")
+    Select(b.find_element(By.ID, "fit-algorithm")).select_by_value("kkmeans")
+    check(not b.find_element(By.ID, "fit-target").is_enabled(),
+          "fit form: kkmeans (target none) has no target column to choose")
+    fit_in_page(b, "formbad", "krr", "rbf", csv_text=text, params={"alpha": -1})
+    msg = wait_for(lambda: "400" in text_of(b, "fit-state") and text_of(b, "fit-state"), 60)
+    check(bool(msg) and "invalid_argument" in msg and "params.alpha" in msg and
+          d.req("GET", "/v1/models/formbad").status == 404,
+          "fit form: alpha -1 shows the server's 400 next to the form", msg)
+
+
+def prom(text):
+    """Prometheus text as {(name, frozenset(labels)): value}."""
+    import re
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([A-Za-z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)', line)
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def hist_quantile(q, before, after):
+    """Prometheus's histogram_quantile over the buckets' increase."""
+    def buckets(s):
+        acc = {}
+        for (n, l), v in s.items():
+            if n == "kmserve_http_request_duration_seconds_bucket":
+                le = dict(l)["le"]
+                acc[le] = acc.get(le, 0) + v
+        return acc
+    a, b = buckets(before), buckets(after)
+    les = sorted(b, key=float)
+    inc = [b[le] - a.get(le, 0) for le in les]
+    if not inc or inc[-1] <= 0:
+        return None
+    rank = q * inc[-1]
+    for i, le in enumerate(les):
+        if inc[i] >= rank:
+            hi, lo = float(le), float(les[i - 1]) if i else 0.0
+            if hi == float("inf"):
+                return lo
+            below = inc[i - 1] if i else 0
+            w = inc[i] - below
+            return lo + (hi - lo) * ((rank - below) / w if w > 0 else 1)
+    return None
+
+
+def close(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def check_server(d, b, shots):
+    goto(b, "server")
+    for i in range(30):
+        d.req("GET", "/v1/models")
+    for i in range(5):
+        d.req("GET", "/v1/models/nothing-here")
+    npts = lambda: b.execute_script(  # noqa: E731
+        "return Chart.getChart(document.getElementById('chart-rate')).data.datasets[0]"
+        ".data.length")
+    ok = wait_for(lambda: npts() >= 4, 60)
+    data = b.execute_script("""
+        b = {};
+        for (const id of ['chart-rate','chart-latency','chart-errors','chart-memory','chart-jobs']) {
+          const c = Chart.getChart(document.getElementById(id));
+          b[id] = {labels: c.data.labels, sets: c.data.datasets.map(s => [s.label, s.data])};
+        }
+        b.scrapes = KM.scrapes();
+        return b;""")
+    shot(b, shots, "server.png")
+    sc = data["scrapes"]
+    S = [prom(x["text"]) for x in sc]
+    T = [x["t"] for x in sc]
+    check(bool(ok) and len(data["chart-rate"]["sets"][0][1]) == len(S) - 1,
+          "server page: a rate point per pair of samples", (len(S), data["chart-rate"]))
+
+    def total(s, code=""):
+        return sum(v for (n, l), v in s.items() if n == "kmserve_http_requests_total" and
+                   dict(l)["code"].startswith(code))
+
+    rate = [(total(S[i + 1]) - total(S[i])) / ((T[i + 1] - T[i]) / 1000)
+            for i in range(len(S) - 1)]
+    check(all(close(a, b) for a, b in zip(rate, data["chart-rate"]["sets"][0][1])),
+          "server page: requests/s as /metrics' counters say (parsed in Python)",
+          (rate, data["chart-rate"]["sets"][0][1]))
+    models_seen = sum(v for (n, l), v in S[-1].items() if n == "kmserve_http_requests_total"
+                      and dict(l).get("route") == "/v1/models" and dict(l)["code"] == "200")
+    check(models_seen >= 30, "the samples count the 30 GET /v1/models sent", models_seen)
+    lat = {name: vals for name, vals in data["chart-latency"]["sets"]}
+    want = {f"p{int(q * 100)}": [None if v is None else v * 1000 for v in
+                                  (hist_quantile(q, S[i], S[i + 1]) for i in range(len(S) - 1))]
+            for q in (0.5, 0.9, 0.99)}
+    check(sorted(lat) == ["p50", "p90", "p99"] and
+          all(close(a, b) for k in want for a, b in zip(want[k], lat[k])) and
+          any(v is not None for v in lat["p50"]),
+          "server page: p50, p90, p99 from the histogram buckets' increase, as Python "
+          "computes them", (lat, want))
+    errs = {name: vals for name, vals in data["chart-errors"]["sets"]}
+    share = lambda c: [None if total(S[i + 1]) == total(S[i]) else  # noqa: E731
+                       (total(S[i + 1], c) - total(S[i], c)) /
+                       (total(S[i + 1]) - total(S[i])) for i in range(len(S) - 1)]
+    check(all(close(a, b) for a, b in zip(share("4"), errs["4xx"])) and
+          all(close(a, b) for a, b in zip(share("5"), errs["5xx"])) and
+          total(S[-1], "4") >= 5,
+          "server page: the 4xx and 5xx shares as the counters say (the five 404s counted)",
+          errs)
+    mem = {name: vals for name, vals in data["chart-memory"]["sets"]}
+    g = lambda s, n: next(v for (m, l), v in s.items() if m == n) / 1048576  # noqa: E731
+    check(all(close(mem["budget"][i], g(S[i], "kmserve_memory_budget_bytes")) and
+              close(mem["reserved"][i], g(S[i], "kmserve_fit_memory_reserved_bytes"))
+              for i in range(len(S))) and mem["budget"][-1] > 0,
+          "server page: reserved memory against the budget, in MiB, as /metrics says", mem)
+    jobs = {name: vals for name, vals in data["chart-jobs"]["sets"]}
+    want = {dict(l)["state"]: [s2[(n, l)] for s2 in S]
+            for (n, l) in S[-1] if n == "kmserve_jobs"}
+    check(jobs == want and "succeeded" in jobs,
+          "server page: jobs by state, one line per state /metrics names", (jobs, want))
+
+
+def check_jobs_view(d, b, shots, logs):
+    for i in range(24):
+        d.req("POST", f"/v1/models/many{i % 3}/fit", {
+            "algorithm": "krr", "kernel": {"type": "linear"}, "X": [[0], [1], [2]],
+            "y": [0, 1, i], "async": True})
+    goto(b, "jobs")
+
+    def page_ids():
+        return [tr.get_attribute("data-job")
+                for tr in b.find_elements(By.CSS_SELECTOR, "#jobs-table tbody tr")]
+
+    def api_ids(q):
+        return [j["id"] for j in d.req("GET", "/v1/jobs?" + q).json()["jobs"]]
+
+    q0 = "fields=summary&offset=0&limit=20"
+    ok = wait_for(lambda: page_ids() == api_ids(q0) and page_ids(), 60)
+    check(bool(ok) and len(ok) == 20, "jobs view: the first page is GET /v1/jobs' first 20",
+          ok)
+    total = d.req("GET", "/v1/jobs?limit=1").json()["total"]
+    check(f"of {total}" in text_of(b, "jobs-state"), "jobs view: says how many jobs in all",
+          text_of(b, "jobs-state"))
+    b.find_element(By.ID, "jobs-next").click()
+    q1 = "fields=summary&offset=20&limit=20"
+    ok = wait_for(lambda: page_ids() == api_ids(q1) and page_ids(), 30)
+    check(bool(ok), "jobs view: Older shows the next page (offset 20)", ok)
+    shot(b, shots, "jobs-page.png")
+    b.find_element(By.ID, "jobs-prev").click()
+    Select(b.find_element(By.ID, "jobs-status")).select_by_value("cancelled")
+    ok = wait_for(lambda: page_ids() == api_ids("state=cancelled") and page_ids(), 30)
+    check(bool(ok), "jobs view: the state filter shows what ?state=cancelled answers", ok)
+    states = [o.get_attribute("value") for o in
+              Select(b.find_element(By.ID, "jobs-status")).options][1:]
+    named = sorted(dict(l)["state"] for (n, l) in prom(d.req("GET", "/metrics").body)
+                   if n == "kmserve_jobs")
+    check(sorted(states) == named, "jobs view: the states to filter by are the server's",
+          states)
+    Select(b.find_element(By.ID, "jobs-status")).select_by_value("")
+    field = b.find_element(By.ID, "jobs-model")
+    field.send_keys("many1", Keys.TAB)
+    ok = wait_for(lambda: page_ids() == api_ids("model=many1") and len(page_ids()) == 8, 30)
+    check(bool(ok), "jobs view: the model filter shows what ?model=many1 answers", ok)
+    field.clear()
+    field.send_keys(Keys.TAB)
+    time.sleep(2.5)  # let the page poll a few times: then read its requests
+    logs.read()
+    polls = [u for u in logs.urls if "/v1/jobs" in u and "/v1/jobs/" not in u]
+    check(len(polls) >= 5 and all("fields=summary" in u for u in polls),
+          f"jobs view: every list request ({len(polls)}) asks fields=summary",
+          [u for u in polls if "fields=summary" not in u][:5])
 
 
 def check_reference(b):
@@ -462,20 +799,23 @@ def check_isolation(logs, port):
 
 
 def readme_shot(d, b, path):
-    """The README's picture: an svc of plain labels, its metadata and
-    probabilities from the form, in a tall window."""
+    """The README's picture: the server page after some traffic (an svc
+    of plain labels fitted, predicts, a few 404s), in a tall window."""
     X = [[0, 0], [0, 1], [1, 0], [2, 2], [2, 3], [3, 2], [4, 4], [4, 5], [5, 4]]
     d.req("POST", "/v1/models/sizes/fit", {
         "algorithm": "svc", "kernel": {"type": "rbf", "gamma": 0.5},
         "params": {"C": 10, "probability": True}, "X": X,
         "y": ["small"] * 3 + ["medium"] * 3 + ["large"] * 3})
-    b.find_element(By.ID, "models-refresh").click()
-    wait_for(lambda: "sizes" in model_names(b))
-    b.find_element(By.CSS_SELECTOR,
-                   "#models-table button[aria-label='metadata of sizes']").click()
-    wait_for(lambda: "classes" in text_of(b, "model-meta"))
-    predict_in_page(b, "sizes", "probability", "x1,x2\n0.5,0.5\n2.5,2.2\n4.2,4.9")
-    b.set_window_size(1280, 1500)
+    b.set_window_size(1280, 1100)
+    goto(b, "server")
+    count = lambda: b.execute_script(  # noqa: E731
+        "return Chart.getChart(document.getElementById('chart-rate')).data.labels.length")
+    start = count()
+    while count() < start + 8:
+        for i in range(20):
+            d.req("POST", "/v1/models/sizes/predict", {"X": [[0.5, 0.5], [2.5, 2.2]]})
+        d.req("GET", "/v1/models/none")
+        time.sleep(0.2)
     b.execute_script("window.scrollTo(0, 0)")
     shot(b, os.path.dirname(os.path.abspath(path)), os.path.basename(path))
     b.set_window_size(1280, 1000)
@@ -499,12 +839,19 @@ def open_daemon(server, b, shots, readme):
         shot(b, shots, "models.png")
         check_labels(b)
         check_xss(b)
+        goto(b, "predict")
         check_predict(d, b)
+        check_predict_y(d, b)
         shot(b, shots, "predict.png")
         check_strings(d, b)
         shot(b, shots, "predict-strings.png")
+        goto(b, "reference")
         check_reference(b)
+        shot(b, shots, "reference.png")
         check_jobs(d, b, shots)
+        check_fit_form(d, b, shots, tmp)
+        check_server(d, b, shots)
+        check_jobs_view(d, b, shots, logs)
         if readme:
             readme_shot(d, b, readme)
         check(no_alert(b), "no alert at the end")
