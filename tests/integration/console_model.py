@@ -463,11 +463,12 @@ def check_missing(b, port):
 
 
 def docs_shots(b, port, folder):
-    """The docs' pictures: the krr's search heatmap and the svc's page."""
-    b.set_window_size(1280, 1000)
+    """The docs' pictures: the krr's search, the svc's decision regions and
+    the gpr's band."""
     for name, version, element, out in (
             ("grid2", 1, "model-search", "console-model-search.png"),
-            ("svc2", 3, "model-plots", "console-model-regions.png")):
+            ("svc2", 3, "model-plots", "console-model-regions.png"),
+            ("gp1", 1, "model-plots", "console-model-gpr.png")):
         if open_page(b, port, name, version):
             shot(b, folder, out, element)
 
