@@ -218,6 +218,16 @@
       ticks: {callback: (v) => KM.numberText(v), includeBounds: false}}, extra || {});
   }
 
+  /* A log axis: ticks named at 1, 2 and 5 times a power of ten only. */
+  function logAxis(title) {
+    const named = (v) => {
+      const lead = Number((v / 10 ** Math.floor(Math.log10(v))).toPrecision(1));
+      return lead === 1 || lead === 2 || lead === 5 ? KM.numberText(v) : "";
+    };
+    return axis(title, {type: "logarithmic", ticks: {callback: named, includeBounds: false,
+      autoSkip: false, maxRotation: 0}});
+  }
+
   function tooltip(label) {
     return {callbacks: {label: (c) => label(c.raw, c.dataset)}};
   }
@@ -267,7 +277,15 @@
    * higher (ties share a rank). */
   function ranks(results) {
     const score = (r) => typeof r.mean_score === "number" ? r.mean_score : -Infinity;
-    return results.map((r) => 1 + results.filter((q) => score(q) > score(r)).length);
+    const desc = results.map(score).sort((a, b) => b - a);
+    return results.map((r) => {
+      let lo = 0, hi = desc.length; // the first index whose score is not above r's
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (desc[mid] > score(r)) lo = mid + 1; else hi = mid;
+      }
+      return 1 + lo;
+    });
   }
 
   function drawSearchHeatmap(ctx, fig, axes) {
@@ -279,7 +297,8 @@
       if (ix < 0 || iy < 0 || seen.has(ix + "," + iy)) return; // repeated draws: the first
       seen.add(ix + "," + iy);
       data.push({x: ix, y: iy, v: r.mean_score, s: r.std_score, index: i,
-        params: r.params, best: i === s.best_index});
+        params: r.params, best: r.params[ax.name] === s.best_params[ax.name] &&
+          r.params[ay.name] === s.best_params[ay.name]});
     });
     const vs = data.map((p) => p.v).filter((v) => typeof v === "number" && isFinite(v));
     const lo = Math.min(...vs), hi = Math.max(...vs);
@@ -321,7 +340,7 @@
     s.results.forEach((r, i) => {
       const x = r.params[a.name];
       if (typeof x === "number" && !pts.some((p) => p.x === x))
-        pts.push({x, y: r.mean_score, s: r.std_score, index: i, best: i === s.best_index});
+        pts.push({x, y: r.mean_score, s: r.std_score, index: i, best: x === s.best_params[a.name]});
     });
     pts.sort((p, q) => p.x - q.x);
     const log = pts[0].x > 0 && pts[pts.length - 1].x / pts[0].x >= 100;
@@ -340,7 +359,7 @@
           borderColor: "#d62728", backgroundColor: "#d62728", borderWidth: 2},
       ]},
       options: {
-        scales: {x: axis(a.name + (log ? " (log scale)" : ""), log ? {type: "logarithmic"} : {}),
+        scales: {x: log ? logAxis(a.name + " (log scale)") : axis(a.name),
           y: axis("mean " + s.scoring)},
         plugins: {legend: {labels: {filter: (item) => item.text !== "mean − std"}},
           tooltip: tooltip((p) => a.name + "=" + KM.numberText(p.x) + ": " +
@@ -370,10 +389,41 @@
         el("td", {className: "num"}, String(rank[i]), i === s.best_index ? " best" : "")))));
   }
 
+  /* Two params of many values (a random search): each candidate a point
+   * at its values, coloured by its mean score. */
+  function drawSearchScatter(ctx, fig, axes) {
+    const s = ctx.m.search, [ax, ay] = axes;
+    const data = s.results.map((r, i) => ({x: r.params[ax.name], y: r.params[ay.name],
+      v: r.mean_score, s: r.std_score, index: i, params: r.params, best: i === s.best_index}));
+    const vs = data.map((p) => p.v).filter((v) => typeof v === "number" && isFinite(v));
+    const lo = Math.min(...vs), hi = Math.max(...vs);
+    const scale = (a) => a.values[0] > 0 && a.values[a.values.length - 1] / a.values[0] >= 100
+      ? logAxis(a.name) : axis(a.name);
+    chartIn(ctx, fig, "plot-search", {
+      type: "scatter",
+      data: {datasets: [{label: "mean " + s.scoring, key: "points", data, pointRadius: 5,
+        backgroundColor: data.map((p) => ramp(hi > lo ? (p.v - lo) / (hi - lo) : 1)),
+        borderColor: data.map((p) => p.best ? "#d62728" : "rgba(0,0,0,0.25)"),
+        borderWidth: data.map((p) => p.best ? 3 : 1)}]},
+      options: {scales: {x: scale(ax), y: scale(ay)},
+        plugins: {legend: {display: false},
+          tooltip: tooltip((p) => ax.name + "=" + KM.numberText(p.x) + ", " + ay.name + "=" +
+            KM.numberText(p.y) + ": " + KM.numberText(p.v) + " ± " + KM.numberText(p.s))}},
+    });
+    noteOf(fig).textContent = "Each candidate at its values, coloured by its mean " +
+      s.scoring + " from " + KM.numberText(lo) + " (dark) to " + KM.numberText(hi) +
+      " (bright); the best is outlined in red.";
+  }
+
+  /* At most this many values an axis for a heatmap (a grid search); more
+   * (a random search) are points. */
+  const HEAT_MAX = 30;
+
   function drawSearch(ctx, fig) {
     const axes = searchShape(ctx.m);
-    if (axes.length === 2) drawSearchHeatmap(ctx, fig, axes);
-    else drawSearchLine(ctx, fig, axes[0]);
+    if (axes.length === 1) drawSearchLine(ctx, fig, axes[0]);
+    else if (axes.every((a) => a.values.length <= HEAT_MAX)) drawSearchHeatmap(ctx, fig, axes);
+    else drawSearchScatter(ctx, fig, axes);
   }
 
   /* ------------------------------------------------------------ gpr band */
@@ -626,6 +676,7 @@
       t = ny ? (yi >= 0 ? yi : width - ny) : width === need + 1 ? (yi >= 0 ? yi : width - 1) : -1;
     }
     t = Number(t);
+    if (t >= width) throw new Error("the CSV has no column " + (t + 1));
     const ycols = t >= 0 ? Array.from({length: Math.max(ny, 1)}, (_, k) => t + k) : [];
     const fcols = names.map((_, j) => j).filter((j) => !ycols.includes(j));
     if (fcols.length !== need)
@@ -699,7 +750,7 @@
       state(msg, e.message, true);
       return;
     }
-    fillTargets(ctx, csv.names, csv.target);
+    fillTargets(ctx, csv.names, $("score-target").value);
     if (csv.plot) {
       ctx.csv = csv;
       PLOTS.filter((p) => p.rows && p.applies(ctx)).forEach((p) => drawPlot(ctx, p));
@@ -755,12 +806,25 @@
     pick.value = chosen === undefined ? "" : String(chosen);
   }
 
+  /* The target choice lists the columns of the CSV's first line. */
+  function refreshTargets(ctx) {
+    let names = [];
+    try {
+      const first = KM.csvRecords($("score-rows").value.split(/\r?\n/)[0])[0];
+      const num = (f) => f.trim() !== "" && isFinite(Number(f));
+      if (first) names = first.fields.map((f, j) => num(f) ? "column " + (j + 1) : f.trim());
+    } catch (e) { /* an unclosed quote: the choice waits */ }
+    const was = $("score-target").value;
+    fillTargets(ctx, names, was === "-1" || was !== "" && Number(was) < names.length ? was : "");
+  }
+
   function scoreSection(ctx) {
     const target = algorithmOf(ctx).target;
     const file = el("input", {type: "file", id: "score-file", accept: ".csv,text/csv,text/plain"});
     file.addEventListener("change", async () => {
       const f = file.files[0];
       if (f) $("score-rows").value = await f.text();
+      refreshTargets(ctx);
     });
     const form = el("form", {id: "score-form"},
       el("div", {className: "row"},
@@ -769,7 +833,8 @@
       el("label", {for: "score-rows"}, "Or paste the CSV (a header line; " +
         (target === "none" ? "every column a feature, or one more column to colour by"
           : "the target column y, else the last, as kmctl score reads it") + ")"),
-      el("textarea", {id: "score-rows", rows: "6", spellcheck: "false"}),
+      el("textarea", {id: "score-rows", rows: "6", spellcheck: "false",
+        oninput: () => refreshTargets(ctx)}),
       el("div", {className: "row"},
         el("button", {type: "submit", id: "score-run"}, "Score"),
         PLOTS.some((p) => p.rows && p.applies(ctx))

@@ -4,8 +4,8 @@ server/console/model.js) in headless Chromium (Debian's chromium and
 chromium-driver, through python3-selenium) against the real daemon
 (--keep-versions 3) on a loopback port.
 
-Models fitted over HTTP: a krr with a search over two parameters, an svr
-with a search over one, an svc (standardized, three classes) and a klr
+Models fitted over HTTP: a krr with a search over two parameters (and one
+with a random search over two), an svr with a search over one, an svc (standardized, three classes) and a klr
 (two classes) on two features, a gpr on one feature, a kpca
 (standardized) and a kkmeans. On each model's page:
 
@@ -17,7 +17,8 @@ with a search over one, an svc (standardized, three classes) and a klr
     Chart.js objects (Chart.getChart(canvas).data) and compared with
     answers Python gets from the API itself: the heatmap's cells are the
     search results' mean scores at their params, one cell marked best (the
-    search's best_params); the one-parameter line is the mean scores with
+    search's best_params); a random search's candidates are points at
+    their values with their mean scores; the one-parameter line is the mean scores with
     mean ± std as its band; the gpr band is mean ± 2·std of POST predict
     (output mean and std) at the same x, its points the training rows with
     their fitted targets; the kpca points are POST project of the
@@ -107,6 +108,10 @@ def fit_models(d, D):
         "grid1": {"algorithm": "svr", "kernel": {"type": "rbf", "gamma": 0.5},
                   "X": reg, "y": reg_y,
                   "search": {"params": {"C": [0.01, 0.1, 1, 10, 100]}, "cv": 4}},
+        "rand2": {"algorithm": "krr", "kernel": {"type": "rbf"}, "X": reg, "y": reg_y,
+                  "search": {"params": {"alpha": {"log_uniform": [0.001, 1]},
+                                        "kernel.gamma": {"log_uniform": [0.01, 10]}},
+                             "n_iter": 40, "seed": 1, "cv": 3}},
         "svc2": {"algorithm": "svc", "kernel": {"type": "rbf", "gamma": 0.5},
                  "params": {"C": 1}, "preprocess": {"scale": "standardize"},
                  "X": blobs, "y": blob_y},
@@ -232,6 +237,20 @@ def check_search_heatmap(d, b, shots):
     shot(b, shots, "model-search-heatmap.png")
 
 
+def check_search_points(d, b, shots):
+    s = check_metadata(d, b, "rand2")["search"]
+    data = chart(b, "plot-search")
+    pts = (by_key(data, "points") or [{}])[0].get("data", [])
+    res = s["results"]
+    check(len(pts) == s["n_points"] == 40 and all(
+        p["x"] == r["params"]["alpha"] and p["y"] == r["params"]["kernel.gamma"] and
+        p["v"] == r["mean_score"] for p, r in zip(pts, res)) and
+        [p["index"] for p in pts if p["best"]] == [s["best_index"]],
+        "rand2 (a random search over two params): each candidate a point at its values "
+        "with its mean score, the best marked", pts[:2])
+    shot(b, shots, "model-search-random.png", "model-search")
+
+
 def check_search_line(d, b, shots):
     m = check_metadata(d, b, "grid1")
     s = m["search"]
@@ -354,6 +373,15 @@ def check_clusters(d, b, shots, X):
         close([px, py], X[i]) and c == want[i] for i, px, py, c in pts) and
         len(by_key(data, "group")) == len(set(want)),
         "km: the rows (first two features) coloured by POST predict's clusters", pts[:3])
+    Select(b.find_element(By.ID, "clusters-x")).select_by_visible_text("x2")
+    Select(b.find_element(By.ID, "clusters-y")).select_by_visible_text("x1")
+
+    def swapped():
+        got = sorted((p["i"], p["x"], p["y"], p["cluster"])
+                     for ds in by_key(chart(b, "plot-clusters"), "group") for p in ds["data"])
+        return got if len(got) == len(X) and all(
+            [px, py] == [X[i][1], X[i][0]] and c == want[i] for i, px, py, c in got) else None
+    check(wait_for(swapped, 20), "km: the axes chosen (x2, x1) are the plotted columns")
     shot(b, shots, "model-kkmeans.png")
 
 
@@ -406,6 +434,9 @@ def check_score_values(d, b, shots, X, y):
     check(ok and json.loads(raw) == want,
           "grid2: Score (y in the first column, named y) shows what POST score answers",
           (raw[:200], want))
+    names = [o.text for o in Select(b.find_element(By.ID, "score-target")).options]
+    check(names[2:] == ["y", "a", "b"], "grid2: the target choice lists the CSV's columns",
+          names)
     ready = wait_for(lambda: chart(b, "plot-score"), 20)
     data = chart(b, "plot-score") if ready else None
     pts = (by_key(data, "rows") or [{}])[0].get("data", [])
@@ -499,6 +530,7 @@ def main():
             ("grid2", 1, lambda: check_search_heatmap(d, b, shots)),
             ("grid2", 1, lambda: check_score_values(d, b, shots, *D["reg"])),
             ("grid1", 1, lambda: check_search_line(d, b, shots)),
+            ("rand2", 1, lambda: check_search_points(d, b, shots)),
             ("svc2", 2, lambda: check_regions(d, b, shots, "svc2", *D["blobs"],
                                               "model-regions-svc.png")),
             ("svc2", 2, lambda: check_score_classes(d, b, shots, *D["blobs"])),
