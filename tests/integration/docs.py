@@ -61,7 +61,12 @@ Strings, booleans, null and structure compare exactly; numbers match
 when |shown - real| <= 1e-6 * max(|shown|, |real|) (relative 1e-6), or
 when both are at most 1e-12 in magnitude (rounding noise of a zero).
 Each command is one check named FILE:LINE; a failure says what differs
-(the JSON path, or the first line that does not match).
+(the JSON path, or the first line that does not match). A block holding a
+command that installs, builds or deploys (apt-get, make, sudo, docker,
+kubectl, systemctl) must be marked and is never run.
+
+Besides: every "about N MB" the documents say of the Docker image is the
+Dockerfile's "Expected size" (the figure tests/deploy/check.py measures).
 
 Usage, from the project root:
     KM_KMCTL=build/kmctl /usr/bin/python3 tests/integration/docs.py --server build/kmserve
@@ -685,6 +690,25 @@ def run_document(rel, server, kmctl, skipped):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def image_size_quotes():
+    """The documents quote the Docker image's size as the Dockerfile states
+    it (the figure `make check-deploy` measures and holds within 15 %)."""
+    with open(os.path.join(ROOT, "Dockerfile"), encoding="utf-8") as f:
+        m = re.search(r"Expected size: about (\d+) MB", f.read())
+    if not check(m is not None, "the Dockerfile states the image's size"):
+        return
+    for rel in documents():
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+            text = f.read()
+        for q in re.finditer(r"[Aa]bout (\d+) MB\b", text):
+            line = text.count("\n", 0, q.start()) + 1
+            around = text[max(0, q.start() - 800):q.end()]
+            if "runtime stage" not in around:
+                continue
+            check(q.group(1) == m.group(1), f"{rel}:{line}: the image's size as the Dockerfile states it",
+                  f"{rel} says about {q.group(1)} MB, the Dockerfile about {m.group(1)} MB")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default="build/kmserve")
@@ -697,6 +721,8 @@ def main():
     server, kmctl = os.path.abspath(args.server), os.path.abspath(args.kmctl)
     only = [s for s in args.only.split(",") if s]
     skipped = []
+    if not only:
+        image_size_quotes()
     for rel in documents():
         if only and rel not in only:
             continue
