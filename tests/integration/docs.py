@@ -493,6 +493,11 @@ def shown_json(line):
 def line_diff(shown, real):
     """None when the real line matches the shown one, else why not."""
     v, ok = shown_json(shown)
+    if shown.startswith(("{", "[")) and not ok:
+        try:
+            ShownParser(shown).parse()
+        except ValueError as e:
+            return f"the shown line is not JSON (with …): {e}"
     if ok:
         try:
             r = json.loads(real)
