@@ -10,9 +10,10 @@ builds on the ones before it. A block whose first line is exactly
 
     # (not run by the docs test: REASON)
 
-is skipped (needs a Docker engine, Kubernetes, systemd, a second machine,
-or is the quick start's serve or test command, which `make check-fresh`
-runs); the skips and their reasons are listed at the end. A block with no
+is skipped (it needs a Docker engine, Kubernetes, systemd as PID 1 or a
+second machine, changes the machine, is a long benchmark, or is the quick
+start's serve or test command, which `make check-fresh` runs); the skips
+and their reasons are listed at the end. A block with no
 label is text (output, a file, a diagram) and is not run; an unlabelled
 block that starts like a command (`$ `, curl, kmctl, make, ...) fails, so
 a shell example cannot hide from the run by losing its label.
@@ -78,16 +79,13 @@ import argparse
 import contextlib
 import glob
 import json
-import math
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402  (the daemon harness of run.py)
