@@ -72,6 +72,7 @@
     X(CONSOLE, "/", SRV_BODY_NONE, GET(h_asset, OPEN))                       \
     X(CONSOLE_CSS, "/console.css", SRV_BODY_NONE, GET(h_asset, OPEN))        \
     X(CONSOLE_JS, "/console.js", SRV_BODY_NONE, GET(h_asset, OPEN))          \
+    X(CONSOLE_MODEL, "/model.js", SRV_BODY_NONE, GET(h_asset, OPEN))         \
     X(CONSOLE_CHART, "/chart.min.js", SRV_BODY_NONE, GET(h_asset, OPEN))     \
     X(OPENAPI, "/openapi.yaml", SRV_BODY_NONE, GET(h_asset, OPEN))           \
     X(IMPORT, "/v1/models/{name}/import", SRV_BODY_MODEL,                    \
@@ -1203,9 +1204,7 @@ static void h_export(srv_request *rq, srv_reply *rp)
         return;
     if (api_export(srv_ref_model(ref), f, &out, &len, &media, &e))
         srv_reply_error(rp, &e);
-    else {
-        srv_reply_text(rp, 200, out, len);
-        rp->content_type = media;
-    }
+    else
+        srv_reply_bytes(rp, 200, out, len, media);
     srv_ref_release(ref);
 }

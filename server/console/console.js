@@ -1242,7 +1242,7 @@
    * plots) share with this one, so that each piece is written once. */
   window.KM = {
     el, api, why, needToken, numberText, numberEl, kernelText, timeCell,
-    inputOf, csvRecords, parseRows,
+    inputOf, csvRecords, parseRows, lacks,
     capabilities: () => ({outputs, algorithms, kernels}),
     /* the server page's samples of GET /metrics: [{t (ms), text}] */
     scrapes: () => scrapes.map((x) => ({t: x.t, text: x.text})),
