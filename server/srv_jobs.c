@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "srv_clock.h"
+#include "../api/api_coef.h"
 #include "../api/api_model.h"
 #include "srv_jobs.h"
 #include "srv_log.h"
@@ -484,6 +485,42 @@ cJSON *srv_job_json(srv_job *job)
     cJSON *o = job_json(job, 0);
     pthread_mutex_unlock(&job->owner->lock);
     return o;
+}
+
+int srv_jobs_param(const char *name, api_error *e)
+{
+    static const char *const known[] = {"state", "model", "offset", "limit",
+                                        "fields"};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (!strcmp(name, known[i]))
+            return 0;
+    return api_invalid(e, "query parameter '%.64s' is not known; jobs takes "
+                       "state, model, offset, limit and fields", name);
+}
+
+int srv_jobs_filter_parse(const char *state, const char *model,
+                          const char *offset, const char *limit,
+                          const char *fields, size_t most, srv_jobs_filter *f,
+                          api_error *e)
+{
+    *f = (srv_jobs_filter){-1, model, 0, 0, fields != NULL};
+    if (state && (f->state = srv_job_state_parse(state)) < 0) {
+        char names[96] = "";
+        for (int i = 0; i < SRV_JOB_STATES; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names),
+                     "%s%s", i ? ", " : "", state_names[i]);
+        return api_invalid(e, "state \"%.24s\" must be one of %s", state,
+                           names);
+    }
+    if (model && !*model)
+        return api_invalid(e, "model must be a model's name, not empty");
+    if (fields && strcmp(fields, "summary"))
+        return api_invalid(e, "fields \"%.24s\" must be summary (without "
+                           "it, each job with its result)", fields);
+    if ((offset && api_query_count(offset, "offset", 0, most, &f->offset, e)) ||
+        (limit && api_query_count(limit, "limit", 1, most, &f->limit, e)))
+        return -1;
+    return 0;
 }
 
 static int selected(const srv_job *job, const srv_jobs_filter *f)

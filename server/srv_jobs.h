@@ -114,6 +114,16 @@ typedef struct srv_jobs_filter {
     int summary;
 } srv_jobs_filter;
 
+/* 0 if name is a query parameter of GET /v1/jobs, else a 400 naming it. */
+int srv_jobs_param(const char *name, api_error *e);
+/* The filter from the query's values (NULL when absent; offset and limit
+ * at most `most`, --max-jobs): 0, or -1 with a 400 naming the parameter
+ * (state's lists the states). */
+int srv_jobs_filter_parse(const char *state, const char *model,
+                          const char *offset, const char *limit,
+                          const char *fields, size_t most, srv_jobs_filter *f,
+                          api_error *e);
+
 /* The jobs f selects as {"jobs": [...] (newest first), "total": the
  * matching jobs, "next_offset": the next page's offset or null}. */
 cJSON *srv_jobs_list_json(srv_jobs *j, const srv_jobs_filter *f);

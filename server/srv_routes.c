@@ -804,45 +804,20 @@ static void h_coefficients(srv_request *rq, srv_reply *rp)
 /* ------------------------------------------------------------- jobs */
 
 /* GET /v1/jobs?state=&model=&offset=&limit=&fields=summary: every
- * parameter a known one, each checked (400 naming it). */
+ * parameter a known one, each checked (srv_jobs.c). */
 static int check_jobs_param(void *ctx, const char *name)
 {
-    static const char *const known[] = {"state", "model", "offset", "limit",
-                                        "fields"};
-    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-        if (!strcmp(name, known[i]))
-            return 0;
-    api_invalid(ctx, "query parameter '%.64s' is not known; jobs takes "
-                "state, model, offset, limit and fields", name);
-    return -1;
+    return srv_jobs_param(name, ctx) ? -1 : 0;
 }
 
 static int jobs_filter(srv_request *rq, srv_jobs_filter *f, api_error *e)
 {
-    const char *state = srv_query(rq, "state"), *fields = srv_query(rq, "fields");
-    const char *offset = srv_query(rq, "offset"), *limit = srv_query(rq, "limit");
-    size_t most = (size_t)rq->s->cfg.max_jobs;
-    *f = (srv_jobs_filter){-1, srv_query(rq, "model"), 0, 0, 0};
     if (srv_query_each(rq, check_jobs_param, e))
         return -1;
-    if (state && (f->state = srv_job_state_parse(state)) < 0) {
-        char names[96] = "";
-        for (int i = 0; i < SRV_JOB_STATES; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names),
-                     "%s%s", i ? ", " : "", srv_job_state_name(i));
-        return api_invalid(e, "state \"%.24s\" must be one of %s", state,
-                           names);
-    }
-    if (f->model && !*f->model)
-        return api_invalid(e, "model must be a model's name, not empty");
-    if (fields && strcmp(fields, "summary"))
-        return api_invalid(e, "fields \"%.24s\" must be summary (without "
-                           "it, each job with its result)", fields);
-    f->summary = fields != NULL;
-    if ((offset && api_query_count(offset, "offset", 0, most, &f->offset, e)) ||
-        (limit && api_query_count(limit, "limit", 1, most, &f->limit, e)))
-        return -1;
-    return 0;
+    return srv_jobs_filter_parse(srv_query(rq, "state"), srv_query(rq, "model"),
+                                 srv_query(rq, "offset"), srv_query(rq, "limit"),
+                                 srv_query(rq, "fields"),
+                                 (size_t)rq->s->cfg.max_jobs, f, e);
 }
 
 static void h_jobs(srv_request *rq, srv_reply *rp)
