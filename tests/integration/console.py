@@ -33,7 +33,30 @@ search run as a job shows in the jobs table with a progress bar that
 moves (0 < value < 1, as GET /v1/jobs/{id} says), and the row's Cancel
 button cancels it (the job ends cancelled); a finished fit's bar is full.
 The API reference lists exactly the operations of api/openapi.yaml as
-PyYAML reads it, with the same summaries and statuses. No request the
+PyYAML reads it, with the same summaries and statuses.
+
+The page's views are chosen by the address's hash (the header's links);
+each check goes to its view first. The predict form leaves out a header
+column y (else the last) of a CSV one column wider than the model, as
+kmctl does. The fit view (#fit): its algorithms, kernels and param rows
+are GET /v1's capabilities' (non-composite kernels), a param with
+applies_with shows only when it holds; a krr fitted from pasted CSV with
+alpha and kernel.gamma lands on #model/NAME, its metadata has them and it
+predicts exactly as the same rows fitted over HTTP; an svc fitted from an
+uploaded file (send_keys on the file input) with a target column, a
+search grid over C and kernel.gamma and cv 3 shows its job's progress
+(0 < bar < 1) and lands on its page, the metadata holding the grid's four
+points; kkmeans has no target; alpha -1 shows the server's 400. The
+server view (#server): each chart's data (Chart.getChart(canvas).data)
+is compared with what the page's own samples of GET /metrics (KM.scrapes)
+give when parsed and computed in Python: requests/s, p50/p90/p99 from the
+buckets' increase, 4xx/5xx shares, reserved memory and the budget in MiB,
+jobs by state; the samples count the 30 requests sent. The jobs view
+(#jobs): the first page and the next (Older) are GET /v1/jobs's pages of
+20, the state and model filters show what ?state= and ?model= answer,
+the states offered are /metrics' kmserve_jobs states, a running job shows
+its elapsed time and time left, and every list request the page made
+(Chromium's performance log) asks fields=summary. No request the
 browser made left http://127.0.0.1:PORT (Chromium's performance log), and
 its console shows no script error and no CSP violation.
 
