@@ -567,10 +567,14 @@
     return "/v1/jobs?" + q.toString();
   }
 
+  let jobsRound = 0;              // the latest poll; an older one's answer is dropped
+
   async function pollJobs() {
     if (jobsTimer) clearTimeout(jobsTimer);
     jobsTimer = null;
+    const round = ++jobsRound;
     const r = await api("GET", jobsQuery());
+    if (round !== jobsRound) return; // a newer poll (a filter or page chosen) is under way
     if (!r.ok) {
       setState("jobs-state", r.status === 403
         ? "Jobs need an admin token (" + why(r) + ")."
@@ -764,9 +768,14 @@
     for (const st of Object.keys(s.jobs)) pick.appendChild(el("option", {value: st}, st));
   }
 
+  let scraping = false;
+
   async function scrape() {
+    if (scraping) return;
+    scraping = true;
     serverTimer = null;
     const r = await api("GET", "/metrics");
+    scraping = false;
     if (!r.ok) {
       setState("server-state", r.status === 401 || r.status === 403
         ? "The server's metrics need a token (--protect-metrics): " + why(r)
