@@ -234,11 +234,13 @@ test: deps-test
 
 # Nothing refers outside the repository; every Markdown link resolves;
 # lists of algorithms and kernels, routes and paths in the docs agree
-# with core/km_maps.h, server/srv_routes.c and the tree.
+# with core/km_maps.h, server/srv_routes.c and the tree; `make run`'s
+# address and packages, as a dry run (nothing installed or built).
 check-docs:
 	$(PYTHON) tests/repo/check_docs.py
 	$(PYTHON) tests/repo/check_lists.py
 	$(PYTHON) tests/repo/check_sizes.py
+	$(PYTHON) tests/repo/check_make.py
 
 # The data sets are in data/; KM_DATA set in the environment wins.
 KM_DATA ?= $(CURDIR)/data
