@@ -155,17 +155,28 @@ int api_parse_kernel(const cJSON *item, const char *path, km_kernel *k,
     char types[256];
     km_kernel_init(k, KM_KERNEL_LINEAR);
     if (!item)
-        return api_invalid(e, "%s is required: an object with a \"type\"",
-                           path);
-    if (!cJSON_IsObject(item))
-        return api_invalid(e, "%s must be an object, not %s", path,
-                           api_type_name(item));
-    if (api_schema_check_keys(item, path, s, e))
-        return -1;
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(item, "type");
+        return api_invalid(e, "%s is required: an object with a \"type\", "
+                           "or a kernel's name", path);
     km_kernel_type t;
     api_name_list(types, sizeof types, api_kernel_type_name,
                   KM_KERNEL_TYPE_COUNT);
+    if (cJSON_IsString(item)) {
+        /* "rbf": the kernel with its defaults, as {"type":"rbf"} */
+        if (km_kernel_type_parse(item->valuestring, &t) != 0)
+            return api_invalid(e, "%s \"%.40s\" is not a known kernel; "
+                               "expected one of %s", path, item->valuestring,
+                               types);
+        km_kernel_init(k, t);
+        km_error kerr;
+        return depth == 0 && km_kernel_check(k, &kerr) != KM_OK
+               ? api_fail_km(e, &kerr) : 0;
+    }
+    if (!cJSON_IsObject(item))
+        return api_invalid(e, "%s must be an object or a kernel's name, not "
+                           "%s", path, api_type_name(item));
+    if (api_schema_check_keys(item, path, s, e))
+        return -1;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(item, "type");
     if (!cJSON_IsString(type))
         return api_invalid(e, "%s.type is required: one of %s", path, types);
     if (km_kernel_type_parse(type->valuestring, &t) != 0)
@@ -238,10 +249,15 @@ static cJSON *info_value(const km_info_entry *e, size_t i)
 
 /* A figure named as a KM_PARAM_CHOICE row of the model's params (krr's
  * "solver") holds the value's number: shown by its name, as a request
- * gives it. */
-static cJSON *enum_figure(const km_info_entry *e, const km_param_set *s)
+ * gives it. The training figure "solver" is the solver that ran, whatever
+ * the algorithm's params call that choice (kpca's "eigen_solver"). */
+static cJSON *enum_figure(const km_info_entry *e, km_algorithm a)
 {
-    const km_param *r = s ? api_schema_find(s, e->key) : NULL;
+    const km_param_set *s = km_algorithm_params(a);
+    const char *key = e->key;
+    if (!strcmp(key, "solver") && km_algorithm_solver_param(a))
+        key = km_algorithm_solver_param(a);
+    const km_param *r = s ? api_schema_find(s, key) : NULL;
     if (!r || r->type != KM_PARAM_CHOICE || e->is_array || e->count != 1 ||
         e->kind != KM_INFO_INTEGER || !(e->values[0] >= 0) ||
         e->values[0] >= r->choices->count)
@@ -262,12 +278,12 @@ static cJSON *source_figure(const km_info_entry *e)
     return cJSON_CreateString(sources[(size_t)e->values[0]]);
 }
 
-static cJSON *info_json(const km_info *info, const km_param_set *s)
+static cJSON *info_json(const km_info *info, km_algorithm a)
 {
     cJSON *o = cJSON_CreateObject();
     for (size_t i = 0; o && i < info->count; i++) {
         const km_info_entry *e = &info->entries[i];
-        cJSON *name = enum_figure(e, s);
+        cJSON *name = enum_figure(e, a);
         if (!name)
             name = source_figure(e);
         if (name) {
@@ -379,8 +395,8 @@ cJSON *api_model_json(const km_model *m)
     cJSON_AddStringToObject(o, "algorithm",
                             km_algorithm_name(km_model_algorithm(m)));
     cJSON_AddItemToObject(o, "kernel", api_kernel_json(km_model_kernel(m)));
-    const km_param_set *ps = km_algorithm_params(km_model_algorithm(m));
-    cJSON_AddItemToObject(o, "params", info_json(km_model_params(m), ps));
+    km_algorithm a = km_model_algorithm(m);
+    cJSON_AddItemToObject(o, "params", info_json(km_model_params(m), a));
     cJSON_AddItemToObject(o, "preprocess", api_preprocess_json(m));
     cJSON_AddItemToObject(o, "n_features",
                           api_json_number((double)km_model_n_features(m)));
@@ -410,7 +426,7 @@ cJSON *api_model_json(const km_model *m)
             cJSON_AddItemToArray(classes, api_model_label_json(m, i));
     }
     cJSON_AddStringToObject(o, "created_at", when);
-    cJSON_AddItemToObject(o, "training", info_json(km_model_training(m), ps));
+    cJSON_AddItemToObject(o, "training", info_json(km_model_training(m), a));
     cJSON *search = api_search_json(m);
     if (search)
         cJSON_AddItemToObject(o, "search", search);

@@ -436,7 +436,7 @@ static cJSON *property_json(const km_param_set *s, const km_param *r,
         cJSON *items = cJSON_AddObjectToObject(o, "items");
         if (items)
             cJSON_AddStringToObject(items, "$ref",
-                                    "#/components/schemas/Kernel");
+                                    "#/components/schemas/KernelSpec");
         break;
     }
     case KM_PARAM_PART_WEIGHTS:

@@ -148,7 +148,7 @@ static enum choice ask(const char *id)
  * filled for exit 130); 1 if it had finished anyway (the caller goes on as
  * if no Ctrl-C came); -1 with e on errors. */
 static int cancel(ctl_client *c, const char *id, const char *path,
-                  const char *model, ctl_err *e)
+                  ctl_err *e)
 {
     ctl_reply r;
     /* Further Ctrl-Cs must not abort the cancel request itself. */
@@ -171,12 +171,17 @@ static int cancel(ctl_client *c, const char *id, const char *path,
         int done = !strcmp(state, "cancelled") ? 0
                    : !strcmp(state, "succeeded") || !strcmp(state, "failed") ? 1
                    : -1;
-        cJSON_Delete(job);
         if (done == 0) {
-            ctl_fail(e, CTL_EXIT_INTERRUPTED, "job %s cancelled; model %s keeps "
-                     "its previous version (if any)", id, model);
+            /* the server's message says what the model is left with */
+            const cJSON *err = cJSON_GetObjectItemCaseSensitive(job, "error");
+            const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
+            ctl_fail(e, CTL_EXIT_INTERRUPTED, "job %s cancelled: %s", id,
+                     cJSON_IsString(msg) ? msg->valuestring
+                                         : "the server gave no message");
+            cJSON_Delete(job);
             return 0;
         }
+        cJSON_Delete(job);
         if (done == 1)
             return 1;
     }
@@ -205,7 +210,7 @@ int ctl_job_wait(ctl_client *c, const char *id, const char *model,
                 goto out;
             }
             if (what == CANCEL) {
-                int done = cancel(c, id, path, model, e);
+                int done = cancel(c, id, path, e);
                 if (done <= 0)
                     goto out;
                 /* It had finished already: report it as if no Ctrl-C came. */

@@ -42,6 +42,11 @@ void srv_commit_free(srv_commit *c)
     free(c);
 }
 
+uint64_t srv_commit_served(srv_commit *c, const char *name)
+{
+    return srv_registry_version(c->registry, name);
+}
+
 pthread_mutex_t *srv_commit_lock(srv_commit *c)
 {
     return &c->lock;

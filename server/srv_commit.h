@@ -42,6 +42,9 @@ void srv_commit_free(srv_commit *c);
  * srv_store_watch. Borrowed: valid until srv_commit_free. */
 pthread_mutex_t *srv_commit_lock(srv_commit *c);
 
+/* The version served under name, or 0 when there is none. */
+uint64_t srv_commit_served(srv_commit *c, const char *name);
+
 /* Commits a fitted model under name: assigns the next version (after
  * the one NAME.kmm holds on disk: the one served, or another replica's
  * that wrote last; 1 when there is none) and the creation time, writes

@@ -149,6 +149,19 @@ static int on_progress(void *ctx, double fraction)
     return atomic_load(&job->cancel) || atomic_load(&job->timed_out);
 }
 
+/* What a fit that did not finish leaves under name, for its message: the
+ * version served, or nothing (the first fit of a name). Takes the
+ * registry's lock: call it without j's. */
+static void what_stays(srv_jobs *j, const char *name, char *buf, size_t len)
+{
+    uint64_t served = srv_commit_served(j->commit, name);
+    if (served)
+        snprintf(buf, len, "version %llu stays served",
+                 (unsigned long long)served);
+    else
+        snprintf(buf, len, "no version was made");
+}
+
 static void run(srv_jobs *j, srv_job *job)
 {
     km_fit_control ctl = {on_progress, job, j->fit_threads};
@@ -166,6 +179,9 @@ static void run(srv_jobs *j, srv_job *job)
     }
     api_fit_request_cleanup(&job->req); /* the data are no longer needed */
 
+    char stays[64];
+    if (rc)
+        what_stays(j, job->name, stays, sizeof stays);
     pthread_mutex_lock(&j->lock);
     if (rc == 0) {
         job->result = meta;
@@ -173,13 +189,11 @@ static void run(srv_jobs *j, srv_job *job)
     } else if (atomic_load(&job->timed_out) && !atomic_load(&job->cancel)) {
         api_raise(&job->error, API_UNPROCESSABLE,
                  "the fit of \"%s\" did not finish within --fit-timeout "
-                 "(%g s); the previous version stays", job->name,
-                 j->fit_timeout);
+                 "(%g s); %s", job->name, j->fit_timeout, stays);
         finish(j, job, SRV_JOB_FAILED);
     } else if (atomic_load(&job->cancel)) {
         api_raise(&job->error, API_CONFLICT,
-                 "the fit of \"%s\" was cancelled; the previous version "
-                 "stays", job->name);
+                 "the fit of \"%s\" was cancelled; %s", job->name, stays);
         finish(j, job, SRV_JOB_CANCELLED);
     } else {
         job->error = e;
@@ -368,13 +382,15 @@ int srv_job_cancel(srv_job *job)
 {
     srv_jobs *j = job->owner;
     int was_open;
+    char stays[64];
+    what_stays(j, job->name, stays, sizeof stays);
     pthread_mutex_lock(&j->lock);
     was_open = job->state <= SRV_JOB_RUNNING;
     atomic_store(&job->cancel, 1);
     if (job->state == SRV_JOB_QUEUED) {
         api_raise(&job->error, API_CONFLICT,
-                 "the fit of \"%s\" was cancelled before it ran; the previous "
-                 "version stays", job->name);
+                 "the fit of \"%s\" was cancelled before it ran; %s",
+                 job->name, stays);
         finish(j, job, SRV_JOB_CANCELLED);
     }
     pthread_mutex_unlock(&j->lock);

@@ -58,15 +58,37 @@ int srv_query_each(srv_request *rq, int (*fn)(void *ctx, const char *name),
     return w.rc;
 }
 
+void srv_reply_bytes(srv_reply *rp, int status, char *body, size_t len,
+                     const char *type)
+{
+    free(rp->body);
+    rp->status = status;
+    rp->body = body;
+    rp->len = len;
+    rp->content_type = type;
+}
+
 void srv_reply_text(srv_reply *rp, int status, char *text, size_t len)
 {
     static const char oom[] = "{\"error\":{\"code\":\"internal\","
-                              "\"message\":\"out of memory\"}}";
-    free(rp->body);
-    rp->status = text ? status : 500;
-    rp->body = text ? text : strdup(oom);
-    rp->len = text ? len : rp->body ? strlen(rp->body) : 0;
-    rp->content_type = "application/json";
+                              "\"message\":\"out of memory\"}}\n";
+    if (text && (len == 0 || text[len - 1] != '\n')) {
+        char *t = realloc(text, len + 2);
+        if (t) {
+            t[len++] = '\n';
+            t[len] = 0;
+            text = t;
+        } else {
+            free(text);
+            text = NULL;
+        }
+    }
+    if (!text) {
+        status = 500;
+        text = strdup(oom);
+        len = text ? strlen(text) : 0;
+    }
+    srv_reply_bytes(rp, status, text, len, "application/json");
 }
 
 void srv_reply_json(srv_reply *rp, int status, cJSON *obj)

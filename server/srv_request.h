@@ -97,8 +97,13 @@ int srv_query_each(srv_request *rq, int (*fn)(void *ctx, const char *name),
 void srv_reply_json(srv_reply *rp, int status, cJSON *obj);
 void srv_reply_error(srv_reply *rp, const api_error *e);
 /* Fills rp with JSON text already written (takes ownership of text; NULL
- * answers 500 "out of memory"). */
+ * answers 500 "out of memory"). Every JSON answer ends with a newline
+ * (added here when the text lacks one), as a prompt after curl wants. */
 void srv_reply_text(srv_reply *rp, int status, char *text, size_t len);
+/* Fills rp with bytes of type (a model file: nothing is added; takes
+ * ownership of body, which must not be NULL). */
+void srv_reply_bytes(srv_reply *rp, int status, char *body, size_t len,
+                     const char *type);
 /* Plain API error in one call: row c of api_error.h's table. */
 void srv_reply_fail(srv_reply *rp, api_code c, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -1157,9 +1157,7 @@ static void h_export(srv_request *rq, srv_reply *rp)
         return;
     if (api_export(srv_ref_model(ref), f, &out, &len, &media, &e))
         srv_reply_error(rp, &e);
-    else {
-        srv_reply_text(rp, 200, out, len);
-        rp->content_type = media;
-    }
+    else
+        srv_reply_bytes(rp, 200, out, len, media);
     srv_ref_release(ref);
 }

@@ -49,9 +49,26 @@ START_TEST(kernels_in)
     ck_assert_double_eq(k.weights[1], 2);
     ck_assert_double_eq(k.parts[1].parts[1].gamma, 2);
     km_kernel_cleanup(&k);
+    /* a bare name is the kernel with its defaults, as {"type": name},
+     * also as a part */
+    ck_assert_int_eq(kernel("\"polynomial\"", &k, &e), 0);
+    ck_assert_int_eq(k.type, KM_KERNEL_POLYNOMIAL);
+    ck_assert_int_eq(k.degree, 3);
+    ck_assert_double_eq(k.coef0, 1);
+    km_kernel_cleanup(&k);
+    ck_assert_int_eq(kernel("{\"type\":\"sum\",\"kernels\":[\"rbf\","
+                            "{\"type\":\"linear\"}]}", &k, &e), 0);
+    ck_assert_int_eq(k.n_parts, 2);
+    ck_assert_int_eq(k.parts[0].type, KM_KERNEL_RBF);
+    km_kernel_cleanup(&k);
 
     struct { const char *json, *msg; } bad[] = {
-        {"[]", "kernel must be an object, not an array"},
+        {"[]", "kernel must be an object or a kernel's name, not an array"},
+        {"\"cosine\"", "kernel \"cosine\" is not a known kernel; expected "
+               "one of linear, polynomial, rbf, laplacian, sigmoid, sum, "
+               "product, laplacian_l2, exponential, normalized, spectrum, "
+               "boundrange, expdecay, subsequence, precomputed"},
+        {"\"sum\"", "kernel.kernels must list 1 to 16 kernels"},
         {"{}", "kernel.type is required: one of linear, polynomial, rbf, "
                "laplacian, sigmoid, sum, product, laplacian_l2, exponential, "
                "normalized, spectrum, boundrange, expdecay, subsequence, "

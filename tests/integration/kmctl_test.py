@@ -416,7 +416,8 @@ def wait_for(pred, timeout=60):
 
 def scenario_ctrl_c(d, tmp):
     """SIGINT to kmctl during an async fit (no terminal): it cancels the job,
-    exits 130, and the previous version keeps serving."""
+    exits 130, and the previous version keeps serving (kmctl prints the
+    server's message, which says so)."""
     X, y = synthetic(run.BIG, 5, 16)
     path = write_csv(os.path.join(tmp, "cc.csv"), list("abcde") + ["y"],
                      [[f"{v:.5f}" for v in r] + [f"{t:.5f}"] for r, t in zip(X, y)])
@@ -446,7 +447,7 @@ def scenario_ctrl_c(d, tmp):
                 if ln.startswith("job j-")), "")
     job = d.req("GET", f"/v1/jobs/{jid}").json() or {}
     check(ok and rc == 130 and job.get("status") == "cancelled" and
-          "cancelled; model cc keeps its previous version" in err_text,
+          'cancelled: the fit of "cc" was cancelled; version 1 stays served' in err_text,
           "Ctrl-C (no terminal) cancels the job, exit 130", (rc, job.get("status"), err_text[-400:]))
     m = d.req("GET", "/v1/models/cc").json() or {}
     check(m.get("version") == 1 and m.get("n_samples") == 40, "cancelled fit: version 1 stays", m)
@@ -478,7 +479,7 @@ def scenario_ctrl_c(d, tmp):
     os.kill(pid, signal.SIGINT)
     asked = read_until(b"? [y/N] ")
     os.write(fd, b"y\n")
-    read_until(b"keeps its previous version")
+    read_until(b"version 1 stays served")
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     rc = os.waitstatus_to_exitcode(status)

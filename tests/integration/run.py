@@ -532,11 +532,11 @@ def scenario_kpca(d):
         "params": {"n_components": k, "eigen_solver": "randomized"},
         "X": X[:600]})
     tr = (r.json() or {}).get("model", {}).get("training", {})
-    check(r.status == 201 and tr.get("solver") == 3 and tr.get("fallback") is False
+    check(r.status == 201 and tr.get("solver") == "randomized" and tr.get("fallback") is False
           and tr.get("iterations", 0) >= 3
           and len(tr.get("eigenvalues", [])) == k
           and max_rel(tr.get("eigenvalues", []), ref_eig) <= 1e-8,
-          "kpca: eigen_solver randomized fits (201, training.solver 3, "
+          "kpca: eigen_solver randomized fits (201, training.solver randomized, "
           "eigenvalues within 1e-8 of scikit-learn)", r)
     r = d.req("POST", "/v1/models/digits-kpca-rand/project", {"X": X[600:800]})
     got = (r.json() or {}).get("projections", [])
@@ -611,6 +611,45 @@ def scenario_crud(d, models):
     check(r.status == 200 and r.body == "", "HEAD answers without a body", r)
 
 
+def scenario_plain(d):
+    """What a person at a prompt expects: every JSON answer (success or
+    error, /v1 or /v2) ends with a newline, and a kernel may be given by
+    its name alone."""
+    asks = [("GET", "/v1", None), ("GET", "/v1/models", None),
+            ("GET", "/v1/models/base", None), ("GET", "/v1/models/nope", None),
+            ("POST", "/v1/models/base/predict", {"X": [[1, 2]]}),
+            ("POST", "/v1/models/base/predict", {"X": [[1]]}),
+            ("GET", "/v1/jobs", None), ("GET", "/readyz", None),
+            ("GET", "/v2/models/base", None), ("GET", "/v2/models/nope", None),
+            ("POST", "/v1/kernels/gram", {"kernel": "linear", "X": [[1, 2]]})]
+    bad = []
+    for method, path, body in asks:
+        r = d.req(method, path, body)
+        if r.json() is None or not r.body.endswith("}\n"):
+            bad.append((method, path, r.status, r.body[-40:]))
+    check(not bad, f"{len(asks)} JSON answers (errors too) end with a newline", bad)
+    X, y = [[0, 1], [1, 0], [2, 2], [3, 1]], [1, 2, 3, 4]
+    named = d.req("POST", "/v1/models/bare/fit", {"algorithm": "krr", "kernel": "rbf",
+                                                  "X": X, "y": y})
+    full = d.req("POST", "/v1/models/full/fit", {"algorithm": "krr", "kernel": {"type": "rbf"},
+                                                 "X": X, "y": y})
+    kb = (named.json() or {}).get("model", {}).get("kernel")
+    check(named.status == 201 and kb == {"type": "rbf", "gamma": 0.5} and
+          kb == (full.json() or {}).get("model", {}).get("kernel"),
+          'fit with "kernel": "rbf" is {"type": "rbf"} with its defaults (gamma 1/2)', named)
+    T = {"X": [[0.5, 0.5], [2, 1]]}
+    pb, pf = (d.req("POST", f"/v1/models/{n}/predict", T).json() or {} for n in ("bare", "full"))
+    check("predictions" in pb and pb["predictions"] == pf["predictions"],
+          "the two answer the same predictions", (pb, pf))
+    r = d.req("POST", "/v1/models/bare/fit", {"algorithm": "krr", "kernel": "cosine", "X": X, "y": y})
+    check(r.status == 400 and (r.json() or {}).get("error", {}).get("message", "").startswith(
+          'kernel "cosine" is not a known kernel; expected one of linear,'),
+          "an unknown bare name: 400 naming kernel and the names", r)
+    r = d.req("POST", "/v1/models/bare/fit", {"algorithm": "krr", "kernel": 3, "X": X, "y": y})
+    check(r.status == 400 and "kernel must be an object or a kernel's name, not a number"
+          in r.body, "a number as kernel: 400", r)
+
+
 def scenario_limits(d):
     big = b'{"X":[' + b",".join([b"[1.0,2.0]"] * 300000) + b"]}"
     r = d.req("POST", "/v1/models/base/predict", big, chunked=True,
@@ -676,11 +715,23 @@ def scenario_cancel_and_busy(d):
     r = d.req("DELETE", f"/v1/jobs/{jid}")
     check(r.status == 202, "cancel: 202", r)
     job = wait_job(d, jid, ("cancelled", "succeeded", "failed"))
-    check(job["status"] == "cancelled" and job["error"]["code"], "job ends cancelled", job)
+    check(job["status"] == "cancelled" and job["error"]["code"] == "conflict" and
+          job["error"]["message"].endswith("was cancelled; version 1 stays served"),
+          "job ends cancelled, saying version 1 stays served", job)
     m = d.req("GET", "/v1/models/cancelme").json()
     check(m["version"] == 1 and m["n_samples"] == 50, "cancelled fit keeps version 1", m)
     r = d.req("DELETE", f"/v1/jobs/{jid}")
     check(r.status == 409, "cancelling a finished job: 409", r)
+    # the first fit of a name, cancelled: nothing is served, and the
+    # message does not speak of a previous version
+    r = d.req("POST", "/v1/models/cancelnew/fit", fit_body(X, y, **{"async": True}))
+    jid = r.json()["job"]["id"]
+    r = d.req("DELETE", f"/v1/jobs/{jid}")
+    job = wait_job(d, jid, ("cancelled", "succeeded", "failed"))
+    check(r.status == 202 and job["status"] == "cancelled" and
+          job["error"]["message"].endswith("; no version was made") and
+          d.req("GET", "/v1/models/cancelnew").status == 404,
+          "cancelling a new name's first fit: no version was made, 404", job)
 
 
 def scenario_metrics(d):
@@ -1238,6 +1289,7 @@ def main():
             scenario_svm(d)
             scenario_kpca(d)
             scenario_crud(d, models)
+            scenario_plain(d)
             scenario_limits(d)
             scenario_async(d)
             scenario_cancel_and_busy(d)
