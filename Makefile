@@ -125,7 +125,8 @@ API_OBJ := $(API_SRC:%.c=$(B)/%.o)
 # so the page fetches nothing from elsewhere.
 CHARTJS := /usr/share/javascript/chart.js/chart.min.js
 ASSETS := server/console/index.html server/console/console.css \
-          server/console/console.js $(CHARTJS) api/openapi.yaml
+          server/console/console.js server/console/model.js $(CHARTJS) \
+          api/openapi.yaml
 SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o) $(COMMON_OBJ) $(B)/gen/srv_assets.o
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)

@@ -23,6 +23,7 @@ static const struct console_file {
     {"/", "index.html", "text/html; charset=utf-8"},
     {"/console.css", "console.css", "text/css; charset=utf-8"},
     {"/console.js", "console.js", "text/javascript; charset=utf-8"},
+    {"/model.js", "model.js", "text/javascript; charset=utf-8"},
     {"/chart.min.js", "chart.min.js", "text/javascript; charset=utf-8"},
     {"/openapi.yaml", "openapi.yaml", "application/yaml; charset=utf-8"},
 };

@@ -15,9 +15,9 @@
 
 #include "../core/km.h"
 
-/* Room for this many route labels (srv_routes.c uses 35: 34 routes and
- * "unmatched"). */
-#define SRV_MAX_ROUTES 40
+/* Room for this many route labels (srv_routes.c checks at compile time
+ * that its routes and "unmatched" fit). */
+#define SRV_MAX_ROUTES 48
 
 typedef struct srv_metrics srv_metrics;
 

@@ -72,6 +72,7 @@
     X(CONSOLE, "/", SRV_BODY_NONE, GET(h_asset, OPEN))                       \
     X(CONSOLE_CSS, "/console.css", SRV_BODY_NONE, GET(h_asset, OPEN))        \
     X(CONSOLE_JS, "/console.js", SRV_BODY_NONE, GET(h_asset, OPEN))          \
+    X(CONSOLE_MODEL, "/model.js", SRV_BODY_NONE, GET(h_asset, OPEN))         \
     X(CONSOLE_CHART, "/chart.min.js", SRV_BODY_NONE, GET(h_asset, OPEN))     \
     X(OPENAPI, "/openapi.yaml", SRV_BODY_NONE, GET(h_asset, OPEN))           \
     X(IMPORT, "/v1/models/{name}/import", SRV_BODY_MODEL,                    \

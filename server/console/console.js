@@ -686,7 +686,7 @@
    * plots) share with this one, so that each piece is written once. */
   window.KM = {
     el, api, why, needToken, numberText, numberEl, kernelText, timeCell,
-    inputOf, csvRecords, parseRows,
+    inputOf, csvRecords, parseRows, lacks,
     capabilities: () => ({outputs, algorithms}),
   };
 

@@ -75,7 +75,7 @@ XSS_SCRIPT = "<script>alert(2)</script>"
 READ_TOKEN = "console-read-token-0123456789"
 ADMIN_TOKEN = "console-admin-token-0123456789"
 # The page's own scripts, as index.html loads them.
-PAGE_SCRIPTS = ["chart.min.js", "console.js"]
+PAGE_SCRIPTS = ["chart.min.js", "console.js", "model.js"]
 STATIC = {"/": "text/html", "/console.css": "text/css",
           "/console.js": "text/javascript", "/openapi.yaml": "application/yaml"}
 

@@ -291,11 +291,15 @@ def proc_stat(pid):
 
 
 def session(sid):
-    """The processes (zombies too) of session sid."""
+    """The processes (zombies too) of session sid, but for zombies whose
+    parent is PID 1: their launcher ended before reaping them (OpenMPI's
+    mpirun may, when a rank is killed), so they are init's to reap, which
+    on a loaded machine can take more than the 30 s waited here; they hold
+    nothing but a PID."""
     out = []
     for p in os.listdir("/proc"):
         st = proc_stat(int(p)) if p.isdigit() else None
-        if st and st[2] == sid:
+        if st and st[2] == sid and not (st[0] == "Z" and st[1] == 1):
             out.append((int(p), st[0]))
     return out
 
