@@ -1,7 +1,8 @@
 # kmserve - build, test, run and benchmark.
 #
 #   make run       install what building and running need, build, start the
-#                  daemon on 127.0.0.1:8080 with ./var/models
+#                  daemon on 127.0.0.1:8080 with ./var/models (PORT=N: on
+#                  127.0.0.1:N; LISTEN=HOST:PORT: the whole address)
 #   make test      install what the tests need, build, run the unit and
 #                  integration tests
 #   make           build build/kmserve, build/kmctl and build/libkm.a
@@ -18,44 +19,49 @@
 # build-fuzz/).
 
 # Debian packages, by what needs them. Each target installs only its own
-# list (make deps-X): `make run` what building and running need (the
-# compiler, make, pkg-config and five libraries: libmicrohttpd, cJSON,
-# OpenBLAS, LAPACKE, libcurl for kmctl; and curl for the README's examples);
-# `make test` adds Check, Python 3 with PyYAML (the integration runner reads
-# api/openapi.yaml), NumPy (klr.py checks an optimum from its definition)
-# and openssl (TLS tests); the Python client's runner
-# (pyclient.py) also needs scikit-learn (its references), venv,
-# pip, setuptools and wheel (it installs clients/python into a venv,
-# offline); the web console's runner (console.py) drives Debian's headless
-# Chromium with Selenium (chromium, chromium-driver, python3-selenium:
-# about 350 MB installed); the interchange and coefficients runners
-# (interchange.py, coefficients.py) need LIBSVM's tools and
-# python3-libsvm (svm-train writes their models at run time). The
-# reference fixtures in tests/fixtures are generated once by scripts that
-# need scikit-learn and LIBSVM's tools, and R's kernlab for the string
-# kernels' (DEPS_REFS); the benchmarks need those too, and wrk, Flask and
-# gunicorn for the serving benchmark, R's kernlab for the kernel k-means
-# and string ones, Fashion-MNIST for bench_svc_large.py, and the word
-# lists that data/words.csv is drawn from (wamerican ... wdutch;
+# list (make deps-X): `make run` what building and running the daemon and
+# kmctl need (the compiler, make, pkg-config and five libraries:
+# libmicrohttpd, cJSON, OpenBLAS, LAPACKE, libcurl for kmctl; Chart.js,
+# which the web console embeds; and curl for the README's examples).
+# `make test` adds Check, Python 3 with PyYAML (the integration runner
+# reads api/openapi.yaml), NumPy (klr.py checks an optimum from its
+# definition) and openssl (TLS tests); the Python client's runner
+# (pyclient.py) also needs scikit-learn (its references), venv, pip,
+# setuptools and wheel (it installs clients/python into a venv, offline);
+# the web console's runner (console.py) drives Debian's headless Chromium
+# with Selenium (chromium, chromium-driver, python3-selenium); the
+# interchange and coefficients runners (interchange.py, coefficients.py)
+# need LIBSVM's tools and python3-libsvm (svm-train writes their models at
+# run time); mpi.py needs OpenMPI and ScaLAPACK (below). What `make run`
+# and `make test` install on a bare Debian 12 (packages, download and
+# installed size, time) is measured by `make check-fresh` and quoted in the
+# README's Quick start. The distributed exact fit (build/kmserve-mpi,
+# docs/distributed.md) needs OpenMPI and ScaLAPACK (DEPS_MPI, `make
+# deps-mpi`): `make test` and `make bench` install them, `make run` does
+# not (the build then skips kmserve-mpi with a note). The reference
+# fixtures in tests/fixtures are generated once by scripts that need
+# scikit-learn and LIBSVM's tools, and R's kernlab for the string kernels'
+# (DEPS_REFS); the benchmarks need those too, and wrk, Flask and gunicorn
+# for the serving benchmark, R's kernlab for the kernel k-means and string
+# ones, Fashion-MNIST for bench_svc_large.py, and the word lists that
+# data/words.csv is drawn from (wamerican ... wdutch;
 # tests/fixtures/export_words.py; the CSV itself is in the repository, so
 # the tests need none of them). The deploy checks need debootstrap
 # (chroots that carry out the Dockerfile), systemd-analyze, docker-compose
 # (the docker client here has no compose plugin) and shellcheck.
 DEPS_RUN := gcc make libc6-dev pkg-config libmicrohttpd-dev libcjson-dev \
             libopenblas-dev liblapacke-dev libcurl4-gnutls-dev curl libjs-chart.js
+DEPS_MPI := openmpi-bin libopenmpi-dev libscalapack-openmpi-dev
 DEPS_TEST := $(DEPS_RUN) check python3 python3-yaml openssl \
              python3-numpy python3-sklearn python3-venv python3-pip python3-setuptools python3-wheel \
              chromium chromium-driver python3-selenium libsvm-tools python3-libsvm
 DEPS_REFS := python3 python3-numpy python3-sklearn libsvm-tools python3-libsvm \
              r-cran-kernlab
-DEPS_BENCH := $(DEPS_RUN) $(DEPS_REFS) time wrk python3-flask gunicorn \
+DEPS_BENCH := $(DEPS_RUN) $(DEPS_MPI) $(DEPS_REFS) time wrk python3-flask gunicorn \
               dataset-fashion-mnist wamerican wngerman wfrench wspanish witalian wdutch
 DEPS_DEPLOY := $(DEPS_RUN) debootstrap systemd docker-compose shellcheck
 DEPS_FUZZ := $(DEPS_RUN) clang libclang-rt-14-dev
 DEPS_FRESH := debootstrap git
-# The distributed exact fit (build/kmserve-mpi, issue 17): OpenMPI and
-# ScaLAPACK; `make deps` and `make deps-test` install them.
-DEPS_MPI := openmpi-bin libopenmpi-dev libscalapack-openmpi-dev
 
 PKGS := libmicrohttpd libcjson openblas lapacke
 PYTHON := /usr/bin/python3
@@ -125,7 +131,7 @@ SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o) $(COMMON_OBJ) $(B)/gen/srv_assets.o
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all mpi deps deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
+.PHONY: all mpi deps deps-mpi deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
         test check-docs unit integration check-deploy check-fresh fuzz run install bench clean
 
 all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a mpi
@@ -140,7 +146,7 @@ ifeq ($(HAVE_MPI),1)
 mpi: $(B)/kmserve-mpi
 else
 mpi:
-	@echo "note: kmserve-mpi not built: no mpicc linking $(SCALAPACK_LIBS) (make deps installs $(DEPS_MPI))"
+	@echo "note: kmserve-mpi not built: no mpicc linking $(SCALAPACK_LIBS) (make deps-mpi installs $(DEPS_MPI))"
 endif
 
 MPI_SRC := $(wildcard mpi/*.c)
@@ -167,7 +173,8 @@ define install_missing
 	fi
 endef
 
-deps: ; $(call install_missing,$(DEPS_RUN) $(DEPS_MPI))
+deps: ; $(call install_missing,$(DEPS_RUN))
+deps-mpi: ; $(call install_missing,$(DEPS_RUN) $(DEPS_MPI))
 deps-test: ; $(call install_missing,$(DEPS_TEST) $(DEPS_MPI))
 deps-refs: ; $(call install_missing,$(DEPS_REFS))
 deps-bench: ; $(call install_missing,$(DEPS_BENCH))
@@ -228,11 +235,13 @@ test: deps-test
 
 # Nothing refers outside the repository; every Markdown link resolves;
 # lists of algorithms and kernels, routes and paths in the docs agree
-# with core/km_maps.h, server/srv_routes.c and the tree.
+# with core/km_maps.h, server/srv_routes.c and the tree; `make run`'s
+# address and packages, as a dry run (nothing installed or built).
 check-docs:
 	$(PYTHON) tests/repo/check_docs.py
 	$(PYTHON) tests/repo/check_lists.py
 	$(PYTHON) tests/repo/check_sizes.py
+	$(PYTHON) tests/repo/check_make.py
 
 # The data sets are in data/; KM_DATA set in the environment wins.
 KM_DATA ?= $(CURDIR)/data
@@ -309,10 +318,17 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(B)/kmserve $(B)/kmctl $(DESTDIR)$(PREFIX)/bin/
 
+# The daemon's address: PORT=N on the command line serves on 127.0.0.1:N,
+# LISTEN=HOST:PORT sets the whole address (kmserve's --listen). Only the
+# command line sets them (a PORT in the environment does not: a variable
+# by that name is often set for other programs).
+PORT := 8080
+LISTEN := 127.0.0.1:$(PORT)
+
 run: deps
 	@$(MAKE) --no-print-directory all
 	@mkdir -p var/models
-	./$(B)/kmserve --listen 127.0.0.1:8080 --models-dir ./var/models
+	./$(B)/kmserve --listen $(LISTEN) --models-dir ./var/models
 
 BENCH_BIN := $(patsubst bench/%.c,$(B)/%,$(wildcard bench/bench_*.c))
 

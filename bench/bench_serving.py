@@ -189,7 +189,7 @@ def main():
     conns = [int(c) for c in args.conns.split(",")]
     for tool in ("wrk", "gunicorn"):
         if not shutil.which(tool):
-            sys.exit(f"bench_serving: {tool} is missing (make deps installs it)")
+            sys.exit(f"bench_serving: {tool} is missing (make deps-bench installs it)")
 
     tmp = tempfile.mkdtemp(prefix="kmbench-serving-")
     data = make_data()

@@ -23,7 +23,7 @@ for tool in debootstrap chroot unshare systemd-analyze docker-compose shellcheck
   command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 if [ -n "$missing" ]; then
-  echo "check-deploy: missing:$missing (make deps installs them)" >&2
+  echo "check-deploy: missing:$missing (make deps-deploy installs them)" >&2
   exit 1
 fi
 exec /usr/bin/python3 tests/deploy/check.py "$@"

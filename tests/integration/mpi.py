@@ -508,7 +508,7 @@ def main():
     if not os.path.exists(os.path.join(build, "kmserve-mpi")) or \
             not shutil.which("mpirun"):
         print("mpi.py: skipped: kmserve-mpi not built or no mpirun "
-              "(make deps installs OpenMPI and ScaLAPACK)")
+              "(make deps-mpi installs OpenMPI and ScaLAPACK)")
         return 0
     os.environ["OPENBLAS_NUM_THREADS"] = "1"  # 4 ranks on 2 shared cores
     worker_cases(build)
