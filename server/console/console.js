@@ -748,11 +748,17 @@
       return n > 0 ? (b.s[k] - a.s[k]) / n : null;
     });
     put(lineChart("chart-errors", ["4xx", "5xx"]), at, [share("r4xx"), share("r5xx")]);
-    const g = (name) => scrapes.map((x) => (name in x.s.gauges ? x.s.gauges[name] / MIB : null));
-    put(lineChart("chart-memory", ["reserved", "budget", "models", "resident"]),
-      scrapes.map((x) => clock(x.t)), [g("kmserve_fit_memory_reserved_bytes"),
-        g("kmserve_memory_budget_bytes"), g("kmserve_model_bytes"),
-        g("kmserve_process_resident_memory_bytes")]);
+    /* memory as a share of the budget (a budget of many GiB would flatten
+     * MiB-sized lines at 0); the caption gives the budget itself */
+    const BUDGET = "kmserve_memory_budget_bytes";
+    const pct = (name) => scrapes.map((x) => (name in x.s.gauges && x.s.gauges[BUDGET] > 0
+      ? 100 * x.s.gauges[name] / x.s.gauges[BUDGET] : null));
+    put(lineChart("chart-memory", ["reserved", "models", "resident"]),
+      scrapes.map((x) => clock(x.t)), [pct("kmserve_fit_memory_reserved_bytes"),
+        pct("kmserve_model_bytes"), pct("kmserve_process_resident_memory_bytes")]);
+    const last = scrapes.length ? scrapes[scrapes.length - 1].s.gauges[BUDGET] : undefined;
+    $("memory-caption").textContent = "Memory (% of the budget" +
+      (last > 0 ? ", " + numberText(Math.round(last / MIB)) + " MiB" : "") + ")";
     const states = scrapes.length ? Object.keys(scrapes[scrapes.length - 1].s.jobs) : [];
     const jc = lineChart("chart-jobs", states);
     if (jc && jc.data.datasets.length === states.length)

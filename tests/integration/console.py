@@ -50,7 +50,7 @@ points; kkmeans has no target; alpha -1 shows the server's 400. The
 server view (#server): each chart's data (Chart.getChart(canvas).data)
 is compared with what the page's own samples of GET /metrics (KM.scrapes)
 give when parsed and computed in Python: requests/s, p50/p90/p99 from the
-buckets' increase, 4xx/5xx shares, reserved memory and the budget in MiB,
+buckets' increase, 4xx/5xx shares, memory as shares of the budget,
 jobs by state; the samples count the 30 requests sent. The jobs view
 (#jobs): the first page and the next (Older) are GET /v1/jobs's pages of
 20, the state and model filters show what ?state= and ?model= answer,
@@ -722,11 +722,17 @@ def check_server(d, b, shots):
           "server page: the 4xx and 5xx shares as the counters say (the five 404s counted)",
           errs)
     mem = {name: vals for name, vals in data["chart-memory"]["sets"]}
-    g = lambda s, n: next(v for (m, l), v in s.items() if m == n) / 1048576  # noqa: E731
-    check(all(close(mem["budget"][i], g(S[i], "kmserve_memory_budget_bytes")) and
-              close(mem["reserved"][i], g(S[i], "kmserve_fit_memory_reserved_bytes"))
-              for i in range(len(S))) and mem["budget"][-1] > 0,
-          "server page: reserved memory against the budget, in MiB, as /metrics says", mem)
+    g = lambda s, n: next(v for (m, l), v in s.items() if m == n)  # noqa: E731
+    pct = lambda s, n: 100 * g(s, n) / g(s, "kmserve_memory_budget_bytes")  # noqa: E731
+    budget_mib = round(g(S[-1], "kmserve_memory_budget_bytes") / 1048576)
+    caption = b.find_element(By.ID, "memory-caption").text
+    check(all(close(mem["reserved"][i], pct(S[i], "kmserve_fit_memory_reserved_bytes")) and
+              close(mem["models"][i], pct(S[i], "kmserve_model_bytes")) and
+              close(mem["resident"][i], pct(S[i], "kmserve_process_resident_memory_bytes"))
+              for i in range(len(S))) and max(mem["resident"]) > 0 and
+          caption == f"Memory (% of the budget, {budget_mib} MiB)",
+          "server page: reserved, model and resident memory as shares of the budget, "
+          "which the caption gives in MiB, as /metrics says", (mem, caption))
     jobs = {name: vals for name, vals in data["chart-jobs"]["sets"]}
     want = {dict(l)["state"]: [s2[(n, l)] for s2 in S]
             for (n, l) in S[-1] if n == "kmserve_jobs"}
