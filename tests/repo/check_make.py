@@ -25,18 +25,8 @@ import sys
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 B = "build-check-make"  # a build folder that must not come to exist
 
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok - {what}")
-    else:
-        failed += 1
-        print(f"FAIL - {what}: {str(detail)[-2000:]}")
-    return ok
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tally import check, summary  # noqa: E402
 
 
 def make(args, env_extra=None):
@@ -104,8 +94,7 @@ def main():
 
     check(not os.path.exists(os.path.join(ROOT, B)) and os.path.exists(var) == had_var,
           f"the dry runs made neither {B}/ nor var/", os.listdir(ROOT))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

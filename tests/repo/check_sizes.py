@@ -20,17 +20,8 @@ MAX_FILE = 1200
 MAX_FUNCTION = 150
 WHY = "Long:"
 
-passed = failed = 0
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok - {what}")
-    else:
-        failed += 1
-        print(f"FAIL - {what}: {detail}")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from tally import check, summary  # noqa: E402
 
 
 def sources():
@@ -114,8 +105,7 @@ def main():
           "opening comment", "\n  " + "\n  ".join(big_files))
     check(not big_funcs, f"no function over {MAX_FUNCTION} lines without a \"{WHY}\" "
           "in the comment above it", "\n  " + "\n  ".join(big_funcs))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
