@@ -580,8 +580,11 @@
         ? "Jobs need an admin token (" + why(r) + ")."
         : "Jobs cannot be listed: " + why(r), true);
       if (r.status === 401) needToken(r);
-      if (r.status === 400) jobsTimer = setTimeout(pollJobs, JOBS_IDLE_MS);
-      return; // until the token or the filter changes
+      // a token refused waits for the token to change; a bad filter, a
+      // server away or busy (0, 5xx) is asked again
+      if (r.status !== 401 && r.status !== 403)
+        jobsTimer = setTimeout(pollJobs, JOBS_IDLE_MS);
+      return;
     }
     const jobs = (r.data && r.data.jobs) || [];
     const total = (r.data && r.data.total) || 0;

@@ -779,8 +779,10 @@ def check_jobs_view(d, b, shots, logs):
     Select(b.find_element(By.ID, "jobs-status")).select_by_value("")
     field = b.find_element(By.ID, "jobs-model")
     field.send_keys("many1", Keys.TAB)
-    ok = wait_for(lambda: page_ids() == api_ids("model=many1") and len(page_ids()) == 8, 30)
-    check(bool(ok), "jobs view: the model filter shows what ?model=many1 answers", ok)
+    ok = wait_for(lambda: page_ids() == api_ids("model=many1") and len(page_ids()) == 8, 60)
+    check(bool(ok), "jobs view: the model filter shows what ?model=many1 answers",
+          (page_ids(), api_ids("model=many1"), field.get_attribute("value"),
+           text_of(b, "jobs-state")))
     field.clear()
     field.send_keys(Keys.TAB)
     time.sleep(2.5)  # let the page poll a few times: then read its requests
