@@ -969,17 +969,26 @@ def token_daemon(server, b, shots):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def open_browser(server):
+    """The screenshots' folder (BUILD/console, BUILD the folder of
+    server) and a headless Chromium, or None for it after a failed check:
+    a runner ends with its tally, failed or not."""
+    shots = os.path.join(os.path.dirname(os.path.abspath(server)), "console")
+    try:
+        return shots, browser()
+    except Exception as e:
+        check(False, "headless Chromium starts through chromedriver", repr(e))
+        return shots, None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
     ap.add_argument("--readme-shot", help="also write the README's screenshot here")
     args = ap.parse_args()
-    shots = os.path.join(os.path.dirname(os.path.abspath(args.server)), "console")
     started = time.time()
-    try:
-        b = browser()
-    except Exception as e:  # a runner ends with its tally, failed or not
-        check(False, "headless Chromium starts through chromedriver", repr(e))
+    shots, b = open_browser(args.server)
+    if not b:
         return run.tally.summary()
     try:
         open_daemon(args.server, b, shots, args.readme_shot)

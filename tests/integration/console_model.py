@@ -59,7 +59,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run  # noqa: E402
 from run import check  # noqa: E402
-from console import Logs, browser, check_isolation, wait_for  # noqa: E402
+from console import Logs, check_isolation, open_browser, wait_for  # noqa: E402
 
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
@@ -275,7 +275,7 @@ def check_search_line(d, b, shots):
 
 
 def check_regions(d, b, shots, name, X, y, shot_name):
-    m = check_metadata(d, b, name)
+    check_metadata(d, b, name)
     check(figures(b) == ["regions-fig"], f"{name}: only the decision regions", figures(b))
     data = chart(b, "plot-regions")
     cells = (by_key(data, "cells") or [{}])[0].get("data", [])
@@ -509,12 +509,9 @@ def main():
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build", "kmserve"))
     ap.add_argument("--docs-shots", help="also write the docs' pictures into this folder")
     args = ap.parse_args()
-    shots = os.path.join(os.path.dirname(os.path.abspath(args.server)), "console")
     started = time.time()
-    try:
-        b = browser()
-    except Exception as e:  # a runner ends with its tally, failed or not
-        check(False, "headless Chromium starts through chromedriver", repr(e))
+    shots, b = open_browser(args.server)
+    if not b:
         return run.tally.summary()
     tmp = tempfile.mkdtemp(prefix="kmserve-console-model-")
     models = os.path.join(tmp, "models")
