@@ -523,18 +523,18 @@
     if (!rows) { noteOf(fig).textContent = "No rows of numbers to project."; return; }
     const proj = (await ask(ctx, "project", {X: rows.X})).projections;
     const controls = fig.querySelector(".controls");
-    const colorCol = ctx.kpcaColor !== undefined && ctx.kpcaColor < rows.names.length
-      ? ctx.kpcaColor : rows.names.length > rows.features.length ? rows.names.length - 1 : -1;
-    controls.replaceChildren(selectOf("kpca-color", "Colour by",
+    const colorCol = ctx.projectionColor !== undefined && ctx.projectionColor < rows.names.length
+      ? ctx.projectionColor : rows.names.length > rows.features.length ? rows.names.length - 1 : -1;
+    controls.replaceChildren(selectOf("projections-color", "Colour by",
       [[-1, "nothing"]].concat(rows.names.map((n, j) => [j, n])), colorCol, (ev) => {
-        ctx.kpcaColor = Number(ev.target.value);
+        ctx.projectionColor = Number(ev.target.value);
         drawProjection(ctx, fig).catch((e) => state(noteOf(fig), e.message, true));
       }));
     const points = proj.map((p, i) => ({x: p[0], y: p[1], i,
       c: colorCol >= 0 ? rows.columns[colorCol][i] : null}));
     const datasets = colorCol >= 0 ? groups(points, (p) => p.c, rows.names[colorCol])
       : [{label: "rows", key: "group", data: points, pointRadius: 4, backgroundColor: PALETTE[0]}];
-    chartIn(ctx, fig, "plot-kpca", {
+    chartIn(ctx, fig, "plot-projections", {
       type: "scatter", data: {datasets},
       options: {scales: {x: axis("projection 1"), y: axis("projection 2")},
         plugins: {tooltip: tooltip((p) => "row " + (p.i + 1) + ": (" + KM.numberText(p.x) +
@@ -628,7 +628,7 @@
     {id: "band", title: "Predictive mean and ± 2 std",
       applies: (ctx) => vectors(ctx) && ctx.m.n_features === 1 && offers(ctx, "mean") &&
         offers(ctx, "std"), draw: drawBand},
-    {id: "kpca", title: "Projections", rows: true,
+    {id: "projections", title: "Projections", rows: true,
       applies: (ctx) => vectors(ctx) && offers(ctx, "projections") &&
         (ctx.m.params || {}).n_components >= 2, draw: drawProjection},
     {id: "clusters", title: "Clusters", rows: true,

@@ -333,13 +333,13 @@ def kpca_points(data):
 
 def check_kpca(d, b, shots, X, labels):
     check_metadata(d, b, "pca")
-    check(figures(b) == ["kpca-fig"], "pca: only the projections", figures(b))
-    pts = kpca_points(chart(b, "plot-kpca"))
+    check(figures(b) == ["projections-fig"], "pca: only the projections", figures(b))
+    pts = kpca_points(chart(b, "plot-projections"))
     want = d.req("POST", "/v1/models/pca/project", {"X": X}).json()["projections"]
     check(len(pts) == len(X) and all(close([px, py], want[i][:2], 1e-9)
                                      for i, px, py, _ in pts),
           "pca: the points are POST project of the training rows", pts[:2])
-    shot(b, shots, "model-kpca.png", "kpca-fig")
+    shot(b, shots, "model-kpca.png", "projections-fig")
     # an uploaded CSV, coloured by its column "species"
     rows = X[::3]
     species = labels[::3]
@@ -348,18 +348,18 @@ def check_kpca(d, b, shots, X, labels):
     area.clear()
     b.execute_script("arguments[0].value = arguments[1]", area, csv)
     b.find_element(By.ID, "score-plot").click()
-    ok = wait_for(lambda: len(kpca_points(chart(b, "plot-kpca"))) == len(rows), 30)
-    color = Select(b.find_element(By.ID, "kpca-color")).first_selected_option.text
-    pts = kpca_points(chart(b, "plot-kpca"))
+    ok = wait_for(lambda: len(kpca_points(chart(b, "plot-projections"))) == len(rows), 30)
+    color = Select(b.find_element(By.ID, "projections-color")).first_selected_option.text
+    pts = kpca_points(chart(b, "plot-projections"))
     want = d.req("POST", "/v1/models/pca/project", {"X": rows}).json()["projections"]
     check(ok and color == "species" and all(
         [px, py] == want[i][:2] and c == species[i] for i, px, py, c in pts),
         "pca: a CSV's rows are POST project of them, coloured by its column species",
         (color, pts[:2]))
-    groups = sorted(ds["label"] for ds in by_key(chart(b, "plot-kpca"), "group"))
+    groups = sorted(ds["label"] for ds in by_key(chart(b, "plot-projections"), "group"))
     check(groups == sorted("species " + s for s in set(species)),
           "pca: one colour per species", groups)
-    shot(b, shots, "model-kpca-csv.png", "kpca-fig")
+    shot(b, shots, "model-kpca-csv.png", "projections-fig")
 
 
 def check_clusters(d, b, shots, X):
