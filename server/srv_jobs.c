@@ -23,6 +23,7 @@
 #include "srv_clock.h"
 #include "../api/api_coef.h"
 #include "../api/api_model.h"
+#include "../api/api_schema.h"
 #include "srv_jobs.h"
 #include "srv_log.h"
 #include "srv_mpi.h"
@@ -487,6 +488,11 @@ cJSON *srv_job_json(srv_job *job)
     return o;
 }
 
+static const char *state_at(int i)
+{
+    return state_names[i];
+}
+
 int srv_jobs_param(const char *name, api_error *e)
 {
     static const char *const known[] = {"state", "model", "offset", "limit",
@@ -505,10 +511,8 @@ int srv_jobs_filter_parse(const char *state, const char *model,
 {
     *f = (srv_jobs_filter){-1, model, 0, 0, fields != NULL};
     if (state && (f->state = srv_job_state_parse(state)) < 0) {
-        char names[96] = "";
-        for (int i = 0; i < SRV_JOB_STATES; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names),
-                     "%s%s", i ? ", " : "", state_names[i]);
+        char names[96];
+        api_name_list(names, sizeof names, state_at, SRV_JOB_STATES);
         return api_invalid(e, "state \"%.24s\" must be one of %s", state,
                            names);
     }
