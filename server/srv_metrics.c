@@ -16,6 +16,10 @@
 #include <unistd.h>
 
 #include "srv_jobs.h"
+
+/* srv_metrics.h sizes the gauges' job counts without srv_jobs.h */
+_Static_assert(sizeof ((srv_gauges *)0)->jobs / sizeof(size_t) == SRV_JOB_STATES,
+               "srv_gauges.jobs holds one count per srv_job_state");
 #include "srv_metrics.h"
 
 static const char *const methods[] = {"GET", "HEAD", "POST", "DELETE",
