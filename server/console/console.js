@@ -357,13 +357,19 @@
     });
     if (!rows.length) throw new Error("no rows after the header");
     if (head && need && head.length === need + 1 && rows.every((r) => r.length === need + 1)) {
-      let col = head.indexOf("y");
-      if (col < 0) col = head.length - 1;
+      const col = targetColumn(head, 1);
       const out = rows.map((r) => r.filter((_, j) => j !== col));
       out.left = head[col];
       return out;
     }
     return rows;
+  }
+
+  /* The target's first column in a CSV's header, as kmctl takes it: the
+   * column named "y", else the last n (n target columns). */
+  function targetColumn(head, n) {
+    const y = head.indexOf("y");
+    return y >= 0 ? y : head.length - n;
   }
 
   /* RFC 4180 records of text: fields split by commas, a quoted field may
@@ -938,8 +944,7 @@
     x.replaceChildren(...head.map((h, j) => el("option", {value: String(j)}, h)));
     const none = !a || a.target === "none";
     if (head.length) {
-      const y = head.findIndex((h) => h.toLowerCase() === "y");
-      t.value = wasT && wasT < head.length ? wasT : none ? "" : String(y >= 0 ? y : head.length - 1);
+      t.value = wasT && wasT < head.length ? wasT : none ? "" : String(targetColumn(head, 1));
       const tx = head.findIndex((h) => h.toLowerCase() === "text");
       x.value = wasX && wasX < head.length ? wasX : String(tx >= 0 ? tx : 0);
     }
@@ -1260,7 +1265,7 @@
    * plots) share with this one, so that each piece is written once. */
   window.KM = {
     el, api, why, needToken, numberText, numberEl, kernelText, timeCell,
-    inputOf, csvRecords, parseRows, lacks,
+    inputOf, csvRecords, parseRows, targetColumn, lacks,
     capabilities: () => ({outputs, algorithms, kernels}),
     /* the server page's samples of GET /metrics: [{t (ms), text}] */
     scrapes: () => scrapes.map((x) => ({t: x.t, text: x.text})),

@@ -672,8 +672,7 @@
     const ny = target === "none" ? 0 : m.n_outputs > 1 ? m.n_outputs : 1;
     let t = targetCol;
     if (t === undefined || t === null || t === "") {
-      const yi = names.indexOf("y");
-      t = ny ? (yi >= 0 ? yi : width - ny) : width === need + 1 ? (yi >= 0 ? yi : width - 1) : -1;
+      t = ny ? KM.targetColumn(names, ny) : width === need + 1 ? KM.targetColumn(names, 1) : -1;
     }
     t = Number(t);
     if (t >= width) throw new Error("the CSV has no column " + (t + 1));
