@@ -242,8 +242,28 @@ static int cf_alloc(cf_bufs *b, size_t n, size_t m, size_t cb, int gcv)
     return ok;
 }
 
+/* T's eigenvalues in b->w, ascending: all of them (dsterf, O(n^2)) for
+ * GCV's trace, only the smallest (dstebz's bisection, O(n)) for LOO. */
+static lapack_int tri_eigenvalues(cf_bufs *b, size_t n, int all)
+{
+    if (all) {
+        memcpy(b->w, b->dg, n * sizeof *b->w);
+        memcpy(b->L, b->e, n * sizeof *b->L); /* dsterf's scratch */
+        return LAPACKE_dsterf((lapack_int)n, b->w, b->L);
+    }
+    lapack_int found, nsplit;
+    lapack_int *iw = malloc(2 * n * sizeof *iw);
+    if (!iw)
+        return LAPACK_WORK_MEMORY_ERROR;
+    lapack_int info = LAPACKE_dstebz('I', 'E', (lapack_int)n, 0, 0, 1, 1, 0,
+                                     b->dg, b->e, &found, &nsplit, b->w, iw,
+                                     iw + n);
+    free(iw);
+    return info;
+}
+
 /* The reduction K = Q T Q^T of the group's Gram, T's eigenvalues w
- * (ascending, dsterf), Z = Q^T Yc (column-major n x m), and with LOO Q
+ * (tri_eigenvalues), Z = Q^T Yc (column-major n x m), and with LOO Q
  * itself (dorgtr: column-major in K); GCV keeps Q's reflectors. */
 static km_status cf_reduce(cf_bufs *b, const krr_group *gr, const double *Xs,
                            const double *Yc, size_t n, size_t d, size_t m,
@@ -261,10 +281,8 @@ static km_status cf_reduce(cf_bufs *b, const krr_group *gr, const double *Xs,
                                      (lapack_int)n, (lapack_int)m, b->K,
                                      (lapack_int)n, b->tau, b->Z,
                                      (lapack_int)n);
-    memcpy(b->w, b->dg, n * sizeof *b->w);
-    memcpy(b->L, b->e, n * sizeof *b->L); /* dsterf's scratch */
     if (info == 0)
-        info = LAPACKE_dsterf((lapack_int)n, b->w, b->L);
+        info = tri_eigenvalues(b, n, gcv);
     if (info > 0)
         return km_error_set(err, KM_ENOCONV, "the eigenvalues of the kernel "
                             "matrix did not converge");
