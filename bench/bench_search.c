@@ -1,13 +1,20 @@
 /*
  * bench_search.c - what krr's closed-form search costs: a leave-one-out
- * sweep over many alphas (one eigendecomposition of the Gram serves them
- * all) against one plain km_fit (one Cholesky) at the same size, on
+ * sweep over many alphas (one tridiagonal reduction of the Gram serves
+ * them all) against one plain km_fit (one Cholesky) at the same size, on
  * synthetic data; and, for reference, a 5-fold search of the same alphas
  * (one eigendecomposition per fold).
  *
- * usage: bench_search [n [d [n_alphas [reps]]]]   (default 5000 20 20 1)
- * Prints one JSON line: seconds of each (medians over reps) and the
- * ratios to the fit, and the process's peak memory.
+ * usage: bench_search [n [d [n_alphas [reps [kfold [DIR]]]]]]
+ *        (default 5000 20 20 1 1; kfold 0 skips the 5-fold search; DIR:
+ *        where to write the data, X.bin and y.bin, for the driver's
+ *        scikit-learn reference)
+ * Prints one JSON line: seconds of each (medians over reps, the fit and
+ * the LOO search interleaved) and the ratios to the fit; the largest
+ * relative difference of the LOO scores from an eigendecomposition
+ * closed form written here (the pre-issue-28 method); the phases of the
+ * LOO path (dsytrd, dorgtr) and of the fit (dpotrf), and dsyevd, timed
+ * on the same Gram; the process's peak memory.
  *
  *        bench_search --svc FILE ROWS [CACHE_MB [THREADS]]
  * svc on the first ROWS rows of data/FILE (features scaled to [-1, 1]),
@@ -148,6 +155,19 @@ static int svc_grid(const char *file, size_t rows, double cache_mb,
     return 0;
 }
 
+/* count doubles to DIR/name, raw (the driver's reference reads them). */
+static int dump_bin(const char *dir, const char *name, const double *v,
+                    size_t count)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return 1;
+    size_t w = fwrite(v, sizeof *v, count, f);
+    return (fclose(f) != 0) | (w != count);
+}
+
 /* The rbf Gram of X (n x d), full, computed here (not by libkm). */
 static double *gram(const double *X, size_t n, size_t d, double gamma)
 {
@@ -235,7 +255,8 @@ static void phases(const double *K, size_t n, double *t)
 /* krr, rbf: one km_fit against the LOO search over na alphas (reps
  * times, interleaved), the LOO scores against eigen_loo's, the phases;
  * and (kfold) a 5-fold search of the same alphas. */
-static int krr_loo(size_t n, size_t d, size_t na, int reps, int kfold)
+static int krr_loo(size_t n, size_t d, size_t na, int reps, int kfold,
+                   const char *dump)
 {
     double *X = malloc(n * d * sizeof *X), *y = malloc(n * sizeof *y);
     for (size_t i = 0; i < n; i++) {
@@ -253,6 +274,11 @@ static int krr_loo(size_t n, size_t d, size_t na, int reps, int kfold)
         ks[i] = k;
         ps[i] = km_krr_params_default();
         ps[i].alpha = pow(10.0, -4.0 + 5.0 * (double)i / (double)(na > 1 ? na - 1 : 1));
+    }
+    if (dump && (dump_bin(dump, "X.bin", X, n * d) ||
+                 dump_bin(dump, "y.bin", y, n))) {
+        fprintf(stderr, "cannot write %s/X.bin, y.bin\n", dump);
+        return 1;
     }
     km_problem pb = {X, n, d, y, 1, NULL, 0};
     km_search_spec s = {KM_ALGO_KRR, {KM_SCALE_NONE, 0}, KM_SCORING_NEG_MSE,
@@ -312,10 +338,14 @@ static int krr_loo(size_t n, size_t d, size_t na, int reps, int kfold)
            "\"eigen_loo_s\": %.3f, \"eigen_loo_over_fit\": %.2f, "
            "\"max_rel_diff\": %.3g, \"dpotrf_s\": %.3f, \"dsytrd_s\": %.3f, "
            "\"dorgtr_s\": %.3f, \"dsyevd_s\": %.3f, "
-           "\"best_alpha\": %g, \"peak_mib\": %.0f}\n",
+           "\"best_alpha\": %g, \"peak_mib\": %.0f, ",
            n, d, na, fit, loo, loo / fit, tk, tk / fit, t_eig, t_eig / fit,
            worst, ph[0], ph[1], ph[2], ph[3], ps[best].alpha,
            bench_peak_mib());
+    printf("\"loo_mse\": [");
+    for (size_t a = 0; a < na; a++)
+        printf("%s%.17g", a ? ", " : "", mse[a]);
+    printf("]}\n");
     free(X), free(y), free(ks), free(ps), free(mse), free(ref), free(K);
     return 0;
 }
@@ -342,10 +372,11 @@ int main(int argc, char **argv)
     size_t na = argc > 3 ? strtoul(argv[3], NULL, 10) : 20;
     int reps = argc > 4 ? atoi(argv[4]) : 1;
     int kfold = argc > 5 ? atoi(argv[5]) : 1;
+    const char *dump = argc > 6 ? argv[6] : NULL;
     if (n < 10 || d < 1 || na < 1 || reps < 1 || reps > 32) {
-        fprintf(stderr, "usage: %s [n [d [n_alphas [reps [kfold]]]]]\n",
+        fprintf(stderr, "usage: %s [n [d [n_alphas [reps [kfold [DIR]]]]]]\n",
                 argv[0]);
         return 2;
     }
-    return krr_loo(n, d, na, reps, kfold);
+    return krr_loo(n, d, na, reps, kfold, dump);
 }
