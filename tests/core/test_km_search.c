@@ -304,8 +304,10 @@ START_TEST(closed_form_against_cholesky)
     for (size_t i = 0; i < N; i++)
         for (size_t j = 0; j < N; j++) {
             double s = 0;
-            for (size_t t = 0; t < D; t++)
-                s += (X[i * D + t] - X[j * D + t]) * (X[i * D + t] - X[j * D + t]);
+            for (size_t t = 0; t < D; t++) {
+                double u = X[i * D + t] - X[j * D + t];
+                s += u * u;
+            }
             K[i * N + j] = exp(-gamma * s);
         }
     for (size_t a = 0; a < NA; a++) {
