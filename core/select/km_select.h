@@ -206,9 +206,10 @@ typedef struct km_search_spec {
  * (y - Hy)_i / (1 - tr H / n) (H_ii replaced by its mean), so that
  * GCV's neg_mean_squared_error is minus n |y - Hy|^2 / (n - tr H)^2
  * (Golub, Heath and Wahba; averaged over outputs; scikit-learn's
- * RidgeCV "gcv" mode is the LOO one). The scoring is applied to the n predictions y_i - residual_i. The closed
- * form needs one K: with preprocessing its statistics (x scaling, and
- * center_y's mean) are learnt once on all rows, not per left-out row, so
+ * RidgeCV "gcv" mode is the LOO one). The scoring is applied to the n
+ * predictions y_i - residual_i. The closed form needs one K: with
+ * preprocessing its statistics (x scaling, and center_y's mean) are
+ * learnt once on all rows, not per left-out row, so
  * LOO with center_y means "y centered on all rows", not refits that each
  * center on n - 1 rows. KFOLD and PREDEFINED learn them per fold as
  * scikit-learn's Pipeline does. */
