@@ -334,9 +334,15 @@ BENCH_BIN := $(patsubst bench/%.c,$(B)/%,$(wildcard bench/bench_*.c))
 
 # Each bench/bench_*.py runs ours and the reference side by side and
 # prints the ratios; one at a time (flock) so they do not share the cores.
+# Both sides load the same OpenBLAS, with the kernels kmserve itself runs
+# on this CPU (core/base/km_blas.c; `kmserve --version` names them) unless
+# OPENBLAS_CORETYPE is set already.
 bench: deps-bench
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
-	@for d in bench/bench_*.py; do \
+	@core=$$(./$(B)/kmserve --version | sed -n 's/^OpenBLAS kernels: //p'); \
+	export OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$$core}; \
+	echo "OpenBLAS kernels: $$OPENBLAS_CORETYPE (ours and the references)"; \
+	for d in bench/bench_*.py; do \
 	  echo "== $$d"; flock /tmp/kmserve-bench.lock $(PYTHON) $$d --bin $(B) || exit 1; \
 	done
 
