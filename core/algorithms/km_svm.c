@@ -33,7 +33,10 @@
  * coefficients, one per other class b, at column b if b < c else b-1.
  * Prediction computes the kernel between a block of rows and all support
  * vectors once, then each class's block of it times that class's
- * coefficients (one GEMM per class) gives every pair's two halves.
+ * coefficients (one GEMM per class) gives every pair's two halves. A
+ * large prediction runs its blocks (about 2 MiB each, so that the three
+ * passes over one stay in cache) on as many workers as CPUs, BLAS on one
+ * thread per call meanwhile.
  *
  * Invariants of a payload: sum n_support = nsv; rho and prob arrays have
  * one entry per pair (SVR: one rho, no prob); sv_index[i] < n_samples.
