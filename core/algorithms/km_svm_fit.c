@@ -167,6 +167,9 @@ typedef struct svc_fit {
     long iterations;
     int capped;
     km_rng rng;
+    double *pool;         /* the column caches' memory, solve after solve
+                             (smo_options.pool), or NULL */
+    size_t pool_size;
 } svc_fit;
 
 static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
@@ -204,6 +207,8 @@ static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
     }
     km_smo_options_of(&o, f->params, f->ctl, lo, hi);
     o.cache_bytes = f->budget;
+    o.pool = f->pool;
+    o.pool_size = f->pool_size;
     km_status st = km_smo_solve(f->k, &pb, &o, res, err);
     f->iterations += res->iterations;
     f->capped += res->capped;
@@ -712,6 +717,15 @@ static km_status svc_solve_pairs(km_fit_frame *fr, svc_rows *r,
         x->f = (svc_fit){&fr->k, params, r->Xg, n, d, sg ? sg->K : Kall,
                          sg ? sg->X_all : r->Xg, sg ? sg->n_all : n, kmap,
                          &x->pair_ctl, budget / nw, 0, 0, {PROB_SEED}};
+        /* A pool for every pair's columns: what the largest pair's cache
+         * takes (its budget, at least two columns, at most all); without
+         * it each solve allocates its own. */
+        size_t want = x->f.budget / sizeof(double);
+        want = want > 2 * max_pair ? want : 2 * max_pair;
+        if (max_pair && want / max_pair > max_pair)
+            want = max_pair * max_pair;
+        x->f.pool = malloc(want * sizeof *x->f.pool);
+        x->f.pool_size = x->f.pool ? want : 0;
     }
     if (nw > 1)
         svc_blas_single_begin();
@@ -729,6 +743,7 @@ out:
     for (size_t w = 0; w < SVC_MAX_WORKERS; w++) {
         binary_free(&wk[w].b);
         binary_free(&wk[w].tmp);
+        free(wk[w].f.pool);
     }
     free(Kall);
     free(kmap);

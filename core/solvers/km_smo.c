@@ -93,6 +93,7 @@ typedef struct qmat {
     double *XT;       /* d x n: the points transposed, current order, for
                          kernels of an inner product; else NULL */
     double *pool;     /* cap columns of n entries */
+    int pool_lent;    /* the caller's (smo_options.pool): not freed */
     size_t cap, used;
     size_t *slot;     /* per variable: its slot or NONE */
     size_t *owner;    /* per slot: its variable */
@@ -113,7 +114,8 @@ static void q_free(qmat *q)
     free(q->xn);
     free(q->XT);
     free(q->prow);
-    free(q->pool);
+    if (!q->pool_lent)
+        free(q->pool);
     free(q->slot);
     free(q->owner);
     free(q->len);
@@ -179,7 +181,8 @@ static km_status q_init_dense(qmat *q, const smo_problem *pb, km_error *err)
 }
 
 static km_status q_init_cached(qmat *q, const smo_problem *pb,
-                               size_t budget, km_error *err)
+                               size_t budget, double *lent, size_t lent_size,
+                               km_error *err)
 {
     size_t n = pb->n, d = pb->d;
     size_t cap = budget / (n * sizeof(double));
@@ -203,7 +206,8 @@ static km_status q_init_cached(qmat *q, const smo_problem *pb,
                !(q->XT = malloc(n * d * sizeof *q->XT)))
         return km_error_set(err, KM_ENOMEM,
                             "out of memory for the kernel cache");
-    q->pool = malloc(cap * n * sizeof *q->pool);
+    q->pool_lent = lent && lent_size >= cap * n;
+    q->pool = q->pool_lent ? lent : malloc(cap * n * sizeof *q->pool);
     q->slot = malloc(n * sizeof *q->slot);
     q->owner = malloc(cap * sizeof *q->owner);
     q->len = malloc(cap * sizeof *q->len);
@@ -888,6 +892,8 @@ void km_smo_options_of(smo_options *o, const km_svm_params *p,
     o->ctl = ctl;
     o->progress_lo = lo;
     o->progress_hi = hi;
+    o->pool = NULL;
+    o->pool_size = 0;
 }
 
 km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
@@ -939,7 +945,8 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
      * is read through the cache too. */
     int dense = o->storage == SMO_DENSE;
     st = dense ? q_init_dense(&s.q, pb, err)
-               : q_init_cached(&s.q, pb, o->cache_bytes, err);
+               : q_init_cached(&s.q, pb, o->cache_bytes, o->pool,
+                               o->pool_size, err);
     if (st != KM_OK)
         goto out;
     res->dense = dense;

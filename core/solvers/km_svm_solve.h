@@ -55,6 +55,12 @@ typedef struct smo_options {
     smo_storage storage;
     const km_fit_control *ctl;
     double progress_lo, progress_hi; /* range this solve reports in */
+    /* The cached storage's columns in the caller's buffer of pool_size
+     * doubles when it holds them all (cache_bytes' worth, at most n^2),
+     * so that solves in turn reuse memory already mapped (fresh pages
+     * cost a fault each: 8% of a shuttle fit); NULL: the solve's own. */
+    double *pool;
+    size_t pool_size;
 } smo_options;
 
 typedef struct smo_result {
