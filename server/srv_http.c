@@ -374,6 +374,11 @@ static enum MHD_Result send_reply(srv_request *rq, srv_reply *rp)
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     if (rp->location[0])
         MHD_add_response_header(resp, "Location", rp->location);
+    if (rp->header_len) {
+        char n[24];
+        snprintf(n, sizeof n, "%zu", rp->header_len);
+        MHD_add_response_header(resp, "Inference-Header-Content-Length", n);
+    }
     if (rp->allow[0])
         MHD_add_response_header(resp, "Allow", rp->allow);
     if (rp->www_authenticate[0])
@@ -491,16 +496,22 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
     if (strcmp(rq->method, "POST") || !route->body)
         return 0;
     const char *ct = srv_header(rq, "Content-Type");
+    int binary = route->body == SRV_BODY_INFER &&
+                 srv_header(rq, "Inference-Header-Content-Length");
     if (route->body == SRV_BODY_MODEL
             ? !api_media_is(ct, API_MEDIA_LIBSVM) &&
                   !api_media_is(ct, API_MEDIA_KMM)
-            : !api_media_is(ct, "application/json")) {
+            : !api_media_is(ct, "application/json") &&
+                  !(binary && api_media_is(ct, "application/octet-stream"))) {
         srv_reply_fail(rp, API_UNSUPPORTED_MEDIA_TYPE,
                        "Content-Type must be %s, not %s",
                        route->body == SRV_BODY_MODEL
                            ? "text/plain (a LIBSVM model file) or "
                              "application/octet-stream (a kmserve model file)"
-                           : "application/json",
+                       : binary ? "application/json or (with "
+                                  "Inference-Header-Content-Length) "
+                                  "application/octet-stream"
+                                : "application/json",
                        ct ? ct : "missing");
         return 1;
     }
