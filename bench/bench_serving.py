@@ -25,7 +25,7 @@ requests/s at 8 and 64 connections, KRR and SVC; the binary batch of
 10 000 rows <= 0.3x scikit-learn's in-process time. Each is printed as
 "target ...: met" or "target ...: MISSED (why)".
 
-Takes about 4 minutes with the defaults (--duration 4, --reps 3, three
+Takes about 5 minutes with the defaults (--duration 4, --reps 3, three
 connection counts); --parts load,batch,big runs a subset.
 Run it alone: other benchmarks share the machine, so take the lock:
     flock /tmp/kmserve-bench.lock /usr/bin/python3 bench/bench_serving.py --bin build
