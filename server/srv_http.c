@@ -323,6 +323,24 @@ static int valid_request_id(const char *s)
     return 1;
 }
 
+/* src into dst (cap bytes), cut to fit: without printf, which showed in
+ * the profile of single-row predicts. */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* v as 16 lower-case hex digits (as "%016llx"). */
+static void hex_id(char *dst, unsigned long long v)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 15; i >= 0; i--, v >>= 4)
+        dst[i] = hex[v & 15];
+    dst[16] = '\0';
+}
+
 static srv_request *request_new(srv_state *s, struct MHD_Connection *conn,
                                 const char *url, const char *method)
 {
@@ -333,14 +351,13 @@ static srv_request *request_new(srv_state *s, struct MHD_Connection *conn,
     rq->conn = conn;
     rq->start = srv_mono();
     pthread_mutex_init(&rq->lock, NULL);
-    snprintf(rq->method, sizeof rq->method, "%s", method);
-    snprintf(rq->path, sizeof rq->path, "%s", url);
+    copy_text(rq->method, sizeof rq->method, method);
+    copy_text(rq->path, sizeof rq->path, url);
     const char *given = srv_header(rq, "X-Request-Id");
-    if (given && valid_request_id(given)) {
-        snprintf(rq->id, sizeof rq->id, "%s", given);
-    } else {
-        snprintf(rq->id, sizeof rq->id, "%016llx", (unsigned long long)new_id());
-    }
+    if (given && valid_request_id(given))
+        copy_text(rq->id, sizeof rq->id, given);
+    else
+        hex_id(rq->id, new_id());
     rq->route = srv_route_match(url, rq->param, sizeof rq->param,
                                  rq->version, sizeof rq->version);
     atomic_fetch_add(&s->active_requests, 1);

@@ -241,8 +241,9 @@ static size_t match_pattern(const char *pattern, const char *path,
                             size_t vlen)
 {
     static const char nm[] = "{name}", vm[] = "{version}";
-    const char *at = strstr(pattern, nm);
-    if (!at || strncmp(path, pattern, (size_t)(at - pattern)))
+    const char *at = strchr(pattern, '{'); /* {name} comes first if at all */
+    if (!at || strncmp(at, nm, sizeof nm - 1) ||
+        strncmp(path, pattern, (size_t)(at - pattern)))
         return 0;
     const char *rest = path + (at - pattern), *tail = at + sizeof nm - 1;
     const char *v = strstr(tail, vm);
