@@ -1,15 +1,15 @@
 """kmserve.client - Client, one kmserve server over HTTP, and Job, one fit
 job on it.
 
-Every method is one request (predict and project: one per batch of rows)
-on a fresh connection (http.client, standard library only), with the
-bearer token if one is given, over TLS for https:// URLs. Error answers
-raise the KmserveError subclass of their code (kmserve.errors).
+Every method is one request (predict, project and infer: one per batch
+of rows) on a fresh connection (http.client, standard library only), with
+the bearer token if one is given, over TLS for https:// URLs. Error
+answers raise the KmserveError subclass of their code (kmserve.errors).
 
 Retries. A request that changes nothing on the server (every GET, and
-predict, project and score, which docs/api.md states are idempotent) is
-sent again up to `retries` times, after 0.2 s, 0.4 s, ..., when the
-connection is refused, reset or closed before an answer. Nothing else is
+predict, project, score and infer, which docs/api.md states are
+idempotent) is sent again up to `retries` times, after 0.2 s, 0.4 s, ...,
+when the connection is refused, reset or closed before an answer. Nothing else is
 retried: not fits, deletes or cancels (the server may have acted), not
 timeouts (the server may still be working), not error answers.
 
