@@ -887,17 +887,6 @@ int api_v2_infer_binary(const km_model *m, api_body *body,
         read_input(m, cJSON_GetObjectItemCaseSensitive(root, "inputs"), &b,
                    &X, &n, e))
         return -1;
-    for (size_t k = 0; k < n_out && !(tail && tail->given); k++)
-        if (binary[k]) {
-            char what[64];
-            snprintf(what, sizeof what, all_binary ? "parameters.binary_data_"
-                     "output" : "outputs[%zu].parameters.binary_data", k);
-            free(X);
-            return api_invalid(e, "%s: binary tensor data is not supported "
-                               "without the Inference-Header-Content-Length "
-                               "header (the binary tensor data extension: "
-                               "the JSON header's length)", what);
-        }
     if (tail && tail->given && b.size != tail->len) {
         free(X);
         return api_invalid(e, "the body has %zu bytes after its JSON header "
@@ -952,16 +941,16 @@ int api_v2_infer_request(const km_model *m, const char *body, size_t len,
                          const char *header, api_v2_answer *out,
                          api_error *e)
 {
-    size_t hl;
+    size_t hl = len;
     api_body b;
     memset(out, 0, sizeof *out);
-    if (api_v2_header_length(header, len, &hl, e))
+    if (header && api_v2_header_length(header, len, &hl, e))
         return -1;
     if (api_parse_body(body, hl, api_v2_matrix_keys, &b, e)) {
         api_body_free(&b);
         return -1;
     }
-    api_v2_tail tail = {body + hl, len - hl, 1};
+    api_v2_tail tail = {body + hl, len - hl, header != NULL};
     int rc = api_v2_infer_binary(m, &b, &tail, out, e);
     api_body_free(&b);
     return rc;
@@ -972,6 +961,8 @@ size_t api_v2_request_bytes(const km_model *m, const char *body, size_t len,
 {
     size_t header_len, width = 1;
     api_error e;
+    if (!header) /* all JSON: binary outputs take less than their text */
+        return api_v2_infer_bytes(m, body, len);
     if (api_v2_header_length(header, len, &header_len, &e))
         return 0; /* refused before anything is allocated */
     size_t tail = len - header_len;

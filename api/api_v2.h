@@ -78,14 +78,16 @@ int api_v2_infer_binary(const km_model *m, api_body *body,
 /* The most working memory an infer body of len bytes can take (see
  * api_predict_bytes; the body is parsed into cJSON nodes). */
 size_t api_v2_infer_bytes(const km_model *m, const char *body, size_t len);
-/* An infer request with the Inference-Header-Content-Length header (its
- * value header): the body's JSON header parsed (errors as
- * api_parse_body), then api_v2_infer_binary. */
+/* An infer request: header is the Inference-Header-Content-Length
+ * header's value, NULL when the request has none (then the body is all
+ * JSON; it may still ask for binary outputs). The body's JSON header
+ * parsed (errors as api_parse_body), then api_v2_infer_binary. */
 int api_v2_infer_request(const km_model *m, const char *body, size_t len,
                          const char *header, api_v2_answer *out,
                          api_error *e);
 /* The most working memory api_v2_infer_request can take (0 when the
- * header is refused before anything is allocated). */
+ * header is refused before anything is allocated; api_v2_infer_bytes
+ * without a header). */
 size_t api_v2_request_bytes(const km_model *m, const char *body, size_t len,
                             const char *header);
 

@@ -679,8 +679,6 @@ static const answer_route project_route = {
     api_project, api_predict_matrix_keys, api_predict_bytes, "project"};
 static const answer_route score_route = {
     api_score, api_score_matrix_keys, api_score_bytes, "score"};
-static const answer_route infer_route = {
-    api_v2_infer, api_v2_matrix_keys, api_v2_infer_bytes, "infer"};
 
 /* The working memory of a predict is admitted against the fits' memory
  * budget (413 when it cannot be held) before the body is parsed. */
@@ -1030,7 +1028,9 @@ static void h_v2(srv_request *rq, srv_reply *rp)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", "kmserve");
     cJSON_AddStringToObject(o, "version", KM_VERSION);
-    cJSON_AddArrayToObject(o, "extensions");
+    /* the protocol's optional extensions this server implements */
+    cJSON *ext = cJSON_AddArrayToObject(o, "extensions");
+    cJSON_AddItemToArray(ext, cJSON_CreateString("binary_tensor_data"));
     srv_reply_json(rp, 200, o);
 }
 
@@ -1083,8 +1083,9 @@ static void h_v2_model_ready(srv_request *rq, srv_reply *rp)
         rp->status = 200;
 }
 
-/* An infer body with the binary tensor data extension (api_v2.h), its
- * memory admitted as answer() admits a predict's; binary outputs are
+/* An infer body, all JSON (hlen NULL) or with the binary tensor data
+ * extension (api_v2.h), its memory admitted as answer() admits a
+ * predict's; binary outputs (which a JSON request may ask for too) are
  * answered as application/octet-stream with the JSON's length. */
 static void infer_binary(srv_request *rq, srv_reply *rp, const char *hlen)
 {
@@ -1120,11 +1121,8 @@ static void infer_binary(srv_request *rq, srv_reply *rp, const char *hlen)
 
 static void h_v2_infer(srv_request *rq, srv_reply *rp)
 {
-    const char *hlen = srv_header(rq, "Inference-Header-Content-Length");
-    if (hlen)
-        infer_binary(rq, rp, hlen);
-    else
-        answer(rq, rp, &infer_route);
+    infer_binary(rq, rp,
+                 srv_header(rq, "Inference-Header-Content-Length"));
 }
 
 /* ------------------------------------------------------------- console */
