@@ -29,9 +29,9 @@ eigenvalues are within 1e-8 relative of the dense solver's.
 pairs data (BIN/bench_kpca phases: dsytrd, dsterf, dstein, dormtr, and
 dsyevr of every pair for comparison).
 
-Bounded time: with the defaults (sizes 3000,8000, 3 repeats) about 4
-minutes on 2 cores, most of it scikit-learn's dense reference at n = 8000
-(about 25 s per data set); --phases adds about 1.5 minutes.
+Bounded time: with the defaults (n = 8000, 3 repeats) about 4 minutes on
+2 cores, most of it scikit-learn's dense reference (25 to 80 s per data
+set, with the machine's load); --phases adds 2 to 3 minutes.
 """
 import argparse
 import json
@@ -147,7 +147,7 @@ def phases(args, tmp, X):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build")
-    ap.add_argument("--sizes", default="3000,8000")
+    ap.add_argument("--sizes", default="8000")
     ap.add_argument("--data", default="easy,pairs")
     ap.add_argument("--solvers", default="auto",
                     help="our solvers to time, comma-separated (auto, iterative, "
