@@ -923,20 +923,6 @@ int api_v2_infer_binary(const km_model *m, api_body *body,
     return join_answer(&t, &bin, any, out, e);
 }
 
-int api_v2_infer(const km_model *m, api_body *body, api_text *out,
-                 size_t *rows, api_error *e)
-{
-    api_v2_answer a; /* without a tail no output is binary */
-    if (api_v2_infer_binary(m, body, NULL, &a, e))
-        return -1;
-    out->buf = a.buf;
-    out->len = a.len;
-    out->cap = a.len + 1;
-    out->failed = 0;
-    *rows = a.rows;
-    return 0;
-}
-
 int api_v2_infer_request(const km_model *m, const char *body, size_t len,
                          const char *header, api_v2_answer *out,
                          api_error *e)

@@ -38,14 +38,6 @@ extern const char *const api_v2_matrix_keys[];
 cJSON *api_v2_model_json(const km_model *m, const uint64_t *versions,
                          size_t n_versions);
 
-/* Answers an infer body with m's outputs (those named in "outputs", or
- * its main one); *out is the answer's JSON text (caller owns out->buf);
- * *rows the rows inferred. 0, or -1 with e set (400 for a malformed
- * tensor or an unknown output, 409 for an output the model was fitted
- * without, 413, 422 as predict). */
-int api_v2_infer(const km_model *m, api_body *body, api_text *out,
-                 size_t *rows, api_error *e);
-
 /* The bytes after an infer body's JSON header (given: the request had
  * Inference-Header-Content-Length). */
 typedef struct api_v2_tail {
@@ -67,9 +59,12 @@ typedef struct api_v2_answer {
 int api_v2_header_length(const char *value, size_t len, size_t *header_len,
                          api_error *e);
 
-/* api_v2_infer with the bytes after the JSON header (tail NULL: none);
- * binary outputs when asked. Caller owns out->buf. Errors as
- * api_v2_infer; a binary input that does not match its shape and
+/* Answers an infer body with m's outputs (those named in "outputs", or
+ * its main one), with the bytes after the JSON header (tail NULL: none);
+ * binary outputs when asked. Caller owns out->buf; out->rows the rows
+ * inferred. 0, or -1 with e set (400 for a malformed tensor or an
+ * unknown output, 409 for an output the model was fitted without, 413,
+ * 422 as predict; a binary input that does not match its shape and
  * datatype, or bytes that no input claims, are 400. */
 int api_v2_infer_binary(const km_model *m, api_body *body,
                         const api_v2_tail *tail, api_v2_answer *out,
