@@ -201,6 +201,11 @@ size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
      * variable; the model's copies. */
     size_t b = 4 * n * d * 8 + n * (k - 1) * 8 + 20 * n * 8;
     b += n * d * 8 + n * (k - 1) * 8 + n * 8; /* support vectors */
+    /* Without probability the pairs run on up to svc_most_workers()
+     * workers, each with its own pair's rows, their two copies and the
+     * solver's workspace (the caches split the budget between them). */
+    if (!p->probability)
+        b += (svc_most_workers() - 1) * (3 * n * d * 8 + 20 * n * 8);
     /* The shared Gram and the caches share the budget; a pair's cache
      * needs at most its whole Q, and at least two columns. */
     size_t gram = km_mul3(n, n, sizeof(double));
