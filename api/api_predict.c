@@ -95,7 +95,6 @@ static const km_answer *route_default(km_algorithm a, const char *route)
 #define TEXT_PER_VALUE 26
 /* Kernel values core computes at once when predicting (km_svm.c's
  * block; km_kernel_expand's is smaller), at least one row of them. */
-#define KERNEL_BLOCK_VALUES ((size_t)4 << 20)
 
 size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
 {
@@ -128,8 +127,9 @@ size_t api_predict_bytes(const km_model *m, const char *body, size_t len)
         strings = rows * nf * sizeof(double) + (sets < most ? sets : most);
     }
     size_t ns = km_model_n_samples(m);
-    size_t block = rows * ns < KERNEL_BLOCK_VALUES ? rows * ns
-                                                   : KERNEL_BLOCK_VALUES;
+    size_t block = rows * ns < KM_PREDICT_BLOCK_VALUES
+                       ? rows * ns
+                       : KM_PREDICT_BLOCK_VALUES;
     if (block < ns)
         block = ns;
     /* the scaled copy of X's rows, one block at a time (km_pre.c: about

@@ -45,7 +45,6 @@
  */
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -605,7 +604,7 @@ out:
 }
 
 /* A prediction's blocks of rows, on one worker or several: what they
- * read, where they write (disjoint rows of out), and the first failure. */
+ * read and where they write (disjoint rows of out). */
 typedef struct svc_pred {
     const km_model *m;
     const svm_payload *p;
@@ -613,10 +612,6 @@ typedef struct svc_pred {
     size_t n, d, rows;        /* rows: per block */
     svc_output what;
     void *out;
-    pthread_mutex_t lock;     /* next, st, err */
-    size_t next;
-    km_status st;
-    km_error err;
 } svc_pred;
 
 /* Rows i0 .. i0 + nb - 1 into s->out, with a worker's buffers: Kb (rows
@@ -677,45 +672,26 @@ static km_status svc_block(const svc_pred *s, size_t i0, size_t nb,
     return KM_OK;
 }
 
-/* A worker: blocks in order until there are none or one has failed. */
-static void *svc_pred_work(void *arg)
+/* A worker's buffers, in one scratch of svc_scratch_bytes. */
+static size_t svc_scratch_bytes(const svc_pred *s)
 {
-    svc_pred *s = arg;
-    const svm_payload *p = s->p;
-    const size_t K = p->k, rows = s->rows, nsv = p->nsv;
-    km_error e = {0};
-    km_status st = KM_OK;
-    double *Kb = malloc(rows * (nsv ? nsv : 1) * sizeof *Kb);
-    double *part = malloc(rows * K * (K - 1) * sizeof *part);
-    double *dec = s->what == OUT_DECISION
-                      ? NULL
-                      : malloc(rows * n_pairs(K) * sizeof *dec);
-    double *work = malloc((2 * K * K + K + 1) * sizeof *work);
-    if (!Kb || !part || (s->what != OUT_DECISION && !dec) || !work)
-        st = km_error_set(&e, KM_ENOMEM, "out of memory for prediction");
-    while (st == KM_OK) {
-        pthread_mutex_lock(&s->lock);
-        size_t i0 = s->st == KM_OK ? s->next : s->n;
-        s->next = i0 < s->n ? i0 + rows : i0;
-        pthread_mutex_unlock(&s->lock);
-        if (i0 >= s->n)
-            break;
-        size_t nb = s->n - i0 < rows ? s->n - i0 : rows;
-        st = svc_block(s, i0, nb, Kb, part, dec, work, &e);
-    }
-    if (st != KM_OK) {
-        pthread_mutex_lock(&s->lock);
-        if (s->st == KM_OK) {
-            s->st = st;
-            s->err = e;
-        }
-        pthread_mutex_unlock(&s->lock);
-    }
-    free(Kb);
-    free(part);
-    free(dec);
-    free(work);
-    return NULL;
+    const size_t K = s->p->k, rows = s->rows;
+    return (rows * (s->p->nsv ? s->p->nsv : 1) + rows * K * (K - 1) +
+            (s->what == OUT_DECISION ? 0 : rows * n_pairs(K)) +
+            2 * K * K + K + 1) * sizeof(double);
+}
+
+/* km_blocks_run's block: svc_block with the buffers cut from scratch. */
+static km_status svc_pred_block(void *ctx, size_t i0, size_t nb,
+                                void *scratch, km_error *err)
+{
+    const svc_pred *s = ctx;
+    const size_t K = s->p->k, rows = s->rows;
+    double *Kb = scratch, *part = Kb + rows * (s->p->nsv ? s->p->nsv : 1);
+    double *dec = part + rows * K * (K - 1);
+    double *work = dec + (s->what == OUT_DECISION ? 0 : rows * n_pairs(K));
+    return svc_block(s, i0, nb, Kb, part,
+                     s->what == OUT_DECISION ? NULL : dec, work, err);
 }
 
 /* Kernel values (rows x support vectors) above which a prediction's
@@ -741,30 +717,6 @@ static size_t pred_workers(const km_model *m, const svm_payload *p,
     return nw < blocks ? nw : blocks;
 }
 
-/*
- * svc_run on several workers: the calling thread and the ones it can
- * start, each taking blocks of rows (svc_pred_work) with its own
- * buffers, BLAS on one thread per call meanwhile (as the fits' pairs:
- * svc_blas_single_begin). Each row's values come from the same
- * routines as on one worker.
- */
-static km_status svc_run_workers(svc_pred *s, size_t nw, km_error *err)
-{
-    pthread_t tid[SVC_MAX_WORKERS];
-    size_t started = 1;
-    svc_blas_single_begin();
-    for (; started < nw; started++)
-        if (pthread_create(&tid[started], NULL, svc_pred_work, s))
-            break; /* fewer workers */
-    svc_pred_work(s);
-    for (size_t w = 1; w < started; w++)
-        pthread_join(tid[w], NULL);
-    svc_blas_single_end();
-    if (s->st != KM_OK)
-        return km_error_set(err, s->st, "%s", s->err.message);
-    return KM_OK;
-}
-
 static km_status svc_run(const km_model *m, const double *X, size_t n,
                          svc_output what, void *out, const char *op,
                          km_error *err)
@@ -784,18 +736,14 @@ static km_status svc_run(const km_model *m, const double *X, size_t n,
     size_t rows = PRED_BLOCK_BYTES / sizeof(double) / per_row;
     rows = rows < 8 ? 8 : rows;
     svc_pred s = {m, p, X, n, d, rows, what, out};
+    /* on workers (BLAS on one thread per call meanwhile), or blocks of
+     * block_rows on this thread; each row's values from the same
+     * routines either way */
     size_t nw = pred_workers(m, p, n, rows);
-    pthread_mutex_init(&s.lock, NULL);
-    if (nw > 1) {
-        st = svc_run_workers(&s, nw, err);
-    } else {
+    if (nw == 1)
         s.rows = block_rows(p->nsv, K, n);
-        svc_pred_work(&s);
-        if (s.st != KM_OK)
-            st = km_error_set(err, s.st, "%s", s.err.message);
-    }
-    pthread_mutex_destroy(&s.lock);
-    return st;
+    return km_blocks_run(n, s.rows, nw, svc_scratch_bytes(&s),
+                         svc_pred_block, &s, err);
 }
 
 km_status km_svc_predict(const km_model *m, const double *X, size_t n,

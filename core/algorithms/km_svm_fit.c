@@ -728,10 +728,10 @@ static km_status svc_solve_pairs(km_fit_frame *fr, svc_rows *r,
         x->f.pool_size = x->f.pool ? want : 0;
     }
     if (nw > 1)
-        svc_blas_single_begin();
+        km_blas_single_begin();
     st = svc_pairs_run(&run.q, wk, sizeof *wk, nw, err);
     if (nw > 1)
-        svc_blas_single_end();
+        km_blas_single_end();
     for (size_t w = 0; w < nw; w++) {
         *iterations += wk[w].f.iterations;
         *capped += wk[w].f.capped;

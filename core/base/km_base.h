@@ -256,6 +256,26 @@ const char *km_blas_core(void);
  * NULL when it already uses them all, or runs a set km_blas.c does not
  * know. */
 const char *km_blas_core_advice(void);
+/* BLAS on one thread per call while work runs on several workers (see
+ * km_blas.c): begin before the workers start, end after they stop;
+ * overlapping users nest, the last end puts back the count the first
+ * begin found. */
+void km_blas_single_begin(void);
+void km_blas_single_end(void);
+/* The CPUs online (at least 1). */
+size_t km_cpus(void);
+
+/* Rows i0 .. i0 + nb - 1 of a km_blocks_run, with the worker's scratch. */
+typedef km_status (*km_block_fn)(void *ctx, size_t i0, size_t nb,
+                                 void *scratch, km_error *err);
+/* fn over rows 0 .. n - 1 in blocks of at most rows, in order, on nw
+ * workers (the calling thread and the threads it can start; at most the
+ * blocks), each with scratch_bytes of its own; BLAS on one thread per
+ * call while more than one runs. Blocks must write disjoint outputs. The
+ * first failure stops the blocks not yet started and is returned. */
+km_status km_blocks_run(size_t n, size_t rows, size_t nw,
+                        size_t scratch_bytes, km_block_fn fn, void *ctx,
+                        km_error *err);
 
 #ifdef __cplusplus
 }

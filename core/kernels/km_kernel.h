@@ -36,6 +36,10 @@ _Static_assert((0 KM_KERNEL_MAP(KM_MAP_ONE)) == KM_KERNEL_TYPE_COUNT,
 
 #define KM_KERNEL_MAX_PARTS 16 /* parts of one sum or product */
 #define KM_KERNEL_MAX_DEPTH 4  /* nesting of sums and products */
+/* The most kernel values a prediction's expansion holds at once, its
+ * blocks on every worker together (at least one row's when a row has
+ * more): what admission counts for them. */
+#define KM_PREDICT_BLOCK_VALUES ((size_t)4 << 20)
 
 /*
  * A kernel, as a plain parameter struct with the parameterisation of

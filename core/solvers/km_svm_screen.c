@@ -49,7 +49,7 @@
  * the CPUs and SVC_MAX_WORKERS; each with its own buffers and an equal
  * part of the kernel budget); a pair's answer does not depend on the
  * worker. With more than one worker, BLAS runs one thread per call
- * meanwhile (see svc_blas_single_begin).
+ * meanwhile (see km_blas_single_begin).
  *
  * Thread-safety: reentrant; the workers share the read-only rows and
  * margins, write disjoint entries of the results, and report progress
@@ -614,10 +614,10 @@ km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
         goto out;
     }
     if (nw > 1)
-        svc_blas_single_begin();
+        km_blas_single_begin();
     st = svc_pairs_run(&run.q, wk, sizeof *wk, nw, err);
     if (nw > 1)
-        svc_blas_single_end();
+        km_blas_single_end();
     if (st != KM_OK)
         goto out;
     for (size_t w = 0; w < nw; w++) {

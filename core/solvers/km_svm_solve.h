@@ -122,11 +122,6 @@ km_status svc_pairs_run(svc_pairs *q, void *states, size_t size, size_t nw,
 int svc_pairs_progress(svc_pairs *q, size_t pi, double f);
 /* The most workers on this machine: SVC_MAX_WORKERS, at most its CPUs. */
 size_t svc_most_workers(void);
-/* BLAS on one thread per call while several workers run (see
- * km_svm_pairs.c): begin before svc_pairs_run, end after; overlapping
- * fits nest, the last end puts back the count the first begin found. */
-void svc_blas_single_begin(void);
-void svc_blas_single_end(void);
 
 /* ------------------------------------------------ svc's nystrom solver */
 

@@ -181,6 +181,55 @@ START_TEST(one_row_dots)
 }
 END_TEST
 
+/* km_kernel_expand on one thread and, past its threshold, in blocks on
+ * workers: out = K(X, S) W + bias against the sums written here (rbf
+ * and polynomial, one output and three), to 1e-12 relative; and the
+ * same bits whatever the rows' count asks of the workers. */
+START_TEST(expand_on_workers)
+{
+    const size_t ns = 700, d = 5, nbig = 3100; /* 2.17e6 values: workers */
+    double *S = rand_matrix(ns, d, 11), *X = rand_matrix(nbig, d, 12);
+    double *W = rand_matrix(ns, 3, 13), bias[3] = {0.5, -1, 2};
+    double *out = malloc(nbig * 3 * sizeof *out);
+    double *one = malloc(3 * sizeof *one);
+    for (int kt = 0; kt < 2; kt++)
+        for (size_t m = 1; m <= 3; m += 2) {
+            km_kernel k;
+            km_kernel_init(&k, kt ? KM_KERNEL_POLYNOMIAL : KM_KERNEL_RBF);
+            k.gamma = 0.3;
+            km_kernel_resolve(&k, d);
+            ck_assert_int_eq(km_kernel_expand(&k, S, ns, d, NULL, W, m, bias,
+                                              X, nbig, out, NULL), KM_OK);
+            for (size_t i = 0; i < nbig; i += 7) {
+                for (size_t j = 0; j < m; j++) {
+                    double ref = bias[j], mag = fabs(bias[j]);
+                    for (size_t t = 0; t < ns; t++) {
+                        double v = km_kernel_eval(&k, X + i * d, S + t * d, d);
+                        ref += v * W[t * m + j];
+                        mag += fabs(v * W[t * m + j]);
+                    }
+                    ck_assert_msg(fabs(out[i * m + j] - ref) <= 1e-12 * mag,
+                                  "kernel %d, m %zu, row %zu: %.17g vs %.17g",
+                                  kt, m, i, out[i * m + j], ref);
+                }
+                /* the row alone (one thread, one block) */
+                ck_assert_int_eq(km_kernel_expand(&k, S, ns, d, NULL, W, m,
+                                                  bias, X + i * d, 1, one,
+                                                  NULL), KM_OK);
+                for (size_t j = 0; j < m; j++)
+                    ck_assert_double_eq_tol(one[j], out[i * m + j],
+                                            1e-12 * (1 + fabs(one[j])));
+            }
+            km_kernel_cleanup(&k);
+        }
+    free(S);
+    free(X);
+    free(W);
+    free(out);
+    free(one);
+}
+END_TEST
+
 /* The rbf training diagonal is exactly 1 (distance forced to 0). */
 START_TEST(rbf_diagonal_exact)
 {
@@ -701,6 +750,7 @@ static Suite *kernel_suite(void)
     tcase_add_test(tc, composite_closed_forms);
     tcase_add_test(tc, gram_paths_agree);
     tcase_add_test(tc, one_row_dots);
+    tcase_add_test(tc, expand_on_workers);
     tcase_add_test(tc, rbf_diagonal_exact);
     tcase_add_test(tc, validation_names_field);
     tcase_add_test(tc, type_names_round_trip);
