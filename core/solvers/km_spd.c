@@ -93,6 +93,25 @@ static int prog_add(prog *p, double flops)
     return km_progress(p->ctl, p->f0 + (p->f1 - p->f0) * (t < 1 ? t : 1));
 }
 
+/* The flops prog_add counts for a blocked POTRF of n and for the RFP
+ * factorisation of r (so that its progress ends at f1). */
+static double potrf_flops(size_t n)
+{
+    double f = 0;
+    for (size_t k = 0; k < n; k += SPD_BLOCK) {
+        size_t kb = n - k < SPD_BLOCK ? n - k : SPD_BLOCK;
+        double b = (double)kb, m = (double)(n - k - kb);
+        f += b * b * b / 3 + m * b * b + m * m * b;
+    }
+    return f;
+}
+
+static double pftrf_flops(const rfp *r)
+{
+    double a = (double)r->n1, b = (double)r->n2;
+    return potrf_flops(r->n1) + b * a * a + b * b * a + potrf_flops(r->n2);
+}
+
 /* Return codes of the factorisations beyond LAPACK's: cancelled. */
 #define SPD_CANCELLED (-1000)
 
@@ -445,8 +464,7 @@ static km_status run_double(spd *s, const double *Y, double *C, double f0,
     double fm = f0 + 0.1 * (f1 - f0);
     km_status st = fill(s, NULL, Ld, NULL, f0, fm, NULL, err);
     if (st == KM_OK) {
-        double nn = (double)n;
-        prog pg = {s->ctl, fm, f1, nn * nn * nn / 3, 0};
+        prog pg = {s->ctl, fm, f1, pftrf_flops(&s->r), 0};
         lapack_int info = pftrf_d(Ld, &s->r, &pg);
         st = info ? factor_error(info, err) : solve_double(s, Ld, Y, C, err);
     }
@@ -480,8 +498,7 @@ static km_status run_mixed(spd *s, const double *Y, double *C,
         rep->fallback = KM_SPD_FALLBACK_FLOAT_FACTOR;
         goto out;
     }
-    double nn = (double)n;
-    prog pg = {s->ctl, fa, fb, nn * nn * nn / 3, 0};
+    prog pg = {s->ctl, fa, fb, pftrf_flops(&s->r), 0};
     lapack_int info = pftrf_s(Lf, &s->r, &pg);
     if (info == SPD_CANCELLED || info < 0) {
         st = factor_error(info, err);
