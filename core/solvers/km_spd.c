@@ -65,16 +65,6 @@ static rfp rfp_layout(size_t n)
     return r;
 }
 
-/* Where element (i, j), i >= j, of the lower triangle is. */
-static size_t rfp_index(const rfp *r, size_t i, size_t j)
-{
-    if (i < r->n1)
-        return r->o1 + i + j * r->ld;
-    if (j < r->n1)
-        return r->os + (i - r->n1) + j * r->ld;
-    return r->o2 + (j - r->n1) + (i - r->n1) * r->ld;
-}
-
 static size_t rfp_values(size_t n)
 {
     return n / 2 * (n + 1) + (n % 2 ? (n + 1) / 2 : 0);
@@ -198,51 +188,91 @@ typedef struct spd {
 } spd;
 
 /*
+ * Stores the run v[0 .. c) of lower-triangle values at RFP offset at, in
+ * float (Lf) or double (Ld). diag: the run's first value is on the
+ * diagonal (alpha added). rs: |A|'s row sums; the run is column j's from
+ * row i (col 1) or row i's from column j (col 0). -1 when a value is not
+ * finite; *overflow when one does not fit a float.
+ */
+static int put_run(const spd *s, double *v, size_t c, int diag, float *Lf,
+                   double *Ld, size_t at, double *rs, int col, size_t i,
+                   size_t j, int *overflow)
+{
+    if (diag)
+        v[col ? 0 : c - 1] += s->alpha;
+    double sum = 0;
+    for (size_t t = 0; t < c; t++) {
+        if (!isfinite(v[t]))
+            return -1;
+        double a = fabs(v[t]);
+        if (rs) {
+            int on_diag = diag && t == (col ? 0 : c - 1);
+            if (!on_diag)
+                sum += a;
+            rs[col ? i + t : j + t] += a;
+        }
+        if (Lf && a > FLT_MAX)
+            *overflow = 1;
+    }
+    if (rs)
+        rs[col ? j : i] += sum;
+    if (Ld)
+        memcpy(Ld + at, v, c * sizeof *v);
+    else
+        for (size_t t = 0; t < c; t++)
+            Lf[at + t] = (float)v[t];
+    return 0;
+}
+
+/*
  * Fills the RFP lower triangle of K + alpha I in float (Lf) or double
- * (Ld), and s->anrm (|A|_inf) when rs is given; progress f0 .. f1. 1 when
- * a value does not fit a float (Lf only).
+ * (Ld), and s->anrm (|A|_inf) when rs is given; progress f0 .. f1. The
+ * columns j < n1 are contiguous in the packed form (T1 over S), and so
+ * are the rows i >= n1 of T2: blocks of columns, then of rows, so that
+ * every value is written in order.
  */
 static km_status fill(spd *s, float *Lf, double *Ld, double *rs, double f0,
                       double f1, int *overflow, km_error *err)
 {
-    size_t n = s->n;
+    size_t n = s->n, n1 = s->r.n1, ld = s->r.ld;
+    double total = (double)n * (double)(n + 1) / 2, done = 0;
+    int bad = 0;
     if (rs)
         memset(rs, 0, n * sizeof *rs);
-    for (size_t i0 = 0; i0 < n; i0 += s->rows) {
-        size_t b = n - i0 < s->rows ? n - i0 : s->rows, w = i0 + b;
-        km_status st = km_gram_block(s->k, s->X, s->xn, s->d, i0, b, 0, w,
+    for (size_t j0 = 0; j0 < n1 && !bad; j0 += s->rows) {
+        size_t jb = n1 - j0 < s->rows ? n1 - j0 : s->rows, w = n - j0;
+        km_status st = km_gram_block(s->k, s->X, s->xn, s->d, j0, jb, j0, w,
                                      s->Kb, w, err);
         if (st != KM_OK)
             return st;
-        for (size_t a = 0; a < b; a++) {
-            size_t i = i0 + a;
-            double *row = s->Kb + a * w;
-            row[i] += s->alpha;
-            for (size_t j = 0; j <= i; j++) {
-                double v = row[j];
-                if (!isfinite(v))
-                    return km_error_set(err, KM_EPROBLEM, "the kernel matrix "
-                                        "has values that are not finite "
-                                        "numbers (overflow); use a smaller "
-                                        "gamma, degree or scale of X");
-                if (rs) {
-                    rs[i] += fabs(v);
-                    if (j < i)
-                        rs[j] += fabs(v);
-                }
-                if (Ld) {
-                    Ld[rfp_index(&s->r, i, j)] = v;
-                } else {
-                    if (fabs(v) > FLT_MAX)
-                        *overflow = 1;
-                    Lf[rfp_index(&s->r, i, j)] = (float)v;
-                }
-            }
+        for (size_t a = 0; a < jb && !bad; a++) {
+            size_t j = j0 + a; /* column j from row j: n - j values */
+            bad = put_run(s, s->Kb + a * w + a, n - j, 1, Lf, Ld,
+                          s->r.o1 + j * ld + j, rs, 1, j, j, overflow);
+            done += (double)(n - j);
         }
-        double t = (double)w / (double)n;
-        if (km_progress(s->ctl, f0 + (f1 - f0) * t * t))
+        if (km_progress(s->ctl, f0 + (f1 - f0) * done / total))
             return km_error_set(err, KM_ECANCELLED, "fit cancelled");
     }
+    for (size_t i0 = n1; i0 < n && !bad; i0 += s->rows) {
+        size_t b = n - i0 < s->rows ? n - i0 : s->rows, w = i0 + b - n1;
+        km_status st = km_gram_block(s->k, s->X, s->xn, s->d, i0, b, n1, w,
+                                     s->Kb, w, err);
+        if (st != KM_OK)
+            return st;
+        for (size_t a = 0; a < b && !bad; a++) {
+            size_t i = i0 + a; /* row i from column n1: i - n1 + 1 values */
+            bad = put_run(s, s->Kb + a * w, i - n1 + 1, 1, Lf, Ld,
+                          s->r.o2 + (i - n1) * ld, rs, 0, i, n1, overflow);
+            done += (double)(i - n1 + 1);
+        }
+        if (km_progress(s->ctl, f0 + (f1 - f0) * done / total))
+            return km_error_set(err, KM_ECANCELLED, "fit cancelled");
+    }
+    if (bad)
+        return km_error_set(err, KM_EPROBLEM, "the kernel matrix has values "
+                            "that are not finite numbers (overflow); use a "
+                            "smaller gamma, degree or scale of X");
     if (rs) {
         s->anrm = 0;
         for (size_t i = 0; i < n; i++)
@@ -251,25 +281,37 @@ static km_status fill(spd *s, float *Lf, double *Ld, double *rs, double f0,
     return KM_OK;
 }
 
-/* Q := (K + alpha I) P, n x m row-major, kernel blocks in double. */
+/*
+ * Q := (K + alpha I) P, n x m row-major, from the lower triangle's kernel
+ * blocks in double (half of K's values: each strictly lower block is used
+ * twice, as itself and as its transpose).
+ */
 static km_status apply(spd *s, const double *P, double *Q, km_error *err)
 {
     size_t n = s->n, m = s->m;
+    for (size_t i = 0; i < n * m; i++)
+        Q[i] = s->alpha * P[i];
     for (size_t i0 = 0; i0 < n; i0 += s->rows) {
-        size_t b = n - i0 < s->rows ? n - i0 : s->rows;
-        km_status st = km_gram_block(s->k, s->X, s->xn, s->d, i0, b, 0, n,
-                                     s->Kb, n, err);
+        size_t b = n - i0 < s->rows ? n - i0 : s->rows, w = i0 + b;
+        km_status st = km_gram_block(s->k, s->X, s->xn, s->d, i0, b, 0, w,
+                                     s->Kb, w, err);
         if (st != KM_OK)
             return st;
-        if (m == 1)
-            cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)b, (int)n, 1.0,
-                        s->Kb, (int)n, P, 1, 0.0, Q + i0, 1);
-        else
+        if (m == 1) {
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)b, (int)w, 1.0,
+                        s->Kb, (int)w, P, 1, 1.0, Q + i0, 1);
+            if (i0)
+                cblas_dgemv(CblasRowMajor, CblasTrans, (int)b, (int)i0, 1.0,
+                            s->Kb, (int)w, P + i0, 1, 1.0, Q, 1);
+        } else {
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)b,
-                        (int)m, (int)n, 1.0, s->Kb, (int)n, P, (int)m, 0.0,
+                        (int)m, (int)w, 1.0, s->Kb, (int)w, P, (int)m, 1.0,
                         Q + i0 * m, (int)m);
-        for (size_t i = i0 * m; i < (i0 + b) * m; i++)
-            Q[i] += s->alpha * P[i];
+            if (i0)
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)i0,
+                            (int)m, (int)b, 1.0, s->Kb, (int)w, P + i0 * m,
+                            (int)m, 1.0, Q, (int)m);
+        }
     }
     return KM_OK;
 }
