@@ -1,10 +1,19 @@
 /*
  * km_krr.c - kernel ridge regression: solve (K + alpha I) C = Y.
  *
- * The fit allocates one n x n buffer, fills its lower triangle with the
- * Gram matrix (DSYRK + vectorised map), and hands it to km_krr_solve
- * (also KPCA's inverse map), which adds alpha to the diagonal and factors
- * it in place with Cholesky. LAPACKE's row-major interface would
+ * Long: the exact, nystrom and rff fits share the payload, its file form
+ * and the descriptor; each fit is short and the rff part is one block at
+ * the end.
+ *
+ * The exact fit hands X to km_spd_kernel_solve (solvers/km_spd.c), which
+ * holds the lower triangle of K + alpha I once, packed, factors it in
+ * float and refines the solution in double (params.precision mixed, the
+ * default; the double factor when that stalls) or factors it in double.
+ *
+ * km_krr_solve (the rff solver's D x D system and KPCA's inverse map)
+ * takes an n x n buffer whose lower triangle holds the matrix, adds
+ * alpha to the diagonal and factors it in place with Cholesky. LAPACKE's
+ * row-major interface would
  * transpose into a second n x n copy, so the buffer is handed to the
  * column-major interface as what it also is: the upper triangle of the
  * same symmetric matrix. All outputs are solved with one DPOTRS.
