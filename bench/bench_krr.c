@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 #include "km.h"
@@ -32,6 +33,10 @@ int main(int argc, char **argv)
     km_krr_params p = {.alpha = atof(argv[8])};
     if (argc == 11 && !strcmp(argv[10], "double"))
         p.precision = KM_KRR_PRECISION_DOUBLE;
+    /* the fit may use every core beside BLAS's threads, as the server's
+     * fits do (--blas-threads) */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    km_fit_control ctl = {NULL, NULL, cores > 1 ? (int)cores : 1};
     double fit[32], pred[32];
     km_model *m = NULL;
     km_error err;
@@ -39,7 +44,7 @@ int main(int argc, char **argv)
         km_model_free(m);
         m = NULL;
         double t0 = bench_now();
-        if (km_krr_fit(&k, &p, X, n, d, y, 1, NULL, &m, &err) != KM_OK) {
+        if (km_krr_fit(&k, &p, X, n, d, y, 1, &ctl, &m, &err) != KM_OK) {
             fprintf(stderr, "fit: %s\n", err.message);
             return 1;
         }

@@ -29,6 +29,7 @@
 #include <float.h>
 #include <lapacke.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,9 @@ typedef struct spd {
     double *Kb; /* rows x n kernel values */
     rfp r;
     const km_fit_control *ctl;
+    size_t threads; /* the fused product's (0: none) */
+    double *acc;    /* its accumulators, n per thread */
+    double *row;    /* its rows of kernel values, n per thread */
 } spd;
 
 /*
@@ -281,6 +285,68 @@ static km_status fill(spd *s, float *Lf, double *Ld, double *rs, double f0,
     return KM_OK;
 }
 
+/* Most threads of the fused product. */
+#define SPD_MAX_THREADS 8
+
+/* One thread's rows [r0, r1) of the fused product: each row i of the
+ * lower triangle, k(x_i, x_j) for j <= i (inner products and the map, no
+ * BLAS), adds row . p to acc_i and p_i row to acc_j, j < i. */
+typedef struct fused_part {
+    const spd *s;
+    const double *P;
+    double *acc, *row;
+    size_t r0, r1;
+} fused_part;
+
+static void *fused_rows(void *arg)
+{
+    const fused_part *w = arg;
+    const spd *s = w->s;
+    size_t d = s->d;
+    memset(w->acc, 0, s->n * sizeof *w->acc);
+    for (size_t i = w->r0; i < w->r1; i++) {
+        km_vdot_rows(s->X + i * d, s->X, i + 1, d, w->row);
+        km_kernel_map_row(s->k, w->row, i + 1, s->xn[i], s->xn, (long)i);
+        w->acc[i] += km_vdot(w->row, w->P, i + 1);
+        km_vaxpy(w->P[i], w->row, w->acc, i);
+    }
+    return NULL;
+}
+
+/* Q := (K + alpha I) P for one output and a kernel of inner products,
+ * the triangle's rows split over s->threads threads by area (this one
+ * the first), each into its own accumulator. */
+static void apply_fused(spd *s, const double *P, double *Q)
+{
+    size_t n = s->n, nt = s->threads;
+    fused_part w[SPD_MAX_THREADS];
+    pthread_t tid[SPD_MAX_THREADS];
+    int started[SPD_MAX_THREADS] = {0};
+    for (size_t t = 0; t < nt; t++) {
+        size_t r0 = (size_t)((double)n * sqrt((double)t / (double)nt));
+        size_t r1 = t + 1 == nt ? n : (size_t)((double)n *
+                                               sqrt((double)(t + 1) /
+                                                    (double)nt));
+        w[t] = (fused_part){s, P, s->acc + t * n, s->row + t * n, r0, r1};
+        /* thread 0 is this one; a thread that cannot start runs here */
+        if (t > 0)
+            started[t] = pthread_create(&tid[t], NULL, fused_rows,
+                                        &w[t]) == 0;
+    }
+    for (size_t t = 0; t < nt; t++)
+        if (!started[t])
+            fused_rows(&w[t]);
+    for (size_t t = 1; t < nt; t++)
+        if (started[t])
+            pthread_join(tid[t], NULL);
+    for (size_t i = 0; i < n; i++) {
+        double q = s->alpha * P[i];
+        for (size_t t = 0; t < nt; t++)
+            q += s->acc[t * n + i];
+        Q[i] = q;
+    }
+}
+
 /*
  * Q := (K + alpha I) P, n x m row-major, from the lower triangle's kernel
  * blocks in double (half of K's values: each strictly lower block is used
@@ -289,6 +355,10 @@ static km_status fill(spd *s, float *Lf, double *Ld, double *rs, double f0,
 static km_status apply(spd *s, const double *P, double *Q, km_error *err)
 {
     size_t n = s->n, m = s->m;
+    if (s->threads) {
+        apply_fused(s, P, Q);
+        return KM_OK;
+    }
     for (size_t i = 0; i < n * m; i++)
         Q[i] = s->alpha * P[i];
     for (size_t i0 = 0; i0 < n; i0 += s->rows) {
@@ -577,7 +647,7 @@ km_status km_spd_kernel_solve(const km_kernel *k, const double *X, size_t n,
     if (n == 0)
         return KM_OK;
     spd s = {k, X, NULL, n, d, m, block_rows(n), alpha, 0, NULL,
-             rfp_layout(n), ctl};
+             rfp_layout(n), ctl, 0, NULL, NULL};
     double *xn = km_sqnorms(X, n, d);
     s.xn = xn;
     s.Kb = malloc(s.rows * n * sizeof *s.Kb);
@@ -585,6 +655,20 @@ km_status km_spd_kernel_solve(const km_kernel *k, const double *X, size_t n,
     if (!xn || !s.Kb) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for a solve");
         goto out;
+    }
+    /* The fused product (one output, a kernel of inner products): on the
+     * threads the fit may use, no block of kernel values between BLAS
+     * calls (measured at n = 10000, d = 20: 0.10 s a product on two
+     * threads against 0.25 s for blocks, a map and two DGEMVs). */
+    if (mixed && m == 1 && km_kernel_uses_dots(k)) {
+        size_t nt = ctl && ctl->threads > 1 ? (size_t)ctl->threads : 1;
+        s.threads = nt < SPD_MAX_THREADS ? nt : SPD_MAX_THREADS;
+        s.acc = malloc(s.threads * n * sizeof *s.acc);
+        s.row = malloc(s.threads * n * sizeof *s.row);
+        if (!s.acc || !s.row) {
+            st = km_error_set(err, KM_ENOMEM, "out of memory for a solve");
+            goto out;
+        }
     }
     double fm = f0;
     if (mixed) {
@@ -598,6 +682,8 @@ km_status km_spd_kernel_solve(const km_kernel *k, const double *X, size_t n,
 out:
     free(xn);
     free(s.Kb);
+    free(s.acc);
+    free(s.row);
     return st;
 }
 
@@ -625,6 +711,8 @@ size_t km_spd_kernel_solve_bytes(size_t n, size_t m)
     size_t fl = add_sat(mul_sat(sizeof(float), add_sat(rfp_values(n),
                                                        mul_sat(n, m))),
                         mul_sat(D, add_sat(n, mul_sat(4, mul_sat(n, m)))));
+    /* the fused product's accumulators and rows, two per thread */
+    fl = add_sat(fl, mul_sat(D, mul_sat(2 * SPD_MAX_THREADS, n)));
     size_t db = mul_sat(D, add_sat(rfp_values(n), mul_sat(n, m)));
     return add_sat(both, fl > db ? fl : db);
 }

@@ -354,9 +354,13 @@ static void mixed_vs_double(const km_kernel *k, double alpha, const double *X,
                             double *ran, double *fallback)
 {
     km_krr_params p = {.alpha = alpha};
-    km_model *mm = NULL, *md = NULL;
+    km_model *mm = NULL, *md = NULL, *m1 = NULL;
     km_error err = {0};
-    ck_assert_msg(km_krr_fit(k, &p, X, n, d, Y, q, NULL, &mm, &err) == KM_OK,
+    km_fit_control two = {NULL, NULL, 2}; /* the fused product's threads */
+    ck_assert_msg(km_krr_fit(k, &p, X, n, d, Y, q, &two, &mm, &err) == KM_OK,
+                  "%s", err.message);
+    /* on one thread: the same factor, the same refinement */
+    ck_assert_msg(km_krr_fit(k, &p, X, n, d, Y, q, NULL, &m1, &err) == KM_OK,
                   "%s", err.message);
     p.precision = KM_KRR_PRECISION_DOUBLE;
     ck_assert_msg(km_krr_fit(k, &p, X, n, d, Y, q, NULL, &md, &err) == KM_OK,
@@ -376,6 +380,13 @@ static void mixed_vs_double(const km_kernel *k, double alpha, const double *X,
         worst = fmax(worst, fabs(a[i] - b[i]) / top);
     ck_assert_msg(worst <= 1e-10, "mixed vs double predictions differ by "
                   "%g relative", worst);
+    ck_assert_int_eq(km_krr_predict(m1, X, n, a, NULL), KM_OK);
+    worst = 0;
+    for (size_t i = 0; i < n * q; i++)
+        worst = fmax(worst, fabs(a[i] - b[i]) / top);
+    ck_assert_msg(worst <= 1e-10, "mixed on one thread vs double differ by "
+                  "%g relative", worst);
+    km_model_free(m1);
     *ran = figure(mm, "precision");
     double fb = figure(mm, "fallback");
     *fallback = isnan(fb) ? 0 : fb;
