@@ -15,9 +15,9 @@
  * factor thus takes 2 n^2 bytes and a double one 4 n^2: a quarter and a
  * half of the n x n double buffer a full-storage Cholesky needs.
  *
- * Refinement: x0 = M^-1 y (M = L L^T the float factor), then conjugate
- * gradients on (K + alpha I) x = y preconditioned by M, every output at
- * once; its products with K + alpha I are computed in double from kernel
+ * Refinement: conjugate gradients on (K + alpha I) x = y from x = 0,
+ * preconditioned by M = L L^T, the float factor (the first direction is
+ * the float solve M^-1 y), every output at once; its products with K + alpha I are computed in double from kernel
  * blocks of X (km_gram_block, the same values the double factor would
  * hold). When the recursive residual meets the test the true residual is
  * computed; only it decides. The test is DSPOSV's (|r|_inf <= |x|_inf
@@ -455,8 +455,8 @@ static km_status residual(spd *s, const double *Y, const double *Xs,
 }
 
 /*
- * Refinement with the float factor: C from x0 = M^-1 Y by preconditioned
- * conjugate gradients; *done 1 when DSPOSV's test holds. W: 4 n m
+ * Refinement with the float factor: C by preconditioned conjugate
+ * gradients from 0; *done 1 when DSPOSV's test holds. W: 4 n m
  * doubles of work; Bf: n m floats.
  */
 static km_status refine(spd *s, const float *Lf, const double *Y, double *C,
@@ -470,11 +470,12 @@ static km_status refine(spd *s, const float *Lf, const double *Y, double *C,
         return km_error_set(err, KM_ENOMEM, "out of memory for a solve");
     km_status st;
     *done = 0;
-    precond(s, Lf, Y, C, Bf);
+    /* From x = 0 (r = y, no product): the first step's direction is
+     * M^-1 y, the float solve, scaled by CG's optimal step. */
+    memset(C, 0, nm * sizeof *C);
+    memcpy(R, Y, nm * sizeof *R);
     int fresh = 1; /* R is the true residual: restart the directions */
-    if ((st = residual(s, Y, C, R, err)) != KM_OK)
-        goto out;
-    rep->steps = 1;
+    rep->steps = 0;
     while (1) {
         if (fresh && converged(s, R, C, &rep->backward_error)) {
             *done = 1;
