@@ -170,10 +170,11 @@ DEFINE_POTRF(potrf_d, double, LAPACKE_dpotrf_work, cblas_dtrsm, cblas_dsyrk)
 DEFINE_PFTRF(pftrf_s, float, potrf_s, cblas_strsm, cblas_ssyrk)
 DEFINE_PFTRF(pftrf_d, double, potrf_d, cblas_dtrsm, cblas_dsyrk)
 
-/* Rows per block of kernel values (8 MiB, at least one row). */
+/* Rows per block of kernel values (8 MiB, at least one row, at most n). */
 static size_t block_rows(size_t n)
 {
     size_t b = n ? ((size_t)1 << 20) / n : 1;
+    b = b < n ? b : n;
     return b < 1 ? 1 : b;
 }
 
@@ -493,8 +494,10 @@ static km_status refine(spd *s, const float *Lf, const double *Y, double *C,
             double r2 = col_dot(R, Z, n, m, j);
             double beta = fresh || rzv[j] == 0 ? 0 : r2 / rzv[j];
             rzv[j] = r2;
+            /* a restart sets P = Z: P's old values (none yet: malloc's
+             * bytes, maybe a NaN's) are not read */
             for (size_t i = j; i < nm; i += m)
-                P[i] = Z[i] + beta * P[i];
+                P[i] = beta == 0 ? Z[i] : Z[i] + beta * P[i];
         }
         if ((st = apply(s, P, Q, err)) != KM_OK)
             goto out;
