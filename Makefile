@@ -258,8 +258,14 @@ export KM_DATA
 unit integration: export OPENBLAS_NUM_THREADS ?= 1
 unit integration: export KMSERVE_BLAS_THREADS ?= 1
 
-unit: $(UNIT_BIN)
-	@fail=0; for t in $(UNIT_BIN); do \
+# OpenBLAS's kernels for this CPU as the daemon chooses them at start-up
+# (core/base/km_blas.c; `kmserve --version` names them). The unit tests and
+# the benchmarks load libkm without the daemon's re-execution, so they are
+# given the same choice; OPENBLAS_CORETYPE in the environment wins.
+BLAS_CORE = $${OPENBLAS_CORETYPE:-$$(./$(B)/kmserve --version | sed -n 's/^OpenBLAS kernels: //p')}
+
+unit: $(UNIT_BIN) $(B)/kmserve
+	@export OPENBLAS_CORETYPE=$(BLAS_CORE); fail=0; for t in $(UNIT_BIN); do \
 	  echo "== $$t"; CK_FORK=yes $$t || fail=1; \
 	done; exit $$fail
 
@@ -334,9 +340,12 @@ BENCH_BIN := $(patsubst bench/%.c,$(B)/%,$(wildcard bench/bench_*.c))
 
 # Each bench/bench_*.py runs ours and the reference side by side and
 # prints the ratios; one at a time (flock) so they do not share the cores.
+# Both sides load the same OpenBLAS with the same kernels (BLAS_CORE).
 bench: deps-bench
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
-	@for d in bench/bench_*.py; do \
+	@export OPENBLAS_CORETYPE=$(BLAS_CORE); \
+	echo "OpenBLAS kernels: $$OPENBLAS_CORETYPE (ours and the references)"; \
+	for d in bench/bench_*.py; do \
 	  echo "== $$d"; flock /tmp/kmserve-bench.lock $(PYTHON) $$d --bin $(B) || exit 1; \
 	done
 

@@ -10,6 +10,7 @@
  *
  * Thread-safety: reentrant.
  */
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -48,12 +49,50 @@ typedef struct {
     str_problem problem;
 } scan_result;
 
+/*
+ * Eight bytes at a time: whether a word holds a byte the scan acts on. Out
+ * of strings those are '"', '[', ']', '{' and '}' (c | 0x20 folds the
+ * brackets onto the braces); in strings '"', '\\', a control byte or one of
+ * a multi-byte UTF-8 character. Numbers, commas and white space, most of
+ * a body, are skipped a word at a time. ZERO is the exact test for a zero
+ * byte in a word, LESS for one below n (n <= 128).
+ */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+#define ZERO(x) (((x) - ONES) & ~(x) & HIGHS)
+#define LESS(x, n) (((x) - ONES * (n)) & ~(x) & HIGHS)
+
+static int structural(const char *s)
+{
+    uint64_t w, f;
+    memcpy(&w, s, sizeof w);
+    f = w | ONES * 0x20;
+    return (ZERO(w ^ ONES * '"') | ZERO(f ^ ONES * '{') |
+            ZERO(f ^ ONES * '}')) != 0;
+}
+
+static int string_special(const char *s)
+{
+    uint64_t w;
+    memcpy(&w, s, sizeof w);
+    return (ZERO(w ^ ONES * '"') | ZERO(w ^ ONES * '\\') | LESS(w, 0x20) |
+            (w & HIGHS)) != 0;
+}
+
 static void scan(const char *s, size_t len, size_t limit, scan_result *r)
 {
     size_t depth = 0;
     int in_string = 0;
     memset(r, 0, sizeof *r);
     for (size_t i = 0; i < len; i++) {
+        if (in_string)
+            while (len - i >= 8 && !string_special(s + i))
+                i += 8;
+        else
+            while (len - i >= 8 && !structural(s + i))
+                i += 8;
+        if (i == len)
+            break;
         unsigned char c = (unsigned char)s[i];
         if (in_string) {
             if (c == '"') {
@@ -226,12 +265,69 @@ static const char *skip_ws(const char *p, const char *end)
     return p;
 }
 
+/* Whether the 8 bytes at p are all digits, and if so their value: the
+ * digits' nibbles combined in pairs, then fours, then all eight, by
+ * three multiplications (bytes in memory order: little-endian). */
+static int eight_digits(const char *p, uint32_t *value)
+{
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    (void)p, (void)value;
+    return 0;
+#endif
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    if (((w & 0xf0f0f0f0f0f0f0f0ULL) |
+         (((w + 0x0606060606060606ULL) & 0xf0f0f0f0f0f0f0f0ULL) >> 4)) !=
+        0x3333333333333333ULL)
+        return 0;
+    w -= 0x3030303030303030ULL;
+    w = w * 10 + (w >> 8); /* pairs, in bytes 0, 2, 4, 6 */
+    w = (((w & 0x000000ff000000ffULL) * 0x000f424000000064ULL) +
+         (((w >> 16) & 0x000000ff000000ffULL) * 0x0000271000000001ULL)) >> 32;
+    *value = (uint32_t)w;
+    return 1;
+}
+
+/*
+ * m x 10^e (m < 2^64 and |e| <= 27: both exact in x87's 64-bit mantissa)
+ * correctly rounded to double, into *v; -1 when this cannot be sure and
+ * strtod must decide. The one x87 operation rounds the exact value t to
+ * r, the nearest 64-bit-mantissa number; rounding r to double then gives
+ * t's nearest double unless r lands exactly on a midpoint between two
+ * doubles (its low 11 mantissa bits 0x400; t may be either side of it):
+ * only then is the answer left to strtod. Doubles written with 17
+ * significant digits, as most clients write them, take this path.
+ */
+static int scaled_exactly(uint64_t m, long e, double *v)
+{
+#if LDBL_MANT_DIG == 64 && (defined(__x86_64__) || defined(__i386__))
+    static const long double pow10[] = {
+        1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,  1e7L,  1e8L,  1e9L,
+        1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L,
+        1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L};
+    if (e < -27 || e > 27)
+        return -1;
+    long double r = (long double)m;
+    r = e < 0 ? r / pow10[-e] : r * pow10[e];
+    uint64_t mant;
+    memcpy(&mant, &r, sizeof mant); /* x87: the explicit 64-bit mantissa */
+    if ((mant & 0x7ff) == 0x400)
+        return -1;
+    *v = (double)r;
+    return 0;
+#else
+    (void)m, (void)e, (void)v;
+    return -1;
+#endif
+}
+
 /*
  * One number in strict JSON syntax at *pp, into *v; -1 if the text is not
  * one. Up to 19 significant digits with a decimal exponent of at most 22
  * either way and a mantissa below 2^53 convert exactly with one IEEE
  * multiplication or division (both operands exact, the result correctly
- * rounded: Clinger's fast path); anything else goes to strtod, so every
+ * rounded: Clinger's fast path); up to 19 digits with an exponent of at
+ * most 27 through scaled_exactly; anything else goes to strtod, so every
  * number reads to the same double as strtod gives.
  */
 static int read_number(const char **pp, const char *end, double *v)
@@ -243,11 +339,15 @@ static int read_number(const char **pp, const char *end, double *v)
     uint64_t m = 0;
     int digits = 0, exact = 1, neg = 0;
     long exp10 = 0;
+    uint32_t eight;
     if (p < end && *p == '-')
         neg = 1, p++;
     if (p < end && *p == '0') {
         p++;
     } else if (p < end && *p >= '1' && *p <= '9') {
+        for (; digits <= 11 && end - p >= 8 && eight_digits(p, &eight);
+             p += 8)
+            m = m * 100000000 + eight, digits += 8;
         for (; p < end && *p >= '0' && *p <= '9'; p++) {
             if (digits < 19)
                 m = m * 10 + (uint64_t)(*p - '0'), digits++;
@@ -260,6 +360,9 @@ static int read_number(const char **pp, const char *end, double *v)
     if (p < end && *p == '.') {
         if (++p >= end || *p < '0' || *p > '9')
             return -1;
+        for (; m && digits <= 11 && end - p >= 8 && eight_digits(p, &eight);
+             p += 8)
+            m = m * 100000000 + eight, digits += 8, exp10 -= 8;
         for (; p < end && *p >= '0' && *p <= '9'; p++) {
             if (m == 0 && *p == '0')
                 exp10--; /* leading zeros are not significant */
@@ -288,6 +391,8 @@ static int read_number(const char **pp, const char *end, double *v)
         double x = (double)m;
         x = exp10 < 0 ? x / pow10[-exp10] : x * pow10[exp10];
         *v = neg ? -x : x;
+    } else if (exact && scaled_exactly(m, exp10, v) == 0) {
+        *v = neg ? -*v : *v;
     } else {
         char text[64];
         size_t n = (size_t)(p - start);

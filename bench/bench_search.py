@@ -14,12 +14,23 @@ same data, same machine, same run.
    grid.py procedure, run in sequence); target at most 0.25x the faster,
    with the chosen point and its cross-validation accuracy. Every side
    gets a 700 MB kernel cache (LIBSVM caches floats, kmserve doubles).
-3. In process (build/bench_search, libkm without HTTP): the same krr LOO
-   sweep against one km_fit, and svc on satellite with the points of one
-   gamma sharing one Gram of all rows against the same fits one by one.
+3. In process (build/bench_search, libkm without HTTP): svc on satellite
+   with the points of one gamma sharing one Gram of all rows against the
+   same fits one by one.
+4. KRR leave-one-out over 20 alphas (issue 28), in process, rbf, n = 5000,
+   d = 20: build/bench_search times one km_fit and the LOO search
+   interleaved (medians of --reps), the phases (dsytrd, dorgtr, dpotrf,
+   dsyevd) and an eigendecomposition closed form written in the bench (the
+   method before issue 28) whose LOO scores ours must match to 1e-8
+   relative; scikit-learn's equivalent, RidgeCV(gcv_mode="eigen",
+   fit_intercept=False) with its Gram step given the same precomputed rbf
+   kernel (its exact LOO: scipy's eigh of K, dsyevr), in the same run.
+   Targets: LOO at most 6x one fit, exact to 1e-8.
 Each side runs in its own process; times are wall clock of the whole
 search (kmserve: POST to answer). Medians of --reps for the plain fit.
-Usage: /usr/bin/python3 bench/bench_search.py --bin build [--only krr|svc]
+Both sides run OpenBLAS's SkylakeX kernels unless OPENBLAS_CORETYPE is set.
+Takes about 15 minutes in all; --only loo about 3.
+Usage: /usr/bin/python3 bench/bench_search.py --bin build [--only krr|svc|loo]
 """
 import argparse
 import csv
@@ -40,6 +51,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 from kmdata import data_file  # noqa: E402
 
 ALPHAS = [float(a) for a in np.logspace(-4, 2, 20)]
+LOO_TARGET = 6.0  # issue 28: LOO over 20 alphas at most this many fits
+LOO_EXACT = 1e-8  # and its scores within this of the exact closed form
 C_GRID = [0.5, 2.0, 8.0, 32.0, 128.0]
 G_GRID = [2.0 ** -7, 2.0 ** -5, 2.0 ** -3, 2.0 ** -1, 2.0]
 CACHE_MB = 700  # kernel cache of every side (svm-train -m, cache_size, cache_mb)
@@ -72,6 +85,33 @@ gs = GridSearchCV(SVC(kernel="rbf", cache_size=CACHE_MB), grid, cv=StratifiedKFo
 print(json.dumps({"seconds": time.perf_counter() - t0, "C": gs.best_params_["C"],
                   "gamma": gs.best_params_["gamma"], "score": gs.best_score_}))
 """
+
+SKLEARN_LOO = r"""
+import json, sys, time
+import numpy as np
+from sklearn.linear_model import RidgeCV
+from sklearn.linear_model import _ridge
+n, d = int(sys.argv[3]), int(sys.argv[4])
+X = np.fromfile(sys.argv[1]).reshape(n, d); y = np.fromfile(sys.argv[2])
+alphas = json.loads(sys.argv[5]); gamma = 1.0 / d
+sq = (X * X).sum(1)
+K = np.exp(-gamma * np.maximum(sq[:, None] + sq[None, :] - 2 * X @ X.T, 0))
+# RidgeCV's eigen mode on features F forms K = F F^T, then eigh(K): given
+# the precomputed kernel, the Gram step returns it, the rest is its own.
+_ridge._RidgeGCV._compute_gram = lambda self, F, sqrt_sw: (F, np.zeros(F.shape[1]))
+t0 = time.perf_counter()
+r = RidgeCV(alphas=alphas, fit_intercept=False, gcv_mode="eigen",
+            store_cv_values=True).fit(K, y)
+t = time.perf_counter() - t0
+print(json.dumps({"seconds": t, "alpha": r.alpha_,
+                  "mse": r.cv_values_.mean(axis=0).tolist()}))
+"""
+
+
+def blas_env():
+    """Both sides run OpenBLAS's AVX-512 kernels: this machine's CPU is
+    unknown to Debian's OpenBLAS 0.3.21, which would fall back to SSE3."""
+    os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
 
 
 def run_json(cmd):
@@ -135,6 +175,52 @@ def krr(server, reps):
     print(f"  ratio kmserve 5-fold / sklearn:   {t_k5 / sk['seconds']:6.3f}x")
 
 
+def loo(bindir, reps):
+    """Issue 28: krr LOO over 20 alphas at n = 5000 against one fit, in
+    process, and scikit-learn's RidgeCV on the same kernel."""
+    n, d, na = 5000, 20, 20
+    alphas = [10.0 ** (-4.0 + 5.0 * i / (na - 1)) for i in range(na)]  # bench_search.c's
+    tmp = tempfile.mkdtemp(prefix="kmbench-loo-")
+    ours = run_json([os.path.join(bindir, "bench_search"), str(n), str(d), str(na),
+                     str(reps), "0", tmp])
+    sk = run_json([sys.executable, "-c", SKLEARN_LOO, os.path.join(tmp, "X.bin"),
+                   os.path.join(tmp, "y.bin"), str(n), str(d), json.dumps(alphas)])
+    fit, t = ours["fit_s"], ours["loo_search_s"]
+    ratio = t / fit
+    print(f"KRR leave-one-out over {na} alphas (issue 28), rbf n={n} d={d}, in process, "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
+    print(f"  {'what':52s} {'seconds':>9s} {'x fit':>7s}")
+    rows = [("kmserve one km_fit (median of %d)" % reps, fit),
+            ("kmserve LOO search, %d alphas (median of %d)" % (na, reps), t),
+            ("  phase: dsytrd (reduction to tridiagonal)", ours["dsytrd_s"]),
+            ("  phase: dorgtr (Q formed)", ours["dorgtr_s"]),
+            ("  fit's dpotrf, same Gram", ours["dpotrf_s"]),
+            ("eigendecomposition closed form (before; dsyevd)", ours["eigen_loo_s"]),
+            ("  of which dsyevd", ours["dsyevd_s"]),
+            ("sklearn RidgeCV(gcv_mode='eigen'), precomputed K", sk["seconds"])]
+    for what, sec in rows:
+        print(f"  {what:52s} {sec:9.2f} {sec / fit:7.2f}")
+    mine, ref = np.array(ours["loo_mse"]), np.array(sk["mse"])
+    sk_diff = float(np.max(np.abs(mine - ref) / np.abs(ref)))
+    print(f"  ratio LOO / one fit: {ratio:.2f}x; LOO / sklearn RidgeCV: "
+          f"{t / sk['seconds']:.3f}x; best alpha ours {ours['best_alpha']:g}, "
+          f"sklearn {sk['alpha']:g}")
+    print(f"  largest relative difference of the LOO MSEs from the eigen closed form: "
+          f"{ours['max_rel_diff']:.3g}; from sklearn RidgeCV's: {sk_diff:.3g}")
+    if ratio <= LOO_TARGET:
+        print(f"  target LOO over {na} alphas <= {LOO_TARGET:g}x one fit: met ({ratio:.2f}x)")
+    else:
+        red = ours["dsytrd_s"] / fit
+        print(f"  target LOO over {na} alphas <= {LOO_TARGET:g}x one fit: MISSED ({ratio:.2f}x: "
+              f"the reduction to tridiagonal, dsytrd, alone takes {red:.2f}x one fit "
+              f"(half its flops are memory-bound DSYMV) and forming Q, dorgtr, "
+              f"{ours['dorgtr_s'] / fit:.2f}x; the per-alpha work is O(n^2))")
+    ok = ours["max_rel_diff"] <= LOO_EXACT
+    print(f"  target exact to {LOO_EXACT:g} (LOO MSE vs the eigen closed form): "
+          + ("met" if ok else f"MISSED ({ours['max_rel_diff']:.3g})"))
+    return ours, sk
+
+
 def libsvm_grid(X, labels, tmp):
     """svm-train -v 5 per point, as LIBSVM's grid.py runs it; the classes
     as integers in the file (svm-train needs numbers)."""
@@ -192,11 +278,6 @@ def svc(server):
 
 def in_process(bindir):
     exe = os.path.join(bindir, "bench_search")
-    loo = run_json([exe, "5000", "20", "20", "1"])
-    print("in process (libkm, no HTTP): krr rbf n=5000 d=20, 20 alphas")
-    print(f"  one km_fit {loo['fit_s']:.2f} s; LOO search {loo['loo_search_s']:.2f} s "
-          f"({loo['loo_over_fit']:.1f}x); 5-fold search {loo['kfold5_search_s']:.2f} s "
-          f"({loo['kfold5_over_fit']:.1f}x); peak {loo['peak_mib']:.0f} MiB")
     sv = run_json([exe, "--svc", "satellite.csv", "6435", str(CACHE_MB)])
     print(f"in process: svc on satellite, 5 x 5 grid, 5 folds, shared Gram, "
           f"{sv['threads']} thread(s), against fits one by one on one")
@@ -209,8 +290,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--only", choices=["krr", "svc"])
+    ap.add_argument("--only", choices=["krr", "svc", "loo"])
     args = ap.parse_args()
+    blas_env()
+    if args.only == "loo":
+        loo(args.bin, args.reps)
+        return
     server = Server(os.path.join(args.bin, "kmserve"))
     try:
         if args.only in (None, "krr"):
@@ -221,6 +306,7 @@ def main():
         server.close()
     if args.only is None:
         in_process(args.bin)
+        loo(args.bin, args.reps)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,16 @@
  * meant for the process, whose default action would end it without a
  * drain. For those a handler passes the signal on to the main thread.
  *
+ * OpenBLAS picks its kernels when it loads, before main(); on a CPU it does
+ * not know it runs its slowest ones (km_blas.c). Unless OPENBLAS_CORETYPE
+ * is already set (the operator's choice, kept as it is), main() first
+ * re-executes the daemon with the set this CPU can run. The process keeps
+ * its PID and arguments; nothing has been opened yet.
+ *
  * Thread-safety: main() owns srv_state's lifetime; see srv_state.h.
  */
 #include <cblas.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/km.h"
 #include "srv_daemon.h"
 #include "srv_http.h"
 #include "srv_log.h"
@@ -46,6 +54,22 @@ static char *read_pem(const char *path, char *err, size_t errlen)
     return buf;
 }
 
+/* See the top. Returns only when the kernels stay as they are: no advice,
+ * the operator's choice, or an exec that failed (said on stderr). */
+static void choose_blas_core(char **argv)
+{
+    const char *advice = km_blas_core_advice();
+    if (!advice || getenv("OPENBLAS_CORETYPE"))
+        return;
+    if (setenv("OPENBLAS_CORETYPE", advice, 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "kmserve: cannot re-execute with OPENBLAS_CORETYPE=%s "
+            "(%s); OpenBLAS runs its %s kernels\n", advice, strerror(errno),
+            km_blas_core());
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
 static pthread_t main_thread;
 
 /* Runs only in threads that do not block the signals (see the top). */
@@ -67,6 +91,7 @@ int main(int argc, char **argv)
     srv_state s;
     char err[512];
     memset(&s, 0, sizeof s);
+    choose_blas_core(argv);
     int rc = srv_config_parse(&s.cfg, argc, argv);
     if (rc)
         return rc > 0 ? 0 : 2;
@@ -125,10 +150,10 @@ int main(int argc, char **argv)
         srv_log(SRV_WARN, "watch", "cannot start the models directory watcher");
     atomic_store(&s.phase, SRV_READY);
     srv_log(SRV_INFO, "ready", "kmserve %s listening on %s%s; %zu models "
-            "from %s; %d fit workers x %d BLAS threads; memory budget %.0f "
-            "MiB; %zu tokens", KM_VERSION, s.cfg.listen,
+            "from %s; %d fit workers x %d BLAS threads (OpenBLAS kernels %s); "
+            "memory budget %.0f MiB; %zu tokens", KM_VERSION, s.cfg.listen,
             s.tls_cert ? " (TLS)" : "", n, s.cfg.models_dir, s.cfg.workers,
-            s.cfg.blas_threads, s.cfg.memory_budget_mb,
+            s.cfg.blas_threads, km_blas_core(), s.cfg.memory_budget_mb,
             srv_auth_count(s.auth));
 
     for (;;) {

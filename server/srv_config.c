@@ -212,7 +212,8 @@ int srv_config_parse(srv_config *c, int argc, char **argv)
             return 1;
         }
         if (!strcmp(arg, "--version")) {
-            printf("kmserve %s\n", KM_VERSION);
+            printf("kmserve %s\nOpenBLAS kernels: %s\n", KM_VERSION,
+                   km_blas_core());
             return 1;
         }
         if (strncmp(arg, "--", 2) != 0) {

@@ -199,7 +199,8 @@ char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
     if (!t.p)
         return NULL;
     family(&t, "kmserve_build_info", "gauge", "Build information.");
-    add(&t, "kmserve_build_info{version=\"%s\"} 1\n", KM_VERSION);
+    add(&t, "kmserve_build_info{version=\"%s\",blas_core=\"%s\"} 1\n",
+        KM_VERSION, km_blas_core());
     family(&t, "kmserve_http_requests_total", "counter",
            "HTTP requests answered.");
     for (size_t r = 0; r < m->n_routes; r++)

@@ -2,8 +2,8 @@
  * km_base.h - the base every area of libkm builds on: the version, statuses and
  * their messages, errors, a matrix's check, options' choices, core's one
  * PRNG, a fit's progress and cancellation (km_fit_control, which the
- * solvers read as well as the fits) and the vectorised exp (km_status.c,
- * km_choice.c, km_vmath.c).
+ * solvers read as well as the fits), the vectorised exp and OpenBLAS's
+ * kernel set (km_status.c, km_choice.c, km_vmath.c, km_blas.c).
  *
  * Part of libkm's public interface; include km.h, which includes every
  * area. Conventions and thread-safety as km.h says.
@@ -245,6 +245,16 @@ int km_progress_span_report(void *span, double fraction);
 /* exp(v[i]) for all i, in place, vectorised; accurate to a few ulps, exact 0
  * below -708. Exposed for benchmarks and tests. */
 void km_vexp(double *v, size_t n);
+
+/* ------------------------------------------------------------ BLAS kernels */
+
+/* The name of the kernel set OpenBLAS runs ("SkylakeX", "Haswell", ...). */
+const char *km_blas_core(void);
+/* The kernel set to ask OpenBLAS for (by OPENBLAS_CORETYPE, before it
+ * loads) when the one it runs uses narrower vectors than this CPU has;
+ * NULL when it already uses them all, or runs a set km_blas.c does not
+ * know. */
+const char *km_blas_core_advice(void);
 
 #ifdef __cplusplus
 }

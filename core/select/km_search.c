@@ -19,9 +19,9 @@
  *             regression never refits per alpha. Points are grouped by
  *             equal resolved kernel (km_search_kernel_equal; the
  *             preprocessing is the spec's, the same for all). Per group:
- *               LOO, GCV  one eigendecomposition K = V diag(s) V^T of all
- *                         rows serves every alpha and output in closed
- *                         form (krr_closed_form);
+ *               LOO, GCV  one reduction to tridiagonal form K = Q T Q^T
+ *                         of all rows serves every alpha and output in
+ *                         closed form (krr_closed_form);
  *               KFOLD, PREDEFINED  the Gram of all rows is computed once
  *                         (without x-preprocessing; with it, each fold's
  *                         scaled rows get their own Gram) and each fold

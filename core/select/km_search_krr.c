@@ -2,7 +2,8 @@
  * km_search_krr.c - the closed-form engine of model selection, for an
  * algorithm of KM_SEARCH_CLOSED_FORM (krr's exact solver; km_search.c
  * says what it does): points grouped by kernel, LOO and GCV in closed
- * form from one eigendecomposition of all rows, KFOLD and PREDEFINED
+ * form from one tridiagonal reduction of all rows' Gram (then O(n^2)
+ * per alpha), KFOLD and PREDEFINED
  * from one Gram of all rows and one eigendecomposition or Cholesky per
  * fold. The run's state is km_search_run.c's.
  *
@@ -86,22 +87,284 @@ static int eig_pd(search_run *r, size_t p, long f, double wmin, double alpha)
     return 0;
 }
 
+/* ------------------------------------------------ closed form: T = Q^T K Q */
+
+/* The closed form's per-alpha sweeps are O(n^2) loops over a block of
+ * DIAG_IB right-hand sides: built for AVX-512, AVX2 and the baseline (as
+ * km_vmath.c does). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(KM_NO_CLONES)
+#define SWEEP __attribute__((target_clones("avx512f", "avx2", "default"), \
+                             optimize("tree-vectorize")))
+#else
+#define SWEEP
+#endif
+
+/* Right-hand sides (rows of Q) per block of the diagonal sweep: the
+ * block of Q and its forward sweep, 2 n DIAG_IB doubles, stay in L2. */
+#define DIAG_IB 16
+
+/* Tridiagonal reduction in place (dsytrd): K (the lower triangle of a
+ * row-major symmetric matrix, LAPACK's column-major upper) = Q T Q^T,
+ * T's diagonal dg and off-diagonal e, Q's reflectors in K and tau. */
+static km_status tridiag(double *K, size_t n, double *dg, double *e,
+                         double *tau, km_error *err)
+{
+    lapack_int info = LAPACKE_dsytrd(LAPACK_COL_MAJOR, 'U', (lapack_int)n, K,
+                                     (lapack_int)n, dg, e, tau);
+    if (info == LAPACK_WORK_MEMORY_ERROR)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a "
+                            "tridiagonal reduction of %zu x %zu", n, n);
+    if (info != 0)
+        return km_error_set(err, KM_EINTERNAL, "dsytrd argument %d",
+                            (int)-info);
+    return KM_OK;
+}
+
+/* T + alpha I = L diag(p) L^T, L unit lower bidiagonal with l[j] below
+ * its diagonal in column j; r = 1/p. 0 when a pivot is not positive
+ * (T + alpha I, hence K + alpha I, is not positive definite: the pivots'
+ * signs are its inertia). */
+static int tri_factor(const double *dg, const double *e, size_t n,
+                      double alpha, double *l, double *r)
+{
+    double p = dg[0] + alpha;
+    for (size_t j = 0;; j++) {
+        if (!(p > 0) || !isfinite(p))
+            return 0;
+        r[j] = 1 / p;
+        if (j + 1 == n)
+            return 1;
+        l[j] = e[j] * r[j];
+        p = dg[j + 1] + alpha - l[j] * e[j];
+    }
+}
+
+/* x = (T + alpha I)^-1 b in place, by tri_factor's l and r. */
+static void tri_solve(const double *l, const double *r, size_t n, double *x)
+{
+    for (size_t j = 1; j < n; j++)
+        x[j] -= l[j - 1] * x[j - 1];
+    x[n - 1] *= r[n - 1];
+    for (size_t j = n - 1; j-- > 0;)
+        x[j] = x[j] * r[j] - l[j] * x[j + 1];
+}
+
+/* diag[i] = q_i^T (T + alpha I)^-1 q_i for the ib (<= DIAG_IB) rows q_i
+ * of Q whose transposes are the columns of B (n x DIAG_IB, row j the
+ * j-th entries): a forward sweep into Y, then a backward one that keeps
+ * only the current row of the solution. */
+SWEEP static void diag_block(const double *B, size_t n, const double *l,
+                             const double *r, double *Y, double *diag)
+{
+    double x[DIAG_IB], acc[DIAG_IB];
+    for (size_t t = 0; t < DIAG_IB; t++)
+        Y[t] = B[t];
+    for (size_t j = 1; j < n; j++) {
+        double lj = l[j - 1];
+        for (size_t t = 0; t < DIAG_IB; t++)
+            Y[j * DIAG_IB + t] = B[j * DIAG_IB + t] -
+                                 lj * Y[(j - 1) * DIAG_IB + t];
+    }
+    size_t last = (n - 1) * DIAG_IB;
+    for (size_t t = 0; t < DIAG_IB; t++) {
+        x[t] = Y[last + t] * r[n - 1];
+        acc[t] = B[last + t] * x[t];
+    }
+    for (size_t j = n - 1; j-- > 0;) {
+        double rj = r[j], lj = l[j];
+        for (size_t t = 0; t < DIAG_IB; t++) {
+            x[t] = Y[j * DIAG_IB + t] * rj - lj * x[t];
+            acc[t] += B[j * DIAG_IB + t] * x[t];
+        }
+    }
+    for (size_t t = 0; t < DIAG_IB; t++)
+        diag[t] = acc[t];
+}
+
+/* D[c n + i] = ((K + alpha_c I)^-1)_ii = q_i^T (T + alpha_c I)^-1 q_i
+ * for the nb alphas whose factors are l[c n ...], r[c n ...] (ok[c]: a
+ * factor exists), Q explicit (column-major: q_i^T is row i). Each block
+ * of DIAG_IB rows is gathered once and swept for every alpha. */
+static void loo_diag(const double *Q, size_t n, size_t nb, const double *l,
+                     const double *r, const int *ok, double *B, double *Y,
+                     double *D)
+{
+    double diag[DIAG_IB];
+    for (size_t i0 = 0; i0 < n; i0 += DIAG_IB) {
+        size_t ib = n - i0 < DIAG_IB ? n - i0 : DIAG_IB;
+        for (size_t j = 0; j < n; j++) {
+            memcpy(B + j * DIAG_IB, Q + j * n + i0, ib * sizeof *B);
+            for (size_t t = ib; t < DIAG_IB; t++)
+                B[j * DIAG_IB + t] = 0;
+        }
+        for (size_t c = 0; c < nb; c++) {
+            if (!ok[c])
+                continue;
+            diag_block(B, n, l + c * n, r + c * n, Y, diag);
+            memcpy(D + c * n + i0, diag, ib * sizeof *D);
+        }
+    }
+}
+
+/* The closed form's buffers. */
+typedef struct cf_bufs {
+    double *K, *dg, *e, *tau, *w, *Z, *L, *Rp, *W, *C, *D, *Bk, *Yk, *P;
+    int *ok;
+} cf_bufs;
+
+static void cf_free(cf_bufs *b)
+{
+    double *all[] = {b->K, b->dg, b->e, b->tau, b->w, b->Z, b->L, b->Rp,
+                     b->W, b->C, b->D, b->Bk, b->Yk, b->P};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+    free(b->ok);
+}
+
+static int cf_alloc(cf_bufs *b, size_t n, size_t m, size_t cb, int gcv)
+{
+    size_t D = sizeof(double);
+    memset(b, 0, sizeof *b);
+    b->K = malloc(n * n * D);
+    b->dg = malloc(n * D), b->e = malloc(n * D), b->tau = malloc(n * D);
+    b->w = malloc(n * D), b->Z = malloc(n * m * D);
+    b->L = malloc(n * cb * D), b->Rp = malloc(n * cb * D);
+    b->W = malloc(n * cb * m * D), b->P = malloc(n * m * D);
+    b->ok = malloc(cb * sizeof *b->ok);
+    int ok = b->K && b->dg && b->e && b->tau && b->w && b->Z && b->L &&
+             b->Rp && b->W && b->P && b->ok;
+    if (!gcv) {
+        b->C = malloc(n * cb * m * D), b->D = malloc(n * cb * D);
+        b->Bk = malloc(n * DIAG_IB * D), b->Yk = malloc(n * DIAG_IB * D);
+        ok = ok && b->C && b->D && b->Bk && b->Yk;
+    }
+    return ok;
+}
+
+/* T's eigenvalues in b->w, ascending: all of them (dsterf, O(n^2)) for
+ * GCV's trace, only the smallest (dstebz's bisection, O(n)) for LOO. */
+static lapack_int tri_eigenvalues(cf_bufs *b, size_t n, int all)
+{
+    if (all) {
+        memcpy(b->w, b->dg, n * sizeof *b->w);
+        memcpy(b->L, b->e, n * sizeof *b->L); /* dsterf's scratch */
+        return LAPACKE_dsterf((lapack_int)n, b->w, b->L);
+    }
+    lapack_int found, nsplit;
+    lapack_int *iw = malloc(2 * n * sizeof *iw);
+    if (!iw)
+        return LAPACK_WORK_MEMORY_ERROR;
+    lapack_int info = LAPACKE_dstebz('I', 'E', (lapack_int)n, 0, 0, 1, 1, 0,
+                                     b->dg, b->e, &found, &nsplit, b->w, iw,
+                                     iw + n);
+    free(iw);
+    return info;
+}
+
+/* The reduction K = Q T Q^T of the group's Gram, T's eigenvalues w
+ * (tri_eigenvalues), Z = Q^T Yc (column-major n x m), and with LOO Q
+ * itself (dorgtr: column-major in K); GCV keeps Q's reflectors. */
+static km_status cf_reduce(cf_bufs *b, const krr_group *gr, const double *Xs,
+                           const double *Yc, size_t n, size_t d, size_t m,
+                           int gcv, km_error *err)
+{
+    km_status st;
+    if ((st = km_kernel_check_scale(gr->k, Xs, n, d, err)) != KM_OK ||
+        (st = km_gram_sym(gr->k, Xs, n, d, b->K, 0, err)) != KM_OK ||
+        (st = tridiag(b->K, n, b->dg, b->e, b->tau, err)) != KM_OK)
+        return st;
+    for (size_t i = 0; i < n; i++)
+        for (size_t o = 0; o < m; o++)
+            b->Z[o * n + i] = Yc[i * m + o];
+    lapack_int info = LAPACKE_dormtr(LAPACK_COL_MAJOR, 'L', 'U', 'T',
+                                     (lapack_int)n, (lapack_int)m, b->K,
+                                     (lapack_int)n, b->tau, b->Z,
+                                     (lapack_int)n);
+    if (info == 0)
+        info = tri_eigenvalues(b, n, gcv);
+    if (info > 0)
+        return km_error_set(err, KM_ENOCONV, "the eigenvalues of the kernel "
+                            "matrix did not converge");
+    if (info == 0 && !gcv)
+        info = LAPACKE_dorgtr(LAPACK_COL_MAJOR, 'U', (lapack_int)n, b->K,
+                              (lapack_int)n, b->tau);
+    if (info == LAPACK_WORK_MEMORY_ERROR)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the closed "
+                            "form of %zu rows", n);
+    if (info != 0)
+        return km_error_set(err, KM_EINTERNAL, "the closed form's LAPACK "
+                            "call: argument %d", (int)-info);
+    return KM_OK;
+}
+
+/* The coefficients C = (K + alpha_c I)^-1 Yc of the batch's nb alphas
+ * (column-major n x nb m, column c m + o), by Q (T + alpha I)^-1 Z; with
+ * LOO into b->C, with GCV in place in b->W. ok[c]: alpha c's factor
+ * exists (else its columns are left 0). */
+static km_status cf_solve(cf_bufs *b, const search_run *r,
+                          const krr_group *gr, size_t c0, size_t nb, size_t n,
+                          size_t m, int gcv, km_error *err)
+{
+    memset(b->W, 0, n * nb * m * sizeof *b->W);
+    for (size_t c = 0; c < nb; c++) {
+        double a = point_alpha(r->s, gr->pts[c0 + c]);
+        double *l = b->L + c * n, *rp = b->Rp + c * n;
+        b->ok[c] = tri_factor(b->dg, b->e, n, a, l, rp);
+        for (size_t o = 0; b->ok[c] && o < m; o++) {
+            double *x = b->W + (c * m + o) * n;
+            memcpy(x, b->Z + o * n, n * sizeof *x);
+            tri_solve(l, rp, n, x);
+        }
+    }
+    if (!gcv) {
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n,
+                    (int)(nb * m), (int)n, 1.0, b->K, (int)n, b->W, (int)n,
+                    0.0, b->C, (int)n);
+        return KM_OK;
+    }
+    lapack_int info = LAPACKE_dormtr(LAPACK_COL_MAJOR, 'L', 'U', 'N',
+                                     (lapack_int)n, (lapack_int)(nb * m),
+                                     b->K, (lapack_int)n, b->tau, b->W,
+                                     (lapack_int)n);
+    if (info == LAPACK_WORK_MEMORY_ERROR)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the closed "
+                            "form of %zu rows", n);
+    if (info != 0)
+        return km_error_set(err, KM_EINTERNAL, "dormtr argument %d",
+                            (int)-info);
+    return KM_OK;
+}
+
+static void fail_not_pd(search_run *r, size_t p)
+{
+    km_search_fail_point(r, p, -1, KM_ENOTPD, "the kernel matrix plus "
+                         "alpha*I is not positive definite (a pivot of its "
+                         "tridiagonal form is not positive); use a larger "
+                         "params.alpha or a positive definite kernel");
+}
+
 /*
  * LOO and GCV in closed form for all alphas of group gr, from one
- * eigendecomposition K = V diag(w) V^T of the rows' Gram. With
- * G_a = diag(alpha / (w + alpha)):
- *   I - H       = V G_a V^T                   (H = K (K + alpha I)^-1)
- *   y - H y     = V G_a V^T y                 (n x m, all outputs)
- *   1 - H_ii    = sum_j V_ij^2 alpha / (w_j + alpha)
- *   LOO residual_i = (y - H y)_i / (1 - H_ii)
- *   GCV residual_i = (y - H y)_i / (tr(I - H) / n)
- * (the forms with alpha / (w + alpha), not 1 - w / (w + alpha), keep
- * small alphas free of cancellation). The n predictions y_i - residual_i
- * are scored together; with GCV, -neg_mean_squared_error is
- * n |y - Hy|^2 / (n - tr H)^2 (averaged over outputs), the generalised
- * cross-validation of Golub, Heath and Wahba.
+ * tridiagonal reduction K = Q T Q^T of the rows' Gram (dsytrd; with LOO
+ * Q formed by dorgtr). For each alpha, with T + alpha I = L diag(p) L^T
+ * (O(n) and its pivots' signs say whether it is positive definite):
+ *   c           = (K + alpha I)^-1 y = Q (T + alpha I)^-1 Q^T y
+ *   y - H y     = alpha c                     (H = K (K + alpha I)^-1)
+ *   1 - H_ii    = alpha ((K + alpha I)^-1)_ii
+ *               = alpha q_i^T (T + alpha I)^-1 q_i   (q_i^T: row i of Q)
+ *   LOO residual_i = (y - H y)_i / (1 - H_ii) = c_i / ((K + alpha I)^-1)_ii
+ *   GCV residual_i = (y - H y)_i / (tr(I - H) / n),
+ *                    tr(I - H) = sum_j alpha / (w_j + alpha)
+ * with w T's eigenvalues (dsterf). The diagonal costs n tridiagonal
+ * solves per alpha, O(n^2), instead of an eigendecomposition's
+ * eigenvectors (dstedc and dormtr on n columns: O(n^3)); no difference
+ * 1 - w / (w + alpha) is formed, so small alphas keep their digits. The
+ * n predictions y_i - residual_i are scored together; with GCV,
+ * -neg_mean_squared_error is n |y - Hy|^2 / (n - tr H)^2 (averaged over
+ * outputs), the generalised cross-validation of Golub, Heath and Wahba.
  * Xs, Yc: the rows as the closed form sees them (preprocessed on all
- * rows), mu: the y-centering to add back (NULL: none).
+ * rows, y centered when asked).
  */
 static km_status krr_closed_form(search_run *r, const krr_group *gr,
                                  const double *Xs, const double *Yc,
@@ -112,75 +375,52 @@ static km_status krr_closed_form(search_run *r, const krr_group *gr,
     size_t n = pb->n, d = pb->d, m = pb->m;
     int gcv = s->cv.kind == KM_CV_GCV;
     double t0 = km_now();
-    double *K = malloc(n * n * sizeof *K), *w = malloc(n * sizeof *w);
-    double *Q = malloc(n * m * sizeof *Q);
     size_t cb = gr->g < ALPHA_BATCH ? gr->g : ALPHA_BATCH;
-    double *G = malloc(n * cb * sizeof *G), *B = malloc(n * cb * m * sizeof *B);
-    double *R = malloc(n * cb * m * sizeof *R), *D = malloc(n * cb * sizeof *D);
-    double *T = malloc(SQ_BLOCK * n * sizeof *T), *P = malloc(n * m * sizeof *P);
+    cf_bufs b;
     km_status st = KM_OK;
     km_error e = {0};
-    if (!K || !w || !Q || !G || !B || !R || !D || !T || !P) {
+    if (!cf_alloc(&b, n, m, cb, gcv)) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the closed-form "
                           "cross-validation of %zu rows", n);
         goto out;
     }
-    if ((st = km_kernel_check_scale(gr->k, Xs, n, d, &e)) != KM_OK ||
-        (st = km_gram_sym(gr->k, Xs, n, d, K, 0, &e)) != KM_OK ||
-        (st = eigen(K, n, w, &e)) != KM_OK) {
+    if ((st = cf_reduce(&b, gr, Xs, Yc, n, d, m, gcv, &e)) != KM_OK) {
         st = group_failed(r, gr, -1, st, e.message, err);
         goto out;
     }
     if ((st = km_search_progress(
              r, r->done + 0.9 * (double)(gr->g * r->n_splits), err)) != KM_OK)
         goto out;
-    const double *Vt = K;
-    /* Q = V^T Y */
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)m,
-                (int)n, 1.0, Vt, (int)n, Yc, (int)m, 0.0, Q, (int)m);
+    const double *C = gcv ? b.W : b.C;
     for (size_t c0 = 0; c0 < gr->g; c0 += cb) {
         size_t nb = gr->g - c0 < cb ? gr->g - c0 : cb;
-        for (size_t j = 0; j < n; j++)
-            for (size_t c = 0; c < nb; c++) {
-                double a = point_alpha(s, gr->pts[c0 + c]);
-                double gj = a / (w[j] + a);
-                G[j * nb + c] = gj;
-                for (size_t o = 0; o < m; o++)
-                    B[(j * nb + c) * m + o] = gj * Q[j * m + o];
-            }
-        /* R = V B: the residuals y - Hy of every alpha of the batch */
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n,
-                    (int)(nb * m), (int)n, 1.0, Vt, (int)n, B, (int)(nb * m),
-                    0.0, R, (int)(nb * m));
-        /* D = (V o V) G, squaring V^T a block of rows at a time */
-        if (!gcv) {
-            memset(D, 0, n * nb * sizeof *D);
-            for (size_t j0 = 0; j0 < n; j0 += SQ_BLOCK) {
-                size_t jb = n - j0 < SQ_BLOCK ? n - j0 : SQ_BLOCK;
-                for (size_t t = 0; t < jb * n; t++)
-                    T[t] = Vt[j0 * n + t] * Vt[j0 * n + t];
-                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n,
-                            (int)nb, (int)jb, 1.0, T, (int)n, G + j0 * nb,
-                            (int)nb, 1.0, D, (int)nb);
-            }
+        if ((st = cf_solve(&b, r, gr, c0, nb, n, m, gcv, &e)) != KM_OK) {
+            st = km_error_set(err, st, "%s", e.message);
+            goto out;
         }
+        if (!gcv)
+            loo_diag(b.K, n, nb, b.L, b.Rp, b.ok, b.Bk, b.Yk, b.D);
         for (size_t c = 0; c < nb; c++) {
             size_t p = gr->pts[c0 + c];
-            if (!eig_pd(r, p, -1, w[0], point_alpha(s, p)))
+            double a = point_alpha(s, p);
+            if (!eig_pd(r, p, -1, b.w[0], a))
                 continue;
-            double trace = 0; /* tr(I - H) / n */
-            if (gcv) {
-                for (size_t j = 0; j < n; j++)
-                    trace += G[j * nb + c];
-                trace /= (double)n;
+            if (!b.ok[c]) {
+                fail_not_pd(r, p);
+                continue;
             }
+            double trace = 0; /* tr(I - H) / n */
+            for (size_t j = 0; gcv && j < n; j++)
+                trace += a / (b.w[j] + a);
+            trace /= (double)n;
             int bad = 0;
             for (size_t i = 0; i < n && !bad; i++) {
-                double den = gcv ? trace : D[i * nb + c];
+                double den = gcv ? trace : b.D[c * n + i];
+                double num = gcv ? a : 1; /* y - Hy = alpha c */
                 bad = !(den > 0);
                 for (size_t o = 0; o < m; o++)
-                    P[i * m + o] = pb->y[i * m + o] -
-                                   R[(i * nb + c) * m + o] / den;
+                    b.P[i * m + o] = pb->y[i * m + o] -
+                                     num * C[(c * m + o) * n + i] / den;
             }
             if (bad) {
                 km_search_fail_point(r, p, -1, KM_EPROBLEM, "a leave-one-"
@@ -189,8 +429,8 @@ static km_status krr_closed_form(search_run *r, const krr_group *gr,
                                      "a larger params.alpha");
                 continue;
             }
-            km_answers a = {.n = n, .m = m, .Y = pb->y, .P = P};
-            if ((st = km_search_score(r, p, -1, &a, err)) != KM_OK)
+            km_answers an = {.n = n, .m = m, .Y = pb->y, .P = b.P};
+            if ((st = km_search_score(r, p, -1, &an, err)) != KM_OK)
                 goto out;
         }
     }
@@ -200,15 +440,7 @@ out:
         for (size_t a = 0; a < gr->g; a++)
             r->acc[gr->pts[a]].seconds = each;
     }
-    free(K);
-    free(w);
-    free(Q);
-    free(G);
-    free(B);
-    free(R);
-    free(D);
-    free(T);
-    free(P);
+    cf_free(&b);
     if (st == KM_OK) {
         r->done += (double)(gr->g * r->n_splits);
         st = km_search_progress(r, r->done, err);

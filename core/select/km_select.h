@@ -198,16 +198,18 @@ typedef struct km_search_spec {
  * point and fold ("points[3], cv fold 1: ..."). Other statuses
  * (KM_ENOMEM, KM_ECANCELLED, ...) end the search.
  *
- * krr's closed forms (LOO, GCV; K = V diag(s) V^T, one dsyevd per
- * kernel setting): with G = diag(alpha / (s + alpha)), the residuals
- * y - Hy = V G V^T y of H = K (K + alpha I)^-1, the LOO residual
- * (y - Hy)_i / (1 - H_ii) and the GCV residual (y - Hy)_i / (1 - tr H / n)
- * (H_ii replaced by its mean), so that GCV's neg_mean_squared_error is
- * minus n |y - Hy|^2 / (n - tr H)^2 (Golub, Heath and Wahba; averaged
- * over outputs; scikit-learn's RidgeCV "gcv" mode is the LOO one). The
- * scoring is applied to the n predictions y_i - residual_i. The closed
- * form needs one K: with preprocessing its statistics (x scaling, and
- * center_y's mean) are learnt once on all rows, not per left-out row, so
+ * krr's closed forms (LOO, GCV; K = Q T Q^T, one reduction to
+ * tridiagonal form per kernel setting, then tridiagonal solves per
+ * alpha): the residuals y - Hy = alpha (K + alpha I)^-1 y of
+ * H = K (K + alpha I)^-1, 1 - H_ii = alpha ((K + alpha I)^-1)_ii, the
+ * LOO residual (y - Hy)_i / (1 - H_ii) and the GCV residual
+ * (y - Hy)_i / (1 - tr H / n) (H_ii replaced by its mean), so that
+ * GCV's neg_mean_squared_error is minus n |y - Hy|^2 / (n - tr H)^2
+ * (Golub, Heath and Wahba; averaged over outputs; scikit-learn's
+ * RidgeCV "gcv" mode is the LOO one). The scoring is applied to the n
+ * predictions y_i - residual_i. The closed form needs one K: with
+ * preprocessing its statistics (x scaling, and center_y's mean) are
+ * learnt once on all rows, not per left-out row, so
  * LOO with center_y means "y centered on all rows", not refits that each
  * center on n - 1 rows. KFOLD and PREDEFINED learn them per fold as
  * scikit-learn's Pipeline does. */

@@ -201,6 +201,123 @@ START_TEST(numbers_read_as_strtod)
 }
 END_TEST
 
+/* Reads X[0][0] of {"X":[[num]]} directly; the bits must be strtod's. */
+static void read_as_strtod(const char *num)
+{
+    static const char *const keys[] = {"X", NULL};
+    char body[128];
+    double want = strtod(num, NULL), *X = NULL;
+    size_t n, d;
+    api_body b;
+    api_error e;
+    snprintf(body, sizeof body, "{\"X\":[[%s]]}", num);
+    ck_assert_int_eq(api_parse_body(body, strlen(body), keys, &b, &e), 0);
+    ck_assert_msg(b.key != NULL, "%s: not read directly", num);
+    ck_assert_int_eq(api_body_matrix(&b, "X", 1, &X, &n, &d, &e), 0);
+    ck_assert_msg(memcmp(&X[0], &want, sizeof want) == 0,
+                  "%s: read %.17g, strtod gives %.17g", num, X[0], want);
+    free(X);
+    api_body_free(&b);
+}
+
+/* The numbers most clients write (doubles with 17 significant digits) and
+ * up to 19 digits with exponents to 27 either way are read in one x87
+ * operation; those that land on a midpoint between two doubles (made
+ * here on purpose: integers from 2^53 to 10^19 halfway between
+ * neighbours, and their scalings) go to strtod. Every one must read to
+ * strtod's bits. */
+START_TEST(long_numbers_read_as_strtod)
+{
+    unsigned long long st = 0x9e3779b97f4a7c15ULL;
+#define NEXT (st ^= st << 13, st ^= st >> 7, st ^= st << 17)
+    char num[64];
+    for (int t = 0; t < 200000; t++) {
+        NEXT;
+        double x;
+        uint64_t bits = st;
+        memcpy(&x, &bits, sizeof x);
+        if (!isfinite(x) || x == 0)
+            continue;
+        snprintf(num, sizeof num, t & 1 ? "%.17g" : "%.16g", x);
+        read_as_strtod(num);
+    }
+    for (int t = 0; t < 200000; t++) {
+        NEXT;
+        unsigned long long m = st % 10000000000000000000ULL;
+        int e = (int)((st >> 7) % 61) - 30, k = (int)((st >> 20) % 20);
+        int len = snprintf(num, sizeof num, "%llu", m);
+        if (k > 0 && k < len) { /* a decimal point k digits from the end */
+            memmove(num + len - k + 1, num + len - k, (size_t)k + 1);
+            num[len - k] = '.';
+        }
+        snprintf(num + strlen(num), sizeof num - strlen(num), "e%d", e);
+        read_as_strtod(num);
+    }
+    for (int t = 0; t < 20000; t++) { /* midpoints */
+        NEXT;
+        int k = (int)(st % 10); /* between doubles 2^(k+1) apart */
+        unsigned long long m = (1ULL << (53 + k)) | (st >> 11 << (k + 2) &
+                                                     ((1ULL << (53 + k)) - 1));
+        m |= 1ULL << k;
+        if (m >= 10000000000000000000ULL)
+            continue;
+        snprintf(num, sizeof num, "%llu", m);
+        read_as_strtod(num);
+        snprintf(num, sizeof num, "%llue%d", m, (int)(st >> 50) % 27 - 13);
+        read_as_strtod(num);
+    }
+#undef NEXT
+}
+END_TEST
+
+/* The scan reads a word of 8 bytes at a time: a bad byte in a string, or
+ * nesting past the bound, must be found at every alignment, and the byte
+ * it names must be the one. */
+START_TEST(scan_at_every_alignment)
+{
+    static const char *const bad[] = {"\x01", "\xff", "\\u0000"};
+    char body[160], want[64];
+    for (size_t pad = 0; pad < 24; pad++)
+        for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+            cJSON *root = NULL;
+            api_error e;
+            int n = snprintf(body, sizeof body, "{\"pad\":[%*s1],\"s\":\"%.*s",
+                             (int)pad, "", (int)pad, "abcdefghijklmnopqrstuvwxyz");
+            size_t at = (size_t)n;
+            snprintf(body + n, sizeof body - (size_t)n, "%sz\"}", bad[k]);
+            ck_assert_int_eq(api_parse_object(body, strlen(body), &root, &e), -1);
+            if (k == 2) {
+                ck_assert_msg(strstr(e.message, "s contains \\u0000"), "%s",
+                              e.message);
+            } else {
+                snprintf(want, sizeof want, "(byte %zu)", at);
+                ck_assert_msg(strstr(e.message, want), "pad %zu: %s", pad,
+                              e.message);
+            }
+        }
+    for (size_t pad = 0; pad < 24; pad++) {
+        char deep[256];
+        cJSON *root = NULL;
+        api_error e;
+        size_t n = (size_t)snprintf(deep, sizeof deep, "{\"a\":%*s", (int)pad, "");
+        for (int lv = 0; lv < API_MAX_DEPTH; lv++)
+            n += (size_t)snprintf(deep + n, sizeof deep - n, "[%s",
+                                  lv % 3 ? "" : " ");
+        for (int lv = 0; lv < API_MAX_DEPTH; lv++)
+            deep[n++] = ']';
+        deep[n++] = '}';
+        deep[n] = '\0';
+        ck_assert_int_eq(api_parse_object(deep, n, &root, &e), -1);
+        ck_assert_msg(strstr(e.message, "nests deeper than 32"), "%s", e.message);
+        deep[5 + pad] = ' '; /* one level fewer: within the bound */
+        deep[n - 2] = ' ';
+        ck_assert_msg(api_parse_object(deep, n, &root, &e) == 0, "pad %zu: %s",
+                      pad, e.message);
+        cJSON_Delete(root);
+    }
+}
+END_TEST
+
 /* What the direct reader takes, what it leaves in root, and when it hands
  * the whole body to cJSON instead. */
 START_TEST(body_direct_or_not)
@@ -456,6 +573,8 @@ static Suite *json_suite(void)
     tcase_add_test(tc, nesting_bound);
     tcase_add_test(tc, matrices);
     tcase_add_test(tc, numbers_read_as_strtod);
+    tcase_add_test(tc, long_numbers_read_as_strtod);
+    tcase_add_test(tc, scan_at_every_alignment);
     tcase_add_test(tc, body_direct_or_not);
     tcase_add_test(tc, body_reader_matches_cjson);
     tcase_add_test(tc, optional_fields);

@@ -15,6 +15,8 @@
  *   - svc and svr folds sharing one Gram agree with fits of their own;
  *     neg_log_loss;
  *   - the two krr engines agree (closed-form LOO and n predefined folds);
+ *     the closed forms (LOO, GCV) against a Cholesky per alpha computed
+ *     in the test, to 1e-10 relative;
  *   - folds: KFOLD sizes, order and shuffle, stratified balance,
  *     PREDEFINED validation, more folds than rows;
  *   - a failed point loses, all failed fails; cancel; km_search_bytes.
@@ -243,6 +245,110 @@ START_TEST(engines_agree)
     km_search_result_cleanup(&b);
     free(tf);
     loo_free(&L);
+}
+END_TEST
+
+/* Cholesky of the n x n SPD matrix A in place (lower, row-major), then
+ * A^-1 into Ainv column by column: the test's own direct solve. */
+static void chol_inverse(double *A, size_t n, double *Ainv, double *x)
+{
+    for (size_t j = 0; j < n; j++) {
+        for (size_t k = 0; k < j; k++)
+            A[j * n + j] -= A[j * n + k] * A[j * n + k];
+        ck_assert(A[j * n + j] > 0);
+        A[j * n + j] = sqrt(A[j * n + j]);
+        for (size_t i = j + 1; i < n; i++) {
+            for (size_t k = 0; k < j; k++)
+                A[i * n + j] -= A[i * n + k] * A[j * n + k];
+            A[i * n + j] /= A[j * n + j];
+        }
+    }
+    for (size_t c = 0; c < n; c++) {
+        for (size_t i = 0; i < n; i++) { /* L x = e_c */
+            x[i] = i == c;
+            for (size_t k = 0; k < i; k++)
+                x[i] -= A[i * n + k] * x[k];
+            x[i] /= A[i * n + i];
+        }
+        for (size_t i = n; i-- > 0;) { /* L^T x = x */
+            for (size_t k = i + 1; k < n; k++)
+                x[i] -= A[k * n + i] * x[k];
+            x[i] /= A[i * n + i];
+        }
+        for (size_t i = 0; i < n; i++)
+            Ainv[i * n + c] = x[i];
+    }
+}
+
+/* The closed forms (LOO and GCV, 2 outputs, more alphas than one batch,
+ * n not a multiple of the diagonal sweep's block) against the
+ * definitions computed here from (K + alpha I)^-1 by a Cholesky per
+ * alpha: LOO residual_i = c_i / ((K + alpha I)^-1)_ii with c =
+ * (K + alpha I)^-1 y, GCV n |alpha c|^2 / (alpha tr (K + alpha I)^-1)^2
+ * per output; both as -MSE, to 1e-10 relative. */
+START_TEST(closed_form_against_cholesky)
+{
+    enum { N = 61, D = 5, M = 2, NA = 35 };
+    static double X[N * D], Y[N * M], K[N * N], A[N * N], Ai[N * N];
+    double x[N], alphas[NA], loo[NA], gcv[NA];
+    uint64_t st = 88172645463325252ull;
+    for (size_t i = 0; i < N * D; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        X[i] = (double)(st >> 11) * 0x1p-53 * 2 - 1;
+    }
+    for (size_t i = 0; i < N; i++) {
+        Y[i * M] = sin(2 * X[i * D]) + X[i * D + 1] * X[i * D + 2];
+        Y[i * M + 1] = cos(X[i * D + 3]) - 0.5 * X[i * D + 4];
+    }
+    double gamma = 0.3;
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++) {
+            double s = 0;
+            for (size_t t = 0; t < D; t++) {
+                double u = X[i * D + t] - X[j * D + t];
+                s += u * u;
+            }
+            K[i * N + j] = exp(-gamma * s);
+        }
+    for (size_t a = 0; a < NA; a++) {
+        alphas[a] = pow(10.0, -3.0 + 4.0 * (double)a / (NA - 1));
+        memcpy(A, K, sizeof A);
+        for (size_t i = 0; i < N; i++)
+            A[i * N + i] += alphas[a];
+        chol_inverse(A, N, Ai, x);
+        double tr = 0, sl = 0, sg = 0;
+        for (size_t i = 0; i < N; i++)
+            tr += Ai[i * N + i];
+        for (size_t o = 0; o < M; o++) {
+            double rr = 0;
+            for (size_t i = 0; i < N; i++) {
+                double c = 0;
+                for (size_t j = 0; j < N; j++)
+                    c += Ai[i * N + j] * Y[j * M + o];
+                sl += (c / Ai[i * N + i]) * (c / Ai[i * N + i]);
+                rr += alphas[a] * c * alphas[a] * c;
+            }
+            sg += N * rr / ((alphas[a] * tr) * (alphas[a] * tr));
+        }
+        loo[a] = -sl / (N * M);
+        gcv[a] = -sg / M;
+    }
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = gamma;
+    km_problem pb = {X, N, D, Y, M, NULL, 0};
+    km_cv_kind kinds[2] = {KM_CV_LOO, KM_CV_GCV};
+    for (int c = 0; c < 2; c++) {
+        km_cv cv = {kinds[c], 0, 0, 0, 0, NULL};
+        km_search_result res;
+        km_error err = {0};
+        ck_assert_msg(krr_search(&k, alphas, NA, &pb, cv, KM_SCORING_NEG_MSE,
+                                 &res, &err) == KM_OK, "%s", err.message);
+        double e = km_max_rel_err(res.mean, c ? gcv : loo, NA, 0);
+        ck_assert_msg(e <= 1e-10, "%s: off by %g relative",
+                      c ? "GCV" : "LOO", e);
+        km_search_result_cleanup(&res);
+    }
 }
 END_TEST
 
@@ -1348,6 +1454,7 @@ static Suite *search_suite(void)
     tcase_add_test(tc, gcv_against_formula);
     tcase_add_test(tc, loo_against_ridgecv);
     tcase_add_test(tc, engines_agree);
+    tcase_add_test(tc, closed_form_against_cholesky);
     tcase_add_test(tc, closed_form_preprocessing);
     tcase_add_test(tc, gridsearch_krr_cholesky);
     tcase_add_test(tc, gridsearch_krr_eigen);

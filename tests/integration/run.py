@@ -147,9 +147,9 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, binary, models, *extra, tls=None):
+    def __init__(self, binary, models, *extra, tls=None, env=None):
         self.binary, self.models, self.extra = binary, models, list(extra)
-        self.tls = tls
+        self.tls, self.env = tls, env
         self.proc = None
         self.port = None
         self.log_path = os.path.join(os.path.dirname(models), "daemon.log")
@@ -161,7 +161,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [self.binary, "--listen", f"127.0.0.1:{self.port}",
              "--models-dir", self.models, "--access-log", "false"] + self.extra,
-            stdout=self.log, stderr=self.log)
+            stdout=self.log, stderr=self.log, env=self.env)
         deadline = time.time() + 20
         while time.time() < deadline:
             try:
@@ -754,6 +754,46 @@ def scenario_metrics(d):
     check(not missing, "metrics: names clients alert on are present", missing)
 
 
+def blas_core_label(d):
+    for line in d.req("GET", "/metrics").body.splitlines():
+        m = re.match(r'kmserve_build_info\{version="[^"]*",blas_core="([^"]*)"\} 1$', line)
+        if m:
+            return m.group(1)
+    return None
+
+
+def scenario_blas_core(binary, tmp):
+    """OpenBLAS's kernels: with OPENBLAS_CORETYPE unset the daemon runs the
+    widest set this CPU's flags (read here from /proc/cpuinfo) allow, in
+    the same process (its PID, with the variable in its environment after
+    the re-execution); a value the operator set is kept as it is."""
+    with open("/proc/cpuinfo") as f:
+        flags = set(next((l for l in f if l.startswith("flags")), "flags:").split(":", 1)[1].split())
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"} <= flags:
+        want = {"SkylakeX", "Cooperlake", "SapphireRapids"}
+    elif {"avx2", "fma"} <= flags:
+        want = {"Haswell", "Zen", "Excavator", "SkylakeX", "Cooperlake", "SapphireRapids"}
+    else:
+        want = None  # no wider set to ask for: whatever OpenBLAS chose
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    for tag, extra_env, expect in (("unset", {}, want), ("Prescott", {"OPENBLAS_CORETYPE": "Prescott"}, {"Prescott"})):
+        models = os.path.join(tmp, "blas-" + tag, "models")
+        os.makedirs(models)
+        d = Daemon(binary, models, env=dict(env, **extra_env)).start()
+        try:
+            label = blas_core_label(d)
+            check(label is not None and (expect is None or label in expect),
+                  f"blas core ({tag}): the kernels that run suit the CPU or the operator's choice",
+                  (label, sorted(expect or [])))
+            if tag == "unset" and want is not None:
+                with open(f"/proc/{d.proc.pid}/environ", "rb") as f:
+                    environ = f.read().split(b"\0")
+                check(("OPENBLAS_CORETYPE=" + label).encode() in environ,
+                      "blas core: the daemon re-executed itself in place with the variable set", label)
+        finally:
+            check(d.stop() == 0, f"blas core ({tag}): daemon exits 0")
+
+
 def scenario_openapi(d):
     """api/openapi.yaml and the daemon agree: the same routes (the server's
     own list, from its metrics' route labels), the same methods on each
@@ -1299,6 +1339,7 @@ def main():
         finally:
             check(d.stop() == 0, "main daemon exits 0 on SIGTERM")
         scenario_restart(binary, tmp)
+        scenario_blas_core(binary, tmp)
         scenario_admission(binary, tmp)
         scenario_replicas(binary, tmp)
         scenario_security(binary, tmp)
