@@ -15,7 +15,8 @@ Each side runs in its own process, so peak RSS is its own. rbf kernel,
 d = 20, gamma = 1/d, alpha = 1, 1000 prediction rows; medians of --reps
 (default 3 up to n = 10000, 1 above: scikit-learn's n = 20000 fit alone
 takes about a minute and 6 GB). Bounded: about 4 minutes on the 2-core
-machine of bench/RESULTS.md (most of it scikit-learn at n = 20000).
+machine of bench/RESULTS.md when it is quiet (most of it scikit-learn at
+n = 20000), up to about 8 beside other work.
 Usage: /usr/bin/python3 bench/bench_krr.py --bin build [--sizes 10000,20000]
        [--http-n 6000] [--reps N]
 """
