@@ -436,7 +436,7 @@ static int converged(const spd *s, const double *R, const double *Xs,
     *be = 0;
     for (size_t j = 0; j < s->m; j++) {
         double rn = col_max(R, s->n, s->m, j), xn = col_max(Xs, s->n, s->m, j);
-        if (!(rn <= xn * cte))
+        if (!(rn <= xn * cte) || !isfinite(rn) || !isfinite(xn))
             ok = 0;
         double e = rn > 0 ? rn / (s->anrm * xn) : 0;
         *be = e > *be || isnan(e) ? e : *be;
@@ -597,9 +597,10 @@ static km_status run_mixed(spd *s, const double *Y, double *C,
     float *Lf = malloc(rfp_values(n) * sizeof *Lf);
     float *Bf = malloc(nm * sizeof *Bf);
     double *rs = malloc(n * sizeof *rs);
-    double *W = malloc(4 * nm * sizeof *W);
+    double *W = malloc(5 * nm * sizeof *W), *Ys = W ? W + 4 * nm : NULL;
+    double sc[64], *scv = s->m <= 64 ? sc : malloc(s->m * sizeof *scv);
     km_status st = KM_OK;
-    if (!Lf || !Bf || !rs || !W) {
+    if (!Lf || !Bf || !rs || !W || !scv) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the %zu x %zu "
                           "kernel matrix's factor", n, n);
         goto out;
@@ -624,9 +625,21 @@ static km_status run_mixed(spd *s, const double *Y, double *C,
         rep->fallback = KM_SPD_FALLBACK_FLOAT_FACTOR;
         goto out;
     }
+    /* Each output scaled by a power of two (exactly) to a largest
+     * magnitude near 1, so that CG's dot products of targets near the
+     * double range (1e300) do not overflow; the solution scaled back. */
+    for (size_t j = 0; j < s->m; j++) {
+        int e = 0;
+        frexp(col_max(Y, n, s->m, j), &e);
+        scv[j] = isfinite(ldexp(1.0, e)) ? ldexp(1.0, e) : 1.0;
+        for (size_t i = j; i < nm; i += s->m)
+            Ys[i] = Y[i] / scv[j];
+    }
     int done = 0;
-    if ((st = refine(s, Lf, Y, C, W, Bf, rep, &done, fb, f1, err)) != KM_OK)
+    if ((st = refine(s, Lf, Ys, C, W, Bf, rep, &done, fb, f1, err)) != KM_OK)
         goto out;
+    for (size_t i = 0; done && i < nm; i++)
+        C[i] *= scv[i % s->m];
     if (!done)
         rep->fallback = KM_SPD_FALLBACK_STALLED;
     else
@@ -636,6 +649,8 @@ out:
     free(Bf);
     free(rs);
     free(W);
+    if (scv != sc)
+        free(scv);
     return st;
 }
 
@@ -706,15 +721,16 @@ static size_t mul_sat(size_t a, size_t b)
 size_t km_spd_kernel_solve_bytes(size_t n, size_t m)
 {
     /* Both paths: X's norms and the block of kernel values. The mixed
-     * path: the float factor, its n m floats, the row sums and four n x m
-     * blocks; the double path (also a mixed solve's fallback, after the
+     * path: the float factor, its n m floats, the row sums, the scales
+     * and five n x m blocks (four of CG's and the scaled targets); the double path (also a mixed solve's fallback, after the
      * mixed path freed its own): the double factor and its n x m copy
      * of Y. */
     size_t D = sizeof(double);
     size_t both = mul_sat(D, add_sat(n, mul_sat(block_rows(n), n)));
     size_t fl = add_sat(mul_sat(sizeof(float), add_sat(rfp_values(n),
                                                        mul_sat(n, m))),
-                        mul_sat(D, add_sat(n, mul_sat(4, mul_sat(n, m)))));
+                        mul_sat(D, add_sat(add_sat(n, m),
+                                           mul_sat(5, mul_sat(n, m)))));
     /* the fused product's accumulators and rows, two per thread */
     fl = add_sat(fl, mul_sat(D, mul_sat(2 * SPD_MAX_THREADS, n)));
     size_t db = mul_sat(D, add_sat(rfp_values(n), mul_sat(n, m)));

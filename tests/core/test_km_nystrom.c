@@ -371,7 +371,7 @@ END_TEST
 
 /* Admission: a 10^6-row nystrom fit needs O(m^2 + block m + n), well
  * within any default budget (75 % of a machine's memory), where its
- * exact version needs 8 n^2 = 8 TB. */
+ * exact version needs 4 n^2 = 4 TB (the packed double factor). */
 START_TEST(fit_bytes_of_each_solver)
 {
     const size_t n = 1000000, d = 20;
@@ -379,7 +379,7 @@ START_TEST(fit_bytes_of_each_solver)
     ny.solver = KM_KRR_SOLVER_NYSTROM;
     size_t exact = km_krr_fit_bytes(n, d, 1, &ex);
     ck_assert_uint_eq(exact, km_krr_fit_bytes(n, d, 1, NULL));
-    ck_assert_uint_ge(exact, (size_t)8e12);
+    ck_assert_uint_ge(exact, (size_t)4e12);
     ny.n_centres = 1000;
     size_t nys = km_krr_fit_bytes(n, d, 1, &ny);
     /* T and A (16 MB), a block of 2^21 values (16.8 MB), the draw's
