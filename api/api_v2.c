@@ -161,26 +161,41 @@ size_t api_v2_infer_bytes(const km_model *m, const char *body, size_t len)
 
 /* ------------------------------------------------------------ the input */
 
-/* The protocol's numeric datatypes: the range of values each holds. */
+/* The protocol's numeric datatypes: the range of values each holds, and
+ * its width in bytes and kind in binary tensors ('f' IEEE float, 'i'
+ * two's complement, 'u' unsigned). The one table of v2 datatypes: the
+ * outputs' (core's FP64, INT64) are looked up here too; BYTES, whose
+ * elements have no fixed width, is not in it. */
 static const struct datatype {
     const char *name;
     double lo, hi; /* inclusive; integers when whole */
     int whole, fp32;
+    size_t width;
+    char kind;
 } datatypes[] = {
-    {"FP64", -DBL_MAX, DBL_MAX, 0, 0},
-    {"FP32", -FLT_MAX, FLT_MAX, 0, 1},
-    {"INT8", -128, 127, 1, 0},
-    {"INT16", -32768, 32767, 1, 0},
-    {"INT32", -2147483648.0, 2147483647.0, 1, 0},
-    {"INT64", -9223372036854775808.0, 9223372036854774784.0, 1, 0},
-    {"UINT8", 0, 255, 1, 0},
-    {"UINT16", 0, 65535, 1, 0},
-    {"UINT32", 0, 4294967295.0, 1, 0},
-    {"UINT64", 0, 18446744073709549568.0, 1, 0},
+    {"FP64", -DBL_MAX, DBL_MAX, 0, 0, 8, 'f'},
+    {"FP32", -FLT_MAX, FLT_MAX, 0, 1, 4, 'f'},
+    {"INT8", -128, 127, 1, 0, 1, 'i'},
+    {"INT16", -32768, 32767, 1, 0, 2, 'i'},
+    {"INT32", -2147483648.0, 2147483647.0, 1, 0, 4, 'i'},
+    {"INT64", -9223372036854775808.0, 9223372036854774784.0, 1, 0, 8, 'i'},
+    {"UINT8", 0, 255, 1, 0, 1, 'u'},
+    {"UINT16", 0, 65535, 1, 0, 2, 'u'},
+    {"UINT32", 0, 4294967295.0, 1, 0, 4, 'u'},
+    {"UINT64", 0, 18446744073709549568.0, 1, 0, 8, 'u'},
 };
 #define N_DATATYPES (sizeof datatypes / sizeof *datatypes)
 #define DATATYPE_LIST \
     "FP64, FP32, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64"
+
+/* The table's row of name, or NULL (BYTES, or not a datatype). */
+static const struct datatype *find_datatype(const char *name)
+{
+    for (size_t i = 0; i < N_DATATYPES; i++)
+        if (!strcmp(name, datatypes[i].name))
+            return &datatypes[i];
+    return NULL;
+}
 
 /* What model m takes as X, for messages. */
 static void input_takes(const km_model *m, char *buf, size_t len)
@@ -215,10 +230,7 @@ static int read_datatype(const km_model *m, const cJSON *t,
     if (!cJSON_IsString(d))
         return api_invalid(e, "inputs[0].datatype must be a string; model "
                            "\"%s\" takes %s", km_model_name(m), takes);
-    *dt = NULL;
-    for (size_t i = 0; i < N_DATATYPES; i++)
-        if (!strcmp(d->valuestring, datatypes[i].name))
-            *dt = &datatypes[i];
+    *dt = find_datatype(d->valuestring);
     if (!*dt && strcmp(d->valuestring, "BYTES"))
         return api_invalid(e, "inputs[0].datatype %.40s is not supported: "
                            "model \"%s\" takes %s", d->valuestring,
@@ -339,28 +351,167 @@ static int read_data(const cJSON *t, const struct datatype *dt, size_t rows,
     return 0;
 }
 
-/* A numeric X: rows x input_width values, for a precomputed model packed
- * with their index column (new rows: km_precomputed_pack). */
+/* ------------------------------------------------------------ binary */
+
+/* What inputs[0].parameters claim of the bytes after the JSON header. */
+typedef struct binary_in {
+    const api_v2_tail *tail; /* NULL or not given: the body is all JSON */
+    int binary;              /* parameters.binary_data_size is there */
+    size_t size;             /* its value */
+} binary_in;
+
+/* inputs[0].parameters: binary_data_size, when there, a whole number of
+ * bytes, in a body with a JSON header, with no data beside it. */
+static int read_input_parameters(const cJSON *t, binary_in *b, api_error *e)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(t, "parameters");
+    b->binary = 0;
+    b->size = 0;
+    if (!p)
+        return 0;
+    if (!cJSON_IsObject(p))
+        return api_invalid(e, "inputs[0].parameters must be an object");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(p, "binary_data_size");
+    if (!s)
+        return 0;
+    if (!cJSON_IsNumber(s) || s->valuedouble != floor(s->valuedouble) ||
+        s->valuedouble < 0 || s->valuedouble > MAX_DIM)
+        return api_invalid(e, "inputs[0].parameters.binary_data_size must be "
+                           "a whole number of bytes from 0 to 2^53");
+    if (!b->tail || !b->tail->given)
+        return api_invalid(e, "inputs[0].parameters.binary_data_size needs "
+                           "the Inference-Header-Content-Length header (the "
+                           "length of the JSON before the tensor's bytes)");
+    if (cJSON_GetObjectItemCaseSensitive(t, "data"))
+        return api_invalid(e, "inputs[0] has both data and "
+                           "parameters.binary_data_size; give one of them");
+    b->binary = 1;
+    b->size = (size_t)s->valuedouble;
+    return 0;
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_LE 1
+#else
+#define HOST_LE 0
+#endif
+
+/* The value of datatype dt whose little-endian bytes are at p. */
+static double binary_value(const struct datatype *dt, const unsigned char *p)
+{
+    uint64_t u = 0;
+    if (HOST_LE && dt->width == 8 && dt->kind == 'f') {
+        double v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    for (size_t k = 0; k < dt->width; k++)
+        u |= (uint64_t)p[k] << (8 * k);
+    if (dt->kind == 'f' && dt->width == 8) {
+        double v;
+        memcpy(&v, &u, 8);
+        return v;
+    }
+    if (dt->kind == 'f') {
+        uint32_t w = (uint32_t)u;
+        float f;
+        memcpy(&f, &w, 4);
+        return f;
+    }
+    if (dt->kind == 'u')
+        return (double)u;
+    int64_t v = (int64_t)u; /* two's complement, sign-extended below */
+    if (dt->width < 8 && (u >> (8 * dt->width - 1)) & 1)
+        v -= (int64_t)1 << (8 * dt->width);
+    return (double)v;
+}
+
+/* v as datatype dt's little-endian bytes at p (integers: v is whole and
+ * in range, the answers' cluster ids and labels). */
+static void binary_put(const struct datatype *dt, double v, unsigned char *p)
+{
+    uint64_t u;
+    if (dt->kind == 'f' && dt->width == 8) {
+        memcpy(&u, &v, 8);
+    } else if (dt->kind == 'f') {
+        float f = (float)v;
+        uint32_t w;
+        memcpy(&w, &f, 4);
+        u = w;
+    } else {
+        u = dt->kind == 'u' ? (uint64_t)v : (uint64_t)(int64_t)v;
+    }
+    for (size_t k = 0; k < dt->width; k++)
+        p[k] = (unsigned char)(u >> (8 * k));
+}
+
+/* rows x nf values of datatype dt from the bytes after the JSON header:
+ * binary_data_size must be what the shape takes, and be in the body;
+ * every value finite (as JSON's numbers are). */
+static int read_binary(const struct datatype *dt, const binary_in *b,
+                       size_t rows, size_t nf, double **G, api_error *e)
+{
+    size_t values = rows * nf; /* read_shape: rows * (nf + 1) fits */
+    if (values > SIZE_MAX / dt->width || values * dt->width != b->size)
+        return api_invalid(e, "inputs[0].parameters.binary_data_size is %zu "
+                           "bytes; shape [%zu, %zu] of %s (%zu bytes each) "
+                           "takes %.0f", b->size, rows, nf, dt->name,
+                           dt->width, (double)values * (double)dt->width);
+    if (b->size > b->tail->len)
+        return api_invalid(e, "inputs[0].parameters.binary_data_size is %zu "
+                           "bytes, but only %zu follow the JSON header "
+                           "(Inference-Header-Content-Length)", b->size,
+                           b->tail->len);
+    *G = malloc((values ? values : 1) * sizeof **G);
+    if (!*G)
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for "
+                         "%zu rows", rows);
+    const unsigned char *p = (const unsigned char *)b->tail->bytes;
+    for (size_t i = 0; i < values; i++, p += dt->width) {
+        double v = binary_value(dt, p);
+        if (!isfinite(v)) {
+            free(*G);
+            *G = NULL;
+            return api_invalid(e, "inputs[0]'s binary value [%zu][%zu] is "
+                               "not a finite number", i / nf, i % nf);
+        }
+        (*G)[i] = v;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ numbers */
+
+/* A numeric X: rows x input_width values (JSON data, or binary), for a
+ * precomputed model packed with their index column (new rows:
+ * km_precomputed_pack). */
 static int read_numbers(const km_model *m, const cJSON *t,
-                        const struct datatype *dt, double **X, size_t *rows,
-                        api_error *e)
+                        const struct datatype *dt, const binary_in *b,
+                        double **X, size_t *rows, api_error *e)
 {
     size_t nf = input_width(m);
+    double *G = NULL;
     if (read_shape(m, t, rows, e))
         return -1;
-    /* the shape's values must all be in the body: data is checked against
-     * it before anything of that size is allocated */
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(t, "data");
-    size_t have = cJSON_IsArray(data) ? (size_t)cJSON_GetArraySize(data) : 0;
-    if (have != *rows && have != *rows * nf)
-        return read_data(t, dt, *rows, nf, NULL, e); /* names the mismatch */
-    double *G = malloc(*rows * nf * sizeof *G);
-    if (!G)
-        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for "
-                         "%zu rows", *rows);
-    if (read_data(t, dt, *rows, nf, G, e)) {
-        free(G);
-        return -1;
+    if (b->binary) {
+        if (read_binary(dt, b, *rows, nf, &G, e))
+            return -1;
+    } else {
+        /* the shape's values must all be in the body: data is checked
+         * against it before anything of that size is allocated */
+        const cJSON *data = cJSON_GetObjectItemCaseSensitive(t, "data");
+        size_t have = cJSON_IsArray(data) ? (size_t)cJSON_GetArraySize(data)
+                                          : 0;
+        if (have != *rows && have != *rows * nf)
+            return read_data(t, dt, *rows, nf, NULL, e); /* the mismatch */
+        G = malloc(*rows * nf * sizeof *G);
+        if (!G)
+            return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory "
+                             "for %zu rows", *rows);
+        if (read_data(t, dt, *rows, nf, G, e)) {
+            free(G);
+            return -1;
+        }
     }
     if (input_kind(m) != KM_INPUT_PRECOMPUTED) {
         *X = G;
@@ -436,9 +587,11 @@ static int read_strings(const km_model *m, const cJSON *t, double **X,
     return rc;
 }
 
-/* The one input tensor, X, as the model's rows (n_features doubles). */
-static int read_input(const km_model *m, const cJSON *inputs, double **X,
-                      size_t *rows, api_error *e)
+/* The one input tensor, X, as the model's rows (n_features doubles);
+ * b->tail the bytes after the JSON header, b->size set to the bytes the
+ * input claims of them. */
+static int read_input(const km_model *m, const cJSON *inputs, binary_in *b,
+                      double **X, size_t *rows, api_error *e)
 {
     static const char *const keys[] = {"name", "shape", "datatype",
                                        "parameters", "data", NULL};
@@ -458,9 +611,13 @@ static int read_input(const km_model *m, const cJSON *inputs, double **X,
     if (!cJSON_IsString(name) || strcmp(name->valuestring, "X"))
         return api_invalid(e, "inputs[0].name must be \"X\", the model's one "
                            "input");
-    if (read_datatype(m, t, &dt, e))
+    if (read_datatype(m, t, &dt, e) || read_input_parameters(t, b, e))
         return -1;
-    return dt ? read_numbers(m, t, dt, X, rows, e)
+    if (!dt && b->binary)
+        return api_invalid(e, "inputs[0].parameters.binary_data_size: binary "
+                           "data is taken for numeric datatypes (" DATATYPE_LIST
+                           "); send a BYTES tensor's strings as JSON data");
+    return dt ? read_numbers(m, t, dt, b, X, rows, e)
               : read_strings(m, t, X, rows, e);
 }
 
@@ -480,19 +637,40 @@ static void offered_list(const km_model *m, char *buf, size_t len)
     }
 }
 
-/* The outputs a request names (each once), or m's main one. */
+/* An optional boolean parameter key of obj's parameters (path names
+ * obj); *out keeps its default when absent. */
+static int read_flag(const cJSON *obj, const char *path, const char *key,
+                     int *out, api_error *e)
+{
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(obj, "parameters");
+    if (p && !cJSON_IsObject(p))
+        return api_invalid(e, "%sparameters must be an object", path);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, key);
+    if (v && !cJSON_IsBool(v))
+        return api_invalid(e, "%sparameters.%s must be true or false, not %s",
+                           path, key, api_type_name(v));
+    if (v)
+        *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* The outputs a request names (each once), or m's main one; binary[k]
+ * whether chosen[k] is answered as binary data (its parameters'
+ * binary_data, else all_binary: the request's binary_data_output). */
 static int read_outputs(const km_model *m, const cJSON *outputs,
-                        const km_answer **chosen, size_t *n,
-                        api_error *e)
+                        int all_binary, const km_answer **chosen,
+                        int *binary, size_t *n, api_error *e)
 {
     static const char *const keys[] = {"name", "parameters", NULL};
-    char list[256], path[32];
+    char list[256], path[40];
     *n = 0;
     offered_list(m, list, sizeof list);
     if (!outputs || (cJSON_IsArray(outputs) && !outputs->child)) {
         for (size_t i = 0; i < km_answer_count() && !*n; i++)
-            if (model_offers(m, km_answer_at(i)))
+            if (model_offers(m, km_answer_at(i))) {
+                binary[*n] = all_binary;
                 chosen[(*n)++] = km_answer_at(i);
+            }
         return 0;
     }
     if (!cJSON_IsArray(outputs))
@@ -522,47 +700,200 @@ static int read_outputs(const km_model *m, const cJSON *outputs,
             if (chosen[k] == d)
                 return api_invalid(e, "%s.name %s is asked for twice", path,
                                    d->v2_name);
+        binary[*n] = all_binary;
+        strcat(path, ".");
+        if (read_flag(o, path, "binary_data", &binary[*n], e))
+            return -1;
         chosen[(*n)++] = d;
     }
     return 0;
 }
 
-/* parameters (top level or of an input or output) are tolerated, but the
- * binary tensor extension is not ours: asking for it is refused. */
-static int check_parameters(const cJSON *root, api_error *e)
+int api_v2_header_length(const char *value, size_t len, size_t *header_len,
+                         api_error *e)
 {
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "parameters");
-    if (p && !cJSON_IsObject(p))
-        return api_invalid(e, "parameters must be an object");
-    const cJSON *bin = cJSON_GetObjectItemCaseSensitive(p,
-                                                        "binary_data_output");
-    if (cJSON_IsTrue(bin))
-        return api_invalid(e, "parameters.binary_data_output: binary tensor "
-                           "data is not supported; answers are JSON");
+    size_t v = 0, i = 0;
+    for (; value[i] >= '0' && value[i] <= '9' && i < 20; i++)
+        v = v * 10 + (size_t)(value[i] - '0');
+    if (!i || value[i] || i >= 20 || v < 1 || v > len)
+        return api_invalid(e, "Inference-Header-Content-Length is '%.24s'; "
+                           "expected the JSON header's length: a whole "
+                           "number of bytes from 1 to the body's %zu",
+                           value, len);
+    *header_len = v;
     return 0;
 }
 
-int api_v2_infer(const km_model *m, api_body *body, api_text *out,
-                 size_t *rows, api_error *e)
+/* ------------------------------------------------------------ answers */
+
+/* The binary bytes of an answer (after its JSON header). */
+typedef struct bytes_buf {
+    unsigned char *p;
+    size_t len, cap;
+    int failed;
+} bytes_buf;
+
+static unsigned char *bytes_room(bytes_buf *b, size_t n)
+{
+    if (b->failed || n > SIZE_MAX / 2 - b->len) {
+        b->failed = 1;
+        return NULL;
+    }
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        unsigned char *q = realloc(b->p, cap);
+        if (!q) {
+            b->failed = 1;
+            return NULL;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    unsigned char *at = b->p + b->len;
+    b->len += n;
+    return at;
+}
+
+/* Label i of m's as a number (numeric labels: INT64 or FP64 outputs). */
+static double label_value(const km_model *m, size_t i)
+{
+    return strtod(km_model_label(m, i), NULL);
+}
+
+/* a's values as binary data of its datatype: numbers in the table's
+ * width, BYTES (text labels) each a 4-byte little-endian length and the
+ * bytes. */
+static void put_binary(bytes_buf *b, const km_model *m, const km_answer *o,
+                       const api_answer *a)
+{
+    const char *name = datatype_of(m, o);
+    const struct datatype *dt = find_datatype(name);
+    if (!dt) { /* BYTES */
+        for (size_t i = 0; i < a->rows; i++) {
+            const char *l = km_model_label(m, (size_t)a->idx[i]);
+            size_t n = strlen(l);
+            unsigned char *p = bytes_room(b, 4 + n);
+            if (!p)
+                return;
+            for (int k = 0; k < 4; k++)
+                p[k] = (unsigned char)((uint32_t)n >> (8 * k));
+            memcpy(p + 4, l, n);
+        }
+        return;
+    }
+    size_t n = a->v ? a->rows * a->width : a->rows;
+    unsigned char *p = bytes_room(b, n * dt->width);
+    if (!p)
+        return;
+    size_t nl = a->v || a->answer != KM_OUT_LABELS ? 0 : km_model_n_labels(m);
+    double *lv = nl ? malloc(nl * sizeof *lv) : NULL;
+    if (nl && !lv) {
+        b->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < nl; i++)
+        lv[i] = label_value(m, i);
+    for (size_t i = 0; i < n; i++, p += dt->width)
+        binary_put(dt, a->v ? a->v[i] : lv ? lv[a->idx[i]] : a->idx[i], p);
+    free(lv);
+}
+
+/* Output k's JSON (its data, or for a binary one its binary_data_size,
+ * the bytes put in bin). */
+static void put_output(api_text *t, bytes_buf *bin, const km_model *m,
+                       const km_answer *o, const api_answer *a, size_t n,
+                       int binary, int first)
+{
+    api_text_raw(t, first ? "{\"name\":" : ",{\"name\":");
+    api_text_string(t, o->v2_name);
+    api_text_raw(t, ",\"datatype\":");
+    api_text_string(t, datatype_of(m, o));
+    api_text_raw(t, ",\"shape\":[");
+    api_text_uint(t, (unsigned long long)n);
+    if (is_matrix(a->answer, a->width)) {
+        api_text_raw(t, ",");
+        api_text_uint(t, (unsigned long long)a->width);
+    }
+    if (binary) {
+        size_t before = bin->len;
+        put_binary(bin, m, o, a);
+        api_text_raw(t, "],\"parameters\":{\"binary_data_size\":");
+        api_text_uint(t, (unsigned long long)(bin->len - before));
+        api_text_raw(t, "}}");
+        return;
+    }
+    api_text_raw(t, "],\"data\":");
+    api_answer_text(t, m, a, 1);
+    api_text_raw(t, "}");
+}
+
+/* The answer's JSON header and, after it, the binary outputs' bytes. */
+static int join_answer(api_text *t, bytes_buf *bin, int any_binary,
+                       api_v2_answer *out, api_error *e)
+{
+    if (t->failed || bin->failed) {
+        free(t->buf);
+        free(bin->p);
+        return api_raise(e, API_INTERNAL, "out of memory building the answer");
+    }
+    if (!any_binary) {
+        free(bin->p);
+        out->buf = t->buf;
+        out->len = t->len;
+        out->header_len = 0;
+        return 0;
+    }
+    out->buf = malloc(t->len + bin->len + 1);
+    if (out->buf) {
+        memcpy(out->buf, t->buf, t->len);
+        if (bin->len)
+            memcpy(out->buf + t->len, bin->p, bin->len);
+    }
+    out->len = t->len + bin->len;
+    out->header_len = t->len;
+    free(t->buf);
+    free(bin->p);
+    if (!out->buf)
+        return api_raise(e, API_INTERNAL, "out of memory building the answer");
+    return 0;
+}
+
+int api_v2_infer_binary(const km_model *m, api_body *body,
+                        const api_v2_tail *tail, api_v2_answer *out,
+                        api_error *e)
 {
     static const char *const keys[] = {"id", "parameters", "inputs",
                                        "outputs", NULL};
     const cJSON *root = body->root;
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
     const km_answer *chosen[MAX_REQUESTED];
+    int binary[MAX_REQUESTED], all_binary = 0, any = 0;
     size_t n_out, n = 0;
     double *X = NULL;
     api_text t = {0};
+    bytes_buf bin = {0};
+    binary_in b = {tail, 0, 0};
 
-    if (api_check_keys(root, "", keys, e) || check_parameters(root, e))
+    memset(out, 0, sizeof *out);
+    if (api_check_keys(root, "", keys, e) ||
+        read_flag(root, "", "binary_data_output", &all_binary, e))
         return -1;
     if (id && !cJSON_IsString(id))
         return api_invalid(e, "id must be a string");
     if (read_outputs(m, cJSON_GetObjectItemCaseSensitive(root, "outputs"),
-                     chosen, &n_out, e) ||
-        read_input(m, cJSON_GetObjectItemCaseSensitive(root, "inputs"), &X,
-                   &n, e))
+                     all_binary, chosen, binary, &n_out, e) ||
+        read_input(m, cJSON_GetObjectItemCaseSensitive(root, "inputs"), &b,
+                   &X, &n, e))
         return -1;
+    if (tail && tail->given && b.size != tail->len) {
+        free(X);
+        return api_invalid(e, "the body has %zu bytes after its JSON header "
+                           "(Inference-Header-Content-Length) but "
+                           "inputs[0].parameters.binary_data_size claims %zu",
+                           tail->len, b.size);
+    }
     api_text_raw(&t, "{\"model_name\":");
     api_text_string(&t, km_model_name(m));
     api_text_raw(&t, ",\"model_version\":\"");
@@ -579,30 +910,74 @@ int api_v2_infer(const km_model *m, api_body *body, api_text *out,
                                chosen[k]->v2_name, &a, e)) {
             free(X);
             free(t.buf);
+            free(bin.p);
             return -1;
         }
-        api_text_raw(&t, k ? ",{\"name\":" : "{\"name\":");
-        api_text_string(&t, chosen[k]->v2_name);
-        api_text_raw(&t, ",\"datatype\":");
-        api_text_string(&t, datatype_of(m, chosen[k]));
-        api_text_raw(&t, ",\"shape\":[");
-        api_text_uint(&t, (unsigned long long)n);
-        if (is_matrix(a.answer, a.width)) {
-            api_text_raw(&t, ",");
-            api_text_uint(&t, (unsigned long long)a.width);
-        }
-        api_text_raw(&t, "],\"data\":");
-        api_answer_text(&t, m, &a, 1);
-        api_text_raw(&t, "}");
+        put_output(&t, &bin, m, chosen[k], &a, n, binary[k], k == 0);
+        any |= binary[k];
         api_answer_free(&a);
     }
     free(X);
     api_text_raw(&t, "]}");
-    if (t.failed) {
-        free(t.buf);
-        return api_raise(e, API_INTERNAL, "out of memory building the answer");
+    out->rows = n;
+    return join_answer(&t, &bin, any, out, e);
+}
+
+int api_v2_infer_request(const km_model *m, const char *body, size_t len,
+                         const char *header, api_v2_answer *out,
+                         api_error *e)
+{
+    size_t hl = len;
+    api_body b;
+    memset(out, 0, sizeof *out);
+    if (header && api_v2_header_length(header, len, &hl, e))
+        return -1;
+    if (api_parse_body(body, hl, api_v2_matrix_keys, &b, e)) {
+        api_body_free(&b);
+        return -1;
     }
-    *rows = n;
-    *out = t;
-    return 0;
+    api_v2_tail tail = {body + hl, len - hl, header != NULL};
+    int rc = api_v2_infer_binary(m, &b, &tail, out, e);
+    api_body_free(&b);
+    return rc;
+}
+
+size_t api_v2_request_bytes(const km_model *m, const char *body, size_t len,
+                            const char *header)
+{
+    size_t header_len, width = 1;
+    api_error e;
+    if (!header) /* all JSON: binary outputs take less than their text */
+        return api_v2_infer_bytes(m, body, len);
+    if (api_v2_header_length(header, len, &header_len, &e))
+        return 0; /* refused before anything is allocated */
+    size_t tail = len - header_len;
+    size_t nf = input_width(m), ns = km_model_n_samples(m), per_row = 0;
+    cJSON *root = NULL;
+    /* the input's datatype sets how many values the tail holds; when the
+     * header is not what it must be (infer will say why), one byte each */
+    if (api_parse_object(body, header_len, &root, &e) == 0) {
+        const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "inputs");
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(
+            cJSON_IsArray(in) ? in->child : NULL, "datatype");
+        if (cJSON_IsString(dt) && find_datatype(dt->valuestring))
+            width = find_datatype(dt->valuestring)->width;
+    }
+    cJSON_Delete(root);
+    size_t rows = tail / width / (nf ? nf : 1) + 1;
+    /* per row: X and a precomputed model's packed copy; every answer's
+     * values, their text and their binary bytes */
+    per_row = 2 * (nf + 1) * sizeof(double);
+    for (size_t i = 0; i < km_answer_count(); i++)
+        if (model_offers(m, km_answer_at(i)))
+            per_row += km_model_answer_width(m, km_answer_at(i)->flag, 2) *
+                       (2 * sizeof(double) + 26);
+    size_t block = rows * ns < ((size_t)4 << 20) ? rows * ns
+                                                 : ((size_t)4 << 20);
+    size_t c = rows < KM_COV_MAX_ROWS ? rows : KM_COV_MAX_ROWS;
+    size_t cov = km_model_outputs(m) & KM_OUT_COVARIANCE
+                     ? c * c * (2 * sizeof(double) + 26) + c * ns * 8
+                     : 0;
+    return api_v2_infer_bytes(m, body, header_len) + rows * per_row +
+           block * sizeof(double) + cov;
 }

@@ -10,9 +10,19 @@
  * process's peak RSS (MiB), the solver used, its block products and the
  * eigenvalues. With out, the projections of the last repeat are written
  * there (raw doubles) for the driver to compare with scikit-learn's.
+ *
+ *   bench_kpca phases X.bin n d k
+ *
+ * times the dense path's LAPACK steps on the centred rbf Gram of X (what
+ * km_eig_dense runs: dsytrd, dsterf, dstein on the top k, dormtr on k
+ * vectors) and, for comparison, dsyevr asked for the top k by index (what
+ * scikit-learn's dense solver runs). Prints one JSON line of seconds.
  */
+#include <lapacke.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_util.h"
 #include "km.h"
@@ -31,8 +41,89 @@ static double *read_raw(const char *path, size_t count)
     return v;
 }
 
+/* The centred rbf Gram (gamma 1/d) of X, n x n, both triangles. */
+static double *centred_gram(const double *X, size_t n, size_t d)
+{
+    double *G = malloc(n * n * sizeof *G), *mean = calloc(n, sizeof *mean);
+    if (!G || !mean)
+        exit(1);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j <= i; j++) {
+            double s = 0;
+            for (size_t c = 0; c < d; c++)
+                s += (X[i * d + c] - X[j * d + c]) * (X[i * d + c] - X[j * d + c]);
+            G[i * n + j] = G[j * n + i] = exp(-s / (double)d);
+        }
+    double g = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++)
+            mean[i] += G[i * n + j];
+        mean[i] /= (double)n;
+        g += mean[i] / (double)n;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            G[i * n + j] += g - mean[i] - mean[j];
+    free(mean);
+    return G;
+}
+
+static int phases(int argc, char **argv)
+{
+    if (argc < 6)
+        return 2;
+    size_t n = strtoul(argv[3], NULL, 10), d = strtoul(argv[4], NULL, 10);
+    size_t k = strtoul(argv[5], NULL, 10);
+    lapack_int ln = (lapack_int)n, lk = (lapack_int)k, found = 0;
+    double *X = read_raw(argv[2], n * d), *G = X ? centred_gram(X, n, d) : NULL;
+    double *A = malloc(n * n * sizeof *A), *dd = malloc(n * sizeof *dd);
+    double *e = malloc(n * sizeof *e), *tau = malloc(n * sizeof *tau);
+    double *w = malloc(n * sizeof *w), *e2 = malloc(n * sizeof *e2);
+    double *Z = malloc(n * k * sizeof *Z), *work = malloc(5 * n * sizeof *work);
+    lapack_int *iblock = malloc(n * sizeof *iblock), *isplit = malloc(n * sizeof *isplit);
+    lapack_int *iwork = malloc(5 * n * sizeof *iwork), *ifail = malloc(k * sizeof *ifail);
+    lapack_int *isuppz = malloc(2 * k * sizeof *isuppz);
+    if (!G || !A || !dd || !e || !tau || !w || !e2 || !Z || !work || !iblock ||
+        !isplit || !iwork || !ifail || !isuppz)
+        return 1;
+    memcpy(A, G, n * n * sizeof *A);
+    double t0 = bench_now();
+    lapack_int info = LAPACKE_dsytrd(LAPACK_COL_MAJOR, 'U', ln, A, ln, dd, e, tau);
+    double t1 = bench_now();
+    memcpy(w, dd, n * sizeof *w);
+    memcpy(e2, e, n * sizeof *e2);
+    info |= LAPACKE_dsterf(ln, w, e2);
+    double t2 = bench_now();
+    /* The top k of the (unsplit) T, ascending, as dstein wants them. */
+    for (size_t j = 0; j < k; j++) {
+        w[j] = w[n - k + j];
+        iblock[j] = 1;
+    }
+    isplit[0] = ln;
+    info |= LAPACKE_dstein_work(LAPACK_COL_MAJOR, ln, dd, e, lk, w, iblock, isplit,
+                                Z, ln, work, iwork, ifail);
+    double t3 = bench_now();
+    info |= LAPACKE_dormtr(LAPACK_COL_MAJOR, 'L', 'U', 'N', ln, lk, A, ln, tau, Z, ln);
+    double t4 = bench_now();
+    memcpy(A, G, n * n * sizeof *A);
+    double t5 = bench_now();
+    info |= LAPACKE_dsyevr(LAPACK_COL_MAJOR, 'V', 'I', 'U', ln, A, ln, 0, 0,
+                           ln - lk + 1, ln, 0.0, &found, w, Z, ln, isuppz);
+    double t6 = bench_now();
+    if (info != 0) {
+        fprintf(stderr, "LAPACK failed\n");
+        return 1;
+    }
+    printf("{\"n\": %zu, \"dsytrd\": %.3f, \"dsterf\": %.3f, \"dstein\": %.3f, "
+           "\"dormtr\": %.3f, \"dense total\": %.3f, \"dsyevr top k\": %.3f}\n",
+           n, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0, t6 - t5);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "phases") == 0)
+        return phases(argc, argv);
     if (argc < 9) {
         fprintf(stderr, "usage: %s X.bin n T.bin n_project d n_components "
                         "auto|dense|iterative|randomized repeats [out.bin]\n", argv[0]);

@@ -38,6 +38,8 @@ typedef struct srv_reply {
     const char *csp;          /* Content-Security-Policy (console files);
                                  adds nosniff and no-referrer */
     int plain_errors;         /* errors as {"error":message} (/v2) */
+    size_t header_len;        /* nonzero: the binary tensor data extension's
+                                 Inference-Header-Content-Length */
 } srv_reply;
 
 typedef struct srv_request srv_request;

@@ -12,6 +12,9 @@
  * other path with a '/' after /v1/models/ (/v1/models/x/foo) is no route:
  * 404, not a 405 from /v1/models/{name}.
  *
+ * Long: the routing table and the handlers it names are kept in one file,
+ * so that a route and what answers it are read together.
+ *
  * Thread-safety: handlers run on MHD threads concurrently; they share
  * only srv_state, whose members are thread-safe.
  */
@@ -105,10 +108,10 @@
       GET(h_v2_model_ready, READ))                                           \
     X(V2_VREADY_M, "/v2/models/{name}/versions/{version}/ready",             \
       SRV_BODY_NONE, GET(h_v2_model_ready, READ))                            \
-    X(V2_INFER, "/v2/models/{name}/infer", SRV_BODY_JSON,                    \
+    X(V2_INFER, "/v2/models/{name}/infer", SRV_BODY_INFER,                   \
       POST(h_v2_infer, READ))                                                \
     X(V2_VINFER, "/v2/models/{name}/versions/{version}/infer",               \
-      SRV_BODY_JSON, POST(h_v2_infer, READ))                                 \
+      SRV_BODY_INFER, POST(h_v2_infer, READ))                                 \
     X(KCHECK, "/v1/kernels/check", SRV_BODY_JSON,                            \
       POST(h_kernels_check, READ))                                           \
     X(KGRAM, "/v1/kernels/gram", SRV_BODY_JSON, POST(h_kernels_gram, READ))
@@ -238,8 +241,9 @@ static size_t match_pattern(const char *pattern, const char *path,
                             size_t vlen)
 {
     static const char nm[] = "{name}", vm[] = "{version}";
-    const char *at = strstr(pattern, nm);
-    if (!at || strncmp(path, pattern, (size_t)(at - pattern)))
+    const char *at = strchr(pattern, '{'); /* {name} comes first if at all */
+    if (!at || strncmp(at, nm, sizeof nm - 1) ||
+        strncmp(path, pattern, (size_t)(at - pattern)))
         return 0;
     const char *rest = path + (at - pattern), *tail = at + sizeof nm - 1;
     const char *v = strstr(tail, vm);
@@ -675,8 +679,6 @@ static const answer_route project_route = {
     api_project, api_predict_matrix_keys, api_predict_bytes, "project"};
 static const answer_route score_route = {
     api_score, api_score_matrix_keys, api_score_bytes, "score"};
-static const answer_route infer_route = {
-    api_v2_infer, api_v2_matrix_keys, api_v2_infer_bytes, "infer"};
 
 /* The working memory of a predict is admitted against the fits' memory
  * budget (413 when it cannot be held) before the body is parsed. */
@@ -1026,7 +1028,9 @@ static void h_v2(srv_request *rq, srv_reply *rp)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", "kmserve");
     cJSON_AddStringToObject(o, "version", KM_VERSION);
-    cJSON_AddArrayToObject(o, "extensions");
+    /* the protocol's optional extensions this server implements */
+    cJSON *ext = cJSON_AddArrayToObject(o, "extensions");
+    cJSON_AddItemToArray(ext, cJSON_CreateString("binary_tensor_data"));
     srv_reply_json(rp, 200, o);
 }
 
@@ -1079,9 +1083,46 @@ static void h_v2_model_ready(srv_request *rq, srv_reply *rp)
         rp->status = 200;
 }
 
+/* An infer body, all JSON (hlen NULL) or with the binary tensor data
+ * extension (api_v2.h), its memory admitted as answer() admits a
+ * predict's; binary outputs (which a JSON request may ask for too) are
+ * answered as application/octet-stream with the JSON's length. */
+static void infer_binary(srv_request *rq, srv_reply *rp, const char *hlen)
+{
+    api_v2_answer out;
+    api_error e;
+    size_t held;
+    const char *text = rq->body ? rq->body : "";
+    srv_ref *ref = find_version(rq, rp, &held);
+    if (!ref)
+        return;
+    const km_model *m = srv_ref_model(ref);
+    size_t need = api_v2_request_bytes(m, text, rq->len, hlen);
+    int refused = rq->s->jobs &&
+                  srv_jobs_reserve(rq->s->jobs, need, "infer", &e);
+    if (refused) {
+        srv_reply_error(rp, &e);
+    } else if (api_v2_infer_request(m, text, rq->len, hlen, &out, &e)) {
+        srv_reply_error(rp, &e);
+    } else {
+        srv_metrics_predicted_rows(rq->s->metrics, out.rows);
+        rp->header_len = out.header_len;
+        if (out.header_len)
+            srv_reply_bytes(rp, 200, out.buf, out.len,
+                            "application/octet-stream");
+        else
+            srv_reply_text(rp, 200, out.buf, out.len);
+    }
+    if (rq->s->jobs && !refused)
+        srv_jobs_unreserve(rq->s->jobs, need);
+    srv_ref_release(ref);
+    unhold(rq, held);
+}
+
 static void h_v2_infer(srv_request *rq, srv_reply *rp)
 {
-    answer(rq, rp, &infer_route);
+    infer_binary(rq, rp,
+                 srv_header(rq, "Inference-Header-Content-Length"));
 }
 
 /* ------------------------------------------------------------- console */

@@ -15,8 +15,11 @@ typedef void (*srv_handler)(srv_request *rq, srv_reply *rp);
 enum {
     SRV_BODY_NONE,
     SRV_BODY_JSON,  /* application/json */
-    SRV_BODY_MODEL  /* a model file: text/plain or application/octet-stream
+    SRV_BODY_MODEL, /* a model file: text/plain or application/octet-stream
                        (the handler tells which format each is) */
+    SRV_BODY_INFER  /* application/json, or with the binary tensor data
+                       extension's Inference-Header-Content-Length header
+                       application/octet-stream too */
 };
 
 typedef struct srv_route {

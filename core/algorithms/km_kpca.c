@@ -17,14 +17,15 @@
  *              cluster); its own work space is O(n).
  *   iterative  restarted block Lanczos (block Krylov with full
  *              reorthogonalisation and Rayleigh-Ritz after each block),
- *              whose only use of Kc is DSYMM with a block of b ~ 2k
- *              vectors: each product reads the triangle once, so b vectors
+ *              whose only use of Kc is its product with a block of b ~ 2k
+ *              vectors (km_eigen.c's sym_product: DSYMM and DGEMM by
+ *              panels): each reads the triangle once, so b vectors
  *              cost little more than one. Converged when every wanted Ritz
  *              pair has a residual |Kc v - theta v| <= 1e-12 |Kc|. If it
  *              has not converged within a budget of products, dense takes
  *              over on the same, untouched, buffer.
  *   randomized Halko, Martinsson and Tropp's range finder: a Gaussian
- *              sample of l = k + p columns, power iterations (DSYMM, then
+ *              sample of l = k + p columns, power iterations (product, then
  *              Householder QR), Rayleigh-Ritz on the l x l Q^T Kc Q by
  *              dsyevr after each, until the top k Ritz pairs meet a
  *              residual test (see RAND_* below); dense takes over when

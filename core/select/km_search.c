@@ -546,12 +546,20 @@ static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
         size_t cb = P < ALPHA_BATCH ? P : ALPHA_BATCH;
         b = add_sat(b, mul_sat(P, sizeof(km_kernel) + 2 * sizeof(size_t)));
         if (s->cv.kind == KM_CV_LOO || s->cv.kind == KM_CV_GCV) {
-            /* K (then V), dsyevd's workspace 1 + 6n + 2n^2, the
-             * eigenvalues, Q, the batch's G, B, R, D, a block of V
-             * squared, the predictions, the preprocessed copies */
-            b = add_sat(b, mul_sat(D, add_sat(mul_sat(3, nn), 7 * n + 1)));
-            b = add_sat(b, mul_sat(D, mul_sat(n, 2 * m + 2 * cb * m + 2 * cb +
-                                              SQ_BLOCK + d + m)));
+            /* km_search_krr.c's cf_alloc: K (reduced in place, then
+             * Q), T's two diagonals, tau, the eigenvalues, Z and the
+             * predictions, the batch's L, Rp, D, W and C, the
+             * diagonal's two blocks; LAPACK's workspaces (dsytrd,
+             * dorgtr, dormtr: n x a block of at most 64; dstebz: 7n);
+             * the preprocessed copies; and the pages of OpenBLAS's own
+             * buffers that the blocked reduction's BLAS-3 calls touch
+             * first (measured: a daemon's peak grew 8.4 MiB past K at n
+             * = 3000, on two threads) */
+            b = add_sat(b, (size_t)16 << 20);
+            b = add_sat(b, mul_sat(D, nn));
+            b = add_sat(b, mul_sat(D, mul_sat(n, 4 + 2 * m + 3 * cb +
+                                              2 * cb * m + 2 * DIAG_IB +
+                                              64 + 7 + d + m)));
         } else {
             /* the Gram of all rows (or the scaled rows), the training
              * and test blocks, and either dsyevd's workspace or the

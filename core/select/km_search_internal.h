@@ -34,9 +34,12 @@
 #define KRR_EIG_CHOLESKYS 18
 
 /* Alphas per batch of the closed forms (bounds the n x batch x m
- * buffers); rows of V squared per block for diag(H). */
+ * buffers). */
 #define ALPHA_BATCH 32
-#define SQ_BLOCK 256
+/* Right-hand sides (rows of Q) per block of the closed forms' diagonal
+ * sweep (km_search_krr.c): the block of Q and its forward sweep, 2 n
+ * DIAG_IB doubles, stay in L2. */
+#define DIAG_IB 16
 
 /* ------------------------------------------------------------ a run */
 

@@ -100,9 +100,6 @@ static int eig_pd(search_run *r, size_t p, long f, double wmin, double alpha)
 #define SWEEP
 #endif
 
-/* Right-hand sides (rows of Q) per block of the diagonal sweep: the
- * block of Q and its forward sweep, 2 n DIAG_IB doubles, stay in L2. */
-#define DIAG_IB 16
 
 /* Tridiagonal reduction in place (dsytrd): K (the lower triangle of a
  * row-major symmetric matrix, LAPACK's column-major upper) = Q T Q^T,

@@ -1538,6 +1538,123 @@ START_TEST(dense_scales_extreme_matrices)
 }
 END_TEST
 
+/* sin of the largest principal angle between the column spaces of the
+ * orthonormal A and B (n x k, column-major), bounded above by the
+ * Frobenius norm of A - B (B^T A). */
+static double subspace_sin(const double *A, const double *B, size_t n,
+                           size_t k)
+{
+    double *C = malloc(k * k * sizeof *C), *R = malloc(n * k * sizeof *R);
+    memcpy(R, A, n * k * sizeof *R);
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)k, (int)k,
+                (int)n, 1.0, B, (int)n, A, (int)n, 0.0, C, (int)k);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)k,
+                (int)k, -1.0, B, (int)n, C, (int)k, 1.0, R, (int)n);
+    double f = cblas_dnrm2((int)(n * k), R, 1);
+    free(R);
+    free(C);
+    return f;
+}
+
+/*
+ * Issue 28: a spectrum whose top eigenvalues come in close pairs (relative
+ * gaps 5e-3 to 3e-3 within a pair), K = Q diag(w) Q^T with a random
+ * orthogonal Q at n = 700 (not a multiple of the products' panel of 256
+ * columns). The iterative and randomized solvers against the dense one
+ * and the truth: eigenvalues to 1e-8 relative, the top-10 subspace and
+ * each pair's plane by principal angles; the same bits on a second run
+ * (fixed seeds); and KM_ECANCELLED when the progress callback asks.
+ */
+START_TEST(paired_spectrum)
+{
+    const size_t n = 700, k = 10;
+    const double top[10] = {100, 99.5, 60, 59.7, 35, 34.9, 20, 19.95, 12,
+                            11.96};
+    double *Q = gaussian_rows(n, n, 28), *w = malloc(n * sizeof *w);
+    double *tau = malloc(n * sizeof *tau), *K = malloc(n * n * sizeof *K);
+    double *A = malloc(n * n * sizeof *A), *QW = malloc(n * n * sizeof *QW);
+    ck_assert_int_eq(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)n, (int)n, Q,
+                                    (int)n, tau), 0);
+    ck_assert_int_eq(LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)n, (int)n, (int)n,
+                                    Q, (int)n, tau), 0);
+    for (size_t j = 0; j < n; j++) {
+        w[j] = j < k ? top[j] : 5.0 * pow(0.97, (double)(j - k));
+        for (size_t i = 0; i < n; i++)
+            QW[j * n + i] = Q[j * n + i] * w[j];
+    }
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n,
+                (int)n, 1.0, QW, (int)n, Q, (int)n, 0.0, K, (int)n);
+    for (size_t i = 0; i < n; i++) /* exactly symmetric */
+        for (size_t j = 0; j < i; j++)
+            K[i * n + j] = K[j * n + i];
+
+    double lam_d[10], min_eig;
+    double *U_d = malloc(n * k * sizeof *U_d), *U = malloc(n * k * sizeof *U);
+    double *U2 = malloc(n * k * sizeof *U2);
+    km_error err = {0};
+    memcpy(A, K, n * n * sizeof *A);
+    ck_assert_int_eq(km_eig_dense(A, n, k, lam_d, U_d, NULL, &err), KM_OK);
+    ck_assert_double_le(subspace_sin(U_d, Q, n, k), 1e-10);
+
+    const km_kpca_solver solvers[2] = {KM_KPCA_SOLVER_ITERATIVE,
+                                       KM_KPCA_SOLVER_RANDOMIZED};
+    for (int si = 0; si < 2; si++) {
+        double lam[10], lam2[10];
+        int used = -1, fallback = 0;
+        size_t products = 0;
+        const char *name = km_kpca_solver_name(solvers[si]);
+        memcpy(A, K, n * n * sizeof *A);
+        ck_assert_msg(km_eig_top(A, n, k, solvers[si], NULL, lam, U, &used,
+                                 &fallback, &products, &min_eig, &err) ==
+                          KM_OK,
+                      "%s: %s", name, err.message);
+        ck_assert_int_eq(used, solvers[si]);
+        ck_assert_int_eq(fallback, 0);
+        for (size_t j = 0; j < k; j++) {
+            ck_assert_msg(fabs(lam[j] - lam_d[j]) <= 1e-8 * lam_d[j],
+                          "%s: eigenvalue %zu is %.17g, dense %.17g", name, j,
+                          lam[j], lam_d[j]);
+            ck_assert_double_le(fabs(lam[j] - top[j]), 1e-8 * top[j]);
+        }
+        ck_assert_msg(subspace_sin(U, U_d, n, k) <= 1e-8,
+                      "%s: top-10 subspace off dense's by %g", name,
+                      subspace_sin(U, U_d, n, k));
+        for (size_t j = 0; j < k; j += 2)
+            ck_assert_msg(subspace_sin(U + j * n, Q + j * n, n, 2) <= 1e-8,
+                          "%s: pair %zu's plane off the truth by %g", name,
+                          j / 2, subspace_sin(U + j * n, Q + j * n, n, 2));
+
+        /* Fixed seeds: the same bits again. */
+        memcpy(A, K, n * n * sizeof *A);
+        ck_assert_int_eq(km_eig_top(A, n, k, solvers[si], NULL, lam2, U2,
+                                    &used, &fallback, &products, &min_eig,
+                                    &err),
+                         KM_OK);
+        ck_assert_int_eq(memcmp(lam, lam2, sizeof lam), 0);
+        ck_assert_int_eq(memcmp(U, U2, n * k * sizeof *U), 0);
+
+        /* Cancelled at the first progress report. */
+        watch c = {0, 1, 0, 0};
+        km_fit_control cc = {on_progress, &c};
+        memcpy(A, K, n * n * sizeof *A);
+        ck_assert_int_eq(km_eig_top(A, n, k, solvers[si], &cc, lam2, U2,
+                                    &used, &fallback, &products, &min_eig,
+                                    &err),
+                         KM_ECANCELLED);
+        ck_assert_int_eq(c.calls, 1);
+    }
+    free(U2);
+    free(U);
+    free(U_d);
+    free(QW);
+    free(A);
+    free(K);
+    free(tau);
+    free(w);
+    free(Q);
+}
+END_TEST
+
 static Suite *kpca_suite(void)
 {
     Suite *s = suite_create("km_kpca");
@@ -1576,6 +1693,7 @@ static Suite *kpca_suite(void)
                         KM_KPCA_SOLVER_COUNT);
     tcase_add_loop_test(tc, duplicate_rows_rank, KM_KPCA_SOLVER_AUTO,
                         KM_KPCA_SOLVER_NYSTROM);
+    tcase_add_test(tc, paired_spectrum);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -10,8 +10,10 @@
  *     search members included;
  *   - api_predict on a small krr and a small svc model (labels), and
  *     api_project on a small kpca model, with the predict keys; api_score
- *     on all three; the Open Inference Protocol's api_v2_infer on all
- *     three; api_predict, api_score and api_v2_infer on a krr model of
+ *     on all three; the Open Inference Protocol's infer on all three,
+ *     all JSON and with the binary tensor data extension (the JSON
+ *     header up to the last '}', the rest its tail); api_predict,
+ *     api_score and infer on a krr model of
  *     strings (spectrum kernel, max_length 16) and one of a precomputed
  *     kernel, whose X (BYTES tensors, kernel values) is read otherwise.
  * Every answer and error must be UTF-8 JSON text with no inf or nan in
@@ -194,6 +196,37 @@ static void answer(const char *body, size_t len, const km_model *m,
     api_body_free(&b);
 }
 
+/* An infer as the route takes it: all JSON (no header), and with the
+ * binary tensor data extension, the JSON header ending at the body's last
+ * '}' and the bytes after it its tail. A binary answer's JSON header must
+ * be JSON text as any answer. */
+static void infer(const char *body, size_t len, const km_model *m)
+{
+    char header[24];
+    const char *last = NULL;
+    for (size_t i = 0; i < len; i++)
+        if (body[i] == '}')
+            last = body + i;
+    for (int binary = 0; binary < 2; binary++) {
+        api_v2_answer out;
+        api_error e;
+        if (binary) {
+            if (!last)
+                return;
+            snprintf(header, sizeof header, "%zu",
+                     (size_t)(last - body) + 1);
+        }
+        if (api_v2_infer_request(m, body, len, binary ? header : NULL, &out,
+                                 &e) == 0) {
+            check_text(out.buf, out.header_len ? out.header_len : out.len,
+                       "infer answer", 1);
+            free(out.buf);
+        } else {
+            check_error(&e);
+        }
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!krr)
@@ -211,14 +244,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     answer(body, size, krr, api_score, api_score_matrix_keys);
     answer(body, size, svc, api_score, api_score_matrix_keys);
     answer(body, size, kpca, api_score, api_score_matrix_keys);
-    answer(body, size, krr, api_v2_infer, api_v2_matrix_keys);
-    answer(body, size, svc, api_v2_infer, api_v2_matrix_keys);
-    answer(body, size, kpca, api_v2_infer, api_v2_matrix_keys);
+    infer(body, size, krr);
+    infer(body, size, svc);
+    infer(body, size, kpca);
     for (int i = 0; i < 2; i++) {
         const km_model *m = i ? pre : str;
         answer(body, size, m, api_predict, api_predict_matrix_keys);
         answer(body, size, m, api_score, api_score_matrix_keys);
-        answer(body, size, m, api_v2_infer, api_v2_matrix_keys);
+        infer(body, size, m);
     }
     free(body);
     return 0;

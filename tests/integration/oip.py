@@ -327,7 +327,7 @@ def protocol_examples(d):
     r = d.req("GET", "/v2")
     j = r.json() or {}
     check(r.status == 200 and j.get("name") == "kmserve" and
-          isinstance(j.get("version"), str) and j.get("extensions") == [],
+          isinstance(j.get("version"), str) and j.get("extensions") == ["binary_tensor_data"],
           "server metadata: name, version, extensions", r)
     # the example model of the protocol's text: two inputs rows, one output
     d.req("POST", "/v1/models/mymodel/fit", krr(1.0))
@@ -477,8 +477,6 @@ def hostile(d):
          "asked for twice"),
         ({"inputs": [good], "outputs": "predictions"}, "outputs must be"),
         ({"inputs": [good], "id": 42}, "id must be a string"),
-        ({"inputs": [good], "parameters": {"binary_data_output": True}},
-         "binary tensor data is not supported"),
         ({"inputs": [good], "parameters": 3}, "parameters must be an object"),
         ({"inputs": [good], "model": "x"}, "model"),
     ]

@@ -26,6 +26,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -237,6 +238,51 @@ def scenario_budget(binary, tmp):
     d.stop()
 
 
+def scenario_closed_form_memory(binary, tmp):
+    """The closed forms' admission estimate bounds what they hold: the
+    estimate (from the 413 of a daemon with a 1 MiB budget) against the
+    growth of a fresh daemon's peak resident memory over the search (after
+    a small fit of the same kind has loaded the code and the pools). Not
+    under a sanitizer, whose resident memory is not the program's."""
+    n = 2500
+    X, y = run.synthetic(n, 4, 11)
+    for cv in ("loo", "gcv"):
+        body = {"algorithm": "krr", "kernel": {"type": "rbf"}, "X": X, "y": y,
+                "search": {"params": {"alpha": [0.5, 1, 2, 4]}, "cv": cv}}
+        models = os.path.join(tmp, "cfm-" + cv, "models")
+        os.makedirs(models)
+        d = run.Daemon(binary, models, "--memory-budget-mb", "1").start()
+        r = d.req("POST", "/v1/models/m/fit", body)
+        d.stop()
+        m = re.search(r"needs an estimated ([0-9.]+) MiB", r.body)
+        check(r.status == 413 and m, f"closed form ({cv}): refused under 1 MiB, the estimate said", r)
+        if not m:
+            continue
+        estimate = float(m.group(1)) * 2 ** 20
+        d = run.Daemon(binary, models + "2", "--memory-budget-mb", "8000").start()
+        try:
+            pid = d.proc.pid
+            with open(f"/proc/{pid}/maps") as f:
+                if "libasan" in f.read():
+                    continue
+            small = dict(body, X=X[:60], y=y[:60])
+            check(d.req("POST", "/v1/models/w/fit", small).status == 201, f"closed form ({cv}): warm-up fit", "")
+
+            def status(key):
+                with open(f"/proc/{pid}/status") as f:
+                    return next(int(l.split()[1]) * 1024 for l in f if l.startswith(key))
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+            before = status("VmRSS")
+            r = d.req("POST", "/v1/models/m/fit", body)
+            growth = status("VmHWM") - before
+            check(r.status == 201 and growth <= estimate + 2 * 2 ** 20,
+                  f"closed form ({cv}): peak growth within the estimate",
+                  f"{growth / 2 ** 20:.1f} MiB grown, {estimate / 2 ** 20:.1f} MiB estimated")
+        finally:
+            d.stop()
+
+
 def scenario_kmctl(d, kmctl):
     case = REFS["svc"]
     tmp = tempfile.mkdtemp(prefix="kmserve-search-csv-")
@@ -282,6 +328,7 @@ def main():
         tmp = tempfile.mkdtemp(prefix="kmserve-search-")
         try:
             scenario_budget(server, tmp)
+            scenario_closed_form_memory(server, tmp)
         finally:
             run.shutil.rmtree(tmp, ignore_errors=True)
 

@@ -12,6 +12,7 @@ Thread-safety: stateless.
 """
 import json
 import math
+import struct
 
 try:
     import numpy as np
@@ -118,3 +119,62 @@ def scaled_variance(X, scale):
         out.extend(c)
     m = sum(out) / len(out)
     return sum((v - m) ** 2 for v in out) / len(out)
+
+
+# The binary tensor data extension's numbers: little-endian, row-major.
+BINARY_TYPES = {"FP64": ("<f8", "d"), "FP32": ("<f4", "f"), "INT64": ("<i8", "q")}
+
+
+def pack(X, datatype):
+    """Rows of numbers as datatype's little-endian bytes; ValueError
+    naming the first value that is NaN or infinite (as JSON's)."""
+    dt, code = BINARY_TYPES[datatype]
+    if np is not None:
+        A = np.ascontiguousarray(np.asarray(X, dtype=np.float64))
+        bad = ~np.isfinite(A)
+        if bad.any():
+            i = np.argwhere(bad)[0]
+            raise ValueError(f"X{''.join(f'[{k}]' for k in i)} is not a finite number")
+        return A.astype(dt).tobytes()
+    flat = []
+    for i, r in enumerate(X):
+        for j, v in enumerate(r):
+            if not math.isfinite(float(v)):
+                raise ValueError(f"X[{i}][{j}] is not a finite number")
+            flat.append(float(v))
+    return struct.pack(f"<{len(flat)}{code}", *flat)
+
+
+def unpack(data, datatype):
+    """A binary output's values: numbers of its datatype (FP64, INT64),
+    or BYTES: each a 4-byte little-endian length and UTF-8 text."""
+    if datatype == "BYTES":
+        out, at = [], 0
+        while at < len(data):
+            (n,) = struct.unpack_from("<I", data, at)
+            out.append(data[at + 4:at + 4 + n].decode("utf-8"))
+            at += 4 + n
+        return out
+    dt, code = BINARY_TYPES[datatype]
+    if np is not None:
+        return np.frombuffer(data, dtype=dt).astype(dt[1:])
+    return list(struct.unpack(f"<{len(data) // struct.calcsize(code)}{code}", data))
+
+
+def reshape(values, width):
+    """Flat values as rows of width."""
+    if np is not None and isinstance(values, np.ndarray):
+        return values.reshape(-1, width)
+    return [values[k:k + width] for k in range(0, len(values), width)]
+
+
+def concat(parts):
+    """The batches' values as one (an ndarray when they are)."""
+    if len(parts) == 1:
+        return parts[0]
+    if np is not None and all(isinstance(p, np.ndarray) for p in parts):
+        return np.concatenate(parts)
+    out = []
+    for p in parts:
+        out.extend(p.tolist() if hasattr(p, "tolist") else p)
+    return out

@@ -1,15 +1,15 @@
 """kmserve.client - Client, one kmserve server over HTTP, and Job, one fit
 job on it.
 
-Every method is one request (predict and project: one per batch of rows)
-on a fresh connection (http.client, standard library only), with the
-bearer token if one is given, over TLS for https:// URLs. Error answers
-raise the KmserveError subclass of their code (kmserve.errors).
+Every method is one request (predict, project and infer: one per batch
+of rows) on a fresh connection (http.client, standard library only), with
+the bearer token if one is given, over TLS for https:// URLs. Error
+answers raise the KmserveError subclass of their code (kmserve.errors).
 
 Retries. A request that changes nothing on the server (every GET, and
-predict, project and score, which docs/api.md states are idempotent) is
-sent again up to `retries` times, after 0.2 s, 0.4 s, ..., when the
-connection is refused, reset or closed before an answer. Nothing else is
+predict, project, score and infer, which docs/api.md states are
+idempotent) is sent again up to `retries` times, after 0.2 s, 0.4 s, ...,
+when the connection is refused, reset or closed before an answer. Nothing else is
 retried: not fits, deletes or cancels (the server may have acted), not
 timeouts (the server may still be working), not error answers.
 
@@ -124,7 +124,7 @@ class Client:
                                                context=self._ssl)
         return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
-    def _once(self, method, path, payload, read_timeout):
+    def _once(self, method, path, payload, read_timeout, extra=None):
         connect_timeout = self.timeout
         if read_timeout is not _UNSET and read_timeout is not None and \
                 (connect_timeout is None or read_timeout < connect_timeout):
@@ -135,6 +135,7 @@ class Client:
                        "Connection": "close"}
             if payload is not None:
                 headers["Content-Type"] = "application/json"
+            headers.update(extra or {})
             if self.token:
                 headers["Authorization"] = f"Bearer {self.token}"
             conn.connect()
@@ -142,25 +143,35 @@ class Client:
                 conn.sock.settimeout(read_timeout)
             conn.request(method, self._prefix + path, body=payload, headers=headers)
             resp = conn.getresponse()
+            if extra is not None:  # the binary extension's answer header too
+                extra["answer"] = resp.getheader("Inference-Header-Content-Length")
             return resp.status, resp.getheader("X-Request-Id"), resp.read()
         finally:
             conn.close()
 
     def request(self, method, path, body=None, *, retry=None, read_timeout=_UNSET,
-                accept=(), raw=False):
+                accept=(), raw=False, binary=None):
         """One request; returns (status, answer): the answer parsed from
         JSON (None for an empty body; its text with raw=True). An error
         status raises its KmserveError, unless it is in accept. retry:
         whether the request may be sent again after a broken connection
-        (default: for GET only)."""
+        (default: for GET only). binary: bytes sent after body's JSON with
+        the binary tensor data extension's Inference-Header-Content-Length;
+        the answer is then (JSON header, the bytes after it)."""
         payload = None if body is None else _data.dumps(body)
+        extra = None
+        if binary is not None:
+            extra = {"Inference-Header-Content-Length": str(len(payload))}
+            payload += binary
         if retry is None:
             retry = method in ("GET", "HEAD")
         attempts = 1 + (self.retries if retry else 0)
         where = f"{method} {self.url}{path}"
         for attempt in range(attempts):
             try:
-                status, rid, data = self._once(method, path, payload, read_timeout)
+                sent = None if extra is None else dict(extra)
+                status, rid, data = self._once(method, path, payload, read_timeout,
+                                               sent)
                 break
             except ConnectionError as e:  # refused, reset, closed early
                 if attempt + 1 < attempts:
@@ -169,6 +180,10 @@ class Client:
                 raise KmserveConnectionError(None, None, f"{where}: {e}") from e
             except (OSError, http.client.HTTPException) as e:  # TLS, timeouts, ...
                 raise KmserveConnectionError(None, None, f"{where}: {e}") from e
+        tail = b""
+        if binary is not None and status < 400 and sent.get("answer"):
+            at = int(sent["answer"])
+            data, tail = data[:at], data[at:]
         text = data.decode("utf-8", "replace")
         if raw:
             answer = text
@@ -185,6 +200,8 @@ class Client:
         if answer is _NOT_JSON:
             raise KmserveError(status, None, f"{where}: the answer is not JSON: "
                                f"{text[:200]!r}", rid)
+        if binary is not None:
+            return status, (answer, tail)
         return status, answer
 
     def _want_numpy(self, X):
@@ -346,7 +363,69 @@ class Client:
             versions.append(answer["model"]["version"])
         return values, versions
 
-    def predict(self, name, X, output=None, *, batch_size=10000):
+    def infer(self, name, X, outputs=None, *, binary=False, datatype="FP64",
+              version=None, batch_size=10000):
+        """The Open Inference Protocol's infer (POST /v2/models/{name}/infer)
+        of X's rows: a dict of each output asked for (outputs: v2 names,
+        such as "labels", "decision_values"; default the model's main one)
+        to its values (rows of width values for a matrix output).
+        binary=True sends X and takes the answers as binary tensors (the
+        binary tensor data extension: raw little-endian bytes after the
+        JSON, no number text either way); datatype "FP64" or "FP32" (X
+        rounded to single precision: half the bytes). Numeric X only;
+        numpy speeds it up but is not needed."""
+        if datatype not in ("FP64", "FP32"):
+            raise ValueError("datatype must be FP64 or FP32")
+        X, n = _data.rows(X)
+        if n == 0:
+            raise ValueError("X has no rows")
+        path = f"/v2/models/{_q(name)}"
+        if version is not None:
+            path += f"/versions/{int(version)}"
+        wanted = None if outputs is None else [
+            {"name": o, "parameters": {"binary_data": True}} if binary else
+            {"name": o} for o in outputs]
+        got = {}
+        for i in range(0, n, batch_size or n):
+            rows = X[i:i + (batch_size or n)]
+            tensor = {"name": "X", "datatype": datatype,
+                      "shape": [len(rows), _data.n_features(rows)]}
+            body = {"inputs": [tensor]}
+            if wanted is not None:
+                body["outputs"] = wanted
+            if binary:
+                data = _data.pack(rows, datatype)
+                tensor["parameters"] = {"binary_data_size": len(data)}
+                body["parameters"] = {"binary_data_output": True}
+                answer, tail = self.request("POST", path + "/infer", body, retry=True,
+                                            binary=data)[1]
+            else:
+                tensor["data"] = rows
+                answer, tail = self.request("POST", path + "/infer", body,
+                                            retry=True)[1], b""
+            at = 0
+            for o in answer["outputs"]:
+                size = (o.get("parameters") or {}).get("binary_data_size")
+                if size is None:
+                    values = o["data"]
+                else:
+                    values = _data.unpack(tail[at:at + size], o["datatype"])
+                    at += size
+                if len(o["shape"]) == 2 and size is None:
+                    w = o["shape"][1]
+                    values = [values[k:k + w] for k in range(0, len(values), w)]
+                elif len(o["shape"]) == 2:
+                    values = _data.reshape(values, o["shape"][1])
+                got.setdefault(o["name"], []).append(values)
+        out = {}
+        for k, v in got.items():
+            v = _data.concat(v)
+            if hasattr(v, "tolist") and not self._want_numpy(X):
+                v = v.tolist()
+            out[k] = self._out(v, X)
+        return out
+
+    def predict(self, name, X, output=None, *, batch_size=10000, binary=False):
         """Predictions, one per row of X (a string model's X: a list of
         str; a precomputed model's: rows of kernel values against its
         training rows). output: the server's `output`
@@ -355,7 +434,15 @@ class Client:
         "probability" for svc and klr, "mean", "std", "var", "cov" for
         gpr, ...). Rows go batch_size at a time, as
         kmctl sends them; a refit between batches shows in the versions,
-        which predict does not return (use request() to see them)."""
+        which predict does not return (use request() to see them).
+        binary=True asks the model's main output (output must be None)
+        through infer's binary tensors: no number text either way."""
+        if binary:
+            if output is not None:
+                raise ValueError("binary=True answers the model's main output; "
+                                 "use infer() to name others")
+            return next(iter(self.infer(name, X, binary=True,
+                                        batch_size=batch_size).values()))
         extra = {} if output is None else {"output": output}
         values, _ = self._post_rows(name, "predict", "predictions", X, extra, batch_size)
         return self._out(values, X)
