@@ -7,13 +7,17 @@
  * support-vector count. bench/bench_svm.py runs it beside LIBSVM and
  * scikit-learn.
  *
- *   bench_svm FILE N_TRAIN N_TEST C GAMMA [REPEATS [CACHE_MB [TOL [PROB]]]]
+ *   bench_svm FILE N_TRAIN N_TEST C GAMMA [REPEATS [CACHE_MB [TOL [PROB
+ *             [THREADS]]]]]
  *
- * The first N_TRAIN rows train, the last N_TEST rows test.
+ * The first N_TRAIN rows train, the last N_TEST rows test. THREADS (by
+ * default the CPUs, as kmserve gives a fit when it runs one worker) is
+ * the fit's km_fit_control.threads.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../tests/testdata.h"
 #include "bench_util.h"
@@ -23,7 +27,7 @@ int main(int argc, char **argv)
 {
     if (argc < 6) {
         fprintf(stderr, "usage: %s FILE N_TRAIN N_TEST C GAMMA [REPEATS "
-                        "[CACHE_MB [TOL [PROB]]]]\n", argv[0]);
+                        "[CACHE_MB [TOL [PROB [THREADS]]]]]\n", argv[0]);
         return 2;
     }
     size_t n_train = strtoul(argv[2], NULL, 10);
@@ -38,6 +42,10 @@ int main(int argc, char **argv)
         p.tol = atof(argv[8]);
     if (argc > 9)
         p.probability = atoi(argv[9]);
+    km_fit_control ctl = {NULL, NULL, (int)sysconf(_SC_NPROCESSORS_ONLN),
+                          NULL};
+    if (argc > 10)
+        ctl.threads = atoi(argv[10]);
 
     km_dataset ds;
     if (km_dataset_load(argv[1], (size_t)-1, &ds) != 0 ||
@@ -64,7 +72,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < repeats; r++) {
         km_model_free(m);
         double t0 = bench_now();
-        if (km_svc_fit(&kern, &p, ds.X, n_train, ds.d, y, k, NULL, &m,
+        if (km_svc_fit(&kern, &p, ds.X, n_train, ds.d, y, k, &ctl, &m,
                        &err) != KM_OK) {
             fprintf(stderr, "fit: %s\n", err.message);
             return 1;
@@ -84,10 +92,10 @@ int main(int argc, char **argv)
     const km_info_entry *it = km_info_find(km_model_training(m), "iterations");
     printf("{\"fit_s\": %.6f, \"predict_s\": %.6f, \"accuracy\": %.6f, "
            "\"n_sv\": %zu, \"iterations\": %.0f, \"classes\": %zu, "
-           "\"peak_mib\": %.1f}\n",
+           "\"peak_mib\": %.1f, \"threads\": %d}\n",
            bench_median(t_fit, repeats), bench_median(t_pred, repeats),
            100.0 * right / n_test, km_svm_support_count(m),
-           it ? it->values[0] : 0.0, k, bench_peak_mib());
+           it ? it->values[0] : 0.0, k, bench_peak_mib(), ctl.threads);
     km_model_free(m);
     free(pred);
     free(t_fit);

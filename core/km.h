@@ -12,9 +12,10 @@
  *     start-up before any fit, so that core's estimates and its choices
  *     agree with the daemon's admission control.
  *   - OpenBLAS's thread count, which is the process's by OpenBLAS's design:
- *     while an svc screened fit runs its class pairs on several workers,
- *     solvers/km_svm_screen.c sets it to 1 and puts it back after (under a
- *     lock, counting overlapping fits), because OpenBLAS's threaded calls
+ *     while an svc fit (exact or screened) runs its class pairs on several
+ *     workers, or an svc prediction its blocks of rows,
+ *     solvers/km_svm_pairs.c sets it to 1 and puts it back after (under a
+ *     lock, counting overlapping users), because OpenBLAS's threaded calls
  *     from several workers queue and spin; BLAS calls elsewhere in the
  *     process meanwhile run on one thread too.
  * Everything else (random numbers included: km_rng) is in the caller's

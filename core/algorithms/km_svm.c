@@ -33,7 +33,10 @@
  * coefficients, one per other class b, at column b if b < c else b-1.
  * Prediction computes the kernel between a block of rows and all support
  * vectors once, then each class's block of it times that class's
- * coefficients (one GEMM per class) gives every pair's two halves.
+ * coefficients (one GEMM per class) gives every pair's two halves. A
+ * large prediction runs its blocks (about 2 MiB each, so that the three
+ * passes over one stay in cache) on as many workers as CPUs, BLAS on one
+ * thread per call meanwhile.
  *
  * Invariants of a payload: sum n_support = nsv; rho and prob arrays have
  * one entry per pair (SVR: one rho, no prob); sv_index[i] < n_samples.
@@ -42,6 +45,7 @@
  */
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,6 +201,11 @@ size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
      * variable; the model's copies. */
     size_t b = 4 * n * d * 8 + n * (k - 1) * 8 + 20 * n * 8;
     b += n * d * 8 + n * (k - 1) * 8 + n * 8; /* support vectors */
+    /* Without probability the pairs run on up to svc_most_workers()
+     * workers, each with its own pair's rows, their two copies and the
+     * solver's workspace (the caches split the budget between them). */
+    if (!p->probability)
+        b += (svc_most_workers() - 1) * (3 * n * d * 8 + 20 * n * 8);
     /* The shared Gram and the caches share the budget; a pair's cache
      * needs at most its whole Q, and at least two columns. */
     size_t gram = km_mul3(n, n, sizeof(double));
@@ -595,6 +604,167 @@ out:
     return st;
 }
 
+/* A prediction's blocks of rows, on one worker or several: what they
+ * read, where they write (disjoint rows of out), and the first failure. */
+typedef struct svc_pred {
+    const km_model *m;
+    const svm_payload *p;
+    const double *X;
+    size_t n, d, rows;        /* rows: per block */
+    svc_output what;
+    void *out;
+    pthread_mutex_t lock;     /* next, st, err */
+    size_t next;
+    km_status st;
+    km_error err;
+} svc_pred;
+
+/* Rows i0 .. i0 + nb - 1 into s->out, with a worker's buffers: Kb (rows
+ * x nsv), part (rows x K x (K - 1)), dec (rows x pairs; NULL for
+ * decision values) and work (finish_row's). */
+static km_status svc_block(const svc_pred *s, size_t i0, size_t nb,
+                           double *Kb, double *part, double *dec,
+                           double *work, km_error *err)
+{
+    const svm_payload *p = s->p;
+    const size_t d = s->d, K = p->k, K1 = K - 1, npair = n_pairs(K),
+                 nsv = p->nsv;
+    const svc_output what = s->what;
+    double *D = what == OUT_DECISION ? (double *)s->out + i0 * npair : dec;
+    km_status st = km_gram_cross_sn(km_model_kernel(s->m), s->X + i0 * d, nb,
+                                    p->sv, nsv, p->svn, d, Kb,
+                                    nsv ? nsv : 1, err);
+    if (st != KM_OK)
+        return st;
+    /* part[r][c][j]: class c's support vectors against row r, with
+     * their coefficients for the j-th other class. */
+    memset(part, 0, nb * K * K1 * sizeof *part);
+    for (size_t c = 0, s0 = 0; c < K; s0 += (size_t)p->n_support[c++]) {
+        size_t nc = (size_t)p->n_support[c];
+        if (nc == 0)
+            continue;
+        if (nb == 1) {
+            /* One row: a few dot products, in this thread. An OpenBLAS
+             * call takes a lock on its buffer pool, which HTTP threads
+             * predicting single rows at once would queue on. */
+            const double *kr = Kb + s0, *cf = p->coef + s0 * K1;
+            if (K1 == 1) { /* binary: one dot product, vectorised */
+                km_vdot_rows(kr, cf, 1, nc, part + c);
+                continue;
+            }
+            for (size_t t = 0; t < nc; t++)
+                for (size_t j = 0; j < K1; j++)
+                    part[c * K1 + j] += kr[t] * cf[t * K1 + j];
+            continue;
+        }
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb,
+                    (int)K1, (int)nc, 1.0, Kb + s0, (int)nsv,
+                    p->coef + s0 * K1, (int)K1, 0.0, part + c * K1,
+                    (int)(K * K1));
+    }
+    for (size_t r = 0; r < nb; r++) {
+        const double *pr = part + r * K * K1;
+        double *dr = D + r * npair;
+        for (size_t a = 0, pi = 0; a < K; a++)
+            for (size_t b = a + 1; b < K; b++, pi++)
+                dr[pi] = pr[a * K1 + b - 1] + pr[b * K1 + a] - p->rho[pi];
+        if (what == OUT_LABEL)
+            finish_row(p, dr, what, (int *)s->out + i0 + r, NULL, work);
+        else if (what == OUT_PROB)
+            finish_row(p, dr, what, NULL, (double *)s->out + (i0 + r) * K,
+                       work);
+    }
+    return KM_OK;
+}
+
+/* A worker: blocks in order until there are none or one has failed. */
+static void *svc_pred_work(void *arg)
+{
+    svc_pred *s = arg;
+    const svm_payload *p = s->p;
+    const size_t K = p->k, rows = s->rows, nsv = p->nsv;
+    km_error e = {0};
+    km_status st = KM_OK;
+    double *Kb = malloc(rows * (nsv ? nsv : 1) * sizeof *Kb);
+    double *part = malloc(rows * K * (K - 1) * sizeof *part);
+    double *dec = s->what == OUT_DECISION
+                      ? NULL
+                      : malloc(rows * n_pairs(K) * sizeof *dec);
+    double *work = malloc((2 * K * K + K + 1) * sizeof *work);
+    if (!Kb || !part || (s->what != OUT_DECISION && !dec) || !work)
+        st = km_error_set(&e, KM_ENOMEM, "out of memory for prediction");
+    while (st == KM_OK) {
+        pthread_mutex_lock(&s->lock);
+        size_t i0 = s->st == KM_OK ? s->next : s->n;
+        s->next = i0 < s->n ? i0 + rows : i0;
+        pthread_mutex_unlock(&s->lock);
+        if (i0 >= s->n)
+            break;
+        size_t nb = s->n - i0 < rows ? s->n - i0 : rows;
+        st = svc_block(s, i0, nb, Kb, part, dec, work, &e);
+    }
+    if (st != KM_OK) {
+        pthread_mutex_lock(&s->lock);
+        if (s->st == KM_OK) {
+            s->st = st;
+            s->err = e;
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    free(Kb);
+    free(part);
+    free(dec);
+    free(work);
+    return NULL;
+}
+
+/* Kernel values (rows x support vectors) above which a prediction's
+ * blocks run on workers: below it, starting threads costs more than
+ * the second core gives. */
+#define PRED_PARALLEL_ENTRIES ((size_t)1 << 21)
+/* Rows of a block on a worker: about PRED_BLOCK_BYTES of kernel values
+ * and partial sums, so that a block's three passes (the GEMM, the
+ * kernel's map, the classes' GEMMs) stay in the core's cache. */
+#define PRED_BLOCK_BYTES ((size_t)1 << 21)
+
+/* Workers of a prediction: one for small ones and for kernels without
+ * inner products (whose blocks are not only BLAS); else as many as the
+ * CPUs (svc_most_workers), at most the blocks. */
+static size_t pred_workers(const km_model *m, const svm_payload *p,
+                           size_t n, size_t rows)
+{
+    size_t blocks = (n + rows - 1) / rows;
+    if (n < 2 || !km_kernel_uses_dots(km_model_kernel(m)) ||
+        km_mul3(n, p->nsv, 1) < PRED_PARALLEL_ENTRIES)
+        return 1;
+    size_t nw = svc_most_workers();
+    return nw < blocks ? nw : blocks;
+}
+
+/*
+ * svc_run on several workers: the calling thread and the ones it can
+ * start, each taking blocks of rows (svc_pred_work) with its own
+ * buffers, BLAS on one thread per call meanwhile (as the fits' pairs:
+ * svc_blas_single_begin). Each row's values come from the same
+ * routines as on one worker.
+ */
+static km_status svc_run_workers(svc_pred *s, size_t nw, km_error *err)
+{
+    pthread_t tid[SVC_MAX_WORKERS];
+    size_t started = 1;
+    svc_blas_single_begin();
+    for (; started < nw; started++)
+        if (pthread_create(&tid[started], NULL, svc_pred_work, s))
+            break; /* fewer workers */
+    svc_pred_work(s);
+    for (size_t w = 1; w < started; w++)
+        pthread_join(tid[w], NULL);
+    svc_blas_single_end();
+    if (s->st != KM_OK)
+        return km_error_set(err, s->st, "%s", s->err.message);
+    return KM_OK;
+}
+
 static km_status svc_run(const km_model *m, const double *X, size_t n,
                          svc_output what, void *out, const char *op,
                          km_error *err)
@@ -610,68 +780,21 @@ static km_status svc_run(const km_model *m, const double *X, size_t n,
                             "params.probability = true");
     if (p->form == SVC_FORM_NYSTROM)
         return nys_run(m, p, X, n, what, out, err);
-    const size_t K = p->k, K1 = K - 1, npair = n_pairs(K), nsv = p->nsv;
-    const size_t rows = block_rows(nsv, K, n);
-    double *Kb = malloc(rows * (nsv ? nsv : 1) * sizeof *Kb);
-    double *part = malloc(rows * K * K1 * sizeof *part);
-    double *dec = what == OUT_DECISION ? NULL
-                                       : malloc(rows * npair * sizeof *dec);
-    double *work = malloc((2 * K * K + K + 1) * sizeof *work);
-    if (!Kb || !part || (what != OUT_DECISION && !dec) || !work) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for prediction");
-        goto out;
+    const size_t K = p->k, per_row = p->nsv + K * (K - 1) + n_pairs(K);
+    size_t rows = PRED_BLOCK_BYTES / sizeof(double) / per_row;
+    rows = rows < 8 ? 8 : rows;
+    svc_pred s = {m, p, X, n, d, rows, what, out};
+    size_t nw = pred_workers(m, p, n, rows);
+    pthread_mutex_init(&s.lock, NULL);
+    if (nw > 1) {
+        st = svc_run_workers(&s, nw, err);
+    } else {
+        s.rows = block_rows(p->nsv, K, n);
+        svc_pred_work(&s);
+        if (s.st != KM_OK)
+            st = km_error_set(err, s.st, "%s", s.err.message);
     }
-    for (size_t i0 = 0; i0 < n; i0 += rows) {
-        const size_t nb = n - i0 < rows ? n - i0 : rows;
-        double *D = what == OUT_DECISION ? (double *)out + i0 * npair : dec;
-        st = km_gram_cross_sn(km_model_kernel(m), X + i0 * d, nb, p->sv, nsv,
-                              p->svn, d, Kb, nsv ? nsv : 1, err);
-        if (st != KM_OK)
-            goto out;
-        /* part[r][c][j]: class c's support vectors against row r, with
-         * their coefficients for the j-th other class. */
-        memset(part, 0, nb * K * K1 * sizeof *part);
-        for (size_t c = 0, s0 = 0; c < K; s0 += (size_t)p->n_support[c++]) {
-            size_t nc = (size_t)p->n_support[c];
-            if (nc == 0)
-                continue;
-            if (nb == 1) {
-                /* One row: a few dot products, in this thread. An OpenBLAS
-                 * call takes a lock on its buffer pool, which HTTP threads
-                 * predicting single rows at once would queue on. */
-                const double *kr = Kb + s0, *cf = p->coef + s0 * K1;
-                if (K1 == 1) { /* binary: one dot product, vectorised */
-                    km_vdot_rows(kr, cf, 1, nc, part + c);
-                    continue;
-                }
-                for (size_t s = 0; s < nc; s++)
-                    for (size_t j = 0; j < K1; j++)
-                        part[c * K1 + j] += kr[s] * cf[s * K1 + j];
-                continue;
-            }
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb,
-                        (int)K1, (int)nc, 1.0, Kb + s0, (int)nsv,
-                        p->coef + s0 * K1, (int)K1, 0.0, part + c * K1,
-                        (int)(K * K1));
-        }
-        for (size_t r = 0; r < nb; r++) {
-            const double *pr = part + r * K * K1;
-            double *dr = D + r * npair;
-            for (size_t a = 0, pi = 0; a < K; a++)
-                for (size_t b = a + 1; b < K; b++, pi++)
-                    dr[pi] = pr[a * K1 + b - 1] + pr[b * K1 + a] - p->rho[pi];
-            if (what == OUT_LABEL)
-                finish_row(p, dr, what, (int *)out + i0 + r, NULL, work);
-            else if (what == OUT_PROB)
-                finish_row(p, dr, what, NULL, (double *)out + (i0 + r) * K,
-                           work);
-        }
-    }
-out:
-    free(Kb);
-    free(part);
-    free(dec);
-    free(work);
+    pthread_mutex_destroy(&s.lock);
     return st;
 }
 

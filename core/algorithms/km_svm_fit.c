@@ -167,6 +167,9 @@ typedef struct svc_fit {
     long iterations;
     int capped;
     km_rng rng;
+    double *pool;         /* the column caches' memory, solve after solve
+                             (smo_options.pool), or NULL */
+    size_t pool_size;
 } svc_fit;
 
 static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
@@ -204,6 +207,8 @@ static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
     }
     km_smo_options_of(&o, f->params, f->ctl, lo, hi);
     o.cache_bytes = f->budget;
+    o.pool = f->pool;
+    o.pool_size = f->pool_size;
     km_status st = km_smo_solve(f->k, &pb, &o, res, err);
     f->iterations += res->iterations;
     f->capped += res->capped;
@@ -501,20 +506,20 @@ static km_status svc_rows_group(svc_rows *r, const double *X, const int *y,
 
 /* Pair pi (classes a < c) by SMO, its probability's cross-validation
  * first with probability: its rho, objective and |w|^2, and its rows'
- * coefficients into r. b and tmp are binaries of the largest pair's size;
- * progress from pi / np_total to (pi + 1) / np_total. */
+ * coefficients into r (entries no other pair writes). b and tmp are
+ * binaries of the largest pair's size; f->ctl gets the pair's progress,
+ * from 0 to 1. */
 static km_status svc_pair(svc_fit *f, svc_rows *r, binary *b, binary *tmp,
                           size_t a, size_t c, size_t pi, km_error *err)
 {
     const km_svm_params *params = f->params;
-    const size_t K = r->K, np_total = n_pairs(K);
+    const size_t K = r->K;
     const size_t *count = r->count, *start = r->start;
     svm_payload *pl = r->pl;
     const double wa = params->class_weight ? params->class_weight[a] : 1;
     const double wc = params->class_weight ? params->class_weight[c] : 1;
     const double Ca = params->C * wa, Cc = params->C * wc;
-    const double lo = (double)pi / np_total,
-                 hi = (double)(pi + 1) / np_total;
+    const double lo = 0, hi = 1;
     km_status st;
     b->n = count[a] + count[c];
     for (size_t t = 0; t < count[a]; t++) {
@@ -551,45 +556,121 @@ static km_status svc_pair(svc_fit *f, svc_rows *r, binary *b, binary *tmp,
         if (b->alpha[t] <= 0)
             continue;
         size_t g = b->rows[t];
-        r->nz[g] = 1;
         r->coef[g * (K - 1) + (t < count[a] ? c - 1 : a)] =
             b->y[t] * b->alpha[t];
     }
-    if (km_progress(f->ctl, hi * 0.99))
-        return km_error_set(err, KM_ECANCELLED, "fit cancelled");
     return KM_OK;
+}
+
+/* The exact solver's pairs on workers (svc_pairs_run): each worker's
+ * copy of the fit (its own figures and progress) and binaries. */
+typedef struct exact_run exact_run;
+typedef struct exact_worker {
+    exact_run *run;
+    svc_fit f;
+    binary b, tmp;
+    size_t pi;                 /* the pair being solved */
+    km_fit_control pair_ctl;   /* SMO's progress, through the run's lock */
+} exact_worker;
+
+/* A pair in the queue: its classes a < c, its index pi among the
+ * pairs (the order of rho's entries) and its rows. */
+typedef struct exact_job {
+    size_t a, c, pi, rows;
+} exact_job;
+
+struct exact_run {
+    svc_pairs q;
+    svc_rows *r;
+    const exact_job *job;      /* the queue: the largest pairs first */
+};
+
+/* Larger pairs first (then in pair order): the longest solves start
+ * early, so the workers end together (on shuttle one class holds 78% of
+ * the rows, and its six pairs take most of the fit). */
+static int job_cmp(const void *x, const void *y)
+{
+    const exact_job *a = x, *b = y;
+    if (a->rows != b->rows)
+        return a->rows < b->rows ? 1 : -1;
+    return a->pi < b->pi ? -1 : a->pi > b->pi;
+}
+
+/* SMO's progress in the current pair: the run's, under its lock. */
+static int exact_progress(void *ctx, double f)
+{
+    exact_worker *w = ctx;
+    return svc_pairs_progress(&w->run->q, w->pi, f);
+}
+
+/* The queue's entry qi (svc_pairs' solve). */
+static km_status exact_pair(void *state, size_t qi, km_error *err)
+{
+    exact_worker *w = state;
+    const exact_job *j = &w->run->job[qi];
+    w->pi = qi;
+    return svc_pair(&w->f, w->run->r, &w->b, &w->tmp, j->a, j->c, j->pi,
+                    err);
+}
+
+/* Workers of the exact solver: ctl->threads, at most the pairs and
+ * svc_most_workers(); one with probability, whose cross-validation draws
+ * from one random stream in pair order. */
+static size_t exact_workers(const km_fit_control *ctl,
+                            const km_svm_params *p, size_t P)
+{
+    size_t nw = ctl && ctl->threads > 1 ? (size_t)ctl->threads : 1;
+    if (p->probability)
+        nw = 1;
+    nw = nw < P ? nw : P;
+    return nw < svc_most_workers() ? nw : svc_most_workers();
 }
 
 /* The exact solver: every pair by SMO (svc_pair), from one Gram of all
  * the rows when the solves are many (several pairs, or the
  * cross-validation of probability) and it takes at most half the budget,
- * or from the caller's sg (may be NULL). *iterations and *capped: SMO's
- * totals. */
+ * or from the caller's sg (may be NULL). The pairs run on up to
+ * ctl->threads workers (exact_workers), each with an equal part of the
+ * caches' budget: a pair's answer does not depend on the worker or the
+ * cache size. *iterations and *capped: SMO's totals. */
 static km_status svc_solve_pairs(km_fit_frame *fr, svc_rows *r,
                                  const km_svm_params *params,
                                  const km_shared_gram *sg,
                                  const km_fit_control *ctl, long *iterations,
                                  int *capped, km_error *err)
 {
-    const size_t K = r->K, n = r->n, d = r->d;
+    const size_t K = r->K, n = r->n, d = r->d, P = n_pairs(K);
     const size_t *count = r->count;
     double *Kall = NULL;
     size_t *kmap = NULL;
-    binary b, tmp;
-    memset(&b, 0, sizeof b);
-    memset(&tmp, 0, sizeof tmp);
+    exact_job *job = malloc(P * sizeof *job);
+    const size_t nw = exact_workers(ctl, params, P);
+    exact_worker wk[SVC_MAX_WORKERS];
+    memset(wk, 0, sizeof wk);
     km_status st = KM_OK;
 
     size_t max_pair = 0;
-    for (size_t a = 0; a < K; a++)
-        for (size_t c = a + 1; c < K; c++)
+    for (size_t a = 0, pi = 0; a < K; a++)
+        for (size_t c = a + 1; c < K; c++, pi++) {
             if (count[a] + count[c] > max_pair)
                 max_pair = count[a] + count[c];
-    if (!binary_alloc(&b, max_pair, d) ||
-        (params->probability && !binary_alloc(&tmp, max_pair, d))) {
+            if (job)
+                job[pi] = (exact_job){a, c, pi, count[a] + count[c]};
+        }
+    if (!job) {
         st = oom(err);
         goto out;
     }
+    /* With probability the pairs draw from one random stream in pair
+     * order: one worker, the pairs in order. */
+    if (!params->probability)
+        qsort(job, P, sizeof *job, job_cmp);
+    for (size_t w = 0; w < nw; w++)
+        if (!binary_alloc(&wk[w].b, max_pair, d) ||
+            (params->probability && !binary_alloc(&wk[w].tmp, max_pair, d))) {
+            st = oom(err);
+            goto out;
+        }
     if (km_progress(ctl, 0.0)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
@@ -623,20 +704,50 @@ static km_status svc_solve_pairs(km_fit_frame *fr, svc_rows *r,
         budget -= gram;
     }
 
-    svc_fit f = {&fr->k, params, r->Xg, n, d, sg ? sg->K : Kall,
-                 sg ? sg->X_all : r->Xg, sg ? sg->n_all : n, kmap, ctl,
-                 budget, 0, 0, {PROB_SEED}};
-    size_t pi = 0;
-    for (size_t a = 0; a < K && st == KM_OK; a++)
-        for (size_t c = a + 1; c < K && st == KM_OK; c++, pi++)
-            st = svc_pair(&f, r, &b, &tmp, a, c, pi, err);
-    *iterations = f.iterations;
-    *capped = f.capped;
+    exact_run run = {.r = r, .job = job};
+    run.q.ctl = ctl;
+    run.q.P = P;
+    run.q.lo = 0.0;
+    run.q.hi = 0.99;
+    run.q.solve = exact_pair;
+    for (size_t w = 0; w < nw; w++) {
+        exact_worker *x = &wk[w];
+        x->run = &run;
+        x->pair_ctl = (km_fit_control){exact_progress, x, 1, NULL};
+        x->f = (svc_fit){&fr->k, params, r->Xg, n, d, sg ? sg->K : Kall,
+                         sg ? sg->X_all : r->Xg, sg ? sg->n_all : n, kmap,
+                         &x->pair_ctl, budget / nw, 0, 0, {PROB_SEED}};
+        /* A pool for every pair's columns: what the largest pair's cache
+         * takes (its budget, at least two columns, at most all); without
+         * it each solve allocates its own. */
+        size_t want = x->f.budget / sizeof(double);
+        want = want > 2 * max_pair ? want : 2 * max_pair;
+        if (max_pair && want / max_pair > max_pair)
+            want = max_pair * max_pair;
+        x->f.pool = malloc(want * sizeof *x->f.pool);
+        x->f.pool_size = x->f.pool ? want : 0;
+    }
+    if (nw > 1)
+        svc_blas_single_begin();
+    st = svc_pairs_run(&run.q, wk, sizeof *wk, nw, err);
+    if (nw > 1)
+        svc_blas_single_end();
+    for (size_t w = 0; w < nw; w++) {
+        *iterations += wk[w].f.iterations;
+        *capped += wk[w].f.capped;
+    }
+    for (size_t g = 0; g < n; g++)
+        for (size_t c = 0; c + 1 < K; c++)
+            r->nz[g] |= r->coef[g * (K - 1) + c] != 0;
 out:
-    binary_free(&b);
-    binary_free(&tmp);
+    for (size_t w = 0; w < SVC_MAX_WORKERS; w++) {
+        binary_free(&wk[w].b);
+        binary_free(&wk[w].tmp);
+        free(wk[w].f.pool);
+    }
     free(Kall);
     free(kmap);
+    free(job);
     return st;
 }
 

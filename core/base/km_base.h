@@ -215,7 +215,8 @@ double km_rng_uniform(km_rng *r);
  * threads: threads a fit may run beyond BLAS's own; 0 or 1: one.
  * km_search runs that many points at once (at most its spec's threads:
  * see km_search_spec); krr's nystrom solver maps blocks of kernel values
- * on that many; the other fits run on the calling thread alone.
+ * on that many; svc runs its class pairs on that many workers (without
+ * probability); the other fits run on the calling thread alone.
  * Last, so that {progress, ctx} initialisers leave it 0.
  */
 typedef struct km_dense_engine km_dense_engine;

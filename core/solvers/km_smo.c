@@ -93,6 +93,7 @@ typedef struct qmat {
     double *XT;       /* d x n: the points transposed, current order, for
                          kernels of an inner product; else NULL */
     double *pool;     /* cap columns of n entries */
+    int pool_lent;    /* the caller's (smo_options.pool): not freed */
     size_t cap, used;
     size_t *slot;     /* per variable: its slot or NONE */
     size_t *owner;    /* per slot: its variable */
@@ -113,7 +114,8 @@ static void q_free(qmat *q)
     free(q->xn);
     free(q->XT);
     free(q->prow);
-    free(q->pool);
+    if (!q->pool_lent)
+        free(q->pool);
     free(q->slot);
     free(q->owner);
     free(q->len);
@@ -179,7 +181,8 @@ static km_status q_init_dense(qmat *q, const smo_problem *pb, km_error *err)
 }
 
 static km_status q_init_cached(qmat *q, const smo_problem *pb,
-                               size_t budget, km_error *err)
+                               size_t budget, double *lent, size_t lent_size,
+                               km_error *err)
 {
     size_t n = pb->n, d = pb->d;
     size_t cap = budget / (n * sizeof(double));
@@ -203,7 +206,8 @@ static km_status q_init_cached(qmat *q, const smo_problem *pb,
                !(q->XT = malloc(n * d * sizeof *q->XT)))
         return km_error_set(err, KM_ENOMEM,
                             "out of memory for the kernel cache");
-    q->pool = malloc(cap * n * sizeof *q->pool);
+    q->pool_lent = lent && lent_size >= cap * n;
+    q->pool = q->pool_lent ? lent : malloc(cap * n * sizeof *q->pool);
     q->slot = malloc(n * sizeof *q->slot);
     q->owner = malloc(cap * sizeof *q->owner);
     q->len = malloc(cap * sizeof *q->len);
@@ -439,7 +443,6 @@ typedef struct solver {
      * direction that raises y a) else -inf; low_pen[t] is 0 if t is in
      * I_low else +inf. */
     double *up_pen, *low_pen;
-    double *obj;      /* scratch: each candidate j's objective change */
     size_t *perm;
     qmat q;
     double tol;
@@ -538,6 +541,12 @@ static int reconstruct_gradient(solver *s)
     return 0;
 }
 
+/* Lanes of the selection loops: each lane keeps its own best value and
+ * the last index that reached it, so the loops vectorise (a running
+ * arg-max carries a dependence from one entry to the next); the lanes
+ * are merged afterwards. The answer is the serial loop's, tie for tie. */
+#define LANES 8
+
 /* The most violating i: the last t of I_up with the largest -y_t G_t;
  * also the largest y_t G_t over I_low (for the stopping test). */
 HOT static size_t wss_first(const double *restrict y, const double *restrict G,
@@ -546,38 +555,106 @@ HOT static size_t wss_first(const double *restrict y, const double *restrict G,
                             double *Gmax_out, double *Gmax2_out)
 {
     /* -DBL_MAX, not -inf, so that excluded entries (-inf) never win. */
-    double Gmax = -DBL_MAX, Gmax2 = -INFINITY;
-    size_t i = NONE;
-    for (size_t t = 0; t < n; t++) {
+    double m1[LANES], m2[LANES];
+    size_t ix[LANES];
+    for (size_t l = 0; l < LANES; l++) {
+        m1[l] = -DBL_MAX;
+        m2[l] = -INFINITY;
+        ix[l] = NONE;
+    }
+    size_t t0 = 0;
+    for (; t0 + LANES <= n; t0 += LANES)
+        for (size_t l = 0; l < LANES; l++) {
+            double yg = y[t0 + l] * G[t0 + l];
+            double a = up_pen[t0 + l] - yg, b = yg - low_pen[t0 + l];
+            int win = a >= m1[l];
+            ix[l] = win ? t0 + l : ix[l];
+            m1[l] = win ? a : m1[l];
+            m2[l] = b > m2[l] ? b : m2[l];
+        }
+    for (size_t t = t0; t < n; t++) { /* the tail in lane 0: later indices */
         double yg = y[t] * G[t];
         double a = up_pen[t] - yg, b = yg - low_pen[t];
-        if (a >= Gmax) {
-            Gmax = a;
-            i = t;
+        if (a >= m1[0]) {
+            m1[0] = a;
+            ix[0] = t;
         }
-        Gmax2 = b > Gmax2 ? b : Gmax2;
+        m2[0] = b > m2[0] ? b : m2[0];
+    }
+    double Gmax = -DBL_MAX, Gmax2 = -INFINITY;
+    size_t i = NONE;
+    for (size_t l = 0; l < LANES; l++) {
+        Gmax2 = m2[l] > Gmax2 ? m2[l] : Gmax2;
+        if (ix[l] == NONE)
+            continue;
+        if (i == NONE || m1[l] > Gmax || (m1[l] == Gmax && ix[l] > i)) {
+            Gmax = m1[l];
+            i = ix[l];
+        }
     }
     *Gmax_out = Gmax;
     *Gmax2_out = Gmax2;
     return i;
 }
 
-/* obj[t]: the second-order objective change of the pair (i, t), or +inf
- * when t is not in I_low or does not violate with i. */
-HOT static void wss_objectives(double *restrict obj, const double *restrict y,
-                               const double *restrict G,
-                               const double *restrict QD,
-                               const double *restrict Qi,
-                               const double *restrict low_pen, size_t n,
-                               double Gmax, double QDi, double yi)
+/* The j of WSS 3 for i: the last t with the smallest second-order
+ * objective change of the pair (i, t), over the t in I_low that violate
+ * with i; NONE when there is none. */
+HOT static size_t wss_second(const double *restrict y,
+                             const double *restrict G,
+                             const double *restrict QD,
+                             const double *restrict Qi,
+                             const double *restrict low_pen, size_t n,
+                             double Gmax, double QDi, double yi)
 {
-    for (size_t t = 0; t < n; t++) {
-        double gd = Gmax + y[t] * G[t];
-        double quad = QDi + QD[t] - 2.0 * yi * y[t] * Qi[t];
-        quad = quad > 0 ? quad : TAU;
-        double o = -(gd * gd) / quad;
-        obj[t] = (gd > 0 ? o : INFINITY) + low_pen[t];
+    double mn[LANES];
+    size_t ix[LANES];
+    for (size_t l = 0; l < LANES; l++) {
+        mn[l] = DBL_MAX;
+        ix[l] = NONE;
     }
+    size_t t0 = 0;
+    for (;; t0 += LANES) {
+        size_t nl = n - t0 < LANES ? n - t0 : LANES;
+        if (nl == 0)
+            break;
+        if (nl < LANES) { /* the tail in lane 0, in order */
+            for (size_t t = t0; t < n; t++) {
+                double gd = Gmax + y[t] * G[t];
+                double quad = QDi + QD[t] - 2.0 * yi * y[t] * Qi[t];
+                quad = quad > 0 ? quad : TAU;
+                double o = (gd > 0 ? -(gd * gd) / quad : INFINITY) +
+                           low_pen[t];
+                if (o <= mn[0]) {
+                    mn[0] = o;
+                    ix[0] = t;
+                }
+            }
+            break;
+        }
+        for (size_t l = 0; l < LANES; l++) {
+            size_t t = t0 + l;
+            double gd = Gmax + y[t] * G[t];
+            double quad = QDi + QD[t] - 2.0 * yi * y[t] * Qi[t];
+            quad = quad > 0 ? quad : TAU;
+            double o = -(gd * gd) / quad;
+            o = (gd > 0 ? o : INFINITY) + low_pen[t];
+            int win = o <= mn[l];
+            ix[l] = win ? t : ix[l];
+            mn[l] = win ? o : mn[l];
+        }
+    }
+    double best = DBL_MAX;
+    size_t j = NONE;
+    for (size_t l = 0; l < LANES; l++) {
+        if (ix[l] == NONE)
+            continue;
+        if (j == NONE || mn[l] < best || (mn[l] == best && ix[l] > j)) {
+            best = mn[l];
+            j = ix[l];
+        }
+    }
+    return j;
 }
 
 HOT static void grad_update(double *restrict G, const double *restrict Qi,
@@ -604,15 +681,8 @@ static int select_pair(solver *s, size_t *out_i, size_t *out_j)
     const double *Qi = q_col(&s->q, i, act);
     if (!Qi)
         return -1;
-    wss_objectives(s->obj, s->y, s->G, s->q.QD, Qi, s->low_pen, act, Gmax,
-                   s->q.QD[i], s->y[i]);
-    double best = DBL_MAX;
-    size_t j = NONE;
-    for (size_t t = 0; t < act; t++)
-        if (s->obj[t] <= best) {
-            best = s->obj[t];
-            j = t;
-        }
+    size_t j = wss_second(s->y, s->G, s->q.QD, Qi, s->low_pen, act, Gmax,
+                          s->q.QD[i], s->y[i]);
     if (j == NONE)
         return 1;
     *out_i = i;
@@ -792,7 +862,6 @@ static void solver_free(solver *s)
     free(s->status);
     free(s->up_pen);
     free(s->low_pen);
-    free(s->obj);
     free(s->perm);
     q_free(&s->q);
 }
@@ -823,6 +892,8 @@ void km_smo_options_of(smo_options *o, const km_svm_params *p,
     o->ctl = ctl;
     o->progress_lo = lo;
     o->progress_hi = hi;
+    o->pool = NULL;
+    o->pool_size = 0;
 }
 
 km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
@@ -851,11 +922,10 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
     s.status = malloc(l);
     s.up_pen = malloc(l * sizeof *s.up_pen);
     s.low_pen = malloc(l * sizeof *s.low_pen);
-    s.obj = malloc(l * sizeof *s.obj);
     s.perm = malloc(l * sizeof *s.perm);
     s.q.QD = malloc(l * sizeof *s.q.QD);
     if (!s.G || !s.G_bar || !s.alpha || !s.p || !s.C || !s.y || !s.status ||
-        !s.up_pen || !s.low_pen || !s.obj || !s.perm || !s.q.QD) {
+        !s.up_pen || !s.low_pen || !s.perm || !s.q.QD) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the solver");
         goto out;
     }
@@ -875,7 +945,8 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
      * is read through the cache too. */
     int dense = o->storage == SMO_DENSE;
     st = dense ? q_init_dense(&s.q, pb, err)
-               : q_init_cached(&s.q, pb, o->cache_bytes, err);
+               : q_init_cached(&s.q, pb, o->cache_bytes, o->pool,
+                               o->pool_size, err);
     if (st != KM_OK)
         goto out;
     res->dense = dense;

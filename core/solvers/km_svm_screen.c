@@ -49,19 +49,17 @@
  * the CPUs and SVC_MAX_WORKERS; each with its own buffers and an equal
  * part of the kernel budget); a pair's answer does not depend on the
  * worker. With more than one worker, BLAS runs one thread per call
- * meanwhile (see blas_single_begin).
+ * meanwhile (see svc_blas_single_begin).
  *
  * Thread-safety: reentrant; the workers share the read-only rows and
  * margins, write disjoint entries of the results, and report progress
- * under a lock. OpenBLAS's thread count is the process's: overlapping
- * fits set and restore it under a lock.
+ * under a lock.
  */
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../base/km_base_internal.h"
 #include "../kernels/km_kernel_internal.h"
@@ -89,52 +87,6 @@
 #define COLS_SHARE 0.2
 #define MIN_SHARE 0.1
 
-/* OpenBLAS's process-wide thread count (declared here: Debian's cblas.h
- * may lack these). */
-void openblas_set_num_threads(int n);
-int openblas_get_num_threads(void);
-
-/*
- * While the pairs run on several workers, BLAS runs one thread per call.
- * OpenBLAS runs one threaded level-3 call at a time (a process-wide
- * lock) and its idle threads spin: two workers each calling 2-thread
- * DGEMMs queue for each other and lose the cores to the spinning, while
- * 1-thread DGEMMs run side by side. Measured on Fashion-MNIST (2 cores,
- * 2 workers, back to back): the fit took 22.2 to 23.2 s with 2-thread
- * calls, 19.2 to 19.3 s with 1-thread calls. The count is the process's: the first of overlapping screened fits
- * sets it to 1 and the last puts back what it was; other BLAS calls
- * meanwhile (predictions) run on one thread too.
- */
-static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
-static int blas_users, blas_saved;
-
-static void blas_single_begin(void)
-{
-    pthread_mutex_lock(&blas_lock);
-    if (blas_users++ == 0) {
-        blas_saved = openblas_get_num_threads();
-        openblas_set_num_threads(1);
-    }
-    pthread_mutex_unlock(&blas_lock);
-}
-
-static void blas_single_end(void)
-{
-    pthread_mutex_lock(&blas_lock);
-    if (--blas_users == 0)
-        openblas_set_num_threads(blas_saved);
-    pthread_mutex_unlock(&blas_lock);
-}
-
-/* The most workers on this machine: SVC_MAX_WORKERS, at most its CPUs. */
-static size_t most_workers(void)
-{
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c < 1                          ? 1
-           : (size_t)c < SVC_MAX_WORKERS ? (size_t)c
-                                         : SVC_MAX_WORKERS;
-}
-
 static size_t budget_of(const km_svm_params *p)
 {
     double b = p->cache_mb * 1048576.0;
@@ -153,7 +105,7 @@ size_t km_svc_screen_fit_bytes(size_t n, size_t d, size_t k,
     uint64_t screen = km_add_sat(km_svc_nys_fit_bytes(n, d, k, &s),
                                  km_mul_sat(km_mul_sat(n, k - 1), 8));
     /* The pairs: the grouped rows and their coefficient table (n (d + k)),
-     * per worker (at most most_workers()) three packed copies of the
+     * per worker (at most svc_most_workers()) three packed copies of the
      * largest pair's rows (working set, rows outside, support vectors; at
      * most n rows each) and per-row state (about 20 doubles a row, SMO's
      * included), the kernel budget (shared by the workers; at most what
@@ -162,9 +114,9 @@ size_t km_svc_screen_fit_bytes(size_t n, size_t d, size_t k,
      * n^2 doubles), and the model's copies of the support vectors (at
      * most all rows). */
     uint64_t pairs = km_mul_sat(n, 2 * d + 2 * k);
-    pairs = km_add_sat(pairs, km_mul_sat(most_workers(),
+    pairs = km_add_sat(pairs, km_mul_sat(svc_most_workers(),
                                          km_mul_sat(n, 3 * d + 20)));
-    uint64_t kernel = km_mul_sat(km_mul_sat(4 * most_workers(), n),
+    uint64_t kernel = km_mul_sat(km_mul_sat(4 * svc_most_workers(), n),
                                  km_mul_sat(n, 8));
     kernel = kernel < budget_of(p) ? kernel : budget_of(p);
     pairs = km_add_sat(km_mul_sat(pairs, 8), kernel);
@@ -570,14 +522,14 @@ static int worker_alloc(scr_pair *s, size_t maxpair, size_t d)
 }
 
 /* Workers for k classes: ctl->threads, at most the pairs and
- * most_workers(). */
+ * svc_most_workers(). */
 static size_t screen_workers(const km_fit_control *ctl, size_t k)
 {
     size_t P = k * (k - 1) / 2, nw = ctl && ctl->threads > 1
                                           ? (size_t)ctl->threads
                                           : 1;
     nw = nw < P ? nw : P;
-    return nw < most_workers() ? nw : most_workers();
+    return nw < svc_most_workers() ? nw : svc_most_workers();
 }
 
 km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
@@ -662,10 +614,10 @@ km_status km_svc_screen_solve(const km_kernel *k, const km_svm_params *p,
         goto out;
     }
     if (nw > 1)
-        blas_single_begin();
+        svc_blas_single_begin();
     st = svc_pairs_run(&run.q, wk, sizeof *wk, nw, err);
     if (nw > 1)
-        blas_single_end();
+        svc_blas_single_end();
     if (st != KM_OK)
         goto out;
     for (size_t w = 0; w < nw; w++) {

@@ -55,6 +55,12 @@ typedef struct smo_options {
     smo_storage storage;
     const km_fit_control *ctl;
     double progress_lo, progress_hi; /* range this solve reports in */
+    /* The cached storage's columns in the caller's buffer of pool_size
+     * doubles when it holds them all (cache_bytes' worth, at most n^2),
+     * so that solves in turn reuse memory already mapped (fresh pages
+     * cost a fault each: 8% of a shuttle fit); NULL: the solve's own. */
+    double *pool;
+    size_t pool_size;
 } smo_options;
 
 typedef struct smo_result {
@@ -114,6 +120,13 @@ km_status svc_pairs_run(svc_pairs *q, void *states, size_t size, size_t nw,
  * fit's progress, lo + (hi - lo) times the pairs' mean, reported under
  * the lock. Nonzero: stop (cancelled here or elsewhere). */
 int svc_pairs_progress(svc_pairs *q, size_t pi, double f);
+/* The most workers on this machine: SVC_MAX_WORKERS, at most its CPUs. */
+size_t svc_most_workers(void);
+/* BLAS on one thread per call while several workers run (see
+ * km_svm_pairs.c): begin before svc_pairs_run, end after; overlapping
+ * fits nest, the last end puts back the count the first begin found. */
+void svc_blas_single_begin(void);
+void svc_blas_single_end(void);
 
 /* ------------------------------------------------ svc's nystrom solver */
 

@@ -436,6 +436,81 @@ START_TEST(cache_matches_dense)
 }
 END_TEST
 
+/*
+ * The exact solver's pairs on several workers, and a prediction's blocks
+ * of rows on several: a pair's answer does not depend on the worker or
+ * its share of the cache (eviction is exact), so the models are the same
+ * bit for bit; a prediction on workers matches one in small calls (one
+ * worker) to rounding, with the same labels.
+ */
+static void workers_case(double cache_mb)
+{
+    km_dataset ds;
+    size_t k;
+    const size_t n = 1200;
+    int *y = load_classes("digits.csv", n, &ds, &k);
+    km_kernel kern = rbf(0.02);
+    km_svm_params p = km_svm_params_default();
+    p.cache_mb = cache_mb;
+    km_model *m[3];
+    for (int t = 0; t < 3; t++) {
+        km_fit_control ctl = {NULL, NULL, t + 1, NULL};
+        ck_assert_int_eq(km_svc_fit(&kern, &p, ds.X, n, ds.d, y, k, &ctl,
+                                    &m[t], NULL), KM_OK);
+    }
+    const size_t ns = km_svm_support_count(m[0]), np = k * (k - 1) / 2;
+    for (int t = 1; t < 3; t++) {
+        ck_assert_uint_eq(km_svm_support_count(m[t]), ns);
+        ck_assert_mem_eq(km_svm_support_indices(m[t]),
+                         km_svm_support_indices(m[0]), ns * sizeof(int));
+        ck_assert_mem_eq(km_svm_dual_coef(m[t]), km_svm_dual_coef(m[0]),
+                         ns * (k - 1) * sizeof(double));
+        ck_assert_mem_eq(km_svm_rho(m[t]), km_svm_rho(m[0]),
+                         np * sizeof(double));
+        ck_assert_double_eq(info1(m[t], "iterations"),
+                            info1(m[0], "iterations"));
+    }
+    /* enough rows x support vectors for the workers: the held-out rows
+     * again and again */
+    const size_t nt = ds.n - n, rows = (4u << 20) / ns + 1;
+    double *T = malloc(rows * ds.d * sizeof *T);
+    for (size_t i = 0; i < rows; i++)
+        memcpy(T + i * ds.d, ds.X + (n + i % nt) * ds.d, ds.d * sizeof *T);
+    double *d1 = malloc(rows * np * sizeof *d1),
+           *d2 = malloc(rows * np * sizeof *d2);
+    int *l1 = malloc(rows * sizeof *l1), *l2 = malloc(rows * sizeof *l2);
+    ck_assert_int_eq(km_svc_decision(m[1], T, rows, d1, NULL), KM_OK);
+    ck_assert_int_eq(km_svc_predict(m[1], T, rows, l1, NULL), KM_OK);
+    for (size_t i0 = 0; i0 < rows; i0 += 64) {
+        size_t nb = rows - i0 < 64 ? rows - i0 : 64;
+        ck_assert_int_eq(km_svc_decision(m[1], T + i0 * ds.d, nb,
+                                         d2 + i0 * np, NULL), KM_OK);
+        ck_assert_int_eq(km_svc_predict(m[1], T + i0 * ds.d, nb, l2 + i0,
+                                        NULL), KM_OK);
+    }
+    double e = km_max_rel_err(d1, d2, rows * np, 1.0);
+    ck_assert_msg(e <= 1e-12, "decision values differ by %g", e);
+    ck_assert_mem_eq(l1, l2, rows * sizeof *l1);
+    for (size_t i = 0; i < rows; i++) /* the same rows, the same labels */
+        ck_assert_int_eq(l1[i], l1[i % nt]);
+    free(T);
+    free(d1);
+    free(d2);
+    free(l1);
+    free(l2);
+    for (int t = 0; t < 3; t++)
+        km_model_free(m[t]);
+    free(y);
+    km_dataset_free(&ds);
+}
+
+START_TEST(workers_same_model)
+{
+    workers_case(200); /* one Gram of all rows, shared by the pairs */
+    workers_case(4);   /* each pair's cache computes its columns */
+}
+END_TEST
+
 /* ------------------------------------------------------------ probability */
 
 START_TEST(probability_sums_and_repeats)
@@ -849,6 +924,7 @@ static Suite *svm_suite(void)
     tcase_add_test(tc, all_bounded);
     tcase_add_test(tc, cache_eviction_is_exact);
     tcase_add_test(tc, cache_matches_dense);
+    tcase_add_test(tc, workers_same_model);
     tcase_add_test(tc, probability_sums_and_repeats);
     tcase_add_test(tc, probability_binary);
     tcase_add_test(tc, model_file_round_trip);
