@@ -23,6 +23,14 @@
  * (factor and inverse) and holds two n x n matrices: k(X, X) for the
  * current gamma and K, its factor, then its inverse.
  *
+ * Precision: the factor stays in double. krr's mixed path (km_spd.c: a
+ * float factor, the solution refined in double) does not carry over: the
+ * model keeps L for the variances and the log marginal likelihood reads
+ * log det from L's diagonal, and a float L is only accurate to about
+ * 1e-7 cond(K) relative: the variances and LML would miss the 1e-9 they
+ * are tested to, and recovering a double L costs the double factorisation
+ * the float one was to save. The optimizer's K^-1 (DPOTRI) likewise.
+ *
  * Model file payload: f64 signal_variance, noise, y_mean, y_std; f64s X
  * (n x d); f64s a (n); f64s L's lower triangle by rows (n (n + 1) / 2).
  *

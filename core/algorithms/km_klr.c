@@ -12,6 +12,14 @@
  *           rest; probabilities are the k sigmoids normalised to sum 1
  *           (as scikit-learn's ovr).
  *
+ * Precision: B's factor stays in double. krr's mixed path (km_spd.c) was
+ * not applied here: the fit keeps K in double beside B for the gradients
+ * and the objective, so a float factor would save no memory, only part
+ * of the factorisations' time (SPOTRF-speed factors would need each
+ * Newton solve refined in double, or inexact Newton steps). Measured for
+ * krr: the float factor runs at about twice DPOTRF's speed at n = 10000.
+ * Left for later (bench/RESULTS.md, issue 28).
+ *
  * The solver: Newton's method on the dual coefficients, one function
  * (block) at a time. For block c with the others fixed the loss's
  * Hessian in f_c is the diagonal W = diag(p_c (1 - p_c)) (exact for

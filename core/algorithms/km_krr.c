@@ -1,10 +1,19 @@
 /*
  * km_krr.c - kernel ridge regression: solve (K + alpha I) C = Y.
  *
- * The fit allocates one n x n buffer, fills its lower triangle with the
- * Gram matrix (DSYRK + vectorised map), and hands it to km_krr_solve
- * (also KPCA's inverse map), which adds alpha to the diagonal and factors
- * it in place with Cholesky. LAPACKE's row-major interface would
+ * Long: the exact, nystrom and rff fits share the payload, its file form
+ * and the descriptor; each fit is short and the rff part is one block at
+ * the end.
+ *
+ * The exact fit hands X to km_spd_kernel_solve (solvers/km_spd.c), which
+ * holds the lower triangle of K + alpha I once, packed, factors it in
+ * float and refines the solution in double (params.precision mixed, the
+ * default; the double factor when that stalls) or factors it in double.
+ *
+ * km_krr_solve (the rff solver's D x D system and KPCA's inverse map)
+ * takes an n x n buffer whose lower triangle holds the matrix, adds
+ * alpha to the diagonal and factors it in place with Cholesky. LAPACKE's
+ * row-major interface would
  * transpose into a second n x n copy, so the buffer is handed to the
  * column-major interface as what it also is: the upper triangle of the
  * same symmetric matrix. All outputs are solved with one DPOTRS.
@@ -35,6 +44,7 @@
 #include "../kernels/km_kernel_internal.h"
 #include "../model/km_model_internal.h"
 #include "../solvers/km_solvers_internal.h"
+#include "../solvers/km_spd.h"
 #include "km_algorithms_internal.h"
 #include "km_krr.h"
 
@@ -60,6 +70,9 @@ km_krr_params km_krr_params_default(void)
 
 KM_CHOICES_DEFINE(km_krr_solver_choices, KM_KRR_SOLVER_MAP,
                   KM_KRR_SOLVER_COUNT);
+
+KM_CHOICES_DEFINE(km_krr_precision_choices, KM_KRR_PRECISION_MAP,
+                  KM_KRR_PRECISION_COUNT);
 
 const char *km_krr_solver_name(km_krr_solver s)
 {
@@ -159,11 +172,13 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
         return mul_sat(D, v);
     }
     if (!p || p->solver != KM_KRR_SOLVER_NYSTROM)
-        /* The Gram buffer, the kept X and coefficients, the solve's copy
-         * of Y, and the norms. */
-        return add_sat(mul_sat(D, mul_sat(n, n)),
+        /* The solve (km_spd.c: the larger of the mixed path's float
+         * factor and the double factor a fallback holds, whatever the
+         * precision asked: the safe side), the coefficients, the kept X
+         * and norms. */
+        return add_sat(km_spd_kernel_solve_bytes(n, m),
                        mul_sat(D, add_sat(mul_sat(n, d),
-                                          add_sat(mul_sat(3 * n, m), n))));
+                                          add_sat(mul_sat(n, m), n))));
     /* The nystrom solver (km_krr_fit_nystrom): the draw's n indices; the
      * two m x m Cholesky factors; a block of K_nm (b x m), its norms and
      * its product with the directions (b x outputs); the centres, their
@@ -421,6 +436,40 @@ static km_status add_rkhs_norm(km_model *model, const double *Y, double alpha)
     return st;
 }
 
+/*
+ * The exact solve's precision figures (km_krr.h). The default is the
+ * mixed path: its refinement stops only at the double solve's backward
+ * error (LAPACK DSPOSV's test), so its coefficients are as accurate as
+ * the double factor's and the predictions agree with them far inside the
+ * parity tests' 1e-10 (tests/core/test_km_krr.c compares the two); where
+ * it cannot get there (K + alpha I not positive definite in float, or
+ * too ill-conditioned for the float factor to precondition: tiny alpha)
+ * it falls back to the double factor by itself and says so. params
+ * precision "double" skips the float attempt.
+ */
+static km_status precision_figures(km_model *model, int mixed,
+                                   const km_spd_report *rep)
+{
+    km_info *ti = km_model_training_mut(model);
+    km_status st = km_info_add1(ti, "precision", KM_INFO_INTEGER,
+                                rep->mixed ? KM_KRR_PRECISION_MIXED
+                                           : KM_KRR_PRECISION_DOUBLE);
+    if (!mixed)
+        return st == KM_OK ? km_info_add1(km_model_params_mut(model),
+                                          "precision", KM_INFO_INTEGER,
+                                          KM_KRR_PRECISION_DOUBLE)
+                           : st;
+    if (st == KM_OK)
+        st = km_info_add1(ti, "refinement_steps", KM_INFO_INTEGER,
+                          (double)rep->steps);
+    if (st == KM_OK && rep->backward_error >= 0)
+        st = km_info_add1(ti, "backward_error", KM_INFO_NUMBER,
+                          rep->backward_error);
+    if (st == KM_OK && rep->fallback)
+        st = km_info_add1(ti, "fallback", KM_INFO_INTEGER, rep->fallback);
+    return st;
+}
+
 /* Sets the figure key of info to value, adding it when absent. */
 static km_status set_figure(km_info *info, const char *key, double value)
 {
@@ -485,7 +534,6 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         return krr_fit_rff(kernel, params, X, n, d, Y, m, ctl, out, err);
     km_problem pb = {X, n, d, Y, m, NULL, 0};
     km_fit_frame f;
-    double *K = NULL;
     krr_payload *p = NULL;
     km_model *model = NULL;
     km_status st = km_fit_begin(&f, KM_ALGO_KRR, kernel, params, &pb, err);
@@ -493,40 +541,32 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         goto out;
     const km_kernel *k = &f.k;
     const km_dense_engine *de = ctl ? ctl->dense : NULL;
+    km_spd_report rep = {0, 0, 0, -1};
+    int mixed = params->precision != KM_KRR_PRECISION_DOUBLE;
 
-    K = de ? NULL : malloc(n * n * sizeof *K);
     p = calloc(1, sizeof *p);
-    if ((!de && !K) || !p) {
-        st = km_error_set(err, KM_ENOMEM,
-                          "out of memory for a %zu x %zu kernel matrix", n, n);
+    if (!p || !(p->coef = malloc(n * m * sizeof *p->coef))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
     }
     if (km_progress(ctl, 0.0)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
-    if (!de && (st = km_gram_sym(k, X, n, d, K, 0, err)) != KM_OK)
-        goto out;
-    if (km_progress(ctl, 0.1)) {
+    /* The engine forms K and solves elsewhere (km.h: km_dense_engine). */
+    if (de && km_progress(ctl, 0.1)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
-    if (!(p->coef = malloc(n * m * sizeof *p->coef))) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
-        goto out;
-    }
-    /* The engine forms K and solves elsewhere (km.h: km_dense_engine). */
     st = de ? de->solve(de->ctx, k, 1.0, X, n, d, params->alpha, Y, m,
                         p->coef, NULL, ctl, 0.1, 0.9, err)
-            : km_krr_solve(K, n, params->alpha, Y, m, p->coef,
-                           "the kernel matrix", ctl, 0.1, 0.9, err);
-    if (st == KM_ENOTPD && K)
-        km_kernel_note_min_eigenvalue(k, X, n, d, 1.0, params->alpha, K,
+            : km_spd_kernel_solve(k, X, n, d, params->alpha, Y, m, p->coef,
+                                  mixed, &rep, ctl, 0.0, 0.9, err);
+    if (st == KM_ENOTPD && !de)
+        km_kernel_note_min_eigenvalue(k, X, n, d, 1.0, params->alpha, NULL,
                                       "its", err);
     if (st != KM_OK)
         goto out;
-    free(K);
-    K = NULL;
     if (!(p->X = malloc(n * d * sizeof *p->X)) ||
         !(p->xn = km_sqnorms(X, n, d))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
@@ -547,7 +587,8 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         goto out;
     if (km_info_add1(km_model_params_mut(model), "alpha", KM_INFO_NUMBER,
                      params->alpha) != KM_OK ||
-        add_rkhs_norm(model, Y, params->alpha) != KM_OK) {
+        add_rkhs_norm(model, Y, params->alpha) != KM_OK ||
+        (!de && precision_figures(model, mixed, &rep) != KM_OK)) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
     }
@@ -557,7 +598,6 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
 out:
     km_model_free(model);
     krr_free(p);
-    free(K);
     km_fit_cleanup(&f);
     return st;
 }
@@ -1099,6 +1139,8 @@ static const km_algo_mpi mpi = {mpi_refusal, mpi_resolve, mpi_routes_auto,
 #define ONLY_NYSTROM .only_if = "solver", .only_value = KM_KRR_SOLVER_NYSTROM
 #define NYSTROM ONLY_NYSTROM, .only_also = 1u << KM_KRR_SOLVER_AUTO
 #define RFF .only_if = "solver", .only_value = KM_KRR_SOLVER_RFF
+#define EXACT .only_if = "solver", .only_value = KM_KRR_SOLVER_EXACT, \
+    .only_also = 1u << KM_KRR_SOLVER_AUTO
 #define NYSTROM_OR_RFF ONLY_NYSTROM, \
     .only_also = 1u << KM_KRR_SOLVER_AUTO | 1u << KM_KRR_SOLVER_RFF
 
@@ -1116,6 +1158,14 @@ static const km_param krr_rows[] = {
             "and laplacian_l2 only; auto: exact when its estimate is at "
             "most half the server's memory budget, else nystrom "
             "(training.solver says which)"},
+    {.key = "precision", .type = KM_PARAM_CHOICE,
+     KM_PARAM_FIELD(km_krr_params, precision),
+     .choices = &km_krr_precision_choices, EXACT,
+     .doc = "exact and auto only: mixed (default): factor K + alpha I in "
+            "float and refine in double to the double solve's backward "
+            "error, falling back to the double factor when refinement "
+            "stalls (training.precision says which factor the solution "
+            "came from); double: the double factor only"},
     KM_NYS_N_CENTRES_ROW(km_krr_params, NYSTROM),
     {.key = "seed", .type = KM_PARAM_INTEGER,
      KM_PARAM_FIELD(km_krr_params, seed),
@@ -1133,6 +1183,7 @@ static const km_param krr_rows[] = {
     {0},
 };
 _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
+                   sizeof(km_krr_precision) == sizeof(int) &&
                    sizeof(km_krr_centre_rule) == sizeof(int),
                "KM_PARAM_CHOICE fields are int-sized");
 _Static_assert(sizeof(uint64_t) == sizeof(size_t),

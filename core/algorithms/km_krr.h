@@ -34,6 +34,20 @@ typedef enum km_krr_solver {
 } km_krr_solver;
 extern const km_choices km_krr_solver_choices;
 
+/* How the exact solver factors K + alpha I (params.precision; the
+ * numbers are those of the params and training figures "precision"):
+ * mixed (the default) factors in float and refines in double, falling
+ * back to the double factor by itself when refinement stalls; double
+ * factors in double only. Both keep one packed triangle (km_spd.c). */
+#define KM_KRR_PRECISION_MAP(X)                                              \
+    X(KM_KRR_PRECISION_MIXED, "mixed")                                       \
+    X(KM_KRR_PRECISION_DOUBLE, "double")
+typedef enum km_krr_precision {
+    KM_KRR_PRECISION_MAP(KM_CHOICE_ENUM)
+    KM_KRR_PRECISION_COUNT
+} km_krr_precision;
+extern const km_choices km_krr_precision_choices;
+
 /* The nystrom solver's centre rules (km_krr_centre_rule) and its default
  * centre counts are the solver's: solvers/km_solvers.h. */
 
@@ -55,6 +69,7 @@ typedef struct km_krr_params {
     size_t n_components;  /* rff: D, 1 .. KM_KRR_MAX_COMPONENTS; default
                            * KM_KRR_DEFAULT_COMPONENTS (0 means it too) */
     km_krr_centre_rule centres; /* nystrom: default UNIFORM */
+    km_krr_precision precision; /* exact (and auto): default MIXED */
 } km_krr_params;
 
 /* The rff solver's default and largest number of features D. */
@@ -98,12 +113,20 @@ km_krr_solver km_krr_resolve_solver(const km_krr_params *p, size_t n,
                                     size_t d, size_t m, size_t budget);
 
 /*
- * Solves (K + alpha I) C = Y by Cholesky in place on one n x n buffer.
+ * Solves (K + alpha I) C = Y by Cholesky of K + alpha I held as one
+ * packed lower triangle (km_spd.h): with params.precision MIXED (the
+ * default) in float, refined in double to the double solve's backward
+ * error, or in double (DOUBLE, and MIXED's automatic fallback).
  * X: n x d; Y: n x m (m outputs). Borrows all inputs; caller owns *out.
  * KM_ENOTPD when K + alpha I is not positive definite. Training figures:
  * "seconds" and "rkhs_norm_sq", per output (a list when m > 1): the
  * squared RKHS norm of the fitted function, a^T K a for the output's
- * dual coefficients a, computed without K as a^T y - alpha a^T a.
+ * dual coefficients a, computed without K as a^T y - alpha a^T a;
+ * "precision" (the factor the solution came from: MIXED or DOUBLE) and,
+ * when the mixed path ran, "refinement_steps" (products with K + alpha I),
+ * "backward_error" and, when it fell back, "fallback" (1: the float
+ * factorisation failed, 2: refinement stalled). Params figure
+ * "precision" only when DOUBLE was asked for.
  *
  * Every fit (km_fit_begin's check) answers KM_EPROBLEM, naming the row,
  * when the data overflow the kernel in double precision (k(x, x), or for
@@ -174,7 +197,8 @@ km_status km_krr_predict(const km_model *m, const double *X, size_t n,
 const double *km_krr_dual_coef(const km_model *m);
 
 /* Bytes a fit of this size needs at its peak (for admission control):
- * the exact solver's n x n matrix, the nystrom solver's
+ * the exact solver's packed n x n triangle in double (4 n^2: what a
+ * mixed fit that falls back holds), the nystrom solver's
  * O(m^2 + block m + n outputs) (plus 8 n m with rpcholesky centres), or
  * the rff solver's O(D^2 + block D + D d) (km_krr.c); auto's is that of
  * the solver it resolves to under km_memory_budget(). p NULL: the exact

@@ -335,6 +335,179 @@ START_TEST(progress_through_cholesky)
 }
 END_TEST
 
+/* ---------------------------------------------------------- precision */
+
+/* The training figure key of m, or NAN when absent. */
+static double figure(const km_model *m, const char *key)
+{
+    const km_info_entry *e = km_info_find(km_model_training(m), key);
+    return e && e->count == 1 ? e->values[0] : NAN;
+}
+
+/* Fits X (n x d), Y (n x q) with precision mixed and double; the
+ * predictions on the training rows must agree to 1e-10 relative (the
+ * contract: the mixed path's refinement stops at the double solve's
+ * backward error); *ran gets the mixed fit's training.precision and
+ * *fallback its fallback (0 when none). */
+static void mixed_vs_double(const km_kernel *k, double alpha, const double *X,
+                            size_t n, size_t d, const double *Y, size_t q,
+                            double *ran, double *fallback)
+{
+    km_krr_params p = {.alpha = alpha};
+    km_model *mm = NULL, *md = NULL, *m1 = NULL;
+    km_error err = {0};
+    km_fit_control two = {NULL, NULL, 2}; /* the fused product's threads */
+    ck_assert_msg(km_krr_fit(k, &p, X, n, d, Y, q, &two, &mm, &err) == KM_OK,
+                  "%s", err.message);
+    /* on one thread: the same factor, the same refinement */
+    ck_assert_msg(km_krr_fit(k, &p, X, n, d, Y, q, NULL, &m1, &err) == KM_OK,
+                  "%s", err.message);
+    p.precision = KM_KRR_PRECISION_DOUBLE;
+    ck_assert_msg(km_krr_fit(k, &p, X, n, d, Y, q, NULL, &md, &err) == KM_OK,
+                  "%s", err.message);
+    ck_assert_double_eq(figure(md, "precision"), KM_KRR_PRECISION_DOUBLE);
+    ck_assert(isnan(figure(md, "refinement_steps")));
+    const km_info_entry *pe = km_info_find(km_model_params(md), "precision");
+    ck_assert(pe && pe->values[0] == KM_KRR_PRECISION_DOUBLE);
+    ck_assert_ptr_null(km_info_find(km_model_params(mm), "precision"));
+    double *a = malloc(n * q * sizeof *a), *b = malloc(n * q * sizeof *b);
+    ck_assert_int_eq(km_krr_predict(mm, X, n, a, NULL), KM_OK);
+    ck_assert_int_eq(km_krr_predict(md, X, n, b, NULL), KM_OK);
+    double top = 0, worst = 0;
+    for (size_t i = 0; i < n * q; i++)
+        top = fmax(top, fabs(b[i]));
+    for (size_t i = 0; i < n * q; i++)
+        worst = fmax(worst, fabs(a[i] - b[i]) / top);
+    ck_assert_msg(worst <= 1e-10, "mixed vs double predictions differ by "
+                  "%g relative", worst);
+    ck_assert_int_eq(km_krr_predict(m1, X, n, a, NULL), KM_OK);
+    worst = 0;
+    for (size_t i = 0; i < n * q; i++)
+        worst = fmax(worst, fabs(a[i] - b[i]) / top);
+    ck_assert_msg(worst <= 1e-10, "mixed on one thread vs double differ by "
+                  "%g relative", worst);
+    km_model_free(m1);
+    *ran = figure(mm, "precision");
+    double fb = figure(mm, "fallback");
+    *fallback = isnan(fb) ? 0 : fb;
+    ck_assert_double_ge(figure(mm, "refinement_steps"), 0);
+    if (*ran == KM_KRR_PRECISION_MIXED) {
+        ck_assert_double_le(figure(mm, "backward_error"),
+                            DBL_EPSILON * sqrt((double)n));
+        ck_assert_double_eq(*fallback, 0);
+    }
+    free(a);
+    free(b);
+    km_model_free(mm);
+    km_model_free(md);
+}
+
+/* Rows of sines: smooth, correlated features. */
+static double *wave_rows(size_t n, size_t d, double f)
+{
+    double *X = malloc(n * d * sizeof *X);
+    for (size_t i = 0; i < n * d; i++)
+        X[i] = sin(f * (double)i) + 0.1 * cos(3.1 * f * (double)(i / d));
+    return X;
+}
+
+/* Well-conditioned sets, odd and even n (the packed form's two layouts),
+ * one and three outputs, four kernels: the mixed path runs and agrees. */
+START_TEST(mixed_matches_double)
+{
+    const size_t sizes[] = {1, 2, 7, 300, 1001, 1600};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        size_t n = sizes[s], d = 4, q = s % 2 ? 3 : 1;
+        double *X = wave_rows(n, d, 0.37), *Y = malloc(n * q * sizeof *Y);
+        for (size_t i = 0; i < n * q; i++)
+            Y[i] = cos(0.11 * (double)i) + (double)(i % 5);
+        km_kernel k;
+        km_kernel_init(&k, s % 3 == 0   ? KM_KERNEL_RBF
+                           : s % 3 == 1 ? KM_KERNEL_LAPLACIAN
+                                        : KM_KERNEL_POLYNOMIAL);
+        if (k.type == KM_KERNEL_POLYNOMIAL) {
+            k.gamma = 0.5;
+            k.degree = 2;
+            k.coef0 = 1;
+        }
+        double ran, fb;
+        mixed_vs_double(&k, s == 4 ? 0.01 : 1.0, X, n, d, Y, q, &ran, &fb);
+        ck_assert_msg(ran == KM_KRR_PRECISION_MIXED, "n = %zu: precision "
+                      "%g, fallback %g", n, ran, fb);
+        free(X);
+        free(Y);
+    }
+}
+END_TEST
+
+/* breast_cancer (scaled, 400 rows, rbf), the parity tests' data. */
+START_TEST(mixed_matches_double_breast_cancer)
+{
+    km_dataset ds;
+    ck_assert(km_dataset_load("breast_cancer.csv", 10000, &ds) == 0);
+    km_dataset_scale(&ds, 400);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 0.1;
+    double ran, fb;
+    mixed_vs_double(&k, 0.5, ds.X, 400, ds.d, ds.y, 1, &ran, &fb);
+    ck_assert_double_eq(ran, KM_KRR_PRECISION_MIXED);
+    km_dataset_free(&ds);
+}
+END_TEST
+
+/* Nearly duplicated rows and a tiny alpha: K + alpha I has condition
+ * near 1e12, beyond what a float factor can precondition: the mixed fit
+ * falls back to the double factor by itself, says so, and its solution
+ * is the double one's. */
+START_TEST(ill_conditioned_falls_back)
+{
+    const size_t n = 400, d = 2;
+    double *X = malloc(n * d * sizeof *X), *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++) {
+        X[i * d] = (double)(i / 2) * 0.01 + (i % 2) * 1e-7;
+        X[i * d + 1] = 0.3 * X[i * d];
+        y[i] = sin(3 * X[i * d]);
+    }
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    k.gamma = 1.0;
+    double ran, fb;
+    mixed_vs_double(&k, 1e-10, X, n, d, y, 1, &ran, &fb);
+    ck_assert_double_eq(ran, KM_KRR_PRECISION_DOUBLE);
+    ck_assert_msg(fb == 1 || fb == 2, "fallback %g", fb);
+    free(X);
+    free(y);
+}
+END_TEST
+
+/* A cancel during the float factorisation and one during refinement
+ * stop the mixed fit; progress never decreases. */
+START_TEST(mixed_cancelled)
+{
+    const size_t n = 2000, d = 3;
+    double *X = wave_rows(n, d, 0.37), *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++)
+        y[i] = cos(0.11 * (double)i);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_RBF);
+    km_krr_params p = {.alpha = 0.01};
+    const double stops[] = {0.3, 0.73}; /* the factor; refinement */
+    for (size_t s = 0; s < 2; s++) {
+        progress_log log = {0, 0, 0, stops[s]};
+        km_fit_control ctl = {record, &log};
+        km_model *m = NULL;
+        ck_assert_int_eq(km_krr_fit(&k, &p, X, n, d, y, 1, &ctl, &m, NULL),
+                         KM_ECANCELLED);
+        ck_assert_ptr_null(m);
+        ck_assert_int_eq(log.decreasing, 0);
+        ck_assert(log.last >= stops[s] && log.last < 0.9);
+    }
+    free(X);
+    free(y);
+}
+END_TEST
+
 static Suite *krr_suite(void)
 {
     Suite *s = suite_create("km_krr");
@@ -350,6 +523,10 @@ static Suite *krr_suite(void)
     tcase_add_test(tc, overflowing_data);
     tcase_add_test(tc, cancelled);
     tcase_add_test(tc, progress_through_cholesky);
+    tcase_add_test(tc, mixed_matches_double);
+    tcase_add_test(tc, mixed_matches_double_breast_cancer);
+    tcase_add_test(tc, ill_conditioned_falls_back);
+    tcase_add_test(tc, mixed_cancelled);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -2,12 +2,12 @@
 """krr's solver "auto" and the nystrom solver's rpcholesky centres over
 HTTP.
 
-auto: under --memory-budget-mb 100 a 4000-row fit (d 5; the exact
-solver's estimate 8 n^2 = 128 MB, above half the budget) resolves to
+auto: under --memory-budget-mb 100 a 6000-row fit (d 5; the exact
+solver's estimate about 4 n^2 = 144 MB, above half the budget) resolves to
 nystrom: 201, metadata params.solver "auto", training.solver "nystrom",
 training.memory_budget_mb 100, n_samples the 1000 default centres; the
 same fit with solver "exact" is 413. Under --memory-budget-mb 1000 the
-same auto fit resolves to exact (n_samples 4000, training.solver
+same auto fit resolves to exact (n_samples 6000, training.solver
 "exact") and predicts what the explicit exact fit predicts.
 
 rpcholesky: on the fixture set of tests/fixtures/gen_rpcholesky_refs.py
@@ -15,8 +15,8 @@ rpcholesky: on the fixture set of tests/fixtures/gen_rpcholesky_refs.py
 scikit-learn's Nystroem + Ridge predict on the pivots numpy's randomly
 pivoted Cholesky picks with core's draws, to 1e-8 relative, and shows
 params.centres "rpcholesky"; an unknown rule is 400; under the 100 MiB
-budget the 4000-row fit with 2000 uniform centres is admitted and its
-rpcholesky version (which holds an n x m factor, 64 MB more) is 413.
+budget the 6000-row fit with 2000 uniform centres is admitted and its
+rpcholesky version (which holds an n x m factor, 96 MB more) is 413.
 Usage, from the project root:
     /usr/bin/python3 tests/integration/auto.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 import run  # noqa: E402
 
 KERNEL = {"type": "rbf", "gamma": 0.5}
-N, D = 4000, 5
+N, D = 6000, 5
 
 
 def fit(d, name, params, X, y, kernel=KERNEL):
@@ -46,7 +46,7 @@ def small_budget(d, X, y):
     run.check(r.status == 201 and meta.get("params", {}).get("solver") == "auto"
               and tr.get("solver") == "nystrom" and
               tr.get("memory_budget_mb") == 100 and meta.get("n_samples") == 1000,
-              "100 MiB: auto on 4000 rows resolves to nystrom (1000 centres) "
+              "100 MiB: auto on 6000 rows resolves to nystrom (1000 centres) "
               "and says so", meta)
     r, _ = fit(d, "exact", {"solver": "exact", "alpha": 1.0}, X, y)
     run.check(r.status == 413, "100 MiB: the exact fit of the same rows is 413", r)
@@ -78,7 +78,7 @@ def small_budget(d, X, y):
     # admission counts rpcholesky's n x m factor
     p = {"solver": "nystrom", "n_centres": 2000, "alpha": 1.0}
     r, _ = fit(d, "uni2000", p, X, y)
-    run.check(r.status == 201, "100 MiB: 2000 uniform centres of 4000 rows "
+    run.check(r.status == 201, "100 MiB: 2000 uniform centres of 6000 rows "
               "admitted", r)
     r, _ = fit(d, "rpc2000", dict(p, centres="rpcholesky"), X, y)
     run.check(r.status == 413 and "estimated" in r.body,

@@ -16,8 +16,9 @@ share fails with its message.
 
 Daemon (--mpi-launch "mpirun --oversubscribe -np 2 ..."): a distributed
 krr fit predicts what the local fit predicts (1e-9); under
---memory-budget-mb 40 a 2500-row exact fit is 413 locally and 201 with
-"distributed": true; solver auto goes distributed (2500 samples, not
+--memory-budget-mb 40 a 3500-row exact fit (the packed factor: about
+4 n^2 = 49 MB) is 413 locally and 201 with
+"distributed": true; solver auto goes distributed (3500 samples, not
 nystrom's centres); nystrom distributed is 400; without --mpi-launch
 "distributed" is 400. Kpca (5 components, with the inverse map): a
 distributed fit of 1500 rows projects 100 new rows as the local fit does
@@ -225,16 +226,16 @@ def daemon_cases(d):
     run.check(staging(models) == [], "no staging file after a fit",
               staging(models))
 
-    X2, y2 = run.synthetic(2500, 3, 23)
+    X2, y2 = run.synthetic(3500, 3, 23)
     r = fit(d, "big", X2, y2, {"alpha": 0.5})
-    run.check(r.status == 413, "2500 rows exact: 413 under the local budget", r)
+    run.check(r.status == 413, "3500 rows exact: 413 under the local budget", r)
     r = fit(d, "big", X2, y2, {"alpha": 0.5}, distributed=True)
     meta = (r.json() or {}).get("model", {})
-    run.check(r.status == 201 and meta.get("n_samples") == 2500,
+    run.check(r.status == 201 and meta.get("n_samples") == 3500,
               "the same fit distributed: 201", r)
     r = fit(d, "bigauto", X2, y2, {"alpha": 0.5, "solver": "auto"})
     meta = (r.json() or {}).get("model", {})
-    run.check(r.status == 201 and meta.get("n_samples") == 2500,
+    run.check(r.status == 201 and meta.get("n_samples") == 3500,
               "solver auto above the local budget runs exact on the cluster",
               meta)
     r = fit(d, "bad", X, y, {"alpha": 0.5, "solver": "nystrom"},
