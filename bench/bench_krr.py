@@ -20,6 +20,7 @@ n = 20000), up to about 8 beside other work.
 Usage: /usr/bin/python3 bench/bench_krr.py --bin build [--sizes 10000,20000]
        [--http-n 6000] [--reps N]
 """
+import blas_env  # noqa: E402  (first: before numpy)
 import argparse
 import json
 import os
@@ -57,20 +58,6 @@ print(json.dumps({"fit": float(np.median(fit)), "predict": float(np.median(pred)
 
 
 TARGET_TIME, TARGET_MEM = 0.35, 0.2
-
-
-def blas_env():
-    """OpenBLAS's AVX-512 kernels for both sides when the CPU has them and the
-    caller chose none: OpenBLAS 0.3.21 does not know this machine's CPU and
-    would fall back to its SSE3 kernels (bench/RESULTS.md, issue 28)."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            avx512 = " avx512f" in fh.read()
-    except OSError:
-        avx512 = False
-    if avx512:
-        os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
-    return os.environ.get("OPENBLAS_CORETYPE", "(OpenBLAS's choice)")
 
 
 def target(what, ratio, goal, why):
@@ -135,7 +122,7 @@ def main():
     ap.add_argument("--http-n", type=int, default=6000)
     ap.add_argument("--reps", type=int, default=0, help="0: 3 up to n = 10000, 1 above")
     args = ap.parse_args()
-    core_type = blas_env()
+    core_type = blas_env.CORE
     d, nt = 20, 1000
     gamma = 1.0 / d
     rng = np.random.default_rng(0)

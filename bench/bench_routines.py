@@ -6,11 +6,13 @@
 DGEMM, DPOTRF, SGEMM and SPOTRF at n = 6000 (--n), through numpy and scipy,
 which load the same OpenBLAS that libkm links (the driver prints which
 core type OpenBLAS picked: it chooses its kernels by CPU, and this
-project's machine has changed CPU between runs). GFLOP/s are 2n^3 for a
+project's machine has changed CPU between runs; unless OPENBLAS_CORETYPE
+is set, the kernels kmserve runs here: bench/blas_env.py). GFLOP/s are 2n^3 for a
 GEMM and n^3/3 for a Cholesky over the median of --reps runs. Also the
 memory bandwidth one core sees (a 1 GiB copy) for the BLAS-2 bound
 routines (DSYMV, DSYTRD). About 30 s.
 """
+import blas_env  # noqa: E402  (first: before numpy)
 import argparse
 import os
 import platform
@@ -70,7 +72,8 @@ def main():
         ("SGEMM", 2 * n ** 3, lambda: Af @ Af),
         ("SPOTRF", n ** 3 / 3, lambda: sl.cholesky(Sf, lower=True, check_finite=False)),
     ]
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; OpenBLAS core type: {openblas_core()}")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; OpenBLAS core type: {openblas_core()} "
+          f"(OPENBLAS_CORETYPE={blas_env.CORE})")
     print(f"n = {n}, median of {a.reps}")
     print("| routine | GFLOP/s |")
     print("| --- | ---: |")

@@ -28,10 +28,11 @@ same data, same machine, same run.
    Targets: LOO at most 6x one fit, exact to 1e-8.
 Each side runs in its own process; times are wall clock of the whole
 search (kmserve: POST to answer). Medians of --reps for the plain fit.
-Both sides run OpenBLAS's SkylakeX kernels unless OPENBLAS_CORETYPE is set.
+Both sides run the OpenBLAS kernels kmserve runs (bench/blas_env.py).
 Takes about 15 minutes in all; --only loo about 3.
 Usage: /usr/bin/python3 bench/bench_search.py --bin build [--only krr|svc|loo]
 """
+import blas_env  # noqa: E402  (first: before numpy)
 import argparse
 import csv
 import json
@@ -108,12 +109,6 @@ print(json.dumps({"seconds": t, "alpha": r.alpha_,
 """
 
 
-def blas_env():
-    """Both sides run OpenBLAS's AVX-512 kernels: this machine's CPU is
-    unknown to Debian's OpenBLAS 0.3.21, which would fall back to SSE3."""
-    os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
-
-
 def run_json(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -188,7 +183,7 @@ def loo(bindir, reps):
     fit, t = ours["fit_s"], ours["loo_search_s"]
     ratio = t / fit
     print(f"KRR leave-one-out over {na} alphas (issue 28), rbf n={n} d={d}, in process, "
-          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
+          f"OPENBLAS_CORETYPE={blas_env.CORE}")
     print(f"  {'what':52s} {'seconds':>9s} {'x fit':>7s}")
     rows = [("kmserve one km_fit (median of %d)" % reps, fit),
             ("kmserve LOO search, %d alphas (median of %d)" % (na, reps), t),
@@ -292,7 +287,6 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", choices=["krr", "svc", "loo"])
     args = ap.parse_args()
-    blas_env()
     if args.only == "loo":
         loo(args.bin, args.reps)
         return

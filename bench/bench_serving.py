@@ -45,15 +45,7 @@ import urllib.request
 
 
 
-def blas_env():
-    """Both sides run the same OpenBLAS kernels: AVX-512 ones unless the
-    caller chose (OpenBLAS 0.3.21 does not know this CPU and would fall
-    back to SSE3). Set before numpy loads OpenBLAS and before kmserve
-    starts (it inherits the environment)."""
-    os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
-
-
-blas_env()
+import blas_env  # noqa: E402  (first: before numpy)
 import numpy as np  # noqa: E402
 
 from daemon import free_port, stop, wait_ready  # noqa: E402
@@ -365,7 +357,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
     # ------------------------------------------------------------ report
-    print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}")
+    print(f"OPENBLAS_CORETYPE={blas_env.CORE}")
     if results:
         report_load(results, conns, n_sv)
     if batch:

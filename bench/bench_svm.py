@@ -28,14 +28,7 @@ LIBSVM fit ~3 s and predict ~2 s a round, shuttle's ~4 s a round),
 import os
 
 
-def blas_env():
-    """OpenBLAS's core type for both sides when unset: this machine's CPU
-    is unknown to Debian's OpenBLAS 0.3.21, which then runs its SSE3
-    kernels; SkylakeX's are the AVX-512 ones. Before numpy loads it."""
-    os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
-
-
-blas_env()
+import blas_env  # noqa: E402  (first: before numpy)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -157,7 +150,7 @@ def main():
                     help="leave out scikit-learn's row")
     args = ap.parse_args()
     sets = [s for s in SETS if not args.only or s[0] in args.only.split(",")]
-    print(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')}, "
+    print(f"OPENBLAS_CORETYPE={blas_env.CORE}, "
           f"{os.cpu_count()} CPUs, {args.repeats} interleaved rounds")
     print("| set (train/test, C, gamma) | implementation | train s | predict s "
           "| accuracy % | SVs | train ratio | predict ratio |")
