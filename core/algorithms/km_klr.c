@@ -164,17 +164,6 @@ km_status km_klr_check(const km_klr_params *p, size_t n_samples,
     return KM_OK;
 }
 
-static size_t add_sat(size_t a, size_t b)
-{
-    return a + b < a ? SIZE_MAX : a + b;
-}
-
-static size_t mul_sat(size_t a, size_t b)
-{
-    size_t r;
-    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
-}
-
 /* The nystrom solver's peak (km_klr_fit_nys's buffers, km_klr_nys.c). */
 static size_t nys_fit_bytes(size_t n, size_t d, size_t n_classes,
                             const km_klr_params *p)
@@ -187,16 +176,16 @@ static size_t nys_fit_bytes(size_t n, size_t d, size_t n_classes,
      * (P x q each), the model's coefficients (m x q); the intercepts
      * twice, the refresh flags and counts (q each), the class counts;
      * picking the centres. */
-    size_t v = mul_sat(m, d + 1);
-    v = add_sat(v, mul_sat(m, m));
-    v = add_sat(v, mul_sat(n, m));
-    v = add_sat(v, mul_sat(km_nys_block_rows(n, m), m));
-    v = add_sat(v, mul_sat(q, mul_sat(P, P)));
-    v = add_sat(v, mul_sat(4, mul_sat(n, q)));
-    v = add_sat(v, mul_sat(6, mul_sat(P, q)));
-    v = add_sat(v, add_sat(mul_sat(m, q), 4 * q + k));
-    v = add_sat(v, km_nys_centres_values(n, d, m, p->centres));
-    return mul_sat(sizeof(double), v);
+    size_t v = km_mul_sat(m, d + 1);
+    v = km_add_sat(v, km_mul_sat(m, m));
+    v = km_add_sat(v, km_mul_sat(n, m));
+    v = km_add_sat(v, km_mul_sat(km_nys_block_rows(n, m), m));
+    v = km_add_sat(v, km_mul_sat(q, km_mul_sat(P, P)));
+    v = km_add_sat(v, km_mul_sat(4, km_mul_sat(n, q)));
+    v = km_add_sat(v, km_mul_sat(6, km_mul_sat(P, q)));
+    v = km_add_sat(v, km_add_sat(km_mul_sat(m, q), 4 * q + k));
+    v = km_add_sat(v, km_nys_centres_values(n, d, m, p->centres));
+    return km_mul_sat(sizeof(double), v);
 }
 
 size_t km_klr_fit_bytes(size_t n, size_t d, size_t n_classes,
@@ -209,12 +198,12 @@ size_t km_klr_fit_bytes(size_t n, size_t d, size_t n_classes,
      * model's coefficients (n x q each, 6), the block's eleven n-vectors
      * (K's diagonal among them), the counts; the model's X, coefficients,
      * intercepts and norms. */
-    size_t v = mul_sat(n, n);
-    v = add_sat(v, mul_sat(6, mul_sat(n, q)));
-    v = add_sat(v, mul_sat(n, 11));
-    v = add_sat(v, mul_sat(n, add_sat(d, q + 1)));
-    v = add_sat(v, 3 * q + n_classes);
-    return mul_sat(sizeof(double), v);
+    size_t v = km_mul_sat(n, n);
+    v = km_add_sat(v, km_mul_sat(6, km_mul_sat(n, q)));
+    v = km_add_sat(v, km_mul_sat(n, 11));
+    v = km_add_sat(v, km_mul_sat(n, km_add_sat(d, q + 1)));
+    v = km_add_sat(v, 3 * q + n_classes);
+    return km_mul_sat(sizeof(double), v);
 }
 
 /* ------------------------------------------------------------ algebra */

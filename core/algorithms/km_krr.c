@@ -140,18 +140,6 @@ static size_t rff_block_rows(size_t n, size_t D)
     return b < n ? b : n;
 }
 
-/* Overflow-saturating size arithmetic for the estimates. */
-static size_t add_sat(size_t a, size_t b)
-{
-    return a + b < a ? SIZE_MAX : a + b;
-}
-
-static size_t mul_sat(size_t a, size_t b)
-{
-    size_t r;
-    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
-}
-
 size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
 {
     const size_t D = sizeof(double);
@@ -165,20 +153,20 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
          * a block of Z (b x D) and of Y's copy; the model's copies of W,
          * b and w. */
         size_t f = rff_components(p), b = rff_block_rows(n, f);
-        size_t v = mul_sat(2, add_sat(mul_sat(f, d), f));
-        v = add_sat(v, mul_sat(f, f));
-        v = add_sat(v, mul_sat(3, mul_sat(f, m)));
-        v = add_sat(v, add_sat(mul_sat(b, f), mul_sat(b, m)));
-        return mul_sat(D, v);
+        size_t v = km_mul_sat(2, km_add_sat(km_mul_sat(f, d), f));
+        v = km_add_sat(v, km_mul_sat(f, f));
+        v = km_add_sat(v, km_mul_sat(3, km_mul_sat(f, m)));
+        v = km_add_sat(v, km_add_sat(km_mul_sat(b, f), km_mul_sat(b, m)));
+        return km_mul_sat(D, v);
     }
     if (!p || p->solver != KM_KRR_SOLVER_NYSTROM)
         /* The solve (km_spd.c: the larger of the mixed path's float
          * factor and the double factor a fallback holds, whatever the
          * precision asked: the safe side), the coefficients, the kept X
          * and norms. */
-        return add_sat(km_spd_kernel_solve_bytes(n, m),
-                       mul_sat(D, add_sat(mul_sat(n, d),
-                                          add_sat(mul_sat(n, m), n))));
+        return km_add_sat(km_spd_kernel_solve_bytes(n, m),
+                       km_mul_sat(D, km_add_sat(km_mul_sat(n, d),
+                                          km_add_sat(km_mul_sat(n, m), n))));
     /* The nystrom solver (km_krr_fit_nystrom): the draw's n indices; the
      * two m x m Cholesky factors; a block of K_nm (b x m), its norms and
      * its product with the directions (b x outputs); the centres, their
@@ -190,15 +178,15 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
      * no block of K_nm but the centres feature-major and NYS_TILE rows
      * per thread, fewer values than the block counted here. */
     size_t c = km_krr_centres(p, n), b = km_nys_block_rows(n, c);
-    size_t v = mul_sat(n, sizeof(size_t) / D + 2);
-    v = add_sat(v, mul_sat(KM_FALKON_MAX_THREADS, mul_sat(c, m)));
-    v = add_sat(v, mul_sat(2, mul_sat(c, c)));
-    v = add_sat(v, add_sat(mul_sat(b, c), mul_sat(b, m + 1)));
-    v = add_sat(v, mul_sat(2, mul_sat(c, d + 1)));
-    v = add_sat(v, mul_sat(9, mul_sat(c, m)));
-    v = add_sat(v, 4 * m);
-    v = add_sat(v, km_nys_centres_values(n, d, c, p->centres));
-    return mul_sat(D, v);
+    size_t v = km_mul_sat(n, sizeof(size_t) / D + 2);
+    v = km_add_sat(v, km_mul_sat(KM_FALKON_MAX_THREADS, km_mul_sat(c, m)));
+    v = km_add_sat(v, km_mul_sat(2, km_mul_sat(c, c)));
+    v = km_add_sat(v, km_add_sat(km_mul_sat(b, c), km_mul_sat(b, m + 1)));
+    v = km_add_sat(v, km_mul_sat(2, km_mul_sat(c, d + 1)));
+    v = km_add_sat(v, km_mul_sat(9, km_mul_sat(c, m)));
+    v = km_add_sat(v, 4 * m);
+    v = km_add_sat(v, km_nys_centres_values(n, d, c, p->centres));
+    return km_mul_sat(D, v);
 }
 
 static void krr_free(void *payload)

@@ -521,17 +521,6 @@ static km_status search(const km_search_spec *s, const km_problem *pb,
 
 /* ------------------------------------------------------------ memory */
 
-static size_t add_sat(size_t a, size_t b)
-{
-    return a + b < a ? SIZE_MAX : a + b;
-}
-
-static size_t mul_sat(size_t a, size_t b)
-{
-    size_t p;
-    return __builtin_mul_overflow(a, b, &p) ? SIZE_MAX : p;
-}
-
 static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
 {
     if (!s || !pb)
@@ -539,12 +528,12 @@ static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
     size_t n = pb->n, d = pb->d, m = pb->y ? pb->m : 1, P = s->n_points;
     size_t k = pb->labels ? pb->n_classes : 0, D = sizeof(double);
     /* result arrays, per-point state, folds and the split's indices */
-    size_t b = mul_sat(P, 3 * D + sizeof(point_acc));
-    b = add_sat(b, mul_sat(n, sizeof(int) + 2 * sizeof(size_t)));
+    size_t b = km_mul_sat(P, 3 * D + sizeof(point_acc));
+    b = km_add_sat(b, km_mul_sat(n, sizeof(int) + 2 * sizeof(size_t)));
     if (krr_engine(s)) {
-        size_t nn = mul_sat(n, n);
+        size_t nn = km_mul_sat(n, n);
         size_t cb = P < ALPHA_BATCH ? P : ALPHA_BATCH;
-        b = add_sat(b, mul_sat(P, sizeof(km_kernel) + 2 * sizeof(size_t)));
+        b = km_add_sat(b, km_mul_sat(P, sizeof(km_kernel) + 2 * sizeof(size_t)));
         if (s->cv.kind == KM_CV_LOO || s->cv.kind == KM_CV_GCV) {
             /* km_search_krr.c's cf_alloc: K (reduced in place, then
              * Q), T's two diagonals, tau, the eigenvalues, Z and the
@@ -555,9 +544,9 @@ static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
              * buffers that the blocked reduction's BLAS-3 calls touch
              * first (measured: a daemon's peak grew 8.4 MiB past K at n
              * = 3000, on two threads) */
-            b = add_sat(b, (size_t)16 << 20);
-            b = add_sat(b, mul_sat(D, nn));
-            b = add_sat(b, mul_sat(D, mul_sat(n, 4 + 2 * m + 3 * cb +
+            b = km_add_sat(b, (size_t)16 << 20);
+            b = km_add_sat(b, km_mul_sat(D, nn));
+            b = km_add_sat(b, km_mul_sat(D, km_mul_sat(n, 4 + 2 * m + 3 * cb +
                                               2 * cb * m + 2 * DIAG_IB +
                                               64 + 7 + d + m)));
         } else {
@@ -567,9 +556,9 @@ static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
             /* (bounds: a training block of at most n rows, a test block
              * nte x (n - nte) of at most n^2 / 4) */
             int eig = P >= KRR_EIG_CHOLESKYS;
-            b = add_sat(b, mul_sat(D, mul_sat(eig ? 4 : 3, nn)));
-            b = add_sat(b, mul_sat(D, nn / 4));
-            b = add_sat(b, mul_sat(D, mul_sat(n, 4 * m + 3 * cb * m + 2 * d +
+            b = km_add_sat(b, km_mul_sat(D, km_mul_sat(eig ? 4 : 3, nn)));
+            b = km_add_sat(b, km_mul_sat(D, nn / 4));
+            b = km_add_sat(b, km_mul_sat(D, km_mul_sat(n, 4 * m + 3 * cb * m + 2 * d +
                                               8)));
         }
         return b;
@@ -588,15 +577,15 @@ static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
             budget = c < budget ? c : budget;
         }
         if (gram <= budget / 2)
-            b = add_sat(b, mul_sat(D, mul_sat(n, n)));
+            b = km_add_sat(b, km_mul_sat(D, km_mul_sat(n, n)));
     }
     /* per worker (s->threads of them, at most the points): a split's
      * indices (the first worker's are counted above) and copies, the
      * largest fold fit, the answers */
     size_t T = s->threads > 1 ? (size_t)s->threads : 1;
     T = T < P ? T : (P ? P : 1);
-    size_t w = mul_sat(D, mul_sat(n, 2 * (d + (pb->y ? m : 0))));
-    w = add_sat(w, mul_sat(n, 2 * sizeof(int)));
+    size_t w = km_mul_sat(D, km_mul_sat(n, 2 * (d + (pb->y ? m : 0))));
+    w = km_add_sat(w, km_mul_sat(n, 2 * sizeof(int)));
     /* the largest fold fit, of params as the fold fits take them */
     size_t ps = km_algorithm_params_size(s->algo), most = 0;
     const km_algo *al = km_algo_of(s->algo);
@@ -614,12 +603,12 @@ static size_t search_bytes(const km_search_spec *s, const km_problem *pb)
         size_t f = km_algorithm_fit_bytes(s->algo, pp, pb);
         most = f > most ? f : most;
     }
-    w = add_sat(w, most);
+    w = km_add_sat(w, most);
     /* test and pooled answers: values or reconstructions, labels,
      * probabilities twice, projections */
-    w = add_sat(w, mul_sat(D, mul_sat(n, 2 * (m > d ? m : d) + 3 * k + d)));
-    b = add_sat(b, mul_sat(T, w));
-    return add_sat(b, mul_sat(T - 1, mul_sat(n, 2 * sizeof(size_t))));
+    w = km_add_sat(w, km_mul_sat(D, km_mul_sat(n, 2 * (m > d ? m : d) + 3 * k + d)));
+    b = km_add_sat(b, km_mul_sat(T, w));
+    return km_add_sat(b, km_mul_sat(T - 1, km_mul_sat(n, 2 * sizeof(size_t))));
 }
 
 /* ------------------------------------------------------------ auto */

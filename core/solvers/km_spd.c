@@ -706,18 +706,6 @@ out:
     return st;
 }
 
-/* Overflow-saturating size arithmetic. */
-static size_t add_sat(size_t a, size_t b)
-{
-    return a + b < a ? SIZE_MAX : a + b;
-}
-
-static size_t mul_sat(size_t a, size_t b)
-{
-    size_t r;
-    return __builtin_mul_overflow(a, b, &r) ? SIZE_MAX : r;
-}
-
 size_t km_spd_kernel_solve_bytes(size_t n, size_t m)
 {
     /* Both paths: X's norms and the block of kernel values. The mixed
@@ -726,13 +714,13 @@ size_t km_spd_kernel_solve_bytes(size_t n, size_t m)
      * mixed path freed its own): the double factor and its n x m copy
      * of Y. */
     size_t D = sizeof(double);
-    size_t both = mul_sat(D, add_sat(n, mul_sat(block_rows(n), n)));
-    size_t fl = add_sat(mul_sat(sizeof(float), add_sat(rfp_values(n),
-                                                       mul_sat(n, m))),
-                        mul_sat(D, add_sat(add_sat(n, m),
-                                           mul_sat(5, mul_sat(n, m)))));
+    size_t both = km_mul_sat(D, km_add_sat(n, km_mul_sat(block_rows(n), n)));
+    size_t fl = km_add_sat(km_mul_sat(sizeof(float), km_add_sat(rfp_values(n),
+                                                       km_mul_sat(n, m))),
+                        km_mul_sat(D, km_add_sat(km_add_sat(n, m),
+                                           km_mul_sat(5, km_mul_sat(n, m)))));
     /* the fused product's accumulators and rows, two per thread */
-    fl = add_sat(fl, mul_sat(D, mul_sat(2 * SPD_MAX_THREADS, n)));
-    size_t db = mul_sat(D, add_sat(rfp_values(n), mul_sat(n, m)));
-    return add_sat(both, fl > db ? fl : db);
+    fl = km_add_sat(fl, km_mul_sat(D, km_mul_sat(2 * SPD_MAX_THREADS, n)));
+    size_t db = km_mul_sat(D, km_add_sat(rfp_values(n), km_mul_sat(n, m)));
+    return km_add_sat(both, fl > db ? fl : db);
 }
