@@ -375,17 +375,13 @@ km_status km_krr_solve(double *G, size_t n, double alpha, const double *Y,
     double *B = malloc(n * m * sizeof *B);
     if (!B)
         return km_error_set(err, KM_ENOMEM, "out of memory for a solve");
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < m; j++)
-            B[j * n + i] = Y[i * m + j];
+    km_transpose(Y, n, m, B);
     /* Row-major lower triangle == column-major upper triangle. */
     lapack_int info = LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'U', (lapack_int)n,
                                      (lapack_int)m, G, (lapack_int)n, B,
                                      (lapack_int)n);
     if (info == 0)
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < m; j++)
-                C[i * m + j] = B[j * n + i];
+        km_transpose(B, m, n, C);
     free(B);
     if (info == -7) /* LAPACKE's check: a NaN in the targets */
         return km_error_set(err, KM_EPROBLEM, "the solve with %s has "

@@ -146,6 +146,16 @@ void km_write_i32s(km_writer *w, const int *v, size_t n);
 void km_write_str(km_writer *w, const char *s);
 void km_write_bytes(km_writer *w, const void *p, size_t n);
 
+/* B (c x r) = A (r x c) transposed, both row-major: a row-major matrix
+ * into LAPACK's column-major layout and back. */
+static inline void km_transpose(const double *A, size_t r, size_t c,
+                                double *B)
+{
+    for (size_t i = 0; i < r; i++)
+        for (size_t j = 0; j < c; j++)
+            B[j * r + i] = A[i * c + j];
+}
+
 /* Saturating arithmetic for the sizes a model file's header implies. */
 static inline uint64_t km_add_sat(uint64_t a, uint64_t b)
 {

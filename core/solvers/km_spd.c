@@ -543,14 +543,10 @@ static km_status solve_double(const spd *s, const double *Ld,
     double *B = malloc(n * m * sizeof *B);
     if (!B)
         return km_error_set(err, KM_ENOMEM, "out of memory for a solve");
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < m; j++)
-            B[j * n + i] = Y[i * m + j];
+    km_transpose(Y, n, m, B);
     LAPACKE_dpftrs_work(LAPACK_COL_MAJOR, 'N', 'L', (lapack_int)n,
                         (lapack_int)m, Ld, B, (lapack_int)n);
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < m; j++)
-            C[i * m + j] = B[j * n + i];
+    km_transpose(B, m, n, C);
     free(B);
     return KM_OK;
 }
