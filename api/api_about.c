@@ -187,6 +187,8 @@ static cJSON *kernel_json(km_kernel_type t)
     add(o, "composite", cJSON_CreateBool(caps & KM_KERNEL_CAP_COMPOSITE));
     add(o, "rff", cJSON_CreateBool(caps & KM_KERNEL_CAP_RFF));
     add(o, "tunable", cJSON_CreateBool(caps & KM_KERNEL_CAP_TUNE_GAMMA));
+    add(o, "characteristic",
+        cJSON_CreateBool(caps & KM_KERNEL_CAP_CHARACTERISTIC));
     /* what X is for it (a composite: its parts') */
     if (!(caps & KM_KERNEL_CAP_COMPOSITE))
         add(o, "input", cJSON_CreateString(km_choice_name(

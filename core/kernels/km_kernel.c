@@ -218,6 +218,7 @@ static void spectral_laplacian_l2(double gamma, size_t d, km_rng *r,
 #define LEN KM_KPARAM_LENGTH
 #define LAM KM_KPARAM_LAMBDA
 #define COL KM_KPARAM_COLUMNS
+#define CHAR KM_KERNEL_CAP_CHARACTERISTIC
 
 /* {family, params, degree, coef0, min_parts, max_parts}, map or
  * combine, whether combine needs the parts' self values, KM_KERNEL_CAP_*
@@ -232,10 +233,10 @@ static const km_kernel_desc km_kernel_polynomial = {
     map_polynomial, NULL, 0};
 static const km_kernel_desc km_kernel_rbf = {
     {KM_KFAMILY_L2, G | KM_KPARAM_SIGMA | COL, 3, 0.0, 0, 0}, map_rbf, NULL,
-    0, KM_KERNEL_CAP_TUNE_GAMMA, spectral_rbf};
+    0, KM_KERNEL_CAP_TUNE_GAMMA | CHAR, spectral_rbf};
 static const km_kernel_desc km_kernel_laplacian = {
     {KM_KFAMILY_L1, G | COL, 3, 0.0, 0, 0}, map_laplacian, NULL, 0,
-    KM_KERNEL_CAP_TUNE_GAMMA, spectral_laplacian};
+    KM_KERNEL_CAP_TUNE_GAMMA | CHAR, spectral_laplacian};
 static const km_kernel_desc km_kernel_sigmoid = {
     {KM_KFAMILY_INNER, G | C0 | COL, 3, 0.0, 0, 0}, map_sigmoid, NULL,
     0};
@@ -247,7 +248,7 @@ static const km_kernel_desc km_kernel_product = {
     NULL, combine_product, 0};
 static const km_kernel_desc km_kernel_laplacian_l2 = {
     {KM_KFAMILY_L2, G | COL, 3, 0.0, 0, 0}, map_laplacian_l2, NULL,
-    0, KM_KERNEL_CAP_TUNE_GAMMA, spectral_laplacian_l2};
+    0, KM_KERNEL_CAP_TUNE_GAMMA | CHAR, spectral_laplacian_l2};
 static const km_kernel_desc km_kernel_exponential = {
     {KM_KFAMILY_INNER, G | COL, 3, 0.0, 0, 0}, map_exponential, NULL,
     0, KM_KERNEL_CAP_TUNE_GAMMA};
@@ -259,15 +260,15 @@ static const km_kernel_desc km_kernel_normalized = {
  * lambda 0.5 for the subsequence kernel (Lodhi et al.'s decay is in
  * (0, 1]; expdecay's weight lambda^-|u| needs lambda >= 1). */
 static const km_kernel_desc km_kernel_spectrum = {
-    {KM_KFAMILY_STRING, LEN, 3, 0.0, 0, 0, 4}, NULL, NULL, 0};
+    {KM_KFAMILY_STRING, LEN, 3, 0.0, 0, 0, 4}, NULL, NULL, 0, CHAR};
 static const km_kernel_desc km_kernel_boundrange = {
-    {KM_KFAMILY_STRING, LEN, 3, 0.0, 0, 0, 4}, NULL, NULL, 0};
+    {KM_KFAMILY_STRING, LEN, 3, 0.0, 0, 0, 4}, NULL, NULL, 0, CHAR};
 static const km_kernel_desc km_kernel_expdecay = {
     {KM_KFAMILY_STRING, LAM, 3, 0.0, 0, 0, 0, 1.1, 1.0, HUGE_VAL, 0}, NULL,
-    NULL, 0};
+    NULL, 0, CHAR};
 static const km_kernel_desc km_kernel_subsequence = {
     {KM_KFAMILY_STRING, LEN | LAM, 3, 0.0, 0, 0, 4, 0.5, 0.0, 1.0, 1}, NULL,
-    NULL, 0};
+    NULL, 0, CHAR};
 /* X holds the values (km_kernel.h, "inputs"). */
 static const km_kernel_desc km_kernel_precomputed = {
     {KM_KFAMILY_PRECOMPUTED, 0, 3, 0.0, 0, 0}, NULL, NULL, 0};
@@ -280,6 +281,7 @@ static const km_kernel_desc km_kernel_precomputed = {
 #undef LEN
 #undef LAM
 #undef COL
+#undef CHAR
 
 /* The tables, from the one list; stored ids index them (km.h checks that
  * they run 0 .. count - 1; a repeated id fails -Woverride-init). */
@@ -305,6 +307,12 @@ unsigned km_kernel_type_caps(km_kernel_type t)
            (descs[t]->spectral ? KM_KERNEL_CAP_RFF : 0) |
            (descs[t]->info.family == KM_KFAMILY_COMPOSITE
                 ? KM_KERNEL_CAP_COMPOSITE : 0);
+}
+
+int km_kernel_characteristic(const km_kernel *k)
+{
+    return (km_kernel_type_caps(k->type) & KM_KERNEL_CAP_CHARACTERISTIC) &&
+           k->n_columns == 0;
 }
 
 void km_kernel_spectral_draw(const km_kernel *k, km_rng *r, size_t d,

@@ -139,10 +139,21 @@ const km_kernel_info *km_kernel_type_info(km_kernel_type t);
  *   TUNE_GAMMA  k = exp(gamma t), so dk/dlog gamma = k log k: gpr's
  *               optimizer tunes its gamma
  *   COMPOSITE   built of parts (its family is KM_KFAMILY_COMPOSITE)
+ *   CHARACTERISTIC  its mean embedding tells distributions apart, so a
+ *               kernel two-sample test (km_drift) uses it as it is: rbf,
+ *               laplacian and laplacian_l2 (shift-invariant with a spectral
+ *               measure of full support: Bochner, Sriperumbudur et al.
+ *               2010), and the string kernels (taken as characteristic on
+ *               strings, as the drift test's documentation says); a leaf
+ *               on chosen columns is not (km_kernel_characteristic)
  */
 #define KM_KERNEL_CAP_RFF 0x01u
 #define KM_KERNEL_CAP_TUNE_GAMMA 0x02u
 #define KM_KERNEL_CAP_COMPOSITE 0x04u
+#define KM_KERNEL_CAP_CHARACTERISTIC 0x08u
+/* 1 when checked kernel k is characteristic on all of its input: its
+ * type has KM_KERNEL_CAP_CHARACTERISTIC and it reads every column. */
+int km_kernel_characteristic(const km_kernel *k);
 
 /*
  * The inputs a kernel takes (its leaves' family says; a checked kernel's

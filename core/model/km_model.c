@@ -20,10 +20,16 @@
  *     u64 n_splits  u64 n_params  str name * n_params  u64 n_points
  *     f64s values (n_points * n_params)  f64s mean  f64s std
  *     f64s fit_seconds (n_points each)  u64 best
+ *   [version 8: u32 payload format (2 to 7: the version whose layout
+ *     the payload has, as the descriptor's file_format says), then the
+ *     drift reference: u64 rows  f64s values (rows * n_features), the raw
+ *     rows km_model_set_reference keeps]
  *   payload (the algorithm's own)
  *   u32 CRC-32 of every byte before it
  * Version 1 is the same without the preprocessing and search sections;
- * this build reads both and writes 2.
+ * versions 3 to 7 change payloads only (FORMAT_VERSION's comment); 8 is
+ * everything 7 allows plus the drift reference. This build reads all and
+ * writes the oldest that holds the model.
  * A file is input like any other (a replica, an operator or an attacker
  * may have written it), so loading checks, in this order: the fixed
  * header (magic, format version, algorithm, sizes within the bounds of
@@ -32,6 +38,10 @@
  * length against the bytes left, every count against the others, every
  * index against its range, and every number a prediction uses for being
  * finite. A model that loads is one a fit could have made.
+ *
+ * Long: the file format's common sections (identity, labels, search
+ * record, drift reference) are written and read here, each beside the
+ * checks a hostile file needs, so that one file shows the whole layout.
  *
  * Thread-safety: reentrant; a shared model is only read.
  */
@@ -48,9 +58,12 @@
 /* The newest version this build reads and writes. A model is written in
  * the oldest current version that holds it: 2, or 3 to 6 when its
  * payload needs it (the descriptor's file_format: krr's rff form 3, svc's
- * nystrom form 4, kpca's nystrom form 5, gpr's nystrom form 6), so that
- * files of every model an older server could fit stay readable by it. */
-#define FORMAT_VERSION 6u
+ * nystrom form 4, kpca's nystrom form 5, gpr's nystrom form 6), or 8 when
+ * it keeps a drift reference (km_model_set_reference), so that files of
+ * every model an older server could fit stay readable by it. */
+#define FORMAT_VERSION 8u
+/* The first version with the drift reference section. */
+#define FORMAT_REFERENCE 8u
 #define FORMAT_DEFAULT 2u
 /* The oldest version this build reads. */
 #define FORMAT_OLDEST 1u
@@ -76,8 +89,13 @@ struct km_model {
      * and fit_seconds point into search_data, which the model owns. */
     int has_search;
     km_search_table search;
-    uint32_t file_format; /* of the file it was loaded from; 0: fitted */
+    uint32_t file_format; /* the payload layout's version: the file's, or
+                             version 8's payload format; 0: fitted */
     double *search_data;
+    /* The drift reference (km_model_set_reference): n_reference rows of
+     * n_features doubles, owned; NULL when none. */
+    double *reference;
+    size_t n_reference;
     void *payload;
 };
 
@@ -280,6 +298,7 @@ void km_model_free(km_model *m)
     free_labels(m);
     km_pre_stats_cleanup(&m->pre);
     free(m->search_data);
+    free(m->reference);
     free(m);
 }
 
@@ -320,6 +339,7 @@ size_t km_model_bytes(const km_model *m)
     b += km_pre_stats_bytes(&m->pre, m->n_features, m->n_outputs);
     if (m->has_search)
         b += (m->search.n_points * (m->search.n_params + 3)) * sizeof(double);
+    b += m->n_reference * m->n_features * sizeof(double);
     return b + (ops && m->payload ? ops->bytes(m->payload, m) : 0);
 }
 
@@ -623,15 +643,111 @@ static km_status read_search(km_reader *r, km_model *m, km_error *err)
     return KM_OK;
 }
 
+/* ------------------------------------------------------------ reference */
+
+size_t km_drift_reference_rows(size_t n, size_t d)
+{
+    size_t most = KM_DRIFT_REFERENCE_BYTES / (sizeof(double) * (d ? d : 1));
+    if (most > KM_DRIFT_REFERENCE_ROWS)
+        most = KM_DRIFT_REFERENCE_ROWS;
+    if (most < 1)
+        most = 1;
+    return n < most ? n : most;
+}
+
+km_status km_model_set_reference(km_model *m, const double *X, size_t n,
+                                 km_error *err)
+{
+    size_t d = m->n_features, rows = km_drift_reference_rows(n, d);
+    if (km_kernel_input(&m->kernel) == KM_INPUT_PRECOMPUTED || rows == 0)
+        return KM_OK;
+    double *R = malloc(rows * d * sizeof *R);
+    size_t *idx = rows < n ? malloc(rows * sizeof *idx) : NULL;
+    if (!R || (rows < n && (!idx || km_psd_subsample(n, rows,
+                                                     KM_DRIFT_REFERENCE_SEED,
+                                                     idx) != KM_OK))) {
+        free(R);
+        free(idx);
+        return km_error_set(err, KM_ENOMEM, "out of memory for the drift "
+                            "reference");
+    }
+    for (size_t i = 0; i < rows; i++)
+        memcpy(R + i * d, X + (idx ? idx[i] : i) * d, d * sizeof *R);
+    free(idx);
+    free(m->reference);
+    m->reference = R;
+    m->n_reference = rows;
+    return KM_OK;
+}
+
+const double *km_model_reference(const km_model *m, size_t *rows)
+{
+    if (rows)
+        *rows = m->reference ? m->n_reference : 0;
+    return m->reference;
+}
+
+/* Bytes the reference section takes in a file: [*lo, *hi]. */
+static void reference_file_range(uint64_t nf, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t rows = km_drift_reference_rows(SIZE_MAX, (size_t)nf);
+    *lo = 4 + 8;
+    *hi = km_add_sat(4 + 8, km_f64s_bytes(km_mul_sat(rows, nf)));
+}
+
+/* The payload's format, then the reference; the payload's load then sees
+ * the payload's format as the model's file_format. */
+static km_status read_reference(km_reader *r, km_model *m, km_error *err)
+{
+    uint32_t pf = km_read_u32(r);
+    uint64_t rows = km_read_u64(r);
+    size_t d = m->n_features;
+    if (r->failed)
+        return km_error_set(err, KM_ECORRUPT, "model file: truncated drift "
+                            "reference");
+    if (pf < FORMAT_DEFAULT || pf >= FORMAT_REFERENCE)
+        return km_error_set(err, KM_ECORRUPT, "model file: payload format %u "
+                            "is outside %u..%u", pf, FORMAT_DEFAULT,
+                            FORMAT_REFERENCE - 1);
+    m->file_format = pf;
+    if (rows == 0)
+        return km_error_set(err, KM_ECORRUPT, "model file: a drift "
+                            "reference of 0 rows");
+    if (rows > km_drift_reference_rows(SIZE_MAX, d))
+        return km_error_set(err, KM_ECORRUPT, "model file: drift reference "
+                            "of %llu rows; rows of %zu doubles keep at most "
+                            "%zu", (unsigned long long)rows, d,
+                            km_drift_reference_rows(SIZE_MAX, d));
+    if (km_kernel_input(&m->kernel) == KM_INPUT_PRECOMPUTED)
+        return km_error_set(err, KM_ECORRUPT, "model file: a precomputed "
+                            "model with a drift reference");
+    double *R = km_read_f64s(r, (size_t)rows * d);
+    if (!R)
+        return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
+                            r->failed ? "model file: drift reference's values "
+                            "do not match its rows" : "out of memory reading "
+                            "a model");
+    m->reference = R;
+    m->n_reference = (size_t)rows;
+    km_error why;
+    if (!km_all_finite(R, (size_t)rows * d) ||
+        km_kernel_check_rows(&m->kernel, R, (size_t)rows, d, 0, &why) != KM_OK)
+        return km_error_set(err, KM_ECORRUPT, "model file: drift reference "
+                            "rows are not finite rows of the model's input");
+    return KM_OK;
+}
+
 /* ------------------------------------------------------------ file format */
 
 /* The file of m up to its checksum. */
 static void write_model(km_writer *w, const km_model *m)
 {
     const km_algo *ops = km_algo_of(m->algo);
-    uint32_t fv = ops->file_format ? ops->file_format(m->payload) : 0;
+    uint32_t pf = ops->file_format ? ops->file_format(m->payload) : 0;
+    if (!pf)
+        pf = FORMAT_DEFAULT;
     km_write_bytes(w, MAGIC, 4);
-    km_write_u32(w, fv ? fv : FORMAT_DEFAULT);
+    km_write_u32(w, m->reference ? FORMAT_REFERENCE : pf);
     km_write_u32(w, (uint32_t)m->algo);
     km_write_u64(w, m->n_features);
     km_write_u64(w, m->n_samples);
@@ -648,6 +764,11 @@ static void write_model(km_writer *w, const km_model *m)
         km_write_str(w, m->labels[i]);
     km_pre_write(w, &m->pre, m->n_features, m->n_outputs);
     write_search(w, m);
+    if (m->reference) {
+        km_write_u32(w, pf);
+        km_write_u64(w, m->n_reference);
+        km_write_f64s(w, m->reference, m->n_reference * m->n_features);
+    }
     ops->save(m->payload, m, w);
 }
 
@@ -770,8 +891,21 @@ static km_status parse_header(const unsigned char *buf, size_t len,
         common_lo = km_add_sat(common_lo, pre_lo + s_lo);
         common_hi = km_add_sat(common_hi, km_add_sat(pre_hi, s_hi));
     }
+    if (fv >= FORMAT_REFERENCE) {
+        uint64_t r_lo, r_hi;
+        reference_file_range(nf, &r_lo, &r_hi);
+        common_lo = km_add_sat(common_lo, r_lo);
+        common_hi = km_add_sat(common_hi, r_hi);
+    }
     uint64_t p_lo, p_hi;
     al->payload_range(fv, ns, nf, no, &p_lo, &p_hi);
+    if (fv >= FORMAT_REFERENCE) /* any layout up to the one before */
+        for (uint32_t v = FORMAT_DEFAULT; v < FORMAT_REFERENCE; v++) {
+            uint64_t a, b;
+            al->payload_range(v, ns, nf, no, &a, &b);
+            p_lo = a < p_lo ? a : p_lo;
+            p_hi = b > p_hi ? b : p_hi;
+        }
     *lo = km_add_sat(common_lo, p_lo);
     *hi = km_add_sat(km_add_sat(common_lo, common_hi), p_hi);
     return KM_OK;
@@ -909,6 +1043,8 @@ static km_status read_records(km_reader *r, const file_header *h,
                          err);
     if (st == KM_OK && h->format >= 2)
         st = read_search(r, m, err);
+    if (st == KM_OK && h->format >= FORMAT_REFERENCE)
+        st = read_reference(r, m, err);
     if (st != KM_OK) {
         km_model_free(m);
         return st;

@@ -382,6 +382,32 @@ km_status km_model_set_search(km_model *m, const km_search_table *t,
 /* The model's search record (borrowed), or NULL. */
 const km_search_table *km_model_search(const km_model *m);
 
+/*
+ * The drift reference (format version 8): a seeded subsample of a fit's
+ * raw training rows (before preprocessing), kept in the model so that a
+ * kernel two-sample test (km_drift, km_select.h) can compare what the
+ * model is asked against what it was fitted on. At most
+ * KM_DRIFT_REFERENCE_ROWS rows, and at most KM_DRIFT_REFERENCE_BYTES of
+ * them (long string rows: fewer); all of them, in order, when the fit had
+ * no more; else km_rng seeded KM_DRIFT_REFERENCE_SEED picks them, in
+ * their order. km_fit keeps one for every algorithm; a precomputed kernel
+ * keeps none (its rows are kernel values, no sample to test), nor does a
+ * model loaded from a file older than version 8.
+ */
+#define KM_DRIFT_REFERENCE_ROWS 1000
+#define KM_DRIFT_REFERENCE_BYTES ((size_t)32 << 20)
+#define KM_DRIFT_REFERENCE_SEED 0
+/* How many rows a reference of a fit of n rows of d doubles holds. */
+size_t km_drift_reference_rows(size_t n, size_t d);
+/* Keeps the reference of X (n rows of the model's n_features doubles,
+ * raw) in m (set before sharing; replaces any). Nothing for a precomputed
+ * kernel. KM_ENOMEM out of memory. */
+km_status km_model_set_reference(km_model *m, const double *X, size_t n,
+                                 km_error *err) KM_MUST_CHECK;
+/* The reference's rows (borrowed, n_features doubles each) and their
+ * number in *rows; NULL and 0 when the model has none. */
+const double *km_model_reference(const km_model *m, size_t *rows);
+
 
 /*
  * A model's coefficients, as GET /v1/models/{name}/coefficients answers

@@ -298,8 +298,9 @@ km_status km_model_create(km_algorithm algo, const km_kernel *kernel,
                           km_error *err);
 void *km_model_payload(const km_model *m);
 /* The format version of the file a model was loaded from (FORMAT_OLDEST
- * to FORMAT_VERSION of km_model.c); 0 for a model fitted here. A
- * payload's load reads it for its layout. */
+ * to FORMAT_VERSION of km_model.c; for a version 8 file, the version of
+ * its payload's layout, which the file records); 0 for a model fitted
+ * here. A payload's load reads it for its layout. */
 uint32_t km_model_file_format(const km_model *m);
 /* Mutable lists, for the fit that builds the model. */
 km_info *km_model_params_mut(km_model *m);

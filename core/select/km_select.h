@@ -244,6 +244,87 @@ km_status km_search_check(const km_search_spec *s, const km_problem *pb,
  * (see above). */
 size_t km_search_bytes(const km_search_spec *s, const km_problem *pb);
 
+/* ---------------------------------------------------- drift (km_drift.c) */
+
+/*
+ * A kernel two-sample test (Gretton et al., "A Kernel Two-Sample Test",
+ * JMLR 2012) of rows X (nx) against rows Y (ny), each of d doubles as
+ * km_gram_sym takes them (strings too).
+ *
+ * km_mmd2: the unbiased statistic, the U-statistic
+ *   MMD2 = sum_{i!=j} k(x_i,x_j) / (nx (nx-1))
+ *        + sum_{i!=j} k(y_i,y_j) / (ny (ny-1))
+ *        - 2 sum_{i,j} k(x_i,y_j) / (nx ny),
+ * nx, ny >= 2 (KM_EINVAL naming the sample otherwise). One Gram of the
+ * pooled N = nx + ny rows.
+ */
+km_status km_mmd2(const km_kernel *k, const double *X, size_t nx,
+                  const double *Y, size_t ny, size_t d, double *out,
+                  km_error *err) KM_MUST_CHECK;
+
+/*
+ * km_mmd_test: km_mmd2 and its permutation p-value, reusing the pooled
+ * Gram K: p = (1 + #{b : T_b >= T}) / (1 + B) over B permutations.
+ * Permutation b relabels the pooled rows: an index array p, 0 .. N-1 at
+ * first and kept from one permutation to the next, gets
+ *   for i in 0 .. nx-1: swap p[i], p[i + km_rng_below(r, N - i)]
+ * with one km_rng r seeded seed, and p[0 .. nx-1] are X's rows. The
+ * statistics of KM_MMD_BATCH permutations at a time are quadratic forms
+ * through one product K U (U: their 0/1 indicators of X's rows, N x
+ * batch): with q = a'Ka, s = a'K1, t = a'diag(K), T = 1'K1 and
+ * tr = trace K, the sums are XX = q - t, YY = T - 2s + q - (tr - t),
+ * XY = s - q. A permutation counts when T_b >= T - 1e-12 max_i K_ii
+ * (ties within rounding count). Progress after each batch (ctl may be
+ * NULL; a cancel ends with KM_ECANCELLED). B in 1 ..
+ * KM_DRIFT_MAX_PERMUTATIONS.
+ */
+#define KM_MMD_BATCH 64
+#define KM_DRIFT_MAX_PERMUTATIONS 100000
+km_status km_mmd_test(const km_kernel *k, const double *X, size_t nx,
+                      const double *Y, size_t ny, size_t d, size_t B,
+                      uint64_t seed, const km_fit_control *ctl, double *mmd2,
+                      double *p_value, km_error *err) KM_MUST_CHECK;
+/* Bytes km_mmd_test holds at most: the pooled rows, K and two N x batch
+ * blocks. */
+size_t km_mmd_test_bytes(size_t nx, size_t ny, size_t d);
+
+/*
+ * The median heuristic: gamma = 1 / (2 med^2), med the median of the
+ * Euclidean distances |x_i - x_j| over the n (n-1) / 2 pairs i < j of X
+ * (n rows of d numbers; numpy's median: the mean of the two middle ones
+ * of an even count); when that median is 0, the median of the positive
+ * distances; 1 when no distance is positive or n < 2.
+ */
+double km_median_gamma(const double *X, size_t n, size_t d);
+
+/*
+ * Drift of a model's inputs: km_mmd_test of its drift reference
+ * (km_model_reference, the raw training rows it keeps) against Y (ny raw
+ * rows of the model's n_features doubles, as predicts take them), both
+ * through the model's preprocessing first. The kernel is the model's own
+ * when km_kernel_characteristic; else an rbf of km_median_gamma on the
+ * (preprocessed) reference. KM_ECONFLICT naming why for a precomputed
+ * model, one without a reference (a file older than format version 8:
+ * refit it), and a non-characteristic kernel on strings (there is no rbf
+ * of strings); KM_EINVAL for Y not the model's input or fewer than 2
+ * rows, or permutations outside 1 .. KM_DRIFT_MAX_PERMUTATIONS.
+ */
+typedef struct km_drift_result {
+    double mmd2, p_value;
+    size_t n_reference, n_recent, permutations;
+    uint64_t seed;
+    int own_kernel;            /* the model's own kernel was used */
+    km_kernel_type kernel;     /* the kernel used: the model's type, or rbf */
+    double gamma;              /* the rbf's gamma when not own (else 0) */
+} km_drift_result;
+#define KM_DRIFT_PERMUTATIONS 200 /* a default for callers */
+km_status km_drift(const km_model *m, const double *Y, size_t ny,
+                   size_t permutations, uint64_t seed,
+                   const km_fit_control *ctl, km_drift_result *out,
+                   km_error *err) KM_MUST_CHECK;
+/* Bytes km_drift holds at most for ny recent rows of m. */
+size_t km_drift_bytes(const km_model *m, size_t ny);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,8 @@
  * (km_pre_fit), the algorithm's own fit through its descriptor, and the
  * training figures of the fitted model: whether its kernel is PSD on the
  * training rows (for a kernel that may not be) and its score on them
- * (km_training_score). It sits above the model, the preprocessing and the
+ * (km_training_score), and the drift reference it keeps of the raw rows
+ * (km_model_set_reference). It sits above the model, the preprocessing and the
  * scores, which it calls and which never call it.
  *
  * Thread-safety: reentrant.
@@ -78,7 +79,8 @@ km_status km_fit_inner(km_algorithm a, const km_kernel *k,
                        : al->fit(k, params, pb, ctl, out, err);
     if (st == KM_OK && figures &&
         ((st = psd_figures(*out, pb, err)) != KM_OK ||
-         (st = km_training_score(*out, pb, err)) != KM_OK)) {
+         (st = km_training_score(*out, pb, err)) != KM_OK ||
+         (st = km_model_set_reference(*out, pb->X, pb->n, err)) != KM_OK)) {
         km_model_free(*out);
         *out = NULL;
     }
