@@ -53,11 +53,23 @@ size_t api_json_max_numbers(const char *body, size_t len);
  * api_get_matrix: so errors and their messages are the same either way.
  * The first member of a name wins, as in cJSON.
  */
+struct km_model;
+/* Who is shown the rows a model route reads (the server's drift
+ * reservoir): rows is called once per request with the input rows (n of
+ * the model's n_features doubles, validated) before the answer is
+ * computed; it must be quick and must not keep X. */
+typedef struct api_observer {
+    void (*rows)(void *ctx, const struct km_model *m, const double *X,
+                 size_t n);
+    void *ctx;
+} api_observer;
+
 typedef struct {
     cJSON *root;
     const char *key;  /* the matrix key read into M, or NULL */
     double *M;        /* n x d, row-major */
     size_t n, d;
+    const api_observer *observer; /* NULL: none; set after parsing */
 } api_body;
 
 /* Parses body (len bytes, need not be NUL-terminated); matrix_keys is

@@ -370,6 +370,8 @@ int api_predict(const km_model *m, api_body *body, api_text *out,
     if (read_input(body, keys, m, km_model_n_features(m),
                    &X, &n, e))
         return -1;
+    if (body->observer)
+        body->observer->rows(body->observer->ctx, m, X, n);
     /* no choice: the route's default (krr's values, kkmeans' clusters) */
     if (!chosen)
         chosen = route_default(algo, "predict");
@@ -429,6 +431,8 @@ int api_project(const km_model *m, api_body *body, api_text *out,
     if (read_input(body, keys, inverse ? NULL : m, in_d, &X,
                    &n, e))
         return -1;
+    if (body->observer && !inverse)
+        body->observer->rows(body->observer->ctx, m, X, n);
     P = malloc(n * out_d * sizeof *P);
     km_status st = !P ? KM_ENOMEM
                    : km_predict(m, answer, X, n, P, &kerr);

@@ -887,6 +887,8 @@ int api_v2_infer_binary(const km_model *m, api_body *body,
         read_input(m, cJSON_GetObjectItemCaseSensitive(root, "inputs"), &b,
                    &X, &n, e))
         return -1;
+    if (body->observer && !(tail && tail->given && b.size != tail->len))
+        body->observer->rows(body->observer->ctx, m, X, n);
     if (tail && tail->given && b.size != tail->len) {
         free(X);
         return api_invalid(e, "the body has %zu bytes after its JSON header "
@@ -924,8 +926,8 @@ int api_v2_infer_binary(const km_model *m, api_body *body,
 }
 
 int api_v2_infer_request(const km_model *m, const char *body, size_t len,
-                         const char *header, api_v2_answer *out,
-                         api_error *e)
+                         const char *header, const api_observer *observer,
+                         api_v2_answer *out, api_error *e)
 {
     size_t hl = len;
     api_body b;
@@ -937,6 +939,7 @@ int api_v2_infer_request(const km_model *m, const char *body, size_t len,
         return -1;
     }
     api_v2_tail tail = {body + hl, len - hl, header != NULL};
+    b.observer = observer;
     int rc = api_v2_infer_binary(m, &b, &tail, out, e);
     api_body_free(&b);
     return rc;

@@ -76,10 +76,11 @@ size_t api_v2_infer_bytes(const km_model *m, const char *body, size_t len);
 /* An infer request: header is the Inference-Header-Content-Length
  * header's value, NULL when the request has none (then the body is all
  * JSON; it may still ask for binary outputs). The body's JSON header
- * parsed (errors as api_parse_body), then api_v2_infer_binary. */
+ * parsed (errors as api_parse_body), then api_v2_infer_binary, whose
+ * input rows observer (may be NULL) is shown (api_observer). */
 int api_v2_infer_request(const km_model *m, const char *body, size_t len,
-                         const char *header, api_v2_answer *out,
-                         api_error *e);
+                         const char *header, const api_observer *observer,
+                         api_v2_answer *out, api_error *e);
 /* The most working memory api_v2_infer_request can take (0 when the
  * header is refused before anything is allocated; api_v2_infer_bytes
  * without a header). */

@@ -132,6 +132,34 @@ static const struct option_def {
      "(ranks beat every timeout/10 s, within 0.1 .. 1 s); then the fit fails "
      "and its processes are killed", OPT_NUM, S(mpi_heartbeat_timeout), 1,
      86400},
+    {"drift", "KMSERVE_DRIFT", "true",
+     "keep, per model, a reservoir of the rows it is asked to predict "
+     "(predict, project, v2 infer) for GET /v1/models/{name}/drift; in "
+     "memory only, counted against the memory budget (true or false)",
+     OPT_BOOL, S(drift), 0, 0},
+    {"drift-reservoir-rows", "KMSERVE_DRIFT_RESERVOIR_ROWS", "1000",
+     "rows each model's drift reservoir holds", OPT_INT,
+     S(drift_reservoir_rows), 2, 100000},
+    {"drift-window-rows", "KMSERVE_DRIFT_WINDOW_ROWS", "0",
+     "the drift test's window by count: only rows among the last N asked "
+     "are tested, and once full the reservoir takes a new row with "
+     "probability rows/N (0: every row since the model was served, a "
+     "uniform sample)", OPT_INT, S(drift_window_rows), 0, 1000000000},
+    {"drift-window-seconds", "KMSERVE_DRIFT_WINDOW_SECONDS", "0",
+     "the drift test's window by time: only rows asked in the last N "
+     "seconds are tested (0: no limit)", OPT_NUM, S(drift_window_seconds),
+     0, 1e9},
+    {"drift-min-rows", "KMSERVE_DRIFT_MIN_ROWS", "20",
+     "fewest recent rows a drift test runs on; fewer is answered 409",
+     OPT_INT, S(drift_min_rows), 2, 100000},
+    {"drift-cache-seconds", "KMSERVE_DRIFT_CACHE_SECONDS", "60",
+     "seconds a drift answer is reused for the same model version, "
+     "permutations and seed (0: always recompute)", OPT_NUM,
+     S(drift_cache_seconds), 0, 1e9},
+    {"drift-refresh-seconds", "KMSERVE_DRIFT_REFRESH_SECONDS", "0",
+     "seconds between drift tests of every model with enough recent rows, "
+     "run as jobs, for /metrics' kmserve_model_drift_* (0: off)", OPT_NUM,
+     S(drift_refresh_seconds), 0, 1e9},
 #undef S
 };
 

@@ -43,6 +43,13 @@ typedef struct srv_config {
     char mpi_worker[1024];   /* "" = kmserve-mpi beside kmserve */
     double mpi_start_timeout;     /* seconds until every rank is up */
     double mpi_heartbeat_timeout; /* seconds a rank may go silent */
+    int drift;                    /* keep drift reservoirs (srv_drift.h) */
+    int drift_reservoir_rows;
+    int drift_window_rows;        /* 0 = no window by count */
+    double drift_window_seconds;  /* 0 = no window by time */
+    int drift_min_rows;
+    double drift_cache_seconds;
+    double drift_refresh_seconds; /* 0 = no scheduled tests */
 } srv_config;
 
 /* Parses argv over the environment and the defaults. Returns 0 to run,

@@ -8,6 +8,7 @@
 #include "srv_auth.h"
 #include "srv_commit.h"
 #include "srv_daemon.h"
+#include "srv_drift.h"
 #include "srv_jobs.h"
 #include "srv_metrics.h"
 #include "srv_mpi.h"
@@ -59,12 +60,24 @@ int srv_daemon_open(srv_state *s, char *err, size_t errlen)
     if (!s->mpi && err[0])
         return -1;
     srv_jobs_set_mpi(s->jobs, s->mpi);
+    s->drift = srv_drift_create(s);
+    if (!s->drift) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
 void srv_daemon_close(srv_state *s)
 {
+    /* the drift schedule, which submits jobs; the jobs (a drift test
+     * writes its answer into the reservoirs' list); then the reservoirs,
+     * with no budget left to give their memory back to */
+    srv_drift_stop(s->drift);
     srv_jobs_free(s->jobs);
+    s->jobs = NULL;
+    srv_drift_free(s->drift);
+    s->drift = NULL;
     srv_mpi_free(s->mpi);
     s->mpi = NULL;
     srv_store_close(s->store);

@@ -36,6 +36,7 @@ struct srv_job {
     char id[24];
     char name[65];
     api_fit_request req;
+    srv_task task;         /* a task job's (task.run set), else a fit */
     size_t bytes;
     srv_done_fn done;
     void *done_arg;
@@ -91,6 +92,8 @@ void srv_job_release(srv_job *job)
 {
     if (job && atomic_fetch_sub(&job->refs, 1) == 1) {
         api_fit_request_cleanup(&job->req);
+        if (job->task.free)
+            job->task.free(job->task.arg);
         cJSON_Delete(job->result);
         free(job);
     }
@@ -177,8 +180,43 @@ static void what_stays(srv_jobs *j, const char *name, char *buf, size_t len)
         snprintf(buf, len, "no version was made");
 }
 
+/* A task job (srv_jobs_submit_task): its function, then its outcome. */
+static void run_task(srv_jobs *j, srv_job *job)
+{
+    km_fit_control ctl = {on_progress, job, j->fit_threads};
+    cJSON *result = NULL;
+    api_error e = {0, NULL, ""};
+    int rc = job->task.run(job->task.arg, &ctl, &result, &e);
+    if (rc == 0 && (atomic_load(&job->cancel) || atomic_load(&job->timed_out))) {
+        cJSON_Delete(result);
+        rc = -1;
+    }
+    pthread_mutex_lock(&j->lock);
+    if (rc == 0) {
+        job->result = result;
+        finish(j, job, SRV_JOB_SUCCEEDED);
+    } else if (atomic_load(&job->timed_out) && !atomic_load(&job->cancel)) {
+        api_raise(&job->error, API_UNPROCESSABLE, "the %s of \"%s\" did not "
+                  "finish within --fit-timeout (%g s)", job->task.kind,
+                  job->name, j->fit_timeout);
+        finish(j, job, SRV_JOB_FAILED);
+    } else if (atomic_load(&job->cancel)) {
+        api_raise(&job->error, API_CONFLICT, "the %s of \"%s\" was "
+                  "cancelled", job->task.kind, job->name);
+        finish(j, job, SRV_JOB_CANCELLED);
+    } else {
+        job->error = e;
+        finish(j, job, SRV_JOB_FAILED);
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
 static void run(srv_jobs *j, srv_job *job)
 {
+    if (job->task.run) {
+        run_task(j, job);
+        return;
+    }
     km_fit_control ctl = {on_progress, job, j->fit_threads};
     km_model *model = NULL;
     cJSON *meta = NULL;
@@ -298,13 +336,35 @@ static void new_id(char *buf, size_t len)
              r[3], r[4], r[5], r[6], r[7]);
 }
 
+static srv_job *submit(srv_jobs *j, const char *name, api_fit_request *req,
+                       const srv_task *task, size_t bytes, srv_done_fn done,
+                       void *done_arg, api_error *e);
+
 srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
                          size_t bytes, srv_done_fn done, void *done_arg,
                          api_error *e)
 {
+    return submit(j, name, req, NULL, bytes, done, done_arg, e);
+}
+
+srv_job *srv_jobs_submit_task(srv_jobs *j, const char *name,
+                              const srv_task *task, size_t bytes,
+                              srv_done_fn done, void *done_arg, api_error *e)
+{
+    return submit(j, name, NULL, task, bytes, done, done_arg, e);
+}
+
+/* A fit (req) or a task (task) queued; the job takes either. */
+static srv_job *submit(srv_jobs *j, const char *name, api_fit_request *req,
+                       const srv_task *task, size_t bytes, srv_done_fn done,
+                       void *done_arg, api_error *e)
+{
     srv_job *job = calloc(1, sizeof *job);
     if (!job) {
-        api_fit_request_cleanup(req);
+        if (req)
+            api_fit_request_cleanup(req);
+        if (task && task->free)
+            task->free(task->arg);
         api_raise(e, API_INTERNAL, "out of memory for a job");
         return NULL;
     }
@@ -313,8 +373,12 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
     atomic_init(&job->timed_out, 0);
     new_id(job->id, sizeof job->id);
     snprintf(job->name, sizeof job->name, "%s", name);
-    job->req = *req;
-    memset(req, 0, sizeof *req);
+    if (req) {
+        job->req = *req;
+        memset(req, 0, sizeof *req);
+    } else {
+        job->task = *task;
+    }
     job->bytes = bytes;
     job->done = done;
     job->done_arg = done_arg;
@@ -361,10 +425,11 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
         api_raise(e, API_UNAVAILABLE, "the server is shutting down");
     else if (!strcmp(why, "budget"))
         api_raise(e, API_PAYLOAD_TOO_LARGE,
-                 "the fit needs an estimated %.1f MiB; the memory budget is "
+                 "the %s needs an estimated %.1f MiB; the memory budget is "
                  "%.1f MiB, of which %.1f MiB are held by admitted fits and "
                  "predicts and the string kernels' cache",
-                 bytes / mib, budget / mib, reserved / mib);
+                 task ? task->kind : "fit", bytes / mib, budget / mib,
+                 reserved / mib);
     else if (!strcmp(why, "full"))
         api_raise(e, API_TOO_MANY_REQUESTS,
                  "the fit queue is full (%zu jobs waiting); retry later", cap);
@@ -460,6 +525,8 @@ static cJSON *job_json(const srv_job *job, int summary)
     cJSON_AddStringToObject(o, "id", job->id);
     cJSON_AddStringToObject(o, "status", state_names[job->state]);
     cJSON_AddStringToObject(o, "model", job->name);
+    cJSON_AddStringToObject(o, "kind", job->task.run ? job->task.kind
+                                                     : "fit");
     cJSON_AddNumberToObject(o, "progress", job->progress);
     add_time(o, "created_at", job->created_ms);
     add_time(o, "started_at", job->started_ms);

@@ -70,6 +70,25 @@ srv_job *srv_jobs_submit(srv_jobs *j, const char *name, api_fit_request *req,
                          size_t bytes, srv_done_fn done, void *done_arg,
                          api_error *e);
 
+/* Work other than a fit run as a job (a model's drift test): run is
+ * called on a worker with a control whose progress the job shows and
+ * which reports a cancel or --fit-timeout; it sets *result (the job's
+ * result, taken) and returns 0, or returns -1 with e set. free (may be
+ * NULL) releases arg when the job goes. kind names it in the job's
+ * "kind" and its messages ("drift"); a fit's kind is "fit". */
+typedef struct srv_task {
+    int (*run)(void *arg, const km_fit_control *ctl, cJSON **result,
+               api_error *e);
+    void (*free)(void *arg);
+    void *arg;
+    const char *kind;
+} srv_task;
+/* Queues a task for model name as srv_jobs_submit queues a fit (bytes,
+ * done, refusals alike); takes task->arg (freed also on failure). */
+srv_job *srv_jobs_submit_task(srv_jobs *j, const char *name,
+                              const srv_task *task, size_t bytes,
+                              srv_done_fn done, void *done_arg, api_error *e);
+
 srv_job *srv_jobs_get(srv_jobs *j, const char *id);
 void srv_job_release(srv_job *job);
 /* Asks a queued or running job to stop; 0 if it was still unfinished. */

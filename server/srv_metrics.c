@@ -257,6 +257,8 @@ char *srv_metrics_render(srv_metrics *m, const srv_gauges *g, size_t *len)
            "predicts to.", g->memory_budget);
     single(&t, "kmserve_process_resident_memory_bytes", "gauge",
            "Resident memory.", resident_bytes());
+    if (g->extra)
+        add(&t, "%s", g->extra);
     if (t.failed) {
         free(t.p);
         return NULL;

@@ -46,6 +46,8 @@ typedef struct srv_gauges {
     size_t jobs_evicted;      /* finished jobs dropped at --max-jobs */
     size_t fit_bytes_reserved;
     size_t memory_budget;     /* --memory-budget-mb, in bytes */
+    const char *extra;        /* families rendered elsewhere (the models'
+                                 drift, srv_drift.h), or NULL */
 } srv_gauges;
 
 /* Prometheus text format 0.0.4; caller frees. NULL on OOM. */

@@ -33,6 +33,7 @@
 #include "../api/api_predict.h"
 #include "../api/api_score.h"
 #include "srv_console.h"
+#include "srv_drift.h"
 #include "../api/api_transfer.h"
 #include "../api/api_v2.h"
 #include "srv_log.h"
@@ -114,7 +115,9 @@
       SRV_BODY_INFER, POST(h_v2_infer, READ))                                 \
     X(KCHECK, "/v1/kernels/check", SRV_BODY_JSON,                            \
       POST(h_kernels_check, READ))                                           \
-    X(KGRAM, "/v1/kernels/gram", SRV_BODY_JSON, POST(h_kernels_gram, READ))
+    X(KGRAM, "/v1/kernels/gram", SRV_BODY_JSON, POST(h_kernels_gram, READ))  \
+    X(DRIFT, "/v1/models/{name}/drift", SRV_BODY_JSON, GET(h_drift, READ)    \
+      POST(h_drift_post, ADMIN))
 
 /* The handlers' declarations (a handler serving several routes is
  * declared once a row, which C allows). */
@@ -511,7 +514,10 @@ static void h_metrics(srv_request *rq, srv_reply *rp)
                        &g.fit_bytes_reserved);
         srv_jobs_table_size(rq->s->jobs, &g.jobs_retained, &g.jobs_evicted);
     }
+    char *drift = srv_drift_metrics(rq->s->drift);
+    g.extra = drift;
     rp->body = srv_metrics_render(rq->s->metrics, &g, &rp->len);
+    free(drift);
     if (!rp->body) {
         srv_reply_fail(rp, API_INTERNAL, "out of memory rendering metrics");
         return;
@@ -700,6 +706,8 @@ static void answer(srv_request *rq, srv_reply *rp, const answer_route *ar)
         return;
     }
     if (read_body(rq, rp, ar->matrix_keys, &body) == 0) {
+        if (!rq->version[0]) /* the served version's rows: drift's */
+            body.observer = srv_drift_observer(rq->s->drift);
         if (ar->fn(srv_ref_model(ref), &body, &out, &rows, &e) == 0) {
             srv_metrics_predicted_rows(rq->s->metrics, rows);
             srv_reply_text(rp, 200, out.buf, out.len);
@@ -1102,7 +1110,10 @@ static void infer_binary(srv_request *rq, srv_reply *rp, const char *hlen)
                   srv_jobs_reserve(rq->s->jobs, need, "infer", &e);
     if (refused) {
         srv_reply_error(rp, &e);
-    } else if (api_v2_infer_request(m, text, rq->len, hlen, &out, &e)) {
+    } else if (api_v2_infer_request(m, text, rq->len, hlen,
+                                    rq->version[0] ? NULL
+                                    : srv_drift_observer(rq->s->drift),
+                                    &out, &e)) {
         srv_reply_error(rp, &e);
     } else {
         srv_metrics_predicted_rows(rq->s->metrics, out.rows);
@@ -1123,6 +1134,23 @@ static void h_v2_infer(srv_request *rq, srv_reply *rp)
 {
     infer_binary(rq, rp,
                  srv_header(rq, "Inference-Header-Content-Length"));
+}
+
+/* ------------------------------------------------------------- drift */
+
+/* GET and POST /v1/models/{name}/drift (srv_drift.c answers). */
+static void h_drift(srv_request *rq, srv_reply *rp)
+{
+    srv_ref *ref = find_model(rq, rp);
+    if (ref)
+        srv_drift_get(rq->s->drift, rq, rp, ref);
+}
+
+static void h_drift_post(srv_request *rq, srv_reply *rp)
+{
+    srv_ref *ref = find_model(rq, rp);
+    if (ref)
+        srv_drift_post(rq->s->drift, rq, rp, ref);
 }
 
 /* ------------------------------------------------------------- console */

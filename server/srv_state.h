@@ -25,6 +25,8 @@
 
 typedef enum { SRV_LOADING, SRV_READY, SRV_DRAINING } srv_phase;
 
+typedef struct srv_drift srv_drift; /* srv_drift.h */
+
 typedef struct srv_state {
     srv_config cfg;
     srv_registry *registry;
@@ -34,6 +36,7 @@ typedef struct srv_state {
     srv_metrics *metrics;
     srv_auth *auth;        /* NULL: no tokens, all open */
     srv_mpi *mpi;          /* NULL: no --mpi-launch (srv_mpi.h) */
+    srv_drift *drift;      /* the drift reservoirs and tests */
     char *tls_cert, *tls_key; /* PEM text, or NULL for plain HTTP */
     atomic_int phase;
     atomic_long active_requests;

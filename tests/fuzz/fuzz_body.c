@@ -216,8 +216,8 @@ static void infer(const char *body, size_t len, const km_model *m)
             snprintf(header, sizeof header, "%zu",
                      (size_t)(last - body) + 1);
         }
-        if (api_v2_infer_request(m, body, len, binary ? header : NULL, &out,
-                                 &e) == 0) {
+        if (api_v2_infer_request(m, body, len, binary ? header : NULL, NULL,
+                                 &out, &e) == 0) {
             check_text(out.buf, out.header_len ? out.header_len : out.len,
                        "infer answer", 1);
             free(out.buf);

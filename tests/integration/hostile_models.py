@@ -98,6 +98,10 @@ def layout(b):
             q += 8
         else:
             q += 4
+    if u32(b, 4) >= 8:  # the payload's layout, then the drift reference
+        o["reference"] = q
+        q += 4 + 8
+        q += 8 + 8 * u64(b, q)
     o["payload"] = q
     return o
 

@@ -248,6 +248,25 @@ def max_rel(a, b, floor=1e-3):
     return max(abs(x - y) / max(abs(y), floor) for x, y in zip(a, b))
 
 
+def kmm_formats(blob):
+    """(file format version, payload layout version) of a .kmm file's bytes.
+    A version 8 file (a model that keeps a drift reference) records its
+    payload's layout before the reference: u32 layout, u64 rows, then the
+    rows' f64s (a u64 count, rows * n_features values); found by that
+    shape (core/model/km_model.c's header comment)."""
+    import struct
+    fv = struct.unpack("<I", blob[4:8])[0]
+    if fv < 8:
+        return fv, fv
+    nf = struct.unpack("<Q", blob[12:20])[0]
+    for i in range(36, len(blob) - 20):
+        pf, rows, count = struct.unpack("<IQQ", blob[i:i + 20])
+        if 2 <= pf < 8 and 1 <= rows <= 1000 and count == rows * nf and \
+                i + 20 + 8 * count <= len(blob):
+            return fv, pf
+    return fv, None
+
+
 def synthetic(n, d, seed):
     rng = random.Random(seed)
     X = [[rng.gauss(0, 1) for _ in range(d)] for _ in range(n)]
