@@ -51,7 +51,8 @@ enum {
     F_SCORE = 1 << 9,
     F_IMPORT = 1 << 10,
     F_EXPORT = 1 << 11,
-    F_ALL = 0xfff,
+    F_DRIFT = 1 << 12,
+    F_ALL = 0x1fff,
     F_FITS = F_FIT | F_SEARCH /* the options of a fit also shape a search */
 };
 
@@ -169,6 +170,7 @@ static int cmd_jobs(ctl_client *c, args *a, ctl_err *e);
 static int cmd_health(ctl_client *c, args *a, ctl_err *e);
 static int cmd_import(ctl_client *c, args *a, ctl_err *e);
 static int cmd_export(ctl_client *c, args *a, ctl_err *e);
+static int cmd_drift(ctl_client *c, args *a, ctl_err *e);
 
 static const struct command {
     const char *name;
@@ -261,6 +263,12 @@ static const struct command {
      "which import (on any kmserve) reads back exactly. FILE - is standard\n"
      "output.\n"
      "\nexample:\n  kmctl export heart heart.model && svm-predict test heart.model out\n"},
+    {"drift", F_DRIFT, 1, cmd_drift, "drift NAME",
+     "test the rows a model was recently asked against its training rows",
+     "Prints the server's answer to GET /v1/models/NAME/drift as JSON: the\n"
+     "unbiased MMD^2, its permutation p-value (200 permutations, seed 0),\n"
+     "the sizes of both samples, the window and the kernel used. A model\n"
+     "with too few recent rows is an error naming how many are needed.\n"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 
@@ -794,6 +802,21 @@ static int cmd_get(ctl_client *c, args *a, ctl_err *e)
 {
     ctl_reply r;
     char *path = ctl_model_path(c, a->pos[0], "", e);
+    if (!path)
+        return -1;
+    int rc = ctl_call_expect(c, "GET", path, NULL, 0, 200, &r, e);
+    free(path);
+    if (rc)
+        return -1;
+    ctl_print_json(r.json);
+    ctl_reply_cleanup(&r);
+    return 0;
+}
+
+static int cmd_drift(ctl_client *c, args *a, ctl_err *e)
+{
+    ctl_reply r;
+    char *path = ctl_model_path(c, a->pos[0], "/drift", e);
     if (!path)
         return -1;
     int rc = ctl_call_expect(c, "GET", path, NULL, 0, 200, &r, e);

@@ -31,8 +31,10 @@ Usage, from the project root:
 Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
+import json
 import os
 import random
+import subprocess
 import sys
 import time
 
@@ -213,6 +215,25 @@ def async_and_metrics(d, last):
           "/metrics: the latest answer's mmd2 and p_value", want)
 
 
+def kmctl_drift(d, last):
+    exe = os.environ.get("KM_KMCTL", os.path.join(run.ROOT, "build", "kmctl"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KMSERVE_")}
+    env["KMSERVE_URL"] = f"http://127.0.0.1:{d.port}"
+    p = subprocess.run([exe, "drift", "ref"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    try:
+        got = json.loads(p.stdout)
+    except ValueError:
+        got = {}
+    check(p.returncode == 0 and got.get("mmd2") == last.get("mmd2") and
+          got.get("permutations") == 200 and got.get("seed") == 0,
+          "kmctl drift NAME prints the answer (200 permutations, seed 0)", p)
+    p = subprocess.run([exe, "drift", "nope"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    check(p.returncode != 0 and "nope" in p.stderr,
+          "kmctl drift of an unknown model fails naming it", p)
+
+
 def hostile(d, rng):
     for query, field in (("permutations=0", "permutations"),
                          ("permutations=100001", "permutations"),
@@ -318,6 +339,7 @@ def main():
         fallback(d, rng)
         v2_rows(d, rng)
         async_and_metrics(d, last)
+        kmctl_drift(d, last)
         hostile(d, rng)
         windowed(args.server, rng)
 

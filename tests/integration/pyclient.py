@@ -174,6 +174,19 @@ def scenario_client(km, d, np):
     check(answer["n"] == 60 and abs(answer["scoring"]["r2"] - r2) <= 1e-12,
           "score: the server's r2 equals r2 of the predictions", answer)
 
+    # drift: the rows predicted above are the model's reservoir.
+    dr = c.drift("c-krr", permutations=50, seed=2)
+    raw = d.req("GET", "/v1/models/c-krr/drift?permutations=50&seed=2",
+                headers=A).json() or {}
+    check(dr.get("mmd2") == raw.get("mmd2") and
+          dr.get("p_value") == raw.get("p_value") and
+          dr.get("permutations") == 50 and dr.get("seed") == 2,
+          "drift: the server's answer", dr)
+    off = c.set_drift("c-krr", collect=False)
+    on = c.set_drift("c-krr", collect=True)
+    check(off.get("collect") is False and off.get("rows") == 0 and
+          on.get("collect") is True, "set_drift: collection off, then on", off)
+
     # svc: each output.
     Xs = [[i % 5 * 0.3, (i * 7) % 11 * 0.1] for i in range(40)]
     ys = ["a" if r[0] + r[1] < 0.9 else ("b" if r[0] < 0.7 else "c") for r in Xs]

@@ -465,6 +465,29 @@ class Client:
             body["y"] = y
         return self.request("POST", f"/v1/models/{_q(name)}/score", body, retry=True)[1]
 
+    def drift(self, name, *, permutations=None, seed=None):
+        """GET /v1/models/{name}/drift: a kernel two-sample test of the rows
+        the model was recently asked against its training rows (docs/api.md,
+        "Drift"): {"mmd2", "p_value", "sizes", "window", "kernel", ...}.
+        Conflict when it has too few recent rows or cannot be tested."""
+        query = []
+        if permutations is not None:
+            query.append(f"permutations={int(permutations)}")
+        if seed is not None:
+            query.append(f"seed={int(seed)}")
+        path = f"/v1/models/{_q(name)}/drift"
+        if query:
+            path += "?" + "&".join(query)
+        return self.request("GET", path, retry=True)[1]
+
+    def set_drift(self, name, *, collect=None, reset=False):
+        """POST /v1/models/{name}/drift: turns the model's drift collection
+        on or off (collect), or empties its reservoir (reset)."""
+        body = {"reset": bool(reset)}
+        if collect is not None:
+            body["collect"] = bool(collect)
+        return self.request("POST", f"/v1/models/{_q(name)}/drift", body)[1]
+
     # ------------------------------------------------------------ jobs
 
     def jobs(self):
