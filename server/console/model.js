@@ -3,8 +3,9 @@
  * #model-page, shown for location.hash "#model/NAME"): one model's
  * metadata laid out for people (kernel, params, training figures,
  * preprocessing, the search's table), its actions (delete, roll back to a
- * kept version, score rows of a CSV) and the plots that fit it, drawn by
- * Chart.js (GET /chart.min.js, the global Chart).
+ * kept version, score rows of a CSV), its drift (GET .../drift, and the
+ * answers this browser has seen over time) and the plots that fit it,
+ * drawn by Chart.js (GET /chart.min.js, the global Chart).
  *
  * Which plot suits which model is the one table PLOTS below; whether a
  * model answers what a plot needs comes from the server's own description
@@ -849,6 +850,68 @@
       el("div", {id: "score-result", hidden: ""}), fig);
   }
 
+  /* ------------------------------------------------------------ drift */
+
+  /* The drift answers this browser has seen, per model (sessionStorage:
+   * the chart over time is of the answers kept here, at most 200). */
+  function driftHistory(name, add) {
+    const key = "kmserve-drift-" + name;
+    let h = [];
+    try { h = JSON.parse(sessionStorage.getItem(key) || "[]"); } catch (e) { h = []; }
+    if (add && !h.some((a) => a.computed_at === add.computed_at && a.version === add.version)) {
+      h.push({computed_at: add.computed_at, version: add.version, mmd2: add.mmd2,
+        p_value: add.p_value});
+      h = h.slice(-200);
+      try { sessionStorage.setItem(key, JSON.stringify(h)); } catch (e) { /* full */ }
+    }
+    return h;
+  }
+
+  /* GET .../drift (docs/api.md#drift): the latest answer, and the chart of
+   * p-value and MMD^2 over the answers kept. */
+  async function runDrift(ctx, box) {
+    const msg = $("drift-state");
+    state(msg, "Testing the rows the model was recently asked against its training rows…");
+    const r = await KM.api("GET", modelPath(ctx.m.name, "/drift"));
+    if (!r.ok) {
+      state(msg, "No drift test: " + KM.why(r), r.status !== 409);
+      if (r.status === 401) KM.needToken(r);
+      return;
+    }
+    const a = r.data;
+    const hist = driftHistory(ctx.m.name, a);
+    state(msg, (a.p_value <= 0.05 ? "Drift: the recent rows are unlike the training rows" :
+      "No drift detected") + " (p = " + KM.numberText(a.p_value) + ", " + a.permutations +
+      " permutations" + (a.cached ? ", cached" : "") + ").", a.p_value <= 0.05);
+    const facts = {mmd2: a.mmd2, p_value: a.p_value, reference_rows: a.sizes.reference,
+      recent_rows: a.sizes.recent, kernel: a.kernel.type + (a.kernel.own ? " (the model's own)"
+        : " (median heuristic, gamma " + KM.numberText(a.kernel.gamma) + ")"),
+      computed_at: a.computed_at};
+    $("drift-facts").replaceChildren(defList(facts, "kv"));
+    const fig = $("drift-fig");
+    if (!window.Chart || hist.length < 1) return;
+    const pts = (key) => hist.map((h, i) => ({x: i + 1, y: h[key]}));
+    chartIn(ctx, fig, "drift", {type: "line", data: {datasets: [
+      {label: "p-value", data: pts("p_value"), yAxisID: "p"},
+      {label: "MMD²", data: pts("mmd2"), yAxisID: "m"}]},
+    options: {scales: {x: axis("answer (this browser's, oldest first)"),
+      p: axis("p-value", {position: "left", min: 0, max: 1}),
+      m: axis("MMD²", {position: "right", grid: {drawOnChartArea: false}})}}});
+    noteOf(fig).textContent = hist.length + " answer" + (hist.length === 1 ? "" : "s") +
+      " kept in this browser; /metrics has the latest as kmserve_model_drift_p_value.";
+  }
+
+  function driftSection(ctx) {
+    const box = el("section", {className: "mpart", id: "model-drift", "aria-labelledby": "drift-h"},
+      el("h3", {id: "drift-h"}, "Drift"),
+      el("p", {className: "state", role: "status", id: "drift-state"}),
+      el("div", {id: "drift-facts"}),
+      figure("Drift over time", "drift"),
+      el("button", {type: "button", id: "drift-run", onclick: () => runDrift(ctx, box)},
+        "Test again"));
+    return box;
+  }
+
   /* ------------------------------------------------------------ versions, delete */
 
   async function versionsSection(ctx, box) {
@@ -1001,10 +1064,10 @@
       m.search ? searchPart(ctx) : null,
       plots.length ? el("section", {className: "mpart", id: "model-plots"},
         el("h3", {}, "Plots"), ...plots.map((p) => figure(p.title, p.id))) : null,
-      scoreSection(ctx), versions, deleteSection(ctx)];
+      scoreSection(ctx), driftSection(ctx), versions, deleteSection(ctx)];
     page.append(...parts.filter((p) => p));
     fillTargets(ctx, [], undefined);
-    const work = [versionsSection(ctx, versions)];
+    const work = [versionsSection(ctx, versions), runDrift(ctx, null)];
     for (const p of PLOTS.filter((q) => q.applies(ctx))) work.push(drawPlot(ctx, p));
     await Promise.all(work);
     page.dataset.ready = name + "@" + m.version;
