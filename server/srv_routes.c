@@ -686,6 +686,17 @@ static const answer_route project_route = {
 static const answer_route score_route = {
     api_score, api_score_matrix_keys, api_score_bytes, "score"};
 
+/* Who sees a predict's rows: the drift reservoir, for the served version
+ * (not a pinned one) unless the request says "Kmserve-Drift: skip" (the
+ * console's plots). */
+static const api_observer *drift_observer(srv_request *rq)
+{
+    const char *h = srv_header(rq, "Kmserve-Drift");
+    if (rq->version[0] || (h && !strcmp(h, "skip")))
+        return NULL;
+    return srv_drift_observer(rq->s->drift);
+}
+
 /* The working memory of a predict is admitted against the fits' memory
  * budget (413 when it cannot be held) before the body is parsed. */
 static void answer(srv_request *rq, srv_reply *rp, const answer_route *ar)
@@ -706,8 +717,7 @@ static void answer(srv_request *rq, srv_reply *rp, const answer_route *ar)
         return;
     }
     if (read_body(rq, rp, ar->matrix_keys, &body) == 0) {
-        if (!rq->version[0]) /* the served version's rows: drift's */
-            body.observer = srv_drift_observer(rq->s->drift);
+        body.observer = drift_observer(rq);
         if (ar->fn(srv_ref_model(ref), &body, &out, &rows, &e) == 0) {
             srv_metrics_predicted_rows(rq->s->metrics, rows);
             srv_reply_text(rp, 200, out.buf, out.len);
@@ -1111,9 +1121,7 @@ static void infer_binary(srv_request *rq, srv_reply *rp, const char *hlen)
     if (refused) {
         srv_reply_error(rp, &e);
     } else if (api_v2_infer_request(m, text, rq->len, hlen,
-                                    rq->version[0] ? NULL
-                                    : srv_drift_observer(rq->s->drift),
-                                    &out, &e)) {
+                                    drift_observer(rq), &out, &e)) {
         srv_reply_error(rp, &e);
     } else {
         srv_metrics_predicted_rows(rq->s->metrics, out.rows);

@@ -61,8 +61,8 @@
 
   /* One call: {status, ok, data (parsed JSON or null), text}. status 0
    * when the server could not be reached. */
-  async function api(method, path, body) {
-    const headers = {};
+  async function api(method, path, body, extra) {
+    const headers = Object.assign({}, extra || {});
     if (token()) headers.Authorization = "Bearer " + token();
     const init = {method, headers, cache: "no-store", credentials: "omit"};
     if (body !== undefined) {

@@ -168,7 +168,10 @@
   }
 
   async function ask(ctx, route, body) {
-    const r = await KM.api("POST", modelPath(ctx.m.name, "/" + route), body);
+    /* the plots' rows (a grid, the training rows) are not what the model is
+     * asked: kept out of its drift reservoir */
+    const r = await KM.api("POST", modelPath(ctx.m.name, "/" + route), body,
+      {"Kmserve-Drift": "skip"});
     if (!r.ok) throw new Error("POST " + route + ": " + KM.why(r));
     return r.data;
   }

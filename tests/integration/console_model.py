@@ -161,7 +161,7 @@ def open_page(b, port, name, version):
 def figures(b):
     return sorted(f.get_attribute("id") for f in
                   b.find_elements(By.CSS_SELECTOR, "#model-page figure.mplot")
-                  if f.get_attribute("id") != "score-fig")
+                  if f.get_attribute("id") not in ("score-fig", "drift-fig"))
 
 
 def shot(b, folder, name, element_id="model-page"):
@@ -190,6 +190,12 @@ def check_metadata(d, b, name):
     ov = b.find_element(By.ID, "model-overview").text
     check(m["algorithm"] in ov and f"{m['n_features']} feature" in ov,
           f"{name}: the overview names the algorithm and the features", ov)
+    drift = b.find_element(By.ID, "drift-state").text
+    r = d.req("GET", f"/v1/models/{name}/drift")
+    want = "200 permutations" if r.status == 200 else "at least 20"
+    check(r.status in (200, 409) and want in drift,
+          f"{name}: the drift part shows the model's drift test, or why there is "
+          f"none ({want!r})", (drift, r))
     ts = m["training"].get("training_score")
     if ts is not None:
         cells = b.execute_script("""

@@ -12,8 +12,8 @@ exactly here, and the answer is checked against numpy:
   median-heuristic rbf of a polynomial model (gamma = 1 / (2 median^2) of
   the reference's pairwise distances, numpy's median, to 1e-12), and
   through a model's stored standardization;
-- rows asked through v2 infer count, and pinned /versions/{v} predicts do
-  not; --drift-window-rows tests only the last N rows;
+- rows asked through v2 infer count, and pinned /versions/{v} predicts and
+  predicts with the header Kmserve-Drift: skip do not; --drift-window-rows tests only the last N rows;
 - an unshifted sample gets a large p-value, one shifted by 1.5 in a
   feature a small one (<= 0.01 with 200 permutations);
 - the answer is cached (cached: true, the same numbers), async=true runs
@@ -132,6 +132,11 @@ def exact(d, rng):
     r = drift(d, "ref", "permutations=50")
     check((r.json() or {}).get("sizes", {}).get("recent") == 50,
           "a pinned /versions/1 predict adds no rows", r)
+    d.req("POST", "/v1/models/ref/predict", {"X": Y[:5]},
+          headers=[("Kmserve-Drift", "skip")])
+    r = drift(d, "ref", "permutations=60")
+    check((r.json() or {}).get("sizes", {}).get("recent") == 50,
+          "a predict with the header Kmserve-Drift: skip adds no rows", r)
     # shifted
     fit(d, "shift", X, {"type": "rbf", "gamma": 0.5})
     S = rows(rng, 50, shift=1.5)
