@@ -7,10 +7,14 @@ model (1000 training rows, 16 features) and load (wrk on loopback,
 keep-alive, one row a request, 4 HTTP threads, the access log as
 --access-log says).
 
-Both servers run at once on their own ports; each point is --reps rounds
-in which the two run back to back (the order alternating), so a round's
-ratio compares the same machine state; the table shows median throughputs
-and the median of the rounds' ratios. The reservoir is full (1000 rows)
+Three servers run at once on their own ports: reservoir on, off, and a
+second one off (the control: its ratio to off is the noise of the
+comparison on this machine, an A/A test); each point is --reps rounds in
+which the three run back to back (the order rotating), so a round's
+ratios compare the same machine state; the table shows median throughputs
+and the median of the rounds' ratios, and the server's CPU time per
+request (user + system over the run, /proc; steadier than throughput on a
+shared machine, whose other load moves both). The reservoir is full (1000 rows)
 before timing starts, so the steady state (Algorithm R's draws) is what
 is measured, not its filling.
 
@@ -18,7 +22,7 @@ Target: with the reservoir on, single-row throughput at least 97% of off
 (under 3% loss) at each connection count; printed as "target ...: met" or
 "target ...: MISSED (why)".
 
-Takes about 2 minutes with the defaults. Take the benchmarks' lock:
+Takes about 3 minutes with the defaults. Take the benchmarks' lock:
     flock /tmp/kmserve-bench.lock /usr/bin/python3 bench/bench_drift.py --bin build
 """
 import argparse
@@ -35,6 +39,21 @@ from bench_serving import LUA, make_data, median, post, wrk  # noqa: E402
 from daemon import free_port, stop, wait_ready  # noqa: E402
 
 TARGET = 0.97
+
+
+def ticks(pid):
+    """The process's CPU time so far (user + system), in clock ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def timed(port, pid, script, conns, duration):
+    """wrk's requests/s, and the server's CPU seconds per request."""
+    t0 = ticks(pid)
+    rps, _, _, n = wrk(port, "/v1/models/krr/predict", script, conns,
+                       duration)
+    return rps, (ticks(pid) - t0) / os.sysconf("SC_CLK_TCK") / n
 
 
 def start(binary, tmp, name, drift, access_log):
@@ -72,10 +91,12 @@ def main():
            "y": data["krr_y"].tolist()}
     procs = []
     try:
-        servers = {}
-        for key, drift in (("on", "true"), ("off", "false")):
+        servers, pids = {}, {}
+        for key, drift in (("on", "true"), ("off", "false"),
+                           ("control", "false")):
             port, proc = start(args.bin, tmp, key, drift, args.access_log)
             procs.append(proc)
+            pids[key] = proc.pid
             st, r = post(port, "/v1/models/krr/fit", fit)
             assert st == 201, r
             # fill the reservoir: 1000 rows (the default size), then 200 more
@@ -86,6 +107,8 @@ def main():
         # the reservoir is on and full in one, absent in the other
         on = post(servers["on"], "/v1/models/krr/drift", {})[1]
         off = post(servers["off"], "/v1/models/krr/drift", {})[1]
+        assert post(servers["control"], "/v1/models/krr/drift", {})[1].get(
+            "collect") is False
         assert on.get("rows") == 1000 and on.get("collect") is True, on
         assert off.get("collect") is False, off
         print(f"krr 1000 x 16, one row a request; reservoir on: {on['rows']} "
@@ -94,28 +117,36 @@ def main():
             wrk(servers[key], "/v1/models/krr/predict", script, conns[-1], 1)
         rows = []
         for c in conns:
-            runs = {"on": [], "off": []}
-            ratios = []
+            runs = {"on": [], "off": [], "control": []}
+            cpu = {"on": [], "off": [], "control": []}
+            ratios, cpu_ratios, noise = [], [], []
+            keys = ("on", "off", "control")
             for rep in range(args.reps):
-                order = ("on", "off") if rep % 2 == 0 else ("off", "on")
+                order = keys[rep % 3:] + keys[:rep % 3]
                 got = {}
                 for key in order:
-                    got[key] = wrk(servers[key], "/v1/models/krr/predict",
-                                   script, c, args.duration)
+                    got[key] = timed(servers[key], pids[key], script, c,
+                                     args.duration)
                     runs[key].append(got[key][0])
+                    cpu[key].append(got[key][1])
                 ratios.append(got["on"][0] / got["off"][0])
+                cpu_ratios.append(got["on"][1] / got["off"][1])
+                noise.append(got["control"][0] / got["off"][0])
             rows.append((c, median(runs["on"]), median(runs["off"]),
-                         median(ratios)))
+                         median(ratios), median(cpu["on"]), median(cpu["off"]),
+                         median(cpu_ratios), median(noise)))
         print()
-        print("| connections | reservoir on (req/s) | off (req/s) | on / off (median of rounds) |")
-        print("| ---: | ---: | ---: | ---: |")
-        for c, a, b, r in rows:
-            print(f"| {c} | {a:.0f} | {b:.0f} | {r:.3f} |")
+        print("| connections | reservoir on (req/s) | off (req/s) | on / off (median of rounds) "
+              "| control / off | server CPU per request, on | off | on / off |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for c, a, b, r, ca, cb, cr, nz in rows:
+            print(f"| {c} | {a:.0f} | {b:.0f} | {r:.3f} | {nz:.3f} | {ca * 1e6:.1f} µs "
+                  f"| {cb * 1e6:.1f} µs | {cr:.3f} |")
         print()
-        for c, a, b, r in rows:
+        for c, a, b, r, ca, cb, cr, nz in rows:
             verdict = "met" if r >= TARGET else (
-                f"MISSED (on/off {r:.3f} < {TARGET}: the reservoir costs "
-                f"{100 * (1 - r):.1f}% of single-row throughput)")
+                f"MISSED (on/off {r:.3f} < {TARGET}; the control's "
+                f"off/off is {nz:.3f} on this machine now)")
             print(f"target reservoir overhead at {c} connections < 3% "
                   f"(on/off >= {TARGET}): {verdict}")
     finally:

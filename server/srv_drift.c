@@ -145,7 +145,7 @@ static void observe(void *ctx, const struct km_model *m, const double *X,
     size_t d = km_model_n_features(m);
     uint64_t W = (uint64_t)dr->s->cfg.drift_window_rows;
     int timed = dr->s->cfg.drift_window_seconds > 0;
-    double now = srv_mono();
+    double now = timed ? srv_mono() : 0; /* a time only a window reads */
     pthread_mutex_lock(&dr->lock);
     reservoir *r = find(dr, km_model_name(m), 1);
     if (r && !r->off && (r->d != d || (!r->rows && !r->refused)))
