@@ -19,7 +19,8 @@
  *     seconds.
  * Its memory (rows x n_features doubles and two numbers a row) is
  * reserved against the memory budget when it is made; a reservoir the
- * budget cannot hold is not made (the drift answer says so). A model
+ * budget cannot hold is not made (the drift answer says so; a POST reset
+ * lets the next row try again). A model
  * whose n_features changes (a refit) starts its reservoir again.
  *
  * Thread-safety: all functions are safe from any thread.
