@@ -14,7 +14,8 @@
  *     in one feature of ten with 500 rows each is rejected in at least 95
  *     of 100 trials; strings of 30 letters of ACGT whose A goes from 25% to
  *     35% (150 + 150, spectrum of length 3) in at least 38 of 40, and the
- *     same distribution in at most 4 of 40;
+ *     same distribution in at most 4 of 40; a string model (krr, spectrum)
+ *     tests its own kernel: the shifted strings rejected, the same not;
  *   - a model keeps its raw training rows (a seeded subsample of 1000 past
  *     that), writes them as format version 8 and loads them back (a
  *     hostile count is refused), and km_drift uses its own characteristic
@@ -279,6 +280,48 @@ START_TEST(string_shift_rejected)
     km_kernel_cleanup(&k);
     free(X);
     free(Y);
+}
+END_TEST
+
+/* A string model (krr, spectrum of length 3) tests its own kernel on the
+ * strings it was fitted on against shifted and unshifted ones. */
+START_TEST(string_model_drift)
+{
+    size_t n = 150, d = km_string_width(30);
+    double *X = malloc(n * d * sizeof *X), *Y = malloc(n * d * sizeof *Y);
+    double *y = malloc(n * sizeof *y);
+    km_rng r = {4000};
+    dna_rows(&r, n, 0.25, d, X);
+    for (size_t i = 0; i < n; i++)
+        y[i] = (double)(i % 3);
+    km_krr_params pr;
+    km_algorithm_params_default(KM_ALGO_KRR, &pr);
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_SPECTRUM);
+    k.length = 3;
+    km_problem pb = {X, n, d, y, 1, NULL, 0};
+    km_model *m = NULL;
+    km_error err;
+    km_status st = km_fit(KM_ALGO_KRR, &k, &pr, NULL, &pb, NULL, &m, &err);
+    ck_assert_msg(st == KM_OK, "fit: %s", err.message);
+    km_drift_result res;
+    dna_rows(&r, n, 0.35, d, Y);
+    ck_assert_int_eq(km_drift(m, Y, n, 200, 1, NULL, &res, &err), KM_OK);
+    ck_assert(res.own_kernel && res.kernel == KM_KERNEL_SPECTRUM);
+    ck_assert_uint_eq(res.n_reference, n);
+    double v, p;
+    ck_assert_int_eq(km_mmd_test(&k, X, n, Y, n, d, 200, 1, NULL, &v, &p,
+                                 &err), KM_OK);
+    ck_assert(v == res.mmd2 && p == res.p_value);
+    ck_assert_msg(res.p_value <= 0.05, "shifted 3-mers: p %g", res.p_value);
+    dna_rows(&r, n, 0.25, d, Y);
+    ck_assert_int_eq(km_drift(m, Y, n, 200, 1, NULL, &res, &err), KM_OK);
+    ck_assert_msg(res.p_value > 0.05, "same 3-mers: p %g", res.p_value);
+    km_model_free(m);
+    km_kernel_cleanup(&k);
+    free(X);
+    free(Y);
+    free(y);
 }
 END_TEST
 
@@ -596,6 +639,7 @@ static Suite *drift_suite(void)
     tcase_add_test(st, null_rejects_at_most_7_percent);
     tcase_add_test(st, shift_rejected_95_percent);
     tcase_add_test(st, string_shift_rejected);
+    tcase_add_test(st, string_model_drift);
     suite_add_tcase(s, st);
     return s;
 }
