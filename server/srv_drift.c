@@ -143,6 +143,8 @@ static void observe(void *ctx, const struct km_model *m, const double *X,
 {
     srv_drift *dr = ctx;
     size_t d = km_model_n_features(m);
+    if (!km_model_reference(m, NULL))
+        return; /* nothing to test them against (precomputed, old file) */
     uint64_t W = (uint64_t)dr->s->cfg.drift_window_rows;
     int timed = dr->s->cfg.drift_window_seconds > 0;
     double now = timed ? srv_mono() : 0; /* a time only a window reads */

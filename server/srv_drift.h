@@ -7,7 +7,7 @@
  * The reservoir (per model name, in memory only: a restart starts it
  * empty) holds at most --drift-reservoir-rows rows, raw as sent, from
  * predict, project and v2 infer on the served version (not on pinned
- * /versions/{v} routes). Sampling on the request path is one short lock
+ * /versions/{v} routes, nor for a model without a drift reference). Sampling on the request path is one short lock
  * and one random draw per row:
  *   - no window: Algorithm R, a uniform sample of every row since the
  *     reservoir started;

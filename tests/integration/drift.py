@@ -309,6 +309,16 @@ def windowed(server, rng):
         again = drift(d, "w").json() or {}
         check(again.get("cached") is False,
               "--drift-cache-seconds 0: computed every time", again)
+        want = 100 * (D + 2) * 8  # rows x (n_features doubles, row number, time)
+        held = [line for line in d.req("GET", "/metrics").body.splitlines()
+                if line.startswith("kmserve_fit_memory_reserved_bytes ")]
+        check(held == [f"kmserve_fit_memory_reserved_bytes {want}"],
+              f"the reservoir's {want} bytes are held against the budget", held)
+        r = d.req("POST", "/v1/models/w/drift", {"collect": False})
+        held = [line for line in d.req("GET", "/metrics").body.splitlines()
+                if line.startswith("kmserve_fit_memory_reserved_bytes ")]
+        check(held == ["kmserve_fit_memory_reserved_bytes 0"],
+              "collect false gives them back", held)
     with run.temp_daemon(server, "kmserve-drift-off-", "--drift",
                          "false") as d:
         X = rows(rng, 30)

@@ -235,8 +235,9 @@ def scenario_job_cap(binary, tmp):
 
 def scenario_predict_budget(binary, tmp):
     models = new_models(tmp, "budget")
+    # no drift reservoir: its bytes would stay reserved (drift.py checks them)
     d = run.Daemon(binary, models, "--memory-budget-mb", "48",
-                   "--max-body-mb", "64").start()
+                   "--max-body-mb", "64", "--drift", "false").start()
     try:
         X, y = synthetic(100, 2, 10)
         d.req("POST", "/v1/models/pb/fit", fit_body(X, y))
