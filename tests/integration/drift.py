@@ -25,7 +25,10 @@ exactly here, and the answer is checked against numpy:
   async are 400 naming the field; an unknown model 404; too few recent
   rows, a precomputed model, a model file older than format version 8,
   and collection turned off (POST .../drift {"collect": false}) 409
-  naming why; --drift false collects nothing.
+  naming why; --drift false collects nothing;
+- the reservoir's bytes are held against the memory budget
+  (kmserve_fit_memory_reserved_bytes) and given back by collect false;
+- kmctl drift NAME prints the answer.
 Usage, from the project root:
     /usr/bin/python3 tests/integration/drift.py --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
