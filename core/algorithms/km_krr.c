@@ -673,9 +673,9 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         goto out;
     if (km_info_add1(km_model_params_mut(model), "alpha", KM_INFO_NUMBER,
                      params->alpha) != KM_OK ||
-        (params->keep_factor &&
-         km_info_add1(km_model_params_mut(model), "keep_factor",
-                      KM_INFO_BOOLEAN, 1) != KM_OK) ||
+        (!de && km_info_add1(km_model_params_mut(model), "keep_factor",
+                             KM_INFO_BOOLEAN, params->keep_factor != 0) !=
+                    KM_OK) ||
         add_rkhs_norm(model, Y, params->alpha) != KM_OK ||
         (!de && precision_figures(model, mixed, &rep) != KM_OK)) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
