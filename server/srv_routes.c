@@ -4,8 +4,8 @@
  * Statuses: a path no route has is 404; a route's path with a bad model
  * name is 400 (the handler's name check); 405 only for a route that
  * exists, with a wrong method. Model routes are matched on the last
- * segment: /v1/models/{name}/fit, /predict, /project, /score, /import and
- * /export take everything
+ * segment: /v1/models/{name}/fit, /update, /predict, /project, /score,
+ * /import and /export take everything
  * between /v1/models/ and that segment as the name, so a name such as
  * "../x" (percent-encoded by the client, decoded by MHD) reaches the name
  * check and is answered 400, as is an empty one (/v1/models//fit). Any
