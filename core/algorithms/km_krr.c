@@ -548,6 +548,8 @@ static km_status krr_fit_auto(const km_kernel *kernel,
     km_status st = km_krr_fit(kernel, &q, X, n, d, Y, m, ctl, &model, err);
     if (st != KM_OK)
         return st;
+    /* keep_factor is the exact solver's own, not auto's */
+    km_info_remove(km_model_params_mut(model), "keep_factor");
     if (km_auto_figures(model, KM_KRR_SOLVER_AUTO, q.solver, budget) !=
         KM_OK) {
         km_model_free(model);

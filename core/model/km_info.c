@@ -95,6 +95,18 @@ km_status km_info_set(km_info *info, const char *key, km_info_kind kind,
     return km_info_add(info, key, kind, is_array, values, count);
 }
 
+void km_info_remove(km_info *info, const char *key)
+{
+    for (size_t i = 0; i < info->count; i++)
+        if (strcmp(info->entries[i].key, key) == 0) {
+            free(info->entries[i].values);
+            memmove(info->entries + i, info->entries + i + 1,
+                    (info->count - i - 1) * sizeof *info->entries);
+            info->count--;
+            return;
+        }
+}
+
 const km_info_entry *km_info_find(const km_info *info, const char *key)
 {
     for (size_t i = 0; i < info->count; i++)

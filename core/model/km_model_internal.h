@@ -299,6 +299,8 @@ km_status km_update_model_create(const km_model *m, size_t n_samples,
  * one). KM_ENOMEM on failure. */
 km_status km_info_set(km_info *info, const char *key, km_info_kind kind,
                       int is_array, const double *values, size_t count);
+/* Removes the figure key from info, if there. */
+void km_info_remove(km_info *info, const char *key);
 /* KM_EINVAL unless a problem's sizes fit every algorithm's buffers and a
  * model file (km_fit.c's check, which a fit runs). */
 km_status km_fit_check_sizes(const km_problem *pb, km_error *err);

@@ -185,26 +185,13 @@ static km_status preprocess(const km_model *m, const double *X, size_t k,
     return KM_OK;
 }
 
-/* Removes the figure key from info, if there. */
-static void drop_figure(km_info *info, const char *key)
-{
-    for (size_t i = 0; i < info->count; i++)
-        if (strcmp(info->entries[i].key, key) == 0) {
-            free(info->entries[i].values);
-            memmove(info->entries + i, info->entries + i + 1,
-                    (info->count - i - 1) * sizeof *info->entries);
-            info->count--;
-            return;
-        }
-}
-
 /* The figures every update stamps; the fit's training_score (a score on
  * the rows it was fitted on, whose targets the model does not keep) is
  * dropped. */
 static km_status stamp(km_model *nm, const km_model *m, size_t k, double t0)
 {
     km_info *ti = km_model_training_mut(nm);
-    drop_figure(ti, "training_score");
+    km_info_remove(ti, "training_score");
     const km_info_entry *e = km_info_find(km_model_training(m), "updates");
     double updates = e && e->count == 1 ? e->values[0] + 1 : 1;
     double seconds = km_now() - t0, rows = (double)k;
