@@ -84,8 +84,18 @@ km_status km_chol_extend(const km_kernel *ker, double s, double shift,
     return KM_OK;
 }
 
+/* Few outputs: the level-2 routines column by column, which OpenBLAS
+ * runs about four times faster than the level-3 ones with one column
+ * (n = 10,000: 0.03 s against 0.12 s, each a pass over the factor). */
+#define FEW_OUTPUTS 4
 void km_chol_lt(const double *L, size_t n, double *C, size_t m)
 {
+    if (m <= FEW_OUTPUTS) {
+        for (size_t j = 0; j < m; j++)
+            cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit,
+                        (int)n, L, (int)n, C + j, (int)m);
+        return;
+    }
     cblas_dtrmm(CblasRowMajor, CblasLeft, CblasLower, CblasTrans,
                 CblasNonUnit, (int)n, (int)m, 1.0, L, (int)n, C, (int)m);
 }
@@ -106,6 +116,12 @@ void km_chol_forward(const double *Lnew, size_t N, size_t n, double *Z,
 
 void km_chol_back(const double *Lnew, size_t N, double *C, size_t m)
 {
+    if (m <= FEW_OUTPUTS) {
+        for (size_t j = 0; j < m; j++)
+            cblas_dtrsv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit,
+                        (int)N, Lnew, (int)N, C + j, (int)m);
+        return;
+    }
     cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasTrans,
                 CblasNonUnit, (int)N, (int)m, 1.0, Lnew, (int)N, C, (int)m);
 }
@@ -118,9 +134,14 @@ uint64_t km_tri_values(uint64_t n)
 void km_tri_write(km_writer *w, const double *L, size_t n)
 {
     km_write_u64(w, (uint64_t)n * (n + 1) / 2);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (size_t i = 0; i < n; i++) /* a row at once: the file's order */
+        km_write_bytes(w, L + i * n, (i + 1) * sizeof *L);
+#else
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j <= i; j++)
             km_write_f64(w, L[i * n + j]);
+#endif
 }
 
 double *km_tri_read(km_reader *r, size_t n)
