@@ -115,19 +115,27 @@ def main():
           f"training.seconds); medians of {args.repeats} updates and "
           f"{args.refits} refit(s)")
     print(f"{'model':<16} {'update s':>16} {'refit s':>18} {'ratio':>7} "
-          f"{'max rel diff':>13}")
-    missed = []
+          f"{'(core)':>7} {'max rel diff':>13}")
+    missed = {"request": [], "core": []}
     for algo, u, uc, r, rc, diff in rows:
         name = "gpr exact" if algo == "gpr" else "krr keep_factor"
-        ratio = u / r
         print(f"{name:<16} {u:>7.2f} ({uc:>6.2f}) {r:>8.2f} ({rc:>7.2f}) "
-              f"{ratio:>7.3f} {diff:>13.1e}")
-        if ratio > 0.1:
-            missed.append(f"{name} {ratio:.3f}x")
-    if missed:
-        print("target update <= 0.1x refit: MISSED (" + ", ".join(missed) + ")")
-    else:
-        print("target update <= 0.1x refit: met")
+              f"{u / r:>7.3f} {uc / rc:>7.3f} {diff:>13.1e}")
+        for what, ratio in (("request", u / r), ("core", uc / rc)):
+            if ratio > 0.1:
+                missed[what].append(f"{name} {ratio:.3f}x")
+    why = {"request": "both requests also parse X and write the n x n "
+                      "factor to the model file, fsync'd, which the update "
+                      "does not make cheaper",
+           "core": "the update copies the old factor into the new model "
+                   "and makes three passes over it, memory-bound"}
+    for what, label in (("core", "the update's compute (training.seconds)"),
+                        ("request", "the request's wall clock")):
+        if missed[what]:
+            print(f"target {label} <= 0.1x the refit's: MISSED ("
+                  + ", ".join(missed[what]) + f": {why[what]})")
+        else:
+            print(f"target {label} <= 0.1x the refit's: met")
 
 
 if __name__ == "__main__":
