@@ -15,17 +15,22 @@ krr model without keep_factor, a gpr nystrom model and an svc model are
 409 naming what can be updated; an unknown model 404; X of another width,
 NaN, strings, y missing, too short or of two outputs for gpr, an unknown
 member, keep_factor with the nystrom solver: 400 naming the field; none of
-them makes a version. Under --memory-budget-mb 1 an update whose
+them makes a version. kmctl update adds a CSV's rows (as a refit on all
+rows predicts) and exits 1 with the server's 409 for a model that cannot
+be updated. Under --memory-budget-mb 1 an update whose
 estimate does not fit is 413, as the fit of all its rows is.
 
 Standard library only. Usage, from the project root:
-    /usr/bin/python3 tests/integration/update.py --server build/kmserve
+    KM_KMCTL=build/kmctl /usr/bin/python3 tests/integration/update.py \
+        --server build/kmserve
 Ends with the line "N passed, N failed"; exits 1 if any failed.
 """
 import argparse
 import os
 import random
+import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -229,6 +234,35 @@ def refusals(d, T):
               "keep_factor with the nystrom solver: 400 naming it", r)
 
 
+def kmctl(d, binary, tmp, T):
+    """kmctl update: the CSV's rows (features, then the target) added; a
+    model that cannot be updated is exit 1 with the server's 409."""
+    X, y = data(40, 0, 70)
+    r = fit(d, "kc", "gpr", {"type": "rbf", "gamma": 0.5}, {"noise": 0.1},
+            X[:30], y[:30])
+    path = os.path.join(tmp, "rows.csv")
+    with open(path, "w") as f:
+        f.write("a,b,c,y\n")
+        for row, t in zip(X[30:], y[30:]):
+            f.write(",".join(repr(v) for v in row + [t]) + "\n")
+    url = f"http://127.0.0.1:{d.port}"
+    p = subprocess.run([binary, "--server", url, "update", "kc", path],
+                       capture_output=True, text=True, timeout=300)
+    ref = fit(d, "kc-ref", "gpr", {"type": "rbf", "gamma": 0.5},
+              {"noise": 0.1}, X, y)
+    run.check(r.status == 201 and p.returncode == 0 and
+              p.stdout.startswith("updated kc version 2: gpr") and
+              close(predict(d, "kc", T), predict(d, "kc-ref", T)),
+              "kmctl update NAME DATA.csv: exit 0, 'updated kc version 2', "
+              "predictions as a refit on all rows", (p.stdout, p.stderr))
+    p = subprocess.run([binary, "--server", url, "update", "gnys", path],
+                       capture_output=True, text=True, timeout=300)
+    run.check(p.returncode == 1 and "409" in p.stderr and
+              "nystrom" in p.stderr,
+              "kmctl update of a model that cannot be updated: exit 1 with "
+              "the server's 409", (p.returncode, p.stderr))
+
+
 def small_budget(server):
     with run.temp_daemon(server, "kmserve-update-budget-",
                          "--memory-budget-mb", "1") as d:
@@ -248,6 +282,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build",
                                                      "kmserve"))
+    ap.add_argument("--kmctl", default=os.environ.get(
+        "KM_KMCTL", os.path.join(run.ROOT, "build", "kmctl")))
     args = ap.parse_args()
     T, _ = data(20, 0, 99)
 
@@ -257,6 +293,8 @@ def main():
         krr(d, answers, T)
         answers[("k", None)] = versions(d, T)
         refusals(d, T)
+        with tempfile.TemporaryDirectory(prefix="kmserve-update-csv-") as tmp:
+            kmctl(d, os.path.abspath(args.kmctl), tmp, T)
         small_budget(args.server)
         meta_before = d.req("GET", "/v1/models/g1").json()
         d.stop()
