@@ -9,7 +9,9 @@ params.keep_factor (two outputs) predicts as a refit on all the rows to
 1e-9 relative, twice in a row. Each update makes the next version (201
 and its metadata: n_samples, updatable, training.rows_added and updates),
 as a fit does: listed by /versions, answered by /versions/{v}/predict,
-restorable by rollback; an async update is a job with a Location. After a
+restorable by rollback; an async update is a job with a Location; two
+updates sent at once lose no rows (the second succeeds on the first's, or
+is 409: its version changed while it ran). After a
 restart, the updated versions answer bit for bit as before. Refusals: a
 krr model without keep_factor, a gpr nystrom model and an svc model are
 409 naming what can be updated; an unknown model 404; X of another width,
@@ -194,6 +196,35 @@ def versions(d, T):
     return predict(d, "k", T)
 
 
+def concurrent(d):
+    """Two updates sent at once, both of the version served: whatever the
+    order the worker runs them in, no update is lost. A ledger: each job
+    either succeeds with the rows of the updates before it, or fails 409
+    naming the change (its version is no longer the newest); the model
+    ends with the rows of the jobs that succeeded."""
+    X, y = data(1210, 0, 80)
+    r = fit(d, "cc", "gpr", {"type": "rbf", "gamma": 0.5}, {"noise": 0.1},
+            X[:1200], y[:1200])
+    jobs = []
+    for i in range(2):
+        a = update(d, "cc", X[1200 + 5 * i:1205 + 5 * i],
+                   y[1200 + 5 * i:1205 + 5 * i], **{"async": True})
+        jobs.append((a.json() or {}).get("job", {}).get("id"))
+    done = [run.wait_job(d, j, ("succeeded", "failed"), timeout=300)
+            for j in jobs]
+    ok = [j for j in done if (j or {}).get("status") == "succeeded"]
+    bad = [j for j in done if (j or {}).get("status") == "failed"]
+    final = d.req("GET", "/v1/models/cc").json() or {}
+    sizes = sorted(j["result"]["n_samples"] for j in ok)
+    run.check(r.status == 201 and len(ok) + len(bad) == 2 and len(ok) >= 1
+              and sizes == [1200 + 5 * (i + 1) for i in range(len(ok))] and
+              final.get("n_samples") == 1200 + 5 * len(ok) and
+              all(j["error"]["code"] == "conflict" and "changed while the "
+                  "update ran" in j["error"]["message"] for j in bad),
+              "two updates at once: each succeeds on the rows before it or "
+              "is 409 naming the change; none is lost", done)
+
+
 def refusals(d, T):
     X, y = data(20, 0, 40)
     fit(d, "svc", "svc", {"type": "rbf"}, {}, X, [int(v > 3) for v in y])
@@ -293,6 +324,7 @@ def main():
         krr(d, answers, T)
         answers[("k", None)] = versions(d, T)
         refusals(d, T)
+        concurrent(d)
         with tempfile.TemporaryDirectory(prefix="kmserve-update-csv-") as tmp:
             kmctl(d, os.path.abspath(args.kmctl), tmp, T)
         small_budget(args.server)
