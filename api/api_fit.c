@@ -36,6 +36,8 @@ void api_fit_request_cleanup(api_fit_request *req)
     free(req->labels);
     free(req->class_weight);
     api_search_free(req->search);
+    if (req->base_release)
+        req->base_release(req->base_ref);
     memset(req, 0, sizeof *req);
 }
 
@@ -376,8 +378,42 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
                             req, &req->search, e);
 }
 
+int api_update_parse(api_body *body, const km_model *m, api_fit_request *req,
+                     api_error *e)
+{
+    static const char *const keys[] = {"X", "y", "async", NULL};
+    memset(req, 0, sizeof *req);
+    km_kernel_init(&req->kernel, KM_KERNEL_LINEAR);
+    const char *why = km_model_update_refusal(m);
+    if (why) {
+        char can[256];
+        km_update_possible(can, sizeof can);
+        return api_raise(e, API_CONFLICT, "model \"%s\" version %llu "
+                         "cannot be updated: %s; %s can be updated (or "
+                         "refit it: POST /v1/models/{name}/fit)",
+                         km_model_name(m),
+                         (unsigned long long)km_model_version(m), why, can);
+    }
+    km_error kerr;
+    if (api_check_keys(body->root, "", keys, e) ||
+        api_opt_bool(body->root, "", "async", &req->async, e))
+        return -1;
+    req->algo = km_model_algorithm(m);
+    if (km_kernel_copy(&req->kernel, km_model_kernel(m), &kerr) != KM_OK)
+        return api_fail_km(e, &kerr);
+    api_rows_spec rs = {&req->kernel, km_model_n_features(m),
+                        km_model_max_length(m)};
+    if (api_body_rows(body, "X", &rs, &req->X, &req->n, &req->d, e) ||
+        parse_y(cJSON_GetObjectItemCaseSensitive(body->root, "y"), req, e))
+        return -1;
+    req->base = m;
+    return 0;
+}
+
 size_t api_fit_bytes(const api_fit_request *req)
 {
+    if (req->base)
+        return km_model_update_bytes(req->base, req->n);
     km_problem pb = api_fit_problem(req);
     size_t fit = req->search ? api_search_bytes(req->search, req)
                              : km_algorithm_fit_bytes(req->algo, req->params,
@@ -405,6 +441,12 @@ int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
     const km_kernel *kernel = &req->kernel;
     const void *params = req->params;
     km_fit_control refit;
+    if (req->base) {
+        if (km_model_update(req->base, req->X, req->n, req->d, req->Y,
+                            req->m, ctl, out, &kerr) != KM_OK)
+            return api_fail_km(e, &kerr);
+        return 0;
+    }
     if (req->search) {
         if (api_search_select(req->search, req, ctl, &kernel, &params, &refit,
                               e))

@@ -24,12 +24,21 @@ extern const char *const api_fit_matrix_keys[];
 int api_fit_parse(api_body *body, api_fit_request *req, api_error *e);
 void api_fit_request_cleanup(api_fit_request *req);
 
+/* Parses and validates an update body {X, y, async} for model m: X and
+ * y read as a fit of m's algorithm and kernel reads them (X as m's kernel
+ * takes it, string rows up to m's max_length); req->base is m (the
+ * caller sets base_release and base_ref). 409 naming what can be updated
+ * when m cannot be (core's descriptors say); 400 as a fit's X and y. */
+int api_update_parse(api_body *body, const km_model *m, api_fit_request *req,
+                     api_error *e);
+
 /* Peak bytes the fit will use, its search's included (admission
  * control). */
 size_t api_fit_bytes(const api_fit_request *req);
 
 /* Runs the fit (with a search: the search, then the fit of its best
- * point, which keeps the search's record). Caller owns *out. */
+ * point, which keeps the search's record; an update: km_model_update of
+ * req->base). Caller owns *out. */
 int api_fit_run(const api_fit_request *req, const km_fit_control *ctl,
                 km_model **out, api_error *e);
 

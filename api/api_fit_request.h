@@ -54,6 +54,12 @@ typedef struct api_fit_request {
      * server also sets it for krr's auto solver when only the cluster
      * holds the exact fit. */
     int distributed;
+    /* An update (api_update_parse): the model it adds rows to, borrowed
+     * until api_fit_request_cleanup calls base_release(base_ref) (the
+     * caller sets both: a server's reference); NULL for a fit. */
+    const km_model *base;
+    void (*base_release)(void *);
+    void *base_ref;
 } api_fit_request;
 
 /* The request's data as core's one problem shape (borrowed views). */

@@ -416,6 +416,8 @@ cJSON *api_model_json(const km_model *m)
     }
     cJSON_AddItemToObject(o, "n_samples",
                           api_json_number((double)km_model_n_samples(m)));
+    /* whether POST .../update can add rows (core's descriptors say) */
+    cJSON_AddBoolToObject(o, "updatable", km_model_update_refusal(m) == NULL);
     /* an algorithm of several outputs (y's rows) says how many */
     if (km_algorithm_target(km_model_algorithm(m)) == KM_TARGET_ROWS)
         cJSON_AddItemToObject(o, "n_outputs",

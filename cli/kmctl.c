@@ -36,6 +36,7 @@
 #include "../core/km.h"
 #include "kmctl_about.h"
 #include "kmctl_cmd.h"
+#include "kmctl_job.h"
 #include "kmctl_names.h"
 
 enum {
@@ -51,8 +52,9 @@ enum {
     F_SCORE = 1 << 9,
     F_IMPORT = 1 << 10,
     F_EXPORT = 1 << 11,
-    F_DRIFT = 1 << 12,
-    F_ALL = 0x1fff,
+    F_UPDATE = 1 << 12,
+    F_DRIFT = 1 << 13,
+    F_ALL = 0x3fff,
     F_FITS = F_FIT | F_SEARCH /* the options of a fit also shape a search */
 };
 
@@ -112,11 +114,11 @@ static const struct opt {
      "scale their input the same way"},
     {"center-y", NULL, F_FITS, O_FLAG, A(center_y), NULL,
      "krr, svr: fit y less its mean, and add the mean to predictions"},
-    {"target", "COLUMN", F_FITS | F_PREDICT | F_PROJECT | F_SCORE, O_STR,
-     A(target), NULL,
-     "fit, score: the target column (default: the last); predict, project: a "
-     "column to leave out"},
-    {"async", NULL, F_FITS, O_FLAG, A(async), NULL,
+    {"target", "COLUMN", F_FITS | F_PREDICT | F_PROJECT | F_SCORE | F_UPDATE,
+     O_STR, A(target), NULL,
+     "fit, score, update: the target column (default: the last); predict, "
+     "project: a column to leave out"},
+    {"async", NULL, F_FITS | F_UPDATE, O_FLAG, A(async), NULL,
      "run as a job with progress even when small (fits of more than 20000 "
      "values always do)"},
     {"output", "KIND", F_PREDICT, O_STR, A(output), NULL,
@@ -128,7 +130,8 @@ static const struct opt {
      "map projections (the CSV's columns) back to input space"},
     {"batch", "ROWS", F_PREDICT | F_PROJECT, O_INT, A(batch), NULL,
      "rows per request (default 10000)"},
-    {"json", NULL, F_FITS | F_MODELS | F_JOBS | F_SCORE, O_FLAG, A(json), NULL,
+    {"json", NULL, F_FITS | F_MODELS | F_JOBS | F_SCORE | F_UPDATE, O_FLAG,
+     A(json), NULL,
      "print the server's JSON instead of a summary or a table"},
     {"grid", "NAME=V1,V2,...", F_SEARCH, O_SEARCH_LIST, 0, NULL,
      "search: values of a parameter (C, alpha, epsilon, ...; gamma, degree "
@@ -163,6 +166,7 @@ static const struct opt {
 
 typedef int (*command_fn)(ctl_client *c, args *a, ctl_err *e);
 static int cmd_score(ctl_client *c, args *a, ctl_err *e);
+static int cmd_update(ctl_client *c, args *a, ctl_err *e);
 static int cmd_models(ctl_client *c, args *a, ctl_err *e);
 static int cmd_get(ctl_client *c, args *a, ctl_err *e);
 static int cmd_delete(ctl_client *c, args *a, ctl_err *e);
@@ -239,6 +243,18 @@ static const struct command {
      "probabilities), precision and recall per label and the confusion\n"
      "matrix (svc); reconstruction_error (kpca). --json prints the server's\n"
      "answer.\n"},
+    {"update", F_UPDATE, 2, cmd_update, "update NAME DATA.csv [--target COLUMN] "
+     "[--async]", "add rows to a model without a full refit",
+     "DATA.csv is laid out as for score: the model's features and its target\n"
+     "(the column --target names, else the last; a krr model of m outputs:\n"
+     "the last m columns). The server makes the next version of NAME, equal\n"
+     "to a refit on the old rows and these (exact gpr models, and krr models\n"
+     "fitted with --param keep_factor=true; others are refused, naming what\n"
+     "can). Preprocessing statistics stay those of the first fit. Prints\n"
+     "\"updated NAME version N: ...\" (--json: the new version's metadata).\n"
+     "Larger updates (more than 20000 values), or with --async, run as a job.\n"
+     "\nexample:\n  kmctl fit sales --algorithm krr --kernel rbf --param "
+     "keep_factor=true jan.csv\n  kmctl update sales feb.csv\n"},
     {"models", F_MODELS, 0, cmd_models, "models [--json]", "list the models", ""},
     {"get", F_GET, 1, cmd_get, "get NAME", "a model's metadata as JSON", ""},
     {"delete", F_DELETE, 1, cmd_delete, "delete NAME",
@@ -638,7 +654,63 @@ static int score_targets(const ctl_csv *csv, const size_t *ycols, size_t ny,
     return *out ? 0 : ctl_fail(e, CTL_EXIT_USAGE, "out of memory");
 }
 
+/* The answer of an update (201 {"model"}; with async a job, waited for):
+ * the new version's metadata, printed as fit prints it. */
+static int update_answer(ctl_client *c, args *a, const char *path,
+                         ctl_buf *body, ctl_err *e)
+{
+    cJSON *result = NULL;
+    ctl_reply r = {0};
+    int rc = -1;
+    if (!a->async) {
+        if (ctl_call_expect(c, "POST", path, body->data, body->len, 201, &r,
+                            e))
+            goto out;
+        result = cJSON_DetachItemFromObjectCaseSensitive(r.json, "model");
+    } else {
+        ctl_job_catch_sigint(c);
+        int bad = ctl_call_expect(c, "POST", path, body->data, body->len, 202,
+                                  &r, e);
+        const char *id = bad ? NULL : ctl_str_or(
+            cJSON_GetObjectItemCaseSensitive(r.json, "job"), "id", NULL);
+        if (!bad && !id)
+            ctl_fail(e, CTL_EXIT_SERVER, "the update was accepted without a "
+                     "job id");
+        bad = bad || !id || ctl_job_wait(c, id, a->pos[0], &result, e);
+        ctl_job_release_sigint(c);
+        if (bad)
+            goto out;
+    }
+    if (!cJSON_IsObject(result)) {
+        ctl_fail(e, CTL_EXIT_SERVER, "the update answer holds no model");
+        goto out;
+    }
+    if (a->json)
+        ctl_print_json(result);
+    else
+        ctl_print_model(result, "updated");
+    rc = 0;
+out:
+    ctl_reply_cleanup(&r);
+    cJSON_Delete(result);
+    return rc;
+}
+
+static int score_or_update(ctl_client *c, args *a, int update, ctl_err *e);
+
 static int cmd_score(ctl_client *c, args *a, ctl_err *e)
+{
+    return score_or_update(c, a, 0, e);
+}
+
+static int cmd_update(ctl_client *c, args *a, ctl_err *e)
+{
+    return score_or_update(c, a, 1, e);
+}
+
+/* Score, or update: the same CSV (the model's features and its target
+ * columns) to /score or /update. */
+static int score_or_update(ctl_client *c, args *a, int update, ctl_err *e)
 {
     const char *name = a->pos[0];
     ctl_csv *csv = NULL;
@@ -650,7 +722,7 @@ static int cmd_score(ctl_client *c, args *a, ctl_err *e)
     ctl_buf_init(&body, MAX_BODY);
 
     if (!(mpath = ctl_model_path(c, name, "", e)) ||
-        !(path = ctl_model_path(c, name, "/score", e)))
+        !(path = ctl_model_path(c, name, update ? "/update" : "/score", e)))
         goto out;
     if (ctl_call_expect(c, "GET", mpath, NULL, 0, 200, &meta, e))
         goto out;
@@ -720,10 +792,16 @@ static int cmd_score(ctl_client *c, args *a, ctl_err *e)
                  : ctl_csv_matrix_json(csv, 0, rows, cols, ncols, &body, e)) ||
         (ytext && (ctl_buf_append(&body, ",\"y\":", 5) ||
                    ctl_buf_append(&body, ytext, strlen(ytext)))) ||
+        (update && (a->async = a->async || rows * ncols > 20000) &&
+         ctl_buf_append(&body, ",\"async\":true", 13)) ||
         ctl_buf_append(&body, "}", 1)) {
         if (!e->msg[0])
             ctl_fail(e, CTL_EXIT_USAGE, "the request would exceed %zu MiB",
                      MAX_BODY >> 20);
+        goto out;
+    }
+    if (update) {
+        rc = update_answer(c, a, path, &body, e);
         goto out;
     }
     if (ctl_call_expect(c, "POST", path, body.data, body.len, 200, &r, e))

@@ -208,7 +208,7 @@ void ctl_print_model(const cJSON *m, const char *verb)
         printf("samples (kernel values given)");
     else
         printf("samples x %.0f features", need);
-    if (!strcmp(verb, "fitted"))
+    if (!strcmp(verb, "fitted") || !strcmp(verb, "updated"))
         printf(", %.3f s", ctl_num_or(training, "seconds", 0));
     printf("\n");
 }

@@ -57,9 +57,11 @@ pthread_mutex_t *srv_commit_lock(srv_commit *c)
  * the file on disk (another replica's, when it wrote last). imported: an
  * upload's model (1) or a fit's (0); restores: the kept version whose
  * content it is (a rollback), or 0; kept: then the file it was read from,
- * which must still be that version's file (see srv_commit_rollback). */
+ * which must still be that version's file (see srv_commit_rollback);
+ * base: the version an update added rows to, which must still be the
+ * newest (srv_commit_update), or 0. */
 static int commit(srv_commit *c, const char *name, km_model *model,
-                  int imported, uint64_t restores, int kept,
+                  int imported, uint64_t restores, int kept, uint64_t base,
                   cJSON **metadata, api_error *e)
 {
     srv_store_head head, written;
@@ -87,6 +89,11 @@ static int commit(srv_commit *c, const char *name, km_model *model,
         code = API_NOT_FOUND;
         refusal = "no longer has the version to restore (it was pruned, or "
                   "deleted with the model, since it was read); it is at";
+    } else if (base && base != current) {
+        refusal = current ? "changed while the update ran: the update "
+                            "added rows to an older version (send it "
+                            "again); it is now at"
+                          : "was deleted while the update ran; it is at";
     } else if (version > KM_MODEL_MAX_VERSION) { /* a file could not hold it */
         refusal = "is at the last version a model file can hold; delete it "
                   "to fit it again from version 1";
@@ -153,21 +160,27 @@ static int commit(srv_commit *c, const char *name, km_model *model,
 int srv_commit_model(srv_commit *c, const char *name, km_model *model,
                      cJSON **metadata, api_error *e)
 {
-    return commit(c, name, model, 0, 0, -1, metadata, e);
+    return commit(c, name, model, 0, 0, -1, 0, metadata, e);
+}
+
+int srv_commit_update(srv_commit *c, const char *name, km_model *model,
+                      uint64_t base, cJSON **metadata, api_error *e)
+{
+    return commit(c, name, model, 0, 0, -1, base, metadata, e);
 }
 
 int srv_commit_import(srv_commit *c, const char *name, km_model *model,
                       cJSON **metadata, api_error *e)
 {
-    return commit(c, name, model, 1, 0, -1, metadata, e);
+    return commit(c, name, model, 1, 0, -1, 0, metadata, e);
 }
 
 int srv_commit_rollback(srv_commit *c, const char *name, km_model *model,
                         uint64_t restores, int kept, cJSON **metadata,
                         api_error *e)
 {
-    return commit(c, name, model, 0, restores ? restores : 1, kept, metadata,
-                  e);
+    return commit(c, name, model, 0, restores ? restores : 1, kept, 0,
+                  metadata, e);
 }
 
 /* A file already gone (another replica deleted it) is no failure: the

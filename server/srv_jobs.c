@@ -227,6 +227,9 @@ static void run(srv_jobs *j, srv_job *job)
     if (rc == 0 && (atomic_load(&job->cancel) || atomic_load(&job->timed_out))) {
         km_model_free(model);
         rc = -1;
+    } else if (rc == 0 && job->req.base) { /* an update: of that version */
+        rc = srv_commit_update(j->commit, job->name, model,
+                               km_model_version(job->req.base), &meta, &e);
     } else if (rc == 0) {
         rc = srv_commit_model(j->commit, job->name, model, &meta, &e);
     }

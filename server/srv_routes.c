@@ -4,8 +4,8 @@
  * Statuses: a path no route has is 404; a route's path with a bad model
  * name is 400 (the handler's name check); 405 only for a route that
  * exists, with a wrong method. Model routes are matched on the last
- * segment: /v1/models/{name}/fit, /predict, /project, /score, /import and
- * /export take everything
+ * segment: /v1/models/{name}/fit, /update, /predict, /project, /score,
+ * /import and /export take everything
  * between /v1/models/ and that segment as the name, so a name such as
  * "../x" (percent-encoded by the client, decoded by MHD) reaches the name
  * check and is answered 400, as is an empty one (/v1/models//fit). Any
@@ -65,6 +65,8 @@
     X(MODEL, "/v1/models/{name}", SRV_BODY_NONE, GET(h_model_get, READ)      \
       DEL(h_model_delete, ADMIN))                                            \
     X(FIT, "/v1/models/{name}/fit", SRV_BODY_JSON, POST(h_fit, ADMIN))       \
+    X(UPDATE, "/v1/models/{name}/update", SRV_BODY_JSON,                     \
+      POST(h_update, ADMIN))                                                 \
     X(PREDICT, "/v1/models/{name}/predict", SRV_BODY_JSON,                   \
       POST(h_predict, READ))                                                 \
     X(PROJECT, "/v1/models/{name}/project", SRV_BODY_JSON,                   \
@@ -621,6 +623,9 @@ static void release_job(void *job)
     srv_job_release(job);
 }
 
+static void submit_fit(srv_request *rq, srv_reply *rp, api_fit_request *req,
+                       size_t bytes);
+
 static void h_fit(srv_request *rq, srv_reply *rp)
 {
     api_fit_request req;
@@ -636,7 +641,6 @@ static void h_fit(srv_request *rq, srv_reply *rp)
         srv_reply_error(rp, &e);
         return;
     }
-    int async = wants_async(rq, &req);
     /* a search runs as many points at once as the job's fit may use
      * threads (srv_jobs' fit_threads): its estimate counts them */
     req.threads = rq->s->cfg.blas_threads;
@@ -646,7 +650,17 @@ static void h_fit(srv_request *rq, srv_reply *rp)
         srv_reply_error(rp, &e);
         return;
     }
-    srv_job *job = srv_jobs_submit(rq->s->jobs, rq->param, &req, bytes,
+    submit_fit(rq, rp, &req, bytes);
+}
+
+/* The job of a parsed fit or update (req taken) of bytes: a synchronous
+ * one parks the request until it ends; an async one answers 202. */
+static void submit_fit(srv_request *rq, srv_reply *rp, api_fit_request *req,
+                       size_t bytes)
+{
+    api_error e;
+    int async = wants_async(rq, req);
+    srv_job *job = srv_jobs_submit(rq->s->jobs, rq->param, req, bytes,
                                    async ? NULL : fit_done,
                                    async ? NULL : rq, &e);
     if (!job) {
@@ -662,6 +676,42 @@ static void h_fit(srv_request *rq, srv_reply *rp)
     snprintf(rp->location, sizeof rp->location, "/v1/jobs/%s", srv_job_id(job));
     srv_job_release(job);
     srv_reply_json(rp, 202, o);
+}
+
+/* ------------------------------------------------------------- updates */
+
+static void release_ref(void *ref)
+{
+    srv_ref_release(ref);
+}
+
+/* An update is a fit that happens to be cheap: the same job, admission
+ * (its own estimate), commit (a new version, stored and replicated) and
+ * answers; it adds rows to the version served when it arrives. */
+static void h_update(srv_request *rq, srv_reply *rp)
+{
+    api_fit_request req;
+    api_error e;
+    api_body body;
+    if (not_ready(rq, rp))
+        return;
+    srv_ref *ref = find_model(rq, rp);
+    if (!ref)
+        return;
+    if (read_body(rq, rp, api_fit_matrix_keys, &body)) {
+        srv_ref_release(ref);
+        return;
+    }
+    int bad = api_update_parse(&body, srv_ref_model(ref), &req, &e);
+    api_body_free(&body);
+    req.base_release = release_ref; /* the request holds the reference */
+    req.base_ref = ref;
+    if (bad) {
+        api_fit_request_cleanup(&req);
+        srv_reply_error(rp, &e);
+        return;
+    }
+    submit_fit(rq, rp, &req, api_fit_bytes(&req));
 }
 
 /* ------------------------------------------------------------- predict */

@@ -133,4 +133,38 @@ km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
                             const km_fit_control *ctl, km_model **out,
                             km_error *err);
 
+/*
+ * Updates of an exact fit by k new rows (km_chol_update.c), for gpr's and
+ * krr's descriptors' update entries. A = s k(X, X) + shift I on n rows X
+ * (d features) has the factor L (n x n row-major lower, upper 0). Into
+ * Lnew ((n + k) x (n + k), zeroed by the caller) it writes the factor of
+ * the matrix on [X; Xn]: L, L21 = K21 L^-T (DTRSM) and the factor of the
+ * Schur complement K22 + shift I - L21 L21^T (DSYRK, DPOTRF). KM_ENOTPD
+ * naming the row when that is not positive definite.
+ */
+km_status km_chol_extend(const km_kernel *ker, double s, double shift,
+                         const double *L, const double *X, size_t n,
+                         size_t d, const double *Xn, size_t k, double *Lnew,
+                         km_error *err);
+/* z := L^T C, in place (C: n x m row-major, the old coefficients
+ * A^-1 Y): L^-1 Y, the first block of the extended forward solve. */
+void km_chol_lt(const double *L, size_t n, double *C, size_t m);
+/* Z ((n + k) x m row-major) holds L^-1 Y1 in its first n rows and Y2 in
+ * the others; Z := Lnew^-1 [Y1; Y2] (N = n + k). */
+void km_chol_forward(const double *Lnew, size_t N, size_t n, double *Z,
+                     size_t m);
+/* C := Lnew^-T Z in place: the new coefficients. */
+void km_chol_back(const double *Lnew, size_t N, double *C, size_t m);
+/* Rows [X; Xn] (n then k rows of d) into a new buffer; NULL on OOM. */
+double *km_rows_concat(const double *X, size_t n, const double *Xn, size_t k,
+                       size_t d);
+/* An n x n row-major lower triangle in a model file, by rows, as one
+ * f64s (gpr's factors, krr's kept factor): its count of values
+ * (saturating), the writer, and the reader into a new n x n matrix
+ * (upper triangle 0; NULL with r->failed set on a bad count, NULL alone
+ * when out of memory). */
+uint64_t km_tri_values(uint64_t n);
+void km_tri_write(km_writer *w, const double *L, size_t n);
+double *km_tri_read(km_reader *r, size_t n);
+
 #endif /* KM_ALGORITHMS_INTERNAL_H */

@@ -602,15 +602,6 @@ static uint32_t gpr_file_format(const void *payload)
     return ((const gpr_payload *)payload)->form == GPR_FORM_NYSTROM ? 6 : 0;
 }
 
-/* The lower triangle of the n x n row-major L, by rows, as an f64s. */
-static void write_tri(km_writer *w, const double *L, size_t n)
-{
-    km_write_u64(w, (uint64_t)n * (n + 1) / 2);
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j <= i; j++)
-            km_write_f64(w, L[i * n + j]);
-}
-
 static void gpr_save(const void *payload, const km_model *m, km_writer *w)
 {
     const gpr_payload *p = payload;
@@ -627,34 +618,11 @@ static void gpr_save(const void *payload, const km_model *m, km_writer *w)
         km_write_u32(w, p->L != NULL);
         if (!p->L)
             return;
-        write_tri(w, p->L, n);
-        write_tri(w, p->C, n);
+        km_tri_write(w, p->L, n);
+        km_tri_write(w, p->C, n);
         return;
     }
-    write_tri(w, p->L, n);
-}
-
-/* Elements of L's lower triangle, saturating. */
-static uint64_t tri(uint64_t n)
-{
-    return n % 2 ? km_mul_sat(n, (n + 1) / 2) : km_mul_sat(n / 2, n + 1);
-}
-
-/* Reads what write_tri wrote into a new n x n row-major matrix (upper
- * triangle 0); NULL with r->failed set on a bad count, NULL alone when
- * out of memory. */
-static double *read_tri(km_reader *r, size_t n)
-{
-    size_t count = km_read_count(r, sizeof(double));
-    if (r->failed || count != tri(n)) {
-        r->failed = 1;
-        return NULL;
-    }
-    double *L = calloc(km_mul3(n, n, 1), sizeof *L);
-    for (size_t i = 0; L && i < n; i++)
-        for (size_t j = 0; j <= i; j++)
-            L[i * n + j] = km_read_f64(r);
-    return L;
+    km_tri_write(w, p->L, n);
 }
 
 /* KM_ECORRUPT unless the n x n factor L (what names it) is finite with a
@@ -705,9 +673,9 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
     if (p->coef && form == GPR_FORM_NYSTROM && (has = km_read_u32(r)) > 1)
         r->failed = 1;
     if (p->coef && has && !r->failed)
-        p->L = read_tri(r, n);
+        p->L = km_tri_read(r, n);
     if (p->L && form == GPR_FORM_NYSTROM)
-        p->C = read_tri(r, n);
+        p->C = km_tri_read(r, n);
     km_status st = KM_OK;
     if (!p->X || !p->coef || (has && !p->L) ||
         (has && form == GPR_FORM_NYSTROM && !p->C) || r->failed)
@@ -908,11 +876,11 @@ static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     (void)no;
     uint64_t v = km_add_sat(32, km_f64s_bytes(km_mul_sat(ns, nf)));
     v = km_add_sat(v, km_f64s_bytes(ns));
-    *lo = *hi = km_add_sat(v, km_f64s_bytes(tri(ns)));
+    *lo = *hi = km_add_sat(v, km_f64s_bytes(km_tri_values(ns)));
     if (format < 6)
         return;
     *lo = km_add_sat(v, 8); /* form, flag */
-    *hi = km_add_sat(*lo, km_mul_sat(2, km_f64s_bytes(tri(ns))));
+    *hi = km_add_sat(*lo, km_mul_sat(2, km_f64s_bytes(km_tri_values(ns))));
 }
 
 /* The variance and covariance only with the factors: nystrom fits
@@ -1102,4 +1070,5 @@ const km_algo km_gpr_algo = {
     .check_targets = 1,
     .mpi = &mpi,
     .coefs = km_gpr_coefs,
+    .update = &km_gpr_update,
 };

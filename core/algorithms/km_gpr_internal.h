@@ -66,4 +66,7 @@ km_status km_gpr_finish(km_fit_frame *f, size_t d, size_t n,
 /* The descriptor's coefs hook (km_gpr_model.c). */
 size_t km_gpr_coefs(const km_model *m, km_coef *out);
 
+/* The descriptor's update entry (km_gpr_model.c). */
+extern const km_algo_update km_gpr_update;
+
 #endif /* KM_GPR_INTERNAL_H */

@@ -2,12 +2,15 @@
  * km_gpr_model.c - what gpr's exact and nystrom solvers build their model
  * with: the targets' normalisation (normalize_y, as scikit-learn's), krr's
  * params for the nystrom mean, the payload's release and derived arrays,
- * the model's figures and the fits' epilogue.
+ * the model's figures and the fits' epilogue; the exact model's update
+ * by new rows (the descriptor's update entry).
  *
  * Thread-safety: reentrant.
  */
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../base/km_base_internal.h"
 #include "../model/km_model_internal.h"
@@ -202,3 +205,172 @@ size_t km_gpr_coefs(const km_model *m, km_coef *out)
     out[5] = km_coef_f64("y_train_std_", &p->y_std, 1, 0, 0);
     return 6;
 }
+
+/* ------------------------------------------------------------ updates
+ *
+ * An exact model keeps the factor L of K = s k(X, X) + noise I: new rows
+ * extend it by a block (km_chol_update.c) at the fitted hyperparameters.
+ * With normalize_y the mean and std are those of all the rows, as a
+ * refit's: the old rows' targets are not kept, but their normalised
+ * values y' give L^-1 y' = L^T a, and a new normalisation is an affine
+ * map of y', so L^-1 y'' = (std / std') L^T a + ((mean - mean') / std')
+ * L^-1 1. */
+
+static const char *update_refusal(const km_model *m)
+{
+    const gpr_payload *p = km_model_payload(m);
+    return p->form == GPR_FORM_EXACT
+               ? NULL
+               : "a gpr model of the nystrom solver keeps no exact factor";
+}
+
+/* The new payload (X, L, coefficients, norms, weights) and the solve's
+ * two vectors and the new rows' kernel block. */
+static size_t update_bytes(const km_model *m, size_t k)
+{
+    uint64_t n = km_model_n_samples(m), N = km_add_sat(n, k);
+    uint64_t v = km_mul_sat(N, N);
+    v = km_add_sat(v, km_mul_sat(N, km_model_n_features(m) + 5));
+    v = km_add_sat(v, km_add_sat(n, km_mul_sat(k, k)));
+    return (size_t)km_mul_sat(v, sizeof(double));
+}
+
+/* The targets' new mean and std over all rows (population, as
+ * km_gpr_normalise), from the old ones and the k new targets. */
+static void combined(const gpr_payload *p, size_t n, const double *y,
+                     size_t k, double *mean, double *std)
+{
+    int zero = 1; /* y' all 0: the old targets were constant (std 0) */
+    for (size_t i = 0; i < n && zero; i++)
+        zero = p->coef[i] == 0;
+    double m1 = p->y_mean, v1 = zero ? 0 : p->y_std * p->y_std, m2, v2;
+    km_ksum s = {0, 0}, q = {0, 0};
+    for (size_t i = 0; i < k; i++)
+        km_ksum_add(&s, y[i]);
+    m2 = km_ksum_get(&s) / (double)k;
+    for (size_t i = 0; i < k; i++)
+        km_ksum_add(&q, (y[i] - m2) * (y[i] - m2));
+    v2 = km_ksum_get(&q) / (double)k;
+    double N = (double)(n + k), dm = m2 - m1;
+    *mean = m1 + dm * (double)k / N;
+    double m2sum = (double)n * v1 + (double)k * v2 +
+                   dm * dm * (double)n * (double)k / N;
+    double sd = sqrt(m2sum / N);
+    *std = sd > 0 ? sd : 1;
+}
+
+/* Z's first n rows: L^-1 y'' of the old rows under the new
+ * normalisation; its last k: the new rows' y''. */
+static km_status update_targets(const gpr_payload *p, gpr_payload *np,
+                                size_t n, const double *y, size_t k,
+                                int normalize, double *Z)
+{
+    memcpy(Z, p->coef, n * sizeof *Z);
+    km_chol_lt(p->L, n, Z, 1);
+    np->y_mean = p->y_mean;
+    np->y_std = p->y_std;
+    if (normalize)
+        combined(p, n, y, k, &np->y_mean, &np->y_std);
+    double scale = p->y_std / np->y_std;
+    double shift = (p->y_mean - np->y_mean) / np->y_std;
+    if (shift != 0) {
+        double *u = malloc(n * sizeof *u);
+        if (!u)
+            return KM_ENOMEM;
+        for (size_t i = 0; i < n; i++)
+            u[i] = 1.0;
+        cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit,
+                    (int)n, p->L, (int)n, u, 1);
+        for (size_t i = 0; i < n; i++)
+            Z[i] = scale * Z[i] + shift * u[i];
+        free(u);
+    } else if (scale != 1) {
+        for (size_t i = 0; i < n; i++)
+            Z[i] *= scale;
+    }
+    for (size_t i = 0; i < k; i++)
+        Z[n + i] = (y[i] - np->y_mean) / np->y_std;
+    return KM_OK;
+}
+
+/* log p(y | X) = -|z|^2 / 2 - sum log L_ii - N log(2 pi) / 2, z = L^-1 y
+ * (y^T K^-1 y = |z|^2). */
+static double lml_of(const double *L, const double *z, size_t N)
+{
+    km_ksum q = {0, 0};
+    for (size_t i = 0; i < N; i++) {
+        km_ksum_add(&q, -0.5 * z[i] * z[i]);
+        km_ksum_add(&q, -log(L[i * N + i]));
+    }
+    km_ksum_add(&q, -0.5 * (double)N * log(2.0 * M_PI));
+    return km_ksum_get(&q);
+}
+
+static km_status update(const km_model *m, const double *X, size_t k,
+                        const double *Y, const km_fit_control *ctl,
+                        km_model **out, km_error *err)
+{
+    const gpr_payload *p = km_model_payload(m);
+    size_t n = km_model_n_samples(m), d = km_model_n_features(m), N = n + k;
+    const km_info_entry *ne = km_info_find(km_model_params(m), "normalize_y");
+    int normalize = ne && ne->count == 1 && ne->values[0] != 0;
+    gpr_payload *np = calloc(1, sizeof *np);
+    double *Z = malloc(N * sizeof *Z);
+    km_status st = KM_OK;
+    if (!np || !Z || !(np->L = calloc(km_mul3(N, N, 1), sizeof *np->L)) ||
+        !(np->X = km_rows_concat(p->X, n, X, k, d))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
+        goto out;
+    }
+    np->form = GPR_FORM_EXACT;
+    np->signal = p->signal;
+    np->noise = p->noise;
+    if ((st = km_chol_extend(km_model_kernel(m), p->signal, p->noise, p->L,
+                             p->X, n, d, X, k, np->L, err)) != KM_OK)
+        goto out;
+    if (km_progress(ctl, 0.8)) {
+        st = km_error_set(err, KM_ECANCELLED, "update cancelled");
+        goto out;
+    }
+    if (update_targets(p, np, n, Y, k, normalize, Z) != KM_OK) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
+        goto out;
+    }
+    km_chol_forward(np->L, N, n, Z, 1);
+    double lml = lml_of(np->L, Z, N);
+    km_chol_back(np->L, N, Z, 1);
+    np->coef = Z;
+    Z = NULL;
+    if (!isfinite(lml) || !km_all_finite(np->coef, N)) {
+        st = km_error_set(err, KM_ENOTPD, "the update's solution is not "
+                          "finite: the kernel matrix is numerically "
+                          "singular; refit with a larger params.noise");
+        goto out;
+    }
+    if (km_gpr_derive(np, N, d) != KM_OK) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
+        goto out;
+    }
+    km_model *nm = NULL;
+    st = km_update_model_create(m, N, np, &nm, err);
+    np = NULL; /* the model's, or freed */
+    if (st == KM_OK &&
+        km_info_set(km_model_training_mut(nm), "log_marginal_likelihood",
+                    KM_INFO_NUMBER, 0, &lml, 1) != KM_OK) {
+        km_model_free(nm);
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
+    if (st == KM_OK)
+        *out = nm;
+out:
+    free(Z);
+    km_gpr_payload_free(np);
+    return st;
+}
+
+const km_algo_update km_gpr_update = {
+    .what = "exact gpr models (params.solver exact)",
+    .refusal = update_refusal,
+    .bytes = update_bytes,
+    .update = update,
+};

@@ -51,7 +51,11 @@
 /* Two forms: the dual (exact and nystrom solvers: training rows or
  * centres and their coefficients) and rff (random Fourier features:
  * frequencies W, phases b, primal weights w; n_samples is D). */
-enum { KRR_FORM_DUAL = 0, KRR_FORM_RFF = 1, KRR_FORM_COUNT };
+enum { KRR_FORM_DUAL = 0, KRR_FORM_RFF = 1, KRR_FORM_FACTOR = 2,
+       KRR_FORM_COUNT };
+/* The factor form (params.keep_factor, format version 7): the dual form
+ * and the double Cholesky factor L of K + alpha I, with alpha, so that
+ * the model can be updated by new rows (km_chol_update.c). */
 
 typedef struct krr_payload {
     unsigned form; /* KRR_FORM_* */
@@ -59,6 +63,9 @@ typedef struct krr_payload {
     double *coef;  /* dual: n x m dual coefficients; rff: w, D x m */
     double *xn;    /* dual: n squared norms of X's rows (derived) */
     double *b;     /* rff: D phases */
+    double *L;     /* factor: n x n row-major lower, K + alpha I = L L^T;
+                      else NULL */
+    double alpha;  /* factor: the ridge L is of */
 } krr_payload;
 
 km_krr_params km_krr_params_default(void)
@@ -107,6 +114,9 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
         km_choice_list(&km_krr_solver_choices, " or ", list, sizeof list);
         return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
     }
+    if (p->keep_factor && p->solver != KM_KRR_SOLVER_EXACT)
+        return km_error_set(err, KM_EINVAL, "params.keep_factor applies to "
+                            "the exact solver only (params.solver exact)");
     if (p->solver == KM_KRR_SOLVER_RFF) {
         if (p->seed > ((uint64_t)1 << 53))
             return km_error_set(err, KM_EINVAL,
@@ -159,6 +169,13 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
         v = km_add_sat(v, km_add_sat(km_mul_sat(b, f), km_mul_sat(b, m)));
         return km_mul_sat(D, v);
     }
+    if (p && p->keep_factor)
+        /* km_krr_solve's n x n K, factored in place and kept, and its
+         * column-major copy of Y; the coefficients, the kept X and
+         * norms. */
+        return km_mul_sat(D, km_add_sat(km_mul_sat(n, n),
+                                        km_add_sat(km_mul_sat(n, d + 1),
+                                                   km_mul_sat(2 * n, m))));
     if (!p || p->solver != KM_KRR_SOLVER_NYSTROM)
         /* The solve (km_spd.c: the larger of the mixed path's float
          * factor and the double factor a fallback holds, whatever the
@@ -198,14 +215,16 @@ static void krr_free(void *payload)
     free(p->coef);
     free(p->xn);
     free(p->b);
+    free(p->L);
     free(p);
 }
 
 /* The format version a model needs: 3 for the rff form (its payload
- * starts with the form), else the default. */
+ * starts with the form), 7 for the factor form, else the default. */
 static uint32_t krr_file_format(const void *payload)
 {
-    return ((const krr_payload *)payload)->form == KRR_FORM_RFF ? 3 : 0;
+    unsigned f = ((const krr_payload *)payload)->form;
+    return f == KRR_FORM_RFF ? 3 : f == KRR_FORM_FACTOR ? 7 : 0;
 }
 
 static void krr_save(const void *payload, const km_model *m, km_writer *w)
@@ -219,8 +238,32 @@ static void krr_save(const void *payload, const km_model *m, km_writer *w)
         km_write_f64s(w, p->coef, n * km_model_n_outputs(m));
         return;
     }
+    if (p->form == KRR_FORM_FACTOR) { /* version 7: form, alpha, then */
+        km_write_u32(w, KRR_FORM_FACTOR);
+        km_write_f64(w, p->alpha);
+    }
     km_write_f64s(w, p->X, n * km_model_n_features(m));
     km_write_f64s(w, p->coef, n * km_model_n_outputs(m));
+    if (p->form == KRR_FORM_FACTOR) /* ... X, coefficients and L */
+        km_tri_write(w, p->L, n);
+}
+
+/* KM_ECORRUPT unless the kept factor is finite with a diagonal > 0 and
+ * its alpha a finite number > 0. */
+static km_status check_factor(const krr_payload *p, size_t n, km_error *err)
+{
+    if (!(p->alpha > 0) || !isfinite(p->alpha))
+        return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
+                            "factor's alpha is not a finite number > 0");
+    if (!km_all_finite(p->L, n * n))
+        return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
+                            "factor holds a value that is not a finite "
+                            "number");
+    for (size_t i = 0; i < n; i++)
+        if (!(p->L[i * n + i] > 0))
+            return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
+                                "factor L[%zu][%zu] is not > 0", i, i);
+    return KM_OK;
 }
 
 static km_status krr_load(km_reader *r, const km_model *m, void **payload,
@@ -231,9 +274,11 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     unsigned form = KRR_FORM_DUAL;
     if (km_model_file_format(m) >= 3) { /* the payload starts with its form */
         uint32_t f = km_read_u32(r);
-        if (r->failed || f >= KRR_FORM_COUNT)
+        if (r->failed || f >= KRR_FORM_COUNT ||
+            (f == KRR_FORM_FACTOR && km_model_file_format(m) < 7))
             return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
-                                "payload form %u is not 0 (dual) or 1 (rff)",
+                                "payload form %u is not 0 (dual), 1 (rff) "
+                                "or, from format version 7, 2 (factor)",
                                 (unsigned)f);
         form = f;
     }
@@ -256,6 +301,8 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     if (!p)
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
     p->form = form;
+    if (form == KRR_FORM_FACTOR)
+        p->alpha = km_read_f64(r);
     p->X = nx ? km_read_f64s(r, nx) : NULL;
     if (form == KRR_FORM_RFF) {
         p->b = p->X ? km_read_f64s(r, n) : NULL;
@@ -264,8 +311,14 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     } else {
         p->coef = p->X && nc ? km_read_f64s(r, nc) : NULL;
         p->xn = p->coef ? km_sqnorms(p->X, n, d) : NULL;
+        if (p->xn && form == KRR_FORM_FACTOR && !km_mul3(n, n, 8))
+            r->failed = 1;
+        if (p->xn && form == KRR_FORM_FACTOR && !r->failed &&
+            !(p->L = km_tri_read(r, n)))
+            p->xn = (free(p->xn), NULL);
     }
-    if (!p->X || !p->coef || (form == KRR_FORM_DUAL ? !p->xn : !p->b)) {
+    if (!p->X || !p->coef || (form == KRR_FORM_RFF ? !p->b : !p->xn) ||
+        (form == KRR_FORM_FACTOR && !p->L)) {
         krr_free(p);
         return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                             "model file: bad kernel ridge payload");
@@ -279,6 +332,11 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
                                 ? "random frequencies or weights"
                                 : "training rows or coefficients");
     }
+    km_status st = form == KRR_FORM_FACTOR ? check_factor(p, n, err) : KM_OK;
+    if (st != KM_OK) {
+        krr_free(p);
+        return st;
+    }
     if (form == KRR_FORM_RFF)
         for (size_t i = 0; i < n; i++)
             if (!(p->b[i] >= 0 && p->b[i] <= 2 * M_PI)) {
@@ -291,25 +349,33 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     return KM_OK;
 }
 
-/* The heap of a payload of m's sizes, either form (rff: b instead of the
- * norms, as many): X, the coefficients, n more. */
-static size_t krr_bytes(const void *payload, const km_model *m)
+/* The heap of a payload of m's sizes, every form (rff: b instead of the
+ * norms, as many): X, the coefficients, n more; the factor form's n x n
+ * factor (the file stores a triangle, km_tri_read makes it whole). */
+static size_t heap_bytes(const km_model *m, int factor)
 {
-    (void)payload;
+    uint64_t n = km_model_n_samples(m);
     uint64_t per_row = km_add_sat(km_model_n_features(m),
                                   km_add_sat(km_model_n_outputs(m), 1));
+    if (factor)
+        per_row = km_add_sat(per_row, n);
     return (size_t)km_add_sat(sizeof(krr_payload),
-                              km_mul_sat(km_mul_sat(km_model_n_samples(m),
-                                                    per_row),
+                              km_mul_sat(km_mul_sat(n, per_row),
                                          sizeof(double)));
 }
 
-/* All from the header: nothing but the payload is allocated. */
+static size_t krr_bytes(const void *payload, const km_model *m)
+{
+    return heap_bytes(m, ((const krr_payload *)payload)->L != NULL);
+}
+
+/* From the header and, from version 7, the form. */
 static void krr_load_bytes(km_reader r, const km_model *m, size_t *kept,
                            size_t *peak)
 {
-    (void)r;
-    *kept = *peak = krr_bytes(NULL, m);
+    int factor = km_model_file_format(m) >= 7 &&
+                 km_read_u32(&r) == KRR_FORM_FACTOR;
+    *kept = *peak = heap_bytes(m, factor);
 }
 
 static km_status krr_fit_rff(const km_kernel *kernel,
@@ -482,6 +548,8 @@ static km_status krr_fit_auto(const km_kernel *kernel,
     km_status st = km_krr_fit(kernel, &q, X, n, d, Y, m, ctl, &model, err);
     if (st != KM_OK)
         return st;
+    /* keep_factor is the exact solver's own, not auto's */
+    km_info_remove(km_model_params_mut(model), "keep_factor");
     if (km_auto_figures(model, KM_KRR_SOLVER_AUTO, q.solver, budget) !=
         KM_OK) {
         km_model_free(model);
@@ -501,6 +569,36 @@ km_status km_auto_figures(km_model *model, int auto_solver, int run,
         km_info_add1(ti, "memory_budget_mb", KM_INFO_NUMBER,
                      (double)budget / 1048576.0) != KM_OK)
         return KM_ENOMEM;
+    return KM_OK;
+}
+
+/* The exact solve that keeps its factor (params.keep_factor): K in
+ * double, factored in place by km_krr_solve and kept as the payload's L
+ * (the factor form). */
+static km_status solve_keep(const km_kernel *k, const double *X, size_t n,
+                            size_t d, double alpha, const double *Y,
+                            size_t m, krr_payload *p,
+                            const km_fit_control *ctl, km_error *err)
+{
+    double *G = malloc(km_mul3(n, n, sizeof *G));
+    if (!G)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a %zu x %zu "
+                            "kernel matrix", n, n);
+    km_status st = km_gram_sym(k, X, n, d, G, 0, err);
+    if (st == KM_OK && km_progress(ctl, 0.1))
+        st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
+    if (st == KM_OK)
+        st = km_krr_solve(G, n, alpha, Y, m, p->coef, "the kernel matrix",
+                          ctl, 0.1, 0.9, err);
+    if (st != KM_OK) {
+        free(G);
+        return st;
+    }
+    for (size_t i = 0; i < n; i++) /* the upper triangle: 0 */
+        memset(G + i * n + i + 1, 0, (n - i - 1) * sizeof *G);
+    p->form = KRR_FORM_FACTOR;
+    p->L = G;
+    p->alpha = alpha;
     return KM_OK;
 }
 
@@ -542,10 +640,16 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
-    st = de ? de->solve(de->ctx, k, 1.0, X, n, d, params->alpha, Y, m,
-                        p->coef, NULL, ctl, 0.1, 0.9, err)
-            : km_spd_kernel_solve(k, X, n, d, params->alpha, Y, m, p->coef,
-                                  mixed, &rep, ctl, 0.0, 0.9, err);
+    if (params->keep_factor && !de) {
+        mixed = 0;
+        st = solve_keep(k, X, n, d, params->alpha, Y, m, p, ctl, err);
+    } else {
+        st = de ? de->solve(de->ctx, k, 1.0, X, n, d, params->alpha, Y, m,
+                            p->coef, NULL, ctl, 0.1, 0.9, err)
+                : km_spd_kernel_solve(k, X, n, d, params->alpha, Y, m,
+                                      p->coef, mixed, &rep, ctl, 0.0, 0.9,
+                                      err);
+    }
     if (st == KM_ENOTPD && !de)
         km_kernel_note_min_eigenvalue(k, X, n, d, 1.0, params->alpha, NULL,
                                       "its", err);
@@ -571,6 +675,9 @@ km_status km_krr_fit(const km_kernel *kernel, const km_krr_params *params,
         goto out;
     if (km_info_add1(km_model_params_mut(model), "alpha", KM_INFO_NUMBER,
                      params->alpha) != KM_OK ||
+        (!de && km_info_add1(km_model_params_mut(model), "keep_factor",
+                             KM_INFO_BOOLEAN, params->keep_factor != 0) !=
+                    KM_OK) ||
         add_rkhs_norm(model, Y, params->alpha) != KM_OK ||
         (!de && precision_figures(model, mixed, &rep) != KM_OK)) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
@@ -982,6 +1089,115 @@ const double *km_krr_dual_coef(const km_model *m)
     return ((const krr_payload *)km_model_payload(m))->coef;
 }
 
+/* ------------------------------------------------------------ updates
+ *
+ * A factor-form model extends its factor by a block (km_chol_update.c):
+ * with z = L^-1 Y (the old rows' part is L^T C), the new coefficients
+ * are L'^-T z', and rkhs_norm_sq = C^T Y - alpha C^T C = |z|^2 - alpha
+ * |C|^2 per output. */
+
+static const char *update_refusal(const km_model *m)
+{
+    const krr_payload *p = km_model_payload(m);
+    return p->form == KRR_FORM_FACTOR
+               ? NULL
+               : "a krr model keeps its factor only when fitted with "
+                 "params.keep_factor";
+}
+
+/* The new payload (X, coefficients, norms, L), z and the kernel block of
+ * the new rows. */
+static size_t update_bytes(const km_model *m, size_t k)
+{
+    uint64_t N = km_add_sat(km_model_n_samples(m), k);
+    uint64_t no = km_model_n_outputs(m);
+    uint64_t v = km_mul_sat(N, km_add_sat(N, km_model_n_features(m) + 1));
+    v = km_add_sat(v, km_mul_sat(2 * N, no));
+    v = km_add_sat(v, km_mul_sat(k, k));
+    return (size_t)km_mul_sat(v, sizeof(double));
+}
+
+static km_status update_norms(km_model *nm, const double *Z, double alpha)
+{
+    size_t N = km_model_n_samples(nm), q = km_model_n_outputs(nm);
+    const double *C = ((const krr_payload *)km_model_payload(nm))->coef;
+    double *v = malloc(q * sizeof *v);
+    if (!v)
+        return KM_ENOMEM;
+    for (size_t j = 0; j < q; j++) {
+        km_ksum s = {0, 0};
+        for (size_t i = 0; i < N; i++) {
+            km_ksum_add(&s, Z[i * q + j] * Z[i * q + j]);
+            km_ksum_add(&s, -alpha * C[i * q + j] * C[i * q + j]);
+        }
+        v[j] = km_ksum_get(&s);
+    }
+    km_status st = km_info_set(km_model_training_mut(nm), "rkhs_norm_sq",
+                               KM_INFO_NUMBER, q > 1, v, q);
+    free(v);
+    return st;
+}
+
+static km_status update(const km_model *m, const double *X, size_t k,
+                        const double *Y, const km_fit_control *ctl,
+                        km_model **out, km_error *err)
+{
+    const krr_payload *p = km_model_payload(m);
+    size_t n = km_model_n_samples(m), d = km_model_n_features(m), N = n + k;
+    size_t q = km_model_n_outputs(m);
+    krr_payload *np = calloc(1, sizeof *np);
+    double *Z = malloc(km_mul3(N, q, sizeof *Z));
+    km_model *nm = NULL;
+    km_status st = KM_OK;
+    if (!np || !Z || !(np->L = calloc(km_mul3(N, N, 1), sizeof *np->L)) ||
+        !(np->coef = malloc(N * q * sizeof *np->coef)) ||
+        !(np->X = km_rows_concat(p->X, n, X, k, d)) ||
+        !(np->xn = km_sqnorms(np->X, N, d))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
+        goto out;
+    }
+    np->form = KRR_FORM_FACTOR;
+    np->alpha = p->alpha;
+    if ((st = km_chol_extend(km_model_kernel(m), 1.0, p->alpha, p->L, p->X,
+                             n, d, X, k, np->L, err)) != KM_OK)
+        goto out;
+    if (km_progress(ctl, 0.8)) {
+        st = km_error_set(err, KM_ECANCELLED, "update cancelled");
+        goto out;
+    }
+    memcpy(Z, p->coef, n * q * sizeof *Z);
+    km_chol_lt(p->L, n, Z, q);
+    memcpy(Z + n * q, Y, k * q * sizeof *Z);
+    km_chol_forward(np->L, N, n, Z, q);
+    memcpy(np->coef, Z, N * q * sizeof *Z);
+    km_chol_back(np->L, N, np->coef, q);
+    if (!km_all_finite(np->coef, N * q)) {
+        st = km_error_set(err, KM_ENOTPD, "the update gave non-finite "
+                          "coefficients: the kernel matrix is numerically "
+                          "singular; refit with a larger params.alpha");
+        goto out;
+    }
+    st = km_update_model_create(m, N, np, &nm, err);
+    np = NULL; /* the model's, or freed */
+    if (st == KM_OK && update_norms(nm, Z, p->alpha) != KM_OK) {
+        km_model_free(nm);
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
+    if (st == KM_OK)
+        *out = nm;
+out:
+    free(Z);
+    krr_free(np);
+    return st;
+}
+
+static const km_algo_update update_entry = {
+    .what = "krr models fitted with params.keep_factor",
+    .refusal = update_refusal,
+    .bytes = update_bytes,
+    .update = update,
+};
+
 /* ------------------------------------------------------------ descriptor */
 
 static void params_default(void *params)
@@ -996,7 +1212,8 @@ static uint64_t max_outputs(uint64_t ns)
 }
 
 /* Versions 1 and 2: X, coefficients, exactly. Version 3: the form (4
- * bytes), then that or W, b, w: the two sizes. */
+ * bytes), then that or W, b, w: the two sizes. Version 7: also the factor
+ * form, alpha (8 bytes) after the form and L's triangle at the end. */
 static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                           uint64_t no, uint64_t *lo, uint64_t *hi)
 {
@@ -1006,6 +1223,11 @@ static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     if (format >= 3) {
         *lo = km_add_sat(4, dual);
         *hi = km_add_sat(*lo, km_f64s_bytes(ns));
+    }
+    if (format >= 7) {
+        uint64_t f = km_add_sat(km_add_sat(*lo, 8),
+                                km_f64s_bytes(km_tri_values(ns)));
+        *hi = f > *hi ? f : *hi;
     }
 }
 
@@ -1065,6 +1287,9 @@ static const char *mpi_refusal(const void *params, char *buf, size_t len)
 {
     (void)buf, (void)len;
     km_krr_solver s = ((const km_krr_params *)params)->solver;
+    if (((const km_krr_params *)params)->keep_factor)
+        return "krr with params.keep_factor cannot run distributed (the "
+               "factor stays on the cluster)";
     return s == KM_KRR_SOLVER_EXACT || s == KM_KRR_SOLVER_AUTO
                ? NULL
                : "krr's nystrom or rff solver cannot run distributed "
@@ -1164,6 +1389,13 @@ static const km_param krr_rows[] = {
      .max = KM_KRR_MAX_COMPONENTS, RFF,
      .doc = "rff only: D, the number of random Fourier features"},
     KM_NYS_CENTRES_ROW(km_krr_params, NYSTROM),
+    {.key = "keep_factor", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_krr_params, keep_factor),
+     .only_if = "solver", .only_value = KM_KRR_SOLVER_EXACT,
+     .doc = "exact only: keep the double Cholesky factor of K + alpha I in "
+            "the model (8 n^2 bytes more, and a double factorisation: "
+            "precision is not read), so that POST "
+            "/v1/models/{name}/update can add rows without a refit"},
     {0},
 };
 _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&
@@ -1220,4 +1452,5 @@ const km_algo km_krr_algo = {
     .search = &search,
     .mpi = &mpi,
     .coefs = krr_coefs,
+    .update = &update_entry,
 };

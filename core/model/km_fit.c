@@ -52,7 +52,7 @@ size_t km_default_memory_budget(void)
 
 /* KM_EINVAL unless the problem's sizes fit every algorithm's buffers and
  * what a model file holds (km.h), so a fitted model always loads. */
-static km_status check_sizes(const km_problem *pb, km_error *err)
+km_status km_fit_check_sizes(const km_problem *pb, km_error *err)
 {
     size_t n = pb->n, d = pb->d, m = pb->y ? pb->m : 1;
     if (n > MAX_ROWS || !km_mul3(n, n, sizeof(double)) ||
@@ -102,7 +102,7 @@ km_status km_fit_validate(km_algorithm a, const km_kernel *kernel,
                             pb->n_classes == 1 ? "" : "es",
                             km_algorithm_name(a));
     if ((st = al->check(params, pb, err)) != KM_OK ||
-        (st = check_sizes(pb, err)) != KM_OK)
+        (st = km_fit_check_sizes(pb, err)) != KM_OK)
         return st;
     return check_data(pb, err);
 }

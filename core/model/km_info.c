@@ -74,6 +74,39 @@ km_status km_info_add1(km_info *info, const char *key, km_info_kind kind,
     return km_info_add(info, key, kind, 0, &value, 1);
 }
 
+km_status km_info_set(km_info *info, const char *key, km_info_kind kind,
+                      int is_array, const double *values, size_t count)
+{
+    for (size_t i = 0; i < info->count; i++)
+        if (strcmp(info->entries[i].key, key) == 0) {
+            km_info_entry *e = &info->entries[i];
+            double *v = malloc((count ? count : 1) * sizeof *v);
+            if (!v)
+                return KM_ENOMEM;
+            if (count)
+                memcpy(v, values, count * sizeof *v);
+            free(e->values);
+            e->values = v;
+            e->kind = kind;
+            e->is_array = is_array;
+            e->count = valid_figures(kind, values, count) ? count : 0;
+            return KM_OK;
+        }
+    return km_info_add(info, key, kind, is_array, values, count);
+}
+
+void km_info_remove(km_info *info, const char *key)
+{
+    for (size_t i = 0; i < info->count; i++)
+        if (strcmp(info->entries[i].key, key) == 0) {
+            free(info->entries[i].values);
+            memmove(info->entries + i, info->entries + i + 1,
+                    (info->count - i - 1) * sizeof *info->entries);
+            info->count--;
+            return;
+        }
+}
+
 const km_info_entry *km_info_find(const km_info *info, const char *key)
 {
     for (size_t i = 0; i < info->count; i++)

@@ -56,11 +56,12 @@
 
 #define MAGIC "KMSM"
 /* The newest version this build reads and writes. A model is written in
- * the oldest current version that holds it: 2, or 3 to 6 when its
+ * the oldest current version that holds it: 2, or 3 to 7 when its
  * payload needs it (the descriptor's file_format: krr's rff form 3, svc's
- * nystrom form 4, kpca's nystrom form 5, gpr's nystrom form 6), or 8 when
- * it keeps a drift reference (km_model_set_reference), so that files of
- * every model an older server could fit stay readable by it. */
+ * nystrom form 4, kpca's nystrom form 5, gpr's nystrom form 6, krr's
+ * factor form 7: params.keep_factor), or 8 when it keeps a drift
+ * reference (km_model_set_reference), so that files of every model an
+ * older server could fit stay readable by it. */
 #define FORMAT_VERSION 8u
 /* The first version with the drift reference section. */
 #define FORMAT_REFERENCE 8u
@@ -685,6 +686,27 @@ const double *km_model_reference(const km_model *m, size_t *rows)
     if (rows)
         *rows = m->reference ? m->n_reference : 0;
     return m->reference;
+}
+
+km_status km_model_update_reference(km_model *nm, const km_model *m,
+                                    const double *X, size_t k,
+                                    km_error *err)
+{
+    size_t d = m->n_features, held = m->n_reference;
+    if (!m->reference)
+        return KM_OK;
+    int all = held < km_drift_reference_rows(SIZE_MAX, d);
+    size_t n = all ? held + k : held;
+    double *R = malloc(n * d * sizeof *R);
+    if (!R)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the drift "
+                            "reference");
+    memcpy(R, m->reference, held * d * sizeof *R);
+    if (all)
+        memcpy(R + held * d, X, k * d * sizeof *R);
+    km_status st = km_model_set_reference(nm, R, n, err);
+    free(R);
+    return st;
 }
 
 /* Bytes the reference section takes in a file: [*lo, *hi]. */

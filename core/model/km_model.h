@@ -270,6 +270,42 @@ int km_answer_offered(const km_answer *r, km_algorithm a);
 km_status km_model_check_input(const km_model *m, const double *X, size_t n,
                                size_t d, km_error *err) KM_MUST_CHECK;
 
+/* ------------------------------------------------------------ updates */
+
+/*
+ * Updates: a new model equal to a refit on a model's training rows and k
+ * new ones, without the refit (km_update.c, through the descriptors'
+ * update entry; which models can: km_update_possible).
+ *
+ * km_model_update_refusal: NULL if m can be updated, else why not (static
+ * text naming what can). km_update_possible: the models that can, from
+ * the descriptors ("krr models fitted with params.keep_factor and exact
+ * gpr models"), into buf.
+ */
+const char *km_model_update_refusal(const km_model *m);
+void km_update_possible(char *buf, size_t len);
+/* Peak bytes an update of m by k rows holds beyond m itself (admission
+ * control); SIZE_MAX for a model that cannot be updated. */
+size_t km_model_update_bytes(const km_model *m, size_t k);
+/*
+ * The new model: m's algorithm, kernel, hyperparameters (gpr's as fitted,
+ * also when its optimizer chose them), preprocessing statistics (applied
+ * to X and y as a prediction applies them: they are not learnt again) and
+ * class labels, fitted on m's rows then X (k rows of m's features, as a
+ * fit's X) with targets Y (k x ny, ny = m's outputs). Training figures as
+ * the fit's (those an update recomputes: gpr's log marginal likelihood,
+ * krr's rkhs_norm_sq), "seconds" the update's, "rows_added" k and
+ * "updates" the count of updates since the fit. Borrows all; caller owns
+ * *out. KM_ECONFLICT when m cannot be updated (the refusal's message);
+ * KM_EINVAL naming X or y when their sizes or values are wrong, or the
+ * rows too many; KM_ENOTPD when the extended matrix cannot be factored;
+ * KM_ECANCELLED by ctl.
+ */
+km_status km_model_update(const km_model *m, const double *X, size_t k,
+                          size_t d, const double *Y, size_t ny,
+                          const km_fit_control *ctl, km_model **out,
+                          km_error *err) KM_MUST_CHECK;
+
 /*
  * What a model learnt of its preprocessing (borrowed views, valid while
  * the model lives). spec is what was asked ({KM_SCALE_NONE, 0} for a

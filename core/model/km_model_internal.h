@@ -136,6 +136,8 @@ km_status km_info_read(km_reader *r, km_info *info, size_t max_values,
  *                   of its payload in scikit-learn's names and layout)
  *                   into out (at most KM_COEF_MAX); returns their count;
  *                   km_coef_f64 and km_coef_i32 make the views
+ *   update          how its models take new rows without a full refit
+ *                   (km_algo_update, km_update.c); NULL: they cannot
  */
 typedef km_status (*km_predict_fn)(const km_model *m, const double *X,
                                    size_t n, double *out, km_error *err);
@@ -168,6 +170,30 @@ typedef struct km_algo_search {
     int (*is_auto)(const void *params);
     void (*resolve_auto)(void *params, const km_problem *pb, size_t budget);
 } km_algo_search;
+
+/*
+ * How an algorithm's models take new rows (km_model_update, km_update.c,
+ * which checks the rows, applies the model's preprocessing statistics and
+ * times the update around these):
+ *   what          which of its models can, for messages ("exact gpr
+ *                 models"); km_update_possible joins them
+ *   refusal       NULL if m can be updated, else why not (static text)
+ *   bytes         peak bytes an update of m by k rows holds beyond m
+ *   update        the new model (km_update_model_create builds it around
+ *                 the new payload, with m's kernel, figures and
+ *                 statistics) equal to a refit on m's rows and the k new
+ *                 rows X (d = m's features, already preprocessed) with
+ *                 targets Y (k x m's outputs, y_mean removed); it sets the
+ *                 training figures its fit computes and that change
+ */
+typedef struct km_algo_update {
+    const char *what;
+    const char *(*refusal)(const km_model *m);
+    size_t (*bytes)(const km_model *m, size_t k);
+    km_status (*update)(const km_model *m, const double *X, size_t k,
+                        const double *Y, const km_fit_control *ctl,
+                        km_model **out, km_error *err);
+} km_algo_update;
 
 /*
  * How an algorithm runs distributed (server/srv_mpi.c routes, the worker
@@ -259,7 +285,25 @@ typedef struct km_algo {
     /* 1 if it takes rows of numbers only, for what it learns of X beyond
      * the kernel (kpca's inverse map, by check_kernel), or NULL */
     int (*vectors_only)(const void *params);
+    const km_algo_update *update;
 } km_algo;
+
+/* The model an update makes (km_update.c): of m's algorithm, kernel,
+ * features and outputs, n_samples rows, around payload (owned from here,
+ * also on failure), with copies of m's params and training figures, class
+ * labels, preprocessing statistics and search record. */
+km_status km_update_model_create(const km_model *m, size_t n_samples,
+                                 void *payload, km_model **out,
+                                 km_error *err);
+/* Sets the figure key of info (replacing an entry of that key, or adding
+ * one). KM_ENOMEM on failure. */
+km_status km_info_set(km_info *info, const char *key, km_info_kind kind,
+                      int is_array, const double *values, size_t count);
+/* Removes the figure key from info, if there. */
+void km_info_remove(km_info *info, const char *key);
+/* KM_EINVAL unless a problem's sizes fit every algorithm's buffers and a
+ * model file (km_fit.c's check, which a fit runs). */
+km_status km_fit_check_sizes(const km_problem *pb, km_error *err);
 
 /* Views for coefs (km_coef.c): v row-major, rows x cols (cols 0: a
  * vector of rows), paged over its rows when paged; transposed, the same
@@ -302,6 +346,15 @@ void *km_model_payload(const km_model *m);
  * its payload's layout, which the file records); 0 for a model fitted
  * here. A payload's load reads it for its layout. */
 uint32_t km_model_file_format(const km_model *m);
+/* The drift reference of nm, m updated by the k raw rows X
+ * (km_model_update): when m's reference holds all of its training rows
+ * (fewer than the cap), the one a refit on all the rows would keep (them
+ * and X, all of them, or km_model_set_reference's seeded subsample of
+ * them past the cap); else m's, unchanged (a model past the cap keeps
+ * its subsample); none when m has none. KM_ENOMEM. */
+km_status km_model_update_reference(km_model *nm, const km_model *m,
+                                    const double *X, size_t k,
+                                    km_error *err);
 /* Mutable lists, for the fit that builds the model. */
 km_info *km_model_params_mut(km_model *m);
 km_info *km_model_training_mut(km_model *m);

@@ -18,7 +18,8 @@
  *     tests its own kernel: the shifted strings rejected, the same not;
  *   - a model keeps its raw training rows (a seeded subsample of 1000 past
  *     that), writes them as format version 8 and loads them back (a
- *     hostile count is refused), and km_drift uses its own characteristic
+ *     hostile count is refused), an update's model keeps a refit's
+ *     reference (the old rows and the new), and km_drift uses its own characteristic
  *     kernel or the median-heuristic rbf, applies its preprocessing, and
  *     refuses precomputed models and models without a reference (409).
  */
@@ -442,6 +443,39 @@ static size_t reference_at(const unsigned char *buf, size_t len, uint64_t rows,
     return len;
 }
 
+/* An update's model keeps the reference a refit on all the rows would. */
+START_TEST(update_extends_reference)
+{
+    size_t n = 30, k = 5, d = 3;
+    double *X = malloc((n + k) * d * sizeof *X), y[35];
+    km_rng r = {12};
+    gauss_rows(&r, X, n + k, d, 0);
+    for (size_t i = 0; i < n + k; i++)
+        y[i] = X[i * d] - X[i * d + 1];
+    km_krr_params pr;
+    km_algorithm_params_default(KM_ALGO_KRR, &pr);
+    pr.keep_factor = 1;
+    km_kernel kr;
+    km_kernel_init(&kr, KM_KERNEL_RBF);
+    km_problem pb = {X, n, d, y, 1, NULL, 0};
+    km_model *m = NULL, *u = NULL;
+    km_error err;
+    ck_assert_int_eq(km_fit(KM_ALGO_KRR, &kr, &pr, NULL, &pb, NULL, &m, &err),
+                     KM_OK);
+    km_status st = km_model_update(m, X + n * d, k, d, y + n, 1, NULL, &u,
+                                   &err);
+    ck_assert_msg(st == KM_OK, "update: %s", err.message);
+    size_t rows;
+    const double *R = km_model_reference(u, &rows);
+    ck_assert_uint_eq(rows, n + k);
+    ck_assert(memcmp(R, X, (n + k) * d * sizeof *R) == 0);
+    km_model_free(u);
+    km_model_free(m);
+    km_kernel_cleanup(&kr);
+    free(X);
+}
+END_TEST
+
 START_TEST(hostile_reference_refused)
 {
     size_t n = 20, d = 2;
@@ -630,6 +664,7 @@ static Suite *drift_suite(void)
     tcase_add_test(tc, p_value_exact_by_hand);
     tcase_add_test(tc, model_keeps_reference);
     tcase_add_test(tc, hostile_reference_refused);
+    tcase_add_test(tc, update_extends_reference);
     tcase_add_test(tc, model_drift_kernels);
     tcase_add_test(tc, model_drift_refusals);
     tcase_add_test(tc, characteristic_caps);

@@ -2,7 +2,7 @@
  * test_km_load_bytes.c - what reading a model takes, known before the
  * read (admission of an import): km_model_load_bytes of a model file and
  * km_libsvm_bytes of a LIBSVM file. For a model of every algorithm and
- * file form (krr exact, nystrom and rff; svc exact with probabilities,
+ * file form (krr exact, nystrom, rff and keep_factor; svc exact with probabilities,
  * screened and nystrom; svr; gpr exact, nystrom with and without its
  * factors; kpca with the inverse map and nystrom; kkmeans; klr binary and
  * multinomial; with and without preprocessing), the estimate's kept is
@@ -57,6 +57,11 @@ static void krr_rff(void *v)
     km_krr_params *p = v;
     p->solver = KM_KRR_SOLVER_RFF;
     p->n_components = 16;
+}
+
+static void krr_factor(void *v)
+{
+    ((km_krr_params *)v)->keep_factor = 1;
 }
 
 static void svc_prob(void *v)
@@ -116,6 +121,7 @@ static const form forms[] = {
     {"krr scaled", KM_ALGO_KRR, 0, 1, NULL},
     {"krr nystrom", KM_ALGO_KRR, 0, 0, krr_nys},
     {"krr rff", KM_ALGO_KRR, 0, 0, krr_rff},
+    {"krr keep_factor", KM_ALGO_KRR, 0, 1, krr_factor},
     {"svc probability", KM_ALGO_SVC, 3, 0, svc_prob},
     {"svc scaled", KM_ALGO_SVC, 3, 1, NULL},
     {"svc screened", KM_ALGO_SVC, 2, 0, svc_screened},

@@ -146,12 +146,12 @@ START_TEST(format_version)
     size_t len;
     ck_assert_int_eq(km_model_save_buffer(m, &buf, &len, NULL), KM_OK);
     ck_assert_int_eq(buf[4], 2); /* a model of the dual form: version 2 */
-    buf[4] = 9;
+    buf[4] = 99;
     km_model *b;
     km_error err;
     ck_assert_int_eq(km_model_load_buffer(buf, len, &b, &err), KM_EFORMAT);
-    ck_assert_str_eq(err.message,
-                     "model format version 9; this build reads 1 to 8");
+    ck_assert_msg(!strncmp(err.message, "model format version 99; this "
+                           "build reads 1 to ", 42), "%s", err.message);
     buf[4] = 0;
     ck_assert_int_eq(km_model_load_buffer(buf, len, &b, &err), KM_EFORMAT);
     free(buf);

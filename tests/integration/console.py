@@ -565,7 +565,7 @@ def check_fit_form(d, b, shots, tmp):
                 params={"alpha": 0.25, "kernel.gamma": 0.75})
     ok = landed(b, "formkrr", 120)
     meta = d.req("GET", "/v1/models/formkrr").json() or {}
-    check(ok and meta.get("params") == {"alpha": 0.25} and
+    check(ok and meta.get("params") == {"alpha": 0.25, "keep_factor": False} and
           meta.get("kernel") == {"type": "rbf", "gamma": 0.75} and meta.get("n_features") == 2,
           "fit form (pasted CSV, y the column named y): lands on #model/formkrr; its "
           "metadata has alpha 0.25 and gamma 0.75", (ok, meta, text_of(b, "fit-state")))

@@ -99,12 +99,14 @@ def main():
             "cg_max_iter 100, centres uniform", p)
         r = fit(d, "exact", {"alpha": 0.01}, X, y)
         meta = (r.json() or {}).get("model", {})
-        run.check(r.status == 201 and meta.get("params") == {"alpha": 0.01} and
+        run.check(r.status == 201 and
+                  meta.get("params") == {"alpha": 0.01, "keep_factor": False} and
                   not {"solver", "iterations", "residual"} & set(meta.get("training", {})),
                   "an exact fit's metadata shows what it did before", meta)
         r = fit(d, "exact2", {"alpha": 0.01, "solver": "exact"}, X, y)
         run.check(r.status == 201 and
-                  (r.json() or {}).get("model", {}).get("params") == {"alpha": 0.01},
+                  (r.json() or {}).get("model", {}).get("params") ==
+                  {"alpha": 0.01, "keep_factor": False},
                   "solver exact given: the same", r)
 
         for params, status, text, what in (

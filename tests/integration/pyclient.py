@@ -43,6 +43,11 @@
   and labels_; each is a regressor / classifier / clusterer to
   scikit-learn (from the server's capabilities), clones, and runs in
   GridSearchCV.
+- partial_fit (scenario_partial_fit): KernelRidge with keep_factor and
+  GaussianProcessRegressor(optimizer=None, normalize_y=True) fitted, then
+  updated twice, predict as the same estimator fitted on all the rows to
+  1e-9 (versions 1 to 3); Client.update of a krr model without
+  keep_factor raises Conflict naming keep_factor.
 - Strings (scenario_strings): Client.fit / predict / score take a list
   of str as X, sent as it is (a list answers lists, a numpy array of str
   arrays), equal to the raw HTTP answer and to numpy's solve on
@@ -586,6 +591,35 @@ def scenario_new_estimators(km, c, np):
           "KernelKMeans clones; KernelModel's kind comes from the capabilities")
 
 
+def scenario_partial_fit(km, c, np):
+    (Xb, _), _, _ = data(np)
+    X, y = Xb[:, :5], Xb[:, 5] + Xb[:, 0]
+    test = slice(400, None)
+    for est, what in (
+            (lambda: km.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3,
+                                    server_params={"keep_factor": True}, client=c),
+             "KernelRidge (keep_factor)"),
+            (lambda: km.GaussianProcessRegressor(gamma=0.4, alpha=0.05, optimizer=None,
+                                                 normalize_y=True, client=c),
+             "GaussianProcessRegressor")):
+        ours = est().partial_fit(X[:100], y[:100])
+        ours.partial_fit(X[100:130], y[100:130]).partial_fit(X[130:150], y[130:150])
+        ref = est().fit(X[:150], y[:150])
+        got, want = ours.predict(X[test]), ref.predict(X[test])
+        check(ours.model_version_ == 3 and ours.metadata_["n_samples"] == 150 and
+              np.abs(got - want).max() <= 1e-9 * max(1.0, np.abs(want).max()),
+              f"{what}: partial_fit three times (versions 1 to 3) predicts as a fit on "
+              "all the rows to 1e-9", (ours.model_version_, np.abs(got - want).max()))
+    plain = km.KernelRidge(alpha=0.1, kernel="rbf", client=c).fit(X[:50], y[:50])
+    try:
+        c.update(plain.model_name_, X[50:60].tolist(), y[50:60].tolist())
+        check(False, "Client.update of a krr model without keep_factor raises Conflict")
+    except km.Conflict as e:
+        check(e.status == 409 and "keep_factor" in str(e),
+              "Client.update of a krr model without keep_factor raises Conflict "
+              "naming keep_factor", e)
+
+
 def scenario_sklearn_tools(km, c, np, sk):
     from sklearn.base import clone
     from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
@@ -899,6 +933,7 @@ def main():
         scenario_retries(km)
         scenario_parity(km, c, np, sk)
         scenario_new_estimators(km, c, np)
+        scenario_partial_fit(km, c, np)
         scenario_sklearn_tools(km, c, np, sk)
         scenario_strings(km, c, np, sk)
         scenario_precomputed(km, c, np, sk)

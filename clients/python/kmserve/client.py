@@ -315,7 +315,24 @@ class Client:
             body["max_length"] = max_length
         if search is not None:
             body["search"] = search
-        path = f"/v1/models/{_q(name)}/fit"
+        return self._submit(f"/v1/models/{_q(name)}/fit", body, asynchronous,
+                            progress, poll_interval, timeout)
+
+    def update(self, name, X, y, *, asynchronous=False, progress=None,
+               poll_interval=0.2, timeout=None):
+        """Adds the rows X with targets y to the model `name` without a
+        full refit (POST /v1/models/{name}/update): the server makes its
+        next version, equal to a refit on the old rows and these, at the
+        model's hyperparameters and with its first fit's preprocessing
+        statistics. Exact gpr models and krr models fitted with
+        params={"keep_factor": True} can be updated; others raise
+        Conflict (409) naming what can. X and y as for fit; the answer, the
+        Job and progress as fit's."""
+        return self._submit(f"/v1/models/{_q(name)}/update", {"X": X, "y": y},
+                            asynchronous, progress, poll_interval, timeout)
+
+    def _submit(self, path, body, asynchronous, progress, poll_interval, timeout):
+        """A fit's or an update's request: the model's metadata, or a Job."""
         if asynchronous or progress is not None:
             if asynchronous and progress is not None:
                 raise ValueError("give asynchronous=True (a Job to wait on) or "

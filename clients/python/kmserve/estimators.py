@@ -295,6 +295,20 @@ class _ServerEstimator(BaseEstimator):
             self._owner = weakref.finalize(self, _delete_quietly, client, name)
         return self
 
+    def _partial_fit(self, X, y, progress):
+        """The first call fits; later ones add the rows to the model
+        (Client.update): its next version, equal to a refit on all the
+        rows given so far. StaleModel when the name was refitted
+        elsewhere since this estimator's last fit or update."""
+        if not hasattr(self, "model_name_"):
+            return self._fit(X, y, progress)
+        client = self._client()
+        self._check_version([client.model(self.model_name_)["version"]])
+        meta = client.update(self.model_name_, X, y, progress=progress)
+        self.model_version_ = meta["version"]
+        self.metadata_ = meta
+        return self
+
     def delete_model(self):
         """Deletes the fitted model from the server now."""
         owner = getattr(self, "_owner", None)
@@ -437,6 +451,13 @@ class KernelRidge(_Regressor):
 
     def _params_object(self, X, y):
         return {"alpha": self.alpha}
+
+    def partial_fit(self, X, y, progress=None):
+        """Fits on the first call; then adds the rows X, y to the model
+        without a full refit (the server's update: its next version equals
+        a refit on all the rows so far). Needs server_params={"keep_factor":
+        True} (the exact solver keeps its factor; else Conflict)."""
+        return self._partial_fit(X, y, progress)
 
 
 class _Classifier(ClassifierMixin, _ServerEstimator):
@@ -717,6 +738,17 @@ class GaussianProcessRegressor(_Regressor):
 
     def fit(self, X, y, progress=None):
         self._fit(X, y, progress)
+        self.log_marginal_likelihood_value_ = self.metadata_["training"].get(
+            "log_marginal_likelihood")
+        return self
+
+    def partial_fit(self, X, y, progress=None):
+        """Fits on the first call; then adds the rows X, y to the model
+        without a full refit (the server's update of an exact model: its
+        next version equals a refit on all the rows so far at the
+        hyperparameters of the first fit, which the optimizer does not
+        run again)."""
+        self._partial_fit(X, y, progress)
         self.log_marginal_likelihood_value_ = self.metadata_["training"].get(
             "log_marginal_likelihood")
         return self
