@@ -1627,10 +1627,14 @@ static const km_param krr_rows[] = {
     {.key = "keep_factor", .type = KM_PARAM_BOOL,
      KM_PARAM_FIELD(km_krr_params, keep_factor),
      .only_if = "solver", .only_value = KM_KRR_SOLVER_EXACT,
-     .doc = "exact only: keep the double Cholesky factor of K + alpha I in "
-            "the model (8 n^2 bytes more, and a double factorisation: "
-            "precision is not read), so that POST "
-            "/v1/models/{name}/update can add rows without a refit"},
+     .only_also = 1u << KM_KRR_SOLVER_NYSTROM,
+     .doc = "exact and nystrom: keep what POST /v1/models/{name}/update "
+            "needs to add rows without a refit. exact: the double Cholesky "
+            "factor of K + alpha I (8 n^2 bytes more, and a double "
+            "factorisation: precision is not read); nystrom: the normal "
+            "equations' sums K_nm^T K_nm and K_nm^T y of the centres "
+            "(8 m (m + outputs) bytes more, and one more pass over the "
+            "rows at fit)"},
     {0},
 };
 _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&

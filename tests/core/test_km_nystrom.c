@@ -224,8 +224,9 @@ START_TEST(all_rows_as_centres_is_exact)
     for (size_t j = 0; j < 2; j++)
         ck_assert_double_le(fabs(r->values[j] - s->values[j]),
                             1e-6 * fabs(s->values[j]));
-    /* the exact model shows what it always did: alpha only */
-    ck_assert_uint_eq(km_model_params(b)->count, 1);
+    /* the exact model shows its alpha and keep_factor only */
+    ck_assert_uint_eq(km_model_params(b)->count, 2);
+    ck_assert_ptr_nonnull(km_info_find(km_model_params(b), "keep_factor"));
     ck_assert_ptr_null(km_info_find(km_model_training(b), "iterations"));
     ck_assert_ptr_null(km_info_find(km_model_training(b), "solver"));
     free(pa);
