@@ -10,8 +10,8 @@
  * stops at a relative residual of the preconditioned system of 1e-10;
  * the preconditioned system's condition number, well below 10^4 here,
  * bounds the coefficients' error), for 1 and 3 outputs. The file form
- * (version 10) round-trips and its sums are checked on load; the
- * solvers keep_factor does not apply to are refused.
+ * (version 10) round-trips and its sums are checked on load; admission
+ * counts them; the solvers keep_factor does not apply to are refused.
  */
 #include <stdint.h>
 
@@ -323,7 +323,12 @@ START_TEST(nys_refusals)
     o.solver = KM_KRR_SOLVER_NYSTROM;
     ck_assert_int_eq(km_krr_check(&o, n, &err), KM_OK);
 
+    /* admission counts the kept sums, G and KtY */
+    km_problem pb = {X, n, D, Y, q, NULL, 0};
+    size_t without = km_algorithm_fit_bytes(KM_ALGO_KRR, &p, &pb);
     p.keep_factor = 1;
+    size_t with = km_algorithm_fit_bytes(KM_ALGO_KRR, &p, &pb);
+    ck_assert_uint_ge(with - without, 8 * NC * (NC + q));
     km_model *m = fit_nys(&kr, &p, X, n, Y, q, NULL);
     ck_assert(km_model_update_bytes(m, 5) > 8 * NC * NC);
     ck_assert_int_eq(km_model_update(m, X, 2, D - 1, Y, q, NULL, &out, &err),
