@@ -1235,11 +1235,11 @@ static const char *update_refusal(const km_model *m)
 static size_t update_nys_bytes(const km_model *m, size_t k)
 {
     uint64_t c = km_model_n_samples(m), q = km_model_n_outputs(m);
-    uint64_t b = km_nys_block_rows(k, c), bf = km_nys_block_rows(1, c);
+    uint64_t b = km_nys_block_rows(k, c);
     uint64_t v = km_mul_sat(c, km_add_sat(km_model_n_features(m) + 1,
                                           km_add_sat(3 * c, 10 * q)));
     v = km_add_sat(v, km_mul_sat(b, c));
-    v = km_add_sat(v, km_add_sat(km_mul_sat(bf, q), 8 * q));
+    v = km_add_sat(v, 8 * q);
     return (size_t)km_mul_sat(v, sizeof(double));
 }
 

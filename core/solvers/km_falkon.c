@@ -4,7 +4,9 @@
  * K_nm computed in row blocks at every pass (fused for kernels of inner
  * products). km_krr_fit_nystrom (km_krr.c) picks the centres and builds
  * the model around what km_falkon_solve returns; gpr's nystrom solver
- * takes its mean from that fit.
+ * takes its mean from that fit. The update's form (krr's keep_factor):
+ * the same CG on kept sums K_nm^T K_nm and K_nm^T Y instead of passes
+ * over rows, warm-started (km_nys_stats_add makes and extends the sums).
  *
  * Thread-safety: reentrant; a fused pass runs its rows on the fit's
  * threads, each into its own accumulator.
@@ -97,6 +99,15 @@
  * |Rs| / |r_0| (of the preconditioned system, r_0 = B^T K_nm^T y) is at
  * most cg_tol, and the fit when every output has stopped or after
  * cg_max_iter iterations.
+ *
+ * The update's form. With G = K_nm^T K_nm and K_nm^T Y kept (m^2 and m p
+ * values, sums over the rows, so new rows add to them), a pass is G U
+ * (DSYMM, O(m^2 p)) and the right-hand side is read, not computed: no
+ * row is visited. CG may start from old coefficients C0 (V0 = B^-1 C0 =
+ * n^1/2 A T C0, R0 = B^T K_nm^T Y - (B^T H B) V0), and an output stops,
+ * as a fit's, when |Rs| is at most cg_tol times |B^T K_nm^T Y| (the
+ * residual at C = 0, not at C0): the answer meets the tolerance of a
+ * fit on all the rows with these centres.
  */
 typedef struct nys {
     const km_kernel *k;
@@ -345,7 +356,8 @@ static km_status falkon_alloc(const km_falkon *fk, falkon_bufs *b,
     size_t block = km_nys_block_rows(n, m);
     double *T = malloc(m * m * sizeof *T);
     double *A = malloc(m * m * sizeof *A);
-    double *tmp = malloc(block * p * sizeof *tmp), *Kb = NULL;
+    double *tmp = fk->G ? NULL : malloc(block * p * sizeof *tmp);
+    double *Kb = NULL;
     double *acc = NULL, *zt = NULL, *rows = NULL;
     falkon_cg *c = &b->cg;
     c->work = malloc(8 * mp * sizeof *c->work);
@@ -356,8 +368,8 @@ static km_status falkon_alloc(const km_falkon *fk, falkon_bufs *b,
     b->s.T = T;
     b->s.A = A;
     b->s.tmp = tmp;
-    if (!T || !A || !tmp || !c->work || !c->rr || !c->r0 || !c->res ||
-        !c->done)
+    if (!T || !A || (!tmp && !fk->G) || !c->work || !c->rr || !c->r0 ||
+        !c->res || !c->done)
         return km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
                             "solver of %zu centres", m);
     const km_fit_control *ctl = fk->ctl;
@@ -662,7 +674,7 @@ km_status km_nys_stats_add(const km_kernel *k, const double *X, size_t n,
                     (int)p);
     }
     free(Kb);
-    for (size_t j = 0; st == KM_OK && j < m; j++) /* the lower from the upper */
+    for (size_t j = 0; st == KM_OK && j < m; j++) /* lower from upper */
         for (size_t i = j + 1; i < m; i++)
             G[j * m + i] = G[i * m + j];
     return st;
