@@ -20,15 +20,17 @@
  *     u64 n_splits  u64 n_params  str name * n_params  u64 n_points
  *     f64s values (n_points * n_params)  f64s mean  f64s std
  *     f64s fit_seconds (n_points each)  u64 best
- *   [version 8: u32 payload format (2 to 7: the version whose layout
- *     the payload has, as the descriptor's file_format says), then the
- *     drift reference: u64 rows  f64s values (rows * n_features), the raw
- *     rows km_model_set_reference keeps]
+ *   [versions 8 and later: u32 payload format (the version whose layout
+ *     the payload has, as the descriptor's file_format says: 2 to 7, or
+ *     10 up to the file's own), then the drift reference: u64 rows
+ *     (0: none)  [f64s values (rows * n_features), the raw rows
+ *     km_model_set_reference keeps]]
  *   payload (the algorithm's own)
  *   u32 CRC-32 of every byte before it
  * Version 1 is the same without the preprocessing and search sections;
- * versions 3 to 7 change payloads only (FORMAT_VERSION's comment); 8 is
- * everything 7 allows plus the drift reference. This build reads all and
+ * versions 3 to 7 and 10 change payloads only (FORMAT_VERSION's comment);
+ * 8 is everything 7 allows plus the drift reference, 10 everything 8
+ * allows plus krr's nystrom statistics form. This build reads all and
  * writes the oldest that holds the model.
  * A file is input like any other (a replica, an operator or an attacker
  * may have written it), so loading checks, in this order: the fixed
@@ -56,13 +58,16 @@
 
 #define MAGIC "KMSM"
 /* The newest version this build reads and writes. A model is written in
- * the oldest current version that holds it: 2, or 3 to 7 when its
+ * the oldest current version that holds it: 2, or 3 to 10 when its
  * payload needs it (the descriptor's file_format: krr's rff form 3, svc's
  * nystrom form 4, kpca's nystrom form 5, gpr's nystrom form 6, krr's
- * factor form 7: params.keep_factor), or 8 when it keeps a drift
- * reference (km_model_set_reference), so that files of every model an
- * older server could fit stay readable by it. */
-#define FORMAT_VERSION 8u
+ * factor form 7: params.keep_factor; krr's nystrom statistics form 10:
+ * params.keep_factor with solver nystrom), or 8 when it keeps a drift
+ * reference (km_model_set_reference) and its payload needs less, so that
+ * files of every model an older server could fit stay readable by it.
+ * Versions 8 and later carry the drift reference section (which names
+ * the payload's own layout); 9 is not used. */
+#define FORMAT_VERSION 10u
 /* The first version with the drift reference section. */
 #define FORMAT_REFERENCE 8u
 #define FORMAT_DEFAULT 2u
@@ -715,6 +720,15 @@ static void reference_file_range(uint64_t nf, uint64_t *lo, uint64_t *hi)
     uint64_t rows = km_drift_reference_rows(SIZE_MAX, (size_t)nf);
     *lo = 4 + 8;
     *hi = km_add_sat(4 + 8, km_f64s_bytes(km_mul_sat(rows, nf)));
+    /* (rows 0: no values follow) */
+}
+
+/* Whether pf is a payload layout a file of version fv may name: 2 to 7,
+ * or 10 up to fv (8 adds the reference section only; 9 is not used). */
+static int payload_format(uint32_t pf, uint32_t fv)
+{
+    return pf >= FORMAT_DEFAULT && pf <= fv &&
+           (pf < FORMAT_REFERENCE || pf > FORMAT_REFERENCE + 1);
 }
 
 /* The payload's format, then the reference; the payload's load then sees
@@ -727,14 +741,15 @@ static km_status read_reference(km_reader *r, km_model *m, km_error *err)
     if (r->failed)
         return km_error_set(err, KM_ECORRUPT, "model file: truncated drift "
                             "reference");
-    if (pf < FORMAT_DEFAULT || pf >= FORMAT_REFERENCE)
+    if (!payload_format(pf, m->file_format))
         return km_error_set(err, KM_ECORRUPT, "model file: payload format %u "
-                            "is outside %u..%u", pf, FORMAT_DEFAULT,
-                            FORMAT_REFERENCE - 1);
+                            "is not a payload layout of a version %u file "
+                            "(%u to %u, or %u to %u)", pf, m->file_format,
+                            FORMAT_DEFAULT, FORMAT_REFERENCE - 1,
+                            FORMAT_REFERENCE + 2, m->file_format);
     m->file_format = pf;
     if (rows == 0)
-        return km_error_set(err, KM_ECORRUPT, "model file: a drift "
-                            "reference of 0 rows");
+        return KM_OK; /* no reference (a precomputed model) */
     if (rows > km_drift_reference_rows(SIZE_MAX, d))
         return km_error_set(err, KM_ECORRUPT, "model file: drift reference "
                             "of %llu rows; rows of %zu doubles keep at most "
@@ -768,8 +783,10 @@ static void write_model(km_writer *w, const km_model *m)
     uint32_t pf = ops->file_format ? ops->file_format(m->payload) : 0;
     if (!pf)
         pf = FORMAT_DEFAULT;
+    int section = m->reference || pf >= FORMAT_REFERENCE;
     km_write_bytes(w, MAGIC, 4);
-    km_write_u32(w, m->reference ? FORMAT_REFERENCE : pf);
+    km_write_u32(w, !section ? pf : pf > FORMAT_REFERENCE ? pf
+                                                         : FORMAT_REFERENCE);
     km_write_u32(w, (uint32_t)m->algo);
     km_write_u64(w, m->n_features);
     km_write_u64(w, m->n_samples);
@@ -786,10 +803,11 @@ static void write_model(km_writer *w, const km_model *m)
         km_write_str(w, m->labels[i]);
     km_pre_write(w, &m->pre, m->n_features, m->n_outputs);
     write_search(w, m);
-    if (m->reference) {
+    if (section) {
         km_write_u32(w, pf);
-        km_write_u64(w, m->n_reference);
-        km_write_f64s(w, m->reference, m->n_reference * m->n_features);
+        km_write_u64(w, m->reference ? m->n_reference : 0);
+        if (m->reference)
+            km_write_f64s(w, m->reference, m->n_reference * m->n_features);
     }
     ops->save(m->payload, m, w);
 }
@@ -921,8 +939,10 @@ static km_status parse_header(const unsigned char *buf, size_t len,
     }
     uint64_t p_lo, p_hi;
     al->payload_range(fv, ns, nf, no, &p_lo, &p_hi);
-    if (fv >= FORMAT_REFERENCE) /* any layout up to the one before */
-        for (uint32_t v = FORMAT_DEFAULT; v < FORMAT_REFERENCE; v++) {
+    if (fv >= FORMAT_REFERENCE) /* any payload layout it may name */
+        for (uint32_t v = FORMAT_DEFAULT; v <= fv; v++) {
+            if (!payload_format(v, fv))
+                continue;
             uint64_t a, b;
             al->payload_range(v, ns, nf, no, &a, &b);
             p_lo = a < p_lo ? a : p_lo;

@@ -419,6 +419,27 @@ START_TEST(model_keeps_reference)
     ck_assert(p1 == p2 && p1 != 0);
     km_model_free(back);
     km_model_free(rff);
+    free(buf);
+    /* a payload of version 10 (krr nystrom keeping its sums): a version 10
+     * file, the reference section naming layout 10 */
+    pr.solver = KM_KRR_SOLVER_NYSTROM;
+    pr.n_centres = 20;
+    pr.keep_factor = 1;
+    km_model *nys = NULL;
+    ck_assert_int_eq(km_fit(KM_ALGO_KRR, &k, &pr, NULL, &pb, NULL, &nys,
+                            &err), KM_OK);
+    ck_assert_int_eq(km_model_save_buffer(nys, &buf, &len, &err), KM_OK);
+    ck_assert_uint_eq(buf[4], 10);
+    st = km_model_load_buffer(buf, len, &back, &err);
+    ck_assert_msg(st == KM_OK, "load nystrom sums: %s", err.message);
+    ck_assert(km_model_reference(back, &rows) && rows == 100);
+    ck_assert_int_eq(km_predict(nys, KM_OUT_VALUES, X + 500 * d, 1, &p1,
+                                &err), KM_OK);
+    ck_assert_int_eq(km_predict(back, KM_OUT_VALUES, X + 500 * d, 1, &p2,
+                                &err), KM_OK);
+    ck_assert(p1 == p2);
+    km_model_free(back);
+    km_model_free(nys);
     km_kernel_cleanup(&k);
     free(y);
     free(buf);

@@ -16,7 +16,7 @@ restart, the updated versions answer bit for bit as before. Refusals: a
 krr model without keep_factor, a gpr nystrom model and an svc model are
 409 naming what can be updated; an unknown model 404; X of another width,
 NaN, strings, y missing, too short or of two outputs for gpr, an unknown
-member, keep_factor with the nystrom solver: 400 naming the field; none of
+member, keep_factor with the rff solver: 400 naming the field; none of
 them makes a version. kmctl update adds a CSV's rows (as a refit on all
 rows predicts) and exits 1 with the server's 409 for a model that cannot
 be updated. Under --memory-budget-mb 1 an update whose
@@ -260,9 +260,9 @@ def refusals(d, T):
     run.check((r.json() or {}).get("version") == 3,
               "the refused updates made no version", r)
     r = fit(d, "kn", "krr", {"type": "rbf"},
-            {"solver": "nystrom", "keep_factor": True}, X, y)
+            {"solver": "rff", "keep_factor": True}, X, y)
     run.check(r.status == 400 and "params.keep_factor" in r.body,
-              "keep_factor with the nystrom solver: 400 naming it", r)
+              "keep_factor with the rff solver: 400 naming it", r)
 
 
 def kmctl(d, binary, tmp, T):
