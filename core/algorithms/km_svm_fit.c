@@ -28,6 +28,8 @@ km_svm_solver km_svm_resolve_solver(const km_svm_params *p, size_t n,
 {
     if (p->solver != KM_SVM_SOLVER_AUTO)
         return p->solver;
+    if (p->keep_rows) /* the warm start is the exact solver's */
+        return KM_SVM_SOLVER_EXACT;
     size_t gram = km_mul3(n, n, sizeof(double));
     if (p->probability || n <= KM_SVM_AUTO_EXACT_ROWS ||
         (k > 2 && gram && gram <= km_svm_budget_bytes(p) / 2))
@@ -58,6 +60,10 @@ static km_status add_params(km_model *m, const km_svm_params *p,
     if (st == KM_OK && p->max_iter > 0)
         st = km_info_add1(in, "max_iter", KM_INFO_INTEGER,
                           (double)p->max_iter);
+    if (st == KM_OK && (p->solver == KM_SVM_SOLVER_EXACT ||
+                        p->solver == KM_SVM_SOLVER_AUTO))
+        st = km_info_add1(in, "keep_rows", KM_INFO_BOOLEAN,
+                          p->keep_rows != 0);
     return st;
 }
 
@@ -173,7 +179,7 @@ typedef struct svc_fit {
 } svc_fit;
 
 static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
-                              smo_result *res, km_error *err)
+                              int warm, smo_result *res, km_error *err)
 {
     smo_problem pb;
     smo_options o;
@@ -202,7 +208,8 @@ static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
         pb.n_points = b->n;
     }
     for (size_t t = 0; t < b->n; t++) {
-        b->alpha[t] = 0;
+        if (!warm)
+            b->alpha[t] = 0;
         b->p[t] = -1;
     }
     km_smo_options_of(&o, f->params, f->ctl, lo, hi);
@@ -276,7 +283,7 @@ static km_status pair_probability(svc_fit *f, const binary *b, binary *tmp,
         tmp->n = npos + nneg;
         smo_result res;
         double span = (hi - lo) / (CV_FOLDS + 1);
-        st = solve_binary(f, tmp, lo + fold * span, lo + (fold + 1) * span,
+        st = solve_binary(f, tmp, lo + fold * span, lo + (fold + 1) * span, 0,
                           &res, err);
         if (st != KM_OK)
             goto out;
@@ -430,6 +437,9 @@ typedef struct svc_rows {
     double *Xg, *coef, *obj, *wsq;
     unsigned char *nz;
     svm_payload *pl;
+    const double *warm; /* n x (K-1), training order, LIBSVM's layout:
+                           the coefficients each pair's SMO starts from
+                           (an update's), or NULL: zero */
 } svc_rows;
 
 static void svc_rows_free(svc_rows *r)
@@ -532,6 +542,15 @@ static km_status svc_pair(svc_fit *f, svc_rows *r, binary *b, binary *tmp,
         b->y[count[a] + t] = -1;
         b->C[count[a] + t] = Cc;
     }
+    if (r->warm) /* |y alpha| of each row in this pair; feasible: the old
+                    rows' solution and the new rows' zeros */
+        for (size_t t = 0; t < b->n; t++) {
+            size_t row = r->order[b->rows[t]];
+            size_t col = t < count[a] ? c - 1 : a;
+            b->alpha[t] = fabs(r->warm[row * (K - 1) + col]);
+            if (b->alpha[t] > b->C[t])
+                b->alpha[t] = b->C[t];
+        }
     double mid = lo;
     if (params->probability) {
         mid = lo + (hi - lo) * CV_FOLDS / (CV_FOLDS + 1);
@@ -541,7 +560,8 @@ static km_status svc_pair(svc_fit *f, svc_rows *r, binary *b, binary *tmp,
             return st;
     }
     smo_result res;
-    if ((st = solve_binary(f, b, mid, hi, &res, err)) != KM_OK)
+    if ((st = solve_binary(f, b, mid, hi, r->warm != NULL, &res, err)) !=
+        KM_OK)
         return st;
     pl->rho[pi] = res.rho;
     r->obj[pi] = res.objective;
@@ -751,6 +771,28 @@ out:
     return st;
 }
 
+/* params.keep_rows: every row (X, training order), its class y and its
+ * coefficients, ungrouped, into the payload. */
+static km_status svc_keep_rows(svc_rows *r, const double *X, const int *y,
+                               km_error *err)
+{
+    const size_t K = r->K, n = r->n, d = r->d;
+    svm_payload *pl = r->pl;
+    pl->kn = n;
+    pl->kx = malloc(km_mul3(n, d, sizeof *pl->kx) + 1);
+    pl->ky = malloc(n * sizeof *pl->ky + 1);
+    pl->ka = malloc(km_mul3(n, K - 1, sizeof *pl->ka) + 1);
+    if (!pl->kx || !pl->ky || !pl->ka)
+        return oom(err);
+    memcpy(pl->kx, X, n * d * sizeof *pl->kx);
+    for (size_t i = 0; i < n; i++)
+        pl->ky[i] = y[i];
+    for (size_t g = 0; g < n; g++)
+        memcpy(pl->ka + r->order[g] * (K - 1), r->coef + g * (K - 1),
+               (K - 1) * sizeof *pl->ka);
+    return KM_OK;
+}
+
 /* The payload's support vectors, in class order (rows, coefficients,
  * training indices, counts per class, norms), and its numbers checked
  * finite. */
@@ -802,8 +844,8 @@ static km_status svc_fit_rows(const km_kernel *kernel,
                               const km_svm_params *params, const double *X,
                               size_t n, size_t d, const int *y,
                               size_t n_classes, const km_shared_gram *sg,
-                              const km_fit_control *ctl, km_model **out,
-                              km_error *err)
+                              const double *warm, const km_fit_control *ctl,
+                              km_model **out, km_error *err)
 {
     const size_t K = n_classes;
     km_problem problem = {X, n, d, NULL, 0, y, n_classes};
@@ -813,6 +855,7 @@ static km_status svc_fit_rows(const km_kernel *kernel,
     r.K = K;
     r.n = n;
     r.d = d;
+    r.warm = warm;
     km_model *model = NULL;
 
     km_status st = km_fit_begin(&fr, KM_ALGO_SVC, kernel, params, &problem,
@@ -848,6 +891,8 @@ static km_status svc_fit_rows(const km_kernel *kernel,
     }
     if (st == KM_OK)
         st = svc_keep_support(&r, params, err);
+    if (st == KM_OK && params->keep_rows)
+        st = svc_keep_rows(&r, X, y, err);
     if (st != KM_OK)
         goto out;
     st = km_fit_model(&fr, d, n, 1, r.pl, &model, err);
@@ -878,8 +923,8 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
                      size_t n_classes, const km_fit_control *ctl,
                      km_model **out, km_error *err)
 {
-    return svc_fit_rows(kernel, params, X, n, d, y, n_classes, NULL, ctl,
-                        out, err);
+    return svc_fit_rows(kernel, params, X, n, d, y, n_classes, NULL, NULL,
+                        ctl, out, err);
 }
 
 /* ------------------------------------------------------------ SVR */
@@ -888,7 +933,7 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
 static km_status svr_fit_rows(const km_kernel *kernel,
                               const km_svm_params *params, const double *X,
                               size_t n, size_t d, const double *y,
-                              const km_shared_gram *sg,
+                              const km_shared_gram *sg, const double *warm,
                               const km_fit_control *ctl, km_model **out,
                               km_error *err)
 {
@@ -925,6 +970,10 @@ static km_status svr_fit_rows(const km_kernel *kernel,
         p[i] = params->epsilon - y[i];
         p[n + i] = params->epsilon + y[i];
         C[i] = C[n + i] = params->C;
+        if (warm) { /* an update's start: alpha+ and alpha- per row */
+            alpha[i] = fmin(fmax(warm[2 * i], 0), params->C);
+            alpha[n + i] = fmin(fmax(warm[2 * i + 1], 0), params->C);
+        }
     }
     if (km_progress(ctl, 0.0)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
@@ -957,6 +1006,21 @@ static km_status svr_fit_rows(const km_kernel *kernel,
     }
     pl->rho[0] = res.rho;
     int nsv = (int)pl->nsv;
+    if (params->keep_rows) {
+        pl->kn = n;
+        if (!(pl->kx = malloc(km_mul3(n, d, sizeof *pl->kx) + 1)) ||
+            !(pl->ky = malloc(n * sizeof *pl->ky + 1)) ||
+            !(pl->ka = malloc(2 * n * sizeof *pl->ka + 1))) {
+            st = oom(err);
+            goto out;
+        }
+        memcpy(pl->kx, X, n * d * sizeof *pl->kx);
+        memcpy(pl->ky, y, n * sizeof *pl->ky);
+        for (size_t i = 0; i < n; i++) {
+            pl->ka[2 * i] = alpha[i];
+            pl->ka[2 * i + 1] = alpha[n + i];
+        }
+    }
 
     if (!(pl->svn = km_sqnorms(pl->sv, pl->nsv, d))) {
         st = oom(err);
@@ -996,7 +1060,20 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
                      const km_fit_control *ctl, km_model **out,
                      km_error *err)
 {
-    return svr_fit_rows(kernel, params, X, n, d, y, NULL, ctl, out, err);
+    return svr_fit_rows(kernel, params, X, n, d, y, NULL, NULL, ctl, out,
+                        err);
+}
+
+km_status km_svm_fit_warm(km_algorithm a, const km_kernel *k,
+                          const km_svm_params *p, const km_problem *pb,
+                          const double *warm, const km_fit_control *ctl,
+                          km_model **out, km_error *err)
+{
+    if (a == KM_ALGO_SVC)
+        return svc_fit_rows(k, p, pb->X, pb->n, pb->d, pb->labels,
+                            pb->n_classes, NULL, warm, ctl, out, err);
+    return svr_fit_rows(k, p, pb->X, pb->n, pb->d, pb->y, NULL, warm, ctl,
+                        out, err);
 }
 
 km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
@@ -1007,10 +1084,10 @@ km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
 {
     if (a == KM_ALGO_SVC)
         return svc_fit_rows(k, p, pb->X, pb->n, pb->d, pb->labels,
-                            pb->n_classes, sg, ctl, out, err);
+                            pb->n_classes, sg, NULL, ctl, out, err);
     if (a == KM_ALGO_SVR)
-        return svr_fit_rows(k, p, pb->X, pb->n, pb->d, pb->y, sg, ctl, out,
-                            err);
+        return svr_fit_rows(k, p, pb->X, pb->n, pb->d, pb->y, sg, NULL, ctl,
+                            out, err);
     return km_error_set(err, KM_EINVAL, "a shared Gram serves svc and svr "
                         "fits, not %s", km_algorithm_name(a));
 }

@@ -49,9 +49,10 @@
  * the oldest current version that holds it: 2, or 3 to 7 when its
  * payload needs it (the descriptor's file_format: krr's rff form 3, svc's
  * nystrom form 4, kpca's nystrom form 5, gpr's nystrom form 6, krr's
- * factor form 7: params.keep_factor), so that files of every model an
- * older server could fit stay readable by it. */
-#define FORMAT_VERSION 7u
+ * factor form 7: params.keep_factor; svc's and svr's kept rows 9:
+ * params.keep_rows), so that files of every model an older server could
+ * fit stay readable by it. */
+#define FORMAT_VERSION 9u
 #define FORMAT_DEFAULT 2u
 /* The oldest version this build reads. */
 #define FORMAT_OLDEST 1u
