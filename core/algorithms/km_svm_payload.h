@@ -124,8 +124,8 @@ void km_svm_keep_save(const svm_payload *p, km_writer *w);
 /* Reads and checks it as hostile input into p (k and d set; ns rows):
  * every number finite, svc's class indices whole in [0, k) with every
  * class present, each row's dual variables of the sign of its side of
- * each pair (0 off its pairs), svr's alphas >= 0. KM_ECORRUPT naming what
- * is wrong, KM_ENOMEM. */
+ * each pair (0 off its pairs), svr's alphas >= 0, each pair's sum of
+ * y alpha 0 (to rounding). KM_ECORRUPT naming what is wrong, KM_ENOMEM. */
 km_status km_svm_keep_load(km_reader *r, svm_payload *p, size_t ns,
                            km_error *err);
 /* Heap bytes of the kept rows: kn rows of d features, k classes (0:

@@ -80,6 +80,41 @@ static const char *keep_invalid(const svm_payload *p)
     return why;
 }
 
+/* The equality constraint of each pair (svr: of the one problem): the
+ * sum of y alpha is 0, to rounding (SMO moves two variables by opposite
+ * amounts), here 1e-9 of the sum of their sizes. */
+static const char *keep_unbalanced(const svm_payload *p)
+{
+    size_t n = p->kn, K = p->k, cols = n_keep_cols(p);
+    size_t P = K ? n_pairs(K) : 1;
+    double *sum = calloc(2 * P, sizeof *sum);
+    if (!sum)
+        return "could not be checked (out of memory)";
+    for (size_t i = 0; i < n; i++) {
+        if (!K) {
+            sum[0] += p->ka[2 * i] - p->ka[2 * i + 1];
+            sum[1] += p->ka[2 * i] + p->ka[2 * i + 1];
+            continue;
+        }
+        size_t c = (size_t)p->ky[i];
+        for (size_t j = 0; j + 1 < K; j++) {
+            size_t b = j < c ? j : j + 1, lo = c < b ? c : b,
+                   hi = c < b ? b : c;
+            /* pair (lo, hi)'s index among the pairs in order */
+            size_t pi = lo * (2 * K - lo - 1) / 2 + (hi - lo - 1);
+            sum[2 * pi] += p->ka[i * cols + j];
+            sum[2 * pi + 1] += fabs(p->ka[i * cols + j]);
+        }
+    }
+    const char *why = NULL;
+    for (size_t q = 0; q < P && !why; q++)
+        if (!(fabs(sum[2 * q]) <= 1e-9 * sum[2 * q + 1]))
+            why = "break a pair's equality constraint (the sum of y alpha "
+                  "is not 0)";
+    free(sum);
+    return why;
+}
+
 km_status km_svm_keep_load(km_reader *r, svm_payload *p, size_t ns,
                            km_error *err)
 {
@@ -94,6 +129,8 @@ km_status km_svm_keep_load(km_reader *r, svm_payload *p, size_t ns,
         return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                             "model file: bad kept rows (params.keep_rows)");
     const char *why = keep_invalid(p);
+    if (!why)
+        why = keep_unbalanced(p);
     if (why)
         return km_error_set(err, KM_ECORRUPT, "model file: the kept rows "
                             "(params.keep_rows) %s", why);

@@ -20,7 +20,9 @@
  * times SMO's tol, the bound observed between the exact solver's own
  * storages (the cache and the dense Gram, test_km_svm.c) scaled by the
  * sizes of these sets. Also repeated updates, the file form (version
- * 9) and its checks, memory accounting and refusals.
+ * 9) and its checks (a class out of range or not whole, a value not
+ * finite, a dual of the wrong sign, a pair's equality constraint
+ * broken), memory accounting and refusals.
  */
 #include "../check_main.h"
 #include "svm_data.h"
@@ -428,6 +430,9 @@ START_TEST(file_round_trip_and_checks)
     for (size_t i = 0; i < n * (K - 1); i++)
         if (p->ka[i] != 0) {
             corrupt_at(buf, len, ka_at + i * 8, -p->ka[i]);
+            /* the same sign, twice the size: its pair's sum of y alpha
+             * is no longer 0 */
+            corrupt_at(buf, len, ka_at + i * 8, 2 * p->ka[i]);
             break;
         }
     free(buf);
