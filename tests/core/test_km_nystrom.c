@@ -224,8 +224,11 @@ START_TEST(all_rows_as_centres_is_exact)
     for (size_t j = 0; j < 2; j++)
         ck_assert_double_le(fabs(r->values[j] - s->values[j]),
                             1e-6 * fabs(s->values[j]));
-    /* the exact model shows what it always did: alpha only */
-    ck_assert_uint_eq(km_model_params(b)->count, 1);
+    /* the exact model shows its own params: alpha, and keep_factor
+     * (false: the factor is kept only when asked) */
+    ck_assert_uint_eq(km_model_params(b)->count, 2);
+    const km_info_entry *kf = km_info_find(km_model_params(b), "keep_factor");
+    ck_assert(kf && kf->count == 1 && kf->values[0] == 0.0);
     ck_assert_ptr_null(km_info_find(km_model_training(b), "iterations"));
     ck_assert_ptr_null(km_info_find(km_model_training(b), "solver"));
     free(pa);
