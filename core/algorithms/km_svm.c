@@ -860,9 +860,9 @@ static void svc_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     uint64_t kmax = km_max_classes(ns);
     payload_range(kmax, ns, nf, lo, hi);
     if (format >= 9) /* the kept rows: kx, ky, ka */
-        *hi = km_add_sat(*hi, km_add_sat(
-                                  km_f64s_bytes(km_mul_sat(ns, nf + kmax + 1)),
-                                  16));
+        *hi = km_add_sat(*hi, km_add_sat(km_f64s_bytes(km_mul_sat(
+                                             ns, nf + 3 * kmax + 1)),
+                                         32));
     if (format < 4)
         return;
     uint64_t base = km_add_sat(16, km_f64s_bytes(km_mul_sat(ns, nf)));
@@ -883,7 +883,7 @@ static void svr_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     payload_range(0, ns, nf, lo, hi);
     if (format >= 9) /* the kept rows: kx, ky, ka */
         *hi = km_add_sat(*hi, km_add_sat(
-                                  km_f64s_bytes(km_mul_sat(ns, nf + 3)), 16));
+                                  km_f64s_bytes(km_mul_sat(ns, nf + 7)), 32));
 }
 
 static km_status svc_check(const void *params, const km_problem *pb,

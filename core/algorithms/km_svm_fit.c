@@ -156,6 +156,8 @@ typedef struct binary {
     double *C, *p, *alpha;
     double *Xp;           /* the rows' copy when there is no shared K */
     size_t *prow;         /* rows mapped to a superset Gram's points */
+    double *G, *Gb;       /* a warm start's gradient and G_bar, and the
+                             solution's (params.keep_rows) */
 } binary;
 
 typedef struct svc_fit {
@@ -178,12 +180,23 @@ typedef struct svc_fit {
     size_t pool_size;
 } svc_fit;
 
+/* warm: alpha, G and Gb hold the start; keep: G and Gb get the
+ * solution's. */
 static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
-                              int warm, smo_result *res, km_error *err)
+                              int warm, int keep, smo_result *res,
+                              km_error *err)
 {
     smo_problem pb;
     smo_options o;
     memset(&pb, 0, sizeof pb);
+    if (warm) {
+        pb.G0 = b->G;
+        pb.Gbar0 = b->Gb;
+    }
+    if (keep) {
+        pb.G_out = b->G;
+        pb.Gbar_out = b->Gb;
+    }
     pb.n = b->n;
     pb.d = f->d;
     pb.y = b->y;
@@ -284,7 +297,7 @@ static km_status pair_probability(svc_fit *f, const binary *b, binary *tmp,
         smo_result res;
         double span = (hi - lo) / (CV_FOLDS + 1);
         st = solve_binary(f, tmp, lo + fold * span, lo + (fold + 1) * span, 0,
-                          &res, err);
+                          0, &res, err);
         if (st != KM_OK)
             goto out;
         size_t nsv = 0;
@@ -323,6 +336,8 @@ static void binary_free(binary *b)
     free(b->alpha);
     free(b->Xp);
     free(b->prow);
+    free(b->G);
+    free(b->Gb);
 }
 
 static int binary_alloc(binary *b, size_t n, size_t d)
@@ -335,7 +350,10 @@ static int binary_alloc(binary *b, size_t n, size_t d)
     b->alpha = malloc(n * sizeof *b->alpha);
     b->Xp = malloc(n * d * sizeof *b->Xp);
     b->prow = malloc(n * sizeof *b->prow);
-    return b->rows && b->y && b->C && b->p && b->alpha && b->Xp && b->prow;
+    b->G = malloc(n * sizeof *b->G);
+    b->Gb = malloc(n * sizeof *b->Gb);
+    return b->rows && b->y && b->C && b->p && b->alpha && b->Xp && b->prow &&
+           b->G && b->Gb;
 }
 
 /* The nystrom solver's fit (km_svm_nys.c) of the rows X, grouped by
@@ -437,9 +455,11 @@ typedef struct svc_rows {
     double *Xg, *coef, *obj, *wsq;
     unsigned char *nz;
     svm_payload *pl;
-    const double *warm; /* n x (K-1), training order, LIBSVM's layout:
-                           the coefficients each pair's SMO starts from
-                           (an update's), or NULL: zero */
+    const km_svm_warm *warm; /* each pair's SMO start (an update's), or
+                                NULL: zero */
+    double *kg, *kgb;   /* params.keep_rows: n x (K-1) grouped, as coef:
+                           each variable's gradient and G_bar at the
+                           solution */
 } svc_rows;
 
 static void svc_rows_free(svc_rows *r)
@@ -453,6 +473,8 @@ static void svc_rows_free(svc_rows *r)
     free(r->obj);
     free(r->wsq);
     free(r->nz);
+    free(r->kg);
+    free(r->kgb);
 }
 
 static km_status svc_rows_alloc(svc_rows *r, const km_svm_params *params,
@@ -478,6 +500,10 @@ static km_status svc_rows_alloc(svc_rows *r, const km_svm_params *params,
     }
     r->obj = malloc(n_pairs(K) * sizeof *r->obj);
     r->wsq = malloc(n_pairs(K) * sizeof *r->wsq);
+    if (params->keep_rows &&
+        (!(r->kg = malloc(n * (K - 1) * sizeof *r->kg + 1)) ||
+         !(r->kgb = malloc(n * (K - 1) * sizeof *r->kgb + 1))))
+        return oom(err);
     if (!r->count || !r->start || !r->order || !r->Xg || !r->coef ||
         !r->nz || !pl || !pl->rho || !pl->n_support || !r->obj || !r->wsq ||
         (params->probability && (!pl->probA || !pl->probB)))
@@ -514,6 +540,43 @@ static km_status svc_rows_group(svc_rows *r, const double *X, const int *y,
     return KM_OK;
 }
 
+/* The start of pair (a, c) from r->warm into b (its rows set, the na
+ * rows of class a first): each row's |y alpha| in the pair (feasible:
+ * the old rows' solution and the new rows' zeros; clipped to C), the old
+ * rows' gradient and G_bar as kept, the new rows' from the kernel
+ * against the pair's rows with alpha > 0 (p = -1 for svc). */
+static void svc_warm_start(const svc_fit *f, const svc_rows *r, binary *b,
+                           size_t na, size_t a, size_t c)
+{
+    const km_svm_warm *w = r->warm;
+    const size_t K = r->K, d = r->d;
+    for (size_t t = 0; t < b->n; t++) {
+        size_t at = r->order[b->rows[t]] * (K - 1) + (t < na ? c - 1 : a);
+        b->alpha[t] = fmin(fabs(w->alpha[at]), b->C[t]);
+    }
+    for (size_t t = 0; t < b->n; t++) {
+        size_t row = r->order[b->rows[t]];
+        if (row < w->n_old) {
+            size_t at = row * (K - 1) + (t < na ? c - 1 : a);
+            b->G[t] = w->G[at];
+            b->Gb[t] = w->Gbar[at];
+            continue;
+        }
+        const double *x = f->Xg + b->rows[t] * d;
+        double g = 0, gb = 0;
+        for (size_t u = 0; u < b->n; u++) {
+            if (b->alpha[u] <= 0)
+                continue;
+            double kv = km_kernel_eval(f->k, x, f->Xg + b->rows[u] * d, d);
+            g += b->y[u] * b->alpha[u] * kv;
+            if (b->alpha[u] >= b->C[u])
+                gb += b->y[u] * b->C[u] * kv;
+        }
+        b->G[t] = b->y[t] * g - 1;
+        b->Gb[t] = b->y[t] * gb;
+    }
+}
+
 /* Pair pi (classes a < c) by SMO, its probability's cross-validation
  * first with probability: its rho, objective and |w|^2, and its rows'
  * coefficients into r (entries no other pair writes). b and tmp are
@@ -542,15 +605,8 @@ static km_status svc_pair(svc_fit *f, svc_rows *r, binary *b, binary *tmp,
         b->y[count[a] + t] = -1;
         b->C[count[a] + t] = Cc;
     }
-    if (r->warm) /* |y alpha| of each row in this pair; feasible: the old
-                    rows' solution and the new rows' zeros */
-        for (size_t t = 0; t < b->n; t++) {
-            size_t row = r->order[b->rows[t]];
-            size_t col = t < count[a] ? c - 1 : a;
-            b->alpha[t] = fabs(r->warm[row * (K - 1) + col]);
-            if (b->alpha[t] > b->C[t])
-                b->alpha[t] = b->C[t];
-        }
+    if (r->warm)
+        svc_warm_start(f, r, b, count[a], a, c);
     double mid = lo;
     if (params->probability) {
         mid = lo + (hi - lo) * CV_FOLDS / (CV_FOLDS + 1);
@@ -560,9 +616,14 @@ static km_status svc_pair(svc_fit *f, svc_rows *r, binary *b, binary *tmp,
             return st;
     }
     smo_result res;
-    if ((st = solve_binary(f, b, mid, hi, r->warm != NULL, &res, err)) !=
-        KM_OK)
+    if ((st = solve_binary(f, b, mid, hi, r->warm != NULL, r->kg != NULL,
+                           &res, err)) != KM_OK)
         return st;
+    for (size_t t = 0; r->kg && t < b->n; t++) {
+        size_t at = b->rows[t] * (K - 1) + (t < count[a] ? c - 1 : a);
+        r->kg[at] = b->G[t];
+        r->kgb[at] = b->Gb[t];
+    }
     pl->rho[pi] = res.rho;
     r->obj[pi] = res.objective;
     /* LIBSVM's dual objective is a^T Q a / 2 - sum a, so
@@ -787,9 +848,15 @@ static km_status svc_keep_rows(svc_rows *r, const double *X, const int *y,
     memcpy(pl->kx, X, n * d * sizeof *pl->kx);
     for (size_t i = 0; i < n; i++)
         pl->ky[i] = y[i];
-    for (size_t g = 0; g < n; g++)
-        memcpy(pl->ka + r->order[g] * (K - 1), r->coef + g * (K - 1),
-               (K - 1) * sizeof *pl->ka);
+    if (!(pl->kg = malloc(km_mul3(n, K - 1, sizeof *pl->kg) + 1)) ||
+        !(pl->kgb = malloc(km_mul3(n, K - 1, sizeof *pl->kgb) + 1)))
+        return oom(err);
+    for (size_t g = 0; g < n; g++) {
+        size_t to = r->order[g] * (K - 1), from = g * (K - 1);
+        memcpy(pl->ka + to, r->coef + from, (K - 1) * sizeof *pl->ka);
+        memcpy(pl->kg + to, r->kg + from, (K - 1) * sizeof *pl->kg);
+        memcpy(pl->kgb + to, r->kgb + from, (K - 1) * sizeof *pl->kgb);
+    }
     return KM_OK;
 }
 
@@ -844,8 +911,9 @@ static km_status svc_fit_rows(const km_kernel *kernel,
                               const km_svm_params *params, const double *X,
                               size_t n, size_t d, const int *y,
                               size_t n_classes, const km_shared_gram *sg,
-                              const double *warm, const km_fit_control *ctl,
-                              km_model **out, km_error *err)
+                              const km_svm_warm *warm,
+                              const km_fit_control *ctl, km_model **out,
+                              km_error *err)
 {
     const size_t K = n_classes;
     km_problem problem = {X, n, d, NULL, 0, y, n_classes};
@@ -929,11 +997,49 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
 
 /* ------------------------------------------------------------ SVR */
 
+/* SVR's start from w (its rows X): alpha+ and alpha- (clipped to C), the
+ * old rows' gradient and G_bar as kept, the new rows' from the kernel:
+ * with f_i = sum_j (a+_j - a-_j) k(x_i, x_j), G+_i = f_i + p+_i and G-_i
+ * = -f_i + p-_i; G_bar the same sum over the variables at C, without
+ * p. */
+static void svr_warm_start(const km_kernel *k, const double *X, size_t n,
+                           size_t d, const km_svm_warm *w, double C,
+                           const double *p, double *alpha, double *G,
+                           double *Gb)
+{
+    for (size_t i = 0; i < n; i++) {
+        alpha[i] = fmin(fmax(w->alpha[2 * i], 0), C);
+        alpha[n + i] = fmin(fmax(w->alpha[2 * i + 1], 0), C);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i < w->n_old) {
+            G[i] = w->G[2 * i];
+            G[n + i] = w->G[2 * i + 1];
+            Gb[i] = w->Gbar[2 * i];
+            Gb[n + i] = w->Gbar[2 * i + 1];
+            continue;
+        }
+        double f = 0, fb = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (alpha[j] == alpha[n + j] && alpha[j] < C)
+                continue;
+            double kv = km_kernel_eval(k, X + i * d, X + j * d, d);
+            f += (alpha[j] - alpha[n + j]) * kv;
+            fb += ((alpha[j] >= C) - (alpha[n + j] >= C)) * C * kv;
+        }
+        G[i] = f + p[i];
+        G[n + i] = -f + p[n + i];
+        Gb[i] = fb;
+        Gb[n + i] = -fb;
+    }
+}
+
 /* km_svr_fit, with sg as svc_fit_rows's. */
 static km_status svr_fit_rows(const km_kernel *kernel,
                               const km_svm_params *params, const double *X,
                               size_t n, size_t d, const double *y,
-                              const km_shared_gram *sg, const double *warm,
+                              const km_shared_gram *sg,
+                              const km_svm_warm *warm,
                               const km_fit_control *ctl, km_model **out,
                               km_error *err)
 {
@@ -941,7 +1047,7 @@ static km_status svr_fit_rows(const km_kernel *kernel,
     km_fit_frame fr;
     size_t *row = NULL;
     signed char *sy = NULL;
-    double *p = NULL, *C = NULL, *alpha = NULL;
+    double *p = NULL, *C = NULL, *alpha = NULL, *G = NULL, *Gb = NULL;
     svm_payload *pl = NULL;
     km_model *model = NULL;
 
@@ -957,8 +1063,13 @@ static km_status svr_fit_rows(const km_kernel *kernel,
     C = malloc(nv * sizeof *C);
     alpha = calloc(nv, sizeof *alpha);
     pl = calloc(1, sizeof *pl);
+    if (warm || params->keep_rows) {
+        G = malloc(nv * sizeof *G);
+        Gb = malloc(nv * sizeof *Gb);
+    }
     if (!row || !sy || !p || !C || !alpha || !pl ||
-        !(pl->rho = malloc(sizeof *pl->rho))) {
+        !(pl->rho = malloc(sizeof *pl->rho)) ||
+        ((warm || params->keep_rows) && (!G || !Gb))) {
         st = oom(err);
         goto out;
     }
@@ -970,17 +1081,18 @@ static km_status svr_fit_rows(const km_kernel *kernel,
         p[i] = params->epsilon - y[i];
         p[n + i] = params->epsilon + y[i];
         C[i] = C[n + i] = params->C;
-        if (warm) { /* an update's start: alpha+ and alpha- per row */
-            alpha[i] = fmin(fmax(warm[2 * i], 0), params->C);
-            alpha[n + i] = fmin(fmax(warm[2 * i + 1], 0), params->C);
-        }
     }
+    if (warm)
+        svr_warm_start(&fr.k, X, n, d, warm, params->C, p, alpha, G, Gb);
     if (km_progress(ctl, 0.0)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
     smo_problem pb = {nv, d, sg ? sg->X_all : X, sg ? sg->n_all : n, row,
-                      sg ? sg->K : NULL, sy, p, C, alpha};
+                      sg ? sg->K : NULL, sy, p, C, alpha,
+                      warm ? G : NULL, warm ? Gb : NULL,
+                      params->keep_rows ? G : NULL,
+                      params->keep_rows ? Gb : NULL};
     smo_options o;
     smo_result res;
     km_smo_options_of(&o, params, ctl, 0.0, 0.99);
@@ -1010,7 +1122,9 @@ static km_status svr_fit_rows(const km_kernel *kernel,
         pl->kn = n;
         if (!(pl->kx = malloc(km_mul3(n, d, sizeof *pl->kx) + 1)) ||
             !(pl->ky = malloc(n * sizeof *pl->ky + 1)) ||
-            !(pl->ka = malloc(2 * n * sizeof *pl->ka + 1))) {
+            !(pl->ka = malloc(2 * n * sizeof *pl->ka + 1)) ||
+            !(pl->kg = malloc(2 * n * sizeof *pl->kg + 1)) ||
+            !(pl->kgb = malloc(2 * n * sizeof *pl->kgb + 1))) {
             st = oom(err);
             goto out;
         }
@@ -1019,6 +1133,10 @@ static km_status svr_fit_rows(const km_kernel *kernel,
         for (size_t i = 0; i < n; i++) {
             pl->ka[2 * i] = alpha[i];
             pl->ka[2 * i + 1] = alpha[n + i];
+            pl->kg[2 * i] = G[i];
+            pl->kg[2 * i + 1] = G[n + i];
+            pl->kgb[2 * i] = Gb[i];
+            pl->kgb[2 * i + 1] = Gb[n + i];
         }
     }
 
@@ -1051,6 +1169,8 @@ out:
     free(p);
     free(C);
     free(alpha);
+    free(G);
+    free(Gb);
     km_fit_cleanup(&fr);
     return st;
 }
@@ -1066,7 +1186,7 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
 
 km_status km_svm_fit_warm(km_algorithm a, const km_kernel *k,
                           const km_svm_params *p, const km_problem *pb,
-                          const double *warm, const km_fit_control *ctl,
+                          const km_svm_warm *warm, const km_fit_control *ctl,
                           km_model **out, km_error *err)
 {
     if (a == KM_ALGO_SVC)

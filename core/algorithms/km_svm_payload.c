@@ -30,6 +30,8 @@ void km_svm_payload_free(void *v)
     free(p->kx);
     free(p->ky);
     free(p->ka);
+    free(p->kg);
+    free(p->kgb);
     free(p);
 }
 

@@ -39,6 +39,9 @@ typedef struct svm_payload {
      * pairs); svr, alpha+ and alpha- */
     size_t kn;
     double *kx, *ky, *ka;
+    double *kg, *kgb; /* kn x n_keep_cols, as ka: each variable's gradient
+                         Q alpha + p at the solution and LIBSVM's G_bar,
+                         an update's start for these rows */
 } svm_payload;
 
 /* Columns of ka: svc k-1, svr 2. */
@@ -135,14 +138,23 @@ uint64_t km_svm_keep_bytes(uint64_t kn, uint64_t d, uint64_t k);
  * params.keep_rows. */
 extern const km_algo_update km_svc_update_entry, km_svr_update_entry;
 
-/* A fit (svc or svr, params.solver exact) whose SMO starts from warm:
- * svc, n x (k-1) coefficients in training order, LIBSVM's layout (each
- * pair's |y alpha|); svr, n x 2 (alpha+, alpha-). A feasible start
- * (each pair's sum of y alpha zero, 0 <= alpha <= C) gives the optimum a
- * fit from zero gives, to the solver's tolerance (km_svm_fit.c). */
+/* An SMO start (an update's), in the rows' training order and the kept
+ * rows' layout (n_keep_cols columns): alpha for all n rows (svc: y alpha
+ * per pair, LIBSVM's layout; svr: alpha+, alpha-; the new rows' 0), and
+ * for the first n_old rows the gradient and G_bar at the old solution
+ * (unchanged by new variables at zero); the new rows' are computed. */
+typedef struct km_svm_warm {
+    size_t n_old;
+    const double *alpha, *G, *Gbar;
+} km_svm_warm;
+
+/* A fit (svc or svr, params.solver exact) whose SMO starts from w. A
+ * feasible start (each pair's sum of y alpha zero, 0 <= alpha <= C) gives
+ * the optimum a fit from zero gives, to the solver's tolerance
+ * (km_svm_fit.c). */
 km_status km_svm_fit_warm(km_algorithm a, const km_kernel *k,
                           const km_svm_params *p, const km_problem *pb,
-                          const double *warm, const km_fit_control *ctl,
+                          const km_svm_warm *w, const km_fit_control *ctl,
                           km_model **out, km_error *err) KM_MUST_CHECK;
 
 /* The descriptors' coefs hook (svc and svr; km_model.h's km_coef). */

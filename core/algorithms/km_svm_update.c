@@ -1,11 +1,13 @@
 /*
  * km_svm_update.c - svc and svr models that take new rows (issue 29):
  * with params.keep_rows a model keeps every training row as fitted
- * (after its preprocessing), its target (svc: the class index) and its
+ * (after its preprocessing), its target (svc: the class index), its
  * dual variables (svc: each pair's y alpha in LIBSVM's coefficient
- * layout; svr: alpha+ and alpha-). An update refits on the old rows and
- * the new ones by SMO warm-started from the old solution, the new rows'
- * variables at zero: a feasible start (each pair's sum of y alpha stays
+ * layout; svr: alpha+ and alpha-) and their gradients and G_bar. An
+ * update refits on the old rows and the new ones by SMO warm-started
+ * from the old solution, the new rows' variables at zero (which leaves
+ * the old rows' gradients as kept: only the new rows' are computed, k
+ * nsv kernel values): a feasible start (each pair's sum of y alpha stays
  * zero, every alpha within its bound, C and the class weights being the
  * model's), so SMO runs to the same tolerance as a fit from zero and
  * reaches the same optimum, in fewer iterations when the new rows move it
@@ -31,12 +33,14 @@ void km_svm_keep_save(const svm_payload *p, km_writer *w)
     km_write_f64s(w, p->kx, p->kn * p->d);
     km_write_f64s(w, p->ky, p->kn);
     km_write_f64s(w, p->ka, p->kn * n_keep_cols(p));
+    km_write_f64s(w, p->kg, p->kn * n_keep_cols(p));
+    km_write_f64s(w, p->kgb, p->kn * n_keep_cols(p));
 }
 
 uint64_t km_svm_keep_bytes(uint64_t kn, uint64_t d, uint64_t k)
 {
     uint64_t cols = k ? k - 1 : 2;
-    return km_mul_sat(km_mul_sat(kn, km_add_sat(d, cols + 1)), 8);
+    return km_mul_sat(km_mul_sat(kn, km_add_sat(d, 3 * cols + 1)), 8);
 }
 
 /* svc: each row's class whole in [0, k), every class present, and each
@@ -46,7 +50,8 @@ static const char *keep_invalid(const svm_payload *p)
 {
     size_t n = p->kn, K = p->k, cols = n_keep_cols(p);
     if (!km_all_finite(p->kx, n * p->d) || !km_all_finite(p->ky, n) ||
-        !km_all_finite(p->ka, n * cols))
+        !km_all_finite(p->ka, n * cols) || !km_all_finite(p->kg, n * cols) ||
+        !km_all_finite(p->kgb, n * cols))
         return "are not all finite numbers";
     if (!K) {
         for (size_t i = 0; i < 2 * n; i++)
@@ -125,7 +130,9 @@ km_status km_svm_keep_load(km_reader *r, svm_payload *p, size_t ns,
     p->kn = ns;
     if (!(p->kx = km_read_f64s(r, ns * p->d)) ||
         !(p->ky = km_read_f64s(r, ns)) ||
-        !(p->ka = km_read_f64s(r, ns * cols)))
+        !(p->ka = km_read_f64s(r, ns * cols)) ||
+        !(p->kg = km_read_f64s(r, ns * cols)) ||
+        !(p->kgb = km_read_f64s(r, ns * cols)))
         return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                             "model file: bad kept rows (params.keep_rows)");
     const char *why = keep_invalid(p);
@@ -213,7 +220,8 @@ static km_status copy_training(km_model *nm, const km_model *fm)
 }
 
 /* The joined problem: rows, svc's class indices (new rows' from Y, which
- * must be the model's) or svr's targets, and the warm start. */
+ * must be the model's) or svr's targets, and the start's alphas (the
+ * kept gradients are the model's). */
 static km_status join(const km_model *m, const double *X, size_t k,
                       const double *Y, double **Xa, int **cls, double **ya,
                       double **warm, km_error *err)
@@ -256,9 +264,10 @@ static km_status update(const km_model *m, const double *X, size_t k,
     km_model *fm = NULL, *nm = NULL;
     km_status st = join(m, X, k, Y, &Xa, &cls, &ya, &warm, err);
     km_problem pb = {Xa, N, p->d, ya, ya ? 1 : 0, cls, p->k};
+    km_svm_warm w = {p->kn, warm, p->kg, p->kgb};
     if (st == KM_OK)
         st = km_svm_fit_warm(km_model_algorithm(m), km_model_kernel(m), &sp,
-                             &pb, warm, ctl, &fm, err);
+                             &pb, &w, ctl, &fm, err);
     if (st == KM_OK) {
         svm_payload *np = take_payload(fm);
         if (!np)

@@ -42,19 +42,31 @@ static double kval(const double *a, const double *b, size_t d, double gamma)
     return exp(-gamma * s);
 }
 
+/* The largest difference between a kept gradient and the one recomputed
+ * here (svc_gap with the model's own solution). */
+static double grad_diff;
+
 /* LIBSVM's maximal violation m(a) - M(a) of a binary problem: rows t of
- * X with y_t = +-1, alphas a_t in [0, C]. */
+ * X with y_t = +-1, alphas a_t in [0, C]; Gk, when not NULL, the kept
+ * gradients to compare with. */
 static double violation(const double *X, size_t d, const size_t *rows,
                         const double *y, const double *a, size_t n, double C,
-                        double gamma)
+                        double gamma, const double *Gk, const double *Gbk)
 {
     double up = -INFINITY, low = INFINITY;
     for (size_t t = 0; t < n; t++) {
-        double G = -1;
+        double G = -1, Gb = 0;
         for (size_t u = 0; u < n; u++)
-            if (a[u] != 0)
-                G += y[t] * y[u] * a[u] *
-                     kval(X + rows[t] * d, X + rows[u] * d, d, gamma);
+            if (a[u] != 0) {
+                double q = y[t] * y[u] *
+                           kval(X + rows[t] * d, X + rows[u] * d, d, gamma);
+                G += q * a[u];
+                Gb += a[u] >= C ? q * C : 0;
+            }
+        if (Gk) {
+            grad_diff = fmax(grad_diff, fabs(G - Gk[t]));
+            grad_diff = fmax(grad_diff, fabs(Gb - Gbk[t]));
+        }
         double v = -y[t] * G;
         int in_up = (y[t] > 0 && a[t] < C) || (y[t] < 0 && a[t] > 0);
         int in_low = (y[t] > 0 && a[t] > 0) || (y[t] < 0 && a[t] < C);
@@ -74,6 +86,7 @@ static double svc_gap(const svm_payload *p, const double *ka, double C,
     size_t K = p->k, n = p->kn, d = p->d;
     size_t *rows = malloc(n * sizeof *rows);
     double *y = malloc(n * sizeof *y), *a = malloc(n * sizeof *a);
+    double *gk = malloc(n * sizeof *gk), *gbk = malloc(n * sizeof *gbk);
     double worst = 0;
     for (size_t c1 = 0; c1 < K; c1++)
         for (size_t c2 = c1 + 1; c2 < K; c2++) {
@@ -85,14 +98,19 @@ static double svc_gap(const svm_payload *p, const double *ka, double C,
                 size_t col = c == c1 ? c2 - 1 : c1;
                 rows[m] = i;
                 y[m] = c == c1 ? 1 : -1;
+                gk[m] = p->kg[i * (K - 1) + col];
+                gbk[m] = p->kgb[i * (K - 1) + col];
                 a[m++] = fabs(ka[i * (K - 1) + col]);
             }
-            double v = violation(p->kx, d, rows, y, a, m, C, gamma);
+            double v = violation(p->kx, d, rows, y, a, m, C, gamma,
+                                 ka == p->ka ? gk : NULL, gbk);
             worst = v > worst ? v : worst;
         }
     free(rows);
     free(y);
     free(a);
+    free(gk);
+    free(gbk);
     return worst;
 }
 
@@ -181,9 +199,14 @@ static void svc_case(const char *name, const char *file, size_t n_train,
     ck_assert_uint_eq(km_model_n_samples(u), n_train);
     const svm_payload *p = km_model_payload(u);
     ck_assert_uint_eq(p->kn, n_train);
+    grad_diff = 0;
     double gap = svc_gap(p, p->ka, C, gamma);
     ck_assert_msg(gap < SMO_TOL + 1e-9, "%s k=%zu: violation %g", name,
                   k_new, gap);
+    /* the kept gradients and G_bar are the solution's (the next update
+     * starts from them), to the rounding of sums of up to n products */
+    ck_assert_msg(grad_diff < 1e-9, "%s k=%zu: kept gradient off by %g",
+                  name, k_new, grad_diff);
     /* the old solution, the new rows at zero: not yet optimal (the check
      * can fail) when the new rows matter */
     if (k_new >= 50) {
@@ -306,6 +329,7 @@ static double svr_gap(const svm_payload *p, double C, double eps)
         double yt = t < n ? 1 : -1, a = p->ka[2 * i + (t >= n)];
         /* G_t = yt f_i + p_t, p = eps - y_i (t < n) or eps + y_i */
         double G = yt * f[i] + eps - yt * p->ky[i];
+        grad_diff = fmax(grad_diff, fabs(G - p->kg[2 * i + (t >= n)]));
         double v = -yt * G;
         if (((yt > 0 && a < C) || (yt < 0 && a > 0)) && v > up)
             up = v;
@@ -332,9 +356,12 @@ START_TEST(svr_equals_refit)
         km_model *u = update(m, X + n0 * d, ks[c], d, y + n0);
         const svm_payload *p = km_model_payload(u);
         ck_assert_uint_eq(p->kn, nt);
+        grad_diff = 0;
         double gap = svr_gap(p, 1, 0.1);
         ck_assert_msg(gap < SMO_TOL + 1e-9, "svr k=%zu: violation %g", ks[c],
                       gap);
+        ck_assert_msg(grad_diff < 1e-9, "svr k=%zu: kept gradient off by %g",
+                      ks[c], grad_diff);
         ck_assert_int_eq(km_svr_predict(u, X + nt * d, ntest, pu, NULL),
                          KM_OK);
         double worst = 0;
@@ -416,15 +443,17 @@ START_TEST(file_round_trip_and_checks)
         for (size_t j = 0; j < 45; j++)
             ck_assert_double_eq(a[j], b[j]);
     }
-    /* the payload ends with ka (n x 9), before the checksum: its first
-     * value is row 0's coefficient in its first pair; ky before it (its
-     * count, n values) */
-    size_t ka_at = len - 4 - n * (K - 1) * 8;
+    /* the payload ends with ka, kg and kgb (n x 9 each, each after its
+     * count) before the checksum; ky (n values) before ka */
+    size_t cols = n * (K - 1) * 8;
+    size_t kg_at = len - 4 - cols - 8 - cols;
+    size_t ka_at = kg_at - 8 - cols;
     size_t ky_at = ka_at - 8 - n * 8;
     const svm_payload *p = km_model_payload(m);
     corrupt_at(buf, len, ky_at, 10);   /* class 10 of 10 */
     corrupt_at(buf, len, ky_at, 0.5);  /* not whole */
     corrupt_at(buf, len, ka_at, NAN);
+    corrupt_at(buf, len, kg_at, INFINITY);
     /* row 0's first column is its pair with class 0 (or 1): flip its
      * sign where it is nonzero */
     for (size_t i = 0; i < n * (K - 1); i++)
