@@ -157,6 +157,13 @@ km_status km_svm_fit_warm(km_algorithm a, const km_kernel *k,
                           const km_svm_warm *w, const km_fit_control *ctl,
                           km_model **out, km_error *err) KM_MUST_CHECK;
 
+/* svr's start from w over its n rows X (2n variables, p their linear
+ * term): alpha (clipped to C), and the gradient G and G_bar, the old
+ * rows' as kept, the new rows' from the kernel (km_svm_update.c). */
+void km_svr_warm_start(const km_kernel *k, const double *X, size_t n,
+                       size_t d, const km_svm_warm *w, double C,
+                       const double *p, double *alpha, double *G, double *Gb);
+
 /* The descriptors' coefs hook (svc and svr; km_model.h's km_coef). */
 size_t km_svm_coefs(const km_model *m, km_coef *out);
 

@@ -146,6 +146,43 @@ km_status km_svm_keep_load(km_reader *r, svm_payload *p, size_t ns,
 
 /* ------------------------------------------------------------ updates */
 
+/* SVR's start from w (its rows X): alpha+ and alpha- (clipped to C), the
+ * old rows' gradient and G_bar as kept, the new rows' from the kernel:
+ * with f_i = sum_j (a+_j - a-_j) k(x_i, x_j), G+_i = f_i + p+_i and G-_i
+ * = -f_i + p-_i; G_bar the same sum over the variables at C, without
+ * p. */
+void km_svr_warm_start(const km_kernel *k, const double *X, size_t n,
+                       size_t d, const km_svm_warm *w, double C,
+                       const double *p, double *alpha, double *G, double *Gb)
+{
+    for (size_t i = 0; i < n; i++) {
+        alpha[i] = fmin(fmax(w->alpha[2 * i], 0), C);
+        alpha[n + i] = fmin(fmax(w->alpha[2 * i + 1], 0), C);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i < w->n_old) {
+            G[i] = w->G[2 * i];
+            G[n + i] = w->G[2 * i + 1];
+            Gb[i] = w->Gbar[2 * i];
+            Gb[n + i] = w->Gbar[2 * i + 1];
+            continue;
+        }
+        double f = 0, fb = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (alpha[j] == alpha[n + j] && alpha[j] < C)
+                continue;
+            double kv = km_kernel_eval(k, X + i * d, X + j * d, d);
+            f += (alpha[j] - alpha[n + j]) * kv;
+            fb += ((alpha[j] >= C) - (alpha[n + j] >= C)) * C * kv;
+        }
+        G[i] = f + p[i];
+        G[n + i] = -f + p[n + i];
+        Gb[i] = fb;
+        Gb[n + i] = -fb;
+    }
+}
+
+
 static double figure(const km_model *m, const char *key, double def)
 {
     const km_info_entry *e = km_info_find(km_model_params(m), key);
