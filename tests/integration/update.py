@@ -22,7 +22,8 @@ NaN, strings, y missing, too short or of two outputs for gpr, an unknown
 member, keep_factor with the nystrom solver: 400 naming the field; none of
 them makes a version. kmctl update adds a CSV's rows (as a refit on all
 rows predicts) and exits 1 with the server's 409 for a model that cannot
-be updated. Under --memory-budget-mb 1 an update whose
+be updated; it updates an svc keep_rows model from a CSV of string
+labels. Under --memory-budget-mb 1 an update whose
 estimate does not fit is 413, as the fit of all its rows is.
 
 Standard library only. Usage, from the project root:
@@ -371,6 +372,27 @@ def kmctl(d, binary, tmp, T):
               close(predict(d, "kc", T), predict(d, "kc-ref", T)),
               "kmctl update NAME DATA.csv: exit 0, 'updated kc version 2', "
               "predictions as a refit on all rows", (p.stdout, p.stderr))
+    # an svc keep_rows model of string labels: the CSV's last column holds
+    # its labels
+    X, _ = data(52, 0, 71)
+    labels = classes(X)
+    fit(d, "ks", "svc", {"type": "rbf", "gamma": 0.5}, {"keep_rows": True},
+        X[:40], labels[:40])
+    X, labels = X[40:], labels[40:]
+    spath = os.path.join(tmp, "svc.csv")
+    with open(spath, "w") as f:
+        f.write("a,b,c,label\n")
+        for row, t in zip(X, labels):
+            f.write(",".join(repr(v) for v in row) + f",{t}\n")
+    p = subprocess.run([binary, "--server", url, "update", "ks", spath],
+                       capture_output=True, text=True, timeout=300)
+    m = d.req("GET", "/v1/models/ks").json() or {}
+    run.check(p.returncode == 0 and
+              p.stdout.startswith("updated ks version 2: svc") and
+              m.get("n_samples") == 52 and
+              m.get("training", {}).get("updates") == 1,
+              "kmctl update of an svc keep_rows model (string labels): exit "
+              "0, version 2 of 52 rows", (p.stdout, p.stderr, m))
     p = subprocess.run([binary, "--server", url, "update", "gnys", path],
                        capture_output=True, text=True, timeout=300)
     run.check(p.returncode == 1 and "409" in p.stderr and
