@@ -211,8 +211,10 @@ size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
      * solver's workspace (the caches split the budget between them). */
     if (!p->probability)
         b += (svc_most_workers() - 1) * (3 * n * d * 8 + 20 * n * 8);
-    if (p->keep_rows)
-        b += (size_t)km_svm_keep_bytes(n, d, k);
+    if (p->keep_rows) /* the model's kept rows, the grouped gradients
+                         and each worker's pair gradients */
+        b += (size_t)km_svm_keep_bytes(n, d, k) + 2 * n * (k - 1) * 8 +
+             svc_most_workers() * 2 * n * 8;
     /* The shared Gram and the caches share the budget; a pair's cache
      * needs at most its whole Q, and at least two columns. */
     size_t gram = km_mul3(n, n, sizeof(double));
@@ -228,8 +230,8 @@ size_t km_svm_fit_bytes(size_t n, size_t d, const km_svm_params *p)
     size_t svr = 4 * n * d * 8 + 2 * n * 16 * 8 + n * d * 8 + 2 * n * 8 +
                  kernel_bytes(2 * n, km_svm_budget_bytes(p));
     size_t svc = km_svc_fit_bytes(n, d, 2, p);
-    if (p->keep_rows)
-        svr += (size_t)km_svm_keep_bytes(n, d, 0);
+    if (p->keep_rows) /* the model's kept rows, the 2n gradients */
+        svr += (size_t)km_svm_keep_bytes(n, d, 0) + 4 * n * 8;
     return svr > svc ? svr : svc;
 }
 

@@ -340,7 +340,8 @@ static void binary_free(binary *b)
     free(b->Gb);
 }
 
-static int binary_alloc(binary *b, size_t n, size_t d)
+/* grad: also G and Gb (a warm start's, params.keep_rows'). */
+static int binary_alloc(binary *b, size_t n, size_t d, int grad)
 {
     memset(b, 0, sizeof *b);
     b->rows = malloc(n * sizeof *b->rows);
@@ -350,10 +351,12 @@ static int binary_alloc(binary *b, size_t n, size_t d)
     b->alpha = malloc(n * sizeof *b->alpha);
     b->Xp = malloc(n * d * sizeof *b->Xp);
     b->prow = malloc(n * sizeof *b->prow);
-    b->G = malloc(n * sizeof *b->G);
-    b->Gb = malloc(n * sizeof *b->Gb);
+    if (grad) {
+        b->G = malloc(n * sizeof *b->G);
+        b->Gb = malloc(n * sizeof *b->Gb);
+    }
     return b->rows && b->y && b->C && b->p && b->alpha && b->Xp && b->prow &&
-           b->G && b->Gb;
+           (!grad || (b->G && b->Gb));
 }
 
 /* The nystrom solver's fit (km_svm_nys.c) of the rows X, grouped by
@@ -747,8 +750,10 @@ static km_status svc_solve_pairs(km_fit_frame *fr, svc_rows *r,
     if (!params->probability)
         qsort(job, P, sizeof *job, job_cmp);
     for (size_t w = 0; w < nw; w++)
-        if (!binary_alloc(&wk[w].b, max_pair, d) ||
-            (params->probability && !binary_alloc(&wk[w].tmp, max_pair, d))) {
+        if (!binary_alloc(&wk[w].b, max_pair, d,
+                          params->keep_rows || r->warm) ||
+            (params->probability &&
+             !binary_alloc(&wk[w].tmp, max_pair, d, 0))) {
             st = oom(err);
             goto out;
         }
