@@ -19,7 +19,8 @@
  * differ by O(tol) in the dual variables, not to rounding: 1e-2 is ten
  * times SMO's tol, the bound observed between the exact solver's own
  * storages (the cache and the dense Gram, test_km_svm.c) scaled by the
- * sizes of these sets. Also repeated updates, the file form (version
+ * sizes of these sets. Also an update's pairs on two workers (bit for
+ * bit as on one), repeated updates, the file form (version
  * 9) and its checks (a class out of range or not whole, a value not
  * finite, a dual of the wrong sign, a pair's equality constraint
  * broken), memory accounting and refusals.
@@ -247,6 +248,36 @@ START_TEST(svc_multiclass_equals_refit)
 {
     svc_case("digits", "digits.csv", 1300, 497, 10, 0.02, 1);
     svc_case("digits", "digits.csv", 1300, 497, 10, 0.02, 100);
+}
+END_TEST
+
+/* The pairs of an update on several workers: the same model as on one,
+ * bit for bit (each pair's start and solve are its own). */
+START_TEST(svc_update_workers_same)
+{
+    km_dataset ds;
+    size_t K;
+    int *y = load_classes("digits.csv", 600, &ds, &K);
+    size_t d = ds.d, n0 = 560, k = 40;
+    km_model *m = svc_fit(ds.X, n0, d, y, K, 10, 0.02, 1);
+    double *Y = as_doubles(y + n0, k);
+    km_fit_control two = {NULL, NULL, 2, NULL};
+    km_model *u1 = update(m, ds.X + n0 * d, k, d, Y), *u2 = NULL;
+    km_error err = {0};
+    ck_assert_msg(km_model_update(m, ds.X + n0 * d, k, d, Y, 1, &two, &u2,
+                                  &err) == KM_OK, "%s", err.message);
+    const svm_payload *a = km_model_payload(u1), *b = km_model_payload(u2);
+    size_t cells = a->kn * (K - 1);
+    ck_assert_uint_eq(a->kn, b->kn);
+    ck_assert(memcmp(a->ka, b->ka, cells * sizeof *a->ka) == 0 &&
+              memcmp(a->kg, b->kg, cells * sizeof *a->kg) == 0 &&
+              memcmp(a->rho, b->rho, K * (K - 1) / 2 * sizeof *a->rho) == 0);
+    km_model_free(u1);
+    km_model_free(u2);
+    km_model_free(m);
+    free(Y);
+    free(y);
+    km_dataset_free(&ds);
 }
 END_TEST
 
@@ -529,6 +560,7 @@ Suite *svm_update_suite(void)
     TCase *tc = tcase_create("svm_update");
     tcase_add_test(tc, svc_binary_equals_refit);
     tcase_add_test(tc, svc_multiclass_equals_refit);
+    tcase_add_test(tc, svc_update_workers_same);
     tcase_add_test(tc, svc_repeated_updates);
     tcase_add_test(tc, svr_equals_refit);
     tcase_add_test(tc, file_round_trip_and_checks);
