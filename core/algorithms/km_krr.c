@@ -52,10 +52,17 @@
  * centres and their coefficients) and rff (random Fourier features:
  * frequencies W, phases b, primal weights w; n_samples is D). */
 enum { KRR_FORM_DUAL = 0, KRR_FORM_RFF = 1, KRR_FORM_FACTOR = 2,
-       KRR_FORM_COUNT };
+       KRR_FORM_NYS = 3, KRR_FORM_COUNT };
 /* The factor form (params.keep_factor, format version 7): the dual form
  * and the double Cholesky factor L of K + alpha I, with alpha, so that
- * the model can be updated by new rows (km_chol_update.c). */
+ * the model can be updated by new rows (km_chol_update.c).
+ * The nystrom statistics form (nystrom with params.keep_factor, format
+ * version 10): the dual form of the centres, and the sufficient
+ * statistics of the normal equations (K_nm^T K_nm + alpha K_mm) C =
+ * K_nm^T Y of the rows seen, G = K_nm^T K_nm (m x m), KtY = K_nm^T Y
+ * (m x outputs) and their number, with alpha: an update adds the new
+ * rows' sums and re-solves by CG from the old C (km_falkon.c), with no
+ * old rows. */
 
 typedef struct krr_payload {
     unsigned form; /* KRR_FORM_* */
@@ -65,7 +72,10 @@ typedef struct krr_payload {
     double *b;     /* rff: D phases */
     double *L;     /* factor: n x n row-major lower, K + alpha I = L L^T;
                       else NULL */
-    double alpha;  /* factor: the ridge L is of */
+    double alpha;  /* factor, nys: the ridge L is of / of the equations */
+    double *G;     /* nys: m x m K_nm^T K_nm (both triangles); else NULL */
+    double *KtY;   /* nys: m x outputs K_nm^T Y, row-major */
+    uint64_t rows; /* nys: the rows G and KtY sum over */
 } krr_payload;
 
 km_krr_params km_krr_params_default(void)
@@ -114,9 +124,11 @@ km_status km_krr_check(const km_krr_params *p, size_t n_samples,
         km_choice_list(&km_krr_solver_choices, " or ", list, sizeof list);
         return km_error_set(err, KM_EINVAL, "params.solver must be %s", list);
     }
-    if (p->keep_factor && p->solver != KM_KRR_SOLVER_EXACT)
+    if (p->keep_factor && p->solver != KM_KRR_SOLVER_EXACT &&
+        p->solver != KM_KRR_SOLVER_NYSTROM)
         return km_error_set(err, KM_EINVAL, "params.keep_factor applies to "
-                            "the exact solver only (params.solver exact)");
+                            "the exact and nystrom solvers only "
+                            "(params.solver exact or nystrom)");
     if (p->solver == KM_KRR_SOLVER_RFF) {
         if (p->seed > ((uint64_t)1 << 53))
             return km_error_set(err, KM_EINVAL,
@@ -203,6 +215,10 @@ size_t km_krr_fit_bytes(size_t n, size_t d, size_t m, const km_krr_params *p)
     v = km_add_sat(v, km_mul_sat(9, km_mul_sat(c, m)));
     v = km_add_sat(v, 4 * m);
     v = km_add_sat(v, km_nys_centres_values(n, d, c, p->centres));
+    if (p->keep_factor) /* the kept G and KtY, and km_nys_stats_add's
+                         * block of K_nm */
+        v = km_add_sat(v, km_add_sat(km_mul_sat(c, c + m),
+                                     km_mul_sat(b, c)));
     return km_mul_sat(D, v);
 }
 
@@ -216,15 +232,21 @@ static void krr_free(void *payload)
     free(p->xn);
     free(p->b);
     free(p->L);
+    free(p->G);
+    free(p->KtY);
     free(p);
 }
 
 /* The format version a model needs: 3 for the rff form (its payload
- * starts with the form), 7 for the factor form, else the default. */
+ * starts with the form), 7 for the factor form, 10 for the nystrom
+ * statistics, else the default. */
 static uint32_t krr_file_format(const void *payload)
 {
     unsigned f = ((const krr_payload *)payload)->form;
-    return f == KRR_FORM_RFF ? 3 : f == KRR_FORM_FACTOR ? 7 : 0;
+    return f == KRR_FORM_RFF      ? 3
+           : f == KRR_FORM_FACTOR ? 7
+           : f == KRR_FORM_NYS    ? 10
+                                  : 0;
 }
 
 static void krr_save(const void *payload, const km_model *m, km_writer *w)
@@ -238,14 +260,21 @@ static void krr_save(const void *payload, const km_model *m, km_writer *w)
         km_write_f64s(w, p->coef, n * km_model_n_outputs(m));
         return;
     }
-    if (p->form == KRR_FORM_FACTOR) { /* version 7: form, alpha, then */
-        km_write_u32(w, KRR_FORM_FACTOR);
+    if (p->form == KRR_FORM_FACTOR || p->form == KRR_FORM_NYS) {
+        /* version 7: form, alpha, then; version 10: also the rows */
+        km_write_u32(w, p->form);
         km_write_f64(w, p->alpha);
+        if (p->form == KRR_FORM_NYS)
+            km_write_u64(w, p->rows);
     }
     km_write_f64s(w, p->X, n * km_model_n_features(m));
     km_write_f64s(w, p->coef, n * km_model_n_outputs(m));
     if (p->form == KRR_FORM_FACTOR) /* ... X, coefficients and L */
         km_tri_write(w, p->L, n);
+    if (p->form == KRR_FORM_NYS) { /* ... X, coefficients, G and KtY */
+        km_tri_write(w, p->G, n);
+        km_write_f64s(w, p->KtY, n * km_model_n_outputs(m));
+    }
 }
 
 /* KM_ECORRUPT unless the kept factor is finite with a diagonal > 0 and
@@ -266,6 +295,56 @@ static km_status check_factor(const krr_payload *p, size_t n, km_error *err)
     return KM_OK;
 }
 
+/* KM_ECORRUPT unless the nystrom statistics could be sums of squares
+ * and products of kernel values: alpha a finite number > 0, at least as
+ * many rows as centres (at most 2^53), G finite with a diagonal >= 0 and
+ * |G_ij| <= sqrt(G_ii G_jj) (Cauchy-Schwarz, with room for round-off),
+ * KtY finite. */
+static km_status check_nys(const krr_payload *p, size_t m, size_t q,
+                           km_error *err)
+{
+    if (!(p->alpha > 0) || !isfinite(p->alpha))
+        return km_error_set(err, KM_ECORRUPT, "model file: nystrom "
+                            "statistics' alpha is not a finite number > 0");
+    if (p->rows < m || p->rows > ((uint64_t)1 << 53))
+        return km_error_set(err, KM_ECORRUPT, "model file: nystrom "
+                            "statistics of %llu rows (between %zu centres "
+                            "and 2^53 expected)",
+                            (unsigned long long)p->rows, m);
+    if (!km_all_finite(p->G, m * m) || !km_all_finite(p->KtY, m * q))
+        return km_error_set(err, KM_ECORRUPT, "model file: nystrom "
+                            "statistics hold a value that is not a finite "
+                            "number");
+    for (size_t i = 0; i < m; i++) {
+        if (!(p->G[i * m + i] >= 0))
+            return km_error_set(err, KM_ECORRUPT, "model file: nystrom "
+                                "statistics G[%zu][%zu] is below 0", i, i);
+        for (size_t j = 0; j < i; j++)
+            if (fabs(p->G[i * m + j]) >
+                sqrt(p->G[i * m + i] * p->G[j * m + j]) * (1 + 1e-6) + 1e-300)
+                return km_error_set(err, KM_ECORRUPT, "model file: nystrom "
+                                    "statistics G[%zu][%zu] is larger than "
+                                    "sums of products can be", i, j);
+    }
+    return KM_OK;
+}
+
+/* The nystrom statistics' G (a triangle in the file, made symmetric) and
+ * KtY into p; r->failed or NULL on failure. */
+static void read_nys(km_reader *r, krr_payload *p, size_t m, size_t nc)
+{
+    if (!km_mul3(m, m, 8)) {
+        r->failed = 1;
+        return;
+    }
+    if (!(p->G = km_tri_read(r, m)))
+        return;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < i; j++)
+            p->G[j * m + i] = p->G[i * m + j];
+    p->KtY = nc ? km_read_f64s(r, nc) : NULL;
+}
+
 static km_status krr_load(km_reader *r, const km_model *m, void **payload,
                           km_error *err)
 {
@@ -275,10 +354,12 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     if (km_model_file_format(m) >= 3) { /* the payload starts with its form */
         uint32_t f = km_read_u32(r);
         if (r->failed || f >= KRR_FORM_COUNT ||
-            (f == KRR_FORM_FACTOR && km_model_file_format(m) < 7))
+            (f == KRR_FORM_FACTOR && km_model_file_format(m) < 7) ||
+            (f == KRR_FORM_NYS && km_model_file_format(m) < 10))
             return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
-                                "payload form %u is not 0 (dual), 1 (rff) "
-                                "or, from format version 7, 2 (factor)",
+                                "payload form %u is not 0 (dual), 1 (rff), "
+                                "from format version 7 2 (factor) or from "
+                                "version 10 3 (nystrom statistics)",
                                 (unsigned)f);
         form = f;
     }
@@ -301,8 +382,10 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
     if (!p)
         return km_error_set(err, KM_ENOMEM, "out of memory reading a model");
     p->form = form;
-    if (form == KRR_FORM_FACTOR)
+    if (form == KRR_FORM_FACTOR || form == KRR_FORM_NYS)
         p->alpha = km_read_f64(r);
+    if (form == KRR_FORM_NYS)
+        p->rows = km_read_u64(r);
     p->X = nx ? km_read_f64s(r, nx) : NULL;
     if (form == KRR_FORM_RFF) {
         p->b = p->X ? km_read_f64s(r, n) : NULL;
@@ -316,9 +399,12 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
         if (p->xn && form == KRR_FORM_FACTOR && !r->failed &&
             !(p->L = km_tri_read(r, n)))
             p->xn = (free(p->xn), NULL);
+        if (p->xn && form == KRR_FORM_NYS && !r->failed)
+            read_nys(r, p, n, nc);
     }
     if (!p->X || !p->coef || (form == KRR_FORM_RFF ? !p->b : !p->xn) ||
-        (form == KRR_FORM_FACTOR && !p->L)) {
+        (form == KRR_FORM_FACTOR && !p->L) ||
+        (form == KRR_FORM_NYS && (!p->G || !p->KtY))) {
         krr_free(p);
         return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                             "model file: bad kernel ridge payload");
@@ -332,7 +418,10 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
                                 ? "random frequencies or weights"
                                 : "training rows or coefficients");
     }
-    km_status st = form == KRR_FORM_FACTOR ? check_factor(p, n, err) : KM_OK;
+    km_status st = form == KRR_FORM_FACTOR ? check_factor(p, n, err)
+                   : form == KRR_FORM_NYS
+                       ? check_nys(p, n, km_model_n_outputs(m), err)
+                       : KM_OK;
     if (st != KM_OK) {
         krr_free(p);
         return st;
@@ -351,14 +440,16 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
 
 /* The heap of a payload of m's sizes, every form (rff: b instead of the
  * norms, as many): X, the coefficients, n more; the factor form's n x n
- * factor (the file stores a triangle, km_tri_read makes it whole). */
-static size_t heap_bytes(const km_model *m, int factor)
+ * factor (the file stores a triangle, km_tri_read makes it whole), the
+ * nystrom statistics' n x n G and n x outputs KtY. */
+static size_t heap_bytes(const km_model *m, unsigned form)
 {
-    uint64_t n = km_model_n_samples(m);
-    uint64_t per_row = km_add_sat(km_model_n_features(m),
-                                  km_add_sat(km_model_n_outputs(m), 1));
-    if (factor)
+    uint64_t n = km_model_n_samples(m), q = km_model_n_outputs(m);
+    uint64_t per_row = km_add_sat(km_model_n_features(m), km_add_sat(q, 1));
+    if (form == KRR_FORM_FACTOR)
         per_row = km_add_sat(per_row, n);
+    if (form == KRR_FORM_NYS)
+        per_row = km_add_sat(per_row, km_add_sat(n, q));
     return (size_t)km_add_sat(sizeof(krr_payload),
                               km_mul_sat(km_mul_sat(n, per_row),
                                          sizeof(double)));
@@ -366,16 +457,20 @@ static size_t heap_bytes(const km_model *m, int factor)
 
 static size_t krr_bytes(const void *payload, const km_model *m)
 {
-    return heap_bytes(m, ((const krr_payload *)payload)->L != NULL);
+    return heap_bytes(m, ((const krr_payload *)payload)->form);
 }
 
-/* From the header and, from version 7, the form. */
+/* From the header and, from version 7, the form (the factor's from 7,
+ * the nystrom statistics' from 10). */
 static void krr_load_bytes(km_reader r, const km_model *m, size_t *kept,
                            size_t *peak)
 {
-    int factor = km_model_file_format(m) >= 7 &&
-                 km_read_u32(&r) == KRR_FORM_FACTOR;
-    *kept = *peak = heap_bytes(m, factor);
+    uint32_t fv = km_model_file_format(m);
+    unsigned form = fv >= 3 ? km_read_u32(&r) : KRR_FORM_DUAL;
+    if ((form == KRR_FORM_FACTOR && fv < 7) ||
+        (form == KRR_FORM_NYS && fv < 10) || form >= KRR_FORM_COUNT)
+        form = KRR_FORM_DUAL;
+    *kept = *peak = heap_bytes(m, form);
 }
 
 static km_status krr_fit_rff(const km_kernel *kernel,
@@ -693,6 +788,23 @@ out:
     return st;
 }
 
+/* The nystrom statistics form (params.keep_factor): G and KtY of X's n
+ * rows for pl's m centres, alpha and n. */
+static km_status keep_stats(const km_kernel *k, const double *X, size_t n,
+                            size_t d, const double *Y, size_t p, size_t m,
+                            double alpha, krr_payload *pl, km_error *err)
+{
+    if (!(pl->G = calloc(km_mul3(m, m, 1), sizeof *pl->G)) ||
+        !(pl->KtY = calloc(m * p, sizeof *pl->KtY)))
+        return km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
+                            "statistics of %zu centres", m);
+    pl->form = KRR_FORM_NYS;
+    pl->alpha = alpha;
+    pl->rows = n;
+    return km_nys_stats_add(k, X, n, d, Y, p, pl->X, pl->xn, m, pl->G,
+                            pl->KtY, err);
+}
+
 /* krr's nystrom fit: the centres (km_nys_pick, kept as the model's
  * training rows), Falkon's solve of their coefficients (km_falkon_solve,
  * km_falkon.c), and the model with its figures. */
@@ -763,6 +875,9 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
     if ((st = km_falkon_solve(&fk, pl->coef, v, &its, &worst, history,
                               n_history, err)) != KM_OK)
         goto out;
+    if (params->keep_factor &&
+        (st = keep_stats(k, X, n, d, Y, p, m, alpha, pl, err)) != KM_OK)
+        goto out;
 
     st = km_fit_model(&f, d, m, p, pl, &model, err);
     pl = NULL; /* owned by the model now, also on failure */
@@ -779,6 +894,8 @@ km_status km_krr_fit_nystrom(const km_kernel *kernel,
                      (double)params->cg_max_iter) != KM_OK ||
         km_info_add1(pi, "centres", KM_INFO_INTEGER,
                      params->centres) != KM_OK ||
+        km_info_add1(pi, "keep_factor", KM_INFO_BOOLEAN,
+                     params->keep_factor != 0) != KM_OK ||
         km_info_add(ti, "rkhs_norm_sq", KM_INFO_NUMBER, p > 1, v, p) !=
             KM_OK ||
         km_info_add1(ti, "solver", KM_INFO_INTEGER, params->solver) !=
@@ -1094,21 +1211,44 @@ const double *km_krr_dual_coef(const km_model *m)
  * A factor-form model extends its factor by a block (km_chol_update.c):
  * with z = L^-1 Y (the old rows' part is L^T C), the new coefficients
  * are L'^-T z', and rkhs_norm_sq = C^T Y - alpha C^T C = |z|^2 - alpha
- * |C|^2 per output. */
+ * |C|^2 per output.
+ *
+ * A nystrom statistics model keeps its centres: the new rows' sums are
+ * added to G and KtY, and the coefficients re-solved by Falkon's CG on
+ * the sums (no pass over rows), warm-started at the old ones, to the
+ * model's cg_tol relative to |B^T K_nm^T Y| as a fit's: the answer is a
+ * fit's with these centres on all the rows, to that tolerance. */
 
 static const char *update_refusal(const km_model *m)
 {
     const krr_payload *p = km_model_payload(m);
-    return p->form == KRR_FORM_FACTOR
+    return p->form == KRR_FORM_FACTOR || p->form == KRR_FORM_NYS
                ? NULL
-               : "a krr model keeps its factor only when fitted with "
+               : "a krr model keeps its factor (exact) or its normal "
+                 "equations' sums (nystrom) only when fitted with "
                  "params.keep_factor";
+}
+
+/* The nystrom update's peak: the new payload (centres, norms,
+ * coefficients, G, KtY), a block of K_nm (km_nys_stats_add), Falkon's
+ * two m x m factors, eight m x outputs blocks and its outputs' vectors. */
+static size_t update_nys_bytes(const km_model *m, size_t k)
+{
+    uint64_t c = km_model_n_samples(m), q = km_model_n_outputs(m);
+    uint64_t b = km_nys_block_rows(k, c);
+    uint64_t v = km_mul_sat(c, km_add_sat(km_model_n_features(m) + 1,
+                                          km_add_sat(3 * c, 10 * q)));
+    v = km_add_sat(v, km_mul_sat(b, c));
+    v = km_add_sat(v, 8 * q);
+    return (size_t)km_mul_sat(v, sizeof(double));
 }
 
 /* The new payload (X, coefficients, norms, L), z and the kernel block of
  * the new rows. */
 static size_t update_bytes(const km_model *m, size_t k)
 {
+    if (((const krr_payload *)km_model_payload(m))->form == KRR_FORM_NYS)
+        return update_nys_bytes(m, k);
     uint64_t N = km_add_sat(km_model_n_samples(m), k);
     uint64_t no = km_model_n_outputs(m);
     uint64_t v = km_mul_sat(N, km_add_sat(N, km_model_n_features(m) + 1));
@@ -1138,11 +1278,98 @@ static km_status update_norms(km_model *nm, const double *Z, double alpha)
     return st;
 }
 
+/* A number of m's params (cg_tol, cg_max_iter), or def. */
+static double param_of(const km_model *m, const char *key, double def)
+{
+    const km_info_entry *e = km_info_find(km_model_params(m), key);
+    return e && e->count == 1 ? e->values[0] : def;
+}
+
+/* A copy of n doubles of src, or NULL. */
+static double *dup(const double *src, size_t n)
+{
+    double *d = malloc(km_mul3(n, 1, sizeof *d));
+    return d ? memcpy(d, src, n * sizeof *d) : NULL;
+}
+
+/* The new model around np (the model's, or freed) with Falkon's
+ * figures. */
+static km_status update_nys_model(const km_model *m, krr_payload *np,
+                                  const double *rkhs, size_t its,
+                                  double worst, km_model **out,
+                                  km_error *err)
+{
+    size_t c = km_model_n_samples(m), q = km_model_n_outputs(m);
+    km_model *nm = NULL;
+    km_status st = km_update_model_create(m, c, np, &nm, err);
+    if (st != KM_OK)
+        return st;
+    km_info *ti = km_model_training_mut(nm);
+    double fi = (double)its;
+    if (km_info_set(ti, "rkhs_norm_sq", KM_INFO_NUMBER, q > 1, rkhs, q) !=
+            KM_OK ||
+        km_info_set(ti, "iterations", KM_INFO_INTEGER, 0, &fi, 1) != KM_OK ||
+        km_info_set(ti, "residual", KM_INFO_NUMBER, 0, &worst, 1) != KM_OK) {
+        km_model_free(nm);
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
+    *out = nm;
+    return KM_OK;
+}
+
+/* The nystrom statistics' update (see above). */
+static km_status update_nys(const km_model *m, const double *X, size_t k,
+                            const double *Y, const km_fit_control *ctl,
+                            km_model **out, km_error *err)
+{
+    const krr_payload *p = km_model_payload(m);
+    size_t c = km_model_n_samples(m), d = km_model_n_features(m);
+    size_t q = km_model_n_outputs(m), its = 0;
+    const km_kernel *ker = km_model_kernel(m);
+    double worst = 0, *v = malloc(q * sizeof *v);
+    krr_payload *np = calloc(1, sizeof *np);
+    km_status st = KM_OK;
+    if (!v || !np || !(np->X = dup(p->X, c * d)) ||
+        !(np->xn = dup(p->xn, c)) || !(np->coef = malloc(c * q * sizeof *v)) ||
+        !(np->G = dup(p->G, c * c)) || !(np->KtY = dup(p->KtY, c * q))) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
+        goto out;
+    }
+    *np = (krr_payload){KRR_FORM_NYS, np->X, np->coef, np->xn, NULL, NULL,
+                        p->alpha, np->G, np->KtY, p->rows + k};
+    if (np->rows > ((uint64_t)1 << 53)) {
+        st = km_error_set(err, KM_EINVAL, "a model of more than 2^53 rows");
+        goto out;
+    }
+    if ((st = km_nys_stats_add(ker, X, k, d, Y, q, np->X, np->xn, c, np->G,
+                               np->KtY, err)) != KM_OK)
+        goto out;
+    if (km_progress(ctl, 0.1)) {
+        st = km_error_set(err, KM_ECANCELLED, "update cancelled");
+        goto out;
+    }
+    km_falkon fk = {ker, NULL, (size_t)np->rows, d, NULL, q, np->X, np->xn,
+                    c, p->alpha, param_of(m, "cg_tol", 1e-7),
+                    (size_t)param_of(m, "cg_max_iter", 100), ctl, 0.15,
+                    np->G, np->KtY, p->coef};
+    if ((st = km_falkon_solve(&fk, np->coef, v, &its, &worst, NULL, NULL,
+                              err)) != KM_OK)
+        goto out;
+    st = update_nys_model(m, np, v, its, worst, out, err);
+    np = NULL; /* the model's, or freed */
+out:
+    free(v);
+    krr_free(np);
+    return st;
+}
+
 static km_status update(const km_model *m, const double *X, size_t k,
                         const double *Y, const km_fit_control *ctl,
                         km_model **out, km_error *err)
 {
     const krr_payload *p = km_model_payload(m);
+    if (p->form == KRR_FORM_NYS)
+        return update_nys(m, X, k, Y, ctl, out, err);
     size_t n = km_model_n_samples(m), d = km_model_n_features(m), N = n + k;
     size_t q = km_model_n_outputs(m);
     krr_payload *np = calloc(1, sizeof *np);
@@ -1213,7 +1440,9 @@ static uint64_t max_outputs(uint64_t ns)
 
 /* Versions 1 and 2: X, coefficients, exactly. Version 3: the form (4
  * bytes), then that or W, b, w: the two sizes. Version 7: also the factor
- * form, alpha (8 bytes) after the form and L's triangle at the end. */
+ * form, alpha (8 bytes) after the form and L's triangle at the end.
+ * Version 10: also the nystrom statistics, alpha and the rows (16 bytes)
+ * after the form, G's triangle and KtY at the end. */
 static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                           uint64_t no, uint64_t *lo, uint64_t *hi)
 {
@@ -1227,6 +1456,12 @@ static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     if (format >= 7) {
         uint64_t f = km_add_sat(km_add_sat(*lo, 8),
                                 km_f64s_bytes(km_tri_values(ns)));
+        *hi = f > *hi ? f : *hi;
+    }
+    if (format >= 10) {
+        uint64_t f = km_add_sat(km_add_sat(*lo, 16),
+                                km_f64s_bytes(km_tri_values(ns)));
+        f = km_add_sat(f, km_f64s_bytes(km_mul_sat(ns, no)));
         *hi = f > *hi ? f : *hi;
     }
 }
@@ -1392,10 +1627,14 @@ static const km_param krr_rows[] = {
     {.key = "keep_factor", .type = KM_PARAM_BOOL,
      KM_PARAM_FIELD(km_krr_params, keep_factor),
      .only_if = "solver", .only_value = KM_KRR_SOLVER_EXACT,
-     .doc = "exact only: keep the double Cholesky factor of K + alpha I in "
-            "the model (8 n^2 bytes more, and a double factorisation: "
-            "precision is not read), so that POST "
-            "/v1/models/{name}/update can add rows without a refit"},
+     .only_also = 1u << KM_KRR_SOLVER_NYSTROM,
+     .doc = "exact and nystrom: keep what POST /v1/models/{name}/update "
+            "needs to add rows without a refit. exact: the double Cholesky "
+            "factor of K + alpha I (8 n^2 bytes more, and a double "
+            "factorisation: precision is not read); nystrom: the normal "
+            "equations' sums K_nm^T K_nm and K_nm^T y of the centres "
+            "(8 m (m + outputs) bytes more, and one more pass over the "
+            "rows at fit)"},
     {0},
 };
 _Static_assert(sizeof(km_krr_solver) == sizeof(int) &&

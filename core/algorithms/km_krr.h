@@ -70,12 +70,15 @@ typedef struct km_krr_params {
                            * KM_KRR_DEFAULT_COMPONENTS (0 means it too) */
     km_krr_centre_rule centres; /* nystrom: default UNIFORM */
     km_krr_precision precision; /* exact (and auto): default MIXED */
-    int keep_factor;      /* exact only: keep the double Cholesky factor
+    int keep_factor;      /* exact: keep the double Cholesky factor
                            * of K + alpha I in the model (8 n^2 bytes more
                            * at fit and while served; the factor is
                            * double, precision is not read), so that the
                            * model can be updated by new rows
-                           * (km_model_update); default 0 */
+                           * (km_model_update); nystrom: keep the sums
+                           * K_nm^T K_nm and K_nm^T Y of the normal
+                           * equations (8 m (m + outputs) bytes more);
+                           * default 0 */
 } km_krr_params;
 
 /* The rff solver's default and largest number of features D. */

@@ -46,13 +46,14 @@
 
 #define MAGIC "KMSM"
 /* The newest version this build reads and writes. A model is written in
- * the oldest current version that holds it: 2, or 3 to 7 when its
+ * the oldest current version that holds it: 2, or 3 to 10 when its
  * payload needs it (the descriptor's file_format: krr's rff form 3, svc's
  * nystrom form 4, kpca's nystrom form 5, gpr's nystrom form 6, krr's
  * factor form 7: params.keep_factor; svc's and svr's kept rows 9:
- * params.keep_rows), so that files of every model an older server could
- * fit stay readable by it. */
-#define FORMAT_VERSION 9u
+ * params.keep_rows; krr's nystrom statistics form 10: params.keep_factor
+ * with solver nystrom), so that files of every model an older server
+ * could fit stay readable by it. */
+#define FORMAT_VERSION 10u
 #define FORMAT_DEFAULT 2u
 /* The oldest version this build reads. */
 #define FORMAT_OLDEST 1u

@@ -4,7 +4,9 @@
  * K_nm computed in row blocks at every pass (fused for kernels of inner
  * products). km_krr_fit_nystrom (km_krr.c) picks the centres and builds
  * the model around what km_falkon_solve returns; gpr's nystrom solver
- * takes its mean from that fit.
+ * takes its mean from that fit. The update's form (krr's keep_factor):
+ * the same CG on kept sums K_nm^T K_nm and K_nm^T Y instead of passes
+ * over rows, warm-started (km_nys_stats_add makes and extends the sums).
  *
  * Thread-safety: reentrant; a fused pass runs its rows on the fit's
  * threads, each into its own accumulator.
@@ -97,6 +99,15 @@
  * |Rs| / |r_0| (of the preconditioned system, r_0 = B^T K_nm^T y) is at
  * most cg_tol, and the fit when every output has stopped or after
  * cg_max_iter iterations.
+ *
+ * The update's form. With G = K_nm^T K_nm and K_nm^T Y kept (m^2 and m p
+ * values, sums over the rows, so new rows add to them), a pass is G U
+ * (DSYMM, O(m^2 p)) and the right-hand side is read, not computed: no
+ * row is visited. CG may start from old coefficients C0 (V0 = B^-1 C0 =
+ * n^1/2 A T C0, R0 = B^T K_nm^T Y - (B^T H B) V0), and an output stops,
+ * as a fit's, when |Rs| is at most cg_tol times |B^T K_nm^T Y| (the
+ * residual at C = 0, not at C0): the answer meets the tolerance of a
+ * fit on all the rows with these centres.
  */
 typedef struct nys {
     const km_kernel *k;
@@ -114,6 +125,7 @@ typedef struct nys {
     size_t threads;
     const km_fit_control *ctl;
     double frac; /* progress so far */
+    const double *G, *KtY; /* the update's form: K_nm^T K_nm, K_nm^T Y */
 } nys;
 
 /* Rows [r0, r1) of K_nm for one thread of the fused pass: four rows at a
@@ -199,6 +211,17 @@ static km_status nys_pass_fused(nys *s, const double *U, const double *Y,
 static km_status nys_pass(nys *s, const double *U, const double *Y,
                           double *out, km_error *err)
 {
+    if (s->G) { /* the update's form: the sums, no rows */
+        if (U)
+            cblas_dsymm(CblasColMajor, CblasLeft, CblasUpper, (int)s->m,
+                        (int)s->p, 1.0, s->G, (int)s->m, U, (int)s->m, 0.0,
+                        out, (int)s->m);
+        else
+            for (size_t i = 0; i < s->m; i++)
+                for (size_t j = 0; j < s->p; j++)
+                    out[j * s->m + i] = s->KtY[i * s->p + j];
+        return KM_OK;
+    }
     if (s->acc)
         return nys_pass_fused(s, U, Y, out, err);
     size_t m = s->m, p = s->p;
@@ -333,7 +356,8 @@ static km_status falkon_alloc(const km_falkon *fk, falkon_bufs *b,
     size_t block = km_nys_block_rows(n, m);
     double *T = malloc(m * m * sizeof *T);
     double *A = malloc(m * m * sizeof *A);
-    double *tmp = malloc(block * p * sizeof *tmp), *Kb = NULL;
+    double *tmp = fk->G ? NULL : malloc(block * p * sizeof *tmp);
+    double *Kb = NULL;
     double *acc = NULL, *zt = NULL, *rows = NULL;
     falkon_cg *c = &b->cg;
     c->work = malloc(8 * mp * sizeof *c->work);
@@ -344,14 +368,16 @@ static km_status falkon_alloc(const km_falkon *fk, falkon_bufs *b,
     b->s.T = T;
     b->s.A = A;
     b->s.tmp = tmp;
-    if (!T || !A || !tmp || !c->work || !c->rr || !c->r0 || !c->res ||
-        !c->done)
+    if (!T || !A || (!tmp && !fk->G) || !c->work || !c->rr || !c->r0 ||
+        !c->res || !c->done)
         return km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
                             "solver of %zu centres", m);
     const km_fit_control *ctl = fk->ctl;
     size_t nt = ctl && ctl->threads > 1 ? (size_t)ctl->threads : 1;
     nt = nt < NYS_MAX_THREADS ? nt : NYS_MAX_THREADS;
-    if (km_kernel_uses_dots(fk->k) && p <= NYS_FUSED_OUTPUTS) {
+    if (fk->G) {
+        /* the update's form: products with G, no pass over rows */
+    } else if (km_kernel_uses_dots(fk->k) && p <= NYS_FUSED_OUTPUTS) {
         b->xr = km_sqnorms(fk->X, n, d);
         acc = malloc(nt * mp * sizeof *acc);
         zt = malloc(m * d * sizeof *zt);
@@ -365,8 +391,8 @@ static km_status falkon_alloc(const km_falkon *fk, falkon_bufs *b,
     }
     b->s = (nys){fk->k, fk->X, b->xr, n, d, fk->Z, fk->zn, m, p, block, T,
                  A, 0, fk->alpha, Kb, tmp, acc, zt, rows, &b->stop, nt, ctl,
-                 0.0};
-    if (acc ? !b->xr || !zt || !rows : !Kb)
+                 0.0, fk->G, fk->KtY};
+    if (fk->G ? 0 : acc ? !b->xr || !zt || !rows : !Kb)
         return km_error_set(err, KM_ENOMEM, "out of memory for the nystrom "
                             "solver of %zu centres", m);
     double *w = c->work;
@@ -412,11 +438,36 @@ static km_status falkon_precondition(const km_falkon *fk, nys *s,
     return KM_OK;
 }
 
-/* CG's start from V = 0: R = B^T K_nm^T Y, the directions and smoothed
- * residuals R too; an output whose r0 is 0 (y = 0: C = 0) stops at once.
- * *worst gets the largest relative residual. */
-static km_status falkon_cg_start(nys *s, const double *Y, falkon_cg *c,
-                                 double *worst, km_error *err)
+/* The warm start V = B^-1 C0 = n^1/2 A T C0 (C0 row-major m x p) and
+ * R -= (B^T H B) V. */
+static km_status falkon_warm(nys *s, const double *C0, falkon_cg *c,
+                             km_error *err)
+{
+    size_t m = s->m, p = s->p, mp = m * p;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < p; j++)
+            c->V[j * m + i] = C0[i * p + j];
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans,
+                CblasNonUnit, (int)m, (int)p, 1.0, s->T, (int)m, c->V,
+                (int)m);
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans,
+                CblasNonUnit, (int)m, (int)p, sqrt((double)s->n), s->A,
+                (int)m, c->V, (int)m);
+    memcpy(c->Vs, c->V, mp * sizeof *c->V);
+    km_status st = nys_operator(s, c->V, c->Q, c->U, c->W, err);
+    if (st == KM_OK)
+        cblas_daxpy((int)mp, -1.0, c->Q, 1, c->R, 1);
+    return st;
+}
+
+/* CG's start from V = 0, or from V = B^-1 C0: R = B^T K_nm^T Y (minus
+ * the warm start's image), the directions and smoothed residuals R too;
+ * r0 is always |B^T K_nm^T Y| (the residual at C = 0, a fit's), and an
+ * output whose r0 is 0 (y = 0: C = 0) stops at once. *worst gets the
+ * largest relative residual. */
+static km_status falkon_cg_start(nys *s, const double *Y, const double *C0,
+                                 double tol, falkon_cg *c, double *worst,
+                                 km_error *err)
 {
     size_t m = s->m, p = s->p, mp = m * p;
     memset(c->V, 0, mp * sizeof *c->V);
@@ -425,15 +476,25 @@ static km_status falkon_cg_start(nys *s, const double *Y, falkon_cg *c,
     if (st != KM_OK)
         return st;
     nys_apply_bt(s, c->R);
+    for (size_t j = 0; j < p; j++)
+        c->r0[j] = sqrt(cblas_ddot((int)m, c->R + j * m, 1, c->R + j * m, 1));
+    if (C0 && (st = falkon_warm(s, C0, c, err)) != KM_OK)
+        return st;
     memcpy(c->D, c->R, mp * sizeof *c->R);
     memcpy(c->Rs, c->R, mp * sizeof *c->R);
     *worst = 0;
     c->left = p;
     for (size_t j = 0; j < p; j++) {
         c->rr[j] = cblas_ddot((int)m, c->R + j * m, 1, c->R + j * m, 1);
-        c->r0[j] = sqrt(c->rr[j]);
-        c->res[j] = c->r0[j] > 0 ? 1.0 : 0.0;
-        if (!(c->r0[j] > 0) || !isfinite(c->r0[j])) { /* y = 0: C = 0 */
+        c->res[j] = c->r0[j] > 0 ? sqrt(c->rr[j]) / c->r0[j] : 0.0;
+        if (c->r0[j] > 0 && isfinite(c->r0[j]) && c->res[j] <= tol) {
+            /* the warm start already meets the tolerance */
+            c->done[j] = 1;
+            c->left--;
+            memset(c->D + j * m, 0, m * sizeof *c->D);
+        } else if (!(c->r0[j] > 0) || !isfinite(c->r0[j])) { /* C = 0 */
+            memset(c->V + j * m, 0, m * sizeof *c->V);
+            memset(c->Vs + j * m, 0, m * sizeof *c->Vs);
             c->done[j] = 1;
             c->left--;
             memset(c->D + j * m, 0, m * sizeof *c->D);
@@ -501,7 +562,8 @@ static km_status falkon_cg_run(const km_falkon *fk, nys *s, falkon_cg *c,
 {
     size_t p = s->p, its = 0, nh = 0;
     double worst = 0, f_pre = fk->f_pre;
-    km_status st = falkon_cg_start(s, fk->Y, c, &worst, err);
+    km_status st = falkon_cg_start(s, fk->Y, fk->C0, fk->cg_tol, c, &worst,
+                                   err);
     if (st == KM_OK && history)
         history[nh++] = worst;
     double tol = fk->cg_tol, cap = (double)fk->cg_max_iter;
@@ -580,5 +642,40 @@ km_status km_falkon_solve(const km_falkon *fk, double *C, double *rkhs,
     if (st == KM_OK)
         st = falkon_coef(&b.s, &b.cg, C, rkhs, err);
     falkon_free(&b);
+    return st;
+}
+
+km_status km_nys_stats_add(const km_kernel *k, const double *X, size_t n,
+                           size_t d, const double *Y, size_t p,
+                           const double *Z, const double *zn, size_t m,
+                           double *G, double *KtY, km_error *err)
+{
+    size_t block = km_nys_block_rows(n, m);
+    double *Kb = malloc(km_mul3(block, m, sizeof *Kb));
+    if (!Kb)
+        return km_error_set(err, KM_ENOMEM, "out of memory for a block of "
+                            "%zu centres' kernel values", m);
+    km_status st = KM_OK;
+    for (size_t i0 = 0; i0 < n && st == KM_OK; i0 += block) {
+        size_t nb = n - i0 < block ? n - i0 : block;
+        st = km_gram_cross_sn(k, X + i0 * d, nb, Z, m, zn, d, Kb, m, err);
+        if (st == KM_OK && !km_all_finite(Kb, nb * m))
+            st = km_error_set(err, KM_EPROBLEM, "the kernel values of rows "
+                              "%zu to %zu with the centres are not all "
+                              "finite numbers", i0, i0 + nb - 1);
+        if (st != KM_OK)
+            break;
+        /* Kb row-major nb x m: G += Kb^T Kb (upper, column-major), KtY
+         * (row-major m x p) += Kb^T Y_block */
+        cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)nb,
+                    1.0, Kb, (int)m, 1.0, G, (int)m);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)p,
+                    (int)nb, 1.0, Kb, (int)m, Y + i0 * p, (int)p, 1.0, KtY,
+                    (int)p);
+    }
+    free(Kb);
+    for (size_t j = 0; st == KM_OK && j < m; j++) /* lower from upper */
+        for (size_t i = j + 1; i < m; i++)
+            G[j * m + i] = G[i * m + j];
     return st;
 }

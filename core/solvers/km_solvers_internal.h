@@ -79,6 +79,13 @@ typedef struct km_falkon {
     size_t cg_max_iter;
     const km_fit_control *ctl;
     double f_pre;
+    /* The update's form (krr's keep_factor): with G (m x m, symmetric,
+     * K_nm^T K_nm) and KtY (m x p row-major, K_nm^T Y) of n rows, X and Y
+     * are not read (NULL) and a pass over the data is a product with G.
+     * C0 (m x p row-major, or NULL: zero): CG's warm start; the
+     * tolerance is still relative to the residual at C = 0, |B^T K_nm^T
+     * Y|, as a fit's. */
+    const double *G, *KtY, *C0;
 } km_falkon;
 /* C (m x p, row-major, caller-allocated) and rkhs[j] = C_j^T K_mm C_j (p
  * values); *iterations and *residual (the largest relative residual of
@@ -89,6 +96,16 @@ typedef struct km_falkon {
 km_status km_falkon_solve(const km_falkon *fk, double *C, double *rkhs,
                           size_t *iterations, double *residual,
                           double *history, size_t *n_history, km_error *err);
+
+/* The sufficient statistics of the nystrom normal equations, added to:
+ * G += K_nm^T K_nm (m x m, both triangles) and KtY += K_nm^T Y (m x p
+ * row-major) for X's n rows (d features) and Y's p outputs, K_nm of
+ * centres Z (zn their squared norms) in row blocks. k resolved.
+ * KM_EPROBLEM when a kernel value is not finite, KM_ENOMEM. */
+km_status km_nys_stats_add(const km_kernel *k, const double *X, size_t n,
+                           size_t d, const double *Y, size_t p,
+                           const double *Z, const double *zn, size_t m,
+                           double *G, double *KtY, km_error *err);
 
 /* The centres' draw of the nystrom solver: m sorted distinct indices of
  * [0, n) into idx (n entries of room: a partial Fisher-Yates shuffle by

@@ -65,6 +65,14 @@ static void krr_factor(void *v)
     ((km_krr_params *)v)->keep_factor = 1;
 }
 
+static void krr_nys_stats(void *v)
+{
+    km_krr_params *p = v;
+    p->solver = KM_KRR_SOLVER_NYSTROM;
+    p->n_centres = 8;
+    p->keep_factor = 1;
+}
+
 static void svc_prob(void *v)
 {
     ((km_svm_params *)v)->probability = 1;
@@ -134,6 +142,7 @@ static const form forms[] = {
     {"krr nystrom", KM_ALGO_KRR, 0, 0, krr_nys},
     {"krr rff", KM_ALGO_KRR, 0, 0, krr_rff},
     {"krr keep_factor", KM_ALGO_KRR, 0, 1, krr_factor},
+    {"krr nystrom keep_factor", KM_ALGO_KRR, 0, 1, krr_nys_stats},
     {"svc probability", KM_ALGO_SVC, 3, 0, svc_prob},
     {"svc scaled", KM_ALGO_SVC, 3, 1, NULL},
     {"svc screened", KM_ALGO_SVC, 2, 0, svc_screened},

@@ -398,10 +398,11 @@ START_TEST(refusals)
     ck_assert_int_eq(km_model_update(m, X, 0, D, Y, q, NULL, &out, &err),
                      KM_EINVAL);
 
-    /* keep_factor belongs to the exact solver */
+    /* keep_factor belongs to the exact and nystrom solvers
+     * (test_km_nys_update.c) */
     km_krr_params kn = km_krr_params_default();
     kn.keep_factor = 1;
-    kn.solver = KM_KRR_SOLVER_NYSTROM;
+    kn.solver = KM_KRR_SOLVER_RFF;
     ck_assert_int_eq(km_krr_check(&kn, n, &err), KM_EINVAL);
     ck_assert_msg(strstr(err.message, "keep_factor"), "%s", err.message);
 

@@ -65,9 +65,9 @@ def main():
         r = fit(d, "nys", PARAMS, X, y)
         meta = (r.json() or {}).get("model", {})
         run.check(r.status == 201, "nystrom fit: 201", r)
-        run.check(meta.get("params") == dict(PARAMS, centres="uniform"),
-                  "metadata params: the solver by name, the params given and "
-                  "the centres' rule",
+        run.check(meta.get("params") == dict(PARAMS, centres="uniform", keep_factor=False),
+                  "metadata params: the solver by name, the params given, "
+                  "the centres' rule and keep_factor false",
                   meta.get("params"))
         tr = meta.get("training", {})
         run.check(tr.get("solver") == "nystrom" and
@@ -86,7 +86,7 @@ def main():
                   (got[:3], want[:3]))
         r = d.req("GET", "/v1/models/nys")
         run.check(r.status == 200 and
-                  r.json().get("params") == dict(PARAMS, centres="uniform"),
+                  r.json().get("params") == dict(PARAMS, centres="uniform", keep_factor=False),
                   "GET shows the same params", r)
 
         # defaults: solver only; an exact fit shows alpha alone
@@ -94,9 +94,10 @@ def main():
         p = (r.json() or {}).get("model", {}).get("params")
         run.check(r.status == 201 and p == {
             "alpha": 1.0, "solver": "nystrom", "n_centres": 600, "seed": 0,
-            "cg_tol": 1e-7, "cg_max_iter": 100, "centres": "uniform"},
+            "cg_tol": 1e-7, "cg_max_iter": 100, "centres": "uniform",
+            "keep_factor": False},
             "nystrom defaults: n_centres min(n, 1000), seed 0, cg_tol 1e-7, "
-            "cg_max_iter 100, centres uniform", p)
+            "cg_max_iter 100, centres uniform, keep_factor false", p)
         r = fit(d, "exact", {"alpha": 0.01}, X, y)
         meta = (r.json() or {}).get("model", {})
         run.check(r.status == 201 and

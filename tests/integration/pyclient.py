@@ -46,10 +46,12 @@
 - partial_fit (scenario_partial_fit): KernelRidge with keep_factor and
   GaussianProcessRegressor(optimizer=None, normalize_y=True) fitted, then
   updated twice, predict as the same estimator fitted on all the rows to
-  1e-9 (versions 1 to 3); SVC (string labels) and SVR with keep_rows
+  1e-9 (versions 1 to 3); a nystrom KernelRidge with keep_factor updated
+  once predicts as the normal equations of all the rows with its centres
+  (read back), solved by numpy, to 1e-6; SVC (string labels) and SVR with keep_rows
   likewise within 1e-2 (SMO's tol), SVC's labels equal on >= 99% of the
-  held-out rows; Client.update of a krr model without keep_factor raises
-  Conflict naming keep_factor.
+  held-out rows; Client.update of a krr model
+  without keep_factor raises Conflict naming keep_factor.
 - Strings (scenario_strings): Client.fit / predict / score take a list
   of str as X, sent as it is (a list answers lists, a numpy array of str
   arrays), equal to the raw HTTP answer and to numpy's solve on
@@ -626,6 +628,23 @@ def scenario_partial_fit(km, c, np):
               f"{what}: partial_fit three times (versions 1 to 3) answers as a fit "
               "on all the rows within 1e-2", (ours.model_version_,
                                               np.abs(got - want).max(), same))
+    # nystrom: the centres stay; the reference is the normal equations of
+    # all the rows with those centres, solved here
+    nys = km.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3, client=c, server_params={
+        "keep_factor": True, "solver": "nystrom", "n_centres": 40, "cg_tol": 1e-10,
+        "cg_max_iter": 1000})
+    nys.partial_fit(X[:100], y[:100]).partial_fit(X[100:150], y[100:150])
+    _, co = c.request("GET", f"/v1/models/{nys.model_name_}/coefficients?limit=1000")
+    Z = np.array(co["coefficients"]["centres_"]["values"])
+    gram = lambda A, B: np.exp(-0.3 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+    Knm = gram(X[:150], Z)
+    C = np.linalg.solve(Knm.T @ Knm + 0.1 * gram(Z, Z), Knm.T @ y[:150])
+    got, want = nys.predict(X[test]), gram(X[test], Z) @ C
+    check(nys.model_version_ == 2 and nys.metadata_["n_samples"] == 40 and
+          np.abs(got - want).max() <= 1e-6 * max(1.0, np.abs(want).max()),
+          "KernelRidge (nystrom, keep_factor): partial_fit twice predicts as the normal "
+          "equations of all the rows with the model's centres to 1e-6",
+          (nys.model_version_, np.abs(got - want).max()))
     plain = km.KernelRidge(alpha=0.1, kernel="rbf", client=c).fit(X[:50], y[:50])
     try:
         c.update(plain.model_name_, X[50:60].tolist(), y[50:60].tolist())

@@ -19,7 +19,7 @@ of them) and svr models fitted with params.keep_rows, updated by
 warm-started SMO, label and predict as fresh fits on all the rows within
 1e-2, and a class the svc model does not have is 409 naming it; an unknown model 404; X of another width,
 NaN, strings, y missing, too short or of two outputs for gpr, an unknown
-member, keep_factor with the nystrom solver: 400 naming the field; none of
+member, keep_factor with the rff solver: 400 naming the field; none of
 them makes a version. kmctl update adds a CSV's rows (as a refit on all
 rows predicts) and exits 1 with the server's 409 for a model that cannot
 be updated; it updates an svc keep_rows model from a CSV of string
@@ -265,9 +265,9 @@ def refusals(d, T):
     run.check((r.json() or {}).get("version") == 3,
               "the refused updates made no version", r)
     r = fit(d, "kn", "krr", {"type": "rbf"},
-            {"solver": "nystrom", "keep_factor": True}, X, y)
+            {"solver": "rff", "keep_factor": True}, X, y)
     run.check(r.status == 400 and "params.keep_factor" in r.body,
-              "keep_factor with the nystrom solver: 400 naming it", r)
+              "keep_factor with the rff solver: 400 naming it", r)
 
 
 def classes(X):

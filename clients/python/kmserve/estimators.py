@@ -456,7 +456,10 @@ class KernelRidge(_Regressor):
         """Fits on the first call; then adds the rows X, y to the model
         without a full refit (the server's update: its next version equals
         a refit on all the rows so far). Needs server_params={"keep_factor":
-        True} (the exact solver keeps its factor; else Conflict)."""
+        True} (the exact solver keeps its factor; with "solver": "nystrom"
+        the model keeps its centres and its normal equations' sums, and
+        equals a fit on all the rows with those centres, to cg_tol; else
+        Conflict)."""
         return self._partial_fit(X, y, progress)
 
 
