@@ -328,14 +328,14 @@ static km_status update(const km_model *m, const double *X, size_t k,
 }
 
 const km_algo_update km_svc_update_entry = {
-    .what = "svc models fitted with params.keep_rows",
+    .what = "svc and svr models fitted with params.keep_rows",
     .refusal = update_refusal,
     .bytes = update_bytes,
     .update = update,
 };
 
 const km_algo_update km_svr_update_entry = {
-    .what = "svr models fitted with params.keep_rows",
+    .what = "svc and svr models fitted with params.keep_rows",
     .refusal = update_refusal,
     .bytes = update_bytes,
     .update = update,

@@ -240,9 +240,9 @@ def refusals(d, T):
             ("svc", "svc", "svc")):
         r = update(d, name, X[:2], y[:2])
         run.check(r.status == 409 and text in r.body and
-                  "krr models fitted with params.keep_factor, svc models "
-                  "fitted with params.keep_rows, svr models fitted with "
-                  "params.keep_rows and exact gpr models" in r.body,
+                  "krr models fitted with params.keep_factor, svc and svr "
+                  "models fitted with params.keep_rows and exact gpr models"
+                  in r.body,
                   f"update of {what}: 409 naming what can be updated", r)
     r = update(d, "nosuch", X[:2], y[:2])
     run.check(r.status == 404, "update of an unknown model: 404", r)
