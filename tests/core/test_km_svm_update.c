@@ -20,7 +20,8 @@
  * times SMO's tol, the bound observed between the exact solver's own
  * storages (the cache and the dense Gram, test_km_svm.c) scaled by the
  * sizes of these sets. Also an update's pairs on two workers (bit for
- * bit as on one), repeated updates, the file form (version
+ * bit as on one), class weights and probabilities read back from the
+ * model, repeated updates, the file form (version
  * 9) and its checks (a class out of range or not whole, a value not
  * finite, a dual of the wrong sign, a pair's equality constraint
  * broken), memory accounting and refusals.
@@ -313,6 +314,51 @@ START_TEST(svc_repeated_updates)
 }
 END_TEST
 
+/* The params an update reads back from the model's figures: class_weight
+ * (C per class) and probability (Platt's sigmoids fitted again): as a
+ * fresh fit with them. */
+START_TEST(svc_weights_and_probability)
+{
+    km_dataset ds;
+    size_t K;
+    int *y = load_classes("breast_cancer.csv", 400, &ds, &K);
+    size_t d = ds.d, n0 = 300, k = 60;
+    double w[2] = {1.0, 3.0};
+    km_kernel kern = rbf(0.1);
+    km_svm_params p = km_svm_params_default();
+    p.keep_rows = 1;
+    p.class_weight = w;
+    p.probability = 1;
+    km_model *m = NULL, *f = NULL;
+    km_error err = {0};
+    ck_assert(km_svc_fit(&kern, &p, ds.X, n0, d, y, K, NULL, &m, &err) ==
+              KM_OK);
+    ck_assert(km_svc_fit(&kern, &p, ds.X, n0 + k, d, y, K, NULL, &f, &err) ==
+              KM_OK);
+    double *Y = as_doubles(y + n0, k);
+    km_model *u = update(m, ds.X + n0 * d, k, d, Y);
+    const double *T = ds.X + (ds.n - 169) * d;
+    same_as_fresh("bc weighted", u, f, T, 169, K);
+    double *pu = malloc(169 * 2 * sizeof *pu), *pf = malloc(169 * 2 * sizeof *pf);
+    ck_assert_int_eq(km_svc_probability(u, T, 169, pu, NULL), KM_OK);
+    ck_assert_int_eq(km_svc_probability(f, T, 169, pf, NULL), KM_OK);
+    double worst = 0;
+    for (size_t i = 0; i < 169 * 2; i++)
+        worst = fmax(worst, fabs(pu[i] - pf[i]));
+    /* Platt's sigmoids from each model's own cross-validation folds (the
+     * same folds: the same rows and seed), whose solves agree to tol */
+    ck_assert_msg(worst <= 2e-2, "probabilities off by %g", worst);
+    free(pu);
+    free(pf);
+    free(Y);
+    free(y);
+    km_model_free(u);
+    km_model_free(f);
+    km_model_free(m);
+    km_dataset_free(&ds);
+}
+END_TEST
+
 /* ------------------------------------------------------------ svr */
 
 static double *svr_rows(km_dataset *ds, double **target)
@@ -564,6 +610,7 @@ Suite *svm_update_suite(void)
     tcase_add_test(tc, svc_multiclass_equals_refit);
     tcase_add_test(tc, svc_update_workers_same);
     tcase_add_test(tc, svc_repeated_updates);
+    tcase_add_test(tc, svc_weights_and_probability);
     tcase_add_test(tc, svr_equals_refit);
     tcase_add_test(tc, file_round_trip_and_checks);
     tcase_add_test(tc, refusals);
