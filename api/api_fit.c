@@ -378,6 +378,48 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
                             req, &req->search, e);
 }
 
+/* The model's index of label l (numbers compare as numbers), or -1. */
+static long model_class(const km_model *m, const char *l, int numeric)
+{
+    if (numeric != km_model_labels_numeric(m))
+        return -1;
+    for (size_t c = 0; c < km_model_n_labels(m); c++) {
+        const char *ml = km_model_label(m, c);
+        if (numeric ? strtod(ml, NULL) == strtod(l, NULL) : !strcmp(ml, l))
+            return (long)c;
+    }
+    return -1;
+}
+
+/* A classifier's update: each row's class as the model's class index, in
+ * req->Y (one output), as km_model_update takes it. 409 naming a class
+ * the model does not have: an update cannot add one. */
+static int update_classes(const km_model *m, api_fit_request *req,
+                          api_error *e)
+{
+    long *map = malloc((req->n_labels ? req->n_labels : 1) * sizeof *map);
+    if (!map || !(req->Y = malloc((req->n ? req->n : 1) * sizeof *req->Y))) {
+        free(map);
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for y");
+    }
+    for (size_t c = 0; c < req->n_labels; c++)
+        if ((map[c] = model_class(m, req->labels[c], req->labels_numeric)) <
+            0) {
+            free(map);
+            return api_raise(e, API_CONFLICT, "y holds the class \"%s\", "
+                             "which model \"%s\" (%zu classes) does not "
+                             "have: an update cannot add a class (refit to "
+                             "add it: POST /v1/models/{name}/fit)",
+                             req->labels[c], km_model_name(m),
+                             km_model_n_labels(m));
+        }
+    for (size_t i = 0; i < req->n; i++)
+        req->Y[i] = (double)map[req->classes[i]];
+    req->m = 1;
+    free(map);
+    return 0;
+}
+
 int api_update_parse(api_body *body, const km_model *m, api_fit_request *req,
                      api_error *e)
 {
@@ -407,6 +449,8 @@ int api_update_parse(api_body *body, const km_model *m, api_fit_request *req,
         parse_y(cJSON_GetObjectItemCaseSensitive(body->root, "y"), req, e))
         return -1;
     req->base = m;
+    if (km_algorithm_target(req->algo) == KM_TARGET_CLASSES)
+        return update_classes(m, req, e);
     return 0;
 }
 

@@ -66,7 +66,7 @@ km_svm_params km_svm_params_default(void)
 {
     km_svm_params p = {1.0, 0.1, 1e-3, 200.0, 1, 0, NULL, 0,
                        KM_SVM_SOLVER_EXACT, 0, 0, KM_KRR_CENTRES_UNIFORM,
-                       KM_SVM_PRECISION_FLOAT64};
+                       KM_SVM_PRECISION_FLOAT64, 0};
     return p;
 }
 
@@ -126,6 +126,12 @@ km_status km_svm_check(const km_svm_params *p, km_algorithm algo,
             return km_error_set(err, KM_EINVAL,
                                 "params.seed must be at most 2^53");
     }
+    if (p->keep_rows && p->solver != KM_SVM_SOLVER_EXACT &&
+        p->solver != KM_SVM_SOLVER_AUTO)
+        return km_error_set(err, KM_EINVAL, "params.keep_rows applies to "
+                            "params.solver exact (or auto, which then runs "
+                            "exact), not %s",
+                            km_svm_solver_name(p->solver));
     if (p->solver == KM_SVM_SOLVER_NYSTROM) {
         km_status st = km_nys_check_rule(p->centres, err);
         if (st != KM_OK)
@@ -205,6 +211,10 @@ size_t km_svc_fit_bytes(size_t n, size_t d, size_t n_classes,
      * solver's workspace (the caches split the budget between them). */
     if (!p->probability)
         b += (svc_most_workers() - 1) * (3 * n * d * 8 + 20 * n * 8);
+    if (p->keep_rows) /* the model's kept rows, the grouped gradients
+                         and each worker's pair gradients */
+        b += (size_t)km_svm_keep_bytes(n, d, k) + 2 * n * (k - 1) * 8 +
+             svc_most_workers() * 2 * n * 8;
     /* The shared Gram and the caches share the budget; a pair's cache
      * needs at most its whole Q, and at least two columns. */
     size_t gram = km_mul3(n, n, sizeof(double));
@@ -220,6 +230,8 @@ size_t km_svm_fit_bytes(size_t n, size_t d, const km_svm_params *p)
     size_t svr = 4 * n * d * 8 + 2 * n * 16 * 8 + n * d * 8 + 2 * n * 8 +
                  kernel_bytes(2 * n, km_svm_budget_bytes(p));
     size_t svc = km_svc_fit_bytes(n, d, 2, p);
+    if (p->keep_rows) /* the model's kept rows, the 2n gradients */
+        svr += (size_t)km_svm_keep_bytes(n, d, 0) + 4 * n * 8;
     return svr > svc ? svr : svc;
 }
 
@@ -244,6 +256,9 @@ static void payload_save(const void *v, const km_model *m, km_writer *w)
         km_write_f64s(w, p->rho, n_pairs(p->k));
         return;
     }
+    /* kept rows: version 9, whose svc payload starts with its form */
+    if (p->kn && p->k)
+        km_write_u32(w, SVC_FORM_DUAL);
     km_write_u64(w, p->k);
     km_write_u64(w, p->nsv);
     km_write_i32s(w, p->n_support, p->k);
@@ -251,23 +266,34 @@ static void payload_save(const void *v, const km_model *m, km_writer *w)
     km_write_f64s(w, p->sv, p->nsv * d);
     km_write_f64s(w, p->coef, p->nsv * n_coef(p));
     km_write_f64s(w, p->rho, p->k ? n_pairs(p->k) : 1);
-    km_write_u32(w, (p->probA != NULL) | (p->vote ? 2u : 0u));
+    km_write_u32(w, (p->probA != NULL) | (p->vote ? 2u : 0u) |
+                        (p->kn ? 4u : 0u));
     if (p->probA) {
         km_write_f64s(w, p->probA, n_pairs(p->k));
         km_write_f64s(w, p->probB, n_pairs(p->k));
     }
     if (p->vote)
         km_write_i32s(w, p->vote, p->k);
+    if (p->kn)
+        km_svm_keep_save(p, w);
 }
 
-/* The format version a model needs: 4 for svc's nystrom form (its
- * payload starts with the form); 3 for a dual payload with a vote order
- * (older readers refuse its flags rather than break ties another way);
- * else the default. */
+/* The format version a model needs: 9 for kept rows (params.keep_rows);
+ * 4 for svc's nystrom form (its payload starts with the form); 3 for a
+ * dual payload with a vote order (older readers refuse its flags rather
+ * than break ties another way); else the default. */
 static uint32_t svc_file_format(const void *payload)
 {
     const svm_payload *p = payload;
-    return p->form == SVC_FORM_NYSTROM ? 4u : p->vote ? 3u : 0u;
+    return p->kn ? 9u
+           : p->form == SVC_FORM_NYSTROM ? 4u
+           : p->vote                     ? 3u
+                                         : 0u;
+}
+
+static uint32_t svr_file_format(const void *payload)
+{
+    return ((const svm_payload *)payload)->kn ? 9u : 0u;
 }
 
 /* Whether v[0..k) is a permutation of 0..k-1. */
@@ -321,16 +347,23 @@ static km_status payload_load(km_reader *r, const km_model *m, int svc,
         !(p->coef = km_read_f64s(r, p->nsv * n_coef(p))) ||
         !(p->rho = km_read_f64s(r, npair)))
         goto failed;
-    /* bit 0: probability; bit 1 (format 3): a vote order follows */
+    /* bit 0: probability; bit 1 (format 3): a vote order follows; bit 2
+     * (format 9): the kept rows follow */
     uint32_t flags = km_read_u32(r), has_prob = flags & 1;
-    uint32_t most = km_model_file_format(m) >= 3 ? 3 : 1;
-    if (r->failed || flags > most || (flags && !svc))
+    uint32_t fv = km_model_file_format(m);
+    uint32_t most = (fv >= 3 ? 3 : 1) | (fv >= 9 ? 4 : 0);
+    if (r->failed || (flags & ~most) || ((flags & 3) && !svc))
         goto corrupt;
     if (has_prob && (!(p->probA = km_read_f64s(r, npair)) ||
                      !(p->probB = km_read_f64s(r, npair))))
         goto failed;
     if ((flags & 2) && !(p->vote = km_read_i32s(r, p->k)))
         goto failed;
+    km_status kst;
+    if ((flags & 4) && (kst = km_svm_keep_load(r, p, ns, err)) != KM_OK) {
+        payload_free(p);
+        return kst;
+    }
     if (p->vote && !is_permutation(p->vote, p->k)) {
         payload_free(p); /* the message reads k, not the freed p->k */
         return km_error_set(err, KM_ECORRUPT, "model file: svc vote order "
@@ -468,6 +501,14 @@ static size_t heap_bytes(unsigned form, uint64_t k, uint64_t nsv, uint64_t d,
     return (size_t)km_add_sat(b, sizeof(svm_payload));
 }
 
+/* heap_bytes and the kept rows (kn of them). */
+static size_t all_bytes(unsigned form, uint64_t k, uint64_t nsv, uint64_t d,
+                        int prob, int vote, uint64_t kn)
+{
+    return (size_t)km_add_sat(heap_bytes(form, k, nsv, d, prob, vote),
+                              kn ? km_svm_keep_bytes(kn, d, k) : 0);
+}
+
 size_t km_svm_dual_bytes(size_t k, size_t nsv, size_t d, int prob, int vote)
 {
     return heap_bytes(SVC_FORM_DUAL, k, nsv, d, prob, vote);
@@ -477,8 +518,8 @@ static size_t payload_bytes(const void *v, const km_model *m)
 {
     (void)m; /* the payload keeps its own sizes */
     const svm_payload *p = v;
-    return heap_bytes(p->form, p->k, p->nsv, p->d, p->probA != NULL,
-                      p->vote != NULL);
+    return all_bytes(p->form, p->k, p->nsv, p->d, p->probA != NULL,
+                     p->vote != NULL, p->kn);
 }
 
 /* The form, k and the row count from the payload's start (clamped as
@@ -503,8 +544,8 @@ static void load_bytes(km_reader r, const km_model *m, size_t *kept,
             km_skip_array(&r, 8); /* sv, coef, rho */
         flags = km_read_u32(&r);
     }
-    *kept = heap_bytes(form, k, nsv, km_model_n_features(m), flags & 1,
-                       (flags & 2) != 0);
+    *kept = all_bytes(form, k, nsv, km_model_n_features(m), flags & 1,
+                      (flags & 2) != 0, (flags & 4) ? ns : 0);
     *peak = *kept + (size_t)k; /* and is_permutation's marks */
 }
 
@@ -820,6 +861,10 @@ static void svc_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     (void)no;
     uint64_t kmax = km_max_classes(ns);
     payload_range(kmax, ns, nf, lo, hi);
+    if (format >= 9) /* the kept rows: kx, ky, ka */
+        *hi = km_add_sat(*hi, km_add_sat(km_f64s_bytes(km_mul_sat(
+                                             ns, nf + 3 * kmax + 1)),
+                                         32));
     if (format < 4)
         return;
     uint64_t base = km_add_sat(16, km_f64s_bytes(km_mul_sat(ns, nf)));
@@ -836,9 +881,11 @@ static void svc_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
 static void svr_payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                               uint64_t no, uint64_t *lo, uint64_t *hi)
 {
-    (void)format; /* one layout in every version */
     (void)no;
     payload_range(0, ns, nf, lo, hi);
+    if (format >= 9) /* the kept rows: kx, ky, ka */
+        *hi = km_add_sat(*hi, km_add_sat(
+                                  km_f64s_bytes(km_mul_sat(ns, nf + 7)), 32));
 }
 
 static km_status svc_check(const void *params, const km_problem *pb,
@@ -906,6 +953,7 @@ static void svc_cv_params(void *params, unsigned needs)
 {
     km_svm_params *p = params;
     p->probability = p->probability && (needs & KM_OUT_PROBABILITIES);
+    p->keep_rows = 0; /* a fold's model is not updated */
 }
 
 /* ------------------------------------------------------------ capabilities */
@@ -965,6 +1013,12 @@ static const km_algo_search svr_search = {
 #define SVC_SCREEN SVC_NYSTROM, .only_also = 1u << KM_SVM_SOLVER_SCREENED | \
                                              1u << KM_SVM_SOLVER_AUTO
 
+/* keep_rows' doc, svc's (exact or auto) and svr's */
+#define KEEP_ROWS_DOC                                                         \
+    "keep every training row, its target and its dual variables in the "     \
+    "model (memory and file O(n d)), so that /v1/models/{name}/update can "   \
+    "add rows by warm-started SMO"
+
 /* n_centres: its type and lower bound here (400); its bounds from the
  * data (at most n_samples, at least the classes) in km_svm_check_centres
  * (422). */
@@ -992,6 +1046,9 @@ static const km_param svc_rows[] = {
      KM_PARAM_FIELD(km_svm_params, probability), SVC_EXACT,
      .doc = "fit Platt sigmoids so that output probability is available "
             "(exact solver only; auto then runs exact)"},
+    {.key = "keep_rows", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_svm_params, keep_rows), SVC_EXACT,
+     .doc = KEEP_ROWS_DOC " (exact solver only; auto then runs exact)"},
     {.key = "solver", .type = KM_PARAM_CHOICE, .solver = 1,
      KM_PARAM_FIELD(km_svm_params, solver),
      .choices = &km_svm_solver_choices,
@@ -1055,6 +1112,8 @@ static const km_param svr_rows[] = {
      KM_PARAM_POSITIVE, .doc = "MiB for kernel values"},
     {.key = "shrinking", .type = KM_PARAM_BOOL,
      KM_PARAM_FIELD(km_svm_params, shrinking), .doc = "shrinking heuristic"},
+    {.key = "keep_rows", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_svm_params, keep_rows), .doc = KEEP_ROWS_DOC},
     {0},
 };
 
@@ -1087,6 +1146,7 @@ const km_algo km_svc_algo = {
     .file_format = svc_file_format,
     .bytes = payload_bytes,
     .load_bytes = load_bytes,
+    .update = &km_svc_update_entry,
     .target = KM_TARGET_CLASSES,
     .check_targets = 1,
     .search = &svc_search,
@@ -1105,7 +1165,9 @@ const km_algo km_svr_algo = {
     .free_payload = payload_free,
     .save = payload_save,
     .load = svr_load,
+    .file_format = svr_file_format,
     .bytes = payload_bytes,
+    .update = &km_svr_update_entry,
     .load_bytes = load_bytes,
     .target = KM_TARGET_VALUES,
     .check_targets = 1,

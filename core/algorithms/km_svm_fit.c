@@ -28,6 +28,8 @@ km_svm_solver km_svm_resolve_solver(const km_svm_params *p, size_t n,
 {
     if (p->solver != KM_SVM_SOLVER_AUTO)
         return p->solver;
+    if (p->keep_rows) /* the warm start is the exact solver's */
+        return KM_SVM_SOLVER_EXACT;
     size_t gram = km_mul3(n, n, sizeof(double));
     if (p->probability || n <= KM_SVM_AUTO_EXACT_ROWS ||
         (k > 2 && gram && gram <= km_svm_budget_bytes(p) / 2))
@@ -58,6 +60,10 @@ static km_status add_params(km_model *m, const km_svm_params *p,
     if (st == KM_OK && p->max_iter > 0)
         st = km_info_add1(in, "max_iter", KM_INFO_INTEGER,
                           (double)p->max_iter);
+    if (st == KM_OK && (p->solver == KM_SVM_SOLVER_EXACT ||
+                        p->solver == KM_SVM_SOLVER_AUTO))
+        st = km_info_add1(in, "keep_rows", KM_INFO_BOOLEAN,
+                          p->keep_rows != 0);
     return st;
 }
 
@@ -150,6 +156,8 @@ typedef struct binary {
     double *C, *p, *alpha;
     double *Xp;           /* the rows' copy when there is no shared K */
     size_t *prow;         /* rows mapped to a superset Gram's points */
+    double *G, *Gb;       /* a warm start's gradient and G_bar, and the
+                             solution's (params.keep_rows) */
 } binary;
 
 typedef struct svc_fit {
@@ -172,12 +180,23 @@ typedef struct svc_fit {
     size_t pool_size;
 } svc_fit;
 
+/* warm: alpha, G and Gb hold the start; keep: G and Gb get the
+ * solution's. */
 static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
-                              smo_result *res, km_error *err)
+                              int warm, int keep, smo_result *res,
+                              km_error *err)
 {
     smo_problem pb;
     smo_options o;
     memset(&pb, 0, sizeof pb);
+    if (warm) {
+        pb.G0 = b->G;
+        pb.Gbar0 = b->Gb;
+    }
+    if (keep) {
+        pb.G_out = b->G;
+        pb.Gbar_out = b->Gb;
+    }
     pb.n = b->n;
     pb.d = f->d;
     pb.y = b->y;
@@ -202,7 +221,8 @@ static km_status solve_binary(svc_fit *f, binary *b, double lo, double hi,
         pb.n_points = b->n;
     }
     for (size_t t = 0; t < b->n; t++) {
-        b->alpha[t] = 0;
+        if (!warm)
+            b->alpha[t] = 0;
         b->p[t] = -1;
     }
     km_smo_options_of(&o, f->params, f->ctl, lo, hi);
@@ -276,8 +296,8 @@ static km_status pair_probability(svc_fit *f, const binary *b, binary *tmp,
         tmp->n = npos + nneg;
         smo_result res;
         double span = (hi - lo) / (CV_FOLDS + 1);
-        st = solve_binary(f, tmp, lo + fold * span, lo + (fold + 1) * span,
-                          &res, err);
+        st = solve_binary(f, tmp, lo + fold * span, lo + (fold + 1) * span, 0,
+                          0, &res, err);
         if (st != KM_OK)
             goto out;
         size_t nsv = 0;
@@ -316,9 +336,12 @@ static void binary_free(binary *b)
     free(b->alpha);
     free(b->Xp);
     free(b->prow);
+    free(b->G);
+    free(b->Gb);
 }
 
-static int binary_alloc(binary *b, size_t n, size_t d)
+/* grad: also G and Gb (a warm start's, params.keep_rows'). */
+static int binary_alloc(binary *b, size_t n, size_t d, int grad)
 {
     memset(b, 0, sizeof *b);
     b->rows = malloc(n * sizeof *b->rows);
@@ -328,7 +351,12 @@ static int binary_alloc(binary *b, size_t n, size_t d)
     b->alpha = malloc(n * sizeof *b->alpha);
     b->Xp = malloc(n * d * sizeof *b->Xp);
     b->prow = malloc(n * sizeof *b->prow);
-    return b->rows && b->y && b->C && b->p && b->alpha && b->Xp && b->prow;
+    if (grad) {
+        b->G = malloc(n * sizeof *b->G);
+        b->Gb = malloc(n * sizeof *b->Gb);
+    }
+    return b->rows && b->y && b->C && b->p && b->alpha && b->Xp && b->prow &&
+           (!grad || (b->G && b->Gb));
 }
 
 /* The nystrom solver's fit (km_svm_nys.c) of the rows X, grouped by
@@ -430,6 +458,11 @@ typedef struct svc_rows {
     double *Xg, *coef, *obj, *wsq;
     unsigned char *nz;
     svm_payload *pl;
+    const km_svm_warm *warm; /* each pair's SMO start (an update's), or
+                                NULL: zero */
+    double *kg, *kgb;   /* params.keep_rows: n x (K-1) grouped, as coef:
+                           each variable's gradient and G_bar at the
+                           solution */
 } svc_rows;
 
 static void svc_rows_free(svc_rows *r)
@@ -443,6 +476,8 @@ static void svc_rows_free(svc_rows *r)
     free(r->obj);
     free(r->wsq);
     free(r->nz);
+    free(r->kg);
+    free(r->kgb);
 }
 
 static km_status svc_rows_alloc(svc_rows *r, const km_svm_params *params,
@@ -468,6 +503,10 @@ static km_status svc_rows_alloc(svc_rows *r, const km_svm_params *params,
     }
     r->obj = malloc(n_pairs(K) * sizeof *r->obj);
     r->wsq = malloc(n_pairs(K) * sizeof *r->wsq);
+    if (params->keep_rows &&
+        (!(r->kg = malloc(n * (K - 1) * sizeof *r->kg + 1)) ||
+         !(r->kgb = malloc(n * (K - 1) * sizeof *r->kgb + 1))))
+        return oom(err);
     if (!r->count || !r->start || !r->order || !r->Xg || !r->coef ||
         !r->nz || !pl || !pl->rho || !pl->n_support || !r->obj || !r->wsq ||
         (params->probability && (!pl->probA || !pl->probB)))
@@ -504,6 +543,43 @@ static km_status svc_rows_group(svc_rows *r, const double *X, const int *y,
     return KM_OK;
 }
 
+/* The start of pair (a, c) from r->warm into b (its rows set, the na
+ * rows of class a first): each row's |y alpha| in the pair (feasible:
+ * the old rows' solution and the new rows' zeros; clipped to C), the old
+ * rows' gradient and G_bar as kept, the new rows' from the kernel
+ * against the pair's rows with alpha > 0 (p = -1 for svc). */
+static void svc_warm_start(const svc_fit *f, const svc_rows *r, binary *b,
+                           size_t na, size_t a, size_t c)
+{
+    const km_svm_warm *w = r->warm;
+    const size_t K = r->K, d = r->d;
+    for (size_t t = 0; t < b->n; t++) {
+        size_t at = r->order[b->rows[t]] * (K - 1) + (t < na ? c - 1 : a);
+        b->alpha[t] = fmin(fabs(w->alpha[at]), b->C[t]);
+    }
+    for (size_t t = 0; t < b->n; t++) {
+        size_t row = r->order[b->rows[t]];
+        if (row < w->n_old) {
+            size_t at = row * (K - 1) + (t < na ? c - 1 : a);
+            b->G[t] = w->G[at];
+            b->Gb[t] = w->Gbar[at];
+            continue;
+        }
+        const double *x = f->Xg + b->rows[t] * d;
+        double g = 0, gb = 0;
+        for (size_t u = 0; u < b->n; u++) {
+            if (b->alpha[u] <= 0)
+                continue;
+            double kv = km_kernel_eval(f->k, x, f->Xg + b->rows[u] * d, d);
+            g += b->y[u] * b->alpha[u] * kv;
+            if (b->alpha[u] >= b->C[u])
+                gb += b->y[u] * b->C[u] * kv;
+        }
+        b->G[t] = b->y[t] * g - 1;
+        b->Gb[t] = b->y[t] * gb;
+    }
+}
+
 /* Pair pi (classes a < c) by SMO, its probability's cross-validation
  * first with probability: its rho, objective and |w|^2, and its rows'
  * coefficients into r (entries no other pair writes). b and tmp are
@@ -532,6 +608,8 @@ static km_status svc_pair(svc_fit *f, svc_rows *r, binary *b, binary *tmp,
         b->y[count[a] + t] = -1;
         b->C[count[a] + t] = Cc;
     }
+    if (r->warm)
+        svc_warm_start(f, r, b, count[a], a, c);
     double mid = lo;
     if (params->probability) {
         mid = lo + (hi - lo) * CV_FOLDS / (CV_FOLDS + 1);
@@ -541,8 +619,14 @@ static km_status svc_pair(svc_fit *f, svc_rows *r, binary *b, binary *tmp,
             return st;
     }
     smo_result res;
-    if ((st = solve_binary(f, b, mid, hi, &res, err)) != KM_OK)
+    if ((st = solve_binary(f, b, mid, hi, r->warm != NULL, r->kg != NULL,
+                           &res, err)) != KM_OK)
         return st;
+    for (size_t t = 0; r->kg && t < b->n; t++) {
+        size_t at = b->rows[t] * (K - 1) + (t < count[a] ? c - 1 : a);
+        r->kg[at] = b->G[t];
+        r->kgb[at] = b->Gb[t];
+    }
     pl->rho[pi] = res.rho;
     r->obj[pi] = res.objective;
     /* LIBSVM's dual objective is a^T Q a / 2 - sum a, so
@@ -666,8 +750,10 @@ static km_status svc_solve_pairs(km_fit_frame *fr, svc_rows *r,
     if (!params->probability)
         qsort(job, P, sizeof *job, job_cmp);
     for (size_t w = 0; w < nw; w++)
-        if (!binary_alloc(&wk[w].b, max_pair, d) ||
-            (params->probability && !binary_alloc(&wk[w].tmp, max_pair, d))) {
+        if (!binary_alloc(&wk[w].b, max_pair, d,
+                          params->keep_rows || r->warm) ||
+            (params->probability &&
+             !binary_alloc(&wk[w].tmp, max_pair, d, 0))) {
             st = oom(err);
             goto out;
         }
@@ -751,6 +837,34 @@ out:
     return st;
 }
 
+/* params.keep_rows: every row (X, training order), its class y and its
+ * coefficients, ungrouped, into the payload. */
+static km_status svc_keep_rows(svc_rows *r, const double *X, const int *y,
+                               km_error *err)
+{
+    const size_t K = r->K, n = r->n, d = r->d;
+    svm_payload *pl = r->pl;
+    pl->kn = n;
+    pl->kx = malloc(km_mul3(n, d, sizeof *pl->kx) + 1);
+    pl->ky = malloc(n * sizeof *pl->ky + 1);
+    pl->ka = malloc(km_mul3(n, K - 1, sizeof *pl->ka) + 1);
+    if (!pl->kx || !pl->ky || !pl->ka)
+        return oom(err);
+    memcpy(pl->kx, X, n * d * sizeof *pl->kx);
+    for (size_t i = 0; i < n; i++)
+        pl->ky[i] = y[i];
+    if (!(pl->kg = malloc(km_mul3(n, K - 1, sizeof *pl->kg) + 1)) ||
+        !(pl->kgb = malloc(km_mul3(n, K - 1, sizeof *pl->kgb) + 1)))
+        return oom(err);
+    for (size_t g = 0; g < n; g++) {
+        size_t to = r->order[g] * (K - 1), from = g * (K - 1);
+        memcpy(pl->ka + to, r->coef + from, (K - 1) * sizeof *pl->ka);
+        memcpy(pl->kg + to, r->kg + from, (K - 1) * sizeof *pl->kg);
+        memcpy(pl->kgb + to, r->kgb + from, (K - 1) * sizeof *pl->kgb);
+    }
+    return KM_OK;
+}
+
 /* The payload's support vectors, in class order (rows, coefficients,
  * training indices, counts per class, norms), and its numbers checked
  * finite. */
@@ -802,6 +916,7 @@ static km_status svc_fit_rows(const km_kernel *kernel,
                               const km_svm_params *params, const double *X,
                               size_t n, size_t d, const int *y,
                               size_t n_classes, const km_shared_gram *sg,
+                              const km_svm_warm *warm,
                               const km_fit_control *ctl, km_model **out,
                               km_error *err)
 {
@@ -813,6 +928,7 @@ static km_status svc_fit_rows(const km_kernel *kernel,
     r.K = K;
     r.n = n;
     r.d = d;
+    r.warm = warm;
     km_model *model = NULL;
 
     km_status st = km_fit_begin(&fr, KM_ALGO_SVC, kernel, params, &problem,
@@ -848,6 +964,8 @@ static km_status svc_fit_rows(const km_kernel *kernel,
     }
     if (st == KM_OK)
         st = svc_keep_support(&r, params, err);
+    if (st == KM_OK && params->keep_rows)
+        st = svc_keep_rows(&r, X, y, err);
     if (st != KM_OK)
         goto out;
     st = km_fit_model(&fr, d, n, 1, r.pl, &model, err);
@@ -878,8 +996,8 @@ km_status km_svc_fit(const km_kernel *kernel, const km_svm_params *params,
                      size_t n_classes, const km_fit_control *ctl,
                      km_model **out, km_error *err)
 {
-    return svc_fit_rows(kernel, params, X, n, d, y, n_classes, NULL, ctl,
-                        out, err);
+    return svc_fit_rows(kernel, params, X, n, d, y, n_classes, NULL, NULL,
+                        ctl, out, err);
 }
 
 /* ------------------------------------------------------------ SVR */
@@ -889,6 +1007,7 @@ static km_status svr_fit_rows(const km_kernel *kernel,
                               const km_svm_params *params, const double *X,
                               size_t n, size_t d, const double *y,
                               const km_shared_gram *sg,
+                              const km_svm_warm *warm,
                               const km_fit_control *ctl, km_model **out,
                               km_error *err)
 {
@@ -896,7 +1015,7 @@ static km_status svr_fit_rows(const km_kernel *kernel,
     km_fit_frame fr;
     size_t *row = NULL;
     signed char *sy = NULL;
-    double *p = NULL, *C = NULL, *alpha = NULL;
+    double *p = NULL, *C = NULL, *alpha = NULL, *G = NULL, *Gb = NULL;
     svm_payload *pl = NULL;
     km_model *model = NULL;
 
@@ -912,8 +1031,13 @@ static km_status svr_fit_rows(const km_kernel *kernel,
     C = malloc(nv * sizeof *C);
     alpha = calloc(nv, sizeof *alpha);
     pl = calloc(1, sizeof *pl);
+    if (warm || params->keep_rows) {
+        G = malloc(nv * sizeof *G);
+        Gb = malloc(nv * sizeof *Gb);
+    }
     if (!row || !sy || !p || !C || !alpha || !pl ||
-        !(pl->rho = malloc(sizeof *pl->rho))) {
+        !(pl->rho = malloc(sizeof *pl->rho)) ||
+        ((warm || params->keep_rows) && (!G || !Gb))) {
         st = oom(err);
         goto out;
     }
@@ -926,12 +1050,17 @@ static km_status svr_fit_rows(const km_kernel *kernel,
         p[n + i] = params->epsilon + y[i];
         C[i] = C[n + i] = params->C;
     }
+    if (warm)
+        km_svr_warm_start(&fr.k, X, n, d, warm, params->C, p, alpha, G, Gb);
     if (km_progress(ctl, 0.0)) {
         st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
         goto out;
     }
     smo_problem pb = {nv, d, sg ? sg->X_all : X, sg ? sg->n_all : n, row,
-                      sg ? sg->K : NULL, sy, p, C, alpha};
+                      sg ? sg->K : NULL, sy, p, C, alpha,
+                      warm ? G : NULL, warm ? Gb : NULL,
+                      params->keep_rows ? G : NULL,
+                      params->keep_rows ? Gb : NULL};
     smo_options o;
     smo_result res;
     km_smo_options_of(&o, params, ctl, 0.0, 0.99);
@@ -957,6 +1086,27 @@ static km_status svr_fit_rows(const km_kernel *kernel,
     }
     pl->rho[0] = res.rho;
     int nsv = (int)pl->nsv;
+    if (params->keep_rows) {
+        pl->kn = n;
+        if (!(pl->kx = malloc(km_mul3(n, d, sizeof *pl->kx) + 1)) ||
+            !(pl->ky = malloc(n * sizeof *pl->ky + 1)) ||
+            !(pl->ka = malloc(2 * n * sizeof *pl->ka + 1)) ||
+            !(pl->kg = malloc(2 * n * sizeof *pl->kg + 1)) ||
+            !(pl->kgb = malloc(2 * n * sizeof *pl->kgb + 1))) {
+            st = oom(err);
+            goto out;
+        }
+        memcpy(pl->kx, X, n * d * sizeof *pl->kx);
+        memcpy(pl->ky, y, n * sizeof *pl->ky);
+        for (size_t i = 0; i < n; i++) {
+            pl->ka[2 * i] = alpha[i];
+            pl->ka[2 * i + 1] = alpha[n + i];
+            pl->kg[2 * i] = G[i];
+            pl->kg[2 * i + 1] = G[n + i];
+            pl->kgb[2 * i] = Gb[i];
+            pl->kgb[2 * i + 1] = Gb[n + i];
+        }
+    }
 
     if (!(pl->svn = km_sqnorms(pl->sv, pl->nsv, d))) {
         st = oom(err);
@@ -987,6 +1137,8 @@ out:
     free(p);
     free(C);
     free(alpha);
+    free(G);
+    free(Gb);
     km_fit_cleanup(&fr);
     return st;
 }
@@ -996,7 +1148,20 @@ km_status km_svr_fit(const km_kernel *kernel, const km_svm_params *params,
                      const km_fit_control *ctl, km_model **out,
                      km_error *err)
 {
-    return svr_fit_rows(kernel, params, X, n, d, y, NULL, ctl, out, err);
+    return svr_fit_rows(kernel, params, X, n, d, y, NULL, NULL, ctl, out,
+                        err);
+}
+
+km_status km_svm_fit_warm(km_algorithm a, const km_kernel *k,
+                          const km_svm_params *p, const km_problem *pb,
+                          const km_svm_warm *warm, const km_fit_control *ctl,
+                          km_model **out, km_error *err)
+{
+    if (a == KM_ALGO_SVC)
+        return svc_fit_rows(k, p, pb->X, pb->n, pb->d, pb->labels,
+                            pb->n_classes, NULL, warm, ctl, out, err);
+    return svr_fit_rows(k, p, pb->X, pb->n, pb->d, pb->y, NULL, warm, ctl,
+                        out, err);
 }
 
 km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
@@ -1007,10 +1172,10 @@ km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
 {
     if (a == KM_ALGO_SVC)
         return svc_fit_rows(k, p, pb->X, pb->n, pb->d, pb->labels,
-                            pb->n_classes, sg, ctl, out, err);
+                            pb->n_classes, sg, NULL, ctl, out, err);
     if (a == KM_ALGO_SVR)
-        return svr_fit_rows(k, p, pb->X, pb->n, pb->d, pb->y, sg, ctl, out,
-                            err);
+        return svr_fit_rows(k, p, pb->X, pb->n, pb->d, pb->y, sg, NULL, ctl,
+                            out, err);
     return km_error_set(err, KM_EINVAL, "a shared Gram serves svc and svr "
                         "fits, not %s", km_algorithm_name(a));
 }

@@ -27,6 +27,11 @@ void km_svm_payload_free(void *v)
     free(p->probB);
     free(p->vote);
     free(p->svn);
+    free(p->kx);
+    free(p->ky);
+    free(p->ka);
+    free(p->kg);
+    free(p->kgb);
     free(p);
 }
 

@@ -31,7 +31,24 @@ typedef struct svm_payload {
                           read from LIBSVM's file: its label order), or
                           NULL: ascending class index */
     double *svn;       /* nsv squared norms of sv's rows (derived) */
+    /* params.keep_rows (format version 9): every training row (kn =
+     * n_samples, 0: none kept), in training order, as fitted (after the
+     * model's preprocessing): kx (kn x d), ky (svc: the class index;
+     * svr: the target) and ka, the dual variables, kn x n_keep_cols:
+     * svc, LIBSVM's coefficient layout (y alpha per pair, 0 off a row's
+     * pairs); svr, alpha+ and alpha- */
+    size_t kn;
+    double *kx, *ky, *ka;
+    double *kg, *kgb; /* kn x n_keep_cols, as ka: each variable's gradient
+                         Q alpha + p at the solution and LIBSVM's G_bar,
+                         an update's start for these rows */
 } svm_payload;
+
+/* Columns of ka: svc k-1, svr 2. */
+static inline size_t n_keep_cols(const svm_payload *p)
+{
+    return p->k ? p->k - 1 : 2;
+}
 
 static inline size_t n_pairs(size_t k)
 {
@@ -100,6 +117,52 @@ km_status km_svm_model_new(km_algorithm algo, const km_kernel *kernel,
 size_t km_svm_dual_bytes(size_t k, size_t nsv, size_t d, int prob, int vote);
 /* The payload of an svc or svr model, borrowed (valid while m is). */
 void km_svm_parts_of(const km_model *m, km_svm_parts *out);
+
+/* ------------------------------------------------ kept rows (km_svm_update.c) */
+
+/* The kept rows' section of a payload (params.keep_rows, format version
+ * 9, after the dual form's arrays when flag bit 2 is set): f64s kx, ky,
+ * ka of n_samples rows. */
+void km_svm_keep_save(const svm_payload *p, km_writer *w);
+/* Reads and checks it as hostile input into p (k and d set; ns rows):
+ * every number finite, svc's class indices whole in [0, k) with every
+ * class present, each row's dual variables of the sign of its side of
+ * each pair (0 off its pairs), svr's alphas >= 0, each pair's sum of
+ * y alpha 0 (to rounding). KM_ECORRUPT naming what is wrong, KM_ENOMEM. */
+km_status km_svm_keep_load(km_reader *r, svm_payload *p, size_t ns,
+                           km_error *err);
+/* Heap bytes of the kept rows: kn rows of d features, k classes (0:
+ * svr). */
+uint64_t km_svm_keep_bytes(uint64_t kn, uint64_t d, uint64_t k);
+/* The descriptors' update entries of svc and svr models kept with
+ * params.keep_rows. */
+extern const km_algo_update km_svc_update_entry, km_svr_update_entry;
+
+/* An SMO start (an update's), in the rows' training order and the kept
+ * rows' layout (n_keep_cols columns): alpha for all n rows (svc: y alpha
+ * per pair, LIBSVM's layout; svr: alpha+, alpha-; the new rows' 0), and
+ * for the first n_old rows the gradient and G_bar at the old solution
+ * (unchanged by new variables at zero); the new rows' are computed. */
+typedef struct km_svm_warm {
+    size_t n_old;
+    const double *alpha, *G, *Gbar;
+} km_svm_warm;
+
+/* A fit (svc or svr, params.solver exact) whose SMO starts from w. A
+ * feasible start (each pair's sum of y alpha zero, 0 <= alpha <= C) gives
+ * the optimum a fit from zero gives, to the solver's tolerance
+ * (km_svm_fit.c). */
+km_status km_svm_fit_warm(km_algorithm a, const km_kernel *k,
+                          const km_svm_params *p, const km_problem *pb,
+                          const km_svm_warm *w, const km_fit_control *ctl,
+                          km_model **out, km_error *err) KM_MUST_CHECK;
+
+/* svr's start from w over its n rows X (2n variables, p their linear
+ * term): alpha (clipped to C), and the gradient G and G_bar, the old
+ * rows' as kept, the new rows' from the kernel (km_svm_update.c). */
+void km_svr_warm_start(const km_kernel *k, const double *X, size_t n,
+                       size_t d, const km_svm_warm *w, double C,
+                       const double *p, double *alpha, double *G, double *Gb);
 
 /* The descriptors' coefs hook (svc and svr; km_model.h's km_coef). */
 size_t km_svm_coefs(const km_model *m, km_coef *out);

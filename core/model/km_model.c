@@ -21,16 +21,16 @@
  *     f64s values (n_points * n_params)  f64s mean  f64s std
  *     f64s fit_seconds (n_points each)  u64 best
  *   [versions 8 and later: u32 payload format (the version whose layout
- *     the payload has, as the descriptor's file_format says: 2 to 7, or
- *     10 up to the file's own), then the drift reference: u64 rows
+ *     the payload has, as the descriptor's file_format says: 2 to the
+ *     file's own but 8), then the drift reference: u64 rows
  *     (0: none)  [f64s values (rows * n_features), the raw rows
  *     km_model_set_reference keeps]]
  *   payload (the algorithm's own)
  *   u32 CRC-32 of every byte before it
  * Version 1 is the same without the preprocessing and search sections;
- * versions 3 to 7 and 10 change payloads only (FORMAT_VERSION's comment);
- * 8 is everything 7 allows plus the drift reference, 10 everything 8
- * allows plus krr's nystrom statistics form. This build reads all and
+ * versions 3 to 7, 9 and 10 change payloads only (FORMAT_VERSION's
+ * comment); 8 is everything 7 allows plus the drift reference, 9 and 10
+ * everything 8 allows plus their payloads' forms. This build reads all and
  * writes the oldest that holds the model.
  * A file is input like any other (a replica, an operator or an attacker
  * may have written it), so loading checks, in this order: the fixed
@@ -61,12 +61,13 @@
  * the oldest current version that holds it: 2, or 3 to 10 when its
  * payload needs it (the descriptor's file_format: krr's rff form 3, svc's
  * nystrom form 4, kpca's nystrom form 5, gpr's nystrom form 6, krr's
- * factor form 7: params.keep_factor; krr's nystrom statistics form 10:
- * params.keep_factor with solver nystrom), or 8 when it keeps a drift
- * reference (km_model_set_reference) and its payload needs less, so that
- * files of every model an older server could fit stay readable by it.
- * Versions 8 and later carry the drift reference section (which names
- * the payload's own layout); 9 is not used. */
+ * factor form 7: params.keep_factor; svc's and svr's kept rows 9:
+ * params.keep_rows; krr's nystrom statistics form 10: params.keep_factor
+ * with solver nystrom), or 8 when it keeps a drift reference
+ * (km_model_set_reference) and its payload needs less, so that files of
+ * every model an older server could fit stay readable by it. Versions 8
+ * and later carry the drift reference section (which names the payload's
+ * own layout: 2 to 7, 9 or 10). */
 #define FORMAT_VERSION 10u
 /* The first version with the drift reference section. */
 #define FORMAT_REFERENCE 8u
@@ -723,12 +724,11 @@ static void reference_file_range(uint64_t nf, uint64_t *lo, uint64_t *hi)
     /* (rows 0: no values follow) */
 }
 
-/* Whether pf is a payload layout a file of version fv may name: 2 to 7,
- * or 10 up to fv (8 adds the reference section only; 9 is not used). */
+/* Whether pf is a payload layout a file of version fv may name: 2 to fv
+ * but 8 (which adds the reference section only). */
 static int payload_format(uint32_t pf, uint32_t fv)
 {
-    return pf >= FORMAT_DEFAULT && pf <= fv &&
-           (pf < FORMAT_REFERENCE || pf > FORMAT_REFERENCE + 1);
+    return pf >= FORMAT_DEFAULT && pf <= fv && pf != FORMAT_REFERENCE;
 }
 
 /* The payload's format, then the reference; the payload's load then sees
@@ -744,9 +744,9 @@ static km_status read_reference(km_reader *r, km_model *m, km_error *err)
     if (!payload_format(pf, m->file_format))
         return km_error_set(err, KM_ECORRUPT, "model file: payload format %u "
                             "is not a payload layout of a version %u file "
-                            "(%u to %u, or %u to %u)", pf, m->file_format,
-                            FORMAT_DEFAULT, FORMAT_REFERENCE - 1,
-                            FORMAT_REFERENCE + 2, m->file_format);
+                            "(%u to %u but %u)", pf, m->file_format,
+                            FORMAT_DEFAULT, m->file_format,
+                            FORMAT_REFERENCE);
     m->file_format = pf;
     if (rows == 0)
         return KM_OK; /* no reference (a precomputed model) */

@@ -176,7 +176,9 @@ typedef struct km_algo_search {
  * which checks the rows, applies the model's preprocessing statistics and
  * times the update around these):
  *   what          which of its models can, for messages ("exact gpr
- *                 models"); km_update_possible joins them
+ *                 models"); km_update_possible joins them (a text that
+ *                 an earlier algorithm's entry gives, once: svc and svr
+ *                 share theirs)
  *   refusal       NULL if m can be updated, else why not (static text)
  *   bytes         peak bytes an update of m by k rows holds beyond m
  *   update        the new model (km_update_model_create builds it around

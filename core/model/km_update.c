@@ -19,15 +19,28 @@
 #include "../kernels/km_kernel_internal.h"
 #include "km_model_internal.h"
 
+/* Whether algorithm a's update entry says what an earlier one already
+ * said (svc and svr share theirs). */
+static int said_before(int a)
+{
+    const km_algo_update *u = km_algo_of((km_algorithm)a)->update;
+    for (int b = 0; b < a; b++) {
+        const km_algo_update *v = km_algo_of((km_algorithm)b)->update;
+        if (v && !strcmp(v->what, u->what))
+            return 1;
+    }
+    return 0;
+}
+
 void km_update_possible(char *buf, size_t len)
 {
     size_t used = 0, count = 0, total = 0;
     for (int a = 0; a < KM_ALGO_COUNT; a++)
-        total += km_algo_of((km_algorithm)a)->update != NULL;
+        total += km_algo_of((km_algorithm)a)->update && !said_before(a);
     buf[0] = '\0';
     for (int a = 0; a < KM_ALGO_COUNT && used < len; a++) {
         const km_algo_update *u = km_algo_of((km_algorithm)a)->update;
-        if (!u)
+        if (!u || said_before(a))
             continue;
         count++;
         const char *sep = count == 1 ? "" : count == total ? " and " : ", ";
@@ -215,10 +228,15 @@ km_status km_model_update(const km_model *m, const double *X, size_t k,
     if (why) {
         char can[256];
         km_update_possible(can, sizeof can);
+        const char *name = km_algorithm_name(km_model_algorithm(m));
+        /* the list when the message holds it whole, else the reason alone
+         * (km_update_possible gives the list) */
+        if (strlen(why) + strlen(can) + 64 < sizeof err->message)
+            return km_error_set(err, KM_ECONFLICT, "this %s model cannot be "
+                                "updated: %s; %s can be updated", name, why,
+                                can);
         return km_error_set(err, KM_ECONFLICT, "this %s model cannot be "
-                            "updated: %s; %s can be updated",
-                            km_algorithm_name(km_model_algorithm(m)), why,
-                            can);
+                            "updated: %s", name, why);
     }
     km_status st = check_rows(m, X, k, d, Y, ny, err);
     double *Xc = NULL, *Yc = NULL;

@@ -951,9 +951,12 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
         goto out;
     res->dense = dense;
 
-    for (size_t t = 0; t < l; t++)
-        s.G[t] = s.p[t];
-    for (size_t i = 0; i < l; i++) {
+    for (size_t t = 0; t < l; t++) {
+        s.G[t] = pb->G0 ? pb->G0[t] : s.p[t];
+        if (pb->G0)
+            s.G_bar[t] = pb->Gbar0[t];
+    }
+    for (size_t i = 0; i < l && !pb->G0; i++) {
         if (s.status[i] == AT_LOWER)
             continue;
         const double *Qi = q_col(&s.q, i, l);
@@ -1029,6 +1032,10 @@ km_status km_smo_solve(const km_kernel *k, const smo_problem *pb,
     res->iterations = iter;
     for (size_t t = 0; t < l; t++)
         pb->alpha[s.perm[t]] = s.alpha[t];
+    for (size_t t = 0; pb->G_out && t < l; t++) {
+        pb->G_out[s.perm[t]] = s.G[t];
+        pb->Gbar_out[s.perm[t]] = s.G_bar[t];
+    }
 out:
     solver_free(&s);
     return st;

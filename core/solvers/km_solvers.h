@@ -134,6 +134,10 @@ typedef struct km_svm_params {
     km_krr_centre_rule centres; /* nystrom: as krr's; default UNIFORM */
     km_svm_precision precision; /* nystrom: the features'; default
                                    FLOAT64 */
+    int keep_rows;        /* exact (auto: then exact): the model keeps
+                             every training row, its target and its dual
+                             variables, so that it can be updated by new
+                             rows (warm-started SMO); default 0 */
 } km_svm_params;
 
 /* The nystrom solver's m for n rows. */

@@ -45,6 +45,13 @@ typedef struct smo_problem {
     const double *p;          /* linear term */
     const double *C;          /* upper bounds, > 0 */
     double *alpha;            /* in: feasible start; out: the solution */
+    /* Optional (NULL: none): the gradient Q alpha + p at the start and
+     * LIBSVM's G_bar (sum over u at its bound of C_u Q_tu), which the
+     * solve then does not compute (an update's start: kept from the old
+     * solve, the new variables' computed by the caller); and where the
+     * solve writes both at the solution (exact on every variable). */
+    const double *G0, *Gbar0;
+    double *G_out, *Gbar_out;
 } smo_problem;
 
 typedef struct smo_options {

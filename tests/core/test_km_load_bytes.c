@@ -3,7 +3,8 @@
  * read (admission of an import): km_model_load_bytes of a model file and
  * km_libsvm_bytes of a LIBSVM file. For a model of every algorithm and
  * file form (krr exact, nystrom, rff and keep_factor; svc exact with probabilities,
- * screened and nystrom; svr; gpr exact, nystrom with and without its
+ * screened, nystrom and keep_rows (with and without probabilities); svr
+ * and svr keep_rows; gpr exact, nystrom with and without its
  * factors; kpca with the inverse map and nystrom; kkmeans; klr binary and
  * multinomial; with and without preprocessing), the estimate's kept is
  * exactly what the loaded model holds (km_model_bytes: both come from
@@ -77,6 +78,17 @@ static void svc_prob(void *v)
     ((km_svm_params *)v)->probability = 1;
 }
 
+static void svm_keep(void *v)
+{
+    ((km_svm_params *)v)->keep_rows = 1;
+}
+
+static void svc_keep_prob(void *v)
+{
+    ((km_svm_params *)v)->keep_rows = 1;
+    ((km_svm_params *)v)->probability = 1;
+}
+
 static void svc_screened(void *v)
 {
     ((km_svm_params *)v)->solver = KM_SVM_SOLVER_SCREENED;
@@ -135,7 +147,10 @@ static const form forms[] = {
     {"svc scaled", KM_ALGO_SVC, 3, 1, NULL},
     {"svc screened", KM_ALGO_SVC, 2, 0, svc_screened},
     {"svc nystrom", KM_ALGO_SVC, 3, 0, svc_nys},
+    {"svc keep_rows", KM_ALGO_SVC, 3, 1, svm_keep},
+    {"svc keep_rows probability", KM_ALGO_SVC, 2, 0, svc_keep_prob},
     {"svr", KM_ALGO_SVR, 0, 0, NULL},
+    {"svr keep_rows", KM_ALGO_SVR, 0, 1, svm_keep},
     {"gpr", KM_ALGO_GPR, 0, 0, NULL},
     {"gpr nystrom variance", KM_ALGO_GPR, 0, 0, gpr_nys_var},
     {"gpr nystrom", KM_ALGO_GPR, 0, 0, gpr_nys},

@@ -48,7 +48,9 @@
   updated twice, predict as the same estimator fitted on all the rows to
   1e-9 (versions 1 to 3); a nystrom KernelRidge with keep_factor updated
   once predicts as the normal equations of all the rows with its centres
-  (read back), solved by numpy, to 1e-6; Client.update of a krr model
+  (read back), solved by numpy, to 1e-6; SVC (string labels) and SVR with keep_rows
+  likewise within 1e-2 (SMO's tol), SVC's labels equal on >= 99% of the
+  held-out rows; Client.update of a krr model
   without keep_factor raises Conflict naming keep_factor.
 - Strings (scenario_strings): Client.fit / predict / score take a list
   of str as X, sent as it is (a list answers lists, a numpy array of str
@@ -612,6 +614,33 @@ def scenario_partial_fit(km, c, np):
               np.abs(got - want).max() <= 1e-9 * max(1.0, np.abs(want).max()),
               f"{what}: partial_fit three times (versions 1 to 3) predicts as a fit on "
               "all the rows to 1e-9", (ours.model_version_, np.abs(got - want).max()))
+    # SVC (satellite's string labels) and SVR with keep_rows: within 1e-2
+    # of a fit on all the rows (SMO's tol 1e-3 on both sides), the same
+    # labels on >= 99% of the held-out rows
+    (_, _), (Xs, ys), _ = data(np)
+    for est, what, Xa, ya in (
+            (lambda: km.SVC(C=2.0, gamma=0.5, decision_function_shape="ovo",
+                            server_params={"keep_rows": True}, client=c),
+             "SVC (keep_rows)", Xs, ys),
+            (lambda: km.SVR(C=2.0, gamma=0.3, server_params={"keep_rows": True},
+                            client=c), "SVR (keep_rows)", X, y)):
+        ours = est().partial_fit(Xa[:200], ya[:200])
+        ours.partial_fit(Xa[200:260], ya[200:260]).partial_fit(Xa[260:300],
+                                                                ya[260:300])
+        ref = est().fit(Xa[:300], ya[:300])
+        held = Xa[300:]
+        if what.startswith("SVC"):
+            got, want = ours.decision_function(held), ref.decision_function(held)
+            same = float(np.mean(ours.predict(held) == ref.predict(held)))
+            extra = list(ours.classes_) == list(ref.classes_)
+        else:
+            got, want = ours.predict(held), ref.predict(held)
+            same, extra = 1.0, True
+        check(ours.model_version_ == 3 and ours.metadata_["n_samples"] == 300 and
+              np.abs(got - want).max() <= 1e-2 and same >= 0.99 and extra,
+              f"{what}: partial_fit three times (versions 1 to 3) answers as a fit "
+              "on all the rows within 1e-2", (ours.model_version_,
+                                              np.abs(got - want).max(), same))
     # nystrom: the centres stay; the reference is the normal equations of
     # all the rows with those centres, solved here
     nys = km.KernelRidge(alpha=0.1, kernel="rbf", gamma=0.3, client=c, server_params={

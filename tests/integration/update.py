@@ -14,12 +14,16 @@ updates sent at once lose no rows (the second succeeds on the first's, or
 is 409: its version changed while it ran). After a
 restart, the updated versions answer bit for bit as before. Refusals: a
 krr model without keep_factor, a gpr nystrom model and an svc model are
-409 naming what can be updated; an unknown model 404; X of another width,
+409 naming what can be updated; svc (string labels, an update with a subset
+of them) and svr models fitted with params.keep_rows, updated by
+warm-started SMO, label and predict as fresh fits on all the rows within
+1e-2, and a class the svc model does not have is 409 naming it; an unknown model 404; X of another width,
 NaN, strings, y missing, too short or of two outputs for gpr, an unknown
 member, keep_factor with the rff solver: 400 naming the field; none of
 them makes a version. kmctl update adds a CSV's rows (as a refit on all
 rows predicts) and exits 1 with the server's 409 for a model that cannot
-be updated. Under --memory-budget-mb 1 an update whose
+be updated; it updates an svc keep_rows model from a CSV of string
+labels. Under --memory-budget-mb 1 an update whose
 estimate does not fit is 413, as the fit of all its rows is.
 
 Standard library only. Usage, from the project root:
@@ -236,8 +240,9 @@ def refusals(d, T):
             ("svc", "svc", "svc")):
         r = update(d, name, X[:2], y[:2])
         run.check(r.status == 409 and text in r.body and
-                  "krr models fitted with params.keep_factor and exact gpr "
-                  "models" in r.body,
+                  "krr models fitted with params.keep_factor, svc and svr "
+                  "models fitted with params.keep_rows and exact gpr models"
+                  in r.body,
                   f"update of {what}: 409 naming what can be updated", r)
     r = update(d, "nosuch", X[:2], y[:2])
     run.check(r.status == 404, "update of an unknown model: 404", r)
@@ -265,6 +270,87 @@ def refusals(d, T):
               "keep_factor with the rff solver: 400 naming it", r)
 
 
+def classes(X):
+    """Three string classes of the rows (by the sign of two sums)."""
+    return ["a" if r[0] + r[1] > 0.5 else "b" if r[2] - r[0] > 0 else "c"
+            for r in X]
+
+
+def svm(d, answers, T):
+    """svc (three string labels) and svr fitted with params.keep_rows,
+    updated by warm-started SMO, against fresh fits on all the rows: the
+    same labels and decision values (svr predictions) within 1e-2, ten
+    times SMO's tolerance 1e-3, the bound two solutions that each meet
+    SMO's stopping rule keep to (test_km_svm_update.c measures it). The
+    second svc update holds only classes b and c, whose indices in the
+    update differ from the model's. A class the model does not have is
+    409 naming it; keep_rows with the nystrom solver 400."""
+    kernel, params = {"type": "rbf", "gamma": 0.5}, {"C": 2, "keep_rows": True}
+    X, _ = data(130, 0, 90)
+    y = classes(X)
+    bc = [i for i in range(100, 130) if y[i] != "a"][:12]
+    rows = list(range(80)) + list(range(80, 100)) + bc
+    r = fit(d, "s", "svc", kernel, params, X[:80], y[:80])
+    m = meta(r)
+    run.check(r.status == 201 and m.get("updatable") is True and
+              m.get("params", {}).get("keep_rows") is True,
+              "svc keep_rows: fit 201, params.keep_rows and updatable in the "
+              "metadata", r)
+    n = 80
+    for step, idx in enumerate((list(range(80, 100)), bc)):
+        r = update(d, "s", [X[i] for i in idx], [y[i] for i in idx])
+        n += len(idx)
+        ref = fit(d, "s-ref", "svc", kernel, params,
+                  [X[i] for i in rows[:n]], [y[i] for i in rows[:n]])
+        got = predict(d, "s", T, "decision_function")
+        want = predict(d, "s-ref", T, "decision_function")
+        labels = predict(d, "s", T)
+        tr = meta(r).get("training", {})
+        run.check(r.status == 201 and meta(r).get("n_samples") == n and
+                  meta(r).get("updatable") is True and
+                  tr.get("updates") == step + 1 and
+                  close(got, want, 1e-2) and labels == predict(d, "s-ref", T)
+                  and set(labels) <= {"a", "b", "c"},
+                  f"svc keep_rows, update {step + 1} to {n} rows: labels and "
+                  "decision values as a fresh fit on all rows (1e-2)",
+                  (r, got, want))
+        answers[("s", "decision_function")] = got
+    r = update(d, "s", X[:2], ["a", "z"])
+    msg = ((r.json() or {}).get("error") or {}).get("message", "")
+    run.check(r.status == 409 and '"z"' in msg and "cannot add a class"
+              in msg, "svc update with a class the model does not have: "
+              "409 naming it", r)
+    r = update(d, "s", X[:2], [1, 2])
+    run.check(r.status == 409, "svc update with numbers for string labels: "
+              "409", r)
+    r = d.req("GET", "/v1/models/s")
+    run.check((r.json() or {}).get("version") == 3,
+              "the refused svc updates made no version", r)
+    plain = fit(d, "s-plain", "svc", kernel, {"C": 2}, X[:80], y[:80])
+    r = update(d, "s-plain", X[:2], y[:2])
+    run.check(meta(plain).get("updatable") is False and r.status == 409 and
+              "keep_rows" in r.body, "svc without keep_rows: updatable "
+              "false, update 409 naming keep_rows", (plain, r))
+    r = fit(d, "sn", "svc", kernel, {"solver": "nystrom", "keep_rows": True},
+            X, y)
+    run.check(r.status == 400 and "params.keep_rows" in r.body,
+              "keep_rows with the nystrom solver: 400 naming it", r)
+
+    Xr, yr = data(90, 0, 91)
+    params = {"C": 5, "epsilon": 0.05, "keep_rows": True}
+    r = fit(d, "v", "svr", kernel, params, Xr[:60], yr[:60])
+    run.check(r.status == 201 and meta(r).get("updatable") is True,
+              "svr keep_rows: fit 201, updatable", r)
+    r = update(d, "v", Xr[60:], yr[60:])
+    ref = fit(d, "v-ref", "svr", kernel, params, Xr, yr)
+    got = predict(d, "v", T)
+    run.check(r.status == 201 and meta(r).get("n_samples") == 90 and
+              close(got, predict(d, "v-ref", T), 1e-2),
+              "svr keep_rows: update to 90 rows predicts as a fresh fit on "
+              "all rows (1e-2)", (r, got))
+    answers[("v", None)] = got
+
+
 def kmctl(d, binary, tmp, T):
     """kmctl update: the CSV's rows (features, then the target) added; a
     model that cannot be updated is exit 1 with the server's 409."""
@@ -286,6 +372,27 @@ def kmctl(d, binary, tmp, T):
               close(predict(d, "kc", T), predict(d, "kc-ref", T)),
               "kmctl update NAME DATA.csv: exit 0, 'updated kc version 2', "
               "predictions as a refit on all rows", (p.stdout, p.stderr))
+    # an svc keep_rows model of string labels: the CSV's last column holds
+    # its labels
+    X, _ = data(52, 0, 71)
+    labels = classes(X)
+    fit(d, "ks", "svc", {"type": "rbf", "gamma": 0.5}, {"keep_rows": True},
+        X[:40], labels[:40])
+    X, labels = X[40:], labels[40:]
+    spath = os.path.join(tmp, "svc.csv")
+    with open(spath, "w") as f:
+        f.write("a,b,c,label\n")
+        for row, t in zip(X, labels):
+            f.write(",".join(repr(v) for v in row) + f",{t}\n")
+    p = subprocess.run([binary, "--server", url, "update", "ks", spath],
+                       capture_output=True, text=True, timeout=300)
+    m = d.req("GET", "/v1/models/ks").json() or {}
+    run.check(p.returncode == 0 and
+              p.stdout.startswith("updated ks version 2: svc") and
+              m.get("n_samples") == 52 and
+              m.get("training", {}).get("updates") == 1,
+              "kmctl update of an svc keep_rows model (string labels): exit "
+              "0, version 2 of 52 rows", (p.stdout, p.stderr, m))
     p = subprocess.run([binary, "--server", url, "update", "gnys", path],
                        capture_output=True, text=True, timeout=300)
     run.check(p.returncode == 1 and "409" in p.stderr and
@@ -324,6 +431,7 @@ def main():
         krr(d, answers, T)
         answers[("k", None)] = versions(d, T)
         refusals(d, T)
+        svm(d, answers, T)
         concurrent(d)
         with tempfile.TemporaryDirectory(prefix="kmserve-update-csv-") as tmp:
             kmctl(d, os.path.abspath(args.kmctl), tmp, T)

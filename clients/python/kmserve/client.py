@@ -324,8 +324,10 @@ class Client:
         full refit (POST /v1/models/{name}/update): the server makes its
         next version, equal to a refit on the old rows and these, at the
         model's hyperparameters and with its first fit's preprocessing
-        statistics. Exact gpr models and krr models fitted with
-        params={"keep_factor": True} can be updated; others raise
+        statistics. Exact gpr models, krr models fitted with
+        params={"keep_factor": True} and svc and svr models fitted with
+        params={"keep_rows": True} (svc: y among the model's classes) can
+        be updated; others raise
         Conflict (409) naming what can. X and y as for fit; the answer, the
         Job and progress as fit's."""
         return self._submit(f"/v1/models/{_q(name)}/update", {"X": X, "y": y},

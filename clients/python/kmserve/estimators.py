@@ -561,6 +561,17 @@ class SVC(_Classifier):
         self.n_support_ = self._out(self.metadata_["training"]["n_support"])
         return self
 
+    def partial_fit(self, X, y, progress=None):
+        """Fits on the first call; then adds the rows X, y to the model
+        without a full refit (the server's update by warm-started SMO: its
+        next version equals a fit on all the rows so far, to SMO's tol).
+        Needs server_params={"keep_rows": True} (else Conflict); y's labels
+        must be among classes_ (a new class is Conflict: refit)."""
+        self._partial_fit(X, y, progress)
+        self.classes_ = self._out(self.metadata_["classes"])
+        self.n_support_ = self._out(self.metadata_["training"]["n_support"])
+        return self
+
     def decision_function(self, X):
         """The server's decision values: for 2 classes one per row,
         positive meaning classes_[1]; for k > 2, k(k-1)/2 one-vs-one values
@@ -614,6 +625,12 @@ class SVR(_Regressor):
         params = _svm_params(self)
         params["epsilon"] = self.epsilon
         return params
+
+    def partial_fit(self, X, y, progress=None):
+        """Fits on the first call; then adds the rows X, y to the model
+        by the server's update (warm-started SMO). Needs
+        server_params={"keep_rows": True} (else Conflict)."""
+        return self._partial_fit(X, y, progress)
 
 
 # scikit-learn's eigen_solver names that kmserve spells otherwise.
