@@ -3,7 +3,8 @@
  * #model-page, shown for location.hash "#model/NAME"): one model's
  * metadata laid out for people (kernel, params, training figures,
  * preprocessing, the search's table), its actions (delete, roll back to a
- * kept version, score rows of a CSV), its drift (GET .../drift, and the
+ * kept version, score rows of a CSV, add rows of a CSV to a version the
+ * server can update), its drift (GET .../drift, and the
  * answers this browser has seen over time) and the plots that fit it,
  * drawn by Chart.js (GET /chart.min.js, the global Chart).
  *
@@ -801,8 +802,10 @@
     }
   }
 
-  function fillTargets(ctx, names, chosen) {
-    const pick = $("score-target");
+  /* The target choice of the form whose ids begin with `form` (score,
+   * update): the columns of its CSV. */
+  function fillTargets(ctx, names, chosen, form = "score") {
+    const pick = $(form + "-target");
     pick.replaceChildren(el("option", {value: ""}, "as kmctl: y, else the last"),
       el("option", {value: "-1"}, "none"),
       ...names.map((n, j) => el("option", {value: String(j)}, n)));
@@ -810,15 +813,16 @@
   }
 
   /* The target choice lists the columns of the CSV's first line. */
-  function refreshTargets(ctx) {
+  function refreshTargets(ctx, form = "score") {
     let names = [];
     try {
-      const first = KM.csvRecords($("score-rows").value.split(/\r?\n/)[0])[0];
+      const first = KM.csvRecords($(form + "-rows").value.split(/\r?\n/)[0])[0];
       const num = (f) => f.trim() !== "" && isFinite(Number(f));
       if (first) names = first.fields.map((f, j) => num(f) ? "column " + (j + 1) : f.trim());
     } catch (e) { /* an unclosed quote: the choice waits */ }
-    const was = $("score-target").value;
-    fillTargets(ctx, names, was === "-1" || was !== "" && Number(was) < names.length ? was : "");
+    const was = $(form + "-target").value;
+    fillTargets(ctx, names, was === "-1" || was !== "" && Number(was) < names.length ? was : "",
+      form);
   }
 
   function scoreSection(ctx) {
@@ -851,6 +855,86 @@
       el("h3", {id: "score-h"}, "Score rows of a CSV"), form,
       el("p", {id: "score-state", className: "state", role: "status"}),
       el("div", {id: "score-result", hidden: ""}), fig);
+  }
+
+  /* ------------------------------------------------------------ update */
+
+  /* POST .../update (docs/api.md#update-add-rows-without-a-refit): the
+   * rows of a CSV, read as the score form reads them (their targets
+   * needed), sent as a job and followed until the new version serves. */
+  async function runUpdate(ctx) {
+    const msg = $("update-state");
+    let csv;
+    try {
+      csv = readCsv(ctx, $("update-rows").value, $("update-target").value);
+      if (!csv.y) throw new Error("an update needs the rows' targets: choose the target column");
+    } catch (e) {
+      state(msg, e.message, true);
+      return;
+    }
+    fillTargets(ctx, csv.names, $("update-target").value, "update");
+    const run = $("update-run"); // the page is drawn again once it succeeds
+    run.disabled = true;
+    try {
+      state(msg, "Sending " + csv.X.length + " rows…");
+      const r = await KM.api("POST", modelPath(ctx.m.name, "/update"),
+        {X: csv.X, y: csv.y, async: true});
+      if (!r.ok) {
+        state(msg, "The server answered " + KM.why(r), true);
+        if (r.status === 401) KM.needToken(r);
+        return;
+      }
+      const id = r.data.job.id;
+      for (;;) {
+        const j = await KM.api("GET", "/v1/jobs/" + encodeURIComponent(id));
+        if (!j.ok) {
+          state(msg, "The job cannot be followed: " + KM.why(j), true);
+          return;
+        }
+        const job = j.data;
+        if (job.status === "succeeded") {
+          render(ctx.m.name, "Version " + job.result.version + " made from version " +
+            ctx.m.version + " and " + csv.X.length + " new rows.");
+          return;
+        }
+        if (job.status === "failed" || job.status === "cancelled") {
+          state(msg, "The update " + job.status + ": " + job.error.code + ": " +
+            job.error.message, true);
+          return;
+        }
+        state(msg, "Job " + job.id + " " + job.status + ", " +
+          Math.floor(100 * (Number(job.progress) || 0)) + "%.");
+        await new Promise((ok) => setTimeout(ok, 400));
+      }
+    } finally {
+      run.disabled = false;
+    }
+  }
+
+  /* Shown for a version the server can update (its metadata's updatable). */
+  function updateSection(ctx) {
+    if (!ctx.m.updatable) return null;
+    const file = el("input", {type: "file", id: "update-file", accept: ".csv,text/csv,text/plain"});
+    file.addEventListener("change", async () => {
+      const f = file.files[0];
+      if (f) $("update-rows").value = await f.text();
+      refreshTargets(ctx, "update");
+    });
+    const form = el("form", {id: "update-form"},
+      el("div", {className: "row"},
+        el("label", {for: "update-file"}, "CSV file"), file,
+        el("label", {for: "update-target"}, "Target column"), el("select", {id: "update-target"})),
+      el("label", {for: "update-rows"}, "Or paste the CSV (a header line; the target column " +
+        "y, else the last, as kmctl update reads it)"),
+      el("textarea", {id: "update-rows", rows: "4", spellcheck: "false",
+        oninput: () => refreshTargets(ctx, "update")}),
+      el("div", {className: "row"}, el("button", {type: "submit", id: "update-run"}, "Add the rows")));
+    form.addEventListener("submit", (ev) => { ev.preventDefault(); runUpdate(ctx); });
+    return el("section", {className: "mpart", id: "model-update", "aria-labelledby": "update-h"},
+      el("h3", {id: "update-h"}, "Add rows without a refit"),
+      el("p", {}, "The server makes the next version, equal to a refit on this version's " +
+        "rows and these (its preprocessing kept from the first fit)."),
+      form, el("p", {id: "update-state", className: "state", role: "status"}));
   }
 
   /* ------------------------------------------------------------ drift */
@@ -1067,9 +1151,10 @@
       m.search ? searchPart(ctx) : null,
       plots.length ? el("section", {className: "mpart", id: "model-plots"},
         el("h3", {}, "Plots"), ...plots.map((p) => figure(p.title, p.id))) : null,
-      scoreSection(ctx), driftSection(ctx), versions, deleteSection(ctx)];
+      scoreSection(ctx), updateSection(ctx), driftSection(ctx), versions, deleteSection(ctx)];
     page.append(...parts.filter((p) => p));
     fillTargets(ctx, [], undefined);
+    if (m.updatable) fillTargets(ctx, [], undefined, "update");
     const work = [versionsSection(ctx, versions), runDrift(ctx, null)];
     for (const p of PLOTS.filter((q) => q.applies(ctx))) work.push(drawPlot(ctx, p));
     await Promise.all(work);

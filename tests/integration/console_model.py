@@ -119,6 +119,9 @@ def fit_models(d, D):
                  "X": two, "y": two_y},
         "gp1": {"algorithm": "gpr", "kernel": {"type": "rbf", "gamma": 1},
                 "params": {"noise": 0.05}, "X": one, "y": one_y},
+        # gp1's first 14 rows: the update form adds the other 6 (check_update)
+        "gpu": {"algorithm": "gpr", "kernel": {"type": "rbf", "gamma": 1},
+                "params": {"noise": 0.05}, "X": one[:14], "y": one_y[:14]},
         "pca": {"algorithm": "kpca", "kernel": {"type": "rbf", "gamma": 0.3},
                 "params": {"n_components": 2}, "preprocess": {"scale": "standardize"},
                 "X": blobs},
@@ -443,6 +446,9 @@ def check_score_values(d, b, shots, X, y):
     names = [o.text for o in Select(b.find_element(By.ID, "score-target")).options]
     check(names[2:] == ["y", "a", "b"], "grid2: the target choice lists the CSV's columns",
           names)
+    check(not b.find_elements(By.ID, "model-update") and
+          d.req("GET", "/v1/models/grid2").json()["updatable"] is False,
+          "grid2 (not updatable: no keep_factor): the page has no update form")
     ready = wait_for(lambda: chart(b, "plot-score"), 20)
     data = chart(b, "plot-score") if ready else None
     pts = (by_key(data, "rows") or [{}])[0].get("data", [])
@@ -454,6 +460,32 @@ def check_score_values(d, b, shots, X, y):
     check(len(diag) == 2 and all(p["x"] == p["y"] for p in diag), "grid2: the y = x line",
           diag)
     shot(b, shots, "model-score-regression.png", "model-score")
+
+
+def check_update(d, b, shots, X, y):
+    """The update form adds gp1's last 6 rows to gpu (its first 14): the
+    new version predicts as gp1, fitted on all 20 (docs/api.md: equal to
+    a refit to 1e-9)."""
+    csv = "x,y\n" + "\n".join(f"{r[0]!r},{t!r}" for r, t in zip(X[14:], y[14:]))
+    area = b.find_element(By.ID, "update-rows")
+    b.execute_script("arguments[0].value = arguments[1]", area, csv)
+    b.find_element(By.ID, "update-run").click()
+    ready = wait_for(lambda: b.find_element(By.ID, "model-page")
+                     .get_attribute("data-ready") == "gpu@2", 60)
+    state = b.find_element(By.ID, "model-state").text if ready else \
+        b.find_element(By.ID, "update-state").text
+    m = d.req("GET", "/v1/models/gpu").json()
+    probe = [[v / 4] for v in range(25)]
+    got = d.req("POST", "/v1/models/gpu/predict", {"X": probe, "output": "std"}).json()
+    want = d.req("POST", "/v1/models/gp1/predict", {"X": probe, "output": "std"}).json()
+    mean = d.req("POST", "/v1/models/gpu/predict", {"X": probe}).json()["predictions"]
+    ref = d.req("POST", "/v1/models/gp1/predict", {"X": probe}).json()["predictions"]
+    check(ready and m["version"] == 2 and m["n_samples"] == 20 and
+          "Version 2 made from version 1 and 6 new rows" in state and
+          close(mean, ref) and close(got.get("predictions"), want.get("predictions")),
+          "gpu: Add the rows (gp1's last 6) makes version 2, whose mean and std are "
+          "gp1's (fitted on all 20 rows) to 1e-9", (state, m.get("version"), mean[:3], ref[:3]))
+    shot(b, shots, "model-update.png", "model-page")
 
 
 def check_rollback(d, b, shots):
@@ -541,6 +573,7 @@ def main():
             ("klr2", 1, lambda: check_regions(d, b, shots, "klr2", *D["two"],
                                               "model-regions-klr.png")),
             ("gp1", 1, lambda: check_band(d, b, shots, *D["one"])),
+            ("gpu", 1, lambda: check_update(d, b, shots, *D["one"])),
             ("pca", 1, lambda: check_kpca(d, b, shots, *D["blobs"])),
             ("km", 1, lambda: check_clusters(d, b, shots, D["blobs"][0])),
             ("km", 1, lambda: check_delete(d, b, shots)),
