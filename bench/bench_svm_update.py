@@ -33,34 +33,19 @@ Usage: /usr/bin/python3 bench/bench_svm_update.py --bin build [--n 10000]
 import blas_env  # noqa: F401  (first: the kernels kmserve runs)
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import free_port, stop, wait_ready  # noqa: E402
+from daemon import call, free_port, stop, wait_ready  # noqa: E402
 
 TARGET = 0.5
-
-
-def call(port, method, path, body=None, timeout=3600):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
-                                 method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    t0 = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        text = r.read()
-    return time.perf_counter() - t0, json.loads(text) if text else None
 
 
 def iterations(ans):

@@ -1,5 +1,7 @@
 """Starting and stopping a daemon for the benchmarks that talk to one over
-HTTP (bench_serving.py, bench_krr.py, fit_body_memory.py)."""
+HTTP (bench_serving.py, bench_krr.py, fit_body_memory.py, the update
+benchmarks), and one timed JSON call to it."""
+import json
 import socket
 import subprocess
 import time
@@ -38,3 +40,16 @@ def stop(proc):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def call(port, method, path, body=None, timeout=3600):
+    """(seconds, the answer's JSON or None) of one request to the daemon."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data,
+                                 method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        text = r.read()
+    return time.perf_counter() - t0, json.loads(text) if text else None

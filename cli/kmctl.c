@@ -877,10 +877,12 @@ static int cmd_models(ctl_client *c, args *a, ctl_err *e)
     return rc;
 }
 
-static int cmd_get(ctl_client *c, args *a, ctl_err *e)
+/* GET /v1/models/NAME + tail, its JSON printed. */
+static int print_model_get(ctl_client *c, const char *name, const char *tail,
+                           ctl_err *e)
 {
     ctl_reply r;
-    char *path = ctl_model_path(c, a->pos[0], "", e);
+    char *path = ctl_model_path(c, name, tail, e);
     if (!path)
         return -1;
     int rc = ctl_call_expect(c, "GET", path, NULL, 0, 200, &r, e);
@@ -892,19 +894,14 @@ static int cmd_get(ctl_client *c, args *a, ctl_err *e)
     return 0;
 }
 
+static int cmd_get(ctl_client *c, args *a, ctl_err *e)
+{
+    return print_model_get(c, a->pos[0], "", e);
+}
+
 static int cmd_drift(ctl_client *c, args *a, ctl_err *e)
 {
-    ctl_reply r;
-    char *path = ctl_model_path(c, a->pos[0], "/drift", e);
-    if (!path)
-        return -1;
-    int rc = ctl_call_expect(c, "GET", path, NULL, 0, 200, &r, e);
-    free(path);
-    if (rc)
-        return -1;
-    ctl_print_json(r.json);
-    ctl_reply_cleanup(&r);
-    return 0;
+    return print_model_get(c, a->pos[0], "/drift", e);
 }
 
 static int cmd_delete(ctl_client *c, args *a, ctl_err *e)
