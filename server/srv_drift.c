@@ -30,6 +30,7 @@ typedef struct reservoir {
     uint64_t seen;         /* rows shown since the reservoir started */
     km_rng rng;
     size_t bytes;          /* reserved against the memory budget */
+    uint64_t lineage;      /* the name's (srv_registry.h) it holds rows of */
     int off;               /* collection turned off for this model */
     int refused;           /* the budget could not hold the reservoir */
     /* the latest answer: the cache and the metrics */
@@ -137,6 +138,28 @@ static void reservoir_shape(srv_drift *dr, reservoir *r, size_t d)
     r->refused = 0;
 }
 
+/* The reservoir of name for its lineage lin (srv_registry.h; create: made
+ * when missing). One of an older lineage (the name deleted and served
+ * again since) is emptied first, its cached answer and collect switch
+ * dropped: nothing of a deleted model answers for the new one. NULL for
+ * a lin older than the reservoir's (a request or test that began before
+ * the delete), or none. Lock held. */
+static reservoir *adopt(srv_drift *dr, const char *name, uint64_t lin,
+                        int create)
+{
+    reservoir *r = find(dr, name, create);
+    if (!r || lin < r->lineage)
+        return NULL;
+    if (lin > r->lineage) {
+        reservoir_empty(dr, r);
+        cJSON_Delete(r->last);
+        r->last = NULL;
+        r->off = 0;
+        r->lineage = lin;
+    }
+    return r;
+}
+
 /* The request path: srv_drift.h's sampling. */
 static void observe(void *ctx, const struct km_model *m, const double *X,
                     size_t n)
@@ -148,8 +171,13 @@ static void observe(void *ctx, const struct km_model *m, const double *X,
     uint64_t W = (uint64_t)dr->s->cfg.drift_window_rows;
     int timed = dr->s->cfg.drift_window_seconds > 0;
     double now = timed ? srv_mono() : 0; /* a time only a window reads */
+    /* rows of the version served now only: not of one a refit or a
+     * delete has replaced while the request ran */
+    uint64_t lin = srv_registry_lineage(dr->s->registry, km_model_name(m), m);
+    if (!lin)
+        return;
     pthread_mutex_lock(&dr->lock);
-    reservoir *r = find(dr, km_model_name(m), 1);
+    reservoir *r = adopt(dr, km_model_name(m), lin, 1);
     if (r && !r->off && (r->d != d || (!r->rows && !r->refused)))
         reservoir_shape(dr, r, d);
     if (!r || r->off || !r->rows) {
@@ -283,7 +311,7 @@ static int task_run(void *arg, const km_fit_control *ctl, cJSON **result,
         return api_raise(e, API_INTERNAL, "out of memory for the answer");
     srv_drift *dr = t->d;
     pthread_mutex_lock(&dr->lock);
-    reservoir *r = find(dr, km_model_name(m), 1);
+    reservoir *r = adopt(dr, km_model_name(m), srv_ref_lineage(t->ref), 1);
     if (r) {
         cJSON_Delete(r->last);
         r->last = cJSON_Duplicate(o, 1);
@@ -476,7 +504,7 @@ void srv_drift_get(srv_drift *dr, srv_request *rq, srv_reply *rp,
     drift_task *t = calloc(1, sizeof *t);
     int oom = !t, off = 0, refused = 0;
     pthread_mutex_lock(&dr->lock);
-    reservoir *r = find(dr, km_model_name(m), 0);
+    reservoir *r = adopt(dr, km_model_name(m), srv_ref_lineage(ref), 0);
     cJSON *hit = cached(dr, r, km_model_version(m), (size_t)perms, seed);
     if (!hit && t && r && r->d == km_model_n_features(m)) {
         oom = window_rows(dr, r, &t->Y, &t->n) != 0;
@@ -548,7 +576,8 @@ void srv_drift_post(srv_drift *dr, srv_request *rq, srv_reply *rp,
     }
     cJSON_Delete(root);
     pthread_mutex_lock(&dr->lock);
-    reservoir *r = find(dr, name, 1);
+    reservoir *r = adopt(dr, name, srv_ref_lineage(ref), 1);
+    int stale = !r && find(dr, name, 0);
     if (r && collect >= 0)
         r->off = !collect;
     if (r && (reset || r->off)) /* its memory goes back to the budget */
@@ -564,7 +593,11 @@ void srv_drift_post(srv_drift *dr, srv_request *rq, srv_reply *rp,
     cJSON_AddNumberToObject(o, "seen", r ? (double)r->seen : 0);
     pthread_mutex_unlock(&dr->lock);
     srv_ref_release(ref);
-    if (!r)
+    if (stale)
+        srv_reply_fail(rp, API_CONFLICT, "model \"%s\" was deleted and "
+                       "fitted again while the request ran: send it again",
+                       name);
+    else if (!r)
         srv_reply_fail(rp, API_INTERNAL, "out of memory");
     else
         srv_reply_json(rp, 200, o);
@@ -650,7 +683,8 @@ static void refresh_round(srv_drift *dr)
         int ok = t && km_model_reference(m, &rows) &&
                  km_kernel_input(km_model_kernel(m)) != KM_INPUT_PRECOMPUTED;
         pthread_mutex_lock(&dr->lock);
-        reservoir *r = ok ? find(dr, km_model_name(m), 0) : NULL;
+        reservoir *r = ok ? adopt(dr, km_model_name(m),
+                                  srv_ref_lineage(refs[i]), 0) : NULL;
         ok = r && r->d == km_model_n_features(m) &&
              window_rows(dr, r, &t->Y, &t->n) == 0 &&
              t->n >= (size_t)dr->s->cfg.drift_min_rows;

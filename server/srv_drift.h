@@ -4,8 +4,10 @@
  * (core's km_drift: the unbiased MMD^2 of the model's drift reference
  * against the reservoir, with a permutation p-value) run as a job.
  *
- * The reservoir (per model name, in memory only: a restart starts it
- * empty) holds at most --drift-reservoir-rows rows, raw as sent, from
+ * The reservoir (per model name while the name is served, in memory
+ * only: a restart starts it empty, and so does a delete: the name's next
+ * fit starts a new one, without the deleted model's rows, cached answer
+ * or collect switch, by the name's lineage, srv_registry.h) holds at most --drift-reservoir-rows rows, raw as sent, from
  * predict, project and v2 infer on the served version (not on pinned
  * /versions/{v} routes, nor for a model without a drift reference). Sampling on the request path is one short lock
  * and one random draw per row:

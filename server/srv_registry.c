@@ -17,12 +17,14 @@
 struct srv_ref {
     atomic_size_t refs;
     km_model *model;
+    uint64_t lineage; /* srv_registry.h; 0 for srv_ref_own's */
 };
 
 struct srv_registry {
     pthread_mutex_t lock;
     srv_ref **items; /* sorted by model name */
     size_t n, cap;
+    uint64_t lineages; /* the last lineage given */
 };
 
 srv_registry *srv_registry_create(void)
@@ -61,12 +63,18 @@ srv_ref *srv_ref_own(km_model *model)
     }
     atomic_init(&ref->refs, 1);
     ref->model = model;
+    ref->lineage = 0;
     return ref;
 }
 
 const km_model *srv_ref_model(const srv_ref *ref)
 {
     return ref->model;
+}
+
+uint64_t srv_ref_lineage(const srv_ref *ref)
+{
+    return ref->lineage;
 }
 
 /* Index of name, or -(insertion point) - 1. Lock held. */
@@ -112,6 +120,7 @@ int srv_registry_put(srv_registry *r, km_model *model)
     long i = find(r, km_model_name(model));
     if (i >= 0) {
         old = r->items[i];
+        ref->lineage = old->lineage;
         r->items[i] = ref;
     } else {
         if (r->n == r->cap) {
@@ -128,6 +137,7 @@ int srv_registry_put(srv_registry *r, km_model *model)
         size_t at = (size_t)(-i - 1);
         memmove(r->items + at + 1, r->items + at,
                 (r->n - at) * sizeof *r->items);
+        ref->lineage = ++r->lineages;
         r->items[at] = ref;
         r->n++;
     }
@@ -150,6 +160,18 @@ int srv_registry_remove(srv_registry *r, const char *name)
     pthread_mutex_unlock(&r->lock);
     srv_ref_release(old);
     return old ? 0 : -1;
+}
+
+uint64_t srv_registry_lineage(srv_registry *r, const char *name,
+                              const km_model *model)
+{
+    uint64_t lin = 0;
+    pthread_mutex_lock(&r->lock);
+    long i = find(r, name);
+    if (i >= 0 && r->items[i]->model == model)
+        lin = r->items[i]->lineage;
+    pthread_mutex_unlock(&r->lock);
+    return lin;
 }
 
 uint64_t srv_registry_version(srv_registry *r, const char *name)

@@ -44,6 +44,17 @@ int srv_registry_remove(srv_registry *r, const char *name);
 /* The version served under name, or 0. */
 uint64_t srv_registry_version(srv_registry *r, const char *name);
 
+/* A name's lineage: a number (from 1, never given twice) that a name
+ * keeps while it is served, through refits, updates, rollbacks and
+ * reloads, and that changes when the name is removed and served again (a
+ * delete, then a fit): what belongs to a served model and must not
+ * outlive its delete (the drift reservoir) is kept by lineage. */
+/* The lineage of ref's entry when the ref was taken; 0 for srv_ref_own's. */
+uint64_t srv_ref_lineage(const srv_ref *ref);
+/* The lineage of name if model is the one it serves now, else 0. */
+uint64_t srv_registry_lineage(srv_registry *r, const char *name,
+                              const km_model *model);
+
 /* References to all models, sorted by name; caller releases each and
  * frees the array. -1 on OOM. */
 int srv_registry_list(srv_registry *r, srv_ref ***refs, size_t *n);

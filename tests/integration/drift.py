@@ -151,6 +151,32 @@ def exact(d, rng):
     return a
 
 
+def deleted(d, rng):
+    """What DELETE removes never answers again: the name's next fit (at
+    version 1 again) has neither the deleted model's rows nor its cached
+    answer; a refit of a served name keeps its rows."""
+    X = rows(rng, 40)
+    fit(d, "gone", X, {"type": "rbf", "gamma": 0.5})
+    d.req("POST", "/v1/models/gone/predict", {"X": rows(rng, 30, shift=2.0)})
+    first = drift(d, "gone")
+    check(first.status == 200 and (first.json() or {}).get("version") == 1,
+          "gone: a drift answer for version 1 (30 rows)", first)
+    check(d.req("DELETE", "/v1/models/gone").status == 204, "gone: deleted")
+    fit(d, "gone", X, {"type": "rbf", "gamma": 0.5})
+    r = drift(d, "gone")
+    check(r.status == 409 and "0 recent" in r.body,
+          "gone, fitted again (version 1 again): no cached answer and none of "
+          "the deleted model's rows (409, 0 recent)", r)
+    Y = rows(rng, 25)
+    d.req("POST", "/v1/models/gone/predict", {"X": Y})
+    fit(d, "gone", X, {"type": "rbf", "gamma": 0.5})  # version 2: a refit
+    a = drift(d, "gone").json() or {}
+    check(a.get("version") == 2 and a.get("sizes", {}).get("recent") == 25 and
+          near(a.get("mmd2"), mmd2(X, Y, rbf(0.5))),
+          "gone: a refit keeps the name's rows (the 25 sent since the fit, "
+          "mmd2 as numpy's on them)", a)
+
+
 def fallback(d, rng):
     X = rows(rng, 40)
     Y = rows(rng, 30)
@@ -354,6 +380,7 @@ def main():
 
     def body(d):
         last = exact(d, rng)
+        deleted(d, rng)
         fallback(d, rng)
         v2_rows(d, rng)
         async_and_metrics(d, last)
