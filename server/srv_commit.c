@@ -19,6 +19,7 @@ struct srv_commit {
     srv_store *store;
     srv_metrics *metrics;
     pthread_mutex_t lock;
+    int64_t last_created; /* the newest creation time given (ms) */
 };
 
 srv_commit *srv_commit_create(srv_registry *registry, srv_store *store,
@@ -52,6 +53,19 @@ pthread_mutex_t *srv_commit_lock(srv_commit *c)
     return &c->lock;
 }
 
+/* The creation time of name's newest version: its file's (head), or the
+ * served model's when the file cannot be read. Commit lock held. */
+static int64_t created_of(srv_commit *c, const char *name,
+                          const srv_store_head *head)
+{
+    if (head->version)
+        return head->created_at_ms;
+    srv_ref *ref = srv_registry_get(c->registry, name);
+    int64_t t = ref ? km_model_created_at_ms(srv_ref_model(ref)) : 0;
+    srv_ref_release(ref);
+    return t;
+}
+
 /* Store, then swap, under the commit lock and name's lock (shared with
  * the replicas): model becomes the next version of name, numbered after
  * the file on disk (another replica's, when it wrote last). imported: an
@@ -59,10 +73,10 @@ pthread_mutex_t *srv_commit_lock(srv_commit *c)
  * content it is (a rollback), or 0; kept: then the file it was read from,
  * which must still be that version's file (see srv_commit_rollback);
  * base: the version an update added rows to, which must still be the
- * newest (srv_commit_update), or 0. */
+ * newest of the same life of the name (srv_commit_update), or NULL. */
 static int commit(srv_commit *c, const char *name, km_model *model,
-                  int imported, uint64_t restores, int kept, uint64_t base,
-                  cJSON **metadata, api_error *e)
+                  int imported, uint64_t restores, int kept,
+                  const km_model *base, cJSON **metadata, api_error *e)
 {
     srv_store_head head, written;
     pthread_mutex_lock(&c->lock);
@@ -89,11 +103,16 @@ static int commit(srv_commit *c, const char *name, km_model *model,
         code = API_NOT_FOUND;
         refusal = "no longer has the version to restore (it was pruned, or "
                   "deleted with the model, since it was read); it is at";
-    } else if (base && base != current) {
+    } else if (base && km_model_version(base) != current) {
         refusal = current ? "changed while the update ran: the update "
                             "added rows to an older version (send it "
                             "again); it is now at"
                           : "was deleted while the update ran; it is at";
+    } else if (base && km_model_created_at_ms(base) !=
+                           created_of(c, name, &head)) {
+        refusal = "was deleted and fitted again while the update ran: the "
+                  "rows were added to the deleted model, not to this one; "
+                  "it is at";
     } else if (version > KM_MODEL_MAX_VERSION) { /* a file could not hold it */
         refusal = "is at the last version a model file can hold; delete it "
                   "to fit it again from version 1";
@@ -108,7 +127,11 @@ static int commit(srv_commit *c, const char *name, km_model *model,
         return api_raise(e, code, "model \"%s\" %s (version %llu)", name,
                          refusal, (unsigned long long)current);
     }
-    km_model_set_identity(model, name, version, srv_now_ms());
+    /* creation times differ, so that with the version they tell the
+     * lives of a name apart (srv_commit_update) */
+    int64_t now = srv_now_ms();
+    c->last_created = now > c->last_created ? now : c->last_created + 1;
+    km_model_set_identity(model, name, version, c->last_created);
     rc = srv_store_save(c->store, model, &head, &written);
     if (rc) {
         srv_store_unlock(c->store, name, lock, 0);
@@ -160,11 +183,11 @@ static int commit(srv_commit *c, const char *name, km_model *model,
 int srv_commit_model(srv_commit *c, const char *name, km_model *model,
                      cJSON **metadata, api_error *e)
 {
-    return commit(c, name, model, 0, 0, -1, 0, metadata, e);
+    return commit(c, name, model, 0, 0, -1, NULL, metadata, e);
 }
 
 int srv_commit_update(srv_commit *c, const char *name, km_model *model,
-                      uint64_t base, cJSON **metadata, api_error *e)
+                      const km_model *base, cJSON **metadata, api_error *e)
 {
     return commit(c, name, model, 0, 0, -1, base, metadata, e);
 }
@@ -172,14 +195,14 @@ int srv_commit_update(srv_commit *c, const char *name, km_model *model,
 int srv_commit_import(srv_commit *c, const char *name, km_model *model,
                       cJSON **metadata, api_error *e)
 {
-    return commit(c, name, model, 1, 0, -1, 0, metadata, e);
+    return commit(c, name, model, 1, 0, -1, NULL, metadata, e);
 }
 
 int srv_commit_rollback(srv_commit *c, const char *name, km_model *model,
                         uint64_t restores, int kept, cJSON **metadata,
                         api_error *e)
 {
-    return commit(c, name, model, 0, restores ? restores : 1, kept, 0,
+    return commit(c, name, model, 0, restores ? restores : 1, kept, NULL,
                   metadata, e);
 }
 

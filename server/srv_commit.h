@@ -56,13 +56,16 @@ uint64_t srv_commit_served(srv_commit *c, const char *name);
 int srv_commit_model(srv_commit *c, const char *name, km_model *model,
                      cJSON **metadata, api_error *e);
 
-/* The same for an update's model (km_model_update of version base of
+/* The same for an update's model (km_model_update of base, a version of
  * name): committed only while base is still the newest version (on disk:
- * also another replica's), so that no update is lost to another fit,
- * update or rollback that committed while it ran; else 409 naming the
- * version now current (the caller sends the update again). */
+ * also another replica's), the same version of the same life of the name
+ * (its creation time too: a delete and a fit start again at version 1),
+ * so that no update is lost to another fit, update or rollback that
+ * committed while it ran, and none brings a deleted model's rows back;
+ * else 409 naming the version now current (the caller sends the update
+ * again). */
 int srv_commit_update(srv_commit *c, const char *name, km_model *model,
-                      uint64_t base, cJSON **metadata, api_error *e);
+                      const km_model *base, cJSON **metadata, api_error *e);
 
 /* The same for a model read from an uploaded file (an import): logged
  * as model_imported, and not counted as a fit in the metrics. */

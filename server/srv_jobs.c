@@ -25,6 +25,7 @@
 #include "../api/api_model.h"
 #include "../api/api_schema.h"
 #include "srv_jobs.h"
+#include "srv_test.h"
 #include "srv_log.h"
 #include "srv_mpi.h"
 
@@ -228,8 +229,9 @@ static void run(srv_jobs *j, srv_job *job)
         km_model_free(model);
         rc = -1;
     } else if (rc == 0 && job->req.base) { /* an update: of that version */
-        rc = srv_commit_update(j->commit, job->name, model,
-                               km_model_version(job->req.base), &meta, &e);
+        srv_test_pause("update_computed");
+        rc = srv_commit_update(j->commit, job->name, model, job->req.base,
+                               &meta, &e);
     } else if (rc == 0) {
         rc = srv_commit_model(j->commit, job->name, model, &meta, &e);
     }

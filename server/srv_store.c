@@ -461,7 +461,7 @@ static void unload(srv_store *s, srv_registry *r, const char *name,
         (*gone)++;
         srv_log(SRV_INFO, "model_unloaded", "%s: its file was removed", name);
     }
-    remember(s, name, NULL, 0);
+    remember(s, name, NULL, 0, 0);
 }
 
 /* Loads (or reloads) one file under the commit lock. 1 if loaded. A file
@@ -504,9 +504,10 @@ static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
         km_model_set_identity(m, name, km_model_version(m),
                               km_model_created_at_ms(m));
         uint64_t version = km_model_version(m);
+        int64_t created = km_model_created_at_ms(m);
         const char *algo = km_algorithm_name(km_model_algorithm(m));
         if (srv_registry_put(r, m) == 0) {
-            remember(s, name, &st, version);
+            remember(s, name, &st, version, created);
             loaded = 1;
             srv_log(SRV_INFO, "model_loaded", "%s version %llu (%s)", name,
                     (unsigned long long)version, algo);

@@ -84,6 +84,9 @@ void srv_store_unlock(srv_store *s, const char *name, int lock, int remove);
 typedef struct srv_store_head {
     int present;
     uint64_t version;
+    int64_t created_at_ms; /* the version's creation time: with version,
+                              which life of the name it is (a delete and
+                              a fit start again at version 1) */
     dev_t dev;
     ino_t ino;
     off_t size;

@@ -43,10 +43,10 @@ static int same_file(const known_file *k, const struct stat *st)
            k->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-/* Records name's file as it is now (st), holding version, or forgets it
- * (st NULL). */
+/* Records name's file as it is now (st), holding version created at
+ * created_at_ms, or forgets it (st NULL). */
 void remember(srv_store *s, const char *name, const struct stat *st,
-              uint64_t version)
+              uint64_t version, int64_t created_at_ms)
 {
     pthread_mutex_lock(&s->lock);
     known_file *k = find_known(s, name);
@@ -72,6 +72,7 @@ void remember(srv_store *s, const char *name, const struct stat *st,
             k->size = st->st_size;
             k->mtime = st->st_mtim;
             k->version = version;
+            k->created_at_ms = created_at_ms;
             k->seen = 1;
         }
     }
@@ -79,11 +80,12 @@ void remember(srv_store *s, const char *name, const struct stat *st,
 }
 
 /* Whether the file of name is the one the store knows; if so, *version
- * (may be NULL) gets the version it holds. seen: a sync's check, which
- * marks name's known file seen (only a sync may: a name seen is one the
- * sync's unload loop passes over). */
-int known_version(srv_store *s, const char *name,
-                  const struct stat *st, uint64_t *version, int seen)
+ * and *created_at_ms (may be NULL) get the version it holds and its
+ * creation time. seen: a sync's check, which marks name's known file
+ * seen (only a sync may: a name seen is one the sync's unload loop
+ * passes over). */
+int known_version(srv_store *s, const char *name, const struct stat *st,
+                  uint64_t *version, int64_t *created_at_ms, int seen)
 {
     pthread_mutex_lock(&s->lock);
     known_file *k = find_known(s, name);
@@ -92,6 +94,8 @@ int known_version(srv_store *s, const char *name,
         k->seen = 1;
     if (same && version)
         *version = k->version;
+    if (same && created_at_ms)
+        *created_at_ms = k->created_at_ms;
     pthread_mutex_unlock(&s->lock);
     return same;
 }
@@ -101,7 +105,7 @@ int known_version(srv_store *s, const char *name,
  * file found known here is served even when the check runs without it. */
 int is_known(srv_store *s, const char *name, const struct stat *st)
 {
-    return known_version(s, name, st, NULL, 1);
+    return known_version(s, name, st, NULL, NULL, 1);
 }
 
 /* Marks name's known file as seen by the sync under way. */

@@ -31,6 +31,7 @@ typedef struct known_file {
     off_t size;
     struct timespec mtime;
     uint64_t version; /* the version the file holds */
+    int64_t created_at_ms; /* and its creation time */
     int seen;         /* during a sync */
 } known_file;
 
@@ -73,15 +74,16 @@ struct srv_store {
 
 /* Whether s ends with suffix, and is longer. */
 int ends_with(const char *s, const char *suffix);
-/* Records name's file as it is now (st), holding version, or forgets it
- * (st NULL). Takes the store's lock. */
+/* Records name's file as it is now (st), holding version created at
+ * created_at_ms, or forgets it (st NULL). Takes the store's lock. */
 void remember(srv_store *s, const char *name, const struct stat *st,
-              uint64_t version);
+              uint64_t version, int64_t created_at_ms);
 /* Whether the file of name (st) is the one the store knows; if so,
- * *version (may be NULL) gets the version it holds. seen: a sync's
- * check, which marks name's known file seen. */
+ * *version and *created_at_ms (may be NULL) get the version it holds and
+ * its creation time. seen: a sync's check, which marks name's known file
+ * seen. */
 int known_version(srv_store *s, const char *name, const struct stat *st,
-                  uint64_t *version, int seen);
+                  uint64_t *version, int64_t *created_at_ms, int seen);
 /* known_version as a sync's check. */
 int is_known(srv_store *s, const char *name, const struct stat *st);
 /* Marks name's known file as seen by the sync under way. */

@@ -203,10 +203,12 @@ int srv_store_read_head(srv_store *s, const char *name, srv_store_head *head)
         head->ino = st.st_ino;
         head->size = st.st_size;
         head->mtime = st.st_mtim;
-        if (!known_version(s, name, &st, &head->version, 0)) {
+        if (!known_version(s, name, &st, &head->version,
+                           &head->created_at_ms, 0)) {
             /* another replica's, or a hand's: read what it holds */
             km_model *m = read_model_fd(fd, why, sizeof why, &special);
             head->version = m ? km_model_version(m) : 0;
+            head->created_at_ms = m ? km_model_created_at_ms(m) : 0;
             km_model_free(m);
         }
     }
@@ -245,6 +247,7 @@ int srv_store_save(srv_store *s, const km_model *m,
     memset(written, 0, sizeof *written);
     written->present = 1;
     written->version = km_model_version(m);
+    written->created_at_ms = km_model_created_at_ms(m);
     written->dev = st.st_dev;
     written->ino = st.st_ino;
     written->size = st.st_size;
@@ -263,7 +266,8 @@ void srv_store_served(srv_store *s, const char *name,
     st.st_ino = written->ino;
     st.st_size = written->size;
     st.st_mtim = written->mtime;
-    remember(s, name, &st, written->version); /* not to be loaded back */
+    remember(s, name, &st, written->version,
+             written->created_at_ms); /* not to be loaded back */
 }
 
 /* The kept files go first: when one cannot be removed the delete fails
@@ -278,7 +282,7 @@ int srv_store_delete(srv_store *s, const char *name)
     if (!rc)
         rc = unlinkat(s->dirfd, file, 0) == 0 ? 0 : errno;
     if (!rc)
-        remember(s, name, NULL, 0);
+        remember(s, name, NULL, 0, 0);
     if (pruned || !rc)
         sync_dir(s, "deleting", file);
     return rc;

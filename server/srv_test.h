@@ -19,6 +19,8 @@
  *                    before it reads it
  *   rollback_loaded  a rollback, after it read the kept version, before
  *                    it commits it
+ *   update_computed  an update, after its model is computed, before it
+ *                    is committed (srv_commit_update)
  *   name_lock        a commit or delete, before it takes the name's lock
  *                    that replicas share (srv_store_lock)
  *   scan_listing     a scan of the models directory (SIGHUP, the

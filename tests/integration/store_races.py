@@ -34,7 +34,10 @@ the file. Every wait is for an event, never for a time.
     never leaves the deleted content served (the store once remembered
     its file before the swap, so the scan neither loaded nor unloaded it);
   - another host's keep link of an old file is not taken for a stale
-    temporary file.
+    temporary file;
+  - an update held after it computed, while its name is deleted and fitted
+    again (version 1 again): 409, and the new life serves without the
+    update's rows (it once compared versions alone and committed them).
 
 Usage, from the project root:
     /usr/bin/python3 tests/integration/store_races.py --server build/kmserve
@@ -762,6 +765,66 @@ def scenario_foreign_keep_link(binary, tmp):
         d.stop()
 
 
+def keep(alpha, rows):
+    """A krr fit that can be updated (params.keep_factor)."""
+    return {"algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.5},
+            "params": {"alpha": alpha, "keep_factor": True}, "X": rows,
+            "y": [sum(r) for r in rows]}
+
+
+def scenario_update_across_delete(binary, tmp):
+    models = os.path.join(tmp, "upd", "models")
+    os.makedirs(models)
+    pauses = Pauses(tmp, "upd-pauses")
+    # two workers: the refit runs while the update holds one
+    d = daemon(binary, models, pauses, "--workers", "2")
+    more = [[4.0, 0.0], [0.0, 4.0]]
+    try:
+        # the control: held and released, the update commits as version 2
+        check(d.req("POST", "/v1/models/u/fit", keep(1.0, X)).status == 201,
+              "update across a delete: fit u (keep_factor)")
+        pauses.arm("update_computed")
+        call = Call(d, "POST", "/v1/models/u/update",
+                    {"X": more, "y": [sum(r) for r in more]})
+        if held(pauses, "update_computed", call,
+                "update (control): held at update_computed"):
+            pauses.release("update_computed")
+            r = call.result()
+            m = (r.json() or {}).get("model", {}) if r else {}
+            check(r is not None and r.status == 201 and m.get("version") == 2 and
+                  m.get("n_samples") == len(X) + len(more),
+                  "update (control): released, it is version 2 with the rows", r)
+        # across a delete and a fit of the same name
+        check(d.req("DELETE", "/v1/models/u").status == 204, "u deleted")
+        check(d.req("POST", "/v1/models/u/fit", keep(1.0, X)).status == 201,
+              "u fitted again (version 1)")
+        pauses.arm("update_computed")
+        call = Call(d, "POST", "/v1/models/u/update",
+                    {"X": more, "y": [sum(r) for r in more]})
+        if held(pauses, "update_computed", call,
+                "update across a delete: held at update_computed"):
+            check(d.req("DELETE", "/v1/models/u").status == 204,
+                  "update across a delete: u deleted while it is held")
+            check(d.req("POST", "/v1/models/u/fit", keep(2.0, X)).status == 201,
+                  "update across a delete: u fitted again (version 1, alpha 2)")
+            pauses.release("update_computed")
+            r = call.result()
+            check(r is not None and r.status == 409 and
+                  "deleted and fitted again" in r.body,
+                  "update across a delete: 409 naming it", r)
+            for when in ("now", "after a restart"):
+                m = d.req("GET", "/v1/models/u").json() or {}
+                check(m.get("version") == 1 and m.get("n_samples") == len(X) and
+                      (m.get("params") or {}).get("alpha") == 2.0,
+                      f"update across a delete ({when}): the new life's version "
+                      f"1 serves, without the update's rows", m)
+                if when == "now":
+                    d.stop()
+                    start(d, pauses)
+    finally:
+        d.stop()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default=os.path.join(run.ROOT, "build",
@@ -775,7 +838,7 @@ def main():
                  scenario_lockless_writer, scenario_scan_beside_listing,
                  scenario_scan_beside_commit,
                  scenario_scan_beside_refused_commit,
-                 scenario_foreign_keep_link]
+                 scenario_foreign_keep_link, scenario_update_across_delete]
     return run.run_scenarios(scenarios, binary, "kmserve-races-", args.only)
 
 
