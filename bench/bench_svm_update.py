@@ -36,14 +36,13 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import call, free_port, stop, wait_ready  # noqa: E402
+from daemon import call, start, stop  # noqa: E402
 
 TARGET = 0.5
 
@@ -110,14 +109,10 @@ def main():
     kernel = {"type": "rbf", "gamma": 1.0 / d}
 
     tmp = tempfile.mkdtemp(prefix="kmbench-svm-update-")
-    port = free_port()
-    proc = subprocess.Popen([os.path.join(args.bin, "kmserve"), "--listen",
-                             f"127.0.0.1:{port}", "--models-dir", tmp,
-                             "--keep-versions", "2", "--access-log", "false"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start(args.bin, tmp, "--keep-versions", "2",
+                       "--access-log", "false")
     rows = []
     try:
-        wait_ready(port, proc)
         for name, algo, X, y, output in cases(n, k, d, rng):
             rows.append(one(port, name, algo, X, y, output, n, T, args,
                             kernel))

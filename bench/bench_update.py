@@ -33,14 +33,13 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import call, free_port, stop, wait_ready  # noqa: E402
+from daemon import call, start, stop  # noqa: E402
 
 
 def same_centres(port, X, y, T, gamma, alpha, got):
@@ -81,14 +80,10 @@ def main():
                                      "solver": "nystrom"}))
 
     tmp = tempfile.mkdtemp(prefix="kmbench-update-")
-    port = free_port()
-    proc = subprocess.Popen([os.path.join(args.bin, "kmserve"), "--listen",
-                             f"127.0.0.1:{port}", "--models-dir", tmp,
-                             "--keep-versions", "2", "--access-log", "false"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start(args.bin, tmp, "--keep-versions", "2",
+                       "--access-log", "false")
     rows = []
     try:
-        wait_ready(port, proc)
         for name, algo, params in algos:
             fit = {"algorithm": algo, "kernel": kernel, "params": params}
             call(port, "POST", "/v1/models/u/fit", dict(fit, X=Xl[:n], y=yl[:n]))

@@ -2,6 +2,7 @@
 HTTP (bench_serving.py, bench_krr.py, fit_body_memory.py, the update
 benchmarks), and one timed JSON call to it."""
 import json
+import os
 import socket
 import subprocess
 import time
@@ -53,3 +54,19 @@ def call(port, method, path, body=None, timeout=3600):
     with urllib.request.urlopen(req, timeout=timeout) as r:
         text = r.read()
     return time.perf_counter() - t0, json.loads(text) if text else None
+
+
+def start(bin_dir, models_dir, *flags):
+    """(process, port) of bin_dir's kmserve on a free loopback port with
+    models_dir, ready; flags are added to its command line."""
+    port = free_port()
+    proc = subprocess.Popen([os.path.join(bin_dir, "kmserve"), "--listen",
+                             f"127.0.0.1:{port}", "--models-dir", models_dir,
+                             *flags],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(port, proc)
+    except Exception:
+        stop(proc)
+        raise
+    return proc, port

@@ -88,17 +88,23 @@ static reservoir *find(srv_drift *d, const char *name, int create)
     return r;
 }
 
-/* Empties r and gives its memory back. Lock held. */
-static void reservoir_empty(srv_drift *dr, reservoir *r)
+/* Frees r's rows and their numbers and times. */
+static void reservoir_free_arrays(reservoir *r)
 {
-    if (r->bytes && dr->s->jobs)
-        srv_jobs_unreserve(dr->s->jobs, r->bytes);
     free(r->rows);
     free(r->seq);
     free(r->when);
     r->rows = NULL;
     r->seq = NULL;
     r->when = NULL;
+}
+
+/* Empties r and gives its memory back. Lock held. */
+static void reservoir_empty(srv_drift *dr, reservoir *r)
+{
+    if (r->bytes && dr->s->jobs)
+        srv_jobs_unreserve(dr->s->jobs, r->bytes);
+    reservoir_free_arrays(r);
     r->bytes = 0;
     r->held = r->seen = 0;
     r->d = 0;
@@ -126,12 +132,7 @@ static void reservoir_shape(srv_drift *dr, reservoir *r, size_t d)
     if (!r->rows || !r->seq || !r->when) {
         if (dr->s->jobs)
             srv_jobs_unreserve(dr->s->jobs, bytes);
-        free(r->rows);
-        free(r->seq);
-        free(r->when);
-        r->rows = NULL;
-        r->seq = NULL;
-        r->when = NULL;
+        reservoir_free_arrays(r);
         return;
     }
     r->bytes = bytes;
