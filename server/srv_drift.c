@@ -45,7 +45,6 @@ struct srv_drift {
     reservoir **r;
     size_t n, cap;
     srv_state *s;
-    api_observer obs;
     pthread_t refresher;
     int refreshing, stopping;
     pthread_cond_t stop;
@@ -63,12 +62,22 @@ static void reservoir_free(srv_drift *d, reservoir *r)
     free(r);
 }
 
-/* The reservoir of name; made (empty) when create is set. Lock held. */
+/* The reservoir of name; made (empty) when create is set. The list is
+ * kept sorted by name (a binary search: a lookup on the request path
+ * stays short with thousands of models). Lock held. */
 static reservoir *find(srv_drift *d, const char *name, int create)
 {
-    for (size_t i = 0; i < d->n; i++)
-        if (!strcmp(d->r[i]->name, name))
-            return d->r[i];
+    size_t lo = 0, hi = d->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(d->r[mid]->name, name);
+        if (c == 0)
+            return d->r[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     if (!create)
         return NULL;
     if (d->n == d->cap) {
@@ -84,7 +93,9 @@ static reservoir *find(srv_drift *d, const char *name, int create)
         return NULL;
     snprintf(r->name, sizeof r->name, "%s", name);
     r->rng.s = 0x9e3779b97f4a7c15ull ^ (uint64_t)d->n;
-    d->r[d->n++] = r;
+    memmove(d->r + lo + 1, d->r + lo, (d->n - lo) * sizeof *d->r);
+    d->r[lo] = r;
+    d->n++;
     return r;
 }
 
@@ -161,22 +172,23 @@ static reservoir *adopt(srv_drift *dr, const char *name, uint64_t lin,
     return r;
 }
 
-/* The request path: srv_drift.h's sampling. */
+/* The request path: srv_drift.h's sampling. ctx is the route's tap: the
+ * lineage and whether the version is still the one served come from the
+ * ref the route holds, without a registry lookup. */
 static void observe(void *ctx, const struct km_model *m, const double *X,
                     size_t n)
 {
-    srv_drift *dr = ctx;
+    const srv_drift_tap *tap = ctx;
+    srv_drift *dr = tap->d;
     size_t d = km_model_n_features(m);
+    uint64_t lin = srv_ref_lineage(tap->ref);
     if (!km_model_reference(m, NULL))
         return; /* nothing to test them against (precomputed, old file) */
+    if (!lin || !srv_ref_served(tap->ref))
+        return; /* a version replaced (or deleted) while the request ran */
     uint64_t W = (uint64_t)dr->s->cfg.drift_window_rows;
     int timed = dr->s->cfg.drift_window_seconds > 0;
     double now = timed ? srv_mono() : 0; /* a time only a window reads */
-    /* rows of the version served now only: not of one a refit or a
-     * delete has replaced while the request ran */
-    uint64_t lin = srv_registry_lineage(dr->s->registry, km_model_name(m), m);
-    if (!lin)
-        return;
     pthread_mutex_lock(&dr->lock);
     reservoir *r = adopt(dr, km_model_name(m), lin, 1);
     if (r && !r->off && (r->d != d || (!r->rows && !r->refused)))
@@ -204,9 +216,16 @@ static void observe(void *ctx, const struct km_model *m, const double *X,
     pthread_mutex_unlock(&dr->lock);
 }
 
-const api_observer *srv_drift_observer(srv_drift *d)
+const api_observer *srv_drift_observer(srv_drift *d, const srv_ref *ref,
+                                       srv_drift_tap *tap)
 {
-    return d && d->s->cfg.drift ? &d->obs : NULL;
+    if (!d || !d->s->cfg.drift || !ref)
+        return NULL;
+    tap->obs.rows = observe;
+    tap->obs.ctx = tap;
+    tap->d = d;
+    tap->ref = ref;
+    return &tap->obs;
 }
 
 /* The rows of r in the window (malloc'd into *out, *n of them). Lock
@@ -751,8 +770,6 @@ srv_drift *srv_drift_create(srv_state *s)
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->stop, NULL);
     d->s = s;
-    d->obs.rows = observe;
-    d->obs.ctx = d;
     if (s->cfg.drift_refresh_seconds > 0 &&
         pthread_create(&d->refresher, NULL, refresher, d) == 0)
         d->refreshing = 1;

@@ -43,9 +43,16 @@ void srv_drift_stop(srv_drift *d);
  * test may still be running). */
 void srv_drift_free(srv_drift *d);
 
-/* The observer that predict routes hand to the api layer (NULL when
- * --drift is off). */
-const api_observer *srv_drift_observer(srv_drift *d);
+/* What a predict route hands to the api layer for the model ref it
+ * holds: tap (the route's, living as long as the request) is filled and
+ * its observer returned; NULL when --drift is off. */
+typedef struct srv_drift_tap {
+    api_observer obs;
+    srv_drift *d;
+    const srv_ref *ref;
+} srv_drift_tap;
+const api_observer *srv_drift_observer(srv_drift *d, const srv_ref *ref,
+                                       srv_drift_tap *tap);
 
 /* GET /v1/models/{name}/drift for the model ref (taken): query
  * permutations, seed, async; answers from the cache, or runs the test as

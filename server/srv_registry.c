@@ -18,6 +18,7 @@ struct srv_ref {
     atomic_size_t refs;
     km_model *model;
     uint64_t lineage; /* srv_registry.h; 0 for srv_ref_own's */
+    atomic_bool served; /* the registry serves it now (srv_ref_served) */
 };
 
 struct srv_registry {
@@ -64,6 +65,7 @@ srv_ref *srv_ref_own(km_model *model)
     atomic_init(&ref->refs, 1);
     ref->model = model;
     ref->lineage = 0;
+    atomic_init(&ref->served, 0);
     return ref;
 }
 
@@ -75,6 +77,11 @@ const km_model *srv_ref_model(const srv_ref *ref)
 uint64_t srv_ref_lineage(const srv_ref *ref)
 {
     return ref->lineage;
+}
+
+int srv_ref_served(const srv_ref *ref)
+{
+    return atomic_load(&ref->served);
 }
 
 /* Index of name, or -(insertion point) - 1. Lock held. */
@@ -115,11 +122,13 @@ int srv_registry_put(srv_registry *r, km_model *model)
         return -1;
     }
     atomic_init(&ref->refs, 1);
+    atomic_init(&ref->served, 1);
     ref->model = model;
     pthread_mutex_lock(&r->lock);
     long i = find(r, km_model_name(model));
     if (i >= 0) {
         old = r->items[i];
+        atomic_store(&old->served, 0);
         ref->lineage = old->lineage;
         r->items[i] = ref;
     } else {
@@ -153,6 +162,7 @@ int srv_registry_remove(srv_registry *r, const char *name)
     long i = find(r, name);
     if (i >= 0) {
         old = r->items[i];
+        atomic_store(&old->served, 0);
         memmove(r->items + i, r->items + i + 1,
                 (r->n - (size_t)i - 1) * sizeof *r->items);
         r->n--;
@@ -160,18 +170,6 @@ int srv_registry_remove(srv_registry *r, const char *name)
     pthread_mutex_unlock(&r->lock);
     srv_ref_release(old);
     return old ? 0 : -1;
-}
-
-uint64_t srv_registry_lineage(srv_registry *r, const char *name,
-                              const km_model *model)
-{
-    uint64_t lin = 0;
-    pthread_mutex_lock(&r->lock);
-    long i = find(r, name);
-    if (i >= 0 && r->items[i]->model == model)
-        lin = r->items[i]->lineage;
-    pthread_mutex_unlock(&r->lock);
-    return lin;
 }
 
 uint64_t srv_registry_version(srv_registry *r, const char *name)

@@ -51,9 +51,9 @@ uint64_t srv_registry_version(srv_registry *r, const char *name);
  * outlive its delete (the drift reservoir) is kept by lineage. */
 /* The lineage of ref's entry when the ref was taken; 0 for srv_ref_own's. */
 uint64_t srv_ref_lineage(const srv_ref *ref);
-/* The lineage of name if model is the one it serves now, else 0. */
-uint64_t srv_registry_lineage(srv_registry *r, const char *name,
-                              const km_model *model);
+/* Whether ref is the entry its name serves now: 0 once a refit, update,
+ * rollback or delete has replaced it (and for srv_ref_own's). No lock. */
+int srv_ref_served(const srv_ref *ref);
 
 /* References to all models, sorted by name; caller releases each and
  * frees the array. -1 on OOM. */

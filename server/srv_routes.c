@@ -739,12 +739,14 @@ static const answer_route score_route = {
 /* Who sees a predict's rows: the drift reservoir, for the served version
  * (not a pinned one) unless the request says "Kmserve-Drift: skip" (the
  * console's plots). */
-static const api_observer *drift_observer(srv_request *rq)
+static const api_observer *drift_observer(srv_request *rq,
+                                          const srv_ref *ref,
+                                          srv_drift_tap *tap)
 {
     const char *h = srv_header(rq, "Kmserve-Drift");
     if (rq->version[0] || (h && !strcmp(h, "skip")))
         return NULL;
-    return srv_drift_observer(rq->s->drift);
+    return srv_drift_observer(rq->s->drift, ref, tap);
 }
 
 /* The working memory of a predict is admitted against the fits' memory
@@ -754,6 +756,7 @@ static void answer(srv_request *rq, srv_reply *rp, const answer_route *ar)
     api_body body;
     api_text out = {0};
     api_error e;
+    srv_drift_tap tap;
     size_t rows = 0, held;
     srv_ref *ref = find_version(rq, rp, &held);
     if (!ref)
@@ -767,7 +770,7 @@ static void answer(srv_request *rq, srv_reply *rp, const answer_route *ar)
         return;
     }
     if (read_body(rq, rp, ar->matrix_keys, &body) == 0) {
-        body.observer = drift_observer(rq);
+        body.observer = drift_observer(rq, ref, &tap);
         if (ar->fn(srv_ref_model(ref), &body, &out, &rows, &e) == 0) {
             srv_metrics_predicted_rows(rq->s->metrics, rows);
             srv_reply_text(rp, 200, out.buf, out.len);
@@ -1159,6 +1162,7 @@ static void infer_binary(srv_request *rq, srv_reply *rp, const char *hlen)
 {
     api_v2_answer out;
     api_error e;
+    srv_drift_tap tap;
     size_t held;
     const char *text = rq->body ? rq->body : "";
     srv_ref *ref = find_version(rq, rp, &held);
@@ -1171,7 +1175,8 @@ static void infer_binary(srv_request *rq, srv_reply *rp, const char *hlen)
     if (refused) {
         srv_reply_error(rp, &e);
     } else if (api_v2_infer_request(m, text, rq->len, hlen,
-                                    drift_observer(rq), &out, &e)) {
+                                    drift_observer(rq, ref, &tap), &out,
+                                    &e)) {
         srv_reply_error(rp, &e);
     } else {
         srv_metrics_predicted_rows(rq->s->metrics, out.rows);
