@@ -6,6 +6,8 @@
  * sigwait, so no handler runs in an async-signal context:
  *   SIGTERM, SIGINT  drain (see below) and exit 0
  *   SIGHUP           rescan the models directory
+ * SIGPIPE and SIGXFSZ are ignored: a closed connection or a file over the
+ * size limit is an error of the call, answered as such.
  * Except in threads that libraries start before main() runs (OpenBLAS
  * starts its pool from a constructor): the kernel may hand them a signal
  * meant for the process, whose default action would end it without a
@@ -116,6 +118,10 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &fwd, NULL);
     sigaction(SIGHUP, &fwd, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* a model file over RLIMIT_FSIZE (LimitFSIZE=, ulimit -f): the write
+     * fails with EFBIG and the fit is refused (507), as on a full disk,
+     * instead of the signal ending the daemon */
+    signal(SIGXFSZ, SIG_IGN);
     if (srv_log_start() != 0) /* after the mask: the thread inherits it */
         fprintf(stderr, "kmserve: cannot start the log writer; access lines "
                 "are written one by one\n");

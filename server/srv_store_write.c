@@ -60,21 +60,43 @@ static void temp_name(srv_store *s, const char *name, const char *mark,
 
 /* Writes len bytes as the new temporary file tmp, fsync'd. 0, or an
  * errno value with tmp removed. */
-static int write_temp(srv_store *s, const char *tmp, const unsigned char *buf,
-                      size_t len)
+/* A temporary file's descriptor and the first write error (errno). */
+typedef struct {
+    int fd, err;
+} fd_sink;
+
+static int to_fd(void *ctx, const void *p, size_t n)
 {
-    int rc = 0;
-    int fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                    0644);
-    if (fd < 0)
+    fd_sink *f = ctx;
+    if (write_all(f->fd, p, n) == 0)
+        return 0;
+    f->err = errno ? errno : EIO;
+    return -1;
+}
+
+/* Writes the new temporary file tmp: buf's len bytes, or (buf NULL) model
+ * m's file streamed from the model (km_model_save_sink: no copy of a
+ * file of hundreds of MB in memory), then fsyncs it. 0, or an errno
+ * value (the file is then removed). */
+static int write_temp(srv_store *s, const char *tmp, const unsigned char *buf,
+                      size_t len, const km_model *m)
+{
+    km_error err;
+    fd_sink f = {openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                        0644), 0};
+    if (f.fd < 0)
         return errno;
-    if (write_all(fd, buf, len) != 0 || fsync(fd) != 0)
-        rc = errno ? errno : EIO;
-    if (close(fd) != 0 && !rc)
-        rc = errno;
-    if (rc)
+    int ok = buf ? to_fd(&f, buf, len) == 0
+                 : km_model_save_sink(m, to_fd, &f, &err) == KM_OK;
+    if (!ok && !f.err)
+        f.err = ENOMEM; /* not the file's: the writer's buffer */
+    if (!f.err && fsync(f.fd) != 0)
+        f.err = errno;
+    if (close(f.fd) != 0 && !f.err)
+        f.err = errno;
+    if (f.err)
         unlinkat(s->dirfd, tmp, 0);
-    return rc;
+    return f.err;
 }
 
 /* Copies the file `file` to the new temporary file tmp (file systems
@@ -94,7 +116,7 @@ static int copy_temp(srv_store *s, const char *file, const char *tmp)
         rc = errno ? errno : EIO;
     close(fd);
     if (!rc)
-        rc = write_temp(s, tmp, buf, (size_t)st.st_size);
+        rc = write_temp(s, tmp, buf, (size_t)st.st_size, NULL);
     free(buf);
     return rc;
 }
@@ -219,18 +241,13 @@ int srv_store_read_head(srv_store *s, const char *name, srv_store_head *head)
 int srv_store_save(srv_store *s, const km_model *m,
                    const srv_store_head *replaced, srv_store_head *written)
 {
-    unsigned char *buf = NULL;
-    size_t len = 0, pruned;
-    km_error err;
+    size_t pruned;
     struct stat st;
-    if (km_model_save_buffer(m, &buf, &len, &err) != KM_OK)
-        return ENOMEM;
     const char *name = km_model_name(m);
     char tmp[512], file[512];
     snprintf(file, sizeof file, "%s" SUFFIX, name);
     temp_name(s, name, TEMP_MARK, tmp, sizeof tmp);
-    int rc = write_temp(s, tmp, buf, len);
-    free(buf);
+    int rc = write_temp(s, tmp, NULL, 0, m);
     if (rc)
         return rc;
     if (fstatat(s->dirfd, tmp, &st, 0) != 0) /* the file renamed below */

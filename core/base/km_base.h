@@ -62,6 +62,10 @@ typedef struct km_error {
     char message[256];
 } km_error;
 
+/* Where streamed bytes go (km_model_save_sink): 0, or -1 with the reason
+ * kept by the sink itself. */
+typedef int (*km_sink_fn)(void *ctx, const void *p, size_t n);
+
 /* Checks that X is n x d with every entry finite. */
 km_status km_check_matrix(const char *what, const double *X, size_t n,
                           size_t d, km_error *err) KM_MUST_CHECK;

@@ -125,8 +125,11 @@ size_t km_mul3(size_t a, size_t b, size_t c);
 typedef struct km_writer {
     unsigned char *buf;
     size_t len, cap;
-    int failed; /* an allocation failed; later writes are dropped */
+    int failed; /* an allocation or the sink failed; later writes are dropped */
     int counting; /* km_writer_init_count: len counts, nothing is kept */
+    km_sink_fn sink; /* km_writer_init_sink: buf stages what goes to it */
+    void *sink_ctx;
+    uint32_t crc; /* sink: the CRC-32 of what went to it so far */
 } km_writer;
 
 void km_writer_init(km_writer *w);
@@ -138,6 +141,14 @@ void km_writer_init_count(km_writer *w);
  * hold the bytes twice for a moment). */
 int km_writer_reserve(km_writer *w, size_t n);
 void km_writer_cleanup(km_writer *w);
+/* A writer that streams to sink through a buffer of its own (1 MiB;
+ * arrays larger than that go to the sink from where they are), keeping
+ * the CRC-32 of everything that went: the file is never whole in memory.
+ * -1 (failed set) when the buffer cannot be had. */
+int km_writer_init_sink(km_writer *w, km_sink_fn sink, void *ctx);
+/* Sends what is staged, then the CRC-32 of all of it (4 bytes, as
+ * km_write_u32), and frees the buffer. 0, or -1 if anything failed. */
+int km_writer_finish_sink(km_writer *w);
 void km_write_u32(km_writer *w, uint32_t v);
 void km_write_u64(km_writer *w, uint64_t v);
 void km_write_f64(km_writer *w, double v);
@@ -211,6 +222,9 @@ size_t km_read_count(km_reader *r, size_t elem_size);
 void km_skip_array(km_reader *r, size_t elem_size);
 
 uint32_t km_crc32(const unsigned char *p, size_t n);
+/* The CRC-32 of the bytes a CRC of crc was taken over followed by p's n
+ * (km_crc32(p, n) == km_crc32_update(0, p, n)). */
+uint32_t km_crc32_update(uint32_t crc, const unsigned char *p, size_t n);
 
 /* b^e for a whole e >= 0, by squaring. */
 static inline double km_ipow(double b, int e)

@@ -1174,17 +1174,29 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
     return KM_OK;
 }
 
+km_status km_model_save_sink(const km_model *m, km_sink_fn sink, void *ctx,
+                             km_error *err)
+{
+    km_writer w;
+    if (km_writer_init_sink(&w, sink, ctx) != 0) {
+        km_writer_cleanup(&w);
+        return km_error_set(err, KM_ENOMEM, "out of memory writing a model");
+    }
+    write_model(&w, m);
+    if (km_writer_finish_sink(&w) != 0)
+        return km_error_set(err, KM_EIO, "the model's bytes could not all be "
+                            "written");
+    return KM_OK;
+}
+
+static int stdio_sink(void *file, const void *p, size_t n)
+{
+    return fwrite(p, 1, n, file) == n ? 0 : -1;
+}
+
 km_status km_model_save_file(const km_model *m, void *file, km_error *err)
 {
-    unsigned char *buf;
-    size_t len;
-    km_status st = km_model_save_buffer(m, &buf, &len, err);
-    if (st != KM_OK)
-        return st;
-    if (fwrite(buf, 1, len, (FILE *)file) != len)
-        st = km_error_set(err, KM_EIO, "short write of a model");
-    free(buf);
-    return st;
+    return km_model_save_sink(m, stdio_sink, file, err);
 }
 
 km_status km_model_load_file(void *file, size_t max_bytes, km_model **out,

@@ -105,6 +105,11 @@ km_status km_model_save_buffer(const km_model *m, unsigned char **buf,
                                size_t *len, km_error *err) KM_MUST_CHECK;
 km_status km_model_load_buffer(const unsigned char *buf, size_t len,
                                km_model **out, km_error *err) KM_MUST_CHECK;
+/* The same bytes streamed to sink, a MiB at a time and large arrays from
+ * where they are, so the file is never whole in memory; KM_EIO when the
+ * sink failed (it keeps why). */
+km_status km_model_save_sink(const km_model *m, km_sink_fn sink,
+                             void *ctx, km_error *err) KM_MUST_CHECK;
 /* The same through a stdio stream (the whole stream from its position).
  * load reads the header first and then no more than it allows (nor more
  * than max_bytes: KM_EINVAL). */

@@ -5,7 +5,8 @@
  * and expects KM_ECORRUPT with a message naming what is wrong; the
  * unaltered file must load. Also: km_model_check_header against file
  * sizes, km_model_load_file reading no further than the header allows,
- * and the label rules of km_model_set_labels.
+ * the label rules of km_model_set_labels, the CRC-32 against a bitwise
+ * reference, and a streamed save giving the buffer's bytes.
  */
 #include "../check_main.h"
 #include "model_bytes.h"
@@ -611,6 +612,116 @@ START_TEST(set_labels_rules)
 }
 END_TEST
 
+/* ------------------------------------------------------ streamed saves */
+
+/* A sink that collects what it is given, and fails once it has been
+ * given more than fail_after bytes. */
+typedef struct collected {
+    unsigned char *buf;
+    size_t len, cap, fail_after, calls, biggest, refused;
+} collected;
+
+static int collect(void *ctx, const void *p, size_t n)
+{
+    collected *c = ctx;
+    c->calls++;
+    c->biggest = n > c->biggest ? n : c->biggest;
+    if (c->len + n > c->fail_after) {
+        c->refused++;
+        return -1;
+    }
+    if (c->len + n > c->cap) {
+        c->cap = 2 * (c->len + n);
+        c->buf = realloc(c->buf, c->cap);
+        ck_assert_ptr_nonnull(c->buf);
+    }
+    memcpy(c->buf + c->len, p, n);
+    c->len += n;
+    return 0;
+}
+
+START_TEST(crc_matches_bitwise_reference)
+{
+    /* the check value of the IEEE CRC-32 */
+    ck_assert_uint_eq(km_crc32((const unsigned char *)"123456789", 9),
+                      0xCBF43926u);
+    unsigned char b[300];
+    for (size_t i = 0; i < sizeof b; i++)
+        b[i] = (unsigned char)(i * 131u + 7u);
+    /* every length and misalignment around the eight-byte steps, and
+     * taken in two pieces split anywhere */
+    for (size_t off = 0; off < 9; off++)
+        for (size_t n = 0; off + n <= sizeof b; n += 1 + n / 16) {
+            uint32_t want = crc32_ref(b + off, n);
+            ck_assert_uint_eq(km_crc32(b + off, n), want);
+            size_t cut = n / 3;
+            ck_assert_uint_eq(km_crc32_update(km_crc32(b + off, cut),
+                                              b + off + cut, n - cut),
+                              want);
+        }
+}
+END_TEST
+
+/* An exact gpr model of n rows of d features: with n d over 131072 its
+ * training rows are an array larger than the writer's 1 MiB buffer,
+ * which goes to the sink from where it is; its factor goes a row at a
+ * time through the buffer. */
+static km_model *gpr_model(size_t n, size_t d)
+{
+    km_kernel k = rbf(0.5 / (double)d);
+    km_gpr_params p = km_gpr_params_default();
+    p.solver = KM_GPR_SOLVER_EXACT;
+    double *X = malloc(n * d * sizeof *X), *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < d; j++)
+            X[i * d + j] = (double)((i * 7 + j * 3) % 37) / 7.0;
+        y[i] = sin(X[i * d]) + 0.1 * X[i * d + 1];
+    }
+    km_model *m = NULL;
+    ck_assert_int_eq(km_gpr_fit(&k, &p, X, n, d, y, NULL, &m, NULL), KM_OK);
+    free(X);
+    free(y);
+    return m;
+}
+
+START_TEST(save_sink_same_bytes)
+{
+    km_model *m = gpr_model(600, 300); /* 1.4 MB of rows, 1.4 MB of factor */
+    unsigned char *b;
+    size_t len;
+    km_error err;
+    ck_assert_int_eq(km_model_save_buffer(m, &b, &len, &err), KM_OK);
+    ck_assert_uint_gt(len, 2u << 20);
+    collected c = {NULL, 0, 0, SIZE_MAX, 0, 0, 0};
+    ck_assert_int_eq(km_model_save_sink(m, collect, &c, &err), KM_OK);
+    ck_assert_uint_eq(c.len, len);
+    ck_assert_int_eq(memcmp(c.buf, b, len), 0);
+    ck_assert_uint_eq(get32(c.buf + len - 4), crc32_ref(c.buf, len - 4));
+    /* the rows went whole, not through the buffer; the rest in pieces
+     * of at most its size */
+    ck_assert_uint_eq(c.biggest, 600 * 300 * 8);
+    ck_assert_uint_ge(c.calls, 3);
+    /* a sink that fails part way: KM_EIO, and nothing sent after it */
+    collected f = {NULL, 0, 0, len / 2, 0, 0, 0};
+    ck_assert_int_eq(km_model_save_sink(m, collect, &f, &err), KM_EIO);
+    ck_assert_uint_le(f.len, len / 2);
+    ck_assert_uint_eq(f.refused, 1);
+    /* and through stdio, the same bytes again */
+    char *mem = NULL;
+    size_t memlen = 0;
+    FILE *s = open_memstream(&mem, &memlen);
+    ck_assert_int_eq(km_model_save_file(m, s, &err), KM_OK);
+    fclose(s);
+    ck_assert_uint_eq(memlen, len);
+    ck_assert_int_eq(memcmp(mem, b, len), 0);
+    free(mem);
+    free(c.buf);
+    free(f.buf);
+    free(b);
+    km_model_free(m);
+}
+END_TEST
+
 static Suite *model_file_suite(void)
 {
     Suite *s = suite_create("km_model_file");
@@ -628,6 +739,8 @@ static Suite *model_file_suite(void)
     tcase_add_test(tc, size_against_header);
     tcase_add_test(tc, load_file_stops_at_header_bound);
     tcase_add_test(tc, set_labels_rules);
+    tcase_add_test(tc, crc_matches_bitwise_reference);
+    tcase_add_test(tc, save_sink_same_bytes);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
