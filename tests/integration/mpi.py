@@ -225,6 +225,16 @@ def daemon_cases(d):
               "(1e-9)", (r2, a[:2], b[:2]))
     run.check(staging(models) == [], "no staging file after a fit",
               staging(models))
+    # the distributed fit keeps core's drift reference as the local one
+    # does (the same seeded rows): asked the same rows, the same answer
+    dl = d.req("GET", "/v1/models/local/drift").json() or {}
+    dd = d.req("GET", "/v1/models/dist/drift").json() or {}
+    run.check(dd.get("sizes") == {"reference": 1000, "recent": len(T)} and
+              dd.get("sizes") == dl.get("sizes") and
+              dd.get("mmd2") is not None and dd.get("mmd2") == dl.get("mmd2") and
+              dd.get("p_value") == dl.get("p_value"),
+              "drift of the distributed fit: its reference is the local fit's "
+              "(same sizes, MMD^2 and p-value)", (dl, dd))
 
     X2, y2 = run.synthetic(3500, 3, 23)
     r = fit(d, "big", X2, y2, {"alpha": 0.5})
