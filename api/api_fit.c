@@ -2,7 +2,8 @@
  * api_fit.c - fit requests.
  *
  * A fit body is {"algorithm", "kernel", "params", "preprocess", "X", "y",
- * "async", "distributed"}.
+ * "async", "distributed"}; X and y may be binary tensors whose bytes
+ * follow the JSON (api_tensor.h), X's first, then y's.
  * Unknown fields are refused, so a misspelt parameter is an error rather
  * than a silently ignored default. params are read by core's rows of the
  * algorithm (km_algorithm_params, through api_schema.c); ranges are
@@ -24,6 +25,7 @@
 #include "api_model.h"
 #include "api_schema.h"
 #include "api_search.h"
+#include "api_tensor.h"
 
 void api_fit_request_cleanup(api_fit_request *req)
 {
@@ -235,6 +237,43 @@ static int parse_y(const cJSON *y, api_fit_request *req, api_error *e)
     }
 }
 
+/* A binary y (an object: api_tensor.h), [rows] or [rows, outputs] of
+ * numbers (numeric labels included), made the JSON it stands for, so
+ * that parse_y reads either the same way. 0 when y is not an object. */
+static int binary_y(api_body *body, api_error *e)
+{
+    cJSON *y = cJSON_GetObjectItemCaseSensitive(body->root, "y");
+    if (!cJSON_IsObject(y))
+        return 0;
+    double *v;
+    size_t n, q;
+    int dims;
+    if (api_tensor_read(y, "y", 2, &body->tail, &v, &n, &q, &dims, e))
+        return -1;
+    if (n > INT_MAX || q > INT_MAX) {
+        free(v);
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "y has more than %d rows "
+                         "or outputs", INT_MAX);
+    }
+    cJSON *a = dims == 1 ? cJSON_CreateDoubleArray(v, (int)n)
+                         : cJSON_CreateArray();
+    for (size_t i = 0; a && dims == 2 && i < n; i++) {
+        cJSON *row = cJSON_CreateDoubleArray(v + i * q, (int)q);
+        if (!row || !cJSON_AddItemToArray(a, row)) {
+            cJSON_Delete(row);
+            cJSON_Delete(a);
+            a = NULL;
+        }
+    }
+    free(v);
+    if (!a || !cJSON_ReplaceItemInObjectCaseSensitive(body->root, "y", a)) {
+        cJSON_Delete(a);
+        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for "
+                         "y's %zu values", n * q);
+    }
+    return 0;
+}
+
 static int run_check(const api_fit_request *req, api_error *e)
 {
     km_error kerr;
@@ -369,7 +408,8 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
         parse_preprocess(cJSON_GetObjectItemCaseSensitive(root, "preprocess"),
                          req, e))
         return -1;
-    if (parse_input(body, req, e))
+    if (parse_input(body, req, e) || binary_y(body, e) ||
+        api_tail_done(&body->tail, e))
         return -1;
     if (parse_algorithm(params, cJSON_GetObjectItemCaseSensitive(root, "y"),
                         req, e))
@@ -446,6 +486,7 @@ int api_update_parse(api_body *body, const km_model *m, api_fit_request *req,
     api_rows_spec rs = {&req->kernel, km_model_n_features(m),
                         km_model_max_length(m)};
     if (api_body_rows(body, "X", &rs, &req->X, &req->n, &req->d, e) ||
+        binary_y(body, e) || api_tail_done(&body->tail, e) ||
         parse_y(cJSON_GetObjectItemCaseSensitive(body->root, "y"), req, e))
         return -1;
     req->base = m;

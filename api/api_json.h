@@ -64,12 +64,22 @@ typedef struct api_observer {
     void *ctx;
 } api_observer;
 
+/* The bytes after a body's JSON header (Inference-Header-Content-Length:
+ * api_tensor.h); used: how many the binary tensors read so far took.
+ * given: the request had the header. */
+typedef struct api_tail {
+    const char *bytes;
+    size_t len, used;
+    int given;
+} api_tail;
+
 typedef struct {
     cJSON *root;
     const char *key;  /* the matrix key read into M, or NULL */
     double *M;        /* n x d, row-major */
     size_t n, d;
     const api_observer *observer; /* NULL: none; set after parsing */
+    api_tail tail; /* fit and update: binary members' bytes (api_tensor.h) */
 } api_body;
 
 /* Parses body (len bytes, need not be NUL-terminated); matrix_keys is

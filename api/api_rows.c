@@ -5,7 +5,8 @@
  * be: rows of numbers, an array of strings (packed into string rows,
  * km_strings_pack), or kernel values (packed with their index column,
  * km_precomputed_pack). A request of the wrong kind is 400 saying which
- * kind the kernel takes and which kernels take what was sent.
+ * kind the kernel takes and which kernels take what was sent. Numbers may
+ * come as a binary tensor (fit and update bodies: api_tensor.h).
  *
  * Thread-safety: reentrant.
  */
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "api_rows.h"
+#include "api_tensor.h"
 
 void api_kernels_taking(km_input_kind k, char *buf, size_t len)
 {
@@ -168,13 +170,41 @@ out:
     return rc;
 }
 
+/* Member name's rows of numbers: a binary tensor (an object: fit and
+ * update bodies, api_tensor.h) of shape [rows, columns], or JSON rows
+ * (api_body_matrix); expect_d as there. */
+static int body_numbers(api_body *b, const char *name, size_t expect_d,
+                        double **X, size_t *n, size_t *d, api_error *e)
+{
+    const cJSON *item = b->key && !strcmp(b->key, name)
+                            ? NULL
+                            : cJSON_GetObjectItemCaseSensitive(b->root, name);
+    if (!cJSON_IsObject(item))
+        return api_body_matrix(b, name, expect_d, X, n, d, e);
+    int dims;
+    if (api_tensor_read(item, name, 2, &b->tail, X, n, d, &dims, e))
+        return -1;
+    int rc = 0;
+    if (dims != 2 || *d == 0)
+        rc = api_invalid(e, "%s.shape must be [rows, columns], with at least "
+                         "one column", name);
+    else if (expect_d && *d != expect_d)
+        rc = api_invalid(e, "%s has %zu columns; the model expects %zu", name,
+                         *d, expect_d);
+    if (rc) {
+        free(*X);
+        *X = NULL;
+    }
+    return rc;
+}
+
 static int read_precomputed(api_body *b, const char *name,
                             const api_rows_spec *s, double **X, size_t *n,
                             size_t *d, api_error *e)
 {
     double *G = NULL;
     size_t m = 0;
-    if (api_body_matrix(b, name, 0, &G, n, &m, e))
+    if (body_numbers(b, name, 0, &G, n, &m, e))
         return -1;
     int rc = 0;
     if (s->model_d && m + 1 != s->model_d)
@@ -227,5 +257,5 @@ int api_body_rows(api_body *b, const char *name, api_rows_spec *s,
     }
     if (kind == KM_INPUT_PRECOMPUTED)
         return read_precomputed(b, name, s, X, n, d, e);
-    return api_body_matrix(b, name, s->model_d, X, n, d, e);
+    return body_numbers(b, name, s->model_d, X, n, d, e);
 }

@@ -35,6 +35,7 @@
 #include "api_json.h"
 #include "api_predict.h"
 #include "api_rows.h"
+#include "api_tensor.h"
 #include "api_v2.h"
 
 const char *const api_v2_matrix_keys[] = {NULL};
@@ -161,46 +162,12 @@ size_t api_v2_infer_bytes(const km_model *m, const char *body, size_t len)
 
 /* ------------------------------------------------------------ the input */
 
-/* The protocol's numeric datatypes: the range of values each holds, and
- * its width in bytes and kind in binary tensors ('f' IEEE float, 'i'
- * two's complement, 'u' unsigned). The one table of v2 datatypes: the
- * outputs' (core's FP64, INT64) are looked up here too; BYTES, whose
- * elements have no fixed width, is not in it. */
-static const struct datatype {
-    const char *name;
-    double lo, hi; /* inclusive; integers when whole */
-    int whole, fp32;
-    size_t width;
-    char kind;
-} datatypes[] = {
-    {"FP64", -DBL_MAX, DBL_MAX, 0, 0, 8, 'f'},
-    {"FP32", -FLT_MAX, FLT_MAX, 0, 1, 4, 'f'},
-    {"INT8", -128, 127, 1, 0, 1, 'i'},
-    {"INT16", -32768, 32767, 1, 0, 2, 'i'},
-    {"INT32", -2147483648.0, 2147483647.0, 1, 0, 4, 'i'},
-    {"INT64", -9223372036854775808.0, 9223372036854774784.0, 1, 0, 8, 'i'},
-    {"UINT8", 0, 255, 1, 0, 1, 'u'},
-    {"UINT16", 0, 65535, 1, 0, 2, 'u'},
-    {"UINT32", 0, 4294967295.0, 1, 0, 4, 'u'},
-    {"UINT64", 0, 18446744073709549568.0, 1, 0, 8, 'u'},
-};
-#define N_DATATYPES (sizeof datatypes / sizeof *datatypes)
-#define DATATYPE_LIST \
-    "FP64, FP32, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64"
-
-/* The table's row of name, or NULL (BYTES, or not a datatype). */
-static const struct datatype *find_datatype(const char *name)
-{
-    for (size_t i = 0; i < N_DATATYPES; i++)
-        if (!strcmp(name, datatypes[i].name))
-            return &datatypes[i];
-    return NULL;
-}
-
 /* What model m takes as X, for messages. */
 static void input_takes(const km_model *m, char *buf, size_t len)
 {
     size_t w = input_width(m);
+    char list[128];
+    api_datatype_list(list, sizeof list);
     switch (input_kind(m)) {
     case KM_INPUT_STRINGS:
         snprintf(buf, len, "strings of at most %zu bytes (its kernel takes "
@@ -210,18 +177,18 @@ static void input_takes(const km_model *m, char *buf, size_t len)
     case KM_INPUT_PRECOMPUTED:
         snprintf(buf, len, "kernel values against its %zu training rows (a "
                  "precomputed kernel): shape [-1, %zu] of a numeric datatype "
-                 "(" DATATYPE_LIST ")", w, w);
+                 "(%s)", w, w, list);
         break;
     default:
         snprintf(buf, len, "rows of %zu numbers: shape [-1, %zu] of a "
-                 "numeric datatype (" DATATYPE_LIST ")", w, w);
+                 "numeric datatype (%s)", w, w, list);
     }
 }
 
 /* The datatype: *dt one of datatypes, or NULL for BYTES; 400 when it is
  * not what model m takes. */
 static int read_datatype(const km_model *m, const cJSON *t,
-                         const struct datatype **dt, api_error *e)
+                         const api_datatype **dt, api_error *e)
 {
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(t, "datatype");
     char takes[256];
@@ -230,7 +197,7 @@ static int read_datatype(const km_model *m, const cJSON *t,
     if (!cJSON_IsString(d))
         return api_invalid(e, "inputs[0].datatype must be a string; model "
                            "\"%s\" takes %s", km_model_name(m), takes);
-    *dt = find_datatype(d->valuestring);
+    *dt = api_datatype_find(d->valuestring);
     if (!*dt && strcmp(d->valuestring, "BYTES"))
         return api_invalid(e, "inputs[0].datatype %.40s is not supported: "
                            "model \"%s\" takes %s", d->valuestring,
@@ -294,7 +261,7 @@ static int read_shape(const km_model *m, const cJSON *t, size_t *rows,
 }
 
 /* One value of data, checked against the datatype, into *out. */
-static int read_value(const cJSON *x, const struct datatype *dt,
+static int read_value(const cJSON *x, const api_datatype *dt,
                       const char *where, double *out, api_error *e)
 {
     if (!cJSON_IsNumber(x))
@@ -312,7 +279,7 @@ static int read_value(const cJSON *x, const struct datatype *dt,
 }
 
 /* data: rows * d values, flat or as rows of d values (row-major). */
-static int read_data(const cJSON *t, const struct datatype *dt, size_t rows,
+static int read_data(const cJSON *t, const api_datatype *dt, size_t rows,
                      size_t d, double *X, api_error *e)
 {
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(t, "data");
@@ -355,7 +322,7 @@ static int read_data(const cJSON *t, const struct datatype *dt, size_t rows,
 
 /* What inputs[0].parameters claim of the bytes after the JSON header. */
 typedef struct binary_in {
-    const api_v2_tail *tail; /* NULL or not given: the body is all JSON */
+    const api_tail *tail; /* NULL or not given: the body is all JSON */
     int binary;              /* parameters.binary_data_size is there */
     size_t size;             /* its value */
 } binary_in;
@@ -390,65 +357,10 @@ static int read_input_parameters(const cJSON *t, binary_in *b, api_error *e)
     return 0;
 }
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define HOST_LE 1
-#else
-#define HOST_LE 0
-#endif
-
-/* The value of datatype dt whose little-endian bytes are at p. */
-static double binary_value(const struct datatype *dt, const unsigned char *p)
-{
-    uint64_t u = 0;
-    if (HOST_LE && dt->width == 8 && dt->kind == 'f') {
-        double v;
-        memcpy(&v, p, 8);
-        return v;
-    }
-    for (size_t k = 0; k < dt->width; k++)
-        u |= (uint64_t)p[k] << (8 * k);
-    if (dt->kind == 'f' && dt->width == 8) {
-        double v;
-        memcpy(&v, &u, 8);
-        return v;
-    }
-    if (dt->kind == 'f') {
-        uint32_t w = (uint32_t)u;
-        float f;
-        memcpy(&f, &w, 4);
-        return f;
-    }
-    if (dt->kind == 'u')
-        return (double)u;
-    int64_t v = (int64_t)u; /* two's complement, sign-extended below */
-    if (dt->width < 8 && (u >> (8 * dt->width - 1)) & 1)
-        v -= (int64_t)1 << (8 * dt->width);
-    return (double)v;
-}
-
-/* v as datatype dt's little-endian bytes at p (integers: v is whole and
- * in range, the answers' cluster ids and labels). */
-static void binary_put(const struct datatype *dt, double v, unsigned char *p)
-{
-    uint64_t u;
-    if (dt->kind == 'f' && dt->width == 8) {
-        memcpy(&u, &v, 8);
-    } else if (dt->kind == 'f') {
-        float f = (float)v;
-        uint32_t w;
-        memcpy(&w, &f, 4);
-        u = w;
-    } else {
-        u = dt->kind == 'u' ? (uint64_t)v : (uint64_t)(int64_t)v;
-    }
-    for (size_t k = 0; k < dt->width; k++)
-        p[k] = (unsigned char)(u >> (8 * k));
-}
-
 /* rows x nf values of datatype dt from the bytes after the JSON header:
  * binary_data_size must be what the shape takes, and be in the body;
  * every value finite (as JSON's numbers are). */
-static int read_binary(const struct datatype *dt, const binary_in *b,
+static int read_binary(const api_datatype *dt, const binary_in *b,
                        size_t rows, size_t nf, double **G, api_error *e)
 {
     size_t values = rows * nf; /* read_shape: rows * (nf + 1) fits */
@@ -468,7 +380,7 @@ static int read_binary(const struct datatype *dt, const binary_in *b,
                          "%zu rows", rows);
     const unsigned char *p = (const unsigned char *)b->tail->bytes;
     for (size_t i = 0; i < values; i++, p += dt->width) {
-        double v = binary_value(dt, p);
+        double v = api_datatype_value(dt, p);
         if (!isfinite(v)) {
             free(*G);
             *G = NULL;
@@ -486,7 +398,7 @@ static int read_binary(const struct datatype *dt, const binary_in *b,
  * precomputed model packed with their index column (new rows:
  * km_precomputed_pack). */
 static int read_numbers(const km_model *m, const cJSON *t,
-                        const struct datatype *dt, const binary_in *b,
+                        const api_datatype *dt, const binary_in *b,
                         double **X, size_t *rows, api_error *e)
 {
     size_t nf = input_width(m);
@@ -595,7 +507,7 @@ static int read_input(const km_model *m, const cJSON *inputs, binary_in *b,
 {
     static const char *const keys[] = {"name", "shape", "datatype",
                                        "parameters", "data", NULL};
-    const struct datatype *dt = NULL;
+    const api_datatype *dt = NULL;
     char takes[256];
     *X = NULL;
     if (!cJSON_IsArray(inputs) || cJSON_GetArraySize(inputs) != 1 ||
@@ -613,10 +525,13 @@ static int read_input(const km_model *m, const cJSON *inputs, binary_in *b,
                            "input");
     if (read_datatype(m, t, &dt, e) || read_input_parameters(t, b, e))
         return -1;
-    if (!dt && b->binary)
+    if (!dt && b->binary) {
+        char list[128];
+        api_datatype_list(list, sizeof list);
         return api_invalid(e, "inputs[0].parameters.binary_data_size: binary "
-                           "data is taken for numeric datatypes (" DATATYPE_LIST
-                           "); send a BYTES tensor's strings as JSON data");
+                           "data is taken for numeric datatypes (%s); send a "
+                           "BYTES tensor's strings as JSON data", list);
+    }
     return dt ? read_numbers(m, t, dt, b, X, rows, e)
               : read_strings(m, t, X, rows, e);
 }
@@ -769,7 +684,7 @@ static void put_binary(bytes_buf *b, const km_model *m, const km_answer *o,
                        const api_answer *a)
 {
     const char *name = datatype_of(m, o);
-    const struct datatype *dt = find_datatype(name);
+    const api_datatype *dt = api_datatype_find(name);
     if (!dt) { /* BYTES */
         for (size_t i = 0; i < a->rows; i++) {
             const char *l = km_model_label(m, (size_t)a->idx[i]);
@@ -796,7 +711,7 @@ static void put_binary(bytes_buf *b, const km_model *m, const km_answer *o,
     for (size_t i = 0; i < nl; i++)
         lv[i] = label_value(m, i);
     for (size_t i = 0; i < n; i++, p += dt->width)
-        binary_put(dt, a->v ? a->v[i] : lv ? lv[a->idx[i]] : a->idx[i], p);
+        api_datatype_put(dt, a->v ? a->v[i] : lv ? lv[a->idx[i]] : a->idx[i], p);
     free(lv);
 }
 
@@ -861,7 +776,7 @@ static int join_answer(api_text *t, bytes_buf *bin, int any_binary,
 }
 
 int api_v2_infer_binary(const km_model *m, api_body *body,
-                        const api_v2_tail *tail, api_v2_answer *out,
+                        const api_tail *tail, api_v2_answer *out,
                         api_error *e)
 {
     static const char *const keys[] = {"id", "parameters", "inputs",
@@ -938,7 +853,7 @@ int api_v2_infer_request(const km_model *m, const char *body, size_t len,
         api_body_free(&b);
         return -1;
     }
-    api_v2_tail tail = {body + hl, len - hl, header != NULL};
+    api_tail tail = {body + hl, len - hl, 0, header != NULL};
     b.observer = observer;
     int rc = api_v2_infer_binary(m, &b, &tail, out, e);
     api_body_free(&b);
@@ -963,8 +878,8 @@ size_t api_v2_request_bytes(const km_model *m, const char *body, size_t len,
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "inputs");
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(
             cJSON_IsArray(in) ? in->child : NULL, "datatype");
-        if (cJSON_IsString(dt) && find_datatype(dt->valuestring))
-            width = find_datatype(dt->valuestring)->width;
+        if (cJSON_IsString(dt) && api_datatype_find(dt->valuestring))
+            width = api_datatype_find(dt->valuestring)->width;
     }
     cJSON_Delete(root);
     size_t rows = tail / width / (nf ? nf : 1) + 1;

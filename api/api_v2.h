@@ -26,6 +26,7 @@
 
 #include "api_error.h"
 #include "api_json.h"
+#include "api_tensor.h"
 #include "api_text.h"
 
 /* The matrix keys of infer bodies for api_parse_body: none (the tensor
@@ -38,13 +39,6 @@ extern const char *const api_v2_matrix_keys[];
 cJSON *api_v2_model_json(const km_model *m, const uint64_t *versions,
                          size_t n_versions);
 
-/* The bytes after an infer body's JSON header (given: the request had
- * Inference-Header-Content-Length). */
-typedef struct api_v2_tail {
-    const char *bytes;
-    size_t len;
-    int given;
-} api_v2_tail;
 
 /* An infer answer: len bytes of buf, of which the first header_len are
  * its JSON (0: all of it is JSON, no output is binary). */
@@ -67,7 +61,7 @@ int api_v2_header_length(const char *value, size_t len, size_t *header_len,
  * 422 as predict; a binary input that does not match its shape and
  * datatype, or bytes that no input claims, are 400. */
 int api_v2_infer_binary(const km_model *m, api_body *body,
-                        const api_v2_tail *tail, api_v2_answer *out,
+                        const api_tail *tail, api_v2_answer *out,
                         api_error *e);
 
 /* The most working memory an infer body of len bytes can take (see

@@ -513,7 +513,7 @@ static int refuse_early(srv_request *rq, const srv_route *route, srv_reply *rp)
     if (strcmp(rq->method, "POST") || !route->body)
         return 0;
     const char *ct = srv_header(rq, "Content-Type");
-    int binary = route->body == SRV_BODY_INFER &&
+    int binary = route->body == SRV_BODY_TENSORS &&
                  srv_header(rq, "Inference-Header-Content-Length");
     if (route->body == SRV_BODY_MODEL
             ? !api_media_is(ct, API_MEDIA_LIBSVM) &&

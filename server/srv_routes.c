@@ -64,8 +64,8 @@
     X(MODELS, "/v1/models", SRV_BODY_NONE, GET(h_models, READ))              \
     X(MODEL, "/v1/models/{name}", SRV_BODY_NONE, GET(h_model_get, READ)      \
       DEL(h_model_delete, ADMIN))                                            \
-    X(FIT, "/v1/models/{name}/fit", SRV_BODY_JSON, POST(h_fit, ADMIN))       \
-    X(UPDATE, "/v1/models/{name}/update", SRV_BODY_JSON,                     \
+    X(FIT, "/v1/models/{name}/fit", SRV_BODY_TENSORS, POST(h_fit, ADMIN))    \
+    X(UPDATE, "/v1/models/{name}/update", SRV_BODY_TENSORS,                  \
       POST(h_update, ADMIN))                                                 \
     X(PREDICT, "/v1/models/{name}/predict", SRV_BODY_JSON,                   \
       POST(h_predict, READ))                                                 \
@@ -111,10 +111,10 @@
       GET(h_v2_model_ready, READ))                                           \
     X(V2_VREADY_M, "/v2/models/{name}/versions/{version}/ready",             \
       SRV_BODY_NONE, GET(h_v2_model_ready, READ))                            \
-    X(V2_INFER, "/v2/models/{name}/infer", SRV_BODY_INFER,                   \
+    X(V2_INFER, "/v2/models/{name}/infer", SRV_BODY_TENSORS,                 \
       POST(h_v2_infer, READ))                                                \
     X(V2_VINFER, "/v2/models/{name}/versions/{version}/infer",               \
-      SRV_BODY_INFER, POST(h_v2_infer, READ))                                 \
+      SRV_BODY_TENSORS, POST(h_v2_infer, READ))                              \
     X(KCHECK, "/v1/kernels/check", SRV_BODY_JSON,                            \
       POST(h_kernels_check, READ))                                           \
     X(KGRAM, "/v1/kernels/gram", SRV_BODY_JSON, POST(h_kernels_gram, READ))  \
@@ -324,17 +324,27 @@ static int not_ready(srv_request *rq, srv_reply *rp)
     return 1;
 }
 
-/* The request's body, its matrix (one of matrix_keys) read directly. */
+/* The request's body, its matrix (one of matrix_keys) read directly. On
+ * a route that takes binary tensors (SRV_BODY_TENSORS) with the
+ * Inference-Header-Content-Length header, the JSON is the header's
+ * length and the bytes after it the tensors' (b->tail). */
 static int read_body(srv_request *rq, srv_reply *rp,
                      const char *const *matrix_keys, api_body *b)
 {
     api_error e;
-    if (api_parse_body(rq->body ? rq->body : "", rq->len, matrix_keys, b,
-                       &e)) {
+    const char *text = rq->body ? rq->body : "";
+    const char *h = srv_route_at(rq->route)->body == SRV_BODY_TENSORS
+                        ? srv_header(rq, "Inference-Header-Content-Length")
+                        : NULL;
+    size_t json = rq->len;
+    memset(b, 0, sizeof *b);
+    if ((h && api_v2_header_length(h, rq->len, &json, &e)) ||
+        api_parse_body(text, json, matrix_keys, b, &e)) {
         api_body_free(b);
         srv_reply_error(rp, &e);
         return -1;
     }
+    b->tail = (api_tail){text + json, rq->len - json, 0, h != NULL};
     return 0;
 }
 

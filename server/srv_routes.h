@@ -17,9 +17,10 @@ enum {
     SRV_BODY_JSON,  /* application/json */
     SRV_BODY_MODEL, /* a model file: text/plain or application/octet-stream
                        (the handler tells which format each is) */
-    SRV_BODY_INFER  /* application/json, or with the binary tensor data
-                       extension's Inference-Header-Content-Length header
-                       application/octet-stream too */
+    SRV_BODY_TENSORS /* application/json, or with the binary tensor data
+                        extension's Inference-Header-Content-Length header
+                        application/octet-stream too: JSON, then the
+                        tensors' bytes (/v2 infer, /v1 fit and update) */
 };
 
 typedef struct srv_route {

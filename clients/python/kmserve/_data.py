@@ -125,24 +125,49 @@ def scaled_variance(X, scale):
 BINARY_TYPES = {"FP64": ("<f8", "d"), "FP32": ("<f4", "f"), "INT64": ("<i8", "q")}
 
 
-def pack(X, datatype):
-    """Rows of numbers as datatype's little-endian bytes; ValueError
-    naming the first value that is NaN or infinite (as JSON's)."""
+def pack(X, datatype, name="X"):
+    """Rows of numbers (or, one dimension, numbers) as datatype's
+    little-endian bytes, row-major; ValueError naming the first value
+    that is NaN or infinite (as JSON's), name[i][j]."""
     dt, code = BINARY_TYPES[datatype]
     if np is not None:
         A = np.ascontiguousarray(np.asarray(X, dtype=np.float64))
         bad = ~np.isfinite(A)
         if bad.any():
             i = np.argwhere(bad)[0]
-            raise ValueError(f"X{''.join(f'[{k}]' for k in i)} is not a finite number")
+            raise ValueError(f"{name}{''.join(f'[{k}]' for k in i)} is not a finite number")
         return A.astype(dt).tobytes()
     flat = []
     for i, r in enumerate(X):
-        for j, v in enumerate(r):
+        for j, v in enumerate(r) if isinstance(r, (list, tuple)) else ((None, r),):
             if not math.isfinite(float(v)):
-                raise ValueError(f"X[{i}][{j}] is not a finite number")
+                at = f"[{i}]" if j is None else f"[{i}][{j}]"
+                raise ValueError(f"{name}{at} is not a finite number")
             flat.append(float(v))
     return struct.pack(f"<{len(flat)}{code}", *flat)
+
+
+def numeric_shape(v):
+    """The shape ([n] or [n, d]) of numbers v (a numpy array of a number
+    type, or a list of numbers or of equal rows of numbers), or None when
+    v is anything else (strings, labels that are not numbers, ragged)."""
+    if hasattr(v, "to_numpy"):
+        v = v.to_numpy()
+    if is_numpy(v):
+        ok = v.ndim in (1, 2) and v.dtype.kind in "fiu" and len(v) > 0
+        return list(v.shape) if ok else None
+    if not isinstance(v, (list, tuple)) or not v:
+        return None
+
+    def number(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    if all(number(x) for x in v):
+        return [len(v)]
+    if all(isinstance(r, (list, tuple)) for r in v):
+        w = len(v[0])
+        if w and all(len(r) == w and all(number(x) for x in r) for r in v):
+            return [len(v), w]
+    return None
 
 
 def unpack(data, datatype):
