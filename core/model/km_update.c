@@ -199,12 +199,13 @@ static km_status preprocess(const km_model *m, const double *X, size_t k,
 }
 
 /* The figures every update stamps; the fit's training_score (a score on
- * the rows it was fitted on, whose targets the model does not keep) is
- * dropped. */
+ * the rows it was fitted on, whose targets the model does not keep) and
+ * its training_score_rows are dropped. */
 static km_status stamp(km_model *nm, const km_model *m, size_t k, double t0)
 {
     km_info *ti = km_model_training_mut(nm);
     km_info_remove(ti, "training_score");
+    km_info_remove(ti, "training_score_rows");
     const km_info_entry *e = km_info_find(km_model_training(m), "updates");
     double updates = e && e->count == 1 ? e->values[0] + 1 : 1;
     double seconds = km_now() - t0, rows = (double)k;

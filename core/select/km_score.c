@@ -509,19 +509,68 @@ km_status km_model_score(const km_model *m, km_scoring s,
     return score_reconstruction(m, pb, out, err);
 }
 
+/* *sub: pb itself when rows is all of it, else its rows at
+ * km_psd_subsample's seeded indices (seed 0), in new arrays the caller
+ * frees (sub->X, y and labels) once sub->X is not pb->X. */
+static km_status subproblem(const km_problem *pb, size_t rows,
+                            km_problem *sub, km_error *err)
+{
+    *sub = *pb;
+    if (rows == pb->n)
+        return KM_OK;
+    size_t d = pb->d, q = pb->m;
+    size_t *idx = malloc(rows * sizeof *idx);
+    double *X = malloc(rows * d * sizeof *X);
+    double *y = pb->y ? malloc(rows * q * sizeof *y) : NULL;
+    int *lab = pb->labels ? malloc(rows * sizeof *lab) : NULL;
+    km_status st = KM_OK;
+    if (!idx || !X || (pb->y && !y) || (pb->labels && !lab) ||
+        km_psd_subsample(pb->n, rows, 0, idx) != KM_OK) {
+        free(X);
+        free(y);
+        free(lab);
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the training "
+                          "score's %zu rows", rows);
+    } else {
+        for (size_t i = 0; i < rows; i++) {
+            memcpy(X + i * d, pb->X + idx[i] * d, d * sizeof *X);
+            if (y)
+                memcpy(y + i * q, pb->y + idx[i] * q, q * sizeof *y);
+            if (lab)
+                lab[i] = pb->labels[idx[i]];
+        }
+        *sub = (km_problem){X, rows, d, y, q, lab, pb->n_classes};
+    }
+    free(idx);
+    return st;
+}
+
 km_status km_training_score(km_model *m, const km_problem *pb, km_error *err)
 {
     km_scoring s = km_scoring_default(km_model_algorithm(m));
     if ((unsigned)s >= KM_SCORING_COUNT ||
         (needs[s].extra && !(km_model_outputs(m) & needs[s].extra)))
         return KM_OK; /* kpca without the inverse map: no figure */
+    size_t rows = pb->n < KM_SCORE_FIT_ROWS ? pb->n : KM_SCORE_FIT_ROWS;
     double v = NAN;
-    km_status st = km_model_score(m, s, pb, &v, err);
+    km_problem sub;
+    km_status st = subproblem(pb, rows, &sub, err);
+    if (st == KM_OK)
+        st = km_model_score(m, s, &sub, &v, err);
+    if (sub.X != pb->X) {
+        free((double *)sub.X);
+        free((double *)sub.y);
+        free((int *)sub.labels);
+    }
     if (st != KM_OK)
         return st;
+    double r = (double)rows;
+    km_info *t = km_model_training_mut(m);
     /* r2 of one row is not defined (NAN): no figure */
-    if (isfinite(v) && km_info_add1(km_model_training_mut(m), "training_score",
-                                    KM_INFO_NUMBER, v) != KM_OK)
+    if (isfinite(v) &&
+        (km_info_add1(t, "training_score", KM_INFO_NUMBER, v) != KM_OK ||
+         (rows < pb->n && km_info_add1(t, "training_score_rows",
+                                       KM_INFO_INTEGER, r) != KM_OK)))
         return km_error_set(err, KM_ENOMEM, "out of memory for the model");
     return KM_OK;
 }

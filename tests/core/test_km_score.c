@@ -9,12 +9,16 @@
  *     own predictions, bit for bit, and training_score is that score on
  *     the training rows; against models scikit-learn fitted on the same
  *     data (their solvers differ in the last digits: 1e-9 to 1e-6);
+ *   - beyond KM_SCORE_FIT_ROWS rows, training_score on the seeded
+ *     subsample and training_score_rows;
  *   - rkhs_norm_sq and margin against a direct computation from the
  *     model's coefficients and the kernel, and against scikit-learn's;
  *   - the scorings' names, defaults and checks, and their messages.
  */
 #include "../check_main.h"
 #include "km.h"
+#include "kernels/km_kernel_internal.h"
+#include "select/km_select_internal.h"
 
 #define TIGHT 1e-12
 
@@ -510,6 +514,67 @@ START_TEST(svr_and_kpca_figures)
 }
 END_TEST
 
+/* Beyond KM_SCORE_FIT_ROWS training rows, training_score is the score on
+ * the seeded subsample of that many (km_psd_subsample, seed 0), and
+ * training_score_rows says how many; up to it, on every row, without
+ * training_score_rows. */
+START_TEST(training_score_subsample)
+{
+    enum { BIG = KM_SCORE_FIT_ROWS + 1000 };
+    double *X = malloc(BIG * 2 * sizeof *X);
+    int *y = malloc(BIG * sizeof *y), *pred = malloc(BIG * sizeof *pred);
+    size_t *idx = malloc(KM_SCORE_FIT_ROWS * sizeof *idx);
+    km_rng r = {11};
+    for (size_t i = 0; i < BIG; i++) { /* two overlapping clouds */
+        y[i] = (int)(i % 2);
+        X[2 * i] = km_rng_uniform(&r) + 0.4 * y[i];
+        X[2 * i + 1] = km_rng_uniform(&r);
+    }
+    km_kernel k;
+    km_kernel_init(&k, KM_KERNEL_LINEAR);
+    km_svm_params p = km_svm_params_default();
+    for (size_t n = KM_SCORE_FIT_ROWS; n <= BIG; n += 1000) {
+        km_problem pb = {X, n, 2, NULL, 0, y, 2};
+        km_model *m = NULL;
+        ck_assert_int_eq(km_fit(KM_ALGO_SVC, &k, &p, NULL, &pb, NULL, &m,
+                                NULL), KM_OK);
+        ck_assert_int_eq(km_predict_labels(m, X, n, pred, NULL), KM_OK);
+        size_t rows = n < KM_SCORE_FIT_ROWS ? n : KM_SCORE_FIT_ROWS;
+        ck_assert_int_eq(km_psd_subsample(n, rows, 0, idx), KM_OK);
+        size_t right = 0, all = 0;
+        for (size_t i = 0; i < rows; i++)
+            right += pred[idx[i]] == y[idx[i]];
+        for (size_t i = 0; i < n; i++)
+            all += pred[i] == y[i];
+        ck_assert_double_eq(figure(m, "training_score", 0),
+                            (double)right / (double)rows);
+        const km_info_entry *e = km_info_find(km_model_training(m),
+                                              "training_score_rows");
+        if (n > KM_SCORE_FIT_ROWS) {
+            ck_assert_msg(e && e->count == 1 && e->values[0] == rows,
+                          "training_score_rows");
+            ck_assert_uint_ne(right * n, all * rows); /* not the whole set's */
+        } else {
+            ck_assert_ptr_null(e);
+            ck_assert_uint_eq(right, all);
+        }
+        static const char *const labels[] = {"0", "1"};
+        ck_assert_int_eq(km_model_set_labels(m, labels, 2, 1, NULL), KM_OK);
+        km_model *back = km_test_round_trip(m);
+        ck_assert_int_eq(km_info_find(km_model_training(back),
+                                      "training_score_rows") != NULL,
+                         e != NULL);
+        km_model_free(back);
+        km_model_free(m);
+    }
+    km_kernel_cleanup(&k);
+    free(X);
+    free(y);
+    free(pred);
+    free(idx);
+}
+END_TEST
+
 static Suite *score_suite(void)
 {
     Suite *s = suite_create("km_score");
@@ -523,6 +588,7 @@ static Suite *score_suite(void)
     tcase_add_test(tc, krr_figures);
     tcase_add_test(tc, svc_figures);
     tcase_add_test(tc, svr_and_kpca_figures);
+    tcase_add_test(tc, training_score_subsample);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;
