@@ -7,7 +7,8 @@
  *     succeed or both fail with the same status, code and message, and
  *     when both succeed X reads to the same doubles either way;
  *   - api_fit_parse and api_fit_bytes (no fit is run), preprocess and
- *     search members included;
+ *     search members included, all JSON and as a binary body (the JSON
+ *     up to the last '}', the rest the tensors' bytes);
  *   - api_predict on a small krr and a small svc model (labels), and
  *     api_project on a small kpca model, with the predict keys; api_score
  *     on all three; the Open Inference Protocol's infer on all three,
@@ -160,12 +161,16 @@ static void same_either_way(const char *body, size_t len)
     api_body_free(&b);
 }
 
-static void fit_parse(const char *body, size_t len)
+/* A fit body as the route takes it (read_body): all JSON, and as a
+ * binary body, its JSON ending at the body's last '}' and the bytes after
+ * it the tensors' (json < len). */
+static void fit_parse(const char *body, size_t len, size_t json)
 {
     api_body b;
     api_error e;
     api_fit_request req;
-    if (api_parse_body(body, len, api_fit_matrix_keys, &b, &e) == 0) {
+    if (api_parse_body(body, json, api_fit_matrix_keys, &b, &e) == 0) {
+        b.tail = (api_tail){body + json, len - json, 0, json < len};
         if (api_fit_parse(&b, &req, &e) == 0)
             (void)api_fit_bytes(&req);
         else
@@ -237,7 +242,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(body, data, size);
     same_either_way(body, size);
-    fit_parse(body, size);
+    fit_parse(body, size, size);
+    size_t json = size;
+    while (json > 0 && body[json - 1] != '}')
+        json--;
+    if (json > 0 && json < size)
+        fit_parse(body, size, json);
     answer(body, size, krr, api_predict, api_predict_matrix_keys);
     answer(body, size, svc, api_predict, api_predict_matrix_keys);
     answer(body, size, kpca, api_project, api_predict_matrix_keys);
