@@ -191,9 +191,11 @@ static km_status q_init_cached(qmat *q, const smo_problem *pb,
     if (cap > n)
         cap = n;
     q->cap = cap;
-    q->X = malloc(n * d * sizeof *q->X);
+    /* the points and their norms only to compute kernel values: a shared
+     * Gram needs neither (a copy of every round's working set, not made) */
+    q->X = pb->K ? NULL : malloc(n * d * sizeof *q->X);
     q->sgn = malloc(n * sizeof *q->sgn);
-    q->xn = malloc(n * sizeof *q->xn);
+    q->xn = pb->K ? NULL : malloc(n * sizeof *q->xn);
     if (pb->K) {
         q->K = pb->K;
         q->np = pb->n_points;
@@ -213,15 +215,17 @@ static km_status q_init_cached(qmat *q, const smo_problem *pb,
     q->len = malloc(cap * sizeof *q->len);
     q->prev = malloc(cap * sizeof *q->prev);
     q->next = malloc(cap * sizeof *q->next);
-    if (!q->X || !q->sgn || !q->xn || !q->pool || !q->slot || !q->owner || !q->len ||
-        !q->prev || !q->next)
+    if ((!pb->K && (!q->X || !q->xn)) || !q->sgn || !q->pool || !q->slot ||
+        !q->owner || !q->len || !q->prev || !q->next)
         return km_error_set(err, KM_ENOMEM,
                             "out of memory for the kernel cache");
     q->head = q->tail = NONE;
     for (size_t t = 0; t < n; t++) {
-        memcpy(q->X + t * d, pb->X + pt(pb, t) * d, d * sizeof *q->X);
         q->sgn[t] = pb->y[t];
         q->slot[t] = NONE;
+        if (q->K)
+            continue;
+        memcpy(q->X + t * d, pb->X + pt(pb, t) * d, d * sizeof *q->X);
         double s2 = 0;
         for (size_t u = 0; u < d; u++)
             s2 += q->X[t * d + u] * q->X[t * d + u];
@@ -404,10 +408,11 @@ static void q_swap(qmat *q, size_t i, size_t j)
             swap_d(&q->Q[t * n + i], &q->Q[t * n + j]);
         return;
     }
-    for (size_t u = 0; u < q->d; u++)
+    for (size_t u = 0; q->X && u < q->d; u++)
         swap_d(&q->X[i * q->d + u], &q->X[j * q->d + u]);
     swap_d(&q->sgn[i], &q->sgn[j]);
-    swap_d(&q->xn[i], &q->xn[j]);
+    if (q->xn)
+        swap_d(&q->xn[i], &q->xn[j]);
     if (q->XT)
         for (size_t u = 0; u < q->d; u++)
             swap_d(&q->XT[u * n + i], &q->XT[u * n + j]);
