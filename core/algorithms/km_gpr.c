@@ -59,7 +59,7 @@ km_gpr_params km_gpr_params_default(void)
     km_krr_params k = km_krr_params_default(); /* nystrom's, as krr's */
     km_gpr_params p = {1e-10, 1.0, 0, KM_GPR_OPTIMIZER_NONE, 0, 0, 200,
                        KM_GPR_SOLVER_EXACT, 0, k.cg_tol, k.cg_max_iter,
-                       k.centres, 0};
+                       k.centres, 0, 0};
     return p;
 }
 
@@ -161,6 +161,13 @@ size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p)
                                         km_mul_sat(b + 1, m)));
         v = km_mul_sat(sizeof(double), km_add_sat(n, km_mul_sat(m, d + 3)));
         v = km_add_sat(v, mean > var ? mean : var);
+        if (p->keep_factor) /* [y' 1] (2 n), the kept G and Kt, P and Pt
+                             * (2 m^2 + 4 m), km_nys_stats_add's block */
+            v = km_add_sat(v, km_mul_sat(sizeof(double),
+                                         km_add_sat(km_mul_sat(2, n),
+                                                    km_mul_sat(m,
+                                                               2 * m + 4 +
+                                                                   b))));
     } else {
         /* K (its factor becomes the model's L) and, with the optimizer,
          * k(X, X); the model's X and norms, y's normalised copy, a, the
@@ -596,18 +603,35 @@ static void gpr_free(void *payload)
 }
 
 /* The format version a model needs: 6 for the nystrom form (its payload
- * starts with the form), else the default. */
+ * starts with the form), 11 for it with the sums of params.keep_factor,
+ * else the default. */
 static uint32_t gpr_file_format(const void *payload)
 {
-    return ((const gpr_payload *)payload)->form == GPR_FORM_NYSTROM ? 6 : 0;
+    const gpr_payload *p = payload;
+    return p->form != GPR_FORM_NYSTROM ? 0 : p->G ? 11 : 6;
+}
+
+/* The sums of params.keep_factor (version 11, after the factors): rows,
+ * sy, syy, G's triangle, Kt; with the variance P's triangle and Pt. */
+static void save_sums(const gpr_payload *p, size_t m, km_writer *w)
+{
+    km_write_u64(w, p->rows);
+    km_write_f64(w, p->sy);
+    km_write_f64(w, p->syy);
+    km_tri_write(w, p->G, m);
+    km_write_f64s(w, p->Kt, 2 * m);
+    if (!p->P)
+        return;
+    km_tri_write(w, p->P, m);
+    km_write_f64s(w, p->Pt, 2 * m);
 }
 
 static void gpr_save(const void *payload, const km_model *m, km_writer *w)
 {
     const gpr_payload *p = payload;
     size_t n = km_model_n_samples(m);
-    if (p->form == GPR_FORM_NYSTROM) /* version 6 */
-        km_write_u32(w, GPR_FORM_NYSTROM);
+    if (p->form == GPR_FORM_NYSTROM) /* version 6, or 11 with the sums */
+        km_write_u32(w, p->G ? GPR_FORM_NYS_SUMS : GPR_FORM_NYSTROM);
     km_write_f64(w, p->signal);
     km_write_f64(w, p->noise);
     km_write_f64(w, p->y_mean);
@@ -616,10 +640,12 @@ static void gpr_save(const void *payload, const km_model *m, km_writer *w)
     km_write_f64s(w, p->coef, n);
     if (p->form == GPR_FORM_NYSTROM) {
         km_write_u32(w, p->L != NULL);
-        if (!p->L)
-            return;
-        km_tri_write(w, p->L, n);
-        km_tri_write(w, p->C, n);
+        if (p->L) {
+            km_tri_write(w, p->L, n);
+            km_tri_write(w, p->C, n);
+        }
+        if (p->G)
+            save_sums(p, n, w);
         return;
     }
     km_tri_write(w, p->L, n);
@@ -642,6 +668,89 @@ static km_status check_factor(const double *L, size_t n, const char *what,
     return KM_OK;
 }
 
+/* KM_ECORRUPT unless the m x m S (what names it; both triangles, or the
+ * lower with sym 0) could be a sum of products of real rows: finite,
+ * diagonal >= 0 and |S_ij| <= sqrt(S_ii S_jj) (Cauchy-Schwarz, with room
+ * for round-off). */
+static km_status check_gram(const double *S, size_t m, const char *what,
+                            km_error *err)
+{
+    if (!km_all_finite(S, m * m))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums %s hold a value that is not a finite "
+                            "number", what);
+    for (size_t i = 0; i < m; i++) {
+        if (!(S[i * m + i] >= 0))
+            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                "process sums %s[%zu][%zu] is below 0", what,
+                                i, i);
+        for (size_t j = 0; j < i; j++)
+            if (fabs(S[i * m + j]) >
+                sqrt(S[i * m + i] * S[j * m + j]) * (1 + 1e-6) + 1e-300)
+                return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                    "process sums %s[%zu][%zu] is larger "
+                                    "than sums of products can be", what, i,
+                                    j);
+    }
+    return KM_OK;
+}
+
+/* KM_ECORRUPT unless the sums of params.keep_factor could be a fit's: at
+ * least as many rows as centres (at most 2^53), sy and syy finite with
+ * syy >= 0 and sy^2 <= rows syy (Cauchy-Schwarz), G and P as check_gram
+ * says, Kt and Pt finite, and the sums' column of ones K^T 1 within
+ * sqrt(rows G_ii) (P's likewise). */
+static km_status check_sums(const gpr_payload *p, size_t m, km_error *err)
+{
+    if (p->rows < m || p->rows > ((uint64_t)1 << 53))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums of %llu rows (between %zu centres and 2^53 "
+                            "expected)", (unsigned long long)p->rows, m);
+    double n = (double)p->rows;
+    if (!isfinite(p->sy) || !isfinite(p->syy) || !(p->syy >= 0) ||
+        p->sy * p->sy > n * p->syy * (1 + 1e-6) + 1e-300)
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums of the targets are not those of %llu "
+                            "numbers", (unsigned long long)p->rows);
+    km_status st = check_gram(p->G, m, "G", err);
+    if (st == KM_OK && p->P)
+        st = check_gram(p->P, m, "P", err);
+    if (st != KM_OK)
+        return st;
+    if (!km_all_finite(p->Kt, 2 * m) || (p->P && !km_all_finite(p->Pt, 2 * m)))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums K^T y hold a value that is not a finite "
+                            "number");
+    for (size_t i = 0; i < m; i++)
+        if (fabs(p->Kt[2 * i + 1]) >
+                sqrt(n * p->G[i * m + i]) * (1 + 1e-6) + 1e-300 ||
+            (p->P && fabs(p->Pt[2 * i + 1]) >
+                         sqrt(n * p->P[i * m + i]) * (1 + 1e-6) + 1e-300))
+            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                "process sums K^T 1 [%zu] is larger than a "
+                                "sum of %llu kernel values can be", i,
+                                (unsigned long long)p->rows);
+    return KM_OK;
+}
+
+/* The sums of params.keep_factor into p (G made symmetric); r->failed
+ * or NULL members on failure. */
+static void read_sums(km_reader *r, gpr_payload *p, size_t m)
+{
+    p->rows = km_read_u64(r);
+    p->sy = km_read_f64(r);
+    p->syy = km_read_f64(r);
+    if (r->failed || !(p->G = km_tri_read(r, m)))
+        return;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < i; j++)
+            p->G[j * m + i] = p->G[i * m + j];
+    if (!(p->Kt = km_read_f64s(r, 2 * m)) || !p->L)
+        return;
+    if ((p->P = km_tri_read(r, m)))
+        p->Pt = km_read_f64s(r, 2 * m);
+}
+
 static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
                           km_error *err)
 {
@@ -651,13 +760,17 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
         return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
                             "of %zu rows is too large", n);
     unsigned form = GPR_FORM_EXACT;
+    int sums = 0;
     if (km_model_file_format(m) >= 6) { /* the payload starts with its form */
         uint32_t f = km_read_u32(r);
-        if (r->failed || f >= GPR_FORM_COUNT)
+        if (r->failed || f >= GPR_FORM_COUNT ||
+            (f == GPR_FORM_NYS_SUMS && km_model_file_format(m) < 11))
             return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
-                                "process payload form %u is not 0 (exact) "
-                                "or 1 (nystrom)", (unsigned)f);
-        form = f;
+                                "process payload form %u is not 0 (exact), "
+                                "1 (nystrom) or from version 11 2 (nystrom "
+                                "with sums)", (unsigned)f);
+        sums = f == GPR_FORM_NYS_SUMS;
+        form = sums ? GPR_FORM_NYSTROM : f;
     }
     gpr_payload *p = calloc(1, sizeof *p);
     if (!p)
@@ -676,9 +789,13 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
         p->L = km_tri_read(r, n);
     if (p->L && form == GPR_FORM_NYSTROM)
         p->C = km_tri_read(r, n);
+    if (sums && p->coef && (!has || p->C) && !r->failed)
+        read_sums(r, p, n);
     km_status st = KM_OK;
     if (!p->X || !p->coef || (has && !p->L) ||
-        (has && form == GPR_FORM_NYSTROM && !p->C) || r->failed)
+        (has && form == GPR_FORM_NYSTROM && !p->C) ||
+        (sums && (!p->G || !p->Kt || (has && (!p->P || !p->Pt)))) ||
+        r->failed)
         st = km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                           "model file: bad gaussian process payload");
     else if (!(p->signal > 0) || !isfinite(p->signal) || !(p->noise > 0) ||
@@ -700,6 +817,8 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
         st = check_factor(p->L, n, "factor L", err);
     if (st == KM_OK && p->C)
         st = check_factor(p->C, n, "factor C", err);
+    if (st == KM_OK && p->G)
+        st = check_sums(p, n, err);
     if (st == KM_OK && km_gpr_derive(p, n, d) != KM_OK)
         st = km_error_set(err, KM_ENOMEM, "out of memory reading a model");
     if (st != KM_OK) {
@@ -710,14 +829,15 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
     return KM_OK;
 }
 
-/* The heap of a payload of m's sizes with this many n x n factors (L,
- * and the nystrom form's C): X, the coefficients, the norms and the
- * weights, and the factors, each of which the file stores as a triangle
- * and read_tri makes whole. */
+/* The heap of a payload of m's sizes with this many n x n matrices (L,
+ * and the nystrom form's C; with the sums of params.keep_factor G and,
+ * with the variance, P): X, the coefficients, the norms and the weights,
+ * Kt and Pt (counted whatever the form: 4 n), and the matrices, each of
+ * which the file stores as a triangle and read_tri makes whole. */
 static size_t heap_bytes(const km_model *m, unsigned factors)
 {
     uint64_t n = km_model_n_samples(m);
-    uint64_t values = km_mul_sat(n, km_add_sat(km_model_n_features(m), 3));
+    uint64_t values = km_mul_sat(n, km_add_sat(km_model_n_features(m), 7));
     values = km_add_sat(values, km_mul_sat(factors, km_mul_sat(n, n)));
     return (size_t)km_add_sat(sizeof(gpr_payload),
                               km_mul_sat(values, sizeof(double)));
@@ -726,7 +846,8 @@ static size_t heap_bytes(const km_model *m, unsigned factors)
 static size_t gpr_bytes(const void *payload, const km_model *m)
 {
     const gpr_payload *p = payload;
-    return heap_bytes(m, (p->L != NULL) + (p->C != NULL));
+    return heap_bytes(m, (p->L != NULL) + (p->C != NULL) + (p->G != NULL) +
+                             (p->P != NULL));
 }
 
 /* The factors from the form and the nystrom form's flag (after the four
@@ -735,13 +856,15 @@ static void gpr_load_bytes(km_reader r, const km_model *m, size_t *kept,
                            size_t *peak)
 {
     unsigned factors = 1;
-    if (km_model_file_format(m) >= 6 &&
-        km_read_u32(&r) == GPR_FORM_NYSTROM) {
+    uint32_t f = km_model_file_format(m) >= 6 ? km_read_u32(&r) : 0;
+    if (f == GPR_FORM_NYSTROM || f == GPR_FORM_NYS_SUMS) {
         for (int i = 0; i < 4; i++)
             km_read_f64(&r);
         km_skip_array(&r, 8); /* X */
         km_skip_array(&r, 8); /* the coefficients */
         factors = km_read_u32(&r) ? 2 : 0;
+        if (f == GPR_FORM_NYS_SUMS) /* G, and P with the variance */
+            factors += factors ? 2 : 1;
     }
     *kept = *peak = heap_bytes(m, factors);
 }
@@ -869,7 +992,9 @@ static uint64_t max_outputs(uint64_t ns)
 
 /* Four numbers, X, a, then the count and values of L's lower triangle:
  * exactly. From version 6 the form first; the nystrom form has a flag
- * after a, then nothing or two triangles. */
+ * after a, then nothing or two triangles; from version 11 its form 2 then
+ * the sums (24 bytes, G's triangle, Kt and, with the flag, P's triangle
+ * and Pt). */
 static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                           uint64_t no, uint64_t *lo, uint64_t *hi)
 {
@@ -880,7 +1005,13 @@ static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     if (format < 6)
         return;
     *lo = km_add_sat(v, 8); /* form, flag */
-    *hi = km_add_sat(*lo, km_mul_sat(2, km_f64s_bytes(km_tri_values(ns))));
+    uint64_t tri = km_f64s_bytes(km_tri_values(ns));
+    *hi = km_add_sat(*lo, km_mul_sat(2, tri));
+    if (format < 11)
+        return;
+    /* and the sums: rows, sy, syy, G, Kt; with the factors P and Pt */
+    uint64_t kt = km_f64s_bytes(km_mul_sat(2, ns));
+    *hi = km_add_sat(*hi, km_add_sat(24, km_mul_sat(2, km_add_sat(tri, kt))));
 }
 
 /* The variance and covariance only with the factors: nystrom fits
@@ -1037,6 +1168,15 @@ static const km_param gpr_rows[] = {
      .doc = "nystrom and auto only: also keep the DTC variance's two m x m "
             "factors (n m^2 more work at fit), so that output std, var and "
             "cov and the log marginal likelihood are available"},
+    {.key = "keep_factor", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_gpr_params, keep_factor),
+     GPR_NYSTROM,
+     .doc = "nystrom and auto only (an exact model is always updatable): "
+            "keep what POST /v1/models/{name}/update needs to add rows "
+            "without a refit, the normal equations' sums K_nm^T K_nm and "
+            "K_nm^T [y 1] of the centres and, with variance, Phi^T Phi and "
+            "Phi^T [y 1] (8 m (2 m + 6) bytes more, and one more pass over "
+            "the rows at fit)"},
     {0},
 };
 _Static_assert(sizeof(km_gpr_optimizer) == sizeof(int) &&
