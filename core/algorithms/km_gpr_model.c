@@ -381,8 +381,8 @@ out:
 }
 
 const km_algo_update km_gpr_update = {
-    .what = "gpr models of the exact solver, or of the nystrom solver "
-            "fitted with params.keep_factor",
+    .what = "exact gpr models and nystrom gpr models fitted with "
+            "params.keep_factor",
     .refusal = update_refusal,
     .bytes = update_bytes,
     .update = update,
