@@ -611,21 +611,6 @@ static uint32_t gpr_file_format(const void *payload)
     return p->form != GPR_FORM_NYSTROM ? 0 : p->G ? 11 : 6;
 }
 
-/* The sums of params.keep_factor (version 11, after the factors): rows,
- * sy, syy, G's triangle, Kt; with the variance P's triangle and Pt. */
-static void save_sums(const gpr_payload *p, size_t m, km_writer *w)
-{
-    km_write_u64(w, p->rows);
-    km_write_f64(w, p->sy);
-    km_write_f64(w, p->syy);
-    km_tri_write(w, p->G, m);
-    km_write_f64s(w, p->Kt, 2 * m);
-    if (!p->P)
-        return;
-    km_tri_write(w, p->P, m);
-    km_write_f64s(w, p->Pt, 2 * m);
-}
-
 static void gpr_save(const void *payload, const km_model *m, km_writer *w)
 {
     const gpr_payload *p = payload;
@@ -645,7 +630,7 @@ static void gpr_save(const void *payload, const km_model *m, km_writer *w)
             km_tri_write(w, p->C, n);
         }
         if (p->G)
-            save_sums(p, n, w);
+            km_gpr_save_sums(p, n, w);
         return;
     }
     km_tri_write(w, p->L, n);
@@ -666,89 +651,6 @@ static km_status check_factor(const double *L, size_t n, const char *what,
                                 "process %s[%zu][%zu] is not > 0", what, i,
                                 i);
     return KM_OK;
-}
-
-/* KM_ECORRUPT unless the m x m S (what names it; both triangles, or the
- * lower with sym 0) could be a sum of products of real rows: finite,
- * diagonal >= 0 and |S_ij| <= sqrt(S_ii S_jj) (Cauchy-Schwarz, with room
- * for round-off). */
-static km_status check_gram(const double *S, size_t m, const char *what,
-                            km_error *err)
-{
-    if (!km_all_finite(S, m * m))
-        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
-                            "sums %s hold a value that is not a finite "
-                            "number", what);
-    for (size_t i = 0; i < m; i++) {
-        if (!(S[i * m + i] >= 0))
-            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
-                                "process sums %s[%zu][%zu] is below 0", what,
-                                i, i);
-        for (size_t j = 0; j < i; j++)
-            if (fabs(S[i * m + j]) >
-                sqrt(S[i * m + i] * S[j * m + j]) * (1 + 1e-6) + 1e-300)
-                return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
-                                    "process sums %s[%zu][%zu] is larger "
-                                    "than sums of products can be", what, i,
-                                    j);
-    }
-    return KM_OK;
-}
-
-/* KM_ECORRUPT unless the sums of params.keep_factor could be a fit's: at
- * least as many rows as centres (at most 2^53), sy and syy finite with
- * syy >= 0 and sy^2 <= rows syy (Cauchy-Schwarz), G and P as check_gram
- * says, Kt and Pt finite, and the sums' column of ones K^T 1 within
- * sqrt(rows G_ii) (P's likewise). */
-static km_status check_sums(const gpr_payload *p, size_t m, km_error *err)
-{
-    if (p->rows < m || p->rows > ((uint64_t)1 << 53))
-        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
-                            "sums of %llu rows (between %zu centres and 2^53 "
-                            "expected)", (unsigned long long)p->rows, m);
-    double n = (double)p->rows;
-    if (!isfinite(p->sy) || !isfinite(p->syy) || !(p->syy >= 0) ||
-        p->sy * p->sy > n * p->syy * (1 + 1e-6) + 1e-300)
-        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
-                            "sums of the targets are not those of %llu "
-                            "numbers", (unsigned long long)p->rows);
-    km_status st = check_gram(p->G, m, "G", err);
-    if (st == KM_OK && p->P)
-        st = check_gram(p->P, m, "P", err);
-    if (st != KM_OK)
-        return st;
-    if (!km_all_finite(p->Kt, 2 * m) || (p->P && !km_all_finite(p->Pt, 2 * m)))
-        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
-                            "sums K^T y hold a value that is not a finite "
-                            "number");
-    for (size_t i = 0; i < m; i++)
-        if (fabs(p->Kt[2 * i + 1]) >
-                sqrt(n * p->G[i * m + i]) * (1 + 1e-6) + 1e-300 ||
-            (p->P && fabs(p->Pt[2 * i + 1]) >
-                         sqrt(n * p->P[i * m + i]) * (1 + 1e-6) + 1e-300))
-            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
-                                "process sums K^T 1 [%zu] is larger than a "
-                                "sum of %llu kernel values can be", i,
-                                (unsigned long long)p->rows);
-    return KM_OK;
-}
-
-/* The sums of params.keep_factor into p (G made symmetric); r->failed
- * or NULL members on failure. */
-static void read_sums(km_reader *r, gpr_payload *p, size_t m)
-{
-    p->rows = km_read_u64(r);
-    p->sy = km_read_f64(r);
-    p->syy = km_read_f64(r);
-    if (r->failed || !(p->G = km_tri_read(r, m)))
-        return;
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < i; j++)
-            p->G[j * m + i] = p->G[i * m + j];
-    if (!(p->Kt = km_read_f64s(r, 2 * m)) || !p->L)
-        return;
-    if ((p->P = km_tri_read(r, m)))
-        p->Pt = km_read_f64s(r, 2 * m);
 }
 
 static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
@@ -790,7 +692,7 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
     if (p->L && form == GPR_FORM_NYSTROM)
         p->C = km_tri_read(r, n);
     if (sums && p->coef && (!has || p->C) && !r->failed)
-        read_sums(r, p, n);
+        km_gpr_read_sums(r, p, n);
     km_status st = KM_OK;
     if (!p->X || !p->coef || (has && !p->L) ||
         (has && form == GPR_FORM_NYSTROM && !p->C) ||
@@ -818,7 +720,7 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
     if (st == KM_OK && p->C)
         st = check_factor(p->C, n, "factor C", err);
     if (st == KM_OK && p->G)
-        st = check_sums(p, n, err);
+        st = km_gpr_check_sums(p, n, err);
     if (st == KM_OK && km_gpr_derive(p, n, d) != KM_OK)
         st = km_error_set(err, KM_ENOMEM, "out of memory reading a model");
     if (st != KM_OK) {

@@ -1,7 +1,8 @@
 /*
  * km_gpr_internal.h - what Gaussian-process regression's files share
  * (km_gpr.c: checks, the likelihood and its optimizer, the exact fit,
- * payload and descriptor; km_gpr_nys.c: the nystrom solver;
+ * payload and descriptor; km_gpr_nys.c: the nystrom solver, its update
+ * and its sums' file form;
  * km_gpr_model.c: what both solvers build the model with;
  * km_gpr_predict.c: predictions, variances, covariances): the payload,
  * the hyperparameters' order and what the optimizer found. Not installed;
@@ -89,5 +90,11 @@ km_status km_gpr_nys_update(const km_model *m, const double *X, size_t k,
                             const double *y, const km_fit_control *ctl,
                             km_model **out, km_error *err);
 size_t km_gpr_nys_update_bytes(const km_model *m, size_t k);
+/* km_gpr_nys.c: the sums' part of the file form 2 (format version 11,
+ * after the factors): written; read into p of m centres (r->failed or
+ * NULL members on failure); KM_ECORRUPT unless they could be a fit's. */
+void km_gpr_save_sums(const gpr_payload *p, size_t m, km_writer *w);
+void km_gpr_read_sums(km_reader *r, gpr_payload *p, size_t m);
+km_status km_gpr_check_sums(const gpr_payload *p, size_t m, km_error *err);
 
 #endif /* KM_GPR_INTERNAL_H */

@@ -2,7 +2,9 @@
  * km_gpr_nys.c - Gaussian-process regression's nystrom solver: the mean
  * through krr's nystrom fit (km_krr_fit_nystrom), and with
  * params.variance the DTC variance's two m x m factors over row blocks
- * and the approximation's log marginal likelihood.
+ * and the approximation's log marginal likelihood; with
+ * params.keep_factor the sums an update needs, the update itself, and
+ * those sums' part of the model file (format version 11).
  *
  * Thread-safety: reentrant.
  */
@@ -560,4 +562,107 @@ size_t km_gpr_nys_update_bytes(const km_model *m, size_t k)
     v = km_add_sat(v, km_add_sat(km_mul_sat(2, k), km_mul_sat(b, c)));
     v = km_add_sat(v, 8);
     return (size_t)km_mul_sat(v, sizeof(double));
+}
+
+/* ------------------------------------------------------------ the sums' file form
+ *
+ * Version 11's payload form 2 (km_gpr.c writes and reads the rest of the
+ * payload): the sums of params.keep_factor after the factors. */
+
+/* The sums of params.keep_factor (version 11, after the factors): rows,
+ * sy, syy, G's triangle, Kt; with the variance P's triangle and Pt. */
+void km_gpr_save_sums(const gpr_payload *p, size_t m, km_writer *w)
+{
+    km_write_u64(w, p->rows);
+    km_write_f64(w, p->sy);
+    km_write_f64(w, p->syy);
+    km_tri_write(w, p->G, m);
+    km_write_f64s(w, p->Kt, 2 * m);
+    if (!p->P)
+        return;
+    km_tri_write(w, p->P, m);
+    km_write_f64s(w, p->Pt, 2 * m);
+}
+
+/* KM_ECORRUPT unless the m x m S (what names it; both triangles, or the
+ * lower with sym 0) could be a sum of products of real rows: finite,
+ * diagonal >= 0 and |S_ij| <= sqrt(S_ii S_jj) (Cauchy-Schwarz, with room
+ * for round-off). */
+static km_status check_gram(const double *S, size_t m, const char *what,
+                            km_error *err)
+{
+    if (!km_all_finite(S, m * m))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums %s hold a value that is not a finite "
+                            "number", what);
+    for (size_t i = 0; i < m; i++) {
+        if (!(S[i * m + i] >= 0))
+            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                "process sums %s[%zu][%zu] is below 0", what,
+                                i, i);
+        for (size_t j = 0; j < i; j++)
+            if (fabs(S[i * m + j]) >
+                sqrt(S[i * m + i] * S[j * m + j]) * (1 + 1e-6) + 1e-300)
+                return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                    "process sums %s[%zu][%zu] is larger "
+                                    "than sums of products can be", what, i,
+                                    j);
+    }
+    return KM_OK;
+}
+
+/* KM_ECORRUPT unless the sums of params.keep_factor could be a fit's: at
+ * least as many rows as centres (at most 2^53), sy and syy finite with
+ * syy >= 0 and sy^2 <= rows syy (Cauchy-Schwarz), G and P as check_gram
+ * says, Kt and Pt finite, and the sums' column of ones K^T 1 within
+ * sqrt(rows G_ii) (P's likewise). */
+km_status km_gpr_check_sums(const gpr_payload *p, size_t m, km_error *err)
+{
+    if (p->rows < m || p->rows > ((uint64_t)1 << 53))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums of %llu rows (between %zu centres and 2^53 "
+                            "expected)", (unsigned long long)p->rows, m);
+    double n = (double)p->rows;
+    if (!isfinite(p->sy) || !isfinite(p->syy) || !(p->syy >= 0) ||
+        p->sy * p->sy > n * p->syy * (1 + 1e-6) + 1e-300)
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums of the targets are not those of %llu "
+                            "numbers", (unsigned long long)p->rows);
+    km_status st = check_gram(p->G, m, "G", err);
+    if (st == KM_OK && p->P)
+        st = check_gram(p->P, m, "P", err);
+    if (st != KM_OK)
+        return st;
+    if (!km_all_finite(p->Kt, 2 * m) || (p->P && !km_all_finite(p->Pt, 2 * m)))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums K^T y hold a value that is not a finite "
+                            "number");
+    for (size_t i = 0; i < m; i++)
+        if (fabs(p->Kt[2 * i + 1]) >
+                sqrt(n * p->G[i * m + i]) * (1 + 1e-6) + 1e-300 ||
+            (p->P && fabs(p->Pt[2 * i + 1]) >
+                         sqrt(n * p->P[i * m + i]) * (1 + 1e-6) + 1e-300))
+            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                "process sums K^T 1 [%zu] is larger than a "
+                                "sum of %llu kernel values can be", i,
+                                (unsigned long long)p->rows);
+    return KM_OK;
+}
+
+/* The sums of params.keep_factor into p (G made symmetric); r->failed
+ * or NULL members on failure. */
+void km_gpr_read_sums(km_reader *r, gpr_payload *p, size_t m)
+{
+    p->rows = km_read_u64(r);
+    p->sy = km_read_f64(r);
+    p->syy = km_read_f64(r);
+    if (r->failed || !(p->G = km_tri_read(r, m)))
+        return;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < i; j++)
+            p->G[j * m + i] = p->G[i * m + j];
+    if (!(p->Kt = km_read_f64s(r, 2 * m)) || !p->L)
+        return;
+    if ((p->P = km_tri_read(r, m)))
+        p->Pt = km_read_f64s(r, 2 * m);
 }
