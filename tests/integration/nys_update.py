@@ -312,6 +312,12 @@ def gpr_refusal(d):
               "nystrom gpr models fitted with params.keep_factor" in r.body,
               "update of a gpr nystrom model without keep_factor: 409 "
               "naming keep_factor and what can be updated", r)
+    r = d.req("POST", "/v1/models/gexact/fit",
+              {"algorithm": "gpr", "kernel": {"type": "rbf"},
+               "params": {"solver": "exact", "keep_factor": True},
+               "X": X, "y": y})
+    run.check(r.status == 400 and "params.keep_factor" in r.body,
+              "gpr keep_factor with the exact solver: 400 naming it", r)
 
 
 def main():
