@@ -1077,8 +1077,8 @@ static const km_param gpr_rows[] = {
             "keep what POST /v1/models/{name}/update needs to add rows "
             "without a refit, the normal equations' sums K_nm^T K_nm and "
             "K_nm^T [y 1] of the centres and, with variance, Phi^T Phi and "
-            "Phi^T [y 1] (8 m (2 m + 6) bytes more, and one more pass over "
-            "the rows at fit)"},
+            "Phi^T [y 1] (8 m (m + 2) bytes more, 8 m (2 m + 4) with "
+            "variance, and one more pass over the rows at fit)"},
     {0},
 };
 _Static_assert(sizeof(km_gpr_optimizer) == sizeof(int) &&
