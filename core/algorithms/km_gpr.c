@@ -733,13 +733,15 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
 
 /* The heap of a payload of m's sizes with this many n x n matrices (L,
  * and the nystrom form's C; with the sums of params.keep_factor G and,
- * with the variance, P): X, the coefficients, the norms and the weights,
- * Kt and Pt (counted whatever the form: 4 n), and the matrices, each of
- * which the file stores as a triangle and read_tri makes whole. */
-static size_t heap_bytes(const km_model *m, unsigned factors)
+ * with the variance, P) and n x 2 sums (Kt, and with the variance Pt):
+ * X, the coefficients, the norms and the weights, the sums, and the
+ * matrices, each of which the file stores as a triangle and read_tri
+ * makes whole. */
+static size_t heap_bytes(const km_model *m, unsigned factors, unsigned sums)
 {
     uint64_t n = km_model_n_samples(m);
-    uint64_t values = km_mul_sat(n, km_add_sat(km_model_n_features(m), 7));
+    uint64_t values = km_mul_sat(n, km_add_sat(km_model_n_features(m),
+                                               3 + 2 * sums));
     values = km_add_sat(values, km_mul_sat(factors, km_mul_sat(n, n)));
     return (size_t)km_add_sat(sizeof(gpr_payload),
                               km_mul_sat(values, sizeof(double)));
@@ -749,15 +751,16 @@ static size_t gpr_bytes(const void *payload, const km_model *m)
 {
     const gpr_payload *p = payload;
     return heap_bytes(m, (p->L != NULL) + (p->C != NULL) + (p->G != NULL) +
-                             (p->P != NULL));
+                             (p->P != NULL),
+                      (p->Kt != NULL) + (p->Pt != NULL));
 }
 
-/* The factors from the form and the nystrom form's flag (after the four
- * numbers, X and the coefficients). */
+/* The factors and sums from the form and the nystrom form's flag (after
+ * the four numbers, X and the coefficients). */
 static void gpr_load_bytes(km_reader r, const km_model *m, size_t *kept,
                            size_t *peak)
 {
-    unsigned factors = 1;
+    unsigned factors = 1, sums = 0;
     uint32_t f = km_model_file_format(m) >= 6 ? km_read_u32(&r) : 0;
     if (f == GPR_FORM_NYSTROM || f == GPR_FORM_NYS_SUMS) {
         for (int i = 0; i < 4; i++)
@@ -765,10 +768,11 @@ static void gpr_load_bytes(km_reader r, const km_model *m, size_t *kept,
         km_skip_array(&r, 8); /* X */
         km_skip_array(&r, 8); /* the coefficients */
         factors = km_read_u32(&r) ? 2 : 0;
-        if (f == GPR_FORM_NYS_SUMS) /* G, and P with the variance */
-            factors += factors ? 2 : 1;
+        if (f == GPR_FORM_NYS_SUMS) /* G and Kt, P and Pt with the variance */
+            sums = factors ? 2 : 1;
+        factors += sums;
     }
-    *kept = *peak = heap_bytes(m, factors);
+    *kept = *peak = heap_bytes(m, factors, sums);
 }
 
 /* The auto solver: the fit of the solver it resolves to, with krr's auto
