@@ -12,6 +12,10 @@
  * bounds the coefficients' error), for 1 and 3 outputs. The file form
  * (version 10) round-trips and its sums are checked on load; admission
  * counts them; the solvers keep_factor does not apply to are refused.
+ * gpr nystrom models fitted with params.keep_factor likewise (with and
+ * without normalize_y and the variance), against the normal equations
+ * and the DTC formulas written here (below: "gpr"), their file form
+ * (version 11) and its hostile variants.
  */
 #include <stdint.h>
 
@@ -690,6 +694,32 @@ START_TEST(gpr_file)
     ck_assert_int_ne(km_model_load_buffer(t, len - 8, &x, &err), KM_OK);
     ck_assert_ptr_null(x);
     free(t);
+    /* the mean only (no variance): its sums round-trip too */
+    km_gpr_params pm = gpr_params(0, 0);
+    km_model *mm = fit_gpr(&kr, &pm, X, n, y, NULL), *mb = NULL;
+    unsigned char *b3 = NULL;
+    size_t len3 = 0;
+    km_load_bytes lb;
+    ck_assert(km_model_save_buffer(mm, &b3, &len3, &err) == KM_OK);
+    ck_assert_uint_eq(get32(b3 + 4), 11);
+    ck_assert(km_model_load_bytes(b3, len3, &lb, &err) == KM_OK);
+    ck_assert_msg(km_model_load_buffer(b3, len3, &mb, &err) == KM_OK, "%s",
+                  err.message);
+    ck_assert_uint_eq(lb.kept, km_model_bytes(mb));
+    ck_assert_uint_eq(km_model_bytes(mb), km_model_bytes(mm));
+    km_model *v1 = update(mm, X + n * D, k, y + n, 1);
+    km_model *v2 = update(mb, X + n * D, k, y + n, 1);
+    double a[10], b[10];
+    ck_assert(km_predict(v1, KM_OUT_VALUES, X, 10, a, &err) == KM_OK);
+    ck_assert(km_predict(v2, KM_OUT_VALUES, X, 10, b, &err) == KM_OK);
+    for (size_t i = 0; i < 10; i++)
+        ck_assert_double_eq(a[i], b[i]);
+    gpr_refused(b3, len3, len3 - 4 - 8 * 2 * NC, NAN); /* Kt[0][0] */
+    km_model_free(v1);
+    km_model_free(v2);
+    km_model_free(mm);
+    km_model_free(mb);
+    free(b3);
     free(buf);
     free(buf2);
     km_model_free(back);
