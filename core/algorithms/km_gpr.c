@@ -59,7 +59,7 @@ km_gpr_params km_gpr_params_default(void)
     km_krr_params k = km_krr_params_default(); /* nystrom's, as krr's */
     km_gpr_params p = {1e-10, 1.0, 0, KM_GPR_OPTIMIZER_NONE, 0, 0, 200,
                        KM_GPR_SOLVER_EXACT, 0, k.cg_tol, k.cg_max_iter,
-                       k.centres, 0};
+                       k.centres, 0, 0};
     return p;
 }
 
@@ -161,6 +161,13 @@ size_t km_gpr_fit_bytes(size_t n, size_t d, const km_gpr_params *p)
                                         km_mul_sat(b + 1, m)));
         v = km_mul_sat(sizeof(double), km_add_sat(n, km_mul_sat(m, d + 3)));
         v = km_add_sat(v, mean > var ? mean : var);
+        if (p->keep_factor) /* [y' 1] (2 n), the kept G and Kt, P and Pt
+                             * (2 m^2 + 4 m), km_nys_stats_add's block */
+            v = km_add_sat(v, km_mul_sat(sizeof(double),
+                                         km_add_sat(km_mul_sat(2, n),
+                                                    km_mul_sat(m,
+                                                               2 * m + 4 +
+                                                                   b))));
     } else {
         /* K (its factor becomes the model's L) and, with the optimizer,
          * k(X, X); the model's X and norms, y's normalised copy, a, the
@@ -596,18 +603,20 @@ static void gpr_free(void *payload)
 }
 
 /* The format version a model needs: 6 for the nystrom form (its payload
- * starts with the form), else the default. */
+ * starts with the form), 11 for it with the sums of params.keep_factor,
+ * else the default. */
 static uint32_t gpr_file_format(const void *payload)
 {
-    return ((const gpr_payload *)payload)->form == GPR_FORM_NYSTROM ? 6 : 0;
+    const gpr_payload *p = payload;
+    return p->form != GPR_FORM_NYSTROM ? 0 : p->G ? 11 : 6;
 }
 
 static void gpr_save(const void *payload, const km_model *m, km_writer *w)
 {
     const gpr_payload *p = payload;
     size_t n = km_model_n_samples(m);
-    if (p->form == GPR_FORM_NYSTROM) /* version 6 */
-        km_write_u32(w, GPR_FORM_NYSTROM);
+    if (p->form == GPR_FORM_NYSTROM) /* version 6, or 11 with the sums */
+        km_write_u32(w, p->G ? GPR_FORM_NYS_SUMS : GPR_FORM_NYSTROM);
     km_write_f64(w, p->signal);
     km_write_f64(w, p->noise);
     km_write_f64(w, p->y_mean);
@@ -616,10 +625,12 @@ static void gpr_save(const void *payload, const km_model *m, km_writer *w)
     km_write_f64s(w, p->coef, n);
     if (p->form == GPR_FORM_NYSTROM) {
         km_write_u32(w, p->L != NULL);
-        if (!p->L)
-            return;
-        km_tri_write(w, p->L, n);
-        km_tri_write(w, p->C, n);
+        if (p->L) {
+            km_tri_write(w, p->L, n);
+            km_tri_write(w, p->C, n);
+        }
+        if (p->G)
+            km_gpr_save_sums(p, n, w);
         return;
     }
     km_tri_write(w, p->L, n);
@@ -651,13 +662,17 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
         return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
                             "of %zu rows is too large", n);
     unsigned form = GPR_FORM_EXACT;
+    int sums = 0;
     if (km_model_file_format(m) >= 6) { /* the payload starts with its form */
         uint32_t f = km_read_u32(r);
-        if (r->failed || f >= GPR_FORM_COUNT)
+        if (r->failed || f >= GPR_FORM_COUNT ||
+            (f == GPR_FORM_NYS_SUMS && km_model_file_format(m) < 11))
             return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
-                                "process payload form %u is not 0 (exact) "
-                                "or 1 (nystrom)", (unsigned)f);
-        form = f;
+                                "process payload form %u is not 0 (exact), "
+                                "1 (nystrom) or from version 11 2 (nystrom "
+                                "with sums)", (unsigned)f);
+        sums = f == GPR_FORM_NYS_SUMS;
+        form = sums ? GPR_FORM_NYSTROM : f;
     }
     gpr_payload *p = calloc(1, sizeof *p);
     if (!p)
@@ -676,9 +691,13 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
         p->L = km_tri_read(r, n);
     if (p->L && form == GPR_FORM_NYSTROM)
         p->C = km_tri_read(r, n);
+    if (sums && p->coef && (!has || p->C) && !r->failed)
+        km_gpr_read_sums(r, p, n);
     km_status st = KM_OK;
     if (!p->X || !p->coef || (has && !p->L) ||
-        (has && form == GPR_FORM_NYSTROM && !p->C) || r->failed)
+        (has && form == GPR_FORM_NYSTROM && !p->C) ||
+        (sums && (!p->G || !p->Kt || (has && (!p->P || !p->Pt)))) ||
+        r->failed)
         st = km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
                           "model file: bad gaussian process payload");
     else if (!(p->signal > 0) || !isfinite(p->signal) || !(p->noise > 0) ||
@@ -700,6 +719,8 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
         st = check_factor(p->L, n, "factor L", err);
     if (st == KM_OK && p->C)
         st = check_factor(p->C, n, "factor C", err);
+    if (st == KM_OK && p->G)
+        st = km_gpr_check_sums(p, n, err);
     if (st == KM_OK && km_gpr_derive(p, n, d) != KM_OK)
         st = km_error_set(err, KM_ENOMEM, "out of memory reading a model");
     if (st != KM_OK) {
@@ -710,14 +731,17 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
     return KM_OK;
 }
 
-/* The heap of a payload of m's sizes with this many n x n factors (L,
- * and the nystrom form's C): X, the coefficients, the norms and the
- * weights, and the factors, each of which the file stores as a triangle
- * and read_tri makes whole. */
-static size_t heap_bytes(const km_model *m, unsigned factors)
+/* The heap of a payload of m's sizes with this many n x n matrices (L,
+ * and the nystrom form's C; with the sums of params.keep_factor G and,
+ * with the variance, P) and n x 2 sums (Kt, and with the variance Pt):
+ * X, the coefficients, the norms and the weights, the sums, and the
+ * matrices, each of which the file stores as a triangle and read_tri
+ * makes whole. */
+static size_t heap_bytes(const km_model *m, unsigned factors, unsigned sums)
 {
     uint64_t n = km_model_n_samples(m);
-    uint64_t values = km_mul_sat(n, km_add_sat(km_model_n_features(m), 3));
+    uint64_t values = km_mul_sat(n, km_add_sat(km_model_n_features(m),
+                                               3 + 2 * sums));
     values = km_add_sat(values, km_mul_sat(factors, km_mul_sat(n, n)));
     return (size_t)km_add_sat(sizeof(gpr_payload),
                               km_mul_sat(values, sizeof(double)));
@@ -726,24 +750,29 @@ static size_t heap_bytes(const km_model *m, unsigned factors)
 static size_t gpr_bytes(const void *payload, const km_model *m)
 {
     const gpr_payload *p = payload;
-    return heap_bytes(m, (p->L != NULL) + (p->C != NULL));
+    return heap_bytes(m, (p->L != NULL) + (p->C != NULL) + (p->G != NULL) +
+                             (p->P != NULL),
+                      (p->Kt != NULL) + (p->Pt != NULL));
 }
 
-/* The factors from the form and the nystrom form's flag (after the four
- * numbers, X and the coefficients). */
+/* The factors and sums from the form and the nystrom form's flag (after
+ * the four numbers, X and the coefficients). */
 static void gpr_load_bytes(km_reader r, const km_model *m, size_t *kept,
                            size_t *peak)
 {
-    unsigned factors = 1;
-    if (km_model_file_format(m) >= 6 &&
-        km_read_u32(&r) == GPR_FORM_NYSTROM) {
+    unsigned factors = 1, sums = 0;
+    uint32_t f = km_model_file_format(m) >= 6 ? km_read_u32(&r) : 0;
+    if (f == GPR_FORM_NYSTROM || f == GPR_FORM_NYS_SUMS) {
         for (int i = 0; i < 4; i++)
             km_read_f64(&r);
         km_skip_array(&r, 8); /* X */
         km_skip_array(&r, 8); /* the coefficients */
         factors = km_read_u32(&r) ? 2 : 0;
+        if (f == GPR_FORM_NYS_SUMS) /* G and Kt, P and Pt with the variance */
+            sums = factors ? 2 : 1;
+        factors += sums;
     }
-    *kept = *peak = heap_bytes(m, factors);
+    *kept = *peak = heap_bytes(m, factors, sums);
 }
 
 /* The auto solver: the fit of the solver it resolves to, with krr's auto
@@ -869,7 +898,9 @@ static uint64_t max_outputs(uint64_t ns)
 
 /* Four numbers, X, a, then the count and values of L's lower triangle:
  * exactly. From version 6 the form first; the nystrom form has a flag
- * after a, then nothing or two triangles. */
+ * after a, then nothing or two triangles; from version 11 its form 2 then
+ * the sums (24 bytes, G's triangle, Kt and, with the flag, P's triangle
+ * and Pt). */
 static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                           uint64_t no, uint64_t *lo, uint64_t *hi)
 {
@@ -880,7 +911,13 @@ static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     if (format < 6)
         return;
     *lo = km_add_sat(v, 8); /* form, flag */
-    *hi = km_add_sat(*lo, km_mul_sat(2, km_f64s_bytes(km_tri_values(ns))));
+    uint64_t tri = km_f64s_bytes(km_tri_values(ns));
+    *hi = km_add_sat(*lo, km_mul_sat(2, tri));
+    if (format < 11)
+        return;
+    /* and the sums: rows, sy, syy, G, Kt; with the factors P and Pt */
+    uint64_t kt = km_f64s_bytes(km_mul_sat(2, ns));
+    *hi = km_add_sat(*hi, km_add_sat(24, km_mul_sat(2, km_add_sat(tri, kt))));
 }
 
 /* The variance and covariance only with the factors: nystrom fits
@@ -1037,6 +1074,15 @@ static const km_param gpr_rows[] = {
      .doc = "nystrom and auto only: also keep the DTC variance's two m x m "
             "factors (n m^2 more work at fit), so that output std, var and "
             "cov and the log marginal likelihood are available"},
+    {.key = "keep_factor", .type = KM_PARAM_BOOL,
+     KM_PARAM_FIELD(km_gpr_params, keep_factor),
+     GPR_NYSTROM,
+     .doc = "nystrom and auto only (an exact model is always updatable): "
+            "keep what POST /v1/models/{name}/update needs to add rows "
+            "without a refit, the normal equations' sums K_nm^T K_nm and "
+            "K_nm^T [y 1] of the centres and, with variance, Phi^T Phi and "
+            "Phi^T [y 1] (8 m (m + 2) bytes more, 8 m (2 m + 4) with "
+            "variance, and one more pass over the rows at fit)"},
     {0},
 };
 _Static_assert(sizeof(km_gpr_optimizer) == sizeof(int) &&

@@ -104,6 +104,10 @@ typedef struct km_gpr_params {
     km_krr_centre_rule centres; /* default UNIFORM */
     int variance;           /* keep the DTC variance's factors (O(n m^2)
                                at fit); default 0: the mean only */
+    int keep_factor;        /* keep the sums an update needs (the normal
+                               equations', and with variance the DTC
+                               factors'): one more O(n m^2) pass at fit;
+                               default 0 */
 } km_gpr_params;
 
 #define KM_GPR_MAX_RESTARTS 100

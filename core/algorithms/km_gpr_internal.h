@@ -1,7 +1,8 @@
 /*
  * km_gpr_internal.h - what Gaussian-process regression's files share
  * (km_gpr.c: checks, the likelihood and its optimizer, the exact fit,
- * payload and descriptor; km_gpr_nys.c: the nystrom solver;
+ * payload and descriptor; km_gpr_nys.c: the nystrom solver, its update
+ * and its sums' file form;
  * km_gpr_model.c: what both solvers build the model with;
  * km_gpr_predict.c: predictions, variances, covariances): the payload,
  * the hyperparameters' order and what the optimizer found. Not installed;
@@ -15,8 +16,11 @@
 
 /* Two forms: exact (the training rows, a and the factor of K) and
  * nystrom (the centres, their coefficients and, with params.variance,
- * the two factors of the DTC variance). */
-enum { GPR_FORM_EXACT = 0, GPR_FORM_NYSTROM = 1, GPR_FORM_COUNT };
+ * the two factors of the DTC variance). A nystrom model with the sums
+ * of params.keep_factor is written as the file form GPR_FORM_NYS_SUMS
+ * (format version 11) and read back as the nystrom form with G set. */
+enum { GPR_FORM_EXACT = 0, GPR_FORM_NYSTROM = 1, GPR_FORM_NYS_SUMS = 2,
+       GPR_FORM_COUNT };
 
 typedef struct gpr_payload {
     unsigned form;         /* GPR_FORM_* */
@@ -32,6 +36,16 @@ typedef struct gpr_payload {
                               C C^T = alpha I + Phi^T Phi; else NULL */
     double *xn;            /* derived: squared norms of X's rows */
     double *w;             /* derived: s y_std a, the mean's weights */
+    /* nystrom with params.keep_factor: the sums an update needs over the
+     * rows seen, y' their targets in this payload's normalisation
+     * (y_mean, y_std): G = K_nm^T K_nm (m x m, both triangles), Kt =
+     * K_nm^T [y' 1] (m x 2 row-major), sy = sum y', syy = sum y'^2; with
+     * the variance also P = Phi^T Phi (m x m lower, upper 0; Phi = K_nm
+     * L^-T) and Pt = Phi^T [y' 1] (m x 2). Else NULL (P and Pt also
+     * without the variance). */
+    double *G, *Kt, *P, *Pt;
+    double sy, syy;
+    uint64_t rows;
 } gpr_payload;
 
 /* The hyperparameters' order in theta and in gradients. */
@@ -68,5 +82,19 @@ size_t km_gpr_coefs(const km_model *m, km_coef *out);
 
 /* The descriptor's update entry (km_gpr_model.c). */
 extern const km_algo_update km_gpr_update;
+
+/* km_gpr_nys.c: the update of a nystrom model that keeps its sums (the
+ * update entry's for that form; km_gpr_model.c's comment on updates)
+ * and its peak bytes beyond the model for k new rows. */
+km_status km_gpr_nys_update(const km_model *m, const double *X, size_t k,
+                            const double *y, const km_fit_control *ctl,
+                            km_model **out, km_error *err);
+size_t km_gpr_nys_update_bytes(const km_model *m, size_t k);
+/* km_gpr_nys.c: the sums' part of the file form 2 (format version 11,
+ * after the factors): written; read into p of m centres (r->failed or
+ * NULL members on failure); KM_ECORRUPT unless they could be a fit's. */
+void km_gpr_save_sums(const gpr_payload *p, size_t m, km_writer *w);
+void km_gpr_read_sums(km_reader *r, gpr_payload *p, size_t m);
+km_status km_gpr_check_sums(const gpr_payload *p, size_t m, km_error *err);
 
 #endif /* KM_GPR_INTERNAL_H */

@@ -3,7 +3,8 @@
  * with: the targets' normalisation (normalize_y, as scikit-learn's), krr's
  * params for the nystrom mean, the payload's release and derived arrays,
  * the model's figures and the fits' epilogue; the exact model's update
- * by new rows (the descriptor's update entry).
+ * by new rows (the descriptor's update entry, which hands a nystrom
+ * model's to km_gpr_nys.c).
  *
  * Thread-safety: reentrant.
  */
@@ -81,6 +82,10 @@ void km_gpr_payload_free(void *payload)
     free(p->C);
     free(p->xn);
     free(p->w);
+    free(p->G);
+    free(p->Kt);
+    free(p->P);
+    free(p->Pt);
     free(p);
 }
 
@@ -153,6 +158,8 @@ static km_status add_nystrom_figures(km_model *model, const km_gpr_params *p,
         km_info_add1(pi, "centres", KM_INFO_INTEGER, p->centres) != KM_OK ||
         km_info_add1(pi, "variance", KM_INFO_BOOLEAN, p->variance != 0) !=
             KM_OK ||
+        km_info_add1(pi, "keep_factor", KM_INFO_BOOLEAN,
+                     p->keep_factor != 0) != KM_OK ||
         km_info_add1(ti, "solver", KM_INFO_INTEGER, p->solver) != KM_OK ||
         km_info_add1(ti, "iterations", KM_INFO_INTEGER, its) != KM_OK ||
         km_info_add1(ti, "residual", KM_INFO_NUMBER, res) != KM_OK)
@@ -219,15 +226,18 @@ size_t km_gpr_coefs(const km_model *m, km_coef *out)
 static const char *update_refusal(const km_model *m)
 {
     const gpr_payload *p = km_model_payload(m);
-    return p->form == GPR_FORM_EXACT
+    return p->form == GPR_FORM_EXACT || p->G
                ? NULL
-               : "a gpr model of the nystrom solver keeps no exact factor";
+               : "a gpr model of the nystrom solver keeps its normal "
+                 "equations' sums only when fitted with params.keep_factor";
 }
 
 /* The new payload (X, L, coefficients, norms, weights) and the solve's
  * two vectors and the new rows' kernel block. */
 static size_t update_bytes(const km_model *m, size_t k)
 {
+    if (((const gpr_payload *)km_model_payload(m))->form == GPR_FORM_NYSTROM)
+        return km_gpr_nys_update_bytes(m, k);
     uint64_t n = km_model_n_samples(m), N = km_add_sat(n, k);
     uint64_t v = km_mul_sat(N, N);
     v = km_add_sat(v, km_mul_sat(N, km_model_n_features(m) + 5));
@@ -311,6 +321,8 @@ static km_status update(const km_model *m, const double *X, size_t k,
                         km_model **out, km_error *err)
 {
     const gpr_payload *p = km_model_payload(m);
+    if (p->form == GPR_FORM_NYSTROM)
+        return km_gpr_nys_update(m, X, k, Y, ctl, out, err);
     size_t n = km_model_n_samples(m), d = km_model_n_features(m), N = n + k;
     const km_info_entry *ne = km_info_find(km_model_params(m), "normalize_y");
     int normalize = ne && ne->count == 1 && ne->values[0] != 0;
@@ -369,7 +381,8 @@ out:
 }
 
 const km_algo_update km_gpr_update = {
-    .what = "exact gpr models (params.solver exact)",
+    .what = "exact gpr models and nystrom gpr models fitted with "
+            "params.keep_factor",
     .refusal = update_refusal,
     .bytes = update_bytes,
     .update = update,

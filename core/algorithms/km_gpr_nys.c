@@ -2,7 +2,9 @@
  * km_gpr_nys.c - Gaussian-process regression's nystrom solver: the mean
  * through krr's nystrom fit (km_krr_fit_nystrom), and with
  * params.variance the DTC variance's two m x m factors over row blocks
- * and the approximation's log marginal likelihood.
+ * and the approximation's log marginal likelihood; with
+ * params.keep_factor the sums an update needs, the update itself, and
+ * those sums' part of the model file (format version 11).
  *
  * Thread-safety: reentrant.
  */
@@ -19,61 +21,75 @@
 #include "km_gpr.h"
 #include "km_gpr_internal.h"
 
-/*
- * The DTC variance's factors and the approximation's log marginal
- * likelihood, for the centres Z = p->X (m rows) and the normalised
- * targets y (n): p->L := K_mm's lower Cholesky factor (unshifted, or with
- * krr's tiny shift when K_mm is numerically singular), then, with
- * Phi = K_nm L^-T (computed in row blocks of X, never whole), p->C :=
- * the lower factor of alpha I + Phi^T Phi (DSYRK per block: n m^2
- * flops), and b = Phi^T y along the way. With Q = s Phi Phi^T (the
- * Nystrom approximation of s K) the likelihood of y under
- * N(0, Q + noise I) = N(0, s (Phi Phi^T + alpha I)) is, by the matrix
- * determinant lemma and Woodbury's identity,
- *   -(y^T y - |C^-1 b|^2) / (2 s alpha)
- *   - (n log s + (n - m) log alpha + 2 sum_i log C_ii) / 2
- *   - (n / 2) log(2 pi).
- * Progress from f0 to f1 by blocks, which may cancel. *shift: the shift
- * of K_mm's diagonal its factor needed (0 unless singular or indefinite).
- */
-static km_status dtc_factors(const km_kernel *k, const double *X, size_t n,
-                             size_t d, const double *y, gpr_payload *p,
-                             size_t m, double alpha,
-                             const km_fit_control *ctl, double f0, double f1,
-                             double *lml, double *shift, km_error *err)
+/* A += Phi^T Phi (lower triangle) and PtY += Phi^T Y (m x q row-major)
+ * for X's n rows and Y's q columns (n x q), Phi = K_nm L^-T of the m
+ * centres Z (zn their norms, L K_mm's lower factor), computed in row
+ * blocks of X (DSYRK per block: n m^2 flops), never whole. Progress from
+ * f0 to f1 by blocks, which may cancel. */
+static km_status phi_sums(const km_kernel *k, const double *X, size_t n,
+                          size_t d, const double *Y, size_t q,
+                          const double *Z, const double *zn, const double *L,
+                          size_t m, double *A, double *PtY,
+                          const km_fit_control *ctl, double f0, double f1,
+                          km_error *err)
 {
     size_t block = km_nys_block_rows(n, m);
-    double *L = malloc(m * m * sizeof *L), *A = calloc(m * m, sizeof *A);
-    double *Kb = malloc(block * m * sizeof *Kb), *b = calloc(m, sizeof *b);
+    double *Kb = malloc(km_mul3(block, m, sizeof *Kb));
     km_status st = KM_OK;
-    if (!L || !A || !Kb || !b) {
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the variance's "
-                          "factors of %zu centres", m);
-        goto out;
-    }
-    /* column-major upper == row-major lower */
-    if ((st = km_nys_factor_kmm(k, p->X, m, d, 1, L, shift, err)) != KM_OK)
-        goto out;
+    if (!Kb)
+        return km_error_set(err, KM_ENOMEM, "out of memory for the "
+                            "variance's sums of %zu centres", m);
     for (size_t i0 = 0; i0 < n; i0 += block) {
         size_t nb = n - i0 < block ? n - i0 : block;
-        if ((st = km_gram_cross_sn(k, X + i0 * d, nb, p->X, m, p->xn, d, Kb,
-                                   m, err)) != KM_OK)
-            goto out;
+        if ((st = km_gram_cross_sn(k, X + i0 * d, nb, Z, m, zn, d, Kb, m,
+                                   err)) != KM_OK)
+            break;
         cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
                     CblasNonUnit, (int)nb, (int)m, 1.0, L, (int)m, Kb,
                     (int)m);
         cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)m, (int)nb,
                     1.0, Kb, (int)m, 1.0, A, (int)m);
-        cblas_dgemv(CblasRowMajor, CblasTrans, (int)nb, (int)m, 1.0, Kb,
-                    (int)m, y + i0, 1, 1.0, b, 1);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)q,
+                    (int)nb, 1.0, Kb, (int)m, Y + i0 * q, (int)q, 1.0, PtY,
+                    (int)q);
         if (km_progress(ctl, f0 + (f1 - f0) * (double)(i0 + nb) / (double)n)) {
-            st = km_error_set(err, KM_ECANCELLED, "fit cancelled");
-            goto out;
+            st = km_error_set(err, KM_ECANCELLED, "cancelled");
+            break;
         }
     }
-    for (size_t i = 0; i < m; i++)
-        A[i * m + i] += alpha;
-    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)m, A,
+    free(Kb);
+    return st;
+}
+
+/*
+ * The DTC factor and likelihood from the sums over n rows: *C := the
+ * lower factor of alpha I + A (A = Phi^T Phi, lower; upper 0), and with
+ * b = C^-1 Phi^T y (Pty's first of q columns) and yy = y^T y, Q = s Phi
+ * Phi^T (the Nystrom approximation of s K), the likelihood of y under
+ * N(0, Q + noise I) = N(0, s (Phi Phi^T + alpha I)) is, by the matrix
+ * determinant lemma and Woodbury's identity,
+ *   -(y^T y - |C^-1 b|^2) / (2 s alpha)
+ *   - (n log s + (n - m) log alpha + 2 sum_i log C_ii) / 2
+ *   - (n / 2) log(2 pi).
+ */
+static km_status dtc_solve(const double *A, const double *Pty, size_t q,
+                           size_t m, uint64_t n, double alpha, double signal,
+                           double yy, double **C, double *lml, km_error *err)
+{
+    double *F = malloc(km_mul3(m, m, sizeof *F)), *b = malloc(m * sizeof *b);
+    km_status st = KM_OK;
+    if (!F || !b) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the variance's "
+                          "factors of %zu centres", m);
+        goto out;
+    }
+    memcpy(F, A, m * m * sizeof *F);
+    for (size_t i = 0; i < m; i++) {
+        F[i * m + i] += alpha;
+        b[i] = Pty[i * q];
+    }
+    /* column-major upper == row-major lower */
+    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)m, F,
                                      (lapack_int)m);
     if (info != 0) {
         st = info > 0 ? km_error_set(err, KM_ENOTPD, "alpha I + Phi^T Phi of "
@@ -84,32 +100,115 @@ static km_status dtc_factors(const km_kernel *k, const double *X, size_t n,
         goto out;
     }
     cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit, (int)m,
-                A, (int)m, b, 1);
-    km_ksum q = {0, 0}, det = {0, 0};
-    for (size_t i = 0; i < n; i++)
-        km_ksum_add(&q, y[i] * y[i]);
+                F, (int)m, b, 1);
+    km_ksum r = {0, 0}, det = {0, 0};
+    km_ksum_add(&r, yy);
     for (size_t i = 0; i < m; i++) {
-        km_ksum_add(&q, -b[i] * b[i]);
-        km_ksum_add(&det, 2 * log(A[i * m + i]));
+        km_ksum_add(&r, -b[i] * b[i]);
+        km_ksum_add(&det, 2 * log(F[i * m + i]));
     }
-    km_ksum_add(&det, (double)n * log(p->signal));
-    km_ksum_add(&det, (double)(n - m) * log(alpha));
-    *lml = -0.5 * km_ksum_get(&q) / (p->signal * alpha) -
+    km_ksum_add(&det, (double)n * log(signal));
+    km_ksum_add(&det, ((double)n - (double)m) * log(alpha));
+    *lml = -0.5 * km_ksum_get(&r) / (signal * alpha) -
            0.5 * km_ksum_get(&det) - 0.5 * (double)n * log(2.0 * M_PI);
-    if (!km_all_finite(L, m * m) || !km_all_finite(A, m * m)) {
+    if (!km_all_finite(F, m * m)) {
+        st = km_error_set(err, KM_ENOTPD, "the variance's factors are not "
+                          "finite numbers; use a larger params.noise");
+        goto out;
+    }
+    *C = F;
+    F = NULL;
+out:
+    free(F);
+    free(b);
+    return st;
+}
+
+/* y^T y, compensated. */
+static double sum_sq(const double *y, size_t n, size_t stride)
+{
+    km_ksum q = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        km_ksum_add(&q, y[i * stride] * y[i * stride]);
+    return km_ksum_get(&q);
+}
+
+/*
+ * The DTC variance's factors and the approximation's log marginal
+ * likelihood, for the centres Z = p->X (m rows) and the normalised
+ * targets Y's first column (n x q): p->L := K_mm's lower Cholesky factor
+ * (unshifted, or with krr's tiny shift when K_mm is numerically
+ * singular), then p->C and *lml from phi_sums's sums (dtc_solve). With
+ * params.keep_factor (q = 2, Y = [y' 1]) the sums are kept as p->P and
+ * p->Pt. Progress from f0 to f1 by blocks, which may cancel. *shift: the
+ * shift of K_mm's diagonal its factor needed (0 unless singular or
+ * indefinite).
+ */
+static km_status dtc_factors(const km_kernel *k, const double *X, size_t n,
+                             size_t d, const double *Y, size_t q,
+                             gpr_payload *p, size_t m, double alpha,
+                             const km_fit_control *ctl, double f0, double f1,
+                             double *lml, double *shift, km_error *err)
+{
+    double *L = malloc(km_mul3(m, m, sizeof *L));
+    double *A = calloc(km_mul3(m, m, 1), sizeof *A);
+    double *Pt = calloc(m * q, sizeof *Pt), *C = NULL;
+    km_status st = KM_OK;
+    if (!L || !A || !Pt) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the variance's "
+                          "factors of %zu centres", m);
+        goto out;
+    }
+    if ((st = km_nys_factor_kmm(k, p->X, m, d, 1, L, shift, err)) != KM_OK)
+        goto out;
+    if ((st = phi_sums(k, X, n, d, Y, q, p->X, p->xn, L, m, A, Pt, ctl, f0,
+                       f1, err)) != KM_OK) {
+        if (st == KM_ECANCELLED)
+            km_error_set(err, st, "fit cancelled");
+        goto out;
+    }
+    if ((st = dtc_solve(A, Pt, q, m, n, alpha, p->signal, sum_sq(Y, n, q), &C,
+                        lml, err)) != KM_OK)
+        goto out;
+    if (!km_all_finite(L, m * m)) {
         st = km_error_set(err, KM_ENOTPD, "the variance's factors are not "
                           "finite numbers; use a larger params.noise");
         goto out;
     }
     p->L = L;
-    p->C = A;
-    L = A = NULL;
+    p->C = C;
+    L = C = NULL;
+    if (q == 2) { /* params.keep_factor */
+        p->P = A;
+        p->Pt = Pt;
+        A = Pt = NULL;
+    }
 out:
     free(L);
     free(A);
-    free(Kb);
-    free(b);
+    free(Pt);
+    free(C);
     return st;
+}
+
+/* The sums of params.keep_factor of the normalised targets Y = [y' 1]
+ * (n x 2) but the variance's: G, Kt, sy, syy, rows. */
+static km_status keep_sums(const km_kernel *k, const double *X, size_t n,
+                           size_t d, const double *Y, gpr_payload *p,
+                           size_t m, km_error *err)
+{
+    if (!(p->G = calloc(km_mul3(m, m, 1), sizeof *p->G)) ||
+        !(p->Kt = calloc(2 * m, sizeof *p->Kt)))
+        return km_error_set(err, KM_ENOMEM, "out of memory for the normal "
+                            "equations' sums of %zu centres", m);
+    km_ksum s = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        km_ksum_add(&s, Y[2 * i]);
+    p->sy = km_ksum_get(&s);
+    p->syy = sum_sq(Y, n, 2);
+    p->rows = n;
+    return km_nys_stats_add(k, X, n, d, Y, 2, p->X, p->xn, m, p->G, p->Kt,
+                            err);
 }
 
 /* The conjugate gradients' iterations and residual of krr's fit. */
@@ -136,7 +235,7 @@ km_status km_gpr_fit_nystrom(const km_kernel *kernel,
     km_fit_frame f;
     gpr_payload *pl = NULL;
     km_model *mean = NULL;
-    double *yn = NULL, lml = NAN, its = 0, res = 0;
+    double *yn = NULL, *y2 = NULL, lml = NAN, its = 0, res = 0;
     km_status st = km_fit_begin(&f, KM_ALGO_GPR, kernel, params, &pb, err);
     if (st != KM_OK)
         goto out;
@@ -154,6 +253,16 @@ km_status km_gpr_fit_nystrom(const km_kernel *kernel,
     pl->signal = params->signal_variance;
     pl->noise = params->noise;
     km_gpr_normalise(y, n, params->normalize_y, yn, &pl->y_mean, &pl->y_std);
+    if (params->keep_factor) { /* [y' 1], the sums' two columns */
+        if (!(y2 = malloc(km_mul3(n, 2, sizeof *y2)))) {
+            st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+            y2[2 * i] = yn[i];
+            y2[2 * i + 1] = 1.0;
+        }
+    }
 
     /* The mean: krr's nystrom solver (Falkon) on y' with alpha = noise / s. */
     km_krr_params q = km_gpr_mean_params(params);
@@ -194,10 +303,13 @@ km_status km_gpr_fit_nystrom(const km_kernel *kernel,
     }
     km_model_free(mean);
     mean = NULL;
+    if (y2 && (st = keep_sums(&f.k, X, n, d, y2, pl, m, err)) != KM_OK)
+        goto out;
     double shift = 0;
     if (params->variance &&
-        (st = dtc_factors(&f.k, X, n, d, yn, pl, m, q.alpha, ctl, f1, 0.95,
-                          &lml, &shift, err)) != KM_OK)
+        (st = dtc_factors(&f.k, X, n, d, y2 ? y2 : yn, y2 ? 2 : 1, pl, m,
+                          q.alpha, ctl, f1, 0.95, &lml, &shift, err)) !=
+            KM_OK)
         goto out;
 
     gpr_optimum none;
@@ -217,6 +329,340 @@ out:
     km_model_free(mean);
     km_gpr_payload_free(pl);
     free(yn);
+    free(y2);
     km_fit_cleanup(&f);
     return st;
+}
+
+/* ------------------------------------------------------------ updates
+ *
+ * A nystrom model with the sums of params.keep_factor keeps its centres
+ * (and K_mm's factor L): the new rows' sums are added to G, Kt and, with
+ * the variance, P and Pt; the mean's coefficients are re-solved by
+ * Falkon's CG on the sums (no pass over the old rows), warm-started at
+ * the old ones, to the model's cg_tol as a fit's; the variance's C and
+ * the likelihood come from P, Pt and y^T y (dtc_solve: O(m^3)). The
+ * answer is a fit's with these centres on all the rows.
+ *
+ * With normalize_y the new mean and std are those of all the rows, as a
+ * refit's and as the exact model's update: the old rows' targets are
+ * not kept, but their sums sy, syy in the old normalisation give their
+ * mean and spread, and the new normalisation y'' = a y' + c (a = std /
+ * std', c = (mean - mean') / std') is affine in the old, so every kept
+ * sum of y' maps to y'': K^T y'' = a K^T y' + c K^T 1 (hence the sums'
+ * column of ones), sum y'' = a sy + c n, sum y''^2 = a^2 syy + 2 a c sy
+ * + c^2 n. */
+
+/* The targets' mean and std over all rows (population, as
+ * km_gpr_normalise; std 1 when 0), from the old rows' sums in p's
+ * normalisation and the k new targets. */
+static void renormalise(const gpr_payload *p, const double *y, size_t k,
+                        double *mean, double *std)
+{
+    double n = (double)p->rows, m1 = p->sy / n;
+    double v1 = fmax(p->syy / n - m1 * m1, 0), m2, v2;
+    km_ksum s = {0, 0}, q = {0, 0};
+    for (size_t i = 0; i < k; i++) /* in the old normalisation's units */
+        km_ksum_add(&s, (y[i] - p->y_mean) / p->y_std);
+    m2 = km_ksum_get(&s) / (double)k;
+    for (size_t i = 0; i < k; i++) {
+        double t = (y[i] - p->y_mean) / p->y_std - m2;
+        km_ksum_add(&q, t * t);
+    }
+    v2 = km_ksum_get(&q) / (double)k;
+    double N = n + (double)k, dm = m2 - m1;
+    double mt = m1 + dm * (double)k / N;
+    double sd = sqrt((n * v1 + (double)k * v2 + dm * dm * n * (double)k / N) /
+                     N);
+    *mean = p->y_mean + p->y_std * mt;
+    *std = sd > 0 ? p->y_std * sd : 1;
+}
+
+/* The kept sums (np's copies of p's) mapped to np's normalisation, y'' =
+ * a y' + c. */
+static void remap_sums(const gpr_payload *p, gpr_payload *np, size_t m)
+{
+    double a = p->y_std / np->y_std, c = (p->y_mean - np->y_mean) / np->y_std;
+    double n = (double)p->rows;
+    np->syy = a * a * p->syy + 2 * a * c * p->sy + c * c * n;
+    np->sy = a * p->sy + c * n;
+    for (size_t i = 0; i < m; i++) {
+        np->Kt[2 * i] = a * p->Kt[2 * i] + c * p->Kt[2 * i + 1];
+        if (np->Pt)
+            np->Pt[2 * i] = a * p->Pt[2 * i] + c * p->Pt[2 * i + 1];
+    }
+}
+
+/* A copy of n doubles of src, or NULL. */
+static double *dup(const double *src, size_t n)
+{
+    double *d = malloc(km_mul3(n, 1, sizeof *d));
+    return d ? memcpy(d, src, n * sizeof *d) : NULL;
+}
+
+/* A number of m's params (cg_tol, cg_max_iter), or def. */
+static double param_of(const km_model *m, const char *key, double def)
+{
+    const km_info_entry *e = km_info_find(km_model_params(m), key);
+    return e && e->count == 1 ? e->values[0] : def;
+}
+
+/* np: p's centres, norms, L and sums (copies), and room for the
+ * coefficients; NULL members on ENOMEM. */
+static int copy_payload(const gpr_payload *p, gpr_payload *np, size_t m,
+                        size_t d)
+{
+    np->form = GPR_FORM_NYSTROM;
+    np->signal = p->signal;
+    np->noise = p->noise;
+    np->rows = p->rows;
+    if (!(np->X = dup(p->X, m * d)) || !(np->xn = dup(p->xn, m)) ||
+        !(np->coef = malloc(m * sizeof *np->coef)) ||
+        !(np->w = malloc(m * sizeof *np->w)) ||
+        !(np->G = dup(p->G, m * m)) || !(np->Kt = dup(p->Kt, 2 * m)))
+        return 0;
+    if (p->P && (!(np->L = dup(p->L, m * m)) || !(np->P = dup(p->P, m * m)) ||
+                 !(np->Pt = dup(p->Pt, 2 * m))))
+        return 0;
+    return 1;
+}
+
+/* The k new rows' targets [y'' 1] (k x 2) in np's normalisation, and
+ * their sums added to np's. */
+static void new_targets(gpr_payload *np, const double *y, size_t k,
+                        double *y2)
+{
+    km_ksum s = {0, 0}, q = {0, 0};
+    km_ksum_add(&s, np->sy);
+    km_ksum_add(&q, np->syy);
+    for (size_t i = 0; i < k; i++) {
+        double t = (y[i] - np->y_mean) / np->y_std;
+        y2[2 * i] = t;
+        y2[2 * i + 1] = 1.0;
+        km_ksum_add(&s, t);
+        km_ksum_add(&q, t * t);
+    }
+    np->sy = km_ksum_get(&s);
+    np->syy = km_ksum_get(&q);
+}
+
+/* The new model around np (the model's, or freed) with CG's figures and,
+ * with the variance, the likelihood. */
+static km_status update_model(const km_model *m, gpr_payload *np,
+                              size_t its, double worst, double lml,
+                              km_model **out, km_error *err)
+{
+    km_model *nm = NULL;
+    km_status st = km_update_model_create(m, km_model_n_samples(m), np, &nm,
+                                          err);
+    if (st != KM_OK)
+        return st;
+    km_info *ti = km_model_training_mut(nm);
+    double fi = (double)its;
+    if (km_info_set(ti, "iterations", KM_INFO_INTEGER, 0, &fi, 1) != KM_OK ||
+        km_info_set(ti, "residual", KM_INFO_NUMBER, 0, &worst, 1) != KM_OK ||
+        (isfinite(lml) &&
+         km_info_set(ti, "log_marginal_likelihood", KM_INFO_NUMBER, 0, &lml,
+                     1) != KM_OK)) {
+        km_model_free(nm);
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
+    }
+    *out = nm;
+    return KM_OK;
+}
+
+km_status km_gpr_nys_update(const km_model *m, const double *X, size_t k,
+                            const double *y, const km_fit_control *ctl,
+                            km_model **out, km_error *err)
+{
+    const gpr_payload *p = km_model_payload(m);
+    size_t c = km_model_n_samples(m), d = km_model_n_features(m), its = 0;
+    const km_kernel *ker = km_model_kernel(m);
+    const km_info_entry *ne = km_info_find(km_model_params(m), "normalize_y");
+    int normalize = ne && ne->count == 1 && ne->values[0] != 0;
+    double alpha = p->noise / p->signal, worst = 0, lml = NAN, rkhs;
+    gpr_payload *np = calloc(1, sizeof *np);
+    double *y2 = malloc(km_mul3(k, 2, sizeof *y2));
+    double *kty = malloc(c * sizeof *kty), *c0 = malloc(c * sizeof *c0);
+    km_status st = KM_OK;
+    if (!np || !y2 || !kty || !c0 || !copy_payload(p, np, c, d)) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
+        goto out;
+    }
+    if (p->rows + k > ((uint64_t)1 << 53)) {
+        st = km_error_set(err, KM_EINVAL, "a model of more than 2^53 rows");
+        goto out;
+    }
+    np->y_mean = p->y_mean;
+    np->y_std = p->y_std;
+    if (normalize)
+        renormalise(p, y, k, &np->y_mean, &np->y_std);
+    if (!isfinite(np->y_mean) || !isfinite(np->y_std)) {
+        st = km_error_set(err, KM_EPROBLEM, "the targets' mean or std over "
+                          "all the rows is not a finite number");
+        goto out;
+    }
+    remap_sums(p, np, c);
+    new_targets(np, y, k, y2);
+    np->rows = p->rows + k;
+    if ((st = km_nys_stats_add(ker, X, k, d, y2, 2, np->X, np->xn, c, np->G,
+                               np->Kt, err)) != KM_OK)
+        goto out;
+    if (np->P && (st = phi_sums(ker, X, k, d, y2, 2, np->X, np->xn, np->L, c,
+                                np->P, np->Pt, ctl, 0.0, 0.1, err)) != KM_OK) {
+        if (st == KM_ECANCELLED)
+            km_error_set(err, st, "update cancelled");
+        goto out;
+    }
+    if (km_progress(ctl, 0.1)) {
+        st = km_error_set(err, KM_ECANCELLED, "update cancelled");
+        goto out;
+    }
+    /* krr's coefficients s a; the warm start the old ones, rescaled */
+    double a = p->y_std / np->y_std;
+    for (size_t i = 0; i < c; i++) {
+        kty[i] = np->Kt[2 * i];
+        c0[i] = a * p->coef[i] * p->signal;
+    }
+    km_falkon fk = {ker, NULL, (size_t)np->rows, d, NULL, 1, np->X, np->xn,
+                    c, alpha, param_of(m, "cg_tol", 1e-7),
+                    (size_t)param_of(m, "cg_max_iter", 100), ctl, 0.15,
+                    np->G, kty, c0};
+    if ((st = km_falkon_solve(&fk, np->coef, &rkhs, &its, &worst, NULL, NULL,
+                              err)) != KM_OK)
+        goto out;
+    for (size_t i = 0; i < c; i++) {
+        np->coef[i] /= np->signal; /* the mean s k_x^T a is k_x^T c */
+        np->w[i] = np->signal * np->y_std * np->coef[i];
+    }
+    if (np->P && (st = dtc_solve(np->P, np->Pt, 2, c, np->rows, alpha,
+                                 np->signal, np->syy, &np->C, &lml, err)) !=
+                     KM_OK)
+        goto out;
+    st = update_model(m, np, its, worst, lml, out, err);
+    np = NULL; /* the model's, or freed */
+out:
+    km_gpr_payload_free(np);
+    free(y2);
+    free(kty);
+    free(c0);
+    return st;
+}
+
+/* The new payload (centres, norms, coefficients, weights, and with the
+ * variance L, C and P: c (d + 4) + 3 c^2, the sums G, Kt and Pt: c^2 +
+ * 4 c), the new rows' [y'' 1] (2 k), a block of K_nm (the sums' passes,
+ * one at a time) and Falkon's two c x c factors, its right-hand side,
+ * warm start and eight c-vectors (10 c + 8). */
+size_t km_gpr_nys_update_bytes(const km_model *m, size_t k)
+{
+    uint64_t c = km_model_n_samples(m), b = km_nys_block_rows(k, c);
+    uint64_t v = km_mul_sat(c, km_add_sat(km_model_n_features(m), 18));
+    v = km_add_sat(v, km_mul_sat(6, km_mul_sat(c, c)));
+    v = km_add_sat(v, km_add_sat(km_mul_sat(2, k), km_mul_sat(b, c)));
+    v = km_add_sat(v, 8);
+    return (size_t)km_mul_sat(v, sizeof(double));
+}
+
+/* ------------------------------------------------------------ the sums' file form
+ *
+ * Version 11's payload form 2 (km_gpr.c writes and reads the rest of the
+ * payload): the sums of params.keep_factor after the factors. */
+
+/* The sums of params.keep_factor (version 11, after the factors): rows,
+ * sy, syy, G's triangle, Kt; with the variance P's triangle and Pt. */
+void km_gpr_save_sums(const gpr_payload *p, size_t m, km_writer *w)
+{
+    km_write_u64(w, p->rows);
+    km_write_f64(w, p->sy);
+    km_write_f64(w, p->syy);
+    km_tri_write(w, p->G, m);
+    km_write_f64s(w, p->Kt, 2 * m);
+    if (!p->P)
+        return;
+    km_tri_write(w, p->P, m);
+    km_write_f64s(w, p->Pt, 2 * m);
+}
+
+/* KM_ECORRUPT unless the m x m S (what names it; both triangles, or the
+ * lower with sym 0) could be a sum of products of real rows: finite,
+ * diagonal >= 0 and |S_ij| <= sqrt(S_ii S_jj) (Cauchy-Schwarz, with room
+ * for round-off). */
+static km_status check_gram(const double *S, size_t m, const char *what,
+                            km_error *err)
+{
+    if (!km_all_finite(S, m * m))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums %s hold a value that is not a finite "
+                            "number", what);
+    for (size_t i = 0; i < m; i++) {
+        if (!(S[i * m + i] >= 0))
+            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                "process sums %s[%zu][%zu] is below 0", what,
+                                i, i);
+        for (size_t j = 0; j < i; j++)
+            if (fabs(S[i * m + j]) >
+                sqrt(S[i * m + i] * S[j * m + j]) * (1 + 1e-6) + 1e-300)
+                return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                    "process sums %s[%zu][%zu] is larger "
+                                    "than sums of products can be", what, i,
+                                    j);
+    }
+    return KM_OK;
+}
+
+/* KM_ECORRUPT unless the sums of params.keep_factor could be a fit's: at
+ * least as many rows as centres (at most 2^53), sy and syy finite with
+ * syy >= 0 and sy^2 <= rows syy (Cauchy-Schwarz), G and P as check_gram
+ * says, Kt and Pt finite, and the sums' column of ones K^T 1 within
+ * sqrt(rows G_ii) (P's likewise). */
+km_status km_gpr_check_sums(const gpr_payload *p, size_t m, km_error *err)
+{
+    if (p->rows < m || p->rows > ((uint64_t)1 << 53))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums of %llu rows (between %zu centres and 2^53 "
+                            "expected)", (unsigned long long)p->rows, m);
+    double n = (double)p->rows;
+    if (!isfinite(p->sy) || !isfinite(p->syy) || !(p->syy >= 0) ||
+        p->sy * p->sy > n * p->syy * (1 + 1e-6) + 1e-300)
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums of the targets are not those of %llu "
+                            "numbers", (unsigned long long)p->rows);
+    km_status st = check_gram(p->G, m, "G", err);
+    if (st == KM_OK && p->P)
+        st = check_gram(p->P, m, "P", err);
+    if (st != KM_OK)
+        return st;
+    if (!km_all_finite(p->Kt, 2 * m) || (p->P && !km_all_finite(p->Pt, 2 * m)))
+        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
+                            "sums K^T y hold a value that is not a finite "
+                            "number");
+    for (size_t i = 0; i < m; i++)
+        if (fabs(p->Kt[2 * i + 1]) >
+                sqrt(n * p->G[i * m + i]) * (1 + 1e-6) + 1e-300 ||
+            (p->P && fabs(p->Pt[2 * i + 1]) >
+                         sqrt(n * p->P[i * m + i]) * (1 + 1e-6) + 1e-300))
+            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
+                                "process sums K^T 1 [%zu] is larger than a "
+                                "sum of %llu kernel values can be", i,
+                                (unsigned long long)p->rows);
+    return KM_OK;
+}
+
+/* The sums of params.keep_factor into p (G made symmetric); r->failed
+ * or NULL members on failure. */
+void km_gpr_read_sums(km_reader *r, gpr_payload *p, size_t m)
+{
+    p->rows = km_read_u64(r);
+    p->sy = km_read_f64(r);
+    p->syy = km_read_f64(r);
+    if (r->failed || !(p->G = km_tri_read(r, m)))
+        return;
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < i; j++)
+            p->G[j * m + i] = p->G[i * m + j];
+    if (!(p->Kt = km_read_f64s(r, 2 * m)) || !p->L)
+        return;
+    if ((p->P = km_tri_read(r, m)))
+        p->Pt = km_read_f64s(r, 2 * m);
 }

@@ -28,8 +28,8 @@
  *   payload (the algorithm's own)
  *   u32 CRC-32 of every byte before it
  * Version 1 is the same without the preprocessing and search sections;
- * versions 3 to 7, 9 and 10 change payloads only (FORMAT_VERSION's
- * comment); 8 is everything 7 allows plus the drift reference, 9 and 10
+ * versions 3 to 7 and 9 to 11 change payloads only (FORMAT_VERSION's
+ * comment); 8 is everything 7 allows plus the drift reference, 9 to 11
  * everything 8 allows plus their payloads' forms. This build reads all and
  * writes the oldest that holds the model.
  * A file is input like any other (a replica, an operator or an attacker
@@ -63,12 +63,13 @@
  * nystrom form 4, kpca's nystrom form 5, gpr's nystrom form 6, krr's
  * factor form 7: params.keep_factor; svc's and svr's kept rows 9:
  * params.keep_rows; krr's nystrom statistics form 10: params.keep_factor
- * with solver nystrom), or 8 when it keeps a drift reference
+ * with solver nystrom; gpr's nystrom form with its sums 11:
+ * params.keep_factor), or 8 when it keeps a drift reference
  * (km_model_set_reference) and its payload needs less, so that files of
  * every model an older server could fit stay readable by it. Versions 8
  * and later carry the drift reference section (which names the payload's
- * own layout: 2 to 7, 9 or 10). */
-#define FORMAT_VERSION 10u
+ * own layout: 2 to 7, 9, 10 or 11). */
+#define FORMAT_VERSION 11u
 /* The first version with the drift reference section. */
 #define FORMAT_REFERENCE 8u
 #define FORMAT_DEFAULT 2u

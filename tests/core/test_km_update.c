@@ -367,7 +367,8 @@ START_TEST(refusals)
     km_update_possible(can, sizeof can);
     ck_assert_str_eq(can, "krr models fitted with params.keep_factor, svc "
                           "and svr models fitted with params.keep_rows and "
-                          "exact gpr models (params.solver exact)");
+                          "exact gpr models and nystrom gpr models fitted "
+                          "with params.keep_factor");
 
     km_svm_params sp = km_svm_params_default();
     int *cls = malloc(n * sizeof *cls);

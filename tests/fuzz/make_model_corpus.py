@@ -11,7 +11,8 @@ what a fit or an import writes:
   svr       exact
   kpca      exact (with and without the inverse map), nystrom (format 5)
   gpr       exact (with normalize_y and the optimizer), nystrom with and
-            without the variance (format 6)
+            without the variance (format 6), and both with keep_factor's
+            sums (format 11)
   kkmeans
   klr       binary, multinomial of 3 and of 4 classes, one-vs-rest of 4,
             nystrom of 4 (a classifier of k > 2 classes answers k
@@ -130,6 +131,13 @@ FITS = {
                           "variance": True, "normalize_y": True}},
     "gprnysmean": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
                    "params": {"solver": "nystrom", "n_centres": 3}},
+    "gprnyskeep": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
+                   "params": {"solver": "nystrom", "n_centres": 4, "seed": 1,
+                              "variance": True, "normalize_y": True,
+                              "keep_factor": True}},
+    "gprnyskeepmean": {"algorithm": "gpr", "X": X, "y": [0, 1, 2, 3, 4, 5],
+                       "params": {"solver": "nystrom", "n_centres": 3,
+                                  "keep_factor": True}},
     # each form with and without preprocessing
     "krrnys": {"algorithm": "krr", "X": X, "y": [0, 1, 1, 0, 2, 2],
                "params": {"solver": "nystrom", "n_centres": 4, "seed": 1}},

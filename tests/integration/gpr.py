@@ -228,7 +228,8 @@ def nystrom(d, answers):
     run.check(r.status == 201 and meta.get("n_samples") == 40 and
               meta.get("params") == dict(NYS, variance=True,
                                          normalize_y=False, optimizer="none",
-                                         centres="uniform") and
+                                         centres="uniform",
+                                         keep_factor=False) and
               tr.get("solver") == "nystrom" and tr.get("residual", 1) <= 1e-14,
               "nystrom: fit 201; metadata shows its params, 40 centres, the "
               "solver and the residual", r)

@@ -13,8 +13,8 @@ restorable by rollback; an async update is a job with a Location; two
 updates sent at once lose no rows (the second succeeds on the first's, or
 is 409: its version changed while it ran). After a
 restart, the updated versions answer bit for bit as before. Refusals: a
-krr model without keep_factor, a gpr nystrom model and an svc model are
-409 naming what can be updated; svc (string labels, an update with a subset
+krr model without keep_factor, a gpr nystrom model without keep_factor
+and an svc model are 409 naming what can be updated; svc (string labels, an update with a subset
 of them) and svr models fitted with params.keep_rows, updated by
 warm-started SMO, label and predict as fresh fits on all the rows within
 1e-2, and a class the svc model does not have is 409 naming it; an unknown model 404; X of another width,
@@ -241,7 +241,8 @@ def refusals(d, T):
         r = update(d, name, X[:2], y[:2])
         run.check(r.status == 409 and text in r.body and
                   "krr models fitted with params.keep_factor, svc and svr "
-                  "models fitted with params.keep_rows and exact gpr models"
+                  "models fitted with params.keep_rows and exact gpr models "
+                  "and nystrom gpr models fitted with params.keep_factor"
                   in r.body,
                   f"update of {what}: 409 naming what can be updated", r)
     r = update(d, "nosuch", X[:2], y[:2])
