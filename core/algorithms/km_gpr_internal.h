@@ -67,6 +67,12 @@ typedef struct gpr_optimum {
  * from here, also on failure; its figures, and the nystrom solver's with
  * cg its iterations and residual; progress 1; *out). */
 km_krr_params km_gpr_mean_params(const km_gpr_params *p);
+/* The mean and population standard deviation (*sd, 0 when all equal)
+ * of n values of mean m1 and population variance v1 together with the k
+ * values a y[i] + b (pooled moments: an update's targets with the rows
+ * it adds to). */
+void km_gpr_pooled(double n, double m1, double v1, const double *y, size_t k,
+                   double a, double b, double *mean, double *sd);
 void km_gpr_normalise(const double *y, size_t n, int normalize, double *out,
                       double *mean, double *std);
 void km_gpr_payload_free(void *payload);

@@ -245,27 +245,34 @@ static size_t update_bytes(const km_model *m, size_t k)
     return (size_t)km_mul_sat(v, sizeof(double));
 }
 
+void km_gpr_pooled(double n, double m1, double v1, const double *y, size_t k,
+                   double a, double b, double *mean, double *sd)
+{
+    km_ksum s = {0, 0}, q = {0, 0};
+    for (size_t i = 0; i < k; i++)
+        km_ksum_add(&s, a * y[i] + b);
+    double m2 = km_ksum_get(&s) / (double)k;
+    for (size_t i = 0; i < k; i++) {
+        double t = a * y[i] + b - m2;
+        km_ksum_add(&q, t * t);
+    }
+    double v2 = km_ksum_get(&q) / (double)k;
+    double N = n + (double)k, dm = m2 - m1;
+    *mean = m1 + dm * (double)k / N;
+    *sd = sqrt((n * v1 + (double)k * v2 + dm * dm * n * (double)k / N) / N);
+}
+
 /* The targets' new mean and std over all rows (population, as
- * km_gpr_normalise), from the old ones and the k new targets. */
+ * km_gpr_normalise: 1 when 0), from the old ones and the k new targets. */
 static void combined(const gpr_payload *p, size_t n, const double *y,
                      size_t k, double *mean, double *std)
 {
     int zero = 1; /* y' all 0: the old targets were constant (std 0) */
     for (size_t i = 0; i < n && zero; i++)
         zero = p->coef[i] == 0;
-    double m1 = p->y_mean, v1 = zero ? 0 : p->y_std * p->y_std, m2, v2;
-    km_ksum s = {0, 0}, q = {0, 0};
-    for (size_t i = 0; i < k; i++)
-        km_ksum_add(&s, y[i]);
-    m2 = km_ksum_get(&s) / (double)k;
-    for (size_t i = 0; i < k; i++)
-        km_ksum_add(&q, (y[i] - m2) * (y[i] - m2));
-    v2 = km_ksum_get(&q) / (double)k;
-    double N = (double)(n + k), dm = m2 - m1;
-    *mean = m1 + dm * (double)k / N;
-    double m2sum = (double)n * v1 + (double)k * v2 +
-                   dm * dm * (double)n * (double)k / N;
-    double sd = sqrt(m2sum / N);
+    double sd;
+    km_gpr_pooled((double)n, p->y_mean, zero ? 0 : p->y_std * p->y_std, y, k,
+                  1, 0, mean, &sd);
     *std = sd > 0 ? sd : 1;
 }
 

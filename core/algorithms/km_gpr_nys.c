@@ -359,21 +359,10 @@ out:
 static void renormalise(const gpr_payload *p, const double *y, size_t k,
                         double *mean, double *std)
 {
-    double n = (double)p->rows, m1 = p->sy / n;
-    double v1 = fmax(p->syy / n - m1 * m1, 0), m2, v2;
-    km_ksum s = {0, 0}, q = {0, 0};
-    for (size_t i = 0; i < k; i++) /* in the old normalisation's units */
-        km_ksum_add(&s, (y[i] - p->y_mean) / p->y_std);
-    m2 = km_ksum_get(&s) / (double)k;
-    for (size_t i = 0; i < k; i++) {
-        double t = (y[i] - p->y_mean) / p->y_std - m2;
-        km_ksum_add(&q, t * t);
-    }
-    v2 = km_ksum_get(&q) / (double)k;
-    double N = n + (double)k, dm = m2 - m1;
-    double mt = m1 + dm * (double)k / N;
-    double sd = sqrt((n * v1 + (double)k * v2 + dm * dm * n * (double)k / N) /
-                     N);
+    double n = (double)p->rows, m1 = p->sy / n, mt, sd;
+    /* in the old normalisation's units */
+    km_gpr_pooled(n, m1, fmax(p->syy / n - m1 * m1, 0), y, k, 1 / p->y_std,
+                  -p->y_mean / p->y_std, &mt, &sd);
     *mean = p->y_mean + p->y_std * mt;
     *std = sd > 0 ? p->y_std * sd : 1;
 }
