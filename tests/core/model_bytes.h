@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* CRC-32 (IEEE, reflected), bit by bit. */
 static inline uint32_t crc32_ref(const unsigned char *p, size_t n)
@@ -70,6 +72,25 @@ static inline size_t skip_info(const unsigned char *b, size_t p)
         p += 8 + 8 * get64(b + p);
     }
     return p;
+}
+
+/* buf's checksum (its last 4 bytes) refreshed over every byte before it,
+ * so that only a loader's own checks can catch an alteration. */
+static inline void fix_crc(unsigned char *buf, size_t len)
+{
+    put32(buf + len - 4, crc32_ref(buf, len - 4));
+}
+
+/* A copy of the model file buf (len bytes) with the 8 bytes at `at` set
+ * to v and its checksum refreshed; the caller frees it. */
+static inline unsigned char *altered(const unsigned char *buf, size_t len,
+                                     size_t at, double v)
+{
+    unsigned char *c = malloc(len);
+    memcpy(c, buf, len);
+    memcpy(c + at, &v, 8);
+    fix_crc(c, len);
+    return c;
 }
 
 #endif

@@ -24,6 +24,7 @@
  *     refuses precomputed models and models without a reference (409).
  */
 #include "../check_main.h"
+#include "model_bytes.h"
 #include "km.h"
 #include "base/km_base_internal.h"
 
@@ -513,8 +514,7 @@ START_TEST(hostile_reference_refused)
     /* a count past the cap, checksum made good */
     uint64_t huge = (uint64_t)1 << 40;
     memcpy(buf + at, &huge, 8);
-    uint32_t crc = km_crc32(buf, len - 4);
-    memcpy(buf + len - 4, &crc, 4);
+    fix_crc(buf, len);
     km_model *back = NULL;
     ck_assert_int_eq(km_model_load_buffer(buf, len, &back, &err),
                      KM_ECORRUPT);
@@ -526,8 +526,7 @@ START_TEST(hostile_reference_refused)
     memcpy(&pf, buf + at - 4, 4);
     ck_assert_uint_eq(pf, 2);
     memcpy(buf + at - 4, &bad_pf, 4);
-    crc = km_crc32(buf, len - 4);
-    memcpy(buf + len - 4, &crc, 4);
+    fix_crc(buf, len);
     ck_assert_int_eq(km_model_load_buffer(buf, len, &back, &err),
                      KM_ECORRUPT);
     ck_assert_ptr_nonnull(strstr(err.message, "payload format"));
@@ -535,8 +534,7 @@ START_TEST(hostile_reference_refused)
     /* a value that is not finite */
     double bad = NAN;
     memcpy(buf + at + 16, &bad, 8);
-    crc = km_crc32(buf, len - 4);
-    memcpy(buf + len - 4, &crc, 4);
+    fix_crc(buf, len);
     ck_assert_int_eq(km_model_load_buffer(buf, len, &back, &err),
                      KM_ECORRUPT);
     ck_assert_ptr_nonnull(strstr(err.message, "drift reference"));

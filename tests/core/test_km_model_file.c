@@ -15,12 +15,6 @@
 
 /* ------------------------------------------------------------ crafting */
 
-
-static void fix_crc(unsigned char *buf, size_t len)
-{
-    put32(buf + len - 4, crc32_ref(buf, len - 4));
-}
-
 /* Where the fields of a file are (the layout of km_model.c). */
 typedef struct layout {
     size_t version, created_at, kernel, params, labels, pre, search, payload;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "../check_main.h"
+#include "model_bytes.h"
 #include "algorithms/km_algorithms_internal.h"
 #include "algorithms/km_gpr.h"
 #include "km.h"
@@ -30,38 +31,7 @@
 #define NT 25
 #define NC 30 /* centres */
 
-static uint64_t seed_state;
-
-static double unif(void)
-{
-    seed_state = seed_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(seed_state >> 11) / 9007199254740992.0;
-}
-
-/* n rows of D features and q targets each (a smooth function and noise). */
-static void make_data(size_t n, size_t q, double **X, double **Y)
-{
-    *X = malloc(n * D * sizeof **X);
-    *Y = malloc(n * q * sizeof **Y);
-    for (size_t i = 0; i < n; i++) {
-        double s = 0;
-        for (size_t j = 0; j < D; j++) {
-            (*X)[i * D + j] = 4 * unif() - 2;
-            s += (*X)[i * D + j];
-        }
-        for (size_t j = 0; j < q; j++)
-            (*Y)[i * q + j] = sin(s + (double)j) * (1 + (double)j) +
-                              0.1 * (unif() - 0.5);
-    }
-}
-
-static km_kernel rbf(double gamma)
-{
-    km_kernel k;
-    km_kernel_init(&k, KM_KERNEL_RBF);
-    k.gamma = gamma;
-    return k;
-}
+#include "update_data.h"
 
 static km_krr_params nys_params(void)
 {
@@ -227,23 +197,12 @@ START_TEST(nys_equals_refit)
 }
 END_TEST
 
-static uint32_t get32(const unsigned char *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-           (uint32_t)b[3] << 24;
-}
-
 /* buf with the 8 bytes at `at` set to v and the checksum refreshed: load
  * refuses it naming the nystrom statistics. */
 static void refused(const unsigned char *buf, size_t len, size_t at,
                     double v)
 {
-    unsigned char *c = malloc(len);
-    memcpy(c, buf, len);
-    memcpy(c + at, &v, 8);
-    uint32_t crc = km_crc32(c, len - 4);
-    for (int j = 0; j < 4; j++)
-        c[len - 4 + j] = (unsigned char)(crc >> (8 * j));
+    unsigned char *c = altered(buf, len, at, v);
     km_model *x = NULL;
     km_error err = {0};
     ck_assert_int_eq(km_model_load_buffer(c, len, &x, &err), KM_ECORRUPT);
@@ -603,12 +562,7 @@ END_TEST
 static void gpr_refused(const unsigned char *buf, size_t len, size_t at,
                         double v)
 {
-    unsigned char *c = malloc(len);
-    memcpy(c, buf, len);
-    memcpy(c + at, &v, 8);
-    uint32_t crc = km_crc32(c, len - 4);
-    for (int j = 0; j < 4; j++)
-        c[len - 4 + j] = (unsigned char)(crc >> (8 * j));
+    unsigned char *c = altered(buf, len, at, v);
     km_model *x = NULL;
     km_error err = {0};
     ck_assert_int_eq(km_model_load_buffer(c, len, &x, &err), KM_ECORRUPT);
@@ -687,9 +641,7 @@ START_TEST(gpr_file)
     /* truncated: the last value of Pt gone, the checksum refreshed */
     unsigned char *t = malloc(len);
     memcpy(t, buf, len - 12);
-    uint32_t crc = km_crc32(t, len - 12);
-    for (int j = 0; j < 4; j++)
-        t[len - 12 + j] = (unsigned char)(crc >> (8 * j));
+    fix_crc(t, len - 8);
     km_model *x = NULL;
     km_error err = {0};
     ck_assert_int_ne(km_model_load_buffer(t, len - 8, &x, &err), KM_OK);

@@ -17,6 +17,7 @@
  * the estimate.
  */
 #include "../check_main.h"
+#include "model_bytes.h"
 #include "km.h"
 #include "base/km_base_internal.h"
 #include "solvers/km_solvers_internal.h"
@@ -334,8 +335,7 @@ START_TEST(model_file_round_trip)
         unsigned char *x = malloc(len);
         memcpy(x, buf, len);
         memcpy(x + bad[c].at, &bad[c].value, bad[c].size);
-        uint32_t crc = km_crc32(x, len - 4);
-        memcpy(x + len - 4, &crc, 4);
+        fix_crc(x, len);
         back = NULL;
         ck_assert_int_eq(km_model_load_buffer(x, len, &back, &err),
                          KM_ECORRUPT);
@@ -349,8 +349,7 @@ START_TEST(model_file_round_trip)
         memcpy(x, buf, len);
         double inf = INFINITY;
         memcpy(x + pay + 20 + (8 + 8 * M * DIM) + 8, &inf, 8);
-        uint32_t crc = km_crc32(x, len - 4);
-        memcpy(x + len - 4, &crc, 4);
+        fix_crc(x, len);
         ck_assert_int_eq(km_model_load_buffer(x, len, &back, &err),
                          KM_ECORRUPT);
         ck_assert_ptr_nonnull(strstr(err.message, "not all finite"));

@@ -27,6 +27,7 @@
  * broken), memory accounting and refusals.
  */
 #include "../check_main.h"
+#include "model_bytes.h"
 #include "svm_data.h"
 #include "km.h"
 #include "algorithms/km_svm_payload.h"
@@ -460,23 +461,12 @@ END_TEST
 
 /* ------------------------------------------------------------ file */
 
-static uint32_t get32(const unsigned char *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-           (uint32_t)b[3] << 24;
-}
-
 /* buf with the 8 bytes at at replaced by v and its checksum refreshed:
  * KM_ECORRUPT naming the kept rows. */
 static void corrupt_at(const unsigned char *buf, size_t len, size_t at,
                        double v)
 {
-    unsigned char *c = malloc(len);
-    memcpy(c, buf, len);
-    memcpy(c + at, &v, 8);
-    uint32_t crc = km_crc32(c, len - 4);
-    for (int j = 0; j < 4; j++)
-        c[len - 4 + j] = (unsigned char)(crc >> (8 * j));
+    unsigned char *c = altered(buf, len, at, v);
     km_model *x = NULL;
     km_error err = {0};
     ck_assert_int_eq(km_model_load_buffer(c, len, &x, &err), KM_ECORRUPT);

@@ -14,45 +14,16 @@
 #include <stdint.h>
 
 #include "../check_main.h"
+#include "model_bytes.h"
 #include "km.h"
 #include "model/km_model_internal.h"
 
 #define TOL 1e-9
 #define D 3
 #define NT 25
+#define DATA_OFFSET 3.0
 
-static uint64_t seed_state;
-
-static double unif(void)
-{
-    seed_state = seed_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(seed_state >> 11) / 9007199254740992.0;
-}
-
-/* n rows of D features and q targets each (a smooth function and noise). */
-static void make_data(size_t n, size_t q, double **X, double **Y)
-{
-    *X = malloc(n * D * sizeof **X);
-    *Y = malloc(n * q * sizeof **Y);
-    for (size_t i = 0; i < n; i++) {
-        double s = 0;
-        for (size_t j = 0; j < D; j++) {
-            (*X)[i * D + j] = 4 * unif() - 2;
-            s += (*X)[i * D + j];
-        }
-        for (size_t j = 0; j < q; j++)
-            (*Y)[i * q + j] = sin(s + (double)j) * (1 + (double)j) + 3.0 +
-                              0.1 * (unif() - 0.5);
-    }
-}
-
-static km_kernel rbf(double gamma)
-{
-    km_kernel k;
-    km_kernel_init(&k, KM_KERNEL_RBF);
-    k.gamma = gamma;
-    return k;
-}
+#include "update_data.h"
 
 static void close_rel(const double *a, const double *b, size_t n,
                       const char *what)
@@ -276,12 +247,6 @@ START_TEST(preprocessing_kept)
 }
 END_TEST
 
-static uint32_t get32(const unsigned char *b)
-{
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-           (uint32_t)b[3] << 24;
-}
-
 /* The factor form's file: version 8 (a fitted model keeps a drift
  * reference) whose reference section names version 7's payload layout, the
  * same answers and update after a
@@ -323,13 +288,7 @@ START_TEST(factor_file)
     size_t at = len - 4 - tri * 8;
     const double bad[] = {0.0, -1.0, NAN};
     for (size_t i = 0; i < 3; i++) {
-        unsigned char *c = malloc(len);
-        memcpy(c, buf, len);
-        memcpy(c + at, &bad[i], 8);
-        /* the checksum is over every byte before it: refresh it */
-        uint32_t crc = km_crc32(c, len - 4);
-        for (int j = 0; j < 4; j++)
-            c[len - 4 + j] = (unsigned char)(crc >> (8 * j));
+        unsigned char *c = altered(buf, len, at, bad[i]);
         km_model *x = NULL;
         ck_assert_int_eq(km_model_load_buffer(c, len, &x, &err),
                          KM_ECORRUPT);
