@@ -158,6 +158,11 @@ void km_chol_back(const double *Lnew, size_t N, double *C, size_t m);
 /* Rows [X; Xn] (n then k rows of d) into a new buffer; NULL on OOM. */
 double *km_rows_concat(const double *X, size_t n, const double *Xn, size_t k,
                        size_t d);
+/* What the nystrom updates (krr's, gpr's) share: a copy of n doubles of
+ * src (NULL on OOM), and a number of m's params (cg_tol, cg_max_iter),
+ * or def when it has none. */
+double *km_doubles_dup(const double *src, size_t n);
+double km_model_param(const km_model *m, const char *key, double def);
 /* An n x n row-major lower triangle in a model file, by rows, as one
  * f64s (gpr's factors, krr's kept factor): its count of values
  * (saturating), the writer, and the reader into a new n x n matrix

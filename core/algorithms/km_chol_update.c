@@ -11,7 +11,8 @@
  * Row-major lower triangles are handed to LAPACK's column-major routines
  * as what they also are, upper triangles (as km_krr.c's solve does).
  *
- * The factor's form in a model file (km_tri_*) is here too.
+ * The factor's form in a model file (km_tri_*) is here too, and the small
+ * helpers the nystrom updates share.
  *
  * Thread-safety: reentrant.
  */
@@ -24,6 +25,18 @@
 #include "../base/km_base_internal.h"
 #include "../kernels/km_kernel_internal.h"
 #include "km_algorithms_internal.h"
+
+double *km_doubles_dup(const double *src, size_t n)
+{
+    double *d = malloc(km_mul3(n, 1, sizeof *d));
+    return d ? memcpy(d, src, n * sizeof *d) : NULL;
+}
+
+double km_model_param(const km_model *m, const char *key, double def)
+{
+    const km_info_entry *e = km_info_find(km_model_params(m), key);
+    return e && e->count == 1 ? e->values[0] : def;
+}
 
 double *km_rows_concat(const double *X, size_t n, const double *Xn, size_t k,
                        size_t d)

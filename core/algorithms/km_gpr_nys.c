@@ -382,20 +382,6 @@ static void remap_sums(const gpr_payload *p, gpr_payload *np, size_t m)
     }
 }
 
-/* A copy of n doubles of src, or NULL. */
-static double *dup(const double *src, size_t n)
-{
-    double *d = malloc(km_mul3(n, 1, sizeof *d));
-    return d ? memcpy(d, src, n * sizeof *d) : NULL;
-}
-
-/* A number of m's params (cg_tol, cg_max_iter), or def. */
-static double param_of(const km_model *m, const char *key, double def)
-{
-    const km_info_entry *e = km_info_find(km_model_params(m), key);
-    return e && e->count == 1 ? e->values[0] : def;
-}
-
 /* np: p's centres, norms, L and sums (copies), and room for the
  * coefficients; NULL members on ENOMEM. */
 static int copy_payload(const gpr_payload *p, gpr_payload *np, size_t m,
@@ -405,13 +391,16 @@ static int copy_payload(const gpr_payload *p, gpr_payload *np, size_t m,
     np->signal = p->signal;
     np->noise = p->noise;
     np->rows = p->rows;
-    if (!(np->X = dup(p->X, m * d)) || !(np->xn = dup(p->xn, m)) ||
+    if (!(np->X = km_doubles_dup(p->X, m * d)) ||
+        !(np->xn = km_doubles_dup(p->xn, m)) ||
         !(np->coef = malloc(m * sizeof *np->coef)) ||
         !(np->w = malloc(m * sizeof *np->w)) ||
-        !(np->G = dup(p->G, m * m)) || !(np->Kt = dup(p->Kt, 2 * m)))
+        !(np->G = km_doubles_dup(p->G, m * m)) ||
+        !(np->Kt = km_doubles_dup(p->Kt, 2 * m)))
         return 0;
-    if (p->P && (!(np->L = dup(p->L, m * m)) || !(np->P = dup(p->P, m * m)) ||
-                 !(np->Pt = dup(p->Pt, 2 * m))))
+    if (p->P && (!(np->L = km_doubles_dup(p->L, m * m)) ||
+                 !(np->P = km_doubles_dup(p->P, m * m)) ||
+                 !(np->Pt = km_doubles_dup(p->Pt, 2 * m))))
         return 0;
     return 1;
 }
@@ -514,8 +503,8 @@ km_status km_gpr_nys_update(const km_model *m, const double *X, size_t k,
         c0[i] = a * p->coef[i] * p->signal;
     }
     km_falkon fk = {ker, NULL, (size_t)np->rows, d, NULL, 1, np->X, np->xn,
-                    c, alpha, param_of(m, "cg_tol", 1e-7),
-                    (size_t)param_of(m, "cg_max_iter", 100), ctl, 0.15,
+                    c, alpha, km_model_param(m, "cg_tol", 1e-7),
+                    (size_t)km_model_param(m, "cg_max_iter", 100), ctl, 0.15,
                     np->G, kty, c0};
     if ((st = km_falkon_solve(&fk, np->coef, &rkhs, &its, &worst, NULL, NULL,
                               err)) != KM_OK)
@@ -553,7 +542,7 @@ size_t km_gpr_nys_update_bytes(const km_model *m, size_t k)
     return (size_t)km_mul_sat(v, sizeof(double));
 }
 
-/* ------------------------------------------------------------ the sums' file form
+/* ---------------------------------------------- the sums' file form
  *
  * Version 11's payload form 2 (km_gpr.c writes and reads the rest of the
  * payload): the sums of params.keep_factor after the factors. */

@@ -1278,20 +1278,6 @@ static km_status update_norms(km_model *nm, const double *Z, double alpha)
     return st;
 }
 
-/* A number of m's params (cg_tol, cg_max_iter), or def. */
-static double param_of(const km_model *m, const char *key, double def)
-{
-    const km_info_entry *e = km_info_find(km_model_params(m), key);
-    return e && e->count == 1 ? e->values[0] : def;
-}
-
-/* A copy of n doubles of src, or NULL. */
-static double *dup(const double *src, size_t n)
-{
-    double *d = malloc(km_mul3(n, 1, sizeof *d));
-    return d ? memcpy(d, src, n * sizeof *d) : NULL;
-}
-
 /* The new model around np (the model's, or freed) with Falkon's
  * figures. */
 static km_status update_nys_model(const km_model *m, krr_payload *np,
@@ -1329,9 +1315,11 @@ static km_status update_nys(const km_model *m, const double *X, size_t k,
     double worst = 0, *v = malloc(q * sizeof *v);
     krr_payload *np = calloc(1, sizeof *np);
     km_status st = KM_OK;
-    if (!v || !np || !(np->X = dup(p->X, c * d)) ||
-        !(np->xn = dup(p->xn, c)) || !(np->coef = malloc(c * q * sizeof *v)) ||
-        !(np->G = dup(p->G, c * c)) || !(np->KtY = dup(p->KtY, c * q))) {
+    if (!v || !np || !(np->X = km_doubles_dup(p->X, c * d)) ||
+        !(np->xn = km_doubles_dup(p->xn, c)) ||
+        !(np->coef = malloc(c * q * sizeof *v)) ||
+        !(np->G = km_doubles_dup(p->G, c * c)) ||
+        !(np->KtY = km_doubles_dup(p->KtY, c * q))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
         goto out;
     }
@@ -1349,8 +1337,8 @@ static km_status update_nys(const km_model *m, const double *X, size_t k,
         goto out;
     }
     km_falkon fk = {ker, NULL, (size_t)np->rows, d, NULL, q, np->X, np->xn,
-                    c, p->alpha, param_of(m, "cg_tol", 1e-7),
-                    (size_t)param_of(m, "cg_max_iter", 100), ctl, 0.15,
+                    c, p->alpha, km_model_param(m, "cg_tol", 1e-7),
+                    (size_t)km_model_param(m, "cg_max_iter", 100), ctl, 0.15,
                     np->G, np->KtY, p->coef};
     if ((st = km_falkon_solve(&fk, np->coef, v, &its, &worst, NULL, NULL,
                               err)) != KM_OK)
