@@ -209,9 +209,15 @@ static km_status nys_pass_fused(nys *s, const double *U, const double *Y,
 /*
  * A CG iteration's products with the m x m factors, for p columns: with
  * few columns the level-2 routines column by column, which OpenBLAS runs
- * several times faster than the level-3 ones on so few (m = 1000, one
- * column: a nystrom update's CG took 0.09 s with DTRSM, DTRMM and DSYMM;
- * as km_chol_update.c measured for the exact factor).
+ * several times faster than the level-3 ones on so few (as
+ * km_chol_update.c measured for the exact factor). The solves always
+ * (DTRSV runs on the calling thread); the products (DTRMV, DSYMV, which
+ * OpenBLAS runs on its threads) only in the update's form, without a
+ * pass over the rows: in a fit, OpenBLAS's threads, spinning after such
+ * a call, took the cores from the pass's own threads (a fit of 10,000
+ * rows, m = 1000, on 2 threads: 1.06 s with DTRMM, 1.24 s with DTRMV).
+ * A krr nystrom update of 100 rows to that model: 0.095 s with the
+ * level-3 routines, 0.055-0.07 s so.
  */
 #define FEW_COLUMNS 4
 
@@ -289,7 +295,7 @@ static void tri_mul(const nys *s, const double *U, enum CBLAS_TRANSPOSE t,
                     double *V)
 {
     int m = (int)s->m;
-    if (s->p > FEW_COLUMNS) {
+    if (s->p > FEW_COLUMNS || !s->G) {
         cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, t, CblasNonUnit,
                     m, (int)s->p, 1.0, U, m, V, m);
         return;
