@@ -746,30 +746,25 @@ static file copy(const file *f)
     return c;
 }
 
-static void fix_crc(file *f)
-{
-    put32(f->buf + f->len - 4, crc32_ref(f->buf, f->len - 4));
-}
-
 /* Replaces bytes [at, at + old) by n bytes of with; fixes the CRC. */
 static void splice(file *f, size_t at, size_t old, const void *with, size_t n)
 {
     memmove(f->buf + at + n, f->buf + at + old, f->len - at - old);
     memcpy(f->buf + at, with, n);
     f->len = f->len - old + n;
-    fix_crc(f);
+    fix_crc(f->buf, f->len);
 }
 
 static void set32(file *f, size_t at, uint32_t v)
 {
     put32(f->buf + at, v);
-    fix_crc(f);
+    fix_crc(f->buf, f->len);
 }
 
 static void set64(file *f, size_t at, uint64_t v)
 {
     put64(f->buf + at, v);
-    fix_crc(f);
+    fix_crc(f->buf, f->len);
 }
 
 static void setf64(file *f, size_t at, double v)
@@ -1038,9 +1033,9 @@ START_TEST(corrupt_sections)
     g = copy(&f); set64(&g, se + 20, 17); expect(g, KM_ECORRUPT, "parameters");
     g = copy(&f); set64(&g, se + 20, UINT64_MAX);
     expect(g, KM_ECORRUPT, "parameters");
-    g = copy(&f); g.buf[names + 4 + 2] = ' '; fix_crc(&g);
+    g = copy(&f); g.buf[names + 4 + 2] = ' '; fix_crc(g.buf, g.len);
     expect(g, KM_ECORRUPT, "name 0");
-    g = copy(&f); g.buf[names + 9 + 4 + 6] = '/'; fix_crc(&g);
+    g = copy(&f); g.buf[names + 9 + 4 + 6] = '/'; fix_crc(g.buf, g.len);
     expect(g, KM_ECORRUPT, "name 1");
     g = copy(&f); set32(&g, names, 0); splice(&g, names + 4, 5, "", 0);
     expect(g, KM_ECORRUPT, "name 0");
