@@ -171,5 +171,14 @@ double km_model_param(const km_model *m, const char *key, double def);
 uint64_t km_tri_values(uint64_t n);
 void km_tri_write(km_writer *w, const double *L, size_t n);
 double *km_tri_read(km_reader *r, size_t n);
+/* The same made symmetric (the nystrom sums' K_nm^T K_nm). */
+double *km_tri_read_sym(km_reader *r, size_t n);
+/* A loader's check of the n x n sums of products S (its lower triangle
+ * and diagonal are read): KM_ECORRUPT, the message naming `what`, unless
+ * every value is finite, the diagonal >= 0 and |S_ij| <= sqrt(S_ii S_jj)
+ * (Cauchy-Schwarz, with room for round-off), as sums of products of real
+ * rows are (krr's and gpr's nystrom sums). */
+km_status km_sums_check(const double *S, size_t n, const char *what,
+                        km_error *err);
 
 #endif /* KM_ALGORITHMS_INTERNAL_H */

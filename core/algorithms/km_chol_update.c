@@ -170,3 +170,32 @@ double *km_tri_read(km_reader *r, size_t n)
             L[i * n + j] = km_read_f64(r);
     return L;
 }
+
+double *km_tri_read_sym(km_reader *r, size_t n)
+{
+    double *S = km_tri_read(r, n);
+    for (size_t i = 0; S && i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            S[j * n + i] = S[i * n + j];
+    return S;
+}
+
+km_status km_sums_check(const double *S, size_t n, const char *what,
+                        km_error *err)
+{
+    if (!km_all_finite(S, n * n))
+        return km_error_set(err, KM_ECORRUPT, "model file: %s holds a value "
+                            "that is not a finite number", what);
+    for (size_t i = 0; i < n; i++) {
+        if (!(S[i * n + i] >= 0))
+            return km_error_set(err, KM_ECORRUPT, "model file: %s[%zu][%zu] "
+                                "is below 0", what, i, i);
+        for (size_t j = 0; j < i; j++)
+            if (fabs(S[i * n + j]) >
+                sqrt(S[i * n + i] * S[j * n + j]) * (1 + 1e-6) + 1e-300)
+                return km_error_set(err, KM_ECORRUPT, "model file: "
+                                    "%s[%zu][%zu] is larger than sums of "
+                                    "products can be", what, i, j);
+    }
+    return KM_OK;
+}

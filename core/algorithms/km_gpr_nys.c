@@ -562,37 +562,10 @@ void km_gpr_save_sums(const gpr_payload *p, size_t m, km_writer *w)
     km_write_f64s(w, p->Pt, 2 * m);
 }
 
-/* KM_ECORRUPT unless the m x m S (what names it; both triangles, or the
- * lower with sym 0) could be a sum of products of real rows: finite,
- * diagonal >= 0 and |S_ij| <= sqrt(S_ii S_jj) (Cauchy-Schwarz, with room
- * for round-off). */
-static km_status check_gram(const double *S, size_t m, const char *what,
-                            km_error *err)
-{
-    if (!km_all_finite(S, m * m))
-        return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
-                            "sums %s hold a value that is not a finite "
-                            "number", what);
-    for (size_t i = 0; i < m; i++) {
-        if (!(S[i * m + i] >= 0))
-            return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
-                                "process sums %s[%zu][%zu] is below 0", what,
-                                i, i);
-        for (size_t j = 0; j < i; j++)
-            if (fabs(S[i * m + j]) >
-                sqrt(S[i * m + i] * S[j * m + j]) * (1 + 1e-6) + 1e-300)
-                return km_error_set(err, KM_ECORRUPT, "model file: gaussian "
-                                    "process sums %s[%zu][%zu] is larger "
-                                    "than sums of products can be", what, i,
-                                    j);
-    }
-    return KM_OK;
-}
-
 /* KM_ECORRUPT unless the sums of params.keep_factor could be a fit's: at
  * least as many rows as centres (at most 2^53), sy and syy finite with
- * syy >= 0 and sy^2 <= rows syy (Cauchy-Schwarz), G and P as check_gram
- * says, Kt and Pt finite, and the sums' column of ones K^T 1 within
+ * syy >= 0 and sy^2 <= rows syy (Cauchy-Schwarz), G and P as
+ * km_sums_check says, Kt and Pt finite, and the sums' column of ones K^T 1 within
  * sqrt(rows G_ii) (P's likewise). */
 km_status km_gpr_check_sums(const gpr_payload *p, size_t m, km_error *err)
 {
@@ -606,9 +579,9 @@ km_status km_gpr_check_sums(const gpr_payload *p, size_t m, km_error *err)
         return km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
                             "sums of the targets are not those of %llu "
                             "numbers", (unsigned long long)p->rows);
-    km_status st = check_gram(p->G, m, "G", err);
+    km_status st = km_sums_check(p->G, m, "gaussian process sums G", err);
     if (st == KM_OK && p->P)
-        st = check_gram(p->P, m, "P", err);
+        st = km_sums_check(p->P, m, "gaussian process sums P", err);
     if (st != KM_OK)
         return st;
     if (!km_all_finite(p->Kt, 2 * m) || (p->P && !km_all_finite(p->Pt, 2 * m)))
@@ -634,11 +607,8 @@ void km_gpr_read_sums(km_reader *r, gpr_payload *p, size_t m)
     p->rows = km_read_u64(r);
     p->sy = km_read_f64(r);
     p->syy = km_read_f64(r);
-    if (r->failed || !(p->G = km_tri_read(r, m)))
+    if (r->failed || !(p->G = km_tri_read_sym(r, m)))
         return;
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < i; j++)
-            p->G[j * m + i] = p->G[i * m + j];
     if (!(p->Kt = km_read_f64s(r, 2 * m)) || !p->L)
         return;
     if ((p->P = km_tri_read(r, m)))

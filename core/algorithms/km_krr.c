@@ -311,22 +311,11 @@ static km_status check_nys(const krr_payload *p, size_t m, size_t q,
                             "statistics of %llu rows (between %zu centres "
                             "and 2^53 expected)",
                             (unsigned long long)p->rows, m);
-    if (!km_all_finite(p->G, m * m) || !km_all_finite(p->KtY, m * q))
+    if (!km_all_finite(p->KtY, m * q))
         return km_error_set(err, KM_ECORRUPT, "model file: nystrom "
                             "statistics hold a value that is not a finite "
                             "number");
-    for (size_t i = 0; i < m; i++) {
-        if (!(p->G[i * m + i] >= 0))
-            return km_error_set(err, KM_ECORRUPT, "model file: nystrom "
-                                "statistics G[%zu][%zu] is below 0", i, i);
-        for (size_t j = 0; j < i; j++)
-            if (fabs(p->G[i * m + j]) >
-                sqrt(p->G[i * m + i] * p->G[j * m + j]) * (1 + 1e-6) + 1e-300)
-                return km_error_set(err, KM_ECORRUPT, "model file: nystrom "
-                                    "statistics G[%zu][%zu] is larger than "
-                                    "sums of products can be", i, j);
-    }
-    return KM_OK;
+    return km_sums_check(p->G, m, "nystrom statistics G", err);
 }
 
 /* The nystrom statistics' G (a triangle in the file, made symmetric) and
@@ -337,11 +326,8 @@ static void read_nys(km_reader *r, krr_payload *p, size_t m, size_t nc)
         r->failed = 1;
         return;
     }
-    if (!(p->G = km_tri_read(r, m)))
+    if (!(p->G = km_tri_read_sym(r, m)))
         return;
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < i; j++)
-            p->G[j * m + i] = p->G[i * m + j];
     p->KtY = nc ? km_read_f64s(r, nc) : NULL;
 }
 

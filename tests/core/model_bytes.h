@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../check_main.h"
+
 /* CRC-32 (IEEE, reflected), bit by bit. */
 static inline uint32_t crc32_ref(const unsigned char *p, size_t n)
 {
@@ -91,6 +93,20 @@ static inline unsigned char *altered(const unsigned char *buf, size_t len,
     memcpy(c + at, &v, 8);
     fix_crc(c, len);
     return c;
+}
+
+/* The load of buf altered at `at` to v (altered) is KM_ECORRUPT with a
+ * message that says `says`. */
+static inline void refused_at(const unsigned char *buf, size_t len, size_t at,
+                              double v, const char *says)
+{
+    unsigned char *c = altered(buf, len, at, v);
+    km_model *x = NULL;
+    km_error err = {0};
+    ck_assert_int_eq(km_model_load_buffer(c, len, &x, &err), KM_ECORRUPT);
+    ck_assert_msg(strstr(err.message, says) != NULL, "%g at %zu: %s", v, at,
+                  err.message);
+    free(c);
 }
 
 #endif
