@@ -102,9 +102,6 @@ void api_datatype_put(const api_datatype *dt, double v, unsigned char *p)
         p[k] = (unsigned char)(u >> (8 * k));
 }
 
-/* 2^53: the largest whole number a JSON number here holds exactly. */
-#define MAX_DIM 9007199254740992.0
-
 /* t's shape: [rows] or (max_dims 2) [rows, cols], whole numbers from 1
  * (rows) or 0 to 2^53. */
 static int read_shape(const cJSON *t, const char *name, int max_dims,
@@ -119,7 +116,8 @@ static int read_shape(const cJSON *t, const char *name, int max_dims,
     for (int i = 0; i < *dims; i++) {
         const cJSON *x = cJSON_GetArrayItem(s, i);
         if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
-            x->valuedouble < (i ? 0 : 1) || x->valuedouble > MAX_DIM)
+            x->valuedouble < (i ? 0 : 1) ||
+            x->valuedouble > API_TENSOR_MAX_DIM)
             return api_invalid(e, "%s.shape[%d] must be a whole number from "
                                "%d to 2^53", name, i, i ? 0 : 1);
         dim[i] = x->valuedouble;
@@ -153,7 +151,8 @@ int api_tensor_read(const cJSON *t, const char *name, int max_dims,
         return -1;
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(t, "binary_data_size");
     if (!cJSON_IsNumber(s) || s->valuedouble < 0 ||
-        s->valuedouble != floor(s->valuedouble) || s->valuedouble > MAX_DIM)
+        s->valuedouble != floor(s->valuedouble) ||
+        s->valuedouble > API_TENSOR_MAX_DIM)
         return api_invalid(e, "%s.binary_data_size must be a whole number of "
                            "bytes", name);
     double bytes = dim[0] * dim[1] * (double)dt->width;
@@ -169,24 +168,33 @@ int api_tensor_read(const cJSON *t, const char *name, int max_dims,
                            "tensors before it", name, size, left);
     *rows = (size_t)dim[0];
     *cols = (size_t)dim[1];
-    size_t values = *rows * *cols;
+    if (api_tensor_values(dt, tail->bytes + tail->used, *rows, *cols, name,
+                          out, e))
+        return -1;
+    tail->used += size;
+    return 0;
+}
+
+int api_tensor_values(const api_datatype *dt, const char *p, size_t rows,
+                      size_t cols, const char *name, double **out,
+                      api_error *e)
+{
+    size_t values = rows * cols;
+    const unsigned char *b = (const unsigned char *)p;
     *out = malloc((values ? values : 1) * sizeof **out);
     if (!*out)
         return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for "
                          "%s's %zu values", name, values);
-    const unsigned char *p =
-        (const unsigned char *)tail->bytes + tail->used;
-    for (size_t i = 0; i < values; i++, p += dt->width) {
-        double v = api_datatype_value(dt, p);
+    for (size_t i = 0; i < values; i++, b += dt->width) {
+        double v = api_datatype_value(dt, b);
         if (!isfinite(v)) {
             free(*out);
             *out = NULL;
             return api_invalid(e, "%s's binary value [%zu][%zu] is not a "
-                               "finite number", name, i / *cols, i % *cols);
+                               "finite number", name, i / cols, i % cols);
         }
         (*out)[i] = v;
     }
-    tail->used += size;
     return 0;
 }
 

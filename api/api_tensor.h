@@ -42,6 +42,17 @@ double api_datatype_value(const api_datatype *dt, const unsigned char *p);
 /* v as dt's little-endian bytes at p (integers: v whole and in range). */
 void api_datatype_put(const api_datatype *dt, double v, unsigned char *p);
 
+/* 2^53: the largest whole number a JSON number holds exactly, the most
+ * a shape's dimension or a binary_data_size can be. */
+#define API_TENSOR_MAX_DIM 9007199254740992.0
+
+/* rows x cols values of dt from the little-endian bytes at p into *out
+ * (caller frees): 400 naming "name's binary value [i][j]" when one is not
+ * finite (as JSON's numbers are), 413 without the memory. */
+int api_tensor_values(const api_datatype *dt, const char *p, size_t rows,
+                      size_t cols, const char *name, double **out,
+                      api_error *e);
+
 /* Member name's binary tensor t (an object, as above) into *out (caller
  * frees; rows x cols doubles, every one finite and in its datatype's
  * range): a shape of one dimension [rows] (cols 1, *dims 1) when

@@ -25,7 +25,6 @@
  *
  * Thread-safety: reentrant.
  */
-#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -209,9 +208,6 @@ static int read_datatype(const km_model *m, const cJSON *t,
     return 0;
 }
 
-/* 2^53: the largest whole number a JSON number here holds exactly. */
-#define MAX_DIM 9007199254740992.0
-
 /* shape's dimensions into dim (at most 2): 400 unless whole numbers from
  * 0 to 2^53 (expect describes the shape wanted). */
 static int read_dims(const cJSON *s, int min, const char *expect,
@@ -223,7 +219,7 @@ static int read_dims(const cJSON *s, int min, const char *expect,
     for (int i = 0; i < *n; i++) {
         const cJSON *x = cJSON_GetArrayItem(s, i);
         if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
-            x->valuedouble < 0 || x->valuedouble > MAX_DIM)
+            x->valuedouble < 0 || x->valuedouble > API_TENSOR_MAX_DIM)
             return api_invalid(e, "inputs[0].shape[%d] must be a whole "
                                "number from 0 to 2^53", i);
         dim[i] = x->valuedouble;
@@ -342,7 +338,7 @@ static int read_input_parameters(const cJSON *t, binary_in *b, api_error *e)
     if (!s)
         return 0;
     if (!cJSON_IsNumber(s) || s->valuedouble != floor(s->valuedouble) ||
-        s->valuedouble < 0 || s->valuedouble > MAX_DIM)
+        s->valuedouble < 0 || s->valuedouble > API_TENSOR_MAX_DIM)
         return api_invalid(e, "inputs[0].parameters.binary_data_size must be "
                            "a whole number of bytes from 0 to 2^53");
     if (!b->tail || !b->tail->given)
@@ -374,22 +370,7 @@ static int read_binary(const api_datatype *dt, const binary_in *b,
                            "bytes, but only %zu follow the JSON header "
                            "(Inference-Header-Content-Length)", b->size,
                            b->tail->len);
-    *G = malloc((values ? values : 1) * sizeof **G);
-    if (!*G)
-        return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for "
-                         "%zu rows", rows);
-    const unsigned char *p = (const unsigned char *)b->tail->bytes;
-    for (size_t i = 0; i < values; i++, p += dt->width) {
-        double v = api_datatype_value(dt, p);
-        if (!isfinite(v)) {
-            free(*G);
-            *G = NULL;
-            return api_invalid(e, "inputs[0]'s binary value [%zu][%zu] is "
-                               "not a finite number", i / nf, i % nf);
-        }
-        (*G)[i] = v;
-    }
-    return 0;
+    return api_tensor_values(dt, b->tail->bytes, rows, nf, "inputs[0]", G, e);
 }
 
 /* ------------------------------------------------------------ numbers */
@@ -711,7 +692,8 @@ static void put_binary(bytes_buf *b, const km_model *m, const km_answer *o,
     for (size_t i = 0; i < nl; i++)
         lv[i] = label_value(m, i);
     for (size_t i = 0; i < n; i++, p += dt->width)
-        api_datatype_put(dt, a->v ? a->v[i] : lv ? lv[a->idx[i]] : a->idx[i], p);
+        api_datatype_put(dt, a->v ? a->v[i] : lv ? lv[a->idx[i]] : a->idx[i],
+                         p);
     free(lv);
 }
 

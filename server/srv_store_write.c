@@ -58,8 +58,6 @@ static void temp_name(srv_store *s, const char *name, const char *mark,
              atomic_fetch_add(&s->counter, 1));
 }
 
-/* Writes len bytes as the new temporary file tmp, fsync'd. 0, or an
- * errno value with tmp removed. */
 /* A temporary file's descriptor and the first write error (errno). */
 typedef struct {
     int fd, err;
