@@ -24,6 +24,7 @@
 
 #include "../base/km_base_internal.h"
 #include "../kernels/km_kernel_internal.h"
+#include "../solvers/km_solvers_internal.h"
 #include "km_algorithms_internal.h"
 
 double *km_doubles_dup(const double *src, size_t n)
@@ -97,13 +98,10 @@ km_status km_chol_extend(const km_kernel *ker, double s, double shift,
     return KM_OK;
 }
 
-/* Few outputs: the level-2 routines column by column, which OpenBLAS
- * runs about four times faster than the level-3 ones with one column
- * (n = 10,000: 0.03 s against 0.12 s, each a pass over the factor). */
-#define FEW_OUTPUTS 4
+/* Few outputs: the level-2 routines column by column (KM_FEW_COLUMNS). */
 void km_chol_lt(const double *L, size_t n, double *C, size_t m)
 {
-    if (m <= FEW_OUTPUTS) {
+    if (m <= KM_FEW_COLUMNS) {
         for (size_t j = 0; j < m; j++)
             cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit,
                         (int)n, L, (int)n, C + j, (int)m);
@@ -129,7 +127,7 @@ void km_chol_forward(const double *Lnew, size_t N, size_t n, double *Z,
 
 void km_chol_back(const double *Lnew, size_t N, double *C, size_t m)
 {
-    if (m <= FEW_OUTPUTS) {
+    if (m <= KM_FEW_COLUMNS) {
         for (size_t j = 0; j < m; j++)
             cblas_dtrsv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit,
                         (int)N, Lnew, (int)N, C + j, (int)m);

@@ -208,9 +208,7 @@ static km_status nys_pass_fused(nys *s, const double *U, const double *Y,
 
 /*
  * A CG iteration's products with the m x m factors, for p columns: with
- * few columns the level-2 routines column by column, which OpenBLAS runs
- * several times faster than the level-3 ones on so few (as
- * km_chol_update.c measured for the exact factor). The solves always
+ * few columns (KM_FEW_COLUMNS) the level-2 routines. The solves always
  * (DTRSV runs on the calling thread); the products (DTRMV, DSYMV, which
  * OpenBLAS runs on its threads) only in the update's form, without a
  * pass over the rows: in a fit, OpenBLAS's threads, spinning after such
@@ -219,15 +217,13 @@ static km_status nys_pass_fused(nys *s, const double *U, const double *Y,
  * A krr nystrom update of 100 rows to that model: 0.095 s with the
  * level-3 routines, 0.055-0.07 s so.
  */
-#define FEW_COLUMNS 4
-
 /* Out (m x p, column-major) = K_nm^T (K_nm U); with Y (n x p row-major)
  * instead of U (NULL): out = K_nm^T Y. */
 static km_status nys_pass(nys *s, const double *U, const double *Y,
                           double *out, km_error *err)
 {
     if (s->G) { /* the update's form: the sums, no rows */
-        if (U && s->p > FEW_COLUMNS)
+        if (U && s->p > KM_FEW_COLUMNS)
             cblas_dsymm(CblasColMajor, CblasLeft, CblasUpper, (int)s->m,
                         (int)s->p, 1.0, s->G, (int)s->m, U, (int)s->m, 0.0,
                         out, (int)s->m);
@@ -277,7 +273,7 @@ static void tri_solve(const nys *s, const double *U, enum CBLAS_TRANSPOSE t,
                       double a, double *V)
 {
     int m = (int)s->m;
-    if (s->p > FEW_COLUMNS) {
+    if (s->p > KM_FEW_COLUMNS) {
         cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, t, CblasNonUnit,
                     m, (int)s->p, a, U, m, V, m);
         return;
@@ -295,7 +291,7 @@ static void tri_mul(const nys *s, const double *U, enum CBLAS_TRANSPOSE t,
                     double *V)
 {
     int m = (int)s->m;
-    if (s->p > FEW_COLUMNS || !s->G) {
+    if (s->p > KM_FEW_COLUMNS || !s->G) {
         cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, t, CblasNonUnit,
                     m, (int)s->p, 1.0, U, m, V, m);
         return;
