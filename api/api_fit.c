@@ -47,6 +47,8 @@ void api_fit_request_cleanup(api_fit_request *req)
 static int parse_targets(const cJSON *y, api_fit_request *req, int multi,
                          api_error *e)
 {
+    if (req->Y) /* a binary y, read (binary_y) */
+        return 0;
     if (!y)
         return api_invalid(e, "y is required: %s", multi
                            ? "an array of numbers, or of rows of numbers"
@@ -237,39 +239,51 @@ static int parse_y(const cJSON *y, api_fit_request *req, api_error *e)
     }
 }
 
-/* A binary y (an object: api_tensor.h), [rows] or [rows, outputs] of
- * numbers (numeric labels included), made the JSON it stands for, so
- * that parse_y reads either the same way. 0 when y is not an object. */
-static int binary_y(api_body *body, api_error *e)
+/* A binary y (an object: api_tensor.h) of X's rows, read before parse_y:
+ * numbers (krr's rows of outputs, [rows] or [rows, outputs]; one number a
+ * row otherwise) straight into req->Y, which parse_y then takes as read;
+ * labels (svc's, klr's: [rows] of numbers) made the JSON array they stand
+ * for, which parse_y reads as it reads JSON labels. Reading y's size
+ * against X's rows first, so that a hostile y costs no more than its
+ * bytes. 0 when y is not an object. */
+static int binary_y(api_body *body, api_fit_request *req, api_error *e)
 {
     cJSON *y = cJSON_GetObjectItemCaseSensitive(body->root, "y");
     if (!cJSON_IsObject(y))
         return 0;
+    km_target t = km_algorithm_target(req->algo);
+    if (t == KM_TARGET_NONE)
+        return api_invalid(e, "y does not apply to %s; remove it",
+                           km_algorithm_name(req->algo));
     double *v;
     size_t n, q;
     int dims;
     if (api_tensor_read(y, "y", 2, &body->tail, &v, &n, &q, &dims, e))
         return -1;
-    if (n > INT_MAX || q > INT_MAX) {
-        free(v);
-        return api_raise(e, API_PAYLOAD_TOO_LARGE, "y has more than %d rows "
-                         "or outputs", INT_MAX);
-    }
-    cJSON *a = dims == 1 ? cJSON_CreateDoubleArray(v, (int)n)
-                         : cJSON_CreateArray();
-    for (size_t i = 0; a && dims == 2 && i < n; i++) {
-        cJSON *row = cJSON_CreateDoubleArray(v + i * q, (int)q);
-        if (!row || !cJSON_AddItemToArray(a, row)) {
-            cJSON_Delete(row);
-            cJSON_Delete(a);
-            a = NULL;
+    int rc = 0;
+    if (n != req->n)
+        rc = api_invalid(e, "y has %zu entries; X has %zu rows", n, req->n);
+    else if (q != 1 && t != KM_TARGET_ROWS)
+        rc = api_invalid(e, "y.shape must be [rows] (one %s a row) for %s",
+                         t == KM_TARGET_CLASSES ? "label" : "number",
+                         km_algorithm_name(req->algo));
+    else if (q == 0)
+        rc = api_invalid(e, "y.shape must have at least one output");
+    if (rc || t != KM_TARGET_CLASSES) {
+        if (rc)
+            free(v);
+        else {
+            req->Y = v;
+            req->m = q;
         }
+        return rc;
     }
+    cJSON *a = n <= INT_MAX ? cJSON_CreateDoubleArray(v, (int)n) : NULL;
     free(v);
     if (!a || !cJSON_ReplaceItemInObjectCaseSensitive(body->root, "y", a)) {
         cJSON_Delete(a);
         return api_raise(e, API_PAYLOAD_TOO_LARGE, "not enough memory for "
-                         "y's %zu values", n * q);
+                         "y's %zu labels", n);
     }
     return 0;
 }
@@ -408,7 +422,7 @@ int api_fit_parse(api_body *body, api_fit_request *req, api_error *e)
         parse_preprocess(cJSON_GetObjectItemCaseSensitive(root, "preprocess"),
                          req, e))
         return -1;
-    if (parse_input(body, req, e) || binary_y(body, e) ||
+    if (parse_input(body, req, e) || binary_y(body, req, e) ||
         api_tail_done(&body->tail, e))
         return -1;
     if (parse_algorithm(params, cJSON_GetObjectItemCaseSensitive(root, "y"),
@@ -486,7 +500,7 @@ int api_update_parse(api_body *body, const km_model *m, api_fit_request *req,
     api_rows_spec rs = {&req->kernel, km_model_n_features(m),
                         km_model_max_length(m)};
     if (api_body_rows(body, "X", &rs, &req->X, &req->n, &req->d, e) ||
-        binary_y(body, e) || api_tail_done(&body->tail, e) ||
+        binary_y(body, req, e) || api_tail_done(&body->tail, e) ||
         parse_y(cJSON_GetObjectItemCaseSensitive(body->root, "y"), req, e))
         return -1;
     req->base = m;

@@ -20,7 +20,8 @@ short of its bytes; binary_data_size not shape x width; a shape of one
 dimension for X, of no columns, of three dimensions, or whose product
 overflows; NaN in FP64 and infinity in FP32 bytes; an unknown
 datatype and BYTES (and the datatypes the refusal lists are the spec's);
-an unknown key in a tensor; X's columns against an
+an unknown key in a tensor; a y of other rows than X, or of two columns
+where one number a row is taken; X's columns against an
 updated model's; application/octet-stream without the header (415).
 
 The Python client: fit(binary=True) and update(binary=True) equal the
@@ -250,6 +251,13 @@ def hostile(d):
     check(listed == schemas["BinaryTensor"]["properties"]["datatype"]["enum"] == v2,
           "the spec's datatypes are the server's table", (listed, v2))
     bad("an unknown key in a tensor", with_(X=dict(hx, data=[1])), bx + by, "X")
+    h9, b9 = tensor(y[:9])
+    bad("y of other rows than X (read before anything of y's size)",
+        with_(y=h9), bx + b9, "y has 9 entries; X has 10 rows")
+    h2, b2 = tensor(np.stack([y, y], axis=1))
+    bad("y of two columns for svr (one number a row)",
+        with_(algorithm="svr", params={}, y=h2), bx + b2,
+        "y.shape must be [rows] (one number a row) for svr")
     bad("octet-stream without the header", good, bx + by, "Content-Type must be",
         hlen=False, status=415)
     r = post_binary(d, path, good, bx + by)
