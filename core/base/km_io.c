@@ -47,6 +47,13 @@ int km_writer_reserve(km_writer *w, size_t n)
     return 0;
 }
 
+/* v's four little-endian bytes at b. */
+static void le32_put(unsigned char *b, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
 #define SINK_BUFFER (1u << 20)
 
 int km_writer_init_sink(km_writer *w, km_sink_fn sink, void *ctx)
@@ -80,9 +87,8 @@ static void sink_flush(km_writer *w)
 int km_writer_finish_sink(km_writer *w)
 {
     sink_flush(w);
-    unsigned char b[4];
-    for (int i = 0; i < 4; i++)
-        b[i] = (unsigned char)(w->crc >> (8 * i));
+    unsigned char b[4]; /* not through sink_send: not in the CRC */
+    le32_put(b, w->crc);
     if (!w->failed && w->sink(w->sink_ctx, b, 4) != 0)
         w->failed = 1;
     int rc = w->failed ? -1 : 0;
@@ -137,8 +143,7 @@ void km_write_bytes(km_writer *w, const void *p, size_t n)
 void km_write_u32(km_writer *w, uint32_t v)
 {
     unsigned char b[4];
-    for (int i = 0; i < 4; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
+    le32_put(b, v);
     km_write_bytes(w, b, 4);
 }
 
