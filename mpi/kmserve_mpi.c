@@ -20,8 +20,8 @@
  * PDPOTRS on a near-square process grid; the solution (and for gpr the
  * factor L, panel by panel) is summed onto rank 0. So preprocessing,
  * figures and the payload are core's, as in a single-process fit. Rank 0
- * writes the model with km_model_save_buffer to O through a temporary
- * file, fsync and rename; progress as "fraction phase" to S (rewritten by
+ * streams the model (km_model_save_file) to O through a temporary file,
+ * fsync and rename; progress as "fraction phase" to S (rewritten by
  * rename); a failure as "status message" (km_status number, then core's
  * message) to E, and exit status 1. Before any allocation every rank
  * checks its share (NUMROC's local sizes) against the per-rank budget.
@@ -49,6 +49,7 @@
  * calls no MPI and shares only the record, under its lock.
  */
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -99,6 +100,29 @@ static void write_error(const char *path, km_status st, const char *msg)
     write_atomic(path, buf, (size_t)len);
 }
 
+/* m's file as path, through path.tmp (written, fsync'd, renamed):
+ * streamed from the model (km_model_save_file), never whole in memory
+ * (an exact gpr's n x n factor is most of it). */
+static km_status save_model(const km_model *m, const char *path,
+                            km_error *err)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return set_err(err, KM_EIO, "the output path is too long");
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return set_err(err, KM_EIO, "cannot create %s", tmp);
+    km_status st = km_model_save_file(m, f, err);
+    int ok = st == KM_OK && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return st != KM_OK ? st : set_err(err, KM_EIO, "cannot write the "
+                                          "model to %s", path);
+    }
+    return KM_OK;
+}
+
 static km_status fit_root(worker *w, const char *request_path, km_error *err)
 {
     size_t len = 0;
@@ -128,14 +152,8 @@ static km_status fit_root(worker *w, const char *request_path, km_error *err)
         return st;
     set_phase(w, "writing");
     report(w, 0.97);
-    unsigned char *out = NULL;
-    size_t out_len = 0;
-    st = km_model_save_buffer(model, &out, &out_len, err);
+    st = save_model(model, w->output_path, err);
     km_model_free(model);
-    if (st == KM_OK && write_atomic(w->output_path, out, out_len) != 0)
-        st = set_err(err, KM_EIO, "cannot write the model (%zu bytes)",
-                     out_len);
-    free(out);
     if (st == KM_OK) {
         set_phase(w, "done");
         report(w, 1.0);
