@@ -131,7 +131,7 @@ SRV_OBJ := $(SRV_SRC:%.c=$(B)/%.o) $(COMMON_OBJ) $(B)/gen/srv_assets.o
 UNIT_SRC := $(wildcard tests/core/test_*.c tests/api/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/%.c=$(B)/tests/%)
 
-.PHONY: all mpi deps deps-mpi deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
+.PHONY: all bench-limits mpi deps deps-mpi deps-test deps-refs deps-bench deps-deploy deps-fuzz deps-fresh \
         test check-docs unit integration check-deploy check-fresh fuzz run install bench clean
 
 all: $(B)/kmserve $(B)/kmctl $(B)/libkm.a mpi
@@ -341,13 +341,25 @@ BENCH_BIN := $(patsubst bench/%.c,$(B)/%,$(wildcard bench/bench_*.c))
 # Each bench/bench_*.py runs ours and the reference side by side and
 # prints the ratios; one at a time (flock) so they do not share the cores.
 # Both sides load the same OpenBLAS with the same kernels (BLAS_CORE).
+# BENCH picks scripts by the name after bench_, each optionally followed
+# by its own arguments after a colon, commas for spaces:
+#   make bench BENCH="routines krr search:--only,loo"
+# LIMITS is the set issue 28's table in bench/RESULTS.md comes from.
+BENCH := $(patsubst bench/bench_%.py,%,$(wildcard bench/bench_*.py))
+LIMITS := routines krr svm kpca search:--only,loo serving svc_large
+
 bench: deps-bench
 	@$(MAKE) --no-print-directory all $(BENCH_BIN)
 	@export OPENBLAS_CORETYPE=$(BLAS_CORE); \
 	echo "OpenBLAS kernels: $$OPENBLAS_CORETYPE (ours and the references)"; \
-	for d in bench/bench_*.py; do \
-	  echo "== $$d"; flock /tmp/kmserve-bench.lock $(PYTHON) $$d --bin $(B) || exit 1; \
+	for s in $(BENCH); do \
+	  d=bench/bench_$${s%%:*}.py; a=$$(echo "$$s" | sed -n 's/^[^:]*://p' | tr ',' ' '); \
+	  test -f $$d || { echo "make bench: no script $$d" >&2; exit 1; }; \
+	  echo "== $$d $$a"; flock /tmp/kmserve-bench.lock $(PYTHON) $$d --bin $(B) $$a || exit 1; \
 	done
+
+bench-limits:
+	@$(MAKE) --no-print-directory bench BENCH="$(LIMITS)"
 
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h $(B)/libkm.a
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Icore -o $@ $< $(B)/libkm.a $(LIBS) $(LDFLAGS)
