@@ -105,6 +105,11 @@ static const struct option_def {
      "only the current one); older ones answer pinned requests and "
      "rollbacks, read from disk when asked", OPT_INT, S(keep_versions), 1,
      1000000},
+    {"factor-files-mib", "KMSERVE_FACTOR_FILES_MIB", "16",
+     "a model's Cholesky factor (exact gpr, krr with keep_factor) of this "
+     "many MiB or more is stored in block files beside its model file, "
+     "shared by its versions, so that an update writes only its new rows "
+     "(0: every factor)", OPT_INT, S(factor_files_mib), 0, 1048576},
     {"mpi-launch", "KMSERVE_MPI_LAUNCH", "",
      "command that starts the MPI worker for distributed exact fits, e.g. "
      "\"mpirun -np 4 --hostfile /etc/kmserve/hosts\" (split into words "

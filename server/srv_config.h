@@ -36,6 +36,7 @@ typedef struct srv_config {
     char tls_cert[1024], tls_key[1024]; /* PEM files; "" = plain HTTP */
     char log_level[16];      /* debug, info, warn, error */
     int keep_versions;       /* versions kept per model, current included */
+    int factor_files_mib;    /* factors of this many MiB go to block files */
     char mpi_launch[1024];   /* "" = no distributed fits (srv_mpi.h) */
     int mpi_ranks;           /* 0 = the launch command's -np / -n */
     int mpi_block;           /* ScaLAPACK block size; 0 = the worker's */

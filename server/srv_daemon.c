@@ -32,6 +32,7 @@ int srv_daemon_open(srv_state *s, char *err, size_t errlen)
     if (!s->store)
         return -1;
     srv_store_keep(s->store, s->cfg.keep_versions);
+    srv_store_factor_files(s->store, (uint64_t)s->cfg.factor_files_mib << 20);
     s->commit = srv_commit_create(s->registry, s->store, s->metrics);
     if (!s->commit) {
         snprintf(err, errlen, "out of memory");

@@ -492,10 +492,19 @@ static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
         pthread_mutex_unlock(commit);
         return 0;
     } else {
-        m = read_model_fd(fd, why, sizeof why, &special);
+        m = read_model_fd(fd, s->dirfd, name, why, sizeof why, &special);
         close(fd);
     }
-    if (!m) {
+    struct stat now;
+    if (!m && fd >= 0 && !special &&
+        (fstatat(s->dirfd, file, &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+         now.st_dev != st.st_dev || now.st_ino != st.st_ino)) {
+        /* replaced while it was read (a replica's save, which may have
+         * removed the factor blocks of the version read): not this
+         * file's fault; the next scan reads the new one */
+        srv_log(SRV_INFO, "model_load_retry", "%s/%s changed while it was "
+                "read (%s)", s->dir, file, why);
+    } else if (!m) {
         if (!special) /* a special file is skipped by the next scan */
             quarantine(s, file, why);
     } else {

@@ -131,6 +131,10 @@ int srv_store_delete(srv_store *s, const char *name);
  * store is used. */
 void srv_store_keep(srv_store *s, int versions);
 int srv_store_keeps(const srv_store *s);
+/* --factor-files-mib: a model's factor of at least min_bytes is saved in
+ * block files beside its model file (0: every factor). Set before the
+ * store is used; until then every factor is. */
+void srv_store_factor_files(srv_store *s, uint64_t min_bytes);
 
 /* The kept (older) versions of name on disk, newest first, only those
  * below `below` (0: all). 0, or an errno value. Caller frees *versions.

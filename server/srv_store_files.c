@@ -162,9 +162,63 @@ int open_model(int dirfd, const char *file)
  * loaded; *special is set when it is not a regular file (skipped, not
  * moved).
  */
-km_model *read_model_fd(int fd, char *why, size_t whylen,
-                        int *special)
+/* core's km_blocks open: the block file of name's version in dirfd. */
+typedef struct {
+    int dirfd;
+    const char *name;
+} block_source;
+
+static int open_block(void *ctx, uint64_t version, uint64_t id)
 {
+    const block_source *b = ctx;
+    char file[256];
+    block_file(file, sizeof file, b->name, version, id);
+    return openat(b->dirfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+                  O_NOCTTY | O_CLOEXEC);
+}
+
+void block_file(char *buf, size_t len, const char *name, uint64_t version,
+                uint64_t id)
+{
+    snprintf(buf, len, ".%s" BLOCK_MARK "%llu-%016llx", name,
+             (unsigned long long)version, (unsigned long long)id);
+}
+
+int block_link(const char *file, const char *name, uint64_t *version,
+               uint64_t *id)
+{
+    static const char mark[] = BLOCK_MARK;
+    size_t n = strlen(name);
+    if (file[0] != '.' || strncmp(file + 1, name, n) ||
+        strncmp(file + 1 + n, mark, sizeof mark - 1))
+        return 0;
+    const char *p = file + 1 + n + sizeof mark - 1;
+    uint64_t v = 0, h = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9' && v <= KM_MODEL_MAX_VERSION / 10; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    if (*p++ != '-' || v == 0)
+        return 0;
+    for (; *p; p++, digits++) {
+        int c = *p >= '0' && *p <= '9'   ? *p - '0'
+                : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+                                         : -1;
+        if (c < 0 || digits == 16)
+            return 0;
+        h = h << 4 | (uint64_t)c;
+    }
+    if (digits != 16)
+        return 0;
+    *version = v;
+    *id = h;
+    return 1;
+}
+
+km_model *read_model_fd(int fd, int dirfd, const char *name, char *why,
+                        size_t whylen, int *special)
+{
+    block_source src = {dirfd, name};
+    km_blocks blocks = {&src, 0, NULL, open_block};
     *special = 0;
     km_model *m = NULL;
     unsigned char *buf = NULL;
@@ -203,7 +257,8 @@ km_model *read_model_fd(int fd, char *why, size_t whylen,
         snprintf(why, whylen, "%s", strerror(errno));
         goto out;
     }
-    if (km_model_load_buffer(buf, (size_t)got, &m, &err) != KM_OK)
+    if (km_model_load_buffer_blocks(buf, (size_t)got, &blocks, &m, &err) !=
+        KM_OK)
         snprintf(why, whylen, "%s", err.message);
 out:
     free(buf);
@@ -211,8 +266,8 @@ out:
 }
 
 /* read_model_fd on the file of that name in dirfd. */
-km_model *read_model(int dirfd, const char *file, char *why,
-                     size_t whylen, int *special)
+km_model *read_model(int dirfd, const char *file, const char *name,
+                     char *why, size_t whylen, int *special)
 {
     *special = 0;
     int fd = open_model(dirfd, file);
@@ -220,7 +275,7 @@ km_model *read_model(int dirfd, const char *file, char *why,
         snprintf(why, whylen, "%s", strerror(errno));
         return NULL;
     }
-    km_model *m = read_model_fd(fd, why, whylen, special);
+    km_model *m = read_model_fd(fd, dirfd, name, why, whylen, special);
     close(fd);
     return m;
 }

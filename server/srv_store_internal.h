@@ -50,6 +50,7 @@ struct srv_store {
     int dir_errno;             /* why the path was unusable at the last
                                   sync, or 0 (sync_lock) */
     int keep;                  /* versions kept of each name (>= 1) */
+    uint64_t factor_min;       /* --factor-files-mib in bytes */
     atomic_int lock_warned;    /* store_unlocked logged */
     pthread_mutex_t sync_lock; /* one sync at a time */
     /* the watcher */
@@ -98,12 +99,14 @@ ssize_t read_at(int fd, unsigned char *buf, size_t n, off_t off);
 /* Opens a model file of the directory to read: without blocking and
  * without becoming a controlling terminal. -1 with errno set. */
 int open_model(int dirfd, const char *file);
-/* Reads and loads the model file open as fd (borrowed); NULL with why
- * filled; *special when it is not a regular file. */
-km_model *read_model_fd(int fd, char *why, size_t whylen, int *special);
+/* Reads and loads the model file open as fd (borrowed), a file of name
+ * in dirfd (borrowed), whose factor blocks are read from there; NULL with
+ * why filled; *special when it is not a regular file. */
+km_model *read_model_fd(int fd, int dirfd, const char *name, char *why,
+                        size_t whylen, int *special);
 /* The same for file of dirfd. */
-km_model *read_model(int dirfd, const char *file, char *why, size_t whylen,
-                     int *special);
+km_model *read_model(int dirfd, const char *file, const char *name,
+                     char *why, size_t whylen, int *special);
 /* A listing of dirfd (borrowed), or NULL with errno set. */
 DIR *open_listing(int dirfd);
 
@@ -120,5 +123,20 @@ int dir_dup(srv_store *s);
 /* The kept versions of name in dirfd (borrowed), newest first. 0, or an
  * errno value. Caller frees *out. */
 int list_kept(int dirfd, const char *name, uint64_t **out, size_t *n);
+
+/* ---------------------------------------- srv_store_files.c: factor blocks
+ *
+ * The block files of a model's factor (core's km_blocks; docs/model-format.md
+ * "Factor blocks"): .NAME.kmm.bVERSION-ID, ID 16 hex digits, one name for
+ * each version holding the block, all hard links to one file (hidden:
+ * scans pass over them). */
+
+#define BLOCK_MARK SUFFIX ".b"
+/* .NAME.kmm.bVERSION-ID into buf. */
+void block_file(char *buf, size_t len, const char *name, uint64_t version,
+                uint64_t id);
+/* Whether file is a block link of name's; if so *version and *id. */
+int block_link(const char *file, const char *name, uint64_t *version,
+               uint64_t *id);
 
 #endif

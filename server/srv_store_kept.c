@@ -32,6 +32,11 @@ void srv_store_keep(srv_store *s, int versions)
     s->keep = versions > 1 ? versions : 1;
 }
 
+void srv_store_factor_files(srv_store *s, uint64_t min_bytes)
+{
+    s->factor_min = min_bytes;
+}
+
 int srv_store_keeps(const srv_store *s)
 {
     return s->keep;
@@ -127,13 +132,14 @@ km_model *srv_store_load_version(srv_store *s, const char *name,
         return NULL;
     }
     int fd = open_model(dfd, kept), rc = fd < 0 ? errno : 0;
-    close(dfd);
     if (fd < 0) {
+        close(dfd);
         *gone = rc == ENOENT; /* pruned or deleted since it was listed */
         snprintf(why, whylen, "%s", strerror(rc));
         return NULL;
     }
-    km_model *m = read_model_fd(fd, why, whylen, &special);
+    km_model *m = read_model_fd(fd, dfd, name, why, whylen, &special);
+    close(dfd);
     if (m && km_model_version(m) != version) {
         snprintf(why, whylen, "%s holds version %llu", kept,
                  (unsigned long long)km_model_version(m));

@@ -74,10 +74,11 @@ static int to_fd(void *ctx, const void *p, size_t n)
 
 /* Writes the new temporary file tmp: buf's len bytes, or (buf NULL) model
  * m's file streamed from the model (km_model_save_sink: no copy of a
- * file of hundreds of MB in memory), then fsyncs it. 0, or an errno
- * value (the file is then removed). */
+ * file of hundreds of MB in memory), its factor through blocks (may be
+ * NULL), then fsyncs it. 0, or an errno value (the file is then
+ * removed). */
 static int write_temp(srv_store *s, const char *tmp, const unsigned char *buf,
-                      size_t len, const km_model *m)
+                      size_t len, const km_model *m, const km_blocks *blocks)
 {
     km_error err;
     fd_sink f = {openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
@@ -85,7 +86,8 @@ static int write_temp(srv_store *s, const char *tmp, const unsigned char *buf,
     if (f.fd < 0)
         return errno;
     int ok = buf ? to_fd(&f, buf, len) == 0
-                 : km_model_save_sink(m, to_fd, &f, &err) == KM_OK;
+                 : km_model_save_sink_blocks(m, to_fd, &f, blocks, &err) ==
+                       KM_OK;
     if (!ok && !f.err)
         f.err = ENOMEM; /* not the file's: the writer's buffer */
     if (!f.err && fsync(f.fd) != 0)
@@ -95,6 +97,127 @@ static int write_temp(srv_store *s, const char *tmp, const unsigned char *buf,
     if (f.err)
         unlinkat(s->dirfd, tmp, 0);
     return f.err;
+}
+
+/* ------------------------------------------------------------ factor blocks
+ *
+ * A save of a model whose factor goes to block files (srv_store_save)
+ * gives core put_block: each block the version holds gets its name
+ * .NAME.kmm.bVERSION-ID, a hard link to the file another version of the
+ * name already has of that block (an update's old rows), or else a new
+ * file written as a save's temporary file is (fsync, rename). The names
+ * are made durable (the directory's fsync) before the model file is
+ * renamed into place, so a model file never names a block that a crash
+ * could lose. A name's block links of versions neither current nor kept
+ * are removed by the save's prune and by a delete (sweep_blocks); the
+ * file goes with its last link. */
+
+typedef struct {
+    srv_store *s;
+    const char *name;
+    uint64_t version;
+    int err;                 /* the first errno */
+    int listed;              /* the links below read */
+    uint64_t *have_v, *have_id;
+    size_t n_have;
+} block_put;
+
+/* Lists name's block links (version, id) into b once. */
+static void list_blocks(block_put *b)
+{
+    size_t cap = 0;
+    uint64_t v, id;
+    b->listed = 1;
+    DIR *d = open_listing(b->s->dirfd);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (!block_link(e->d_name, b->name, &v, &id))
+            continue;
+        if (b->n_have == cap) {
+            size_t c = cap ? 2 * cap : 16;
+            uint64_t *nv = realloc(b->have_v, c * sizeof *nv);
+            if (nv)
+                b->have_v = nv;
+            uint64_t *ni = nv ? realloc(b->have_id, c * sizeof *ni) : NULL;
+            if (!ni)
+                break; /* not linked: written again */
+            b->have_id = ni;
+            cap = c;
+        }
+        b->have_v[b->n_have] = v;
+        b->have_id[b->n_have++] = id;
+    }
+    if (d)
+        closedir(d);
+}
+
+static int put_block(void *ctx, uint64_t id,
+                     int (*write)(void *wctx, km_sink_fn sink,
+                                  void *sink_ctx),
+                     void *wctx)
+{
+    block_put *b = ctx;
+    srv_store *s = b->s;
+    char want[256], from[256], tmp[512];
+    block_file(want, sizeof want, b->name, b->version, id);
+    if (!b->listed)
+        list_blocks(b);
+    for (size_t i = 0; i < b->n_have; i++) {
+        if (b->have_id[i] != id)
+            continue;
+        if (b->have_v[i] == b->version) /* a crashed save's: complete */
+            return 0;
+        block_file(from, sizeof from, b->name, b->have_v[i], id);
+        if (linkat(s->dirfd, from, s->dirfd, want, 0) == 0 ||
+            errno == EEXIST)
+            return 0;
+        /* gone meanwhile, or no hard links here: written below */
+    }
+    temp_name(s, b->name, TEMP_MARK, tmp, sizeof tmp);
+    fd_sink f = {openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                        0644), 0};
+    if (f.fd < 0)
+        return b->err = errno;
+    if (write(wctx, to_fd, &f) != 0 && !f.err)
+        f.err = ENOMEM;
+    if (!f.err && fsync(f.fd) != 0)
+        f.err = errno;
+    if (close(f.fd) != 0 && !f.err)
+        f.err = errno;
+    if (!f.err && renameat(s->dirfd, tmp, s->dirfd, want) != 0)
+        f.err = errno;
+    if (f.err) {
+        unlinkat(s->dirfd, tmp, 0);
+        return b->err = f.err;
+    }
+    return 0;
+}
+
+/* Removes name's block links but those of version current and of the
+ * kept versions (current 0: all). Logged, not answered: a link left is
+ * removed by the next save or delete. Commit lock held. */
+static void sweep_blocks(srv_store *s, const char *name, uint64_t current)
+{
+    uint64_t *kept = NULL, v, id;
+    size_t n_kept = 0;
+    if (current && list_kept(s->dirfd, name, &kept, &n_kept) != 0)
+        return; /* not knowing what is kept, remove nothing */
+    DIR *d = open_listing(s->dirfd);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (!block_link(e->d_name, name, &v, &id) || (current && v == current))
+            continue;
+        int keep = 0;
+        for (size_t i = 0; i < n_kept && !keep; i++)
+            keep = kept[i] == v;
+        if (!keep && unlinkat(s->dirfd, e->d_name, 0) != 0 &&
+            errno != ENOENT)
+            srv_log(SRV_ERROR, "store_prune", "cannot remove %s/%s: %s",
+                    s->dir, e->d_name, strerror(errno));
+    }
+    if (d)
+        closedir(d);
+    free(kept);
 }
 
 /* Copies the file `file` to the new temporary file tmp (file systems
@@ -114,7 +237,7 @@ static int copy_temp(srv_store *s, const char *file, const char *tmp)
         rc = errno ? errno : EIO;
     close(fd);
     if (!rc)
-        rc = write_temp(s, tmp, buf, (size_t)st.st_size, NULL);
+        rc = write_temp(s, tmp, buf, (size_t)st.st_size, NULL, NULL);
     free(buf);
     return rc;
 }
@@ -157,7 +280,8 @@ static int keep_replaced(srv_store *s, const char *name,
     } else {
         char why[300];
         int special;
-        km_model *m = read_model(s->dirfd, tmp, why, sizeof why, &special);
+        km_model *m = read_model(s->dirfd, tmp, name, why, sizeof why,
+                                 &special);
         v = m ? km_model_version(m) : 0; /* 0: unreadable, not kept */
         km_model_free(m);
     }
@@ -226,7 +350,8 @@ int srv_store_read_head(srv_store *s, const char *name, srv_store_head *head)
         if (!known_version(s, name, &st, &head->version,
                            &head->created_at_ms, 0)) {
             /* another replica's, or a hand's: read what it holds */
-            km_model *m = read_model_fd(fd, why, sizeof why, &special);
+            km_model *m = read_model_fd(fd, s->dirfd, name, why, sizeof why,
+                                        &special);
             head->version = m ? km_model_version(m) : 0;
             head->created_at_ms = m ? km_model_created_at_ms(m) : 0;
             km_model_free(m);
@@ -245,9 +370,19 @@ int srv_store_save(srv_store *s, const km_model *m,
     char tmp[512], file[512];
     snprintf(file, sizeof file, "%s" SUFFIX, name);
     temp_name(s, name, TEMP_MARK, tmp, sizeof tmp);
-    int rc = write_temp(s, tmp, NULL, 0, m);
-    if (rc)
+    block_put bp = {s, name, km_model_version(m), 0, 0, NULL, NULL, 0};
+    km_blocks blocks = {&bp, s->factor_min, put_block, NULL};
+    int rc = write_temp(s, tmp, NULL, 0, m, &blocks);
+    if (rc && bp.err)
+        rc = bp.err; /* a block's, not the model file's */
+    free(bp.have_v);
+    free(bp.have_id);
+    if (!rc && bp.listed && fsync(s->dirfd) != 0) /* the blocks' names */
+        rc = errno;
+    if (rc) {
+        unlinkat(s->dirfd, tmp, 0);
         return rc;
+    }
     if (fstatat(s->dirfd, tmp, &st, 0) != 0) /* the file renamed below */
         rc = errno;
     if (!rc && s->keep > 1)
@@ -268,6 +403,7 @@ int srv_store_save(srv_store *s, const km_model *m,
     written->size = st.st_size;
     written->mtime = st.st_mtim;
     prune_kept(s, name, km_model_version(m), &pruned);
+    sweep_blocks(s, name, km_model_version(m));
     sync_dir(s, "saving", file);
     return 0;
 }
@@ -296,8 +432,10 @@ int srv_store_delete(srv_store *s, const char *name)
     int rc = prune_kept(s, name, 0, &pruned);
     if (!rc)
         rc = unlinkat(s->dirfd, file, 0) == 0 ? 0 : errno;
-    if (!rc)
+    if (!rc) {
         remember(s, name, NULL, 0, 0);
+        sweep_blocks(s, name, 0); /* after the file that names them */
+    }
     if (pruned || !rc)
         sync_dir(s, "deleting", file);
     return rc;

@@ -134,27 +134,79 @@ km_status km_svm_fit_shared(km_algorithm a, const km_kernel *k,
                             km_error *err);
 
 /*
+ * An exact fit's Cholesky factor L (n x n, lower) in row blocks shared by
+ * the factors an update makes from it (km_factor.c). Row i's columns
+ * 0 .. i are contiguous (km_factor_row); everything else goes through
+ * the routines below. Matrices are row-major.
+ */
+typedef struct km_fblock km_fblock;
+typedef struct km_factor {
+    size_t n, nb; /* rows; blocks */
+    km_fblock **b;
+} km_factor;
+/* Past this many blocks an update merges them into one. */
+#define KM_FACTOR_BLOCKS 32
+
+/* The factor whose one block is L (n x n row-major, its lower triangle
+ * the factor), taken (freed on failure: NULL when out of memory). */
+km_factor *km_factor_wrap(double *L, size_t n);
+void km_factor_free(km_factor *F);
+/* Row i: its columns 0 .. i. */
+const double *km_factor_row(const km_factor *F, size_t i);
+/* B (nr x n, row stride ldb) := scale B L^-T. */
+void km_factor_solve_rt(const km_factor *F, double scale, double *B,
+                        size_t nr, size_t ldb);
+/* C (n x m) := L^T C. */
+void km_factor_lt(const km_factor *F, double *C, size_t m);
+/* Z (n x m) := L^-1 Z for the rows from `from` on (a block's first row;
+ * 0: all), Z's rows above it being L^-1 Z's already. */
+void km_factor_forward(const km_factor *F, size_t from, double *Z, size_t m);
+/* C (n x m) := L^-T C. */
+void km_factor_back(const km_factor *F, double *C, size_t m);
+/* The doubles km_factor_grow allocates for k rows (the new block, or all
+ * of a merged factor). */
+uint64_t km_factor_grow_values(const km_factor *F, size_t k);
+/* *out := the factor of [A11 A21^T; A21 A22] for F's A11 = L L^T: A
+ * (k x (n + k), row stride n + k, taken) holds [A21 A22], A22's lower
+ * triangle; it becomes the new block [L21 L22] (L21 = A21 L^-T by
+ * km_factor_solve_rt, L22 the factor of A22 - L21 L21^T by DSYRK and
+ * DPOTRF). F's blocks are shared, not copied. KM_ENOTPD naming the row
+ * when the Schur complement is not positive definite. */
+km_status km_factor_grow(const km_factor *F, double *A, size_t k,
+                         km_factor **out, km_error *err);
+/* A loader's check: KM_ECORRUPT (naming `what`) unless finite with a
+ * diagonal > 0. */
+km_status km_factor_check(const km_factor *F, const char *what,
+                          km_error *err);
+/* The factor in a model file: its lower triangle row by row (km_tri_*);
+ * or, in a file of format KM_FORMAT_BLOCKS (w->format), its block list:
+ * u32 count, then for each block u64 id, u64 first row, u64 rows, u32
+ * where: 0 and the block's rows (row r's first r + 1 values), or 1 and
+ * the rows in a block file of its own, put through w->blocks
+ * (docs/model-format.md "Factor blocks"). km_factor_read reads either
+ * (blocks: whether the file lists blocks; block files through
+ * r->blocks); NULL with err set (KM_ECORRUPT for a bad list or block
+ * file, r->failed also set; KM_ENOMEM). */
+void km_factor_write(km_writer *w, const km_factor *F);
+km_factor *km_factor_read(km_reader *r, size_t n, int blocks, km_error *err);
+/* The bytes of the factor's triangle (what a file holds inline). */
+uint64_t km_factor_bytes(const km_factor *F);
+/* A payload range's (*lo, *hi) for a block list of 1 to n blocks after
+ * *lo bytes: *lo := the least, *hi := the most. */
+void km_factor_refs_range(uint64_t n, uint64_t *lo, uint64_t *hi);
+
+/*
  * Updates of an exact fit by k new rows (km_chol_update.c), for gpr's and
- * krr's descriptors' update entries. A = s k(X, X) + shift I on n rows X
- * (d features) has the factor L (n x n row-major lower, upper 0). Into
- * Lnew ((n + k) x (n + k), zeroed by the caller) it writes the factor of
- * the matrix on [X; Xn]: L, L21 = K21 L^-T (DTRSM) and the factor of the
- * Schur complement K22 + shift I - L21 L21^T (DSYRK, DPOTRF). KM_ENOTPD
- * naming the row when that is not positive definite.
+ * krr's descriptors' update entries: A = s k(X, X) + shift I on n rows X
+ * (d features) has the factor F; *out := the factor of the matrix on
+ * [X; Xn] (km_factor_grow on the new rows' kernel values). The solve
+ * reuses it: z1 = L^-1 y1 = L^T a (km_factor_lt on the old coefficients
+ * a), then km_factor_forward from row n and km_factor_back.
  */
 km_status km_chol_extend(const km_kernel *ker, double s, double shift,
-                         const double *L, const double *X, size_t n,
-                         size_t d, const double *Xn, size_t k, double *Lnew,
+                         const km_factor *F, const double *X, size_t d,
+                         const double *Xn, size_t k, km_factor **out,
                          km_error *err);
-/* z := L^T C, in place (C: n x m row-major, the old coefficients
- * A^-1 Y): L^-1 Y, the first block of the extended forward solve. */
-void km_chol_lt(const double *L, size_t n, double *C, size_t m);
-/* Z ((n + k) x m row-major) holds L^-1 Y1 in its first n rows and Y2 in
- * the others; Z := Lnew^-1 [Y1; Y2] (N = n + k). */
-void km_chol_forward(const double *Lnew, size_t N, size_t n, double *Z,
-                     size_t m);
-/* C := Lnew^-T Z in place: the new coefficients. */
-void km_chol_back(const double *Lnew, size_t N, double *C, size_t m);
 /* Rows [X; Xn] (n then k rows of d) into a new buffer; NULL on OOM. */
 double *km_rows_concat(const double *X, size_t n, const double *Xn, size_t k,
                        size_t d);

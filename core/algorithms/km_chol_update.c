@@ -5,19 +5,16 @@
  * For A = [A11 A12; A21 A22] with A11 = L11 L11^T known, the factor of A
  * is [L11 0; L21 L22] with L21 = A21 L11^-T and L22 L22^T = A22 - L21
  * L21^T: O(n^2 k + k^3) for k new rows where a refit costs O(n^3). The
- * solve reuses it: z1 = L11^-1 y1 = L11^T a (a = A11^-1 y1, the old
- * coefficients), z2 = L22^-1 (y2 - L21 z1), and a' = L^-T z.
- *
- * Row-major lower triangles are handed to LAPACK's column-major routines
- * as what they also are, upper triangles (as km_krr.c's solve does).
+ * factor's block form and its routines are km_factor.c's; here the new
+ * rows' kernel values. The solve reuses the factor: z1 = L11^-1 y1 =
+ * L11^T a (a = A11^-1 y1, the old coefficients), z2 = L22^-1 (y2 - L21
+ * z1), and a' = L^-T z.
  *
  * The factor's form in a model file (km_tri_*) is here too, and the small
  * helpers the nystrom updates share.
  *
  * Thread-safety: reentrant.
  */
-#include <cblas.h>
-#include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,90 +48,39 @@ double *km_rows_concat(const double *X, size_t n, const double *Xn, size_t k,
 }
 
 km_status km_chol_extend(const km_kernel *ker, double s, double shift,
-                         const double *L, const double *X, size_t n,
-                         size_t d, const double *Xn, size_t k, double *Lnew,
+                         const km_factor *F, const double *X, size_t d,
+                         const double *Xn, size_t k, km_factor **out,
                          km_error *err)
 {
-    size_t N = n + k;
-    for (size_t i = 0; i < n; i++)
-        memcpy(Lnew + i * N, L + i * n, (i + 1) * sizeof *L);
-    double *L21 = Lnew + n * N, *L22 = L21 + n;
+    size_t n = F->n, N = n + k;
+    double *A = malloc(km_mul3(k, N, sizeof *A));
     double *T = malloc(km_mul3(k, k, sizeof *T));
-    if (!T)
+    if (!A || !T) {
+        free(A);
+        free(T);
         return km_error_set(err, KM_ENOMEM, "out of memory for an update");
-    km_status st = km_gram_cross(ker, Xn, k, X, n, d, L21, N, err);
+    }
+    km_status st = km_gram_cross(ker, Xn, k, X, n, d, A, N, err);
     if (st == KM_OK)
         st = km_gram_sym(ker, Xn, k, d, T, 0, err);
     for (size_t i = 0; st == KM_OK && i < k; i++) {
+        double *row = A + i * N;
         for (size_t j = 0; j < n; j++)
-            L21[i * N + j] *= s;
+            row[j] *= s;
         for (size_t j = 0; j <= i; j++)
-            L22[i * N + j] = s * T[i * k + j] + (i == j ? shift : 0);
-        if (!km_all_finite(L21 + i * N, n + i + 1))
+            row[n + j] = s * T[i * k + j] + (i == j ? shift : 0);
+        for (size_t j = i + 1; j < k; j++)
+            row[n + j] = 0;
+        if (!km_all_finite(row, n + i + 1))
             st = km_error_set(err, KM_EPROBLEM, "the kernel values of the "
                               "new row %zu are not finite numbers", i);
     }
     free(T);
-    if (st != KM_OK)
+    if (st != KM_OK) {
+        free(A);
         return st;
-    if (n > 0) {
-        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                    CblasNonUnit, (int)k, (int)n, 1.0, Lnew, (int)N, L21,
-                    (int)N);
-        cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)k, (int)n,
-                    -1.0, L21, (int)N, 1.0, L22, (int)N);
     }
-    lapack_int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)k,
-                                     L22, (lapack_int)N);
-    if (info > 0)
-        return km_error_set(err, KM_ENOTPD, "the kernel matrix with the new "
-                            "rows is not positive definite (Cholesky "
-                            "failed at new row %zu: a row repeated with a "
-                            "tiny ridge?); refit with a larger ridge",
-                            (size_t)info - 1);
-    if (info < 0)
-        return km_error_set(err, info == -4 ? KM_EPROBLEM : KM_EINTERNAL,
-                            "dpotrf: %d", (int)info);
-    return KM_OK;
-}
-
-/* Few outputs: the level-2 routines column by column (KM_FEW_COLUMNS). */
-void km_chol_lt(const double *L, size_t n, double *C, size_t m)
-{
-    if (m <= KM_FEW_COLUMNS) {
-        for (size_t j = 0; j < m; j++)
-            cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit,
-                        (int)n, L, (int)n, C + j, (int)m);
-        return;
-    }
-    cblas_dtrmm(CblasRowMajor, CblasLeft, CblasLower, CblasTrans,
-                CblasNonUnit, (int)n, (int)m, 1.0, L, (int)n, C, (int)m);
-}
-
-void km_chol_forward(const double *Lnew, size_t N, size_t n, double *Z,
-                     size_t m)
-{
-    size_t k = N - n;
-    const double *L21 = Lnew + n * N;
-    if (n > 0)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)k,
-                    (int)m, (int)n, -1.0, L21, (int)N, Z, (int)m, 1.0,
-                    Z + n * m, (int)m);
-    cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans,
-                CblasNonUnit, (int)k, (int)m, 1.0, L21 + n, (int)N,
-                Z + n * m, (int)m);
-}
-
-void km_chol_back(const double *Lnew, size_t N, double *C, size_t m)
-{
-    if (m <= KM_FEW_COLUMNS) {
-        for (size_t j = 0; j < m; j++)
-            cblas_dtrsv(CblasRowMajor, CblasLower, CblasTrans, CblasNonUnit,
-                        (int)N, Lnew, (int)N, C + j, (int)m);
-        return;
-    }
-    cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasTrans,
-                CblasNonUnit, (int)N, (int)m, 1.0, Lnew, (int)N, C, (int)m);
+    return km_factor_grow(F, A, k, out, err);
 }
 
 uint64_t km_tri_values(uint64_t n)

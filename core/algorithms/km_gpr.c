@@ -611,12 +611,20 @@ static uint32_t gpr_file_format(const void *payload)
     return p->form != GPR_FORM_NYSTROM ? 0 : p->G ? 11 : 6;
 }
 
+static size_t gpr_factor_blocks(const void *payload, uint64_t *bytes)
+{
+    const gpr_payload *p = payload;
+    return p->F ? (*bytes = km_factor_bytes(p->F), p->F->nb) : 0;
+}
+
 static void gpr_save(const void *payload, const km_model *m, km_writer *w)
 {
     const gpr_payload *p = payload;
     size_t n = km_model_n_samples(m);
     if (p->form == GPR_FORM_NYSTROM) /* version 6, or 11 with the sums */
         km_write_u32(w, p->G ? GPR_FORM_NYS_SUMS : GPR_FORM_NYSTROM);
+    else if (w->format >= 6) /* version 12: the form, the factor's blocks */
+        km_write_u32(w, GPR_FORM_EXACT);
     km_write_f64(w, p->signal);
     km_write_f64(w, p->noise);
     km_write_f64(w, p->y_mean);
@@ -633,7 +641,7 @@ static void gpr_save(const void *payload, const km_model *m, km_writer *w)
             km_gpr_save_sums(p, n, w);
         return;
     }
-    km_tri_write(w, p->L, n);
+    km_factor_write(w, p->F);
 }
 
 /* KM_ECORRUPT unless the n x n factor L (what names it) is finite with a
@@ -687,14 +695,21 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
     uint32_t has = 1; /* the factors: always in the exact form */
     if (p->coef && form == GPR_FORM_NYSTROM && (has = km_read_u32(r)) > 1)
         r->failed = 1;
-    if (p->coef && has && !r->failed)
+    km_status st = KM_OK;
+    if (p->coef && has && !r->failed && form == GPR_FORM_EXACT &&
+        !(p->F = km_factor_read(r, n,
+                                km_model_file_format(m) >= KM_FORMAT_BLOCKS,
+                                err)))
+        st = r->failed ? KM_ECORRUPT : KM_ENOMEM; /* err says why */
+    else if (p->coef && has && !r->failed && form == GPR_FORM_NYSTROM)
         p->L = km_tri_read(r, n);
-    if (p->L && form == GPR_FORM_NYSTROM)
+    if (p->L)
         p->C = km_tri_read(r, n);
     if (sums && p->coef && (!has || p->C) && !r->failed)
         km_gpr_read_sums(r, p, n);
-    km_status st = KM_OK;
-    if (!p->X || !p->coef || (has && !p->L) ||
+    if (st != KM_OK)
+        ; /* the factor's message */
+    else if (!p->X || !p->coef || (has && !p->L && !p->F) ||
         (has && form == GPR_FORM_NYSTROM && !p->C) ||
         (sums && (!p->G || !p->Kt || (has && (!p->P || !p->Pt)))) ||
         r->failed)
@@ -715,6 +730,8 @@ static km_status gpr_load(km_reader *r, const km_model *m, void **payload,
         st = km_error_set(err, KM_ECORRUPT, "model file: gaussian process "
                           "training rows or coefficients are not all "
                           "finite numbers");
+    if (st == KM_OK && p->F)
+        st = km_factor_check(p->F, "gaussian process factor L", err);
     if (st == KM_OK && p->L)
         st = check_factor(p->L, n, "factor L", err);
     if (st == KM_OK && p->C)
@@ -750,7 +767,7 @@ static size_t heap_bytes(const km_model *m, unsigned factors, unsigned sums)
 static size_t gpr_bytes(const void *payload, const km_model *m)
 {
     const gpr_payload *p = payload;
-    return heap_bytes(m, (p->L != NULL) + (p->C != NULL) + (p->G != NULL) +
+    return heap_bytes(m, (p->F || p->L) + (p->C != NULL) + (p->G != NULL) +
                              (p->P != NULL),
                       (p->Kt != NULL) + (p->Pt != NULL));
 }
@@ -860,9 +877,13 @@ km_status km_gpr_fit(const km_kernel *kernel, const km_gpr_params *params,
     pl->noise = h[TH_NOISE];
     for (size_t i = 0; i < n; i++) /* the upper triangle: 0 */
         memset(e.A + i * n + i + 1, 0, (n - i - 1) * sizeof *e.A);
-    pl->L = e.A;
+    pl->F = km_factor_wrap(e.A, n);
     pl->coef = e.a;
     e.A = e.a = NULL;
+    if (!pl->F) {
+        st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
+        goto out;
+    }
     if (!(pl->X = malloc(n * d * sizeof *pl->X))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the model");
         goto out;
@@ -918,6 +939,13 @@ static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
     /* and the sums: rows, sy, syy, G, Kt; with the factors P and Pt */
     uint64_t kt = km_f64s_bytes(km_mul_sat(2, ns));
     *hi = km_add_sat(*hi, km_add_sat(24, km_mul_sat(2, km_add_sat(tri, kt))));
+    if (format < KM_FORMAT_BLOCKS)
+        return;
+    /* the exact form's factor as 1 to n block references */
+    uint64_t a = km_add_sat(v, 4), b;
+    km_factor_refs_range(ns, &a, &b);
+    *lo = a < *lo ? a : *lo;
+    *hi = b > *hi ? b : *hi;
 }
 
 /* The variance and covariance only with the factors: nystrom fits
@@ -926,7 +954,7 @@ static unsigned model_outputs(const km_model *m)
 {
     const gpr_payload *p = km_model_payload(m);
     return KM_OUT_VALUES |
-           (p->L ? KM_OUT_VARIANCES | KM_OUT_COVARIANCE : 0);
+           (p->F || p->L ? KM_OUT_VARIANCES | KM_OUT_COVARIANCE : 0);
 }
 
 static unsigned params_outputs(const void *params)
@@ -1110,6 +1138,7 @@ const km_algo km_gpr_algo = {
     .save = gpr_save,
     .load = gpr_load,
     .file_format = gpr_file_format,
+    .factor_blocks = gpr_factor_blocks,
     .bytes = gpr_bytes,
     .load_bytes = gpr_load_bytes,
     .target = KM_TARGET_VALUES,

@@ -29,9 +29,11 @@ typedef struct gpr_payload {
     double *X;             /* n x d training rows (nystrom: the m centres) */
     double *coef;          /* n: a = K^-1 y' (nystrom: c / s, c krr's
                               coefficients of the SoR mean) */
-    double *L;             /* n x n row-major, lower triangle: K = L L^T;
-                              the upper triangle is 0 (nystrom: K_mm's
-                              factor, or NULL without the variance) */
+    km_factor *F;          /* exact: K = L L^T (shared with the models
+                              updated from this one); nystrom: NULL */
+    double *L;             /* nystrom: K_mm's factor (m x m row-major
+                              lower, upper 0), or NULL without the
+                              variance; exact: NULL */
     double *C;             /* nystrom with the variance: m x m lower,
                               C C^T = alpha I + Phi^T Phi; else NULL */
     double *xn;            /* derived: squared norms of X's rows */

@@ -78,6 +78,7 @@ void km_gpr_payload_free(void *payload)
         return;
     free(p->X);
     free(p->coef);
+    km_factor_free(p->F);
     free(p->L);
     free(p->C);
     free(p->xn);
@@ -232,14 +233,16 @@ static const char *update_refusal(const km_model *m)
                  "equations' sums only when fitted with params.keep_factor";
 }
 
-/* The new payload (X, L, coefficients, norms, weights) and the solve's
- * two vectors and the new rows' kernel block. */
+/* The new payload (X, the factor's new block or a merged factor,
+ * coefficients, norms, weights) and the solve's two vectors and the new
+ * rows' kernel block. */
 static size_t update_bytes(const km_model *m, size_t k)
 {
-    if (((const gpr_payload *)km_model_payload(m))->form == GPR_FORM_NYSTROM)
+    const gpr_payload *p = km_model_payload(m);
+    if (p->form == GPR_FORM_NYSTROM)
         return km_gpr_nys_update_bytes(m, k);
     uint64_t n = km_model_n_samples(m), N = km_add_sat(n, k);
-    uint64_t v = km_mul_sat(N, N);
+    uint64_t v = km_factor_grow_values(p->F, k);
     v = km_add_sat(v, km_mul_sat(N, km_model_n_features(m) + 5));
     v = km_add_sat(v, km_add_sat(n, km_mul_sat(k, k)));
     return (size_t)km_mul_sat(v, sizeof(double));
@@ -283,7 +286,7 @@ static km_status update_targets(const gpr_payload *p, gpr_payload *np,
                                 int normalize, double *Z)
 {
     memcpy(Z, p->coef, n * sizeof *Z);
-    km_chol_lt(p->L, n, Z, 1);
+    km_factor_lt(p->F, Z, 1);
     np->y_mean = p->y_mean;
     np->y_std = p->y_std;
     if (normalize)
@@ -296,8 +299,7 @@ static km_status update_targets(const gpr_payload *p, gpr_payload *np,
             return KM_ENOMEM;
         for (size_t i = 0; i < n; i++)
             u[i] = 1.0;
-        cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans, CblasNonUnit,
-                    (int)n, p->L, (int)n, u, 1);
+        km_factor_forward(p->F, 0, u, 1);
         for (size_t i = 0; i < n; i++)
             Z[i] = scale * Z[i] + shift * u[i];
         free(u);
@@ -312,12 +314,12 @@ static km_status update_targets(const gpr_payload *p, gpr_payload *np,
 
 /* log p(y | X) = -|z|^2 / 2 - sum log L_ii - N log(2 pi) / 2, z = L^-1 y
  * (y^T K^-1 y = |z|^2). */
-static double lml_of(const double *L, const double *z, size_t N)
+static double lml_of(const km_factor *F, const double *z, size_t N)
 {
     km_ksum q = {0, 0};
     for (size_t i = 0; i < N; i++) {
         km_ksum_add(&q, -0.5 * z[i] * z[i]);
-        km_ksum_add(&q, -log(L[i * N + i]));
+        km_ksum_add(&q, -log(km_factor_row(F, i)[i]));
     }
     km_ksum_add(&q, -0.5 * (double)N * log(2.0 * M_PI));
     return km_ksum_get(&q);
@@ -336,16 +338,15 @@ static km_status update(const km_model *m, const double *X, size_t k,
     gpr_payload *np = calloc(1, sizeof *np);
     double *Z = malloc(N * sizeof *Z);
     km_status st = KM_OK;
-    if (!np || !Z || !(np->L = calloc(km_mul3(N, N, 1), sizeof *np->L)) ||
-        !(np->X = km_rows_concat(p->X, n, X, k, d))) {
+    if (!np || !Z || !(np->X = km_rows_concat(p->X, n, X, k, d))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
         goto out;
     }
     np->form = GPR_FORM_EXACT;
     np->signal = p->signal;
     np->noise = p->noise;
-    if ((st = km_chol_extend(km_model_kernel(m), p->signal, p->noise, p->L,
-                             p->X, n, d, X, k, np->L, err)) != KM_OK)
+    if ((st = km_chol_extend(km_model_kernel(m), p->signal, p->noise, p->F,
+                             p->X, d, X, k, &np->F, err)) != KM_OK)
         goto out;
     if (km_progress(ctl, 0.8)) {
         st = km_error_set(err, KM_ECANCELLED, "update cancelled");
@@ -355,9 +356,9 @@ static km_status update(const km_model *m, const double *X, size_t k,
         st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
         goto out;
     }
-    km_chol_forward(np->L, N, n, Z, 1);
-    double lml = lml_of(np->L, Z, N);
-    km_chol_back(np->L, N, Z, 1);
+    km_factor_forward(np->F, n, Z, 1);
+    double lml = lml_of(np->F, Z, N);
+    km_factor_back(np->F, Z, 1);
     np->coef = Z;
     Z = NULL;
     if (!isfinite(lml) || !km_all_finite(np->coef, N)) {

@@ -45,10 +45,12 @@ static km_status whitened(const km_model *m, const gpr_payload *p,
                                     p->xn, d, B, ns, err);
     if (st != KM_OK)
         return st;
-    double scale = p->form == GPR_FORM_NYSTROM ? 1.0 : p->signal;
-    cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
-                CblasNonUnit, (int)nb, (int)ns, scale, p->L, (int)ns, B,
-                (int)ns);
+    if (p->F)
+        km_factor_solve_rt(p->F, p->signal, B, nb, ns);
+    else
+        cblas_dtrsm(CblasRowMajor, CblasRight, CblasLower, CblasTrans,
+                    CblasNonUnit, (int)nb, (int)ns, 1.0, p->L, (int)ns, B,
+                    (int)ns);
     return KM_OK;
 }
 
@@ -65,7 +67,8 @@ static km_status expect_spread(const km_model *m, const double *X, size_t n,
                                km_error *err)
 {
     km_status st = km_model_expect_input(m, KM_ALGO_GPR, "predict", X, n, err);
-    if (st == KM_OK && !((const gpr_payload *)km_model_payload(m))->L)
+    const gpr_payload *p = km_model_payload(m);
+    if (st == KM_OK && !p->F && !p->L)
         return km_error_set(err, KM_ECONFLICT, "the variance needs a gpr "
                             "model fitted with params.variance = true (this "
                             "nystrom model answers the mean only)");

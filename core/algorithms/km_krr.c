@@ -70,8 +70,8 @@ typedef struct krr_payload {
     double *coef;  /* dual: n x m dual coefficients; rff: w, D x m */
     double *xn;    /* dual: n squared norms of X's rows (derived) */
     double *b;     /* rff: D phases */
-    double *L;     /* factor: n x n row-major lower, K + alpha I = L L^T;
-                      else NULL */
+    km_factor *F;  /* factor: K + alpha I = L L^T (shared with the models
+                      updated from this one); else NULL */
     double alpha;  /* factor, nys: the ridge L is of / of the equations */
     double *G;     /* nys: m x m K_nm^T K_nm (both triangles); else NULL */
     double *KtY;   /* nys: m x outputs K_nm^T Y, row-major */
@@ -231,7 +231,7 @@ static void krr_free(void *payload)
     free(p->coef);
     free(p->xn);
     free(p->b);
-    free(p->L);
+    km_factor_free(p->F);
     free(p->G);
     free(p->KtY);
     free(p);
@@ -247,6 +247,12 @@ static uint32_t krr_file_format(const void *payload)
            : f == KRR_FORM_FACTOR ? 7
            : f == KRR_FORM_NYS    ? 10
                                   : 0;
+}
+
+static size_t krr_factor_blocks(const void *payload, uint64_t *bytes)
+{
+    const krr_payload *p = payload;
+    return p->F ? (*bytes = km_factor_bytes(p->F), p->F->nb) : 0;
 }
 
 static void krr_save(const void *payload, const km_model *m, km_writer *w)
@@ -270,7 +276,7 @@ static void krr_save(const void *payload, const km_model *m, km_writer *w)
     km_write_f64s(w, p->X, n * km_model_n_features(m));
     km_write_f64s(w, p->coef, n * km_model_n_outputs(m));
     if (p->form == KRR_FORM_FACTOR) /* ... X, coefficients and L */
-        km_tri_write(w, p->L, n);
+        km_factor_write(w, p->F);
     if (p->form == KRR_FORM_NYS) { /* ... X, coefficients, G and KtY */
         km_tri_write(w, p->G, n);
         km_write_f64s(w, p->KtY, n * km_model_n_outputs(m));
@@ -279,20 +285,12 @@ static void krr_save(const void *payload, const km_model *m, km_writer *w)
 
 /* KM_ECORRUPT unless the kept factor is finite with a diagonal > 0 and
  * its alpha a finite number > 0. */
-static km_status check_factor(const krr_payload *p, size_t n, km_error *err)
+static km_status check_factor(const krr_payload *p, km_error *err)
 {
     if (!(p->alpha > 0) || !isfinite(p->alpha))
         return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
                             "factor's alpha is not a finite number > 0");
-    if (!km_all_finite(p->L, n * n))
-        return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
-                            "factor holds a value that is not a finite "
-                            "number");
-    for (size_t i = 0; i < n; i++)
-        if (!(p->L[i * n + i] > 0))
-            return km_error_set(err, KM_ECORRUPT, "model file: kernel ridge "
-                                "factor L[%zu][%zu] is not > 0", i, i);
-    return KM_OK;
+    return km_factor_check(p->F, "kernel ridge factor L", err);
 }
 
 /* KM_ECORRUPT unless the nystrom statistics could be sums of squares
@@ -383,13 +381,17 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
         if (p->xn && form == KRR_FORM_FACTOR && !km_mul3(n, n, 8))
             r->failed = 1;
         if (p->xn && form == KRR_FORM_FACTOR && !r->failed &&
-            !(p->L = km_tri_read(r, n)))
-            p->xn = (free(p->xn), NULL);
+            !(p->F = km_factor_read(
+                  r, n, km_model_file_format(m) >= KM_FORMAT_BLOCKS, err))) {
+            km_status st = r->failed ? KM_ECORRUPT : KM_ENOMEM;
+            krr_free(p);
+            return st; /* err says why */
+        }
         if (p->xn && form == KRR_FORM_NYS && !r->failed)
             read_nys(r, p, n, nc);
     }
     if (!p->X || !p->coef || (form == KRR_FORM_RFF ? !p->b : !p->xn) ||
-        (form == KRR_FORM_FACTOR && !p->L) ||
+        (form == KRR_FORM_FACTOR && !p->F) ||
         (form == KRR_FORM_NYS && (!p->G || !p->KtY))) {
         krr_free(p);
         return km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM,
@@ -404,7 +406,7 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
                                 ? "random frequencies or weights"
                                 : "training rows or coefficients");
     }
-    km_status st = form == KRR_FORM_FACTOR ? check_factor(p, n, err)
+    km_status st = form == KRR_FORM_FACTOR ? check_factor(p, err)
                    : form == KRR_FORM_NYS
                        ? check_nys(p, n, km_model_n_outputs(m), err)
                        : KM_OK;
@@ -426,7 +428,7 @@ static km_status krr_load(km_reader *r, const km_model *m, void **payload,
 
 /* The heap of a payload of m's sizes, every form (rff: b instead of the
  * norms, as many): X, the coefficients, n more; the factor form's n x n
- * factor (the file stores a triangle, km_tri_read makes it whole), the
+ * factor (the file stores a triangle, km_factor_read makes it whole), the
  * nystrom statistics' n x n G and n x outputs KtY. */
 static size_t heap_bytes(const km_model *m, unsigned form)
 {
@@ -678,8 +680,9 @@ static km_status solve_keep(const km_kernel *k, const double *X, size_t n,
     for (size_t i = 0; i < n; i++) /* the upper triangle: 0 */
         memset(G + i * n + i + 1, 0, (n - i - 1) * sizeof *G);
     p->form = KRR_FORM_FACTOR;
-    p->L = G;
     p->alpha = alpha;
+    if (!(p->F = km_factor_wrap(G, n)))
+        return km_error_set(err, KM_ENOMEM, "out of memory for the model");
     return KM_OK;
 }
 
@@ -1237,7 +1240,9 @@ static size_t update_bytes(const km_model *m, size_t k)
         return update_nys_bytes(m, k);
     uint64_t N = km_add_sat(km_model_n_samples(m), k);
     uint64_t no = km_model_n_outputs(m);
-    uint64_t v = km_mul_sat(N, km_add_sat(N, km_model_n_features(m) + 1));
+    uint64_t v = km_factor_grow_values(
+        ((const krr_payload *)km_model_payload(m))->F, k);
+    v = km_add_sat(v, km_mul_sat(N, km_model_n_features(m) + 1));
     v = km_add_sat(v, km_mul_sat(2 * N, no));
     v = km_add_sat(v, km_mul_sat(k, k));
     return (size_t)km_mul_sat(v, sizeof(double));
@@ -1350,8 +1355,7 @@ static km_status update(const km_model *m, const double *X, size_t k,
     double *Z = malloc(km_mul3(N, q, sizeof *Z));
     km_model *nm = NULL;
     km_status st = KM_OK;
-    if (!np || !Z || !(np->L = calloc(km_mul3(N, N, 1), sizeof *np->L)) ||
-        !(np->coef = malloc(N * q * sizeof *np->coef)) ||
+    if (!np || !Z || !(np->coef = malloc(N * q * sizeof *np->coef)) ||
         !(np->X = km_rows_concat(p->X, n, X, k, d)) ||
         !(np->xn = km_sqnorms(np->X, N, d))) {
         st = km_error_set(err, KM_ENOMEM, "out of memory for the update");
@@ -1359,19 +1363,19 @@ static km_status update(const km_model *m, const double *X, size_t k,
     }
     np->form = KRR_FORM_FACTOR;
     np->alpha = p->alpha;
-    if ((st = km_chol_extend(km_model_kernel(m), 1.0, p->alpha, p->L, p->X,
-                             n, d, X, k, np->L, err)) != KM_OK)
+    if ((st = km_chol_extend(km_model_kernel(m), 1.0, p->alpha, p->F, p->X,
+                             d, X, k, &np->F, err)) != KM_OK)
         goto out;
     if (km_progress(ctl, 0.8)) {
         st = km_error_set(err, KM_ECANCELLED, "update cancelled");
         goto out;
     }
     memcpy(Z, p->coef, n * q * sizeof *Z);
-    km_chol_lt(p->L, n, Z, q);
+    km_factor_lt(p->F, Z, q);
     memcpy(Z + n * q, Y, k * q * sizeof *Z);
-    km_chol_forward(np->L, N, n, Z, q);
+    km_factor_forward(np->F, n, Z, q);
     memcpy(np->coef, Z, N * q * sizeof *Z);
-    km_chol_back(np->L, N, np->coef, q);
+    km_factor_back(np->F, np->coef, q);
     if (!km_all_finite(np->coef, N * q)) {
         st = km_error_set(err, KM_ENOTPD, "the update gave non-finite "
                           "coefficients: the kernel matrix is numerically "
@@ -1437,6 +1441,11 @@ static void payload_range(uint32_t format, uint64_t ns, uint64_t nf,
                                 km_f64s_bytes(km_tri_values(ns)));
         f = km_add_sat(f, km_f64s_bytes(km_mul_sat(ns, no)));
         *hi = f > *hi ? f : *hi;
+    }
+    if (format >= KM_FORMAT_BLOCKS) { /* the factor form's blocks */
+        uint64_t a = km_add_sat(*lo, 8), b;
+        km_factor_refs_range(ns, &a, &b);
+        *hi = b > *hi ? b : *hi;
     }
 }
 
@@ -1657,6 +1666,7 @@ const km_algo km_krr_algo = {
     .save = krr_save,
     .load = krr_load,
     .file_format = krr_file_format,
+    .factor_blocks = krr_factor_blocks,
     .bytes = krr_bytes,
     .load_bytes = krr_load_bytes,
     .target = KM_TARGET_ROWS,

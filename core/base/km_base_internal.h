@@ -130,6 +130,11 @@ typedef struct km_writer {
     km_sink_fn sink; /* km_writer_init_sink: buf stages what goes to it */
     void *sink_ctx;
     uint32_t crc; /* sink: the CRC-32 of what went to it so far */
+    /* a model file's: where its factor goes when it is stored in block
+     * files (km_model_save_sink_blocks), else NULL: in the file; and the
+     * format version written (its payload's layout) */
+    const struct km_blocks *blocks;
+    uint32_t format;
 } km_writer;
 
 void km_writer_init(km_writer *w);
@@ -198,6 +203,10 @@ typedef struct km_reader {
     const unsigned char *p;
     size_t left;
     int failed;
+    /* a model file's: where its factor's block files are read from, and
+     * the model's version (km_model_load_buffer_blocks), else NULL */
+    const struct km_blocks *blocks;
+    uint64_t version;
 } km_reader;
 
 uint32_t km_read_u32(km_reader *r);

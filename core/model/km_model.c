@@ -64,12 +64,13 @@
  * factor form 7: params.keep_factor; svc's and svr's kept rows 9:
  * params.keep_rows; krr's nystrom statistics form 10: params.keep_factor
  * with solver nystrom; gpr's nystrom form with its sums 11:
- * params.keep_factor), or 8 when it keeps a drift reference
+ * params.keep_factor; 12: the same with an exact factor in block files,
+ * km_model_save_sink_blocks), or 8 when it keeps a drift reference
  * (km_model_set_reference) and its payload needs less, so that files of
  * every model an older server could fit stay readable by it. Versions 8
  * and later carry the drift reference section (which names the payload's
- * own layout: 2 to 7, 9, 10 or 11). */
-#define FORMAT_VERSION 11u
+ * own layout: 2 to 7 or 9 to 12). */
+#define FORMAT_VERSION KM_FORMAT_BLOCKS
 /* The first version with the drift reference section. */
 #define FORMAT_REFERENCE 8u
 #define FORMAT_DEFAULT 2u
@@ -777,13 +778,22 @@ static km_status read_reference(km_reader *r, km_model *m, km_error *err)
 
 /* ------------------------------------------------------------ file format */
 
-/* The file of m up to its checksum. */
+/* The file of m up to its checksum. With w->blocks, a factor of at least
+ * blocks->min_bytes goes to block files (format 12); w->blocks is cleared
+ * otherwise, so that the payload holds it. */
 static void write_model(km_writer *w, const km_model *m)
 {
     const km_algo *ops = km_algo_of(m->algo);
     uint32_t pf = ops->file_format ? ops->file_format(m->payload) : 0;
     if (!pf)
         pf = FORMAT_DEFAULT;
+    uint64_t fb = 0;
+    size_t nb = ops->factor_blocks ? ops->factor_blocks(m->payload, &fb) : 0;
+    if (!nb || !w->blocks || fb < w->blocks->min_bytes)
+        w->blocks = NULL;
+    if (w->blocks || nb > 1)
+        pf = KM_FORMAT_BLOCKS;
+    w->format = pf;
     int section = m->reference || pf >= FORMAT_REFERENCE;
     km_write_bytes(w, MAGIC, 4);
     km_write_u32(w, !section ? pf : pf > FORMAT_REFERENCE ? pf
@@ -1155,6 +1165,13 @@ km_status km_model_load_bytes(const unsigned char *buf, size_t len,
 km_status km_model_load_buffer(const unsigned char *buf, size_t len,
                                km_model **out, km_error *err)
 {
+    return km_model_load_buffer_blocks(buf, len, NULL, out, err);
+}
+
+km_status km_model_load_buffer_blocks(const unsigned char *buf, size_t len,
+                                      const km_blocks *blocks,
+                                      km_model **out, km_error *err)
+{
     km_error local;
     if (!err)
         err = &local; /* the label check rewrites its message */
@@ -1163,6 +1180,8 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
     km_status st = open_records(buf, len, 1, &r, &m, err);
     if (st != KM_OK)
         return st;
+    r.blocks = blocks;
+    r.version = m->version;
     st = km_algo_of(m->algo)->load(&r, m, &m->payload, err);
     if (st == KM_OK && (r.failed || r.left != 0))
         st = km_error_set(err, KM_ECORRUPT,
@@ -1178,11 +1197,19 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
 km_status km_model_save_sink(const km_model *m, km_sink_fn sink, void *ctx,
                              km_error *err)
 {
+    return km_model_save_sink_blocks(m, sink, ctx, NULL, err);
+}
+
+km_status km_model_save_sink_blocks(const km_model *m, km_sink_fn sink,
+                                    void *ctx, const km_blocks *blocks,
+                                    km_error *err)
+{
     km_writer w;
     if (km_writer_init_sink(&w, sink, ctx) != 0) {
         km_writer_cleanup(&w);
         return km_error_set(err, KM_ENOMEM, "out of memory writing a model");
     }
+    w.blocks = blocks;
     write_model(&w, m);
     if (km_writer_finish_sink(&w) != 0)
         return km_error_set(err, KM_EIO, "the model's bytes could not all be "

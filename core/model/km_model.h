@@ -110,6 +110,46 @@ km_status km_model_load_buffer(const unsigned char *buf, size_t len,
  * sink failed (it keeps why). */
 km_status km_model_save_sink(const km_model *m, km_sink_fn sink,
                              void *ctx, km_error *err) KM_MUST_CHECK;
+
+/*
+ * Block files: the Cholesky factor an exact gpr model, or a krr model
+ * fitted with params.keep_factor, keeps, stored apart from its model
+ * file, as the store does (docs/model-format.md "Factor blocks"). The
+ * factor is held in row blocks that never change once made, and an
+ * update adds one (its new rows) while sharing the others; a model file
+ * of format 12 names its factor's blocks by id, and each block is a file
+ * of its own, so that a version made by an update writes its new rows and
+ * not the whole n x n triangle again.
+ */
+typedef struct km_blocks {
+    void *ctx;
+    /* Factors of fewer bytes than this stay in the model file. */
+    uint64_t min_bytes;
+    /* Makes block `id` durable for the model being saved: a link to a file
+     * of that block already there, or a new file whose bytes write()
+     * streams to (sink, sink_ctx) (returning 0, or -1 when the sink
+     * failed). 0, or an errno value (the save then fails). */
+    int (*put)(void *ctx, uint64_t id,
+               int (*write)(void *wctx, km_sink_fn sink, void *sink_ctx),
+               void *wctx);
+    /* A descriptor open for reading on block `id` of the model file of
+     * this version (closed by the caller), or -1 with errno set. */
+    int (*open)(void *ctx, uint64_t version, uint64_t id);
+} km_blocks;
+
+/* km_model_save_sink with the factor, when it has blocks->min_bytes or
+ * more, in block files through blocks (NULL: as km_model_save_sink). */
+km_status km_model_save_sink_blocks(const km_model *m, km_sink_fn sink,
+                                    void *ctx, const km_blocks *blocks,
+                                    km_error *err) KM_MUST_CHECK;
+/* km_model_load_buffer of a file whose factor may be in block files read
+ * through blocks (each checked: its header against the model file's list,
+ * its size, its checksum). Without blocks a format 12 file is refused
+ * (KM_ECORRUPT naming the block files). */
+km_status km_model_load_buffer_blocks(const unsigned char *buf, size_t len,
+                                      const km_blocks *blocks,
+                                      km_model **out,
+                                      km_error *err) KM_MUST_CHECK;
 /* The same through a stdio stream (the whole stream from its position).
  * load reads the header first and then no more than it allows (nor more
  * than max_bytes: KM_EINVAL). */

@@ -261,6 +261,12 @@ typedef struct km_algo {
                           uint64_t n_features, uint64_t n_outputs,
                           uint64_t *lo, uint64_t *hi);
     uint32_t (*file_format)(const void *payload);
+    /* The row blocks of the payload's Cholesky factor (0, also NULL:
+     * none) and *bytes, the bytes of its triangle: a model file of format
+     * KM_FORMAT_BLOCKS lists the blocks of a factor of more than one
+     * (their rows in the file) or of one stored in block files
+     * (km_factor_write). */
+    size_t (*factor_blocks)(const void *payload, uint64_t *bytes);
     void (*free_payload)(void *payload);
     void (*save)(const void *payload, const km_model *m, km_writer *w);
     km_status (*load)(km_reader *r, const km_model *m, void **payload,
@@ -348,6 +354,9 @@ void *km_model_payload(const km_model *m);
  * its payload's layout, which the file records); 0 for a model fitted
  * here. A payload's load reads it for its layout. */
 uint32_t km_model_file_format(const km_model *m);
+/* The format whose payloads name their factor's block files instead of
+ * holding it (km_model_save_sink_blocks). */
+#define KM_FORMAT_BLOCKS 12u
 /* The drift reference of nm, m updated by the k raw rows X
  * (km_model_update): when m's reference holds all of its training rows
  * (fewer than the cap), the one a refit on all the rows would keep (them

@@ -346,7 +346,9 @@ START_TEST(refusals)
 
     p.keep_factor = 1;
     km_model *m = fit(KM_ALGO_KRR, &kr, &p, NULL, X, n, Y, q);
-    ck_assert(km_model_update_bytes(m, 5) > 8 * 25 * 25);
+    /* the new factor block (5 x 25) and the rest, not a 25 x 25 copy */
+    ck_assert(km_model_update_bytes(m, 5) > 8 * 5 * 25);
+    ck_assert(km_model_update_bytes(m, 5) < 8 * 25 * 25 + 8 * 25 * (D + 2));
     ck_assert_int_eq(km_model_update(m, X, 2, D - 1, Y, q, NULL, &out, &err),
                      KM_EINVAL);
     ck_assert_msg(strstr(err.message, "columns"), "%s", err.message);
