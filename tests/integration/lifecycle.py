@@ -604,7 +604,7 @@ def body_of(algo, cid, rng):
     if algo == "krr":
         X = [[rng.uniform(-2, 2), rng.uniform(-2, 2)] for _ in range(8)]
         return {"algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.5},
-                "params": {"alpha": 0.1}, "X": X,
+                "params": {"alpha": 0.1, "keep_factor": True}, "X": X,
                 "y": [rng.uniform(-3, 3) for _ in X]}
     X = ([[rng.gauss(-1, 0.7), rng.gauss(0, 0.7)] for _ in range(6)] +
          [[rng.gauss(1, 0.7), rng.gauss(0, 0.7)] for _ in range(6)])
@@ -957,8 +957,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="kmserve-life-")
     models = os.path.join(tmp, "models")
     os.makedirs(models)
+    # krr keeps its factor, in block files (--factor-files-mib 0), so that
+    # the versions' shared block links go through the same races
     flags = ("--keep-versions", str(K), "--watch-interval", "0",
-             "--workers", "2", "--header-timeout", "86400",
+             "--factor-files-mib", "0", "--workers", "2", "--header-timeout", "86400",
              "--connection-timeout", "86400")
     oracle_models = os.path.join(tmp, "oracle", "models")
     os.makedirs(oracle_models)

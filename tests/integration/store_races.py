@@ -122,8 +122,8 @@ def start(d, pauses):
 def daemon(binary, models, pauses, *flags):
     """A daemon on models (no scans but on SIGHUP) whose pause points are
     pauses' (None: none)."""
-    return start(run.Daemon(binary, models, "--watch-interval", "0", *flags),
-                 pauses)
+    return start(run.Daemon(binary, models, "--watch-interval", "0",
+                            "--factor-files-mib", "0", *flags), pauses)
 
 
 def held(pauses, point, call, what):
