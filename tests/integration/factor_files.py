@@ -16,7 +16,8 @@ version. A block file altered by one byte, or removed, makes its model
 file quarantined at the next start (model_quarantined in the log, the
 model 404), while a model beside it still answers; DELETE removes every
 block link of the name, and the name stays gone after a restart. krr with
-keep_factor does the same through two updates and a restart. The export
+keep_factor does the same through two updates and a restart, and an
+update of the model loaded after it links the loaded blocks. The export
 of a blocks-stored model holds the factor's rows: another daemon imports
 it and answers bit for bit the same; the raw format 12 file itself is
 refused by import (400 naming the block files). Under the default
@@ -214,6 +215,16 @@ def krr(d, models, T):
               "predictions (1e-9)", (r, b))
     restart(d)
     run.check(answer(d, "k", T) == now, "krr after a restart: bit for bit")
+    Xn, yn = data(5, 5)
+    r = d.req("POST", "/v1/models/k/update", {"X": Xn, "y": yn})
+    b = links(models, "k")
+    run.check(r.status == 201 and len(b.get(4, {})) == 4 and
+              all(b[4].get(i) == ino for i, ino in b[3].items()),
+              "an update of the loaded model links its three blocks and "
+              "adds one", (r, b))
+    d.req("POST", "/v1/models/k/rollback", {"version": 3})
+    run.check(answer(d, "k", T) == now, "rolled back to version 3: its "
+              "answers")
     return now
 
 
