@@ -417,28 +417,40 @@ static int read_full(int fd, void *p, size_t n)
     return 0;
 }
 
-/* Block b's rows (b->v allocated, b->id its list's) from its file. */
-static km_status read_block(const km_blocks *bs, uint64_t version,
-                            km_fblock *b, km_error *err)
+/* The block file of id (rows r0 .. r0 + rows - 1) opened, and checked to
+ * be a regular file of its size before anything is allocated for it: a
+ * descriptor, or -1 with err set. */
+static int open_block(const km_blocks *bs, uint64_t version, uint64_t id,
+                      uint64_t r0, uint64_t rows, km_error *err)
 {
-    unsigned long long id = (unsigned long long)b->id;
-    int fd = bs->open(bs->ctx, version, b->id);
-    if (fd < 0)
-        return km_error_set(err, KM_ECORRUPT, "model file: factor block "
-                            "%016llx cannot be opened: %s", id,
-                            strerror(errno));
+    int fd = bs->open(bs->ctx, version, id);
+    if (fd < 0) {
+        km_error_set(err, KM_ECORRUPT, "model file: factor block %016llx "
+                     "cannot be opened: %s", (unsigned long long)id,
+                     strerror(errno));
+        return -1;
+    }
     struct stat st;
-    unsigned char head[BLOCK_HEAD], tail[4];
     uint64_t want = km_add_sat(BLOCK_HEAD + 4,
-                               km_mul_sat(block_values(b->r0, b->rows), 8));
-    km_status rc = KM_OK;
+                               km_mul_sat(block_values(r0, rows), 8));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
         (uint64_t)st.st_size != want) {
-        rc = km_error_set(err, KM_ECORRUPT, "model file: factor block "
-                          "%016llx is not a regular file of %llu bytes", id,
-                          (unsigned long long)want);
-        goto out;
+        km_error_set(err, KM_ECORRUPT, "model file: factor block %016llx "
+                     "is not a regular file of %llu bytes",
+                     (unsigned long long)id, (unsigned long long)want);
+        close(fd);
+        return -1;
     }
+    return fd;
+}
+
+/* Block b's rows (b->v allocated, b->id its list's) from its file, open
+ * and of the right size (open_block); fd is closed. */
+static km_status read_block(int fd, km_fblock *b, km_error *err)
+{
+    unsigned long long id = (unsigned long long)b->id;
+    unsigned char head[BLOCK_HEAD], tail[4];
+    km_status rc = KM_OK;
     if (read_full(fd, head, sizeof head) != 0)
         goto io;
     km_reader h = {head, sizeof head, 0};
@@ -522,17 +534,31 @@ static km_factor *read_refs(km_reader *r, size_t n, km_error *err)
                               (unsigned long long)rows, next, n);
             break;
         }
+        /* the rows' bytes are there before they are allocated */
+        int fd = where ? open_block(r->blocks, r->version, id, r0, rows, err)
+                       : -1;
+        if (where ? fd < 0
+                  : km_mul_sat(block_values(r0, rows), 8) > r->left) {
+            st = where ? KM_ECORRUPT
+                       : km_error_set(err, KM_ECORRUPT, "model file: the "
+                                      "factor's rows %llu to %llu are cut "
+                                      "short", (unsigned long long)r0,
+                                      (unsigned long long)(r0 + rows - 1));
+            break;
+        }
         size_t ld = (size_t)(r0 + rows);
         double *v = calloc(km_mul3((size_t)rows, ld, 1), sizeof *v);
         if (!v || !(F->b[t] = block_new(v, (size_t)r0, (size_t)rows, ld))) {
             free(v);
+            if (fd >= 0)
+                close(fd);
             st = km_error_set(err, KM_ENOMEM, "out of memory reading a "
                               "model");
             break;
         }
         F->b[t]->id = id;
         next += (size_t)rows;
-        st = where ? read_block(r->blocks, r->version, F->b[t], err)
+        st = where ? read_block(fd, F->b[t], err)
                    : read_rows(r, F->b[t], err);
     }
     if (st == KM_OK && next != n)

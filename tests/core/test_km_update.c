@@ -9,7 +9,9 @@
  * preprocessing, the stored statistics are applied (a refit on the rows
  * scaled by them); the factor form's file (version 7's payload, in a
  * version 8 file: it keeps a drift reference) round-trips and its
- * numbers are checked on load; refusals and bad rows are named.
+ * numbers are checked on load, as an updated model's version 12 file with
+ * its factor's two blocks does (bit for bit); refusals and bad rows are
+ * named.
  */
 #include <stdint.h>
 
@@ -383,6 +385,84 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* An updated model's factor has two blocks: its file is version 12 and
+ * lists them with their rows (the loaded model answers bit for bit as the
+ * one saved, and its next update too); a list that is empty, skips a row,
+ * names a block file (no store to read it from), has an unknown place or
+ * a bad diagonal in the new block is refused, naming what. */
+START_TEST(block_list_file)
+{
+    seed_state = 5;
+    size_t n = 30, k = 6, q = 1, N = n + k;
+    double *X, *Y;
+    make_data(N + k, q, &X, &Y);
+    km_kernel kr = rbf(0.5);
+    km_krr_params p = km_krr_params_default();
+    p.keep_factor = 1;
+    km_model *m = fit(KM_ALGO_KRR, &kr, &p, NULL, X, n, Y, q);
+    km_model *u = update(m, X + n * D, k, Y + n * q, q);
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    km_error err = {0};
+    ck_assert(km_model_save_buffer(u, &buf, &len, &err) == KM_OK);
+    ck_assert_uint_eq(get32(buf + 4), 12);
+    km_model *back = NULL;
+    ck_assert_msg(km_model_load_buffer(buf, len, &back, &err) == KM_OK, "%s",
+                  err.message);
+    double a[NT], b[NT];
+    ck_assert(km_predict(u, KM_OUT_VALUES, X, NT, a, &err) == KM_OK);
+    ck_assert(km_predict(back, KM_OUT_VALUES, X, NT, b, &err) == KM_OK);
+    ck_assert_msg(!memcmp(a, b, sizeof a), "loaded: not bit for bit");
+    km_model *u1 = update(u, X + N * D, k, Y + N * q, q);
+    km_model *u2 = update(back, X + N * D, k, Y + N * q, q);
+    ck_assert(km_predict(u1, KM_OUT_VALUES, X, NT, a, &err) == KM_OK);
+    ck_assert(km_predict(u2, KM_OUT_VALUES, X, NT, b, &err) == KM_OK);
+    ck_assert_msg(!memcmp(a, b, sizeof a), "next update: not bit for bit");
+    /* the end of the payload: u32 count, then per block 28 bytes (id,
+     * first, rows, where) and its rows; block 1 (rows 30 to 35) last */
+    size_t rows1 = k * n + k * (k + 1) / 2, rows0 = n * (n + 1) / 2;
+    size_t h1 = len - 4 - rows1 * 8 - 28, h0 = h1 - rows0 * 8 - 28;
+    size_t count = h0 - 4;
+    ck_assert_uint_eq(get32(buf + count), 2);
+    ck_assert_uint_eq(get64(buf + h1 + 8), n);
+    struct {
+        size_t at;
+        int bytes;
+        uint64_t v;
+        const char *says;
+    } cases[] = {
+        {count, 4, 0, "block list"},
+        {h1 + 8, 8, n + 1, "does not continue"},
+        {h1 + 24, 4, 1, "block files"},
+        {h1 + 24, 4, 2, "does not continue"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        unsigned char *c = malloc(len);
+        memcpy(c, buf, len);
+        if (cases[i].bytes == 4)
+            put32(c + cases[i].at, (uint32_t)cases[i].v);
+        else
+            put64(c + cases[i].at, cases[i].v);
+        fix_crc(c, len);
+        km_model *x = NULL;
+        ck_assert_int_eq(km_model_load_buffer(c, len, &x, &err), KM_ECORRUPT);
+        ck_assert_msg(strstr(err.message, cases[i].says), "case %zu: %s", i,
+                      err.message);
+        free(c);
+    }
+    /* L[30][30], the new block's first diagonal value: row 30's last */
+    refused_at(buf, len, h1 + 28 + n * 8, -1.0, "factor L[30][30]");
+    free(buf);
+    km_model_free(m);
+    km_model_free(u);
+    km_model_free(back);
+    km_model_free(u1);
+    km_model_free(u2);
+    free(X);
+    free(Y);
+}
+END_TEST
+
 Suite *update_suite(void)
 {
     Suite *s = suite_create("update");
@@ -391,6 +471,7 @@ Suite *update_suite(void)
     tcase_add_test(tc, krr_equals_refit);
     tcase_add_test(tc, preprocessing_kept);
     tcase_add_test(tc, factor_file);
+    tcase_add_test(tc, block_list_file);
     tcase_add_test(tc, refusals);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
