@@ -611,7 +611,8 @@ km_factor *km_factor_read(km_reader *r, size_t n, int blocks, km_error *err)
     km_factor *F = L ? km_factor_wrap(L, n) : NULL;
     if (!F)
         km_error_set(err, r->failed ? KM_ECORRUPT : KM_ENOMEM, r->failed
-                     ? "model file: bad factor triangle"
+                     ? "model file: the factor's triangle has not "
+                       "n (n + 1) / 2 values"
                      : "out of memory reading a model");
     return F;
 }

@@ -16,6 +16,7 @@
 
 #include "../check_main.h"
 #include "algorithms/km_algorithms_internal.h"
+#include "chol_ref.h"
 
 #define N 150
 #define TOL 1e-11
@@ -47,21 +48,15 @@ static double *spd(size_t n)
     return A;
 }
 
+/* A's factor, the upper triangle 0 (chol_ref.h's loop). */
 static double *dense_chol(const double *A, size_t n)
 {
-    double *L = calloc(n * n, sizeof *L);
-    for (size_t j = 0; j < n; j++) {
-        double s = A[j * n + j];
-        for (size_t k = 0; k < j; k++)
-            s -= L[j * n + k] * L[j * n + k];
-        L[j * n + j] = sqrt(s);
-        for (size_t i = j + 1; i < n; i++) {
-            double t = A[i * n + j];
-            for (size_t k = 0; k < j; k++)
-                t -= L[i * n + k] * L[j * n + k];
-            L[i * n + j] = t / L[j * n + j];
-        }
-    }
+    double *L = malloc(n * n * sizeof *L);
+    memcpy(L, A, n * n * sizeof *L);
+    chol_ref(L, n);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            L[i * n + j] = 0;
     return L;
 }
 
@@ -114,6 +109,19 @@ static void same(double a, double b, const char *what, size_t i, size_t j)
                   b);
 }
 
+/* D Z (D n x n lower, Z n x m) equals want. */
+static void lower_times(const double *D, size_t n, const double *Z, size_t m,
+                        const double *want, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < m; c++) {
+            double s = 0;
+            for (size_t k = 0; k <= i; k++)
+                s += D[i * n + k] * Z[k * m + c];
+            same(s, want[i * m + c], what, i, c);
+        }
+}
+
 START_TEST(grown_equals_dense)
 {
     double *A = spd(N), *D = dense_chol(A, N);
@@ -158,13 +166,7 @@ static void routines(const km_factor *F, const double *D, size_t m)
      * L^-T applied after gives C back through both */
     memcpy(S, R, n * m * sizeof *S);
     km_factor_forward(F, 0, S, m);
-    for (size_t i = 0; i < n; i++)
-        for (size_t c = 0; c < m; c++) {
-            double s = 0;
-            for (size_t k = 0; k <= i; k++)
-                s += D[i * n + k] * S[k * m + c];
-            same(s, R[i * m + c], "L L^-1 Z", i, c);
-        }
+    lower_times(D, n, S, m, R, "L L^-1 Z");
     /* L^-T (L^T C) = C */
     memcpy(S, R, n * m * sizeof *S);
     km_factor_back(F, S, m);
@@ -223,14 +225,7 @@ START_TEST(forward_from_block)
     km_factor_forward(F, from, W, m);
     for (size_t i = 0; i < N * m; i++)
         same(W[i], Z[i], "forward from", i / m, i % m);
-    /* and L Z = Y with the dense factor */
-    for (size_t i = 0; i < N; i++)
-        for (size_t c = 0; c < m; c++) {
-            double s = 0;
-            for (size_t k = 0; k <= i; k++)
-                s += D[i * N + k] * Z[k * m + c];
-            same(s, Y[i * m + c], "L L^-1 Y", i, c);
-        }
+    lower_times(D, N, Z, m, Y, "L L^-1 Y"); /* with the dense factor */
     free(Y);
     free(Z);
     free(W);

@@ -574,7 +574,7 @@ START_TEST(file_numbers_checked)
     expect_corrupt("L NaN", l + 8, NAN, "factor");
     expect_corrupt("L[0][0] 0", l, 0, "factor L[0][0] is not > 0");
     expect_corrupt("L[2][2] < 0", l + 8 * 5, -0.5, "factor L[2][2] is not > 0");
-    expect_corrupt("L count", SIZE_MAX, 20, "bad gaussian process payload");
+    expect_corrupt("L count", SIZE_MAX, 20, "triangle has not n (n + 1) / 2");
 }
 END_TEST
 

@@ -18,6 +18,7 @@
 #include "km.h"
 #include "algorithms/km_algorithms_internal.h"
 #include "model_bytes.h"
+#include "chol_ref.h"
 
 /* Deterministic synthetic data: rows in [-1, 1)^d, a smooth target. */
 static void synth(uint64_t seed, size_t n, size_t d, double *X, double *y)
@@ -48,19 +49,7 @@ static km_krr_params rff(size_t D, double alpha, uint64_t seed)
  * A x = b in place on b: the test's own, no LAPACK. */
 static void chol_solve(double *A, size_t n, double *b)
 {
-    for (size_t j = 0; j < n; j++) {
-        double s = A[j * n + j];
-        for (size_t k = 0; k < j; k++)
-            s -= A[j * n + k] * A[j * n + k];
-        ck_assert(s > 0);
-        A[j * n + j] = sqrt(s);
-        for (size_t i = j + 1; i < n; i++) {
-            double t = A[i * n + j];
-            for (size_t k = 0; k < j; k++)
-                t -= A[i * n + k] * A[j * n + k];
-            A[i * n + j] = t / A[j * n + j];
-        }
-    }
+    chol_ref(A, n);
     for (size_t i = 0; i < n; i++) {
         double t = b[i];
         for (size_t k = 0; k < i; k++)
