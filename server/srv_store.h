@@ -156,7 +156,8 @@ int srv_store_version_bytes(srv_store *s, const char *name, uint64_t version,
 /* Loads the kept version of name from its file, checked as a scan checks
  * (it must hold that version); NULL with the reason in why, and *gone set
  * when there is no such file (never kept, or pruned or deleted since it
- * was listed: not found, not an error). With file non-NULL, *file gets the
+ * was listed, or while it was read: its factor's block files go with it;
+ * not found, not an error). With file non-NULL, *file gets the
  * file read, still open (caller closes it), for srv_store_still_kept.
  * Caller owns the model. Needs no lock: the file is never written in
  * place. */

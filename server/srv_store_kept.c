@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "srv_store_internal.h"
+#include "srv_test.h"
 
 void srv_store_keep(srv_store *s, int versions)
 {
@@ -138,7 +139,13 @@ km_model *srv_store_load_version(srv_store *s, const char *name,
         snprintf(why, whylen, "%s", strerror(rc));
         return NULL;
     }
+    srv_test_pause("kept_opened");
     km_model *m = read_model_fd(fd, dfd, name, why, whylen, &special);
+    struct stat read, named;
+    if (!m && fstat(fd, &read) == 0 &&
+        (fstatat(dfd, kept, &named, 0) != 0 || read.st_dev != named.st_dev ||
+         read.st_ino != named.st_ino))
+        *gone = 1; /* pruned while it was read, its factor blocks with it */
     close(dfd);
     if (m && km_model_version(m) != version) {
         snprintf(why, whylen, "%s holds version %llu", kept,

@@ -17,6 +17,8 @@
  *   kept_sized       a request naming a kept version (pinned predict,
  *                    GET, v2 infer, rollback), after it found the file,
  *                    before it reads it
+ *   kept_opened      the same, after it opened the file, before it reads
+ *                    it and its factor's block files
  *   rollback_loaded  a rollback, after it read the kept version, before
  *                    it commits it
  *   update_computed  an update, after its model is computed, before it

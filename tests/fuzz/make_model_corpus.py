@@ -13,6 +13,8 @@ what a fit or an import writes:
   gpr       exact (with normalize_y and the optimizer), nystrom with and
             without the variance (format 6), and both with keep_factor's
             sums (format 11)
+  updated   gpr exact and krr keep_factor, fitted and then updated: a
+            factor of two row blocks (format 12)
   kkmeans
   klr       binary, multinomial of 3 and of 4 classes, one-vs-rest of 4,
             nystrom of 4 (a classifier of k > 2 classes answers k
@@ -58,6 +60,15 @@ KERNELS = {
     "exponential": {"type": "exponential", "gamma": 0.1},
     "normalized": {"type": "normalized", "kernels": [{"type": "polynomial",
                                                       "degree": 2}]},
+}
+
+
+# Fitted on X's first 4 rows, then updated by its last 2.
+UPDATED = {
+    "gprupd_rbf": {"algorithm": "gpr", "y": [0, 1, 2, 3, 4, 5],
+                   "params": {"noise": 0.1}},
+    "krrkeepupd_rbf": {"algorithm": "krr", "y": [0, 1, 2, 3, 4, 5],
+                       "params": {"keep_factor": True}},
 }
 
 
@@ -323,6 +334,21 @@ def main():
                     with open(os.path.join(args.out, "krrsearch_rbf"), "wb") as f:
                         f.write(with_search(data[:-4]))
                     made += 1
+        # updated models: a factor of two row blocks, listed with their
+        # rows (file format 12)
+        for name, fit in UPDATED.items():
+            r = d.req("POST", f"/v1/models/{name}/fit",
+                      dict(fit, kernel=KERNELS["rbf"], X=X[:4], y=fit["y"][:4]))
+            u = d.req("POST", f"/v1/models/{name}/update",
+                      {"X": X[4:], "y": fit["y"][4:]})
+            if r.status != 201 or u.status != 201:
+                print(f"{name}: {r} {u}", file=sys.stderr)
+                continue
+            with open(os.path.join(models, name + ".kmm"), "rb") as f:
+                data = f.read()
+            with open(os.path.join(args.out, name), "wb") as f:
+                f.write(data[:-4])
+            made += 1
         for lname, (kname, text) in LIBSVM.items():
             name = f"{lname}_{kname}"
             r = d.req("POST", f"/v1/models/{name}/import", text.encode(),

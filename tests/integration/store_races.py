@@ -16,7 +16,9 @@ the file. Every wait is for an event, never for a time.
     pruned after it read it is 404 too;
   - a version that is gone is a 404: a pinned predict, GET, v2 infer, v2
     metadata and rollback whose version is pruned between finding its
-    file and reading it answer 404, not 500, and log no error; the list of
+    file and reading it, or between opening it and reading its factor's
+    block files (every fit here keeps its factor, in block files), answer
+    404, not 500, and log no error; the list of
     versions made while one is pruned shows only versions that exist;
   - replicas fitting one name: fits in turn on two replicas number their
     versions one after the other (never two fits acknowledged as one
@@ -62,9 +64,11 @@ WAIT = 120  # seconds: the most any awaited event may take on a loaded machine
 
 
 def krr(alpha):
-    """A fit whose content is told by its alpha (params.alpha)."""
+    """A fit whose content is told by its alpha (params.alpha); it keeps
+    its factor, which the daemons here store in block files."""
     return {"algorithm": "krr", "kernel": {"type": "rbf", "gamma": 0.5},
-            "params": {"alpha": alpha}, "X": X, "y": [sum(r) for r in X]}
+            "params": {"alpha": alpha, "keep_factor": True}, "X": X,
+            "y": [sum(r) for r in X]}
 
 
 # ---------------------------------------------------------------- pauses
@@ -359,20 +363,24 @@ def scenario_gone_is_404(binary, tmp):
     try:
         alpha = 1.0
         fit(d, "p", alpha)
-        for what, method, path, body in PINNED:
-            alpha += 1
-            v = fit(d, "p", alpha).json()["model"]["version"] - 1
-            pauses.arm("kept_sized")
-            call = Call(d, method, path.format(v=v), body(v))
-            if not held(pauses, "kept_sized", call,
-                        f"{what}: reaches kept_sized"):
-                continue
-            alpha += 1
-            fit(d, "p", alpha)  # keeps the current, prunes version v
-            pauses.release("kept_sized")
-            r = call.result()
-            check(r is not None and r.status == 404,
-                  f"{what} of a version pruned meanwhile is 404, not 500", r)
+        # kept_opened: the file open, its factor's block files not yet:
+        # the prune removes them with the file
+        for point in ("kept_sized", "kept_opened"):
+            for what, method, path, body in PINNED:
+                alpha += 1
+                v = fit(d, "p", alpha).json()["model"]["version"] - 1
+                pauses.arm(point)
+                call = Call(d, method, path.format(v=v), body(v))
+                if not held(pauses, point, call,
+                            f"{what}: reaches {point}"):
+                    continue
+                alpha += 1
+                fit(d, "p", alpha)  # keeps the current, prunes version v
+                pauses.release(point)
+                r = call.result()
+                check(r is not None and r.status == 404,
+                      f"{what} of a version pruned meanwhile ({point}) is "
+                      "404, not 500", r)
 
         alpha += 1
         v = fit(d, "p", alpha).json()["model"]["version"]
@@ -581,7 +589,12 @@ def scenario_scan_beside_listing(binary, tmp):
         with open(os.path.join(models, "x.kmm"), "rb") as f:
             content = f.read()
         names = [f"copy{i}" for i in range(12)]
-        for n in names:  # files another replica (or a hand) put there
+        blocks = [f for f in os.listdir(models) if f.startswith(".x.kmm.b")]
+        for n in names:  # files another replica (or a hand) put there,
+            # the factor's block files first (docs/model-format.md)
+            for b in blocks:
+                os.link(os.path.join(models, b),
+                        os.path.join(models, f".{n}" + b[len(".x"):]))
             with open(os.path.join(models, f".{n}"), "wb") as f:
                 f.write(content)
             os.rename(os.path.join(models, f".{n}"),
