@@ -467,8 +467,10 @@ static void unload(srv_store *s, srv_registry *r, const char *name,
 /* Loads (or reloads) one file under the commit lock. 1 if loaded. A file
  * gone by the time it is opened (deleted meanwhile, here or by a replica)
  * unloads the model it was, as a scan that finds it gone does, rather
- * than leave the deleted model served: *gone counts it. The file known is
- * the one opened and read (its stat through the descriptor). */
+ * than leave the deleted model served: *gone counts it. A file that fails
+ * to load because it was replaced or removed while it was read is read
+ * again as it is now. The file known is the one opened and read (its stat
+ * through the descriptor). */
 static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
                     const char *file, const char *name, size_t *gone)
 {
@@ -478,33 +480,44 @@ static int sync_one(srv_store *s, srv_registry *r, pthread_mutex_t *commit,
     km_model *m = NULL;
     srv_test_pause("scan_load");
     pthread_mutex_lock(commit);
-    /* Opened under the lock: a commit may have just written it. */
-    int fd = open_model(s->dirfd, file);
-    if (fd < 0 && errno == ENOENT) {
-        unload(s, r, name, gone);
-        pthread_mutex_unlock(commit);
-        return 0;
-    }
-    if (fd < 0) {
-        snprintf(why, sizeof why, "%s", strerror(errno));
-    } else if (fstat(fd, &st) != 0 || is_known(s, name, &st)) {
-        close(fd);
-        pthread_mutex_unlock(commit);
-        return 0;
-    } else {
+    for (int tries = 0;; tries++) {
+        /* Opened under the lock: a commit may have just written it. */
+        int fd = open_model(s->dirfd, file);
+        if (fd < 0 && errno == ENOENT) {
+            unload(s, r, name, gone);
+            pthread_mutex_unlock(commit);
+            return 0;
+        }
+        if (fd < 0) {
+            snprintf(why, sizeof why, "%s", strerror(errno));
+            break;
+        }
+        if (fstat(fd, &st) != 0 || is_known(s, name, &st)) {
+            close(fd);
+            pthread_mutex_unlock(commit);
+            return 0;
+        }
         m = read_model_fd(fd, s->dirfd, name, why, sizeof why, &special);
         close(fd);
+        struct stat now;
+        if (m || special ||
+            (fstatat(s->dirfd, file, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+             now.st_dev == st.st_dev && now.st_ino == st.st_ino))
+            break;
+        /* Replaced or removed while it was read (a replica's save or
+         * delete, which may have removed the factor blocks of the version
+         * read): not this file's fault; what is there now is read, so
+         * that the scan serves a state at least as new as the one it
+         * began with. */
+        if (tries == 3) {
+            srv_log(SRV_INFO, "model_load_retry", "%s/%s changed while it "
+                    "was read, four times (%s); the next scan reads it",
+                    s->dir, file, why);
+            pthread_mutex_unlock(commit);
+            return 0;
+        }
     }
-    struct stat now;
-    if (!m && fd >= 0 && !special &&
-        (fstatat(s->dirfd, file, &now, AT_SYMLINK_NOFOLLOW) != 0 ||
-         now.st_dev != st.st_dev || now.st_ino != st.st_ino)) {
-        /* replaced while it was read (a replica's save, which may have
-         * removed the factor blocks of the version read): not this
-         * file's fault; the next scan reads the new one */
-        srv_log(SRV_INFO, "model_load_retry", "%s/%s changed while it was "
-                "read (%s)", s->dir, file, why);
-    } else if (!m) {
+    if (!m) {
         if (!special) /* a special file is skipped by the next scan */
             quarantine(s, file, why);
     } else {
