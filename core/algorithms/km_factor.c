@@ -155,96 +155,80 @@ void km_factor_solve_rt(const km_factor *F, double scale, double *B,
     }
 }
 
+/* C (rows x m, row stride m) := op(T) C, or op(T)^-1 C (solve), T a
+ * block's diagonal block (rows x rows, lower, ld); up to KM_FEW_COLUMNS
+ * columns by the level-2 routines, column by column. */
+static void tri(int solve, CBLAS_TRANSPOSE t, const km_fblock *b, double *C,
+                size_t m)
+{
+    int n = (int)b->rows, ld = (int)b->ld;
+    if (m > KM_FEW_COLUMNS) {
+        (solve ? cblas_dtrsm : cblas_dtrmm)(CblasRowMajor, CblasLeft,
+                                            CblasLower, t, CblasNonUnit, n,
+                                            (int)m, 1.0, diag_of(b), ld, C,
+                                            (int)m);
+        return;
+    }
+    for (size_t j = 0; j < m; j++)
+        (solve ? cblas_dtrsv : cblas_dtrmv)(CblasRowMajor, CblasLower, t,
+                                            CblasNonUnit, n, diag_of(b), ld,
+                                            C + j, (int)m);
+}
+
+/* C (r x m) += alpha op(A) B: A r x c (t no) or c x r (t yes), row
+ * stride ld; B c x m; both of stride m; level 2 as tri. */
+static void gem(CBLAS_TRANSPOSE t, size_t r, size_t c, double alpha,
+                const double *A, size_t ld, const double *B, double *C,
+                size_t m)
+{
+    int ar = (int)(t == CblasNoTrans ? r : c), ac = (int)(t == CblasNoTrans
+                                                             ? c : r);
+    if (m > KM_FEW_COLUMNS) {
+        cblas_dgemm(CblasRowMajor, t, CblasNoTrans, (int)r, (int)m, (int)c,
+                    alpha, A, (int)ld, B, (int)m, 1.0, C, (int)m);
+        return;
+    }
+    for (size_t j = 0; j < m; j++)
+        cblas_dgemv(CblasRowMajor, t, ar, ac, alpha, A, (int)ld, B + j,
+                    (int)m, 1.0, C + j, (int)m);
+}
+
 void km_factor_lt(const km_factor *F, double *C, size_t m)
 {
-    int few = m <= KM_FEW_COLUMNS;
     for (size_t s = 0; s < F->nb; s++) {
         const km_fblock *b = F->b[s];
         double *Cs = C + b->r0 * m;
-        if (few)
-            for (size_t j = 0; j < m; j++)
-                cblas_dtrmv(CblasRowMajor, CblasLower, CblasTrans,
-                            CblasNonUnit, (int)b->rows, diag_of(b),
-                            (int)b->ld, Cs + j, (int)m);
-        else
-            cblas_dtrmm(CblasRowMajor, CblasLeft, CblasLower, CblasTrans,
-                        CblasNonUnit, (int)b->rows, (int)m, 1.0, diag_of(b),
-                        (int)b->ld, Cs, (int)m);
+        tri(0, CblasTrans, b, Cs, m);
         /* + L_ts^T C_t for the blocks below (their C_t not yet changed) */
         for (size_t t = s + 1; t < F->nb; t++) {
             const km_fblock *c = F->b[t];
-            const double *Lts = c->v + b->r0, *Ct = C + c->r0 * m;
-            if (few)
-                for (size_t j = 0; j < m; j++)
-                    cblas_dgemv(CblasRowMajor, CblasTrans, (int)c->rows,
-                                (int)b->rows, 1.0, Lts, (int)c->ld, Ct + j,
-                                (int)m, 1.0, Cs + j, (int)m);
-            else
-                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
-                            (int)b->rows, (int)m, (int)c->rows, 1.0, Lts,
-                            (int)c->ld, Ct, (int)m, 1.0, Cs, (int)m);
+            gem(CblasTrans, b->rows, c->rows, 1.0, c->v + b->r0, c->ld,
+                C + c->r0 * m, Cs, m);
         }
     }
 }
 
 void km_factor_forward(const km_factor *F, size_t from, double *Z, size_t m)
 {
-    int few = m <= KM_FEW_COLUMNS;
     for (size_t t = 0; t < F->nb; t++) {
         const km_fblock *b = F->b[t];
         if (b->r0 < from)
             continue;
         double *Zt = Z + b->r0 * m;
-        if (b->r0 > 0) { /* Z_t -= L_t< Z_< */
-            if (few)
-                for (size_t j = 0; j < m; j++)
-                    cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)b->rows,
-                                (int)b->r0, -1.0, b->v, (int)b->ld, Z + j,
-                                (int)m, 1.0, Zt + j, (int)m);
-            else
-                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                            (int)b->rows, (int)m, (int)b->r0, -1.0, b->v,
-                            (int)b->ld, Z, (int)m, 1.0, Zt, (int)m);
-        }
-        if (few)
-            for (size_t j = 0; j < m; j++)
-                cblas_dtrsv(CblasRowMajor, CblasLower, CblasNoTrans,
-                            CblasNonUnit, (int)b->rows, diag_of(b),
-                            (int)b->ld, Zt + j, (int)m);
-        else
-            cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans,
-                        CblasNonUnit, (int)b->rows, (int)m, 1.0, diag_of(b),
-                        (int)b->ld, Zt, (int)m);
+        if (b->r0 > 0) /* Z_t -= L_t< Z_< */
+            gem(CblasNoTrans, b->rows, b->r0, -1.0, b->v, b->ld, Z, Zt, m);
+        tri(1, CblasNoTrans, b, Zt, m);
     }
 }
 
 void km_factor_back(const km_factor *F, double *C, size_t m)
 {
-    int few = m <= KM_FEW_COLUMNS;
     for (size_t t = F->nb; t-- > 0;) {
         const km_fblock *b = F->b[t];
         double *Ct = C + b->r0 * m;
-        if (few)
-            for (size_t j = 0; j < m; j++)
-                cblas_dtrsv(CblasRowMajor, CblasLower, CblasTrans,
-                            CblasNonUnit, (int)b->rows, diag_of(b),
-                            (int)b->ld, Ct + j, (int)m);
-        else
-            cblas_dtrsm(CblasRowMajor, CblasLeft, CblasLower, CblasTrans,
-                        CblasNonUnit, (int)b->rows, (int)m, 1.0, diag_of(b),
-                        (int)b->ld, Ct, (int)m);
-        if (b->r0 == 0)
-            continue;
-        /* C_< -= L_t<^T X_t */
-        if (few)
-            for (size_t j = 0; j < m; j++)
-                cblas_dgemv(CblasRowMajor, CblasTrans, (int)b->rows,
-                            (int)b->r0, -1.0, b->v, (int)b->ld, Ct + j,
-                            (int)m, 1.0, C + j, (int)m);
-        else
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)b->r0,
-                        (int)m, (int)b->rows, -1.0, b->v, (int)b->ld, Ct,
-                        (int)m, 1.0, C, (int)m);
+        tri(1, CblasTrans, b, Ct, m);
+        if (b->r0 > 0) /* C_< -= L_t<^T X_t */
+            gem(CblasTrans, b->r0, b->rows, -1.0, b->v, b->ld, Ct, C, m);
     }
 }
 

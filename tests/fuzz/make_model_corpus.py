@@ -305,6 +305,14 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     d = run.Daemon(os.path.abspath(args.server), models)
     made = 0
+
+    def seed(name):
+        """name's model file, without its checksum, as a seed."""
+        with open(os.path.join(models, name + ".kmm"), "rb") as f:
+            data = f.read()[:-4]
+        with open(os.path.join(args.out, name), "wb") as f:
+            f.write(data)
+        return data
     try:
         d.start()
         for kname, kernel in KERNELS.items():
@@ -325,14 +333,11 @@ def main():
                 if r.status != 201:
                     print(f"{name}: {r}", file=sys.stderr)
                     continue
-                with open(os.path.join(models, name + ".kmm"), "rb") as f:
-                    data = f.read()
-                with open(os.path.join(args.out, name), "wb") as f:
-                    f.write(data[:-4])
+                data = seed(name)
                 made += 1
                 if name == "krrpre_rbf":
                     with open(os.path.join(args.out, "krrsearch_rbf"), "wb") as f:
-                        f.write(with_search(data[:-4]))
+                        f.write(with_search(data))
                     made += 1
         # updated models: a factor of two row blocks, listed with their
         # rows (file format 12)
@@ -344,10 +349,7 @@ def main():
             if r.status != 201 or u.status != 201:
                 print(f"{name}: {r} {u}", file=sys.stderr)
                 continue
-            with open(os.path.join(models, name + ".kmm"), "rb") as f:
-                data = f.read()
-            with open(os.path.join(args.out, name), "wb") as f:
-                f.write(data[:-4])
+            seed(name)
             made += 1
         for lname, (kname, text) in LIBSVM.items():
             name = f"{lname}_{kname}"
@@ -356,13 +358,11 @@ def main():
             if r.status != 201:
                 print(f"{name}: {r}", file=sys.stderr)
                 continue
-            with open(os.path.join(models, name + ".kmm"), "rb") as f:
-                data = f.read()[:-4]
+            data = seed(name)
             pre = with_pre(data, center_y=lname == "libsvmsvr")
-            for out_name, out in ((name, data), (f"{lname}pre_{kname}", pre)):
-                with open(os.path.join(args.out, out_name), "wb") as f:
-                    f.write(out)
-                made += 1
+            with open(os.path.join(args.out, f"{lname}pre_{kname}"), "wb") as f:
+                f.write(pre)
+            made += 2
     finally:
         d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
