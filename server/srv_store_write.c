@@ -72,23 +72,21 @@ static int to_fd(void *ctx, const void *p, size_t n)
     return -1;
 }
 
-/* Writes the new temporary file tmp: buf's len bytes, or (buf NULL) model
- * m's file streamed from the model (km_model_save_sink: no copy of a
- * file of hundreds of MB in memory), its factor through blocks (may be
- * NULL), then fsyncs it. 0, or an errno value (the file is then
- * removed). */
-static int write_temp(srv_store *s, const char *tmp, const unsigned char *buf,
-                      size_t len, const km_model *m, const km_blocks *blocks)
+/* What fills a temporary file, through to_fd on f: 0, or -1 (f->err set
+ * when the file was at fault). */
+typedef int (*temp_fill)(void *ctx, fd_sink *f);
+
+/* Writes the new temporary file tmp by fill (streamed: a file of hundreds
+ * of MB is never whole in memory), then fsyncs it. 0, or an errno value
+ * (the file is then removed). */
+static int write_temp(srv_store *s, const char *tmp, temp_fill fill,
+                      void *ctx)
 {
-    km_error err;
     fd_sink f = {openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                         0644), 0};
     if (f.fd < 0)
         return errno;
-    int ok = buf ? to_fd(&f, buf, len) == 0
-                 : km_model_save_sink_blocks(m, to_fd, &f, blocks, &err) ==
-                       KM_OK;
-    if (!ok && !f.err)
+    if (fill(ctx, &f) != 0 && !f.err)
         f.err = ENOMEM; /* not the file's: the writer's buffer */
     if (!f.err && fsync(f.fd) != 0)
         f.err = errno;
@@ -97,6 +95,45 @@ static int write_temp(srv_store *s, const char *tmp, const unsigned char *buf,
     if (f.err)
         unlinkat(s->dirfd, tmp, 0);
     return f.err;
+}
+
+/* temp_fill of a model's file (km_model_save_sink_blocks), its factor
+ * through blocks (may be NULL). */
+typedef struct {
+    const km_model *m;
+    const km_blocks *blocks;
+} model_fill;
+
+static int fill_model(void *ctx, fd_sink *f)
+{
+    const model_fill *mf = ctx;
+    km_error err;
+    return km_model_save_sink_blocks(mf->m, to_fd, f, mf->blocks, &err) ==
+                   KM_OK
+               ? 0
+               : -1;
+}
+
+/* temp_fill of what the descriptor *ctx reads, a MiB at a time. */
+static int fill_copy(void *ctx, fd_sink *f)
+{
+    int src = *(const int *)ctx, rc = 0;
+    unsigned char *buf = malloc((size_t)1 << 20);
+    if (!buf)
+        return -1;
+    for (;;) {
+        ssize_t got = read(src, buf, (size_t)1 << 20);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            f->err = errno;
+            rc = -1;
+        }
+        if (got <= 0 || (rc = to_fd(f, buf, (size_t)got)) != 0)
+            break;
+    }
+    free(buf);
+    return rc;
 }
 
 /* ------------------------------------------------------------ factor blocks
@@ -151,6 +188,18 @@ static void list_blocks(block_put *b)
         closedir(d);
 }
 
+/* temp_fill of a block file (core's write). */
+typedef struct {
+    int (*write)(void *wctx, km_sink_fn sink, void *sink_ctx);
+    void *wctx;
+} block_fill;
+
+static int fill_block(void *ctx, fd_sink *f)
+{
+    const block_fill *b = ctx;
+    return b->write(b->wctx, to_fd, f);
+}
+
 static int put_block(void *ctx, uint64_t id,
                      int (*write)(void *wctx, km_sink_fn sink,
                                   void *sink_ctx),
@@ -174,23 +223,13 @@ static int put_block(void *ctx, uint64_t id,
         /* gone meanwhile, or no hard links here: written below */
     }
     temp_name(s, b->name, TEMP_MARK, tmp, sizeof tmp);
-    fd_sink f = {openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                        0644), 0};
-    if (f.fd < 0)
-        return b->err = errno;
-    if (write(wctx, to_fd, &f) != 0 && !f.err)
-        f.err = ENOMEM;
-    if (!f.err && fsync(f.fd) != 0)
-        f.err = errno;
-    if (close(f.fd) != 0 && !f.err)
-        f.err = errno;
-    if (!f.err && renameat(s->dirfd, tmp, s->dirfd, want) != 0)
-        f.err = errno;
-    if (f.err) {
+    block_fill fill = {write, wctx};
+    int rc = write_temp(s, tmp, fill_block, &fill);
+    if (!rc && renameat(s->dirfd, tmp, s->dirfd, want) != 0) {
+        rc = errno;
         unlinkat(s->dirfd, tmp, 0);
-        return b->err = f.err;
     }
-    return 0;
+    return rc ? (b->err = rc) : 0;
 }
 
 /* Removes name's block links but those of version current and of the
@@ -221,24 +260,14 @@ static void sweep_blocks(srv_store *s, const char *name, uint64_t current)
 }
 
 /* Copies the file `file` to the new temporary file tmp (file systems
- * without hard links). 0, or an errno value. */
+ * without hard links), a MiB at a time. 0, or an errno value. */
 static int copy_temp(srv_store *s, const char *file, const char *tmp)
 {
-    struct stat st;
     int fd = openat(s->dirfd, file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return errno;
-    int rc = fstat(fd, &st) != 0 ? errno : 0;
-    unsigned char *buf = rc ? NULL : malloc(st.st_size ? (size_t)st.st_size
-                                                         : 1);
-    if (!rc && !buf)
-        rc = ENOMEM;
-    if (!rc && read_at(fd, buf, (size_t)st.st_size, 0) != st.st_size)
-        rc = errno ? errno : EIO;
+    int rc = write_temp(s, tmp, fill_copy, &fd);
     close(fd);
-    if (!rc)
-        rc = write_temp(s, tmp, buf, (size_t)st.st_size, NULL, NULL);
-    free(buf);
     return rc;
 }
 
@@ -372,7 +401,8 @@ int srv_store_save(srv_store *s, const km_model *m,
     temp_name(s, name, TEMP_MARK, tmp, sizeof tmp);
     block_put bp = {s, name, km_model_version(m), 0, 0, NULL, NULL, 0};
     km_blocks blocks = {&bp, s->factor_min, put_block, NULL};
-    int rc = write_temp(s, tmp, NULL, 0, m, &blocks);
+    model_fill fill = {m, &blocks};
+    int rc = write_temp(s, tmp, fill_model, &fill);
     if (rc && bp.err)
         rc = bp.err; /* a block's, not the model file's */
     free(bp.have_v);

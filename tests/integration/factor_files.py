@@ -23,7 +23,10 @@ it and answers bit for bit the same; the raw format 12 file itself is
 refused by import (400 naming the block files). Under the default
 (16 MiB) a small factor stays in the model file: no block links, a
 fitted model's file below format 12, an updated one's format 12 with its
-blocks' rows in it, answering bit for bit after a restart.
+blocks' rows in it, answering bit for bit after a restart. Where hard
+links fail (EPERM from linkat and link, by an LD_PRELOAD shim: vfat's
+behaviour), each version's blocks are written as files of their own and
+kept versions are copies, answering bit for bit after a restart.
 
 Standard library only. Usage, from the project root:
     /usr/bin/python3 tests/integration/factor_files.py --server build/kmserve
@@ -33,8 +36,11 @@ import argparse
 import os
 import random
 import re
+import shutil
 import struct
+import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -270,6 +276,62 @@ def threshold(server, T):
                   "the updated small model after a restart: bit for bit")
 
 
+# linkat(2) and link(2) failing with EPERM, as on a file system without
+# hard links (vfat), for the daemon by LD_PRELOAD
+NO_LINKS = r"""
+#include <errno.h>
+int linkat(int a, const char *b, int c, const char *d, int e)
+{ (void)a; (void)b; (void)c; (void)d; (void)e; errno = EPERM; return -1; }
+int link(const char *a, const char *b)
+{ (void)a; (void)b; errno = EPERM; return -1; }
+"""
+
+
+def no_hard_links(server, T):
+    tmp = tempfile.mkdtemp(prefix="kmserve-factor-nolinks-")
+    try:
+        src, shim = os.path.join(tmp, "nolinks.c"), os.path.join(tmp, "nl.so")
+        with open(src, "w") as f:
+            f.write(NO_LINKS)
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", shim, src],
+                       check=True)
+        models = os.path.join(tmp, "models")
+        os.makedirs(models)
+        # an AddressSanitizer build wants its runtime first: told not to
+        # mind the shim before it
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        d = run.Daemon(os.path.abspath(server), models, *FLAGS,
+                       env=dict(os.environ, LD_PRELOAD=shim,
+                                ASAN_OPTIONS=(asan + ":" if asan else "") +
+                                "verify_asan_link_order=0"))
+        d.start()
+        try:
+            X, y = data(70, 6)
+            params = {"noise": 0.05}
+            fit(d, "g", "gpr", params, X[:50], y[:50])
+            for lo, hi in ((50, 60), (60, 70)):
+                d.req("POST", "/v1/models/g/update", {"X": X[lo:hi],
+                                                      "y": y[lo:hi]})
+            now, v2 = answer(d, "g", T), answer(d, "g", T, "/versions/2")
+            b = links(models, "g")
+            inodes = [ino for v in b.values() for ino in v.values()]
+            run.check(sorted(b) == [1, 2, 3] and len(b[3]) == 3 and
+                      len(set(inodes)) == len(inodes) and
+                      os.path.exists(os.path.join(models, "g.kmm.v2")),
+                      "no hard links: each version's blocks are files of "
+                      "their own, the kept versions copies", b)
+            d.stop()
+            d.start()
+            run.check(answer(d, "g", T) == now and
+                      answer(d, "g", T, "/versions/2") == v2,
+                      "no hard links, after a restart: the current and a "
+                      "kept version answer bit for bit as before")
+        finally:
+            d.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", default="build/kmserve")
@@ -283,6 +345,7 @@ def main():
         want = krr(d, d.models, T)
         transfer(a.server, d, d.models, T, want)
         threshold(a.server, T)
+        no_hard_links(a.server, T)
 
     return run.with_daemon(a.server, "kmserve-factor-", body, *FLAGS)
 
