@@ -509,11 +509,8 @@ km_status km_model_score(const km_model *m, km_scoring s,
     return score_reconstruction(m, pb, out, err);
 }
 
-/* *sub: pb itself when rows is all of it, else its rows at
- * km_psd_subsample's seeded indices (seed 0), in new arrays the caller
- * frees (sub->X, y and labels) once sub->X is not pb->X. */
-static km_status subproblem(const km_problem *pb, size_t rows,
-                            km_problem *sub, km_error *err)
+km_status km_subproblem(const km_problem *pb, size_t rows, km_problem *sub,
+                        km_error *err)
 {
     *sub = *pb;
     if (rows == pb->n)
@@ -529,8 +526,8 @@ static km_status subproblem(const km_problem *pb, size_t rows,
         free(X);
         free(y);
         free(lab);
-        st = km_error_set(err, KM_ENOMEM, "out of memory for the training "
-                          "score's %zu rows", rows);
+        st = km_error_set(err, KM_ENOMEM, "out of memory for a subsample "
+                          "of %zu rows", rows);
     } else {
         for (size_t i = 0; i < rows; i++) {
             memcpy(X + i * d, pb->X + idx[i] * d, d * sizeof *X);
@@ -545,6 +542,16 @@ static km_status subproblem(const km_problem *pb, size_t rows,
     return st;
 }
 
+void km_subproblem_free(const km_problem *pb, km_problem *sub)
+{
+    if (sub->X != pb->X) {
+        free((double *)sub->X);
+        free((double *)sub->y);
+        free((int *)sub->labels);
+    }
+    *sub = *pb;
+}
+
 km_status km_training_score(km_model *m, const km_problem *pb, km_error *err)
 {
     km_scoring s = km_scoring_default(km_model_algorithm(m));
@@ -554,14 +561,10 @@ km_status km_training_score(km_model *m, const km_problem *pb, km_error *err)
     size_t rows = pb->n < KM_SCORE_FIT_ROWS ? pb->n : KM_SCORE_FIT_ROWS;
     double v = NAN;
     km_problem sub;
-    km_status st = subproblem(pb, rows, &sub, err);
+    km_status st = km_subproblem(pb, rows, &sub, err);
     if (st == KM_OK)
         st = km_model_score(m, s, &sub, &v, err);
-    if (sub.X != pb->X) {
-        free((double *)sub.X);
-        free((double *)sub.y);
-        free((int *)sub.labels);
-    }
+    km_subproblem_free(pb, &sub);
     if (st != KM_OK)
         return st;
     double r = (double)rows;

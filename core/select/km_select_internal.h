@@ -63,6 +63,15 @@ km_status km_fit_inner(km_algorithm a, const km_kernel *k,
 #define KM_SCORE_FIT_ROWS 5000
 km_status km_training_score(km_model *m, const km_problem *pb, km_error *err);
 
+/* *sub: pb itself when rows is all of it, else its rows at
+ * km_psd_subsample's seeded indices (seed 0), X, y and labels, in new
+ * arrays (km_score.c; the training score's and the PSD figures'); KM_ENOMEM.
+ * km_subproblem_free frees them (once sub->X is not pb->X) and sets *sub
+ * back to pb. */
+km_status km_subproblem(const km_problem *pb, size_t rows, km_problem *sub,
+                        km_error *err);
+void km_subproblem_free(const km_problem *pb, km_problem *sub);
+
 /* ------------------------------------------------------- scores */
 
 /* The KM_OUT_* answers scoring s needs of a model (km_score.c): values,

@@ -10,7 +10,6 @@
  * Thread-safety: reentrant.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "../base/km_base_internal.h"
 #include "../model/km_model_internal.h"
@@ -39,28 +38,23 @@ static km_status psd_figures(km_model *m, const km_problem *pb,
     size_t rows = n < KM_PSD_FIT_ROWS ? n : KM_PSD_FIT_ROWS;
     const km_pre_stats *ps = km_model_pre(m);
     int scaled = ps->spec.x != KM_SCALE_NONE;
-    double *S = rows < n || scaled ? malloc(rows * d * sizeof *S) : NULL;
-    size_t *idx = rows < n ? malloc(rows * sizeof *idx) : NULL;
+    km_problem xs = {.X = pb->X, .n = n, .d = d}, sub; /* X's rows only */
     km_error scratch;
     km_psd_report r;
-    km_status st = KM_ENOMEM;
-    if ((rows < n || scaled) && !S)
-        goto out;
-    if (rows < n) {
-        if (!idx || km_psd_subsample(n, rows, 0, idx) != KM_OK)
-            goto out;
-        for (size_t i = 0; i < rows; i++)
-            memcpy(S + i * d, pb->X + idx[i] * d, d * sizeof *S);
+    km_status st = km_subproblem(&xs, rows, &sub, &scratch);
+    double *S = NULL; /* the rows scaled, in place in a subsample's copy */
+    if (st == KM_OK && scaled) {
+        S = sub.X != pb->X ? (double *)sub.X : malloc(rows * d * sizeof *S);
+        st = !S ? KM_ENOMEM
+                : km_pre_transform(ps, sub.X, rows, d, 0, S, &scratch);
     }
-    if (scaled && km_pre_transform(ps, rows < n ? S : pb->X, rows, d, 0, S,
-                                   &scratch) != KM_OK)
-        goto out;
     const km_algo *al = km_algo_of(km_model_algorithm(m));
-    st = km_kernel_psd_rows(k, S ? S : pb->X, rows, d, al && al->psd_centred,
-                            &r, &scratch);
-out:
-    free(S);
-    free(idx);
+    if (st == KM_OK)
+        st = km_kernel_psd_rows(k, S ? S : sub.X, rows, d,
+                                al && al->psd_centred, &r, &scratch);
+    if (S != sub.X)
+        free(S);
+    km_subproblem_free(&xs, &sub);
     if (st != KM_OK) /* nothing learnt, nothing said */
         return KM_OK;
     return km_fit_note_psd(m, r.min_eig, r.max_eig, rows, n, err);
