@@ -223,6 +223,14 @@ double km_model_param(const km_model *m, const char *key, double def);
 uint64_t km_tri_values(uint64_t n);
 void km_tri_write(km_writer *w, const double *L, size_t n);
 double *km_tri_read(km_reader *r, size_t n);
+/* Rows r0 .. r0 + rows - 1 of a lower triangle, row r0 + i at v + i * ld,
+ * its first r0 + i + 1 values, as the file holds them (the triangle's
+ * rows above; km_factor.c's blocks): no count. The reader stops at a
+ * short read (r->failed). */
+void km_tri_rows_write(km_writer *w, const double *v, size_t ld, size_t r0,
+                       size_t rows);
+void km_tri_rows_read(km_reader *r, double *v, size_t ld, size_t r0,
+                      size_t rows);
 /* The same made symmetric (the nystrom sums' K_nm^T K_nm). */
 double *km_tri_read_sym(km_reader *r, size_t n);
 /* A loader's check of the n x n sums of products S (its lower triangle

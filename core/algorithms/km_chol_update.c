@@ -88,17 +88,32 @@ uint64_t km_tri_values(uint64_t n)
     return n % 2 ? km_mul_sat(n, (n + 1) / 2) : km_mul_sat(n / 2, n + 1);
 }
 
+void km_tri_rows_write(km_writer *w, const double *v, size_t ld, size_t r0,
+                       size_t rows)
+{
+    for (size_t i = 0; i < rows; i++) {
+        const double *row = v + i * ld;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        km_write_bytes(w, row, (r0 + i + 1) * sizeof *row); /* the file's */
+#else
+        for (size_t j = 0; j <= r0 + i; j++)
+            km_write_f64(w, row[j]);
+#endif
+    }
+}
+
+void km_tri_rows_read(km_reader *r, double *v, size_t ld, size_t r0,
+                      size_t rows)
+{
+    for (size_t i = 0; i < rows && !r->failed; i++)
+        for (size_t j = 0; j <= r0 + i; j++)
+            v[i * ld + j] = km_read_f64(r);
+}
+
 void km_tri_write(km_writer *w, const double *L, size_t n)
 {
-    km_write_u64(w, (uint64_t)n * (n + 1) / 2);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    for (size_t i = 0; i < n; i++) /* a row at once: the file's order */
-        km_write_bytes(w, L + i * n, (i + 1) * sizeof *L);
-#else
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j <= i; j++)
-            km_write_f64(w, L[i * n + j]);
-#endif
+    km_write_u64(w, km_tri_values(n));
+    km_tri_rows_write(w, L, n, 0, n);
 }
 
 double *km_tri_read(km_reader *r, size_t n)
@@ -109,9 +124,8 @@ double *km_tri_read(km_reader *r, size_t n)
         return NULL;
     }
     double *L = calloc(km_mul3(n, n, 1), sizeof *L);
-    for (size_t i = 0; L && i < n; i++)
-        for (size_t j = 0; j <= i; j++)
-            L[i * n + j] = km_read_f64(r);
+    if (L)
+        km_tri_rows_read(r, L, n, 0, n);
     return L;
 }
 

@@ -57,12 +57,15 @@ static uint64_t new_id(void)
     return id ? id : 1;
 }
 
-static km_fblock *block_new(double *v, size_t r0, size_t rows, size_t ld)
+/* A block of v (taken by the caller only on success) named id (0: a new
+ * random one). */
+static km_fblock *block_new(double *v, size_t r0, size_t rows, size_t ld,
+                            uint64_t id)
 {
     km_fblock *b = malloc(sizeof *b);
     if (!b)
         return NULL;
-    b->id = new_id();
+    b->id = id ? id : new_id();
     atomic_init(&b->refs, 1);
     b->r0 = r0;
     b->rows = rows;
@@ -97,9 +100,8 @@ static km_factor *factor_new(size_t n, size_t nb)
 km_factor *km_factor_wrap(double *L, size_t n)
 {
     km_factor *F = factor_new(n, 1);
-    if (F && !(F->b[0] = block_new(L, 0, n, n))) {
-        free(F->b);
-        free(F);
+    if (F && !(F->b[0] = block_new(L, 0, n, n, 0))) {
+        km_factor_free(F);
         F = NULL;
     }
     if (!F)
@@ -243,9 +245,13 @@ static km_fblock *merged(const km_factor *F)
 {
     size_t n = F->n;
     double *v = malloc(km_mul3(n, n, sizeof *v));
-    for (size_t i = 0; v && i < n; i++)
-        memcpy(v + i * n, km_factor_row(F, i), (i + 1) * sizeof *v);
-    km_fblock *b = v ? block_new(v, 0, n, n) : NULL;
+    for (size_t t = 0; v && t < F->nb; t++) {
+        const km_fblock *b = F->b[t];
+        for (size_t i = 0; i < b->rows; i++)
+            memcpy(v + (b->r0 + i) * n, b->v + i * b->ld,
+                   (b->r0 + i + 1) * sizeof *v);
+    }
+    km_fblock *b = v ? block_new(v, 0, n, n, 0) : NULL;
     if (!b)
         free(v);
     return b;
@@ -274,13 +280,14 @@ km_status km_factor_grow(const km_factor *F, double *A, size_t k,
                             "dpotrf: %d", (int)info);
     }
     int merge = F->nb + 1 > KM_FACTOR_BLOCKS;
-    km_factor *G = factor_new(N, merge ? 2 : F->nb + 1);
-    km_fblock *nb = G ? block_new(A, n, k, N) : NULL;
-    if (nb && merge)
+    km_fblock *nb = block_new(A, n, k, N, 0);
+    km_factor *G = nb ? factor_new(N, merge ? 2 : F->nb + 1) : NULL;
+    if (G && merge)
         G->b[0] = merged(F);
-    if (!nb || (merge && !G->b[0])) {
-        block_drop(nb);
-        if (!nb)
+    if (!G || (merge && !G->b[0])) {
+        if (nb)
+            block_drop(nb);
+        else
             free(A);
         km_factor_free(G);
         return km_error_set(err, KM_ENOMEM, "out of memory for an update");
@@ -312,7 +319,7 @@ km_status km_factor_check(const km_factor *F, const char *what,
 
 uint64_t km_factor_bytes(const km_factor *F)
 {
-    return km_f64s_bytes(km_tri_values(F->n)) - 8; /* no count */
+    return km_mul_sat(km_tri_values(F->n), sizeof(double));
 }
 
 void km_factor_refs_range(uint64_t n, uint64_t *lo, uint64_t *hi)
@@ -340,15 +347,7 @@ static uint64_t block_values(uint64_t r0, uint64_t rows)
 /* Block b's rows, row r0 + i's first r0 + i + 1 values. */
 static void write_rows(km_writer *w, const km_fblock *b)
 {
-    for (size_t i = 0; i < b->rows; i++) {
-        const double *row = b->v + i * b->ld;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        km_write_bytes(w, row, (b->r0 + i + 1) * sizeof *row);
-#else
-        for (size_t j = 0; j <= b->r0 + i; j++)
-            km_write_f64(w, row[j]);
-#endif
-    }
+    km_tri_rows_write(w, b->v, b->ld, b->r0, b->rows);
 }
 
 static int write_block(void *wctx, km_sink_fn sink, void *sink_ctx)
@@ -371,11 +370,7 @@ static int write_block(void *wctx, km_sink_fn sink, void *sink_ctx)
 /* Block b's rows from the model file itself. */
 static km_status read_rows(km_reader *r, km_fblock *b, km_error *err)
 {
-    for (size_t i = 0; i < b->rows && !r->failed; i++) {
-        double *row = b->v + i * b->ld;
-        for (size_t j = 0; j <= b->r0 + i; j++)
-            row[j] = km_read_f64(r);
-    }
+    km_tri_rows_read(r, b->v, b->ld, b->r0, b->rows);
     return r->failed ? km_error_set(err, KM_ECORRUPT, "model file: the "
                                     "factor's rows %zu to %zu are cut short",
                                     b->r0, b->r0 + b->rows - 1)
@@ -437,14 +432,10 @@ static km_status read_block(int fd, km_fblock *b, km_error *err)
     km_status rc = KM_OK;
     if (read_full(fd, head, sizeof head) != 0)
         goto io;
-    km_reader h = {head, sizeof head, 0};
-    char magic[4];
-    memcpy(magic, head, 4);
-    h.p += 4;
-    h.left -= 4;
+    km_reader h = {head + 4, sizeof head - 4, 0}; /* past the magic */
     uint32_t fv = km_read_u32(&h);
     uint64_t fid = km_read_u64(&h), r0 = km_read_u64(&h), rows = km_read_u64(&h);
-    if (memcmp(magic, BLOCK_MAGIC, 4) || fv != 1 || fid != b->id ||
+    if (memcmp(head, BLOCK_MAGIC, 4) || fv != 1 || fid != b->id ||
         r0 != b->r0 || rows != b->rows) {
         rc = km_error_set(err, KM_ECORRUPT, "model file: factor block "
                           "%016llx's header does not match the model file's "
@@ -519,20 +510,24 @@ static km_factor *read_refs(km_reader *r, size_t n, km_error *err)
             break;
         }
         /* the rows' bytes are there before they are allocated */
-        int fd = where ? open_block(r->blocks, r->version, id, r0, rows, err)
-                       : -1;
-        if (where ? fd < 0
-                  : km_mul_sat(block_values(r0, rows), 8) > r->left) {
-            st = where ? KM_ECORRUPT
-                       : km_error_set(err, KM_ECORRUPT, "model file: the "
-                                      "factor's rows %llu to %llu are cut "
-                                      "short", (unsigned long long)r0,
-                                      (unsigned long long)(r0 + rows - 1));
+        int fd = -1;
+        if (where) {
+            if ((fd = open_block(r->blocks, r->version, id, r0, rows,
+                                 err)) < 0) {
+                st = KM_ECORRUPT; /* err says why */
+                break;
+            }
+        } else if (km_mul_sat(block_values(r0, rows), 8) > r->left) {
+            st = km_error_set(err, KM_ECORRUPT, "model file: the factor's "
+                              "rows %llu to %llu are cut short",
+                              (unsigned long long)r0,
+                              (unsigned long long)(r0 + rows - 1));
             break;
         }
         size_t ld = (size_t)(r0 + rows);
         double *v = calloc(km_mul3((size_t)rows, ld, 1), sizeof *v);
-        if (!v || !(F->b[t] = block_new(v, (size_t)r0, (size_t)rows, ld))) {
+        if (!v ||
+            !(F->b[t] = block_new(v, (size_t)r0, (size_t)rows, ld, id))) {
             free(v);
             if (fd >= 0)
                 close(fd);
@@ -540,7 +535,6 @@ static km_factor *read_refs(km_reader *r, size_t n, km_error *err)
                               "model");
             break;
         }
-        F->b[t]->id = id;
         next += (size_t)rows;
         st = where ? read_block(fd, F->b[t], err)
                    : read_rows(r, F->b[t], err);
@@ -558,7 +552,6 @@ static km_factor *read_refs(km_reader *r, size_t n, km_error *err)
 
 void km_factor_write(km_writer *w, const km_factor *F)
 {
-    size_t n = F->n;
     if (w->format >= KM_FORMAT_BLOCKS) {
         km_write_u32(w, (uint32_t)F->nb);
         for (size_t t = 0; t < F->nb; t++) {
@@ -575,16 +568,9 @@ void km_factor_write(km_writer *w, const km_factor *F)
         }
         return;
     }
-    km_write_u64(w, (uint64_t)n * (n + 1) / 2);
-    for (size_t i = 0; i < n; i++) {
-        const double *row = km_factor_row(F, i);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        km_write_bytes(w, row, (i + 1) * sizeof *row); /* the file's order */
-#else
-        for (size_t j = 0; j <= i; j++)
-            km_write_f64(w, row[j]);
-#endif
-    }
+    km_write_u64(w, km_tri_values(F->n)); /* the triangle: the blocks' rows */
+    for (size_t t = 0; t < F->nb; t++)
+        write_rows(w, F->b[t]);
 }
 
 km_factor *km_factor_read(km_reader *r, size_t n, int blocks, km_error *err)
